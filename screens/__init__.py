@@ -1,0 +1,2 @@
+"""Textual screens of the wizard. They collect answers and show findings; they
+never write files or run probes themselves."""

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Installs what the test suite needs on Debian 12 (as root) and runs the whole suite.
+#   bash tests/run.sh [pytest args...]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+export DEBIAN_FRONTEND=noninteractive
+NPM_PREFIX=${SANDBOX_SETUP_NPM_PREFIX:-/opt/sandbox-setup-test/npm}
+
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends \
+  bubblewrap runc util-linux passwd acl socat ripgrep procps python3 python3-venv \
+  ca-certificates git >/dev/null
+command -v npm >/dev/null || apt-get install -y -qq --no-install-recommends nodejs npm >/dev/null
+
+# Claude Code (for the root guard and settings tests) and sandbox-runtime (srt), in a
+# prefix outside /root so the agent user and user-namespaced containers can read it.
+mkdir -p "$NPM_PREFIX"
+npm install --no-fund --no-audit --loglevel=error --prefix "$NPM_PREFIX" \
+  @anthropic-ai/claude-code @anthropic-ai/sandbox-runtime >/dev/null
+chmod -R a+rX "$NPM_PREFIX"
+export PATH="$NPM_PREFIX/node_modules/.bin:$PATH"
+
+# The project and its test tools, in a venv of Debian's Python.
+[ -x .venv/bin/python ] || /usr/bin/python3 -m venv .venv
+.venv/bin/pip install -q --disable-pip-version-check -e ".[test]"
+
+exec .venv/bin/python -m pytest -rs "$@"

@@ -1,0 +1,132 @@
+"""``sandbox-setup``: argument parsing and dispatch.
+
+Each path is imported only when chosen, so ``--check``, ``--audit``,
+``--headless`` and ``--undo`` never load Textual; only the interactive wizard
+(:mod:`wizard.app`) does.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from wizard.errors import SetupError
+from wizard.exitcodes import EXIT_CODES_HELP, ExitCode
+
+MODES = ("sandbox", "user", "unsafe")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="sandbox-setup",
+        description=(
+            "Find out what this host can do to sandbox Claude Code, choose a sandbox, "
+            "a dedicated user or an explicit unsafe opt-in, and set it up. Without "
+            "flags, starts the interactive wizard (or its audit view when a launcher "
+            "config exists)."
+        ),
+        epilog=EXIT_CODES_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    action = parser.add_mutually_exclusive_group()
+    action.add_argument("--check", action="store_true", help="run the host checks")
+    action.add_argument("--audit", action="store_true", help="audit an existing setup")
+    action.add_argument(
+        "--headless", action="store_true", help="plan (and with --yes, apply) without the TUI"
+    )
+    action.add_argument("--undo", action="store_true", help="restore what the last apply changed")
+
+    check = parser.add_argument_group("check options")
+    check.add_argument("ids", nargs="*", metavar="ID", help="check IDs to run (default: all)")
+    check.add_argument("--list-checks", action="store_true", help="list check IDs and exit")
+    check.add_argument(
+        "--as-user", metavar="NAME", help="run live probes as this user (the agent user)"
+    )
+    check.add_argument(
+        "--timeout", type=float, default=10.0, metavar="SECONDS", help="per-probe timeout"
+    )
+
+    headless = parser.add_argument_group("headless options")
+    headless.add_argument("--mode", choices=MODES, help="sandbox, user or unsafe")
+    headless.add_argument("--answers", metavar="FILE", help="answers.toml to replay")
+    headless.add_argument(
+        "--workspace", action="append", default=[], metavar="DIR", help="repeatable"
+    )
+    headless.add_argument("--agent-user", metavar="NAME", help="default: claude-agent")
+    headless.add_argument("--claude", metavar="PATH", help="the Claude Code binary")
+    headless.add_argument("--settings-scope", choices=("user", "managed"))
+    headless.add_argument(
+        "--inner-sandbox", choices=("strong", "weak", "off"), help="default: from the probes"
+    )
+    headless.add_argument("--network", choices=("host", "none"), help="default: host")
+    headless.add_argument(
+        "--copy-login", action="store_true", help="copy your Claude login to the agent user"
+    )
+    headless.add_argument(
+        "--accept-unsafe-root",
+        action="store_true",
+        help="required with --mode unsafe: run Claude Code as root with no OS sandbox",
+    )
+    headless.add_argument("--yes", action="store_true", help="apply (otherwise only plan)")
+    headless.add_argument(
+        "--dry-run", action="store_true", help="show the plan with diffs and commands"
+    )
+
+    common = parser.add_argument_group("common options")
+    common.add_argument("--json", action="store_true", help="machine-readable output on stdout")
+    common.add_argument(
+        "--root",
+        default="/",
+        metavar="DIR",
+        help="apply/audit/undo under another root (tests, image builds); default /",
+    )
+    return parser
+
+
+def _dispatch(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    if args.check or args.list_checks:
+        from wizard.check_cmd import run_check
+
+        return run_check(args)
+    if args.ids:
+        parser.error("check IDs are only accepted with --check")
+    if args.audit:
+        from wizard.audit import run_audit
+
+        return run_audit(args)
+    if args.headless:
+        from wizard.headless import run_headless
+
+        return run_headless(args)
+    if args.undo:
+        from wizard.headless import run_undo
+
+        return run_undo(args)
+    if args.mode or args.answers or args.yes or args.dry_run:
+        parser.error("--mode/--answers/--yes/--dry-run need --headless")
+    from wizard.app import run_app  # the only path that loads Textual
+
+    return run_app(args)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse exits 2 on usage errors, 0 on --help
+        return int(exc.code or 0)
+    try:
+        return int(_dispatch(args, parser))
+    except SystemExit as exc:
+        return int(exc.code or 0)
+    except SetupError as exc:
+        print(f"sandbox-setup: {exc}", file=sys.stderr)
+        return int(exc.exit_code)
+    except KeyboardInterrupt:
+        print("sandbox-setup: interrupted", file=sys.stderr)
+        return int(ExitCode.INTERRUPTED)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
