@@ -1,0 +1,185 @@
+"""``sandbox-setup --audit [--json] [--root DIR]``: does the setup still hold?
+
+Loads ``launcher.toml`` and ``answers.toml`` (missing or unreadable: exit 2,
+naming the file), re-runs the checks with live probes as the agent user, and
+compares three things:
+
+- drift (:mod:`wizard.audit_drift`): what the saved answers would write now
+  against what is on disk, a diff per file;
+- the mode against the host (:mod:`wizard.audit_mode`): sandbox mode needs
+  ``bwrap.sandbox`` and the nested probe of its inner strength; the Claude
+  binary is there and is the version recorded at apply;
+- the launcher's safety rules (:mod:`wizard.audit_safety`): owners and modes of
+  the config, the agent home and workspaces; no sudoers entry; locked password.
+
+The report ends with a posture grade (:mod:`wizard.audit_grade`). Exit 0 when
+nothing counts against the setup, 1 on findings, 2 when there is no readable
+configuration. An accepted unsafe mode is always reported, with who accepted
+it and when, but is not by itself a finding that fails the audit.
+No Textual import on this path.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import sys
+from pathlib import Path
+
+from checks.model import Report
+from wizard.accounts import Account, lookup_user
+from wizard.answers import Answers
+from wizard.audit_drift import drift_findings
+from wizard.audit_grade import grade
+from wizard.audit_mode import claude_findings, claude_version, mode_findings
+from wizard.audit_model import AuditFinding, AuditReport, Severity
+from wizard.audit_render import render_json, render_text
+from wizard.audit_safety import agent_findings, claude_facts, config_findings
+from wizard.errors import InputError
+from wizard.exitcodes import ExitCode
+from wizard.launcher_config import LauncherConfig, parse_launcher_config
+from wizard.paths import Layout
+
+
+def _read_setup_file(real: Path, what: str) -> str:
+    try:
+        return real.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError(
+            f"no {what} at {real}: nothing to audit (set up first: sandbox-setup)"
+        ) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise InputError(f"cannot read the {what} {real}: {reason}") from None
+
+
+def load_setup(layout: Layout) -> tuple[LauncherConfig, Answers]:
+    """The launcher config and the saved answers; InputError (exit 2) naming the file."""
+    from wizard.answers import load_answers  # the configuration core
+
+    config_real = layout.real(layout.launcher_config)
+    config = parse_launcher_config(
+        _read_setup_file(config_real, "launcher config"), source=str(config_real)
+    )
+    answers_real = layout.real(layout.answers)
+    _read_setup_file(answers_real, "answers file")
+    return config, load_answers(answers_real)
+
+
+def reapply_command(layout: Layout) -> str:
+    """The command that brings a drifted setup back (the fix path)."""
+    command = (
+        f"sandbox-setup --headless --answers {shlex.quote(str(layout.real(layout.answers)))} --yes"
+    )
+    if not layout.live:
+        command += f" --root {shlex.quote(str(layout.root))}"
+    return command
+
+
+def probe_user(
+    layout: Layout, config: LauncherConfig, agent: Account | None
+) -> tuple[str | None, list[str]]:
+    """Whom the live probes run as, and a note when it is not the agent."""
+    if str(config.mode) == "unsafe" or agent is None:
+        return None, []
+    if agent.uid == layout.operator.uid:
+        return None, []
+    live_agent = lookup_user(config.agent_user)
+    if live_agent is None or live_agent.uid != agent.uid:
+        return None, [
+            f"the agent {config.agent_user} exists only in {layout.real('/etc/passwd')}, "
+            "not on this live system: live probes ran as the operator "
+            f"({layout.operator.name}), and may pass where the agent would fail"
+        ]
+    if os.geteuid() != 0:
+        return None, [
+            f"not root: live probes ran as {layout.operator.name}, not as the agent "
+            f"{config.agent_user}"
+        ]
+    return config.agent_user, []
+
+
+def run_live_checks(layout: Layout, as_user: str | None, timeout: float) -> Report:
+    from checks.runner import run_checks  # the probe suite
+
+    return run_checks(as_user=as_user, root=layout.root, timeout=timeout)
+
+
+def unsafe_findings(config: LauncherConfig) -> list[AuditFinding]:
+    """Unsafe mode is always reported as such, with who accepted it and when."""
+    if str(config.mode) != "unsafe":
+        return []
+    remedy = "sandbox-setup  # choose the sandbox or user mode"
+    if config.unsafe is None:
+        return [
+            AuditFinding(
+                id="audit.unsafe.unaccepted",
+                severity=Severity.CRITICAL,
+                summary="unsafe mode with no recorded acceptance: the launcher refuses it",
+                remedy=remedy,
+            )
+        ]
+    return [
+        AuditFinding(
+            id="audit.unsafe.accepted",
+            severity=Severity.CRITICAL,
+            summary="UNSAFE mode: Claude Code runs as root with no OS sandbox; accepted by "
+            f"{config.unsafe.accepted_by} at {config.unsafe.accepted_at}",
+            detail=config.unsafe.statement,
+            remedy=remedy,
+            accepted=True,
+        )
+    ]
+
+
+def audit(layout: Layout, timeout: float = 10.0) -> AuditReport:
+    """Audit the setup under ``layout``; raises InputError when there is none."""
+    config, answers = load_setup(layout)
+    agent = lookup_user(config.agent_user, layout.root)
+    as_user, notes = probe_user(layout, config, agent)
+    report = run_live_checks(layout, as_user, timeout)
+    reapply = reapply_command(layout)
+
+    findings = unsafe_findings(config)
+    findings += mode_findings(report, config)
+    claude = claude_facts(layout, config)
+    version = claude_version(claude.real, timeout) if claude.trusted else None
+    findings += claude_findings(
+        config, str(claude.real), claude.exists, claude.trusted, version, reapply
+    )
+    findings += list(claude.findings)
+    findings += config_findings(layout)
+    agent_missing = False
+    if str(config.mode) in ("sandbox", "user"):
+        agent_missing = agent is None
+        findings += agent_findings(layout, config, agent)
+    findings += drift_findings(report, answers, layout, reapply, agent_missing)
+    unsafe = None
+    if config.unsafe is not None:
+        unsafe = {
+            "accepted_by": config.unsafe.accepted_by,
+            "accepted_at": config.unsafe.accepted_at,
+            "statement": config.unsafe.statement,
+        }
+    return AuditReport(
+        root=str(layout.root),
+        config_path=str(layout.real(layout.launcher_config)),
+        answers_path=str(layout.real(layout.answers)),
+        mode=str(config.mode),
+        agent_user=config.agent_user,
+        probes_as=as_user,
+        findings=findings,
+        grade=grade(str(config.mode), findings, config.inner_sandbox),
+        notes=notes,
+        checks=[f.to_json() for f in report.findings],
+        unsafe=unsafe,
+    )
+
+
+def run_audit(args: argparse.Namespace) -> int:
+    """The ``--audit`` entry point: print the report, return the exit code."""
+    layout = Layout.for_root(args.root)
+    result = audit(layout, timeout=float(getattr(args, "timeout", 10.0)))
+    sys.stdout.write(render_json(result) if args.json else render_text(result))
+    return int(ExitCode.OK if result.clean else ExitCode.FINDINGS)
