@@ -1,0 +1,259 @@
+"""The exact command and environment for each mode: pure functions over facts.
+
+Nothing here touches the host; :func:`gather_host_facts` (the one reader) and
+the launcher's trust checks produce the inputs, so every argv can be
+table-tested and printed by ``--dry-run``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+from wizard.errors import RefusedError
+from wizard.launcher_config import LauncherConfig
+
+# PATH inside the sandbox and for the agent user: system directories only.
+AGENT_PATH = "/usr/local/bin:/usr/bin:/bin"
+SKIP_PERMISSIONS = "--dangerously-skip-permissions"
+# bwrap reads these fds; the real numbers are known only when the pipes exist.
+STATUS_FD = "{status-fd}"
+BLOCK_FD = "{block-fd}"
+ROOT_LINKS = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+# A writable bind over these would hand the agent the system or hide the sandbox's mounts.
+_SYSTEM_DIRS = ("/usr", "/etc", "/proc", "/dev", "/sys", "/boot", "/bin", "/sbin", "/lib")
+
+UNSAFE_WARNING = (
+    "sandbox-launch: WARNING: unsafe mode: Claude Code runs as {who} with NO OS sandbox; "
+    "it can read and change everything this account can. To set up a real sandbox or a "
+    "dedicated user, run: sandbox-setup"
+)
+
+
+@dataclass(frozen=True)
+class Agent:
+    """The account Claude runs as (the operator's own when not root)."""
+
+    name: str
+    uid: int
+    gid: int
+    home: PurePosixPath
+
+
+@dataclass(frozen=True)
+class HostFacts:
+    """What the sandbox argv depends on, read from the host once."""
+
+    legacy_tiocsti: bool
+    # (path, symlink target or None for a real directory), for the ROOT_LINKS present.
+    root_links: tuple[tuple[str, str | None], ...] = ()
+    resolver_dir: str | None = None
+
+
+@dataclass(frozen=True)
+class Launch:
+    """What to start: exec'd directly, or supervised (sandbox) after verification."""
+
+    argv: tuple[str, ...]
+    env: Mapping[str, str]
+    cwd: str | None
+    supervised: bool
+    warning: str | None = None
+    notes: tuple[str, ...] = field(default=())
+
+
+def gather_host_facts(root: Path = Path("/")) -> HostFacts:
+    """Read the tiocsti sysctl, the root symlinks and where resolv.conf points."""
+    try:
+        tiocsti = (root / "proc/sys/dev/tty/legacy_tiocsti").read_text().strip() != "0"
+    except OSError:
+        tiocsti = True  # kernels without the knob (before 6.2) always allow TIOCSTI
+    links: list[tuple[str, str | None]] = []
+    for name in ROOT_LINKS:
+        real = root / name.lstrip("/")
+        if real.is_symlink():
+            links.append((name, os.readlink(real)))
+        elif real.is_dir():
+            links.append((name, None))
+    resolver = None
+    resolv = root / "etc/resolv.conf"
+    if resolv.is_symlink():
+        target = Path(os.path.realpath(resolv))
+        # systemd-resolved and resolvconf keep the file under /run, which the sandbox
+        # replaces with a tmpfs; re-bind its directory so DNS keeps working.
+        if str(target).startswith("/run/"):
+            resolver = str(target.parent)
+    return HostFacts(legacy_tiocsti=tiocsti, root_links=tuple(links), resolver_dir=resolver)
+
+
+def base_env(agent: Agent, environ: Mapping[str, str]) -> dict[str, str]:
+    """The clean environment: HOME PATH TERM LANG, nothing inherited beyond those."""
+    env = {"HOME": str(agent.home), "PATH": AGENT_PATH}
+    env["TERM"] = environ.get("TERM", "dumb")
+    env["LANG"] = environ.get("LANG", "C.UTF-8")
+    return env
+
+
+def _check_writable_bind(path: PurePosixPath, what: str) -> None:
+    text = str(path)
+    for system in _SYSTEM_DIRS:
+        if (
+            text == "/"
+            or text == system
+            or text.startswith(system + "/")
+            or (system.startswith(text.rstrip("/") + "/"))
+        ):
+            raise RefusedError(
+                f"{what} {text} would make system directory {system} writable or hide it "
+                "inside the sandbox; choose a directory of its own (e.g. /srv/project)"
+            )
+
+
+def _privilege_drop(setpriv: str, agent: Agent, switch_user: bool) -> list[str]:
+    if not switch_user:
+        return [setpriv, "--no-new-privs", "--"]
+    return [
+        setpriv,
+        f"--reuid={agent.uid}",
+        f"--regid={agent.gid}",
+        "--init-groups",
+        "--reset-env",
+        "--no-new-privs",
+        "--",
+    ]
+
+
+def bwrap_argv(
+    config: LauncherConfig,
+    agent: Agent,
+    claude: str,
+    bwrap: str,
+    facts: HostFacts,
+    environ: Mapping[str, str],
+    claude_args: Sequence[str],
+) -> list[str]:
+    """bwrap's options: new namespaces, read-only system, writable home and workspaces."""
+    argv = [
+        bwrap,
+        "--unshare-user",
+        "--unshare-pid",
+        "--unshare-ipc",
+        "--unshare-uts",
+        "--unshare-cgroup-try",
+    ]
+    if config.network == "none":
+        argv.append("--unshare-net")
+    argv += ["--die-with-parent", "--cap-drop", "ALL"]
+    if facts.legacy_tiocsti:
+        # Without a new session a sandboxed process could push keystrokes into the
+        # operator's terminal (TIOCSTI). It costs SIGWINCH, which the launcher forwards.
+        argv.append("--new-session")
+    argv += ["--ro-bind", "/usr", "/usr", "--ro-bind", "/etc", "/etc"]
+    for path, target in facts.root_links:
+        if target is None:
+            argv += ["--ro-bind", path, path]
+        else:
+            argv += ["--symlink", target, path]
+    argv += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--tmpfs", "/run"]
+    if facts.resolver_dir:
+        argv += ["--ro-bind", facts.resolver_dir, facts.resolver_dir]
+    for writable in (agent.home, *config.workspaces):
+        argv += ["--bind", str(writable), str(writable)]
+    claude_dir = str(PurePosixPath(claude).parent)
+    if not claude_dir.startswith("/usr/"):
+        # Last, so the binary stays read-only even inside a writable directory.
+        argv += ["--ro-bind", claude_dir, claude_dir]
+    argv.append("--clearenv")
+    for key, value in base_env(agent, environ).items():
+        argv += ["--setenv", key, value]
+    argv += ["--setenv", "IS_SANDBOX", "1"]
+    argv += ["--chdir", str(config.workspaces[0])]
+    argv += ["--json-status-fd", STATUS_FD, "--block-fd", BLOCK_FD]
+    argv += ["--", claude, *claude_args]
+    return argv
+
+
+def sandbox_launch(
+    config: LauncherConfig,
+    agent: Agent,
+    claude: str,
+    bwrap: str,
+    setpriv: str,
+    facts: HostFacts,
+    environ: Mapping[str, str],
+    claude_args: Sequence[str],
+    switch_user: bool,
+) -> Launch:
+    """Drop to the agent (root only), then bwrap as the agent; verified before release."""
+    _check_writable_bind(agent.home, "agent home")
+    for workspace in config.workspaces:
+        _check_writable_bind(workspace, "workspace")
+    argv = _privilege_drop(setpriv, agent, switch_user)
+    argv += bwrap_argv(config, agent, claude, bwrap, facts, environ, claude_args)
+    return Launch(
+        argv=tuple(argv),
+        env=base_env(agent, environ),
+        cwd=None,
+        supervised=True,
+        notes=(
+            f"{STATUS_FD} and {BLOCK_FD} are pipe fds chosen at launch; IS_SANDBOX=1 is "
+            "set only inside bwrap, after the launcher verified the sandbox",
+        ),
+    )
+
+
+def user_launch(
+    config: LauncherConfig,
+    agent: Agent,
+    claude: str,
+    setpriv: str,
+    environ: Mapping[str, str],
+    claude_args: Sequence[str],
+    switch_user: bool,
+) -> Launch:
+    """setpriv to the agent with a clean environment and no_new_privs, in the workspace."""
+    argv = _privilege_drop(setpriv, agent, switch_user)
+    if switch_user:
+        # The environment is given explicitly (it keeps LANG and the configured home),
+        # so setpriv must not rebuild it from passwd.
+        argv.remove("--reset-env")
+    env = base_env(agent, environ)
+    env["USER"] = env["LOGNAME"] = agent.name
+    cwd = str(config.workspaces[0]) if config.workspaces else str(agent.home)
+    return Launch(argv=(*argv, claude, *claude_args), env=env, cwd=cwd, supervised=False)
+
+
+def unsafe_launch(
+    config: LauncherConfig,
+    claude: str,
+    environ: Mapping[str, str],
+    claude_args: Sequence[str],
+    uid: int,
+    who: str,
+) -> Launch:
+    """Claude unconfined; refused without a recorded acceptance."""
+    if config.unsafe is None:
+        raise RefusedError(
+            "unsafe mode is configured but no acceptance is recorded ([unsafe] accepted_by, "
+            "accepted_at, statement); Claude Code was not started. Run: sandbox-setup"
+        )
+    env = dict(environ)
+    notes: list[str] = []
+    # Only an explicit bypass request by root needs the guard relaxed, and an
+    # IS_SANDBOX the user exported (even "0") always wins.
+    if SKIP_PERMISSIONS in claude_args and uid == 0:
+        if "IS_SANDBOX" in env:
+            notes.append(f"IS_SANDBOX={env['IS_SANDBOX']} kept as you exported it")
+        else:
+            env["IS_SANDBOX"] = "1"
+            notes.append("IS_SANDBOX=1 set: root asked for --dangerously-skip-permissions")
+    return Launch(
+        argv=(claude, *claude_args),
+        env=env,
+        cwd=None,
+        supervised=False,
+        warning=UNSAFE_WARNING.format(who=who),
+        notes=tuple(notes),
+    )
