@@ -1,0 +1,318 @@
+"""`sandbox-setup --check --json` inside real containers, judged against ground truth.
+
+Each scenario is one place (the host, runc containers built from temp bundles, an
+outer bwrap started by root). In one run per scenario, a script first does the raw
+experiments each live check stands for (``unshare -Ur``, ``unshare -Urmpf
+--mount-proc``, the bwrap commands, installing a seccomp filter, reading
+mountinfo), then runs ``python -m wizard --check --json`` in the same place. The
+tests assert every live check's verdict equals what really happened, and that a
+non-pass names the right cause.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.integration.containers import (
+    ContainerConfig,
+    HostPlace,
+    Place,
+    ProjectInstall,
+    RootBwrap,
+    RuncContainer,
+    Section,
+    base_env,
+    parse_sections,
+    proc_overmounts,
+    seccomp_blocking_userns,
+    sectioned_script,
+)
+from tests.tools import NPM_PREFIX
+
+pytestmark = pytest.mark.integration
+
+BWRAP = "bwrap --unshare-user --unshare-pid --ro-bind / / --dev /dev"
+# Installs an allow-all seccomp filter (after no_new_privs), as a sandbox would.
+SECCOMP_PY = """
+import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+class Insn(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_ushort), ("jt", ctypes.c_ubyte),
+                ("jf", ctypes.c_ubyte), ("k", ctypes.c_uint)]
+class Prog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(Insn))]
+insns = (Insn * 1)(Insn(0x06, 0, 0, 0x7FFF0000))  # BPF_RET|BPF_K SECCOMP_RET_ALLOW
+prog = Prog(1, insns)
+if libc.prctl(38, 1, 0, 0, 0) != 0:  # PR_SET_NO_NEW_PRIVS
+    sys.exit("no_new_privs: " + os.strerror(ctypes.get_errno()))
+if libc.prctl(22, 2, ctypes.byref(prog), 0, 0) != 0:  # PR_SET_SECCOMP, FILTER
+    sys.exit("seccomp: " + os.strerror(ctypes.get_errno()))
+"""
+# What each live check stands for, as the raw experiment (DESIGN.md, issue 2).
+EXPERIMENTS = {
+    "userns.create": "unshare -Ur true",
+    "proc.fresh_mount": "unshare -Urmpf --mount-proc true",
+    "bwrap.sandbox": f"{BWRAP} --proc /proc true",
+    "bwrap.nested": f"{BWRAP} --proc /proc {BWRAP} --proc /proc true",
+    "bwrap.nested_weak": f"{BWRAP} --proc /proc {BWRAP} --bind /proc /proc unshare -Ur true",
+    # Not a check: Claude's weak inner sandbox started right here, no outer bwrap.
+    "weak_here": f"{BWRAP} --bind /proc /proc unshare -Ur true",
+}
+LIVE_IDS = (
+    "userns.create",
+    "proc.fresh_mount",
+    "bwrap.sandbox",
+    "bwrap.nested",
+    "bwrap.nested_weak",
+    "seccomp.available",
+)
+NOBODY = "setpriv --reuid 65534 --regid 65534 --clear-groups --"
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """A place, the user the probes run as, and what the place is known to allow.
+
+    ``known`` pins the facts that make the scenario what its name says (e.g. a
+    fresh /proc is impossible under Docker's masks), so a harness that silently
+    built the wrong container fails instead of agreeing with a wrong check.
+    """
+
+    place: Callable[[Path], Place]
+    as_user: str | None = None
+    masked: bool = False
+    known: tuple[tuple[str, bool], ...] = ()
+
+
+DOCKER = ContainerConfig()
+SCENARIOS: dict[str, Scenario] = {
+    # (1) the host as it is; root's outer bwrap covers /proc/irq etc., so the
+    # strong nested form fails as root and works as an unprivileged agent.
+    "host": Scenario(
+        lambda wd: HostPlace(),
+        known=(
+            ("userns.create", True),
+            ("proc.fresh_mount", True),
+            ("bwrap.sandbox", True),
+            ("bwrap.nested", False),
+            ("bwrap.nested_weak", True),
+        ),
+    ),
+    "host-as-nobody": Scenario(
+        lambda wd: HostPlace(),
+        as_user="nobody",
+        known=(("bwrap.sandbox", True), ("bwrap.nested", True), ("bwrap.nested_weak", True)),
+    ),
+    # (2) user-namespaced container with Docker's masked/read-only /proc paths.
+    "docker-userns": Scenario(
+        lambda wd: RuncContainer(DOCKER, wd, name="docker-userns"),
+        masked=True,
+        known=(("userns.create", True), ("proc.fresh_mount", False), ("bwrap.sandbox", False)),
+    ),
+    # (3) the same with the masks removed (podman unmask=/proc/*, docker systempaths=unconfined).
+    "docker-userns-unmasked": Scenario(
+        lambda wd: RuncContainer(DOCKER.unmasked(), wd, name="docker-userns-unmasked"),
+        known=(("userns.create", True), ("proc.fresh_mount", True), ("bwrap.sandbox", True)),
+    ),
+    # (4) no user namespace, Docker's 14 default capabilities (and its masks).
+    "docker-no-userns": Scenario(
+        lambda wd: RuncContainer(ContainerConfig(userns=False), wd, name="docker-no-userns"),
+        masked=True,
+        known=(("proc.fresh_mount", False), ("bwrap.sandbox", False)),
+    ),
+    # (5) a seccomp profile that blocks new user namespaces; unmasked, so the
+    # profile is the only cause.
+    "seccomp-no-newuser": Scenario(
+        lambda wd: RuncContainer(
+            ContainerConfig(seccomp=seccomp_blocking_userns()).unmasked(),
+            wd,
+            name="seccomp-no-newuser",
+        ),
+        known=(("userns.create", False), ("proc.fresh_mount", False), ("bwrap.sandbox", False)),
+    ),
+    # (6) inside an outer bwrap started by root: its read-only covers over /proc
+    # make a nested fresh /proc impossible; the weak form (bind /proc) still works.
+    "root-bwrap": Scenario(
+        lambda wd: RootBwrap(),
+        masked=True,
+        known=(
+            ("userns.create", True),
+            ("proc.fresh_mount", False),
+            ("bwrap.sandbox", False),
+            ("weak_here", True),
+        ),
+    ),
+}
+
+
+def _experiment_script(install: ProjectInstall, as_user: str | None) -> str:
+    prefix = NOBODY + " " if as_user == "nobody" else ""
+    commands = {
+        name: f"cd / && {prefix}sh -c {shlex.quote(cmd)}" for name, cmd in EXPERIMENTS.items()
+    }
+    commands["seccomp.available"] = f"cd / && {prefix}{install.python} -c {shlex.quote(SECCOMP_PY)}"
+    commands["mountinfo"] = "cat /proc/self/mountinfo"
+    commands["status"] = "id; grep -E '^(Cap|NoNewPrivs|Seccomp)' /proc/self/status"
+    check = install.wizard("--check", "--json", *(["--as-user", as_user] if as_user else []))
+    commands["check"] = f'cd / && {shlex.join(check)} 2>"$T/check.err"'
+    commands["check_stderr"] = 'cat "$T/check.err"'
+    return sectioned_script(commands)
+
+
+@dataclass(frozen=True)
+class Observed:
+    """One scenario's run: raw experiment results and the check's JSON."""
+
+    name: str
+    scenario: Scenario
+    sections: dict[str, Section]
+    report: dict[str, Any]
+
+    def works(self, experiment: str) -> bool:
+        return self.sections[experiment].returncode == 0
+
+    def finding(self, check_id: str) -> dict[str, Any]:
+        found = [c for c in self.report["checks"] if c["id"] == check_id]
+        assert found, f"{self.name}: no {check_id} in the report"
+        return found[0]
+
+    def overmounts(self) -> list[str]:
+        return proc_overmounts(self.sections["mountinfo"].output)
+
+    def context(self, experiment: str) -> str:
+        section = self.sections[experiment]
+        return (
+            f"[{self.name}] raw {experiment}: rc={section.returncode} {section.output.strip()!r}\n"
+            f"check stderr: {self.sections['check_stderr'].output.strip()[-800:]!r}"
+        )
+
+
+@pytest.fixture(scope="module", params=list(SCENARIOS))
+def observed(
+    request: pytest.FixtureRequest,
+    project_install: ProjectInstall,
+    integration_workdir: Path,
+    container_tools: dict[str, str],
+) -> Observed:
+    """Runs one scenario once: the experiments, then --check --json, in the same place."""
+    name: str = request.param
+    scenario = SCENARIOS[name]
+    place = scenario.place(integration_workdir / "bundles")
+    env = base_env(extra_path=[str(NPM_PREFIX / "node_modules/.bin")])
+    script = _experiment_script(project_install, scenario.as_user)
+    result = place.run(["/bin/sh", "-c", script], env=env, timeout=240)
+    sections = parse_sections(result.stdout)
+    assert "check" in sections, (
+        f"{name}: the scenario did not run: rc={result.returncode}\n"
+        f"stdout={result.stdout[-2000:]}\nstderr={result.stderr[-2000:]}"
+    )
+    try:
+        report = json.loads(sections["check"].output)
+    except json.JSONDecodeError as exc:
+        pytest.fail(
+            f"{name}: --check --json printed no JSON ({exc}): rc={sections['check'].returncode}\n"
+            f"{sections['check'].output[-1500:]}\nstderr: {sections['check_stderr'].output[-1500:]}"
+        )
+    return Observed(name, scenario, sections, report)
+
+
+def _text(finding: dict[str, Any]) -> str:
+    return " ".join(str(finding.get(k, "")) for k in ("summary", "detail", "remedy")).lower()
+
+
+def _assert_verdict(obs: Observed, check_id: str) -> dict[str, Any]:
+    """The check passes exactly when its raw experiment worked there."""
+    finding = obs.finding(check_id)
+    status = finding["status"]
+    if obs.works(check_id):
+        assert status == "pass", f"{check_id} says {status}, but it works\n{obs.context(check_id)}"
+    else:
+        assert status == "fail", (
+            f"{check_id} says {status}, but it does not work\n{obs.context(check_id)}\n{finding}"
+        )
+        assert finding["remedy"].strip(), f"{check_id}: a failure without a remedy: {finding}"
+    return finding
+
+
+def _assert_cause(obs: Observed, check_id: str, finding: dict[str, Any]) -> None:
+    """A failing live check names the cause this scenario really has."""
+    if finding["status"] == "pass":
+        return
+    text = _text(finding)
+    if obs.name == "seccomp-no-newuser":
+        assert "seccomp" in text, f"{check_id} does not name seccomp: {finding}"
+    elif obs.name in ("docker-userns", "docker-no-userns"):
+        names = [p for p in obs.overmounts() if p.lower() in text]
+        assert "mask" in text or names, f"{check_id} does not name the /proc masks: {finding}"
+    elif obs.name == "root-bwrap" or (check_id == "bwrap.nested" and obs.name == "host"):
+        # the read-only covers a root-started bwrap puts over /proc/irq, /proc/bus, ...
+        covers = ("cover", "read-only", "/proc/sys", "/proc/irq", "/proc/bus", "root")
+        assert any(word in text for word in covers), (
+            f"{check_id} does not name the covers of a root-started bwrap: {finding}"
+        )
+
+
+def test_scenario_is_what_it_claims(observed: Observed) -> None:
+    for experiment, works in observed.scenario.known:
+        assert observed.works(experiment) is works, observed.context(experiment)
+    assert bool(observed.overmounts()) is observed.scenario.masked, observed.overmounts()
+
+
+def test_report_shape(observed: Observed) -> None:
+    report = observed.report
+    assert report["schema"] == 1
+    assert report["recommendation"]["mode"] in ("sandbox", "user", "unsafe")
+    assert report["recommendation"]["reason"]
+    ids = [c["id"] for c in report["checks"]]
+    for check_id in (*LIVE_IDS, "proc.masks"):
+        assert check_id in ids
+    for finding in report["checks"]:
+        assert finding["status"] in ("pass", "warn", "fail", "skip", "error"), finding
+        assert finding["status"] != "error", f"{observed.name}: a check crashed: {finding}"
+    expected_rc = 1 if any(c["status"] in ("fail", "error") for c in report["checks"]) else 0
+    assert observed.sections["check"].returncode == expected_rc
+
+
+@pytest.mark.parametrize("check_id", ["userns.create", "proc.fresh_mount", "bwrap.sandbox"])
+def test_namespace_checks_match_reality(observed: Observed, check_id: str) -> None:
+    finding = _assert_verdict(observed, check_id)
+    _assert_cause(observed, check_id, finding)
+
+
+@pytest.mark.parametrize("check_id", ["bwrap.nested", "bwrap.nested_weak"])
+def test_nested_checks_match_reality(observed: Observed, check_id: str) -> None:
+    finding = _assert_verdict(observed, check_id)
+    _assert_cause(observed, check_id, finding)
+
+
+def test_seccomp_available_matches_reality(observed: Observed) -> None:
+    _assert_verdict(observed, "seccomp.available")
+
+
+def test_proc_masks_match_mountinfo(observed: Observed) -> None:
+    finding = observed.finding("proc.masks")
+    points = observed.overmounts()
+    if not points:
+        assert finding["status"] == "pass", f"no mounts over /proc, yet: {finding}"
+        return
+    assert finding["status"] in ("warn", "fail"), f"{points} over /proc, yet: {finding}"
+    text = _text(finding)
+    named = [p for p in points if p.lower() in text]
+    assert named, f"proc.masks names none of {points}: {finding}"
+    if observed.name.startswith("docker"):
+        assert "systempaths=unconfined" in text or "unmask" in text, finding
+
+
+def test_recommendation_follows_the_sandbox_probe(observed: Observed) -> None:
+    """sandbox is recommended only where bwrap's sandbox really starts; never unsafe."""
+    mode = observed.report["recommendation"]["mode"]
+    assert mode != "unsafe"
+    if not observed.works("bwrap.sandbox"):
+        assert mode != "sandbox", observed.report["recommendation"]
