@@ -1,0 +1,258 @@
+"""The one place the TUI calls the core: probes, plan, apply, audit.
+
+Screens never import ``checks.runner``, ``wizard.plan``, ``wizard.apply`` or
+``wizard.audit`` themselves; they get a :class:`Backend`. If a core name
+changes, only this module changes. Nothing here imports Textual, and every
+method may block (screens call them from thread workers).
+
+The report provider is injectable: the real one runs the live probes, tests
+hand in fixed fake findings (the TUI is not the probe).
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from checks.model import Finding, Mode, Report, Status
+from wizard.answers import Answers
+from wizard.paths import Layout
+
+FindingCallback = Callable[[Finding], object]
+ReportProvider = Callable[[FindingCallback], Report]
+ProgressCallback = Callable[[str], object]
+
+AGENT_NAME = re.compile(r"^[a-z_][a-z0-9_-]{0,31}$")
+# Directories an agent must never get as a workspace: the system, other homes.
+SYSTEM_DIRS = frozenset(
+    PurePosixPath(p)
+    for p in (
+        "/",
+        "/bin",
+        "/boot",
+        "/dev",
+        "/etc",
+        "/home",
+        "/lib",
+        "/lib64",
+        "/proc",
+        "/root",
+        "/run",
+        "/sbin",
+        "/sys",
+        "/usr",
+        "/var",
+    )
+)
+
+
+def live_report_provider(on_finding: FindingCallback) -> Report:
+    """Run the real probes, reporting each finding as it arrives when the
+    runner offers a hook for it, otherwise once the run is complete."""
+    from checks import runner
+
+    params = inspect.signature(runner.run_checks).parameters
+    for hook in ("on_finding", "progress", "callback"):
+        if hook in params:
+            report: Report = runner.run_checks(**{hook: on_finding})
+            return report
+    report = runner.run_checks()
+    for finding in report.findings:
+        on_finding(finding)
+    return report
+
+
+def check_titles() -> list[tuple[str, str]]:
+    """(id, title) of every registered check, for placeholder rows; empty if
+    the registry is not importable."""
+    try:
+        from checks.registry import CHECKS
+    except ImportError:
+        return []
+    rows = []
+    for check in CHECKS:
+        check_id = getattr(check, "id", None) or getattr(check, "ID", None)
+        title = getattr(check, "title", None) or getattr(check, "TITLE", "")
+        if check_id:
+            rows.append((str(check_id), str(title)))
+    return rows
+
+
+@dataclass(frozen=True)
+class Blocker:
+    """Why the host rules a mode out, and the command that fixes it."""
+
+    reason: str
+    remedy: str
+
+
+def mode_blocker(report: Report, mode: Mode) -> Blocker | None:
+    """Whether ``report`` rules ``mode`` out. Only ``sandbox`` depends on the
+    host: it needs bubblewrap that can start a sandbox here."""
+    if mode is not Mode.SANDBOX:
+        return None
+    for check_id in ("bwrap.installed", "bwrap.sandbox"):
+        finding = report.get(check_id)
+        if finding is None or finding.status is not Status.PASS:
+            summary = finding.summary if finding else f"{check_id} was not checked"
+            remedy = finding.remedy if finding else "sandbox-setup --check " + check_id
+            return Blocker(f"{check_id}: {summary}", remedy or "see sandbox-setup --check")
+    return None
+
+
+def inner_sandbox_preset(report: Report, mode: Mode) -> str:
+    """Claude's own sandbox strength the probes support for ``mode``.
+
+    In ``sandbox`` mode Claude's bwrap runs nested in the launcher's; else it
+    runs directly as the agent (or root).
+    """
+    if mode is Mode.SANDBOX:
+        if report.passed("bwrap.nested"):
+            return "strong"
+        if report.passed("bwrap.nested_weak"):
+            return "weak"
+        return "off"
+    return "strong" if report.passed("bwrap.sandbox") else "off"
+
+
+def default_settings_scope(mode: Mode, operator_is_root: bool) -> str:
+    if mode is Mode.UNSAFE or not operator_is_root:
+        return "user"
+    return "managed"
+
+
+@dataclass
+class Backend:
+    """The core as the TUI sees it, for one root."""
+
+    layout: Layout
+    report_provider: ReportProvider = live_report_provider
+    # (id, title) rows shown as "running" until their finding arrives.
+    pending: list[tuple[str, str]] = field(default_factory=list)
+    last_audit: Any = None
+
+    @classmethod
+    def for_root(
+        cls, root: Path | str = "/", report_provider: ReportProvider | None = None
+    ) -> Backend:
+        layout = Layout.for_root(root)
+        if report_provider is None:
+            return cls(layout, live_report_provider, check_titles())
+        return cls(layout, report_provider, [])
+
+    # -- facts for the welcome screen ------------------------------------
+    @property
+    def operator_is_root(self) -> bool:
+        return self.layout.operator.uid == 0
+
+    def existing_setup(self) -> bool:
+        return self.layout.real(self.layout.launcher_config).is_file()
+
+    # -- probes ------------------------------------------------------------
+    def run_checks(self, on_finding: FindingCallback) -> Report:
+        return self.report_provider(on_finding)
+
+    # -- answers -----------------------------------------------------------
+    def validate_workspaces(self, text: str) -> tuple[tuple[PurePosixPath, ...], str | None]:
+        """Parse a comma-separated list; the error names the path and why."""
+        paths: list[PurePosixPath] = []
+        for raw in (part.strip() for part in text.split(",")):
+            if not raw:
+                continue
+            path = PurePosixPath(raw)
+            if not path.is_absolute():
+                return (), f"workspace {raw!r} is not an absolute path"
+            if ".." in path.parts:
+                return (), f"workspace {raw!r} must not contain '..'"
+            if path in SYSTEM_DIRS:
+                return (), f"workspace {raw} is a system directory; choose a project directory"
+            if not self.layout.real(path).is_dir():
+                where = "" if self.layout.live else f" (under {self.layout.root})"
+                return (), f"workspace {raw} does not exist or is not a directory{where}"
+            if path not in paths:
+                paths.append(path)
+        return tuple(paths), None
+
+    @staticmethod
+    def validate_agent_user(name: str) -> str | None:
+        if name == "root":
+            return "the agent user must not be root"
+        if not AGENT_NAME.match(name):
+            return (
+                f"agent user {name!r} is not a valid name (lowercase letters, digits, "
+                "'-' and '_', at most 32, starting with a letter or '_')"
+            )
+        return None
+
+    def saved_answers(self) -> Answers | None:
+        """The answers of the last apply, if any (for the audit's fix)."""
+        path = self.layout.real(self.layout.answers)
+        if not path.is_file():
+            return None
+        from wizard.answers import load_answers
+
+        loaded: Answers = load_answers(path)
+        return loaded
+
+    # -- plan and apply ----------------------------------------------------
+    def build_plan(self, report: Report, answers: Answers) -> Any:
+        """Raises ``RefusedError``/``InputError`` (reason and remedy) when the
+        report or the answers rule the plan out."""
+        from wizard.plan import build_plan
+
+        return build_plan(report, answers, self.layout)
+
+    def apply(self, plan: Any, progress: ProgressCallback) -> Any:
+        """Apply ``plan``; on failure the core rolls back and raises."""
+        from wizard.apply import apply_plan
+
+        def report_progress(*args: Any, **kwargs: Any) -> None:
+            progress(describe_progress(args, kwargs))
+
+        return apply_plan(plan, progress=report_progress)
+
+    # -- audit -------------------------------------------------------------
+    def audit(self) -> Any:
+        from wizard import audit as audit_module
+
+        for name in ("audit_setup", "run_audit_result", "audit", "collect_audit"):
+            function = getattr(audit_module, name, None)
+            if callable(function):
+                params = inspect.signature(function).parameters
+                if "report_provider" in params:
+                    result = function(self.layout, report_provider=self.report_provider)
+                else:
+                    result = function(self.layout)
+                self.last_audit = result
+                return result
+        raise RuntimeError("wizard.audit offers no audit function")
+
+    @property
+    def last_audit_clean(self) -> bool:
+        return bool(getattr(self.last_audit, "clean", True))
+
+    def report_for_fix(self) -> Report:
+        """The report a re-apply plans from: the one the last audit probed."""
+        audit = self.last_audit
+        report = getattr(audit, "report", None)
+        if isinstance(report, Report):
+            return report
+        return Report.from_json(
+            {
+                "checks": list(getattr(audit, "checks", [])),
+                "recommendation": {"mode": getattr(audit, "mode", "user")},
+            }
+        )
+
+
+def describe_progress(args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
+    """One log line from whatever the core's progress callback passes."""
+    parts = []
+    for value in (*args, *kwargs.values()):
+        describe = getattr(value, "describe", None)
+        parts.append(str(describe()) if callable(describe) else str(value))
+    return " ".join(parts)

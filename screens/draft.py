@@ -1,0 +1,74 @@
+"""The wizard's working state: what the operator has answered so far.
+
+Screens prefill from a :class:`Draft` and return their part; the flow stores
+it. Going back re-shows a screen with what was entered, so answers are kept.
+The unsafe acceptance is the exception: it is never prefilled.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import PurePosixPath
+from typing import Any
+
+from checks.model import Mode, Report
+from wizard.answers import DEFAULT_AGENT_USER, Answers
+
+
+class Nav(enum.Enum):
+    """What a step returns instead of a value when the operator navigates."""
+
+    BACK = "back"
+    QUIT = "quit"
+
+
+@dataclass
+class Details:
+    """The mode details screen's fields."""
+
+    workspaces: tuple[PurePosixPath, ...] = ()
+    agent_user: str = DEFAULT_AGENT_USER
+    network: str = "host"
+    inner_sandbox: str = "strong"
+    settings_scope: str = "managed"
+    copy_login: bool = False
+
+
+@dataclass
+class Draft:
+    report: Report | None = None
+    mode: Mode | None = None
+    details: Details | None = None
+    # Which mode the details were filled for: a different mode resets the presets.
+    details_mode: Mode | None = None
+    accepted_by: str | None = None
+    accepted_at: str | None = None
+    plan: Any = None
+    result: Any = None
+    plan_error: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def accept_unsafe(self, who: str) -> None:
+        self.accepted_by = who
+        self.accepted_at = datetime.now(UTC).replace(microsecond=0).isoformat()
+
+    def answers(self) -> Answers:
+        """The :class:`Answers` the core plans from; every value explicit so
+        the written answers.toml replays to the same files."""
+        assert self.mode is not None and self.details is not None
+        unsafe = self.mode is Mode.UNSAFE
+        d = self.details
+        return Answers(
+            mode=self.mode,
+            workspaces=d.workspaces,
+            agent_user=d.agent_user,
+            settings_scope=d.settings_scope,
+            inner_sandbox=d.inner_sandbox,
+            network=d.network,
+            copy_login=d.copy_login and not unsafe,
+            accept_unsafe_root=unsafe and self.accepted_at is not None,
+            accepted_by=self.accepted_by if unsafe else None,
+            accepted_at=self.accepted_at if unsafe else None,
+        )

@@ -1,0 +1,102 @@
+"""Review: the plan built from the answers, before anything is written."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, VerticalScroll
+from textual.message import Message
+from textual.widgets import Button, Footer, Header, Static
+
+from checks.model import Report
+from screens.backend import Backend
+from screens.plan_view import action_renderable, plan_summary
+from screens.step import StepScreen
+from wizard.answers import Answers
+
+
+class ReviewScreen(StepScreen[Any]):
+    """Returns the plan to apply; the core builds it in a thread worker."""
+
+    BINDINGS = [Binding("a", "apply", "Apply")]
+
+    class Planned(Message):
+        def __init__(self, plan: Any, error: str | None) -> None:
+            super().__init__()
+            self.plan = plan
+            self.error = error
+
+    def __init__(self, backend: Backend, report: Report, answers: Answers) -> None:
+        super().__init__()
+        self.backend = backend
+        self.report = report
+        self.answers = answers
+        self.plan: Any = None
+        self.busy = True
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        yield Static("Planning…", id="plan-summary", classes="status-line")
+        yield VerticalScroll(id="plan")
+        with Horizontal(classes="buttons"):
+            yield Button("Apply", id="apply", variant="primary", disabled=True, compact=True)
+            yield Button("Back", id="back", compact=True)
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.sub_title = f"review: {self.answers.mode.value} mode"
+        self.make_plan()
+
+    @work(thread=True, exclusive=True, group="plan", exit_on_error=False)
+    def make_plan(self) -> None:
+        try:
+            plan = self.backend.build_plan(self.report, self.answers)
+        except Exception as exc:  # RefusedError/InputError carry reason and remedy
+            self.post_message(self.Planned(None, str(exc) or type(exc).__name__))
+            return
+        self.post_message(self.Planned(plan, None))
+
+    @on(Planned)
+    def _planned(self, message: Planned) -> None:
+        self.busy = False
+        summary = self.query_one("#plan-summary", Static)
+        body = self.query_one("#plan", VerticalScroll)
+        if message.error is not None:
+            summary.update(Text("This plan cannot be applied.", style="bold"))
+            body.mount(Static(Text(message.error), classes="error"))
+            self.query_one("#back", Button).focus()
+            self.refresh_bindings()
+            return
+        self.plan = message.plan
+        summary.update(plan_summary(self.plan, str(self.backend.layout.backups_dir)))
+        body.mount_all(
+            Static(action_renderable(i, action), classes="plan-action")
+            for i, action in enumerate(getattr(self.plan, "actions", []), 1)
+        )
+        button = self.query_one("#apply", Button)
+        button.disabled = False
+        # The plan is long: focus the scroller so arrows/PageDown read it first.
+        body.can_focus = True
+        body.focus()
+        self.refresh_bindings()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "apply":
+            return self.plan is not None
+        return super().check_action(action, parameters)
+
+    def action_apply(self) -> None:
+        if self.plan is not None:
+            self.dismiss(self.plan)
+
+    @on(Button.Pressed, "#apply")
+    def _apply(self) -> None:
+        self.action_apply()
+
+    @on(Button.Pressed, "#back")
+    def _back(self) -> None:
+        self.action_back()

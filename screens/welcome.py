@@ -1,0 +1,76 @@
+"""Welcome: who this runs as, whether a setup exists, what happens next."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.containers import Horizontal, VerticalScroll
+from textual.widgets import Button, Footer, Header, Static
+
+from screens.step import StepScreen
+
+
+def welcome_text(
+    operator: str, uid: int, sudo_user: str | None, root: str, existing: str | None
+) -> Text:
+    text = Text()
+    text.append("Run Claude Code without handing it the whole machine.\n\n", style="bold")
+    text.append("Running as: ", style="bold")
+    who = f"{operator} (uid {uid})"
+    if sudo_user:
+        who += f", through sudo by {sudo_user}"
+    text.append(who + "\n")
+    if root != "/":
+        text.append("Target root: ", style="bold")
+        text.append(root + " (everything is written under it)\n")
+    text.append("Existing setup: ", style="bold")
+    text.append((f"found, {existing}" if existing else "none found") + "\n\n")
+    text.append(
+        "Next: real probes find out what this host can do (user namespaces, "
+        "bubblewrap, /proc, Claude Code). Then you choose one of three paths, "
+        "fill in the details, review every file and command, and apply. "
+        "Nothing is written before the review.\n"
+    )
+    if uid == 0:
+        text.append(
+            "\nYou are root: Claude Code refuses --dangerously-skip-permissions "
+            "here unless it is sandboxed or run as another user.\n"
+        )
+    return text
+
+
+class WelcomeScreen(StepScreen[str]):
+    """Returns ``"start"``."""
+
+    can_go_back = False
+    BINDINGS = [("enter", "start", "Start checks")]
+
+    def __init__(self, text: Text) -> None:
+        super().__init__()
+        self._text = text
+
+    def compose(self) -> ComposeResult:
+        yield Header(show_clock=False)
+        with VerticalScroll(classes="step-body"):
+            yield Static(self._text, id="welcome-text")
+        with Horizontal(classes="buttons"):
+            yield Button("Start host checks", id="start", variant="primary", compact=True)
+            yield Button("Quit", id="quit", compact=True)
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.title = "sandbox-setup"
+        self.sub_title = "welcome"
+        self.query_one("#start", Button).focus()
+
+    def action_start(self) -> None:
+        self.dismiss("start")
+
+    @on(Button.Pressed, "#start")
+    def _start(self) -> None:
+        self.dismiss("start")
+
+    @on(Button.Pressed, "#quit")
+    def _quit(self) -> None:
+        self.action_quit_wizard()
