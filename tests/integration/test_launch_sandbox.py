@@ -1,0 +1,139 @@
+"""sandbox-launch in sandbox mode with the real bwrap: what the child sees, what it can't do.
+
+A fake ``claude`` reports from inside; a ``sleep`` started by the test as
+``nobody`` (so plain permissions would let the agent signal it) stands for a
+host process the agent must neither see nor signal.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests.launch_fixtures import (
+    NOBODY,
+    REPORT_CLAUDE,
+    LaunchTree,
+    host_namespaces,
+    last_json,
+    launcher_env,
+    make_launch_tree,
+    run_launcher,
+)
+from tests.tools import require_root, require_tool
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def tree() -> Iterator[LaunchTree]:
+    require_root()
+    require_tool("bwrap")
+    require_tool("setpriv")
+    with make_launch_tree() as made:
+        yield made
+
+
+@pytest.fixture
+def host_sleep() -> Iterator[subprocess.Popen[bytes]]:
+    proc = subprocess.Popen(
+        ["/usr/bin/setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups",
+         "sleep", "300"]
+    )  # fmt: skip
+    yield proc
+    proc.kill()
+    proc.wait()
+
+
+def _report(tree: LaunchTree, host_pid: int, **config: Any) -> tuple[dict[str, Any], str]:
+    claude = tree.write_script(
+        REPORT_CLAUDE.format(
+            workspace=str(tree.workspace), outside=str(tree.outside), host_pid=host_pid
+        )
+    )
+    result = run_launcher(tree.write_config(claude, **config), ["--print", "ok"])
+    assert result.returncode == 0, result.stderr
+    return last_json(result.stdout), result.stderr
+
+
+def test_child_runs_inside_verified_namespaces(
+    tree: LaunchTree, host_sleep: subprocess.Popen[bytes]
+) -> None:
+    report, _ = _report(tree, host_sleep.pid)
+    host = host_namespaces()
+    assert report["uid"] == NOBODY
+    for kind in ("user", "mnt", "pid", "ipc", "uts"):
+        assert report["ns"][kind] != host[kind], kind
+    assert report["is_sandbox"] == "1"
+    assert report["args"] == ["--print", "ok"]
+    assert report["cwd"] == str(tree.workspace)
+    assert report["cap_eff"] == "0000000000000000"
+    assert report["no_new_privs"] == "1"
+    # Clean environment: the caller's secret did not cross.
+    assert set(report["env"]) <= {"HOME", "PATH", "TERM", "LANG", "IS_SANDBOX", "PWD"}
+    assert report["env"]["HOME"] == str(tree.home)
+    assert report["env"]["TERM"] == "xterm-256color"
+
+
+def test_system_is_read_only_and_only_home_and_workspace_are_writable(
+    tree: LaunchTree, host_sleep: subprocess.Popen[bytes]
+) -> None:
+    report, _ = _report(tree, host_sleep.pid)
+    assert report["write_usr"] is False
+    assert report["write_etc"] is False
+    assert report["write_root_home"] is False
+    assert report["write_workspace"] is True
+    assert report["write_home"] is True
+    # outside/ is nobody's own directory on the host: only the sandbox keeps it out.
+    assert report["write_outside"] is False
+    assert not (tree.outside / ".sandbox-launch-probe").exists()
+
+
+def test_escape_attempts_fail(tree: LaunchTree, host_sleep: subprocess.Popen[bytes]) -> None:
+    report, _ = _report(tree, host_sleep.pid)
+    assert report["read_root"] is False
+    assert report["sees_host_pid"] is False
+    assert report["kill_host"] == "ProcessLookupError"
+    assert host_sleep.poll() is None, "the host process was killed from inside"
+    assert report["remount_rc"] != 0
+    # Only the sandbox's own processes are visible (init, claude, mount's parent...).
+    assert report["process_count"] < 10
+
+
+def test_network_none_unshares_the_network(
+    tree: LaunchTree, host_sleep: subprocess.Popen[bytes]
+) -> None:
+    claude = tree.write_script(
+        "#!/bin/sh\ntouch " + str(tree.marker) + "\nreadlink /proc/self/ns/net\n"
+    )
+    shared = run_launcher(tree.write_config(claude))
+    isolated = run_launcher(tree.write_config(claude, network="none", name="none.toml"))
+    host_net = os.readlink("/proc/self/ns/net")
+    assert shared.returncode == 0 and isolated.returncode == 0, shared.stderr + isolated.stderr
+    assert shared.stdout.strip() == host_net
+    assert isolated.stdout.strip() not in ("", host_net)
+
+
+def test_exit_status_passes_through(tree: LaunchTree) -> None:
+    ok = tree.write_script("#!/bin/sh\nexit 7\n")
+    assert run_launcher(tree.write_config(ok)).returncode == 7
+    killed = tree.write_script("#!/bin/sh\nkill -9 $$\n", name="killed")
+    assert run_launcher(tree.write_config(killed, name="k.toml")).returncode == 128 + 9
+
+
+def test_dry_run_prints_the_command_and_starts_nothing(tree: LaunchTree) -> None:
+    claude = tree.write_script("#!/bin/sh\ntouch " + str(tree.marker) + "\n")
+    result = run_launcher(
+        tree.write_config(claude), ["--print", "ok"], dry_run=True, env=launcher_env()
+    )
+    assert result.returncode == 0, result.stderr
+    command = next(line for line in result.stdout.splitlines() if line.startswith("command: "))
+    assert "/usr/bin/setpriv --reuid=65534" in command
+    assert "/usr/bin/bwrap --unshare-user --unshare-pid" in command
+    assert command.endswith(f"-- {claude} --print ok")
+    assert "SECRET_TOKEN" not in result.stdout
+    assert not tree.marker.exists()

@@ -1,0 +1,236 @@
+"""Helpers for the launcher tests: a temp tree the agent can reach, fake Claudes, configs.
+
+pytest's ``tmp_path`` lives under ``/tmp/pytest-of-root`` (0700), which ``nobody``
+cannot traverse, so :func:`make_launch_tree` makes its own 0755 base under /tmp
+and removes it afterwards. The agent is ``nobody`` with a 0700 home of its own;
+no host user is ever created.
+
+A fake ``claude`` is a root-owned 0755 script in a root-owned directory (so it
+passes the launcher's trust checks). Each one first touches a marker file in
+the workspace, which proves it ran; the fail-closed tests assert the marker is
+absent.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from checks.model import Mode
+from tests.tools import REPO
+from wizard.launcher_config import LauncherConfig, UnsafeAcceptance, render_launcher_config
+
+NOBODY = 65534
+MARKER = "claude-ran"
+
+# Reports, as one JSON line, what the process sees from where it was started.
+# {workspace}, {outside} and {host_pid} are filled in by the test.
+REPORT_CLAUDE = r"""#!/usr/bin/python3
+import json, os, subprocess, sys
+WORKSPACE, OUTSIDE, HOST_PID = {workspace!r}, {outside!r}, {host_pid}
+with open(os.path.join(WORKSPACE, "claude-ran"), "w") as f:
+    f.write("ran")
+
+def can_write(directory):
+    path = os.path.join(directory, ".sandbox-launch-probe")
+    try:
+        with open(path, "w"):
+            pass
+    except OSError:
+        return False
+    os.unlink(path)
+    return True
+
+def can_read_root():
+    try:
+        names = os.listdir("/root")
+        for name in names:
+            path = os.path.join("/root", name)
+            if os.path.isfile(path):
+                open(path, "rb").read(1)
+        return True
+    except OSError:
+        return False
+
+def kill_host():
+    try:
+        os.kill(HOST_PID, 15)
+        return "signalled"
+    except OSError as exc:
+        return type(exc).__name__
+
+def status(key):
+    for line in open("/proc/self/status"):
+        if line.startswith(key + ":"):
+            return line.split(":", 1)[1].strip()
+
+remount = subprocess.run(["/usr/bin/mount", "-o", "remount,rw", "/usr"],
+                         capture_output=True, text=True)
+print(json.dumps({{
+    "uid": os.getuid(),
+    "ns": {{k: os.readlink("/proc/self/ns/" + k) for k in ("user", "mnt", "pid", "ipc", "uts")}},
+    "is_sandbox": os.environ.get("IS_SANDBOX"),
+    "env": dict(os.environ),
+    "cwd": os.getcwd(),
+    "args": sys.argv[1:],
+    "write_usr": can_write("/usr"),
+    "write_etc": can_write("/etc"),
+    "write_root_home": can_write("/root"),
+    "write_outside": can_write(OUTSIDE),
+    "write_workspace": can_write(WORKSPACE),
+    "write_home": can_write(os.environ.get("HOME", "/nonexistent")),
+    "read_root": can_read_root(),
+    "sees_host_pid": os.path.exists("/proc/%d" % HOST_PID),
+    "process_count": sum(1 for p in os.listdir("/proc") if p.isdigit()),
+    "kill_host": kill_host(),
+    "remount_rc": remount.returncode,
+    "no_new_privs": status("NoNewPrivs"),
+    "cap_eff": status("CapEff"),
+}}))
+"""
+
+
+@dataclass(frozen=True)
+class LaunchTree:
+    """A temp tree: root-owned bin and config dirs, nobody's home and workspace."""
+
+    base: Path
+    bin: Path
+    config_dir: Path
+    home: Path
+    workspace: Path
+    outside: Path
+
+    @property
+    def marker(self) -> Path:
+        return self.workspace / MARKER
+
+    def write_script(self, text: str, name: str = "claude", directory: Path | None = None) -> Path:
+        path = (directory or self.bin) / name
+        path.write_text(text)
+        path.chmod(0o755)
+        return path
+
+    def write_config(
+        self,
+        claude: Path | str,
+        mode: str = "sandbox",
+        agent_user: str = "nobody",
+        accepted: bool = False,
+        network: str = "host",
+        inner_sandbox: str = "strong",
+        workspaces: Sequence[Path] | None = None,
+        name: str = "launcher.toml",
+        directory: Path | None = None,
+    ) -> Path:
+        config = LauncherConfig(
+            mode=Mode(mode) if mode in {m.value for m in Mode} else Mode.SANDBOX,
+            claude=PurePosixPath(claude),
+            agent_user=agent_user,
+            agent_home=PurePosixPath(self.home),
+            workspaces=tuple(PurePosixPath(w) for w in (workspaces or [self.workspace])),
+            network=network,
+            inner_sandbox=inner_sandbox,
+            unsafe=UnsafeAcceptance("root (uid 0)", "2026-11-30T04:00:00+00:00", "I accept")
+            if accepted
+            else None,
+        )
+        text = render_launcher_config(config)
+        if mode not in {m.value for m in Mode}:
+            text = text.replace('mode = "sandbox"', f'mode = "{mode}"')
+        path = (directory or self.config_dir) / name
+        path.write_text(text)
+        path.chmod(0o644)
+        return path
+
+
+@contextmanager
+def make_launch_tree() -> Iterator[LaunchTree]:
+    base = Path(tempfile.mkdtemp(prefix="sandbox-launch-test-", dir="/tmp"))
+    try:
+        base.chmod(0o755)
+        tree = LaunchTree(
+            base=base,
+            bin=base / "bin",
+            config_dir=base / "config",
+            home=base / "home",
+            workspace=base / "workspace",
+            outside=base / "outside",
+        )
+        for directory in (tree.bin, tree.config_dir, tree.home, tree.workspace, tree.outside):
+            directory.mkdir()
+            directory.chmod(0o755)
+        tree.home.chmod(0o700)
+        for directory in (tree.home, tree.workspace, tree.outside):
+            os.chown(directory, NOBODY, NOBODY)
+        yield tree
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def launcher_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """A small caller environment with a secret that must not leak into the sandbox."""
+    env = {
+        "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+        "TERM": "xterm-256color",
+        "LANG": "C.UTF-8",
+        "SECRET_TOKEN": "must-not-leak",
+        "PYTHONPATH": str(REPO),
+    }
+    env.update(extra or {})
+    return env
+
+
+def run_launcher(
+    config: Path,
+    claude_args: Sequence[str] = (),
+    env: Mapping[str, str] | None = None,
+    dry_run: bool = False,
+    timeout: float = 120,
+    preexec_user: int | None = None,
+) -> subprocess.CompletedProcess[str]:
+    """Run ``sandbox-launch`` (this checkout's) as a separate process."""
+    argv = [sys.executable, "-m", "wizard.launcher"]
+    if preexec_user is not None:
+        argv = [
+            "/usr/bin/setpriv",
+            f"--reuid={preexec_user}",
+            f"--regid={preexec_user}",
+            "--clear-groups",
+            "--",
+            *argv,
+        ]
+    if dry_run:
+        argv.append("--dry-run")
+    argv += ["--config", str(config), "--", *claude_args]
+    return subprocess.run(
+        argv,
+        env=dict(env if env is not None else launcher_env()),
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+def last_json(stdout: str) -> dict[str, Any]:
+    """The last JSON line a fake claude printed."""
+    for line in reversed(stdout.splitlines()):
+        if line.startswith("{"):
+            data: dict[str, Any] = json.loads(line)
+            return data
+    raise AssertionError(f"no JSON report in output:\n{stdout}")
+
+
+def host_namespaces() -> dict[str, str]:
+    return {k: os.readlink(f"/proc/self/ns/{k}") for k in ("user", "mnt", "pid", "ipc", "uts")}
