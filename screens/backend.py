@@ -217,19 +217,11 @@ class Backend:
 
     # -- audit -------------------------------------------------------------
     def audit(self) -> Any:
-        from wizard import audit as audit_module
+        """The :class:`wizard.audit_model.AuditReport` of the setup (live probes)."""
+        from wizard.audit import audit
 
-        for name in ("audit_setup", "run_audit_result", "audit", "collect_audit"):
-            function = getattr(audit_module, name, None)
-            if callable(function):
-                params = inspect.signature(function).parameters
-                if "report_provider" in params:
-                    result = function(self.layout, report_provider=self.report_provider)
-                else:
-                    result = function(self.layout)
-                self.last_audit = result
-                return result
-        raise RuntimeError("wizard.audit offers no audit function")
+        self.last_audit = audit(self.layout)
+        return self.last_audit
 
     @property
     def last_audit_clean(self) -> bool:

@@ -127,8 +127,8 @@ class DetailsScreen(StepScreen[Details]):
             )
             if error:
                 return None, error, "workspaces"
-            if not workspaces:
-                return None, "give at least one workspace directory", "workspaces"
+            if not workspaces and self.mode is Mode.SANDBOX:
+                return None, "sandbox mode needs at least one workspace directory", "workspaces"
         agent_user = d.agent_user
         if "agent_user" in self.fields:
             agent_user = self.query_one("#agent-user", Input).value.strip()
