@@ -162,9 +162,13 @@ def _wait_caps_dropped(pid: int, state: _Supervision, deadline: float) -> dict[s
             with open(f"/proc/{pid}/status", encoding="utf-8") as handle:
                 fields = parse_status(handle.read())
         except OSError:
-            raise RefusedError("the sandbox process exited during setup; see above") from None
+            raise RefusedError(
+                "bwrap failed to start the sandbox (its process exited during setup); see above"
+            ) from None
         if fields.get("State", "").startswith("Z"):
-            raise RefusedError("the sandbox process exited during setup; see above")
+            raise RefusedError(
+                "bwrap failed to start the sandbox (its process exited during setup); see above"
+            )
         if int(fields.get("CapEff", "1"), 16) == 0:
             return fields
         time.sleep(0.0005)

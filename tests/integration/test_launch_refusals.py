@@ -1,0 +1,179 @@
+"""Fail-closed: each refusal exits 3, says why on stderr, and Claude never runs.
+
+The fake ``claude`` touches a marker in the workspace as its first act; its
+absence proves no Claude process was started.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.launch_fixtures import NOBODY, LaunchTree, launcher_env, make_launch_tree, run_launcher
+from tests.tools import require_root, require_tool
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def tree() -> Iterator[LaunchTree]:
+    require_root()
+    require_tool("bwrap")
+    require_tool("setpriv")
+    with make_launch_tree() as made:
+        yield made
+
+
+def _claude(tree: LaunchTree) -> Path:
+    return tree.write_script(f"#!/bin/sh\ntouch {tree.marker}\necho claude-ran\n")
+
+
+def _refused(
+    tree: LaunchTree, config: Path, *needles: str, env: dict[str, str] | None = None
+) -> str:
+    result = run_launcher(config, ["--print", "ok"], env=env)
+    assert result.returncode == 3, (result.returncode, result.stdout, result.stderr)
+    assert "sandbox-launch: refused:" in result.stderr
+    for needle in needles:
+        assert needle in result.stderr
+    assert not tree.marker.exists(), "Claude ran although the launch was refused"
+    assert "claude-ran" not in result.stdout
+    return result.stderr
+
+
+def test_the_fixture_claude_does_run_when_all_is_well(tree: LaunchTree) -> None:
+    # The control case: the same setup without a fault launches, so each refusal
+    # below is caused by its one fault.
+    result = run_launcher(tree.write_config(_claude(tree)))
+    assert result.returncode == 0, result.stderr
+    assert tree.marker.exists()
+
+
+def test_bwrap_missing_from_path(tree: LaunchTree) -> None:
+    empty = tree.base / "empty-bin"
+    empty.mkdir(mode=0o755)
+    env = launcher_env({"PATH": str(empty)})
+    _refused(tree, tree.write_config(_claude(tree)), "bwrap not found on PATH", env=env)
+
+
+def test_bwrap_failing_to_start(tree: LaunchTree) -> None:
+    fake_bin = tree.base / "fake-bin"
+    fake_bin.mkdir(mode=0o755)
+    tree.write_script("#!/bin/sh\necho 'bwrap: simulated failure' >&2\nexit 1\n", "bwrap", fake_bin)
+    (fake_bin / "setpriv").symlink_to("/usr/bin/setpriv")
+    env = launcher_env({"PATH": str(fake_bin)})
+    stderr = _refused(tree, tree.write_config(_claude(tree)), "bwrap failed to start", env=env)
+    assert "simulated failure" in stderr
+
+
+def test_real_bwrap_failing_on_a_missing_workspace(tree: LaunchTree) -> None:
+    config = tree.write_config(_claude(tree), workspaces=[tree.workspace, tree.base / "gone"])
+    _refused(tree, config, "bwrap failed to start")
+
+
+def test_verification_mismatch_kills_the_sandbox(tree: LaunchTree) -> None:
+    env = launcher_env({"SANDBOX_LAUNCH_TEST_CORRUPT_VERIFY": "1"})
+    stderr = _refused(tree, tree.write_config(_claude(tree)), "verification failed", env=env)
+    assert "user namespace is the launcher's own" in stderr
+    # No sandbox process is left behind waiting on its block fd.
+    leftovers = [
+        p
+        for p in os.listdir("/proc")
+        if p.isdigit() and str(tree.base) in _cmdline(p) and "bwrap" in _cmdline(p)
+    ]
+    assert leftovers == []
+
+
+def _cmdline(pid: str) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return ""
+
+
+def test_world_writable_config(tree: LaunchTree) -> None:
+    config = tree.write_config(_claude(tree))
+    config.chmod(0o666)
+    _refused(tree, config, str(config), "group- or world-writable")
+
+
+def test_group_writable_config(tree: LaunchTree) -> None:
+    config = tree.write_config(_claude(tree))
+    config.chmod(0o664)
+    _refused(tree, config, "group- or world-writable")
+
+
+def test_foreign_owned_config(tree: LaunchTree) -> None:
+    config = tree.write_config(_claude(tree))
+    os.chown(config, NOBODY, NOBODY)
+    _refused(tree, config, "owned by nobody (uid 65534)")
+
+
+def test_config_in_a_world_writable_directory(tree: LaunchTree) -> None:
+    open_dir = tree.base / "open"
+    open_dir.mkdir()
+    open_dir.chmod(0o777)
+    config = tree.write_config(_claude(tree), directory=open_dir)
+    _refused(tree, config, f"directory {open_dir}", "world-writable")
+
+
+def test_config_in_a_sticky_directory_owned_by_someone_else(tree: LaunchTree) -> None:
+    sticky = tree.base / "sticky"
+    sticky.mkdir()
+    sticky.chmod(0o1777)
+    os.chown(sticky, NOBODY, NOBODY)
+    config = tree.write_config(_claude(tree), directory=sticky)
+    _refused(tree, config, f"directory {sticky}")
+
+
+def test_config_through_a_symlink_is_checked_where_it_points(tree: LaunchTree) -> None:
+    open_dir = tree.base / "open"
+    open_dir.mkdir()
+    open_dir.chmod(0o777)
+    real = tree.write_config(_claude(tree), directory=open_dir)
+    link = tree.config_dir / "link.toml"
+    link.symlink_to(real)
+    _refused(tree, link, f"directory {open_dir}")
+
+
+def test_unknown_mode(tree: LaunchTree) -> None:
+    _refused(tree, tree.write_config(_claude(tree), mode="yolo"), "'yolo'")
+
+
+def test_malformed_config(tree: LaunchTree) -> None:
+    config = tree.config_dir / "launcher.toml"
+    config.write_text("schema = 1\nmode = \n")
+    _refused(tree, config, "invalid TOML")
+
+
+def test_missing_config(tree: LaunchTree) -> None:
+    _refused(tree, tree.config_dir / "absent.toml", "does not exist", "sandbox-setup")
+
+
+def test_missing_agent_user(tree: LaunchTree) -> None:
+    config = tree.write_config(_claude(tree), agent_user="no-such-agent-user")
+    _refused(tree, config, "'no-such-agent-user' does not exist")
+
+
+def test_untrusted_claude_binary(tree: LaunchTree) -> None:
+    claude = _claude(tree)
+    claude.chmod(0o777)
+    _refused(tree, tree.write_config(claude), "Claude binary", str(claude))
+
+
+def test_claude_binary_owned_by_the_agent(tree: LaunchTree) -> None:
+    claude = _claude(tree)
+    os.chown(claude, NOBODY, NOBODY)
+    _refused(tree, tree.write_config(claude), "Claude binary", "owned by nobody")
+
+
+def test_workspace_over_a_system_directory(tree: LaunchTree) -> None:
+    _refused(tree, tree.write_config(_claude(tree), workspaces=[Path("/usr")]), "/usr")
+
+
+def test_unsafe_without_recorded_acceptance(tree: LaunchTree) -> None:
+    config = tree.write_config(_claude(tree), mode="unsafe")
+    _refused(tree, config, "no acceptance is recorded")
