@@ -1,0 +1,90 @@
+"""What a check is: an ID, a title, whether it experiments, and a function.
+
+A check's function gathers (through the :class:`Context`: host facts read once,
+probes run as the probe user) and hands what it gathered to a pure judging
+function that returns a :class:`Verdict`. The runner adds ID and title.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from checks.causes import Cause
+from checks.facts import HostFacts
+from checks.model import Finding, Status
+from checks.platform import Platform
+from checks.probe import ProbeResult, run_probe
+from wizard.accounts import Account
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A finding without its ID and title: what judging functions return."""
+
+    status: Status
+    summary: str
+    detail: str = ""
+    remedy: str = ""
+
+    @classmethod
+    def from_cause(cls, cause: Cause, detail: str = "", status: Status = Status.FAIL) -> Verdict:
+        # The key goes last in the detail so tools (and tests) can match it exactly.
+        text = (detail + "\n" if detail else "") + f"cause: {cause.key}"
+        return cls(status, cause.summary, text, cause.remedy)
+
+
+@dataclass(frozen=True)
+class Context:
+    """Everything a check may use: the root for reads, facts, and the probe user."""
+
+    root: Path
+    timeout: float
+    facts: HostFacts
+    platform: Platform
+    account: Account | None = None  # --as-user: live probes run as this account
+    claude: str | None = None  # an explicit Claude Code binary
+    euid: int = 0
+
+    @property
+    def uid(self) -> int:
+        """The uid live probes run as."""
+        return self.account.uid if self.account is not None else self.euid
+
+    @property
+    def probe_user(self) -> str:
+        if self.account is not None:
+            return f"{self.account.name} (uid {self.account.uid})"
+        return f"uid {self.euid}"
+
+    def run(
+        self,
+        argv: Sequence[str],
+        *,
+        env: Mapping[str, str] | None = None,
+        as_probe_user: bool = True,
+        timeout: float | None = None,
+    ) -> ProbeResult:
+        return run_probe(
+            argv,
+            timeout=self.timeout if timeout is None else timeout,
+            account=self.account if as_probe_user else None,
+            env=env,
+        )
+
+
+@dataclass(frozen=True)
+class Check:
+    """One check of the registry."""
+
+    id: str
+    title: str
+    live: bool
+    func: Callable[[Context], Verdict]
+
+    def run(self, ctx: Context) -> Finding:
+        verdict = self.func(ctx)
+        return Finding(
+            self.id, self.title, verdict.status, verdict.summary, verdict.detail, verdict.remedy
+        )

@@ -1,0 +1,177 @@
+"""bwrap.installed, bwrap.sandbox and the two nested probes.
+
+The nested probes model sandbox mode: the launcher's outer bwrap (fresh /proc)
+with Claude Code's own inner sandbox inside it. ``bwrap.nested`` is the strong
+inner form (its own fresh /proc); ``bwrap.nested_weak`` is what
+``enableWeakerNestedSandbox`` does: bind the outer /proc, then apply seccomp from
+a second-level user namespace (``unshare -Ur true``). When the outer sandbox
+cannot start here at all (we are already inside a container or sandbox whose
+/proc is covered), the inner form runs directly, since this environment is then
+the outer sandbox Claude Code would run in.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+from dataclasses import replace
+
+from checks.base import Context, Verdict
+from checks.causes import Cause, diagnose
+from checks.facts import HostFacts
+from checks.model import Status
+from checks.probe import SAFE_PATH, ProbeResult
+
+BWRAP_BASE = ("bwrap", "--unshare-user", "--unshare-pid", "--ro-bind", "/", "/", "--dev", "/dev")
+SANDBOX_PROBE = (*BWRAP_BASE, "--proc", "/proc", "true")
+STRONG_INNER = (*BWRAP_BASE, "--proc", "/proc", "true")
+WEAK_INNER = (*BWRAP_BASE, "--bind", "/proc", "/proc", "unshare", "-Ur", "true")
+OUTER_UP = "sandbox-setup:outer-up"
+
+
+def nested_command(inner: tuple[str, ...]) -> tuple[str, ...]:
+    """The outer sandbox running ``inner``; it says on stderr that it came up."""
+    script = 'echo "$0" >&2; exec "$@"'
+    return (*BWRAP_BASE, "--proc", "/proc", "sh", "-c", script, OUTER_UP, *inner)
+
+
+def judge_bwrap_installed(
+    path: str | None, mode: int | None, version: str, no_new_privs: bool
+) -> Verdict:
+    """Pure: found? setuid? (a setuid bwrap is powerless under no_new_privs)."""
+    if path is None:
+        return Verdict.from_cause(
+            Cause("bwrap-missing", "bwrap is not installed", "apt-get install -y bubblewrap"),
+            f"not found on {SAFE_PATH}",
+        )
+    setuid = bool(mode is not None and mode & stat.S_ISUID)
+    what = f"{version or 'bwrap (version unknown)'} at {path}"
+    if setuid and no_new_privs:
+        return Verdict(
+            Status.WARN,
+            f"{what} is setuid, but this process has no_new_privs: the setuid bit is ignored",
+            "NoNewPrivs: 1 in /proc/self/status\ncause: setuid-bwrap-no-new-privs",
+            "run without no_new_privs (docker/podman: drop --security-opt no-new-privileges), "
+            "or rely on unprivileged user namespaces: chmod u-s " + path,
+        )
+    return Verdict(
+        Status.PASS,
+        f"{what}" + (" (setuid)" if setuid else " (not setuid)"),
+        f"mode {oct(mode & 0o7777) if mode is not None else '?'}",
+    )
+
+
+def judge_bwrap_sandbox(
+    result: ProbeResult, facts: HostFacts, *, uid: int, platform: str, bwrap_setuid: bool
+) -> Verdict:
+    if result.ok:
+        return Verdict(
+            Status.PASS,
+            "bwrap starts a sandbox with new user and pid namespaces and a fresh /proc",
+            result.describe(),
+        )
+    cause = diagnose(result, facts, uid=uid, platform=platform, bwrap_setuid=bwrap_setuid)
+    return Verdict.from_cause(cause, result.describe())
+
+
+def _without_marker(result: ProbeResult) -> ProbeResult:
+    lines = [line for line in result.stderr.splitlines() if line.strip() != OUTER_UP]
+    return replace(result, stderr="\n".join(lines))
+
+
+def judge_nested(
+    nested: ProbeResult,
+    direct: ProbeResult | None,
+    facts: HostFacts,
+    *,
+    weak: bool,
+    uid: int,
+    platform: str,
+    bwrap_setuid: bool = False,
+) -> Verdict:
+    """Pure: did the inner form work inside the outer sandbox (or, failing that, here)?"""
+    form = (
+        "the weak inner sandbox (bound /proc + a nested user namespace)"
+        if weak
+        else "the strong inner sandbox (its own fresh /proc)"
+    )
+    clean = _without_marker(nested)
+    if nested.ok:
+        return Verdict(Status.PASS, f"{form} works inside an outer bwrap", clean.describe())
+    if OUTER_UP in nested.stderr:
+        cause = diagnose(
+            clean, facts, uid=uid, platform=platform, bwrap_setuid=bwrap_setuid, in_our_outer=True
+        )
+        return Verdict.from_cause(
+            cause, "the outer sandbox came up; the inner one failed:\n" + clean.describe()
+        )
+    outer_failure = clean.last_error or f"exit {clean.returncode}"
+    if direct is None:
+        cause = diagnose(clean, facts, uid=uid, platform=platform, bwrap_setuid=bwrap_setuid)
+        return Verdict.from_cause(cause, clean.describe())
+    detail = (
+        f"the probe's outer sandbox could not start here ({outer_failure}), so this "
+        "environment is the outer sandbox; the inner form ran directly:\n" + direct.describe()
+    )
+    if direct.ok:
+        return Verdict(
+            Status.PASS, f"{form} works here (this environment is the outer sandbox)", detail
+        )
+    cause = diagnose(direct, facts, uid=uid, platform=platform, bwrap_setuid=bwrap_setuid)
+    return Verdict.from_cause(cause, detail)
+
+
+def find_bwrap() -> tuple[str | None, int | None]:
+    path = shutil.which("bwrap", path=SAFE_PATH)
+    if path is None:
+        return None, None
+    try:
+        return path, os.stat(path).st_mode
+    except OSError:
+        return path, None
+
+
+def bwrap_is_setuid() -> bool:
+    _, mode = find_bwrap()
+    return bool(mode is not None and mode & stat.S_ISUID)
+
+
+def check_bwrap_installed(ctx: Context) -> Verdict:
+    path, mode = find_bwrap()
+    version = ""
+    if path is not None:
+        result = ctx.run([path, "--version"], as_probe_user=False)
+        version = result.stdout.strip() if result.ok else ""
+    return judge_bwrap_installed(path, mode, version, ctx.facts.no_new_privs)
+
+
+def check_bwrap_sandbox(ctx: Context) -> Verdict:
+    result = ctx.run(SANDBOX_PROBE)
+    return judge_bwrap_sandbox(
+        result, ctx.facts, uid=ctx.uid, platform=ctx.platform.name, bwrap_setuid=bwrap_is_setuid()
+    )
+
+
+def _check_nested(ctx: Context, inner: tuple[str, ...], *, weak: bool) -> Verdict:
+    nested = ctx.run(nested_command(inner))
+    direct = None
+    if not nested.ok and OUTER_UP not in nested.stderr and not nested.not_found:
+        direct = ctx.run(inner)
+    return judge_nested(
+        nested,
+        direct,
+        ctx.facts,
+        weak=weak,
+        uid=ctx.uid,
+        platform=ctx.platform.name,
+        bwrap_setuid=bwrap_is_setuid(),
+    )
+
+
+def check_bwrap_nested(ctx: Context) -> Verdict:
+    return _check_nested(ctx, STRONG_INNER, weak=False)
+
+
+def check_bwrap_nested_weak(ctx: Context) -> Verdict:
+    return _check_nested(ctx, WEAK_INNER, weak=True)

@@ -1,0 +1,185 @@
+"""claude.installed, claude.root_guard and claude.sandbox_deps.
+
+The root guard is asked of the real Claude Code when it is found: run
+``claude --dangerously-skip-permissions --print ok`` as the probe user, stdin
+closed, a temp HOME, no IS_SANDBOX, a short timeout. Blocked means it printed the
+guard message; anything else (e.g. "Not logged in") means the guard let it pass.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+from checks.base import Context, Verdict
+from checks.model import Status
+from checks.probe import SAFE_PATH, ProbeResult
+
+GUARD_TEXT = "cannot be used with root/sudo privileges"
+GUARD_TIMEOUT = 8.0
+INSTALL_REMEDY = (
+    "npm install -g @anthropic-ai/claude-code   "
+    "(or: curl -fsSL https://claude.ai/install.sh | bash)"
+)
+# Keep the probe off the network and quiet.
+QUIET_ENV = {
+    "DISABLE_AUTOUPDATER": "1",
+    "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+    "DISABLE_TELEMETRY": "1",
+    "CI": "1",
+}
+
+
+def claude_candidates(home: Path) -> list[Path]:
+    return [
+        home / ".local/bin/claude",
+        home / ".claude/local/claude",
+        Path("/usr/local/bin/claude"),
+        Path("/usr/bin/claude"),
+    ]
+
+
+def find_claude(explicit: str | None = None, home: Path | None = None) -> str | None:
+    """Claude Code: the explicit path, else on PATH, else the installers' usual places."""
+    if explicit:
+        return explicit if os.access(explicit, os.X_OK) else None
+    path = os.environ.get("PATH", "") + os.pathsep + SAFE_PATH
+    found = shutil.which("claude", path=path)
+    if found:
+        return found
+    for candidate in claude_candidates(home or Path.home()):
+        if os.access(candidate, os.X_OK):
+            return str(candidate)
+    return None
+
+
+def judge_claude_installed(
+    path: str | None, version: ProbeResult | None, as_agent: ProbeResult | None
+) -> Verdict:
+    """Pure: found, its version, and whether the probe user can run it."""
+    if path is None or version is None:
+        return Verdict(
+            Status.WARN,
+            "Claude Code was not found (PATH, ~/.local/bin, ~/.claude/local, /usr/local/bin)",
+            "cause: claude-missing",
+            INSTALL_REMEDY,
+        )
+    if not version.ok:
+        return Verdict(
+            Status.FAIL,
+            f"{path} does not run: " + (version.last_error or f"exit {version.returncode}"),
+            version.describe() + "\ncause: claude-broken",
+            INSTALL_REMEDY,
+        )
+    text = version.stdout.strip().splitlines()[0] if version.stdout.strip() else "?"
+    if as_agent is not None and not as_agent.ok:
+        return Verdict(
+            Status.WARN,
+            f"Claude Code {text} at {path}, but the agent user cannot run it",
+            as_agent.describe() + "\ncause: claude-unreadable-by-agent",
+            "install it outside private homes (sandbox-setup copies it to "
+            "/usr/local/lib/sandbox-setup when applying)",
+        )
+    return Verdict(Status.PASS, f"Claude Code {text} at {path}", version.describe())
+
+
+def judge_root_guard(
+    result: ProbeResult | None, *, uid: int, operator_is_sandbox: str | None
+) -> Verdict:
+    """Pure: would the guard block --dangerously-skip-permissions for the probe user?"""
+    note = ""
+    if operator_is_sandbox is not None:
+        note = (
+            f"\nYour environment sets IS_SANDBOX={operator_is_sandbox}: Claude Code started "
+            "from it would skip this guard although no sandbox was verified."
+        )
+    if result is None:
+        if uid == 0:
+            return Verdict(
+                Status.SKIP,
+                "Claude Code not found; as uid 0 its root guard would block "
+                "--dangerously-skip-permissions (judged from the uid)",
+                "judged from uid 0 and IS_SANDBOX unset" + note,
+            )
+        return Verdict(
+            Status.SKIP,
+            f"Claude Code not found; uid {uid} is not root, so the guard would not fire",
+            "judged from the uid" + note,
+        )
+    output = result.stdout + result.stderr
+    if GUARD_TEXT in output:
+        return Verdict(
+            Status.WARN,
+            "the root guard blocks --dangerously-skip-permissions here (uid 0): choose "
+            "sandbox or user mode",
+            result.describe() + note + "\ncause: root-guard-blocks",
+            "sandbox-setup   (choose the sandbox or the user path)",
+        )
+    if uid == 0:
+        return Verdict(
+            Status.WARN,
+            "this Claude Code did not block --dangerously-skip-permissions as root",
+            result.describe() + note + "\ncause: root-guard-absent",
+            "choose the sandbox or user path: an agent running as root is unconfined",
+        )
+    return Verdict(
+        Status.PASS,
+        f"the guard does not fire: Claude Code runs as uid {uid}, not root",
+        result.describe() + note,
+    )
+
+
+def judge_sandbox_deps(found: dict[str, str | None]) -> Verdict:
+    """Pure: socat and ripgrep (Claude Code's sandbox needs them) present?"""
+    missing = [name for name, path in found.items() if path is None]
+    detail = "\n".join(f"{name}: {path or 'missing'}" for name, path in found.items())
+    if missing:
+        packages = {"socat": "socat", "rg": "ripgrep"}
+        return Verdict(
+            Status.FAIL,
+            "missing for Claude Code's sandbox: " + ", ".join(missing),
+            detail + "\ncause: sandbox-deps-missing",
+            "apt-get install -y " + " ".join(packages.get(m, m) for m in missing),
+        )
+    return Verdict(Status.PASS, "socat and ripgrep are installed", detail)
+
+
+def _claude_for(ctx: Context) -> str | None:
+    return find_claude(ctx.claude)
+
+
+def check_claude_installed(ctx: Context) -> Verdict:
+    path = _claude_for(ctx)
+    if path is None:
+        return judge_claude_installed(None, None, None)
+    version = ctx.run([path, "--version"], env=QUIET_ENV, as_probe_user=False)
+    as_agent = None
+    if ctx.account is not None and version.ok:
+        as_agent = ctx.run([path, "--version"], env=QUIET_ENV)
+    return judge_claude_installed(path, version, as_agent)
+
+
+def check_root_guard(ctx: Context) -> Verdict:
+    path = _claude_for(ctx)
+    operator_is_sandbox = ctx.facts.env.get("IS_SANDBOX")
+    if path is None:
+        return judge_root_guard(None, uid=ctx.uid, operator_is_sandbox=operator_is_sandbox)
+    home = tempfile.mkdtemp(prefix="sandbox-setup-guard-")
+    try:
+        if ctx.account is not None:
+            os.chown(home, ctx.account.uid, ctx.account.gid)
+        result = ctx.run(
+            [path, "--dangerously-skip-permissions", "--print", "ok"],
+            env={**QUIET_ENV, "HOME": home},
+            timeout=min(ctx.timeout, GUARD_TIMEOUT),
+        )
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+    return judge_root_guard(result, uid=ctx.uid, operator_is_sandbox=operator_is_sandbox)
+
+
+def check_sandbox_deps(ctx: Context) -> Verdict:
+    path = os.environ.get("PATH", "") + os.pathsep + SAFE_PATH
+    return judge_sandbox_deps({name: shutil.which(name, path=path) for name in ("socat", "rg")})

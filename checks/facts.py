@@ -1,0 +1,133 @@
+"""Facts read from files (under a root, ``/`` by default), gathered once per run.
+
+Everything here is a plain read: /proc/self/status, /proc/self/mountinfo, the
+sysctls under /proc/sys, AppArmor profiles, container markers. Unit tests point
+``root`` at a fake tree; the judging functions take the resulting values.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from checks.mounts import Mount, parse_mountinfo
+
+SYSCTLS = (
+    "user.max_user_namespaces",
+    "kernel.unprivileged_userns_clone",
+    "kernel.apparmor_restrict_unprivileged_userns",
+    "kernel.apparmor_restrict_unprivileged_unconfined",
+    "dev.tty.legacy_tiocsti",
+    "kernel.seccomp.actions_avail",
+)
+
+# Files whose presence or content says which container runtime we are in.
+MARKER_FILES = (
+    "/.dockerenv",
+    "/run/.containerenv",
+    "/run/systemd/container",
+    "/proc/1/cgroup",
+    "/proc/1/comm",
+    "/proc/1/environ",
+    "/proc/version",
+    "/var/run/secrets/kubernetes.io/serviceaccount/namespace",
+    "/dev/lxd/sock",
+)
+
+
+@dataclass(frozen=True)
+class HostFacts:
+    """What the files of one host say; input of the pure judging functions."""
+
+    status: dict[str, str] = field(default_factory=dict)
+    mounts: tuple[Mount, ...] = ()
+    sysctl: dict[str, str | None] = field(default_factory=dict)
+    bwrap_profiles: tuple[str, ...] = ()  # AppArmor profiles that let bwrap use userns
+    markers: dict[str, str] = field(default_factory=dict)  # marker path -> content
+    env: dict[str, str] = field(default_factory=dict)  # the few variables we judge
+
+    def sysctl_int(self, name: str) -> int | None:
+        value = self.sysctl.get(name)
+        if value is None:
+            return None
+        try:
+            return int(value.split()[0])
+        except (ValueError, IndexError):
+            return None
+
+    @property
+    def seccomp_mode(self) -> int | None:
+        value = self.status.get("Seccomp")
+        return int(value) if value and value.isdigit() else None
+
+    @property
+    def no_new_privs(self) -> bool:
+        return self.status.get("NoNewPrivs", "0").strip() == "1"
+
+
+def read_text(root: Path, path: str) -> str | None:
+    """Contents of the target path ``path`` under ``root``, or None if unreadable."""
+    try:
+        return (root / path.lstrip("/")).read_text(encoding="utf-8", errors="replace")
+    except (OSError, ValueError):
+        return None
+
+
+def parse_status(text: str) -> dict[str, str]:
+    """``/proc/PID/status`` as a dict (``{"Seccomp": "2", "NoNewPrivs": "1", ...}``)."""
+    fields: dict[str, str] = {}
+    for line in text.splitlines():
+        key, sep, value = line.partition(":")
+        if sep:
+            fields[key.strip()] = value.strip()
+    return fields
+
+
+def read_sysctl(root: Path, name: str) -> str | None:
+    text = read_text(root, "/proc/sys/" + name.replace(".", "/"))
+    return None if text is None else text.strip()
+
+
+def profile_allows_bwrap_userns(text: str) -> bool:
+    """Does an AppArmor profile attach to /usr/bin/bwrap and grant ``userns``?"""
+    names_bwrap = "/usr/bin/bwrap" in text or "profile bwrap " in text
+    grants = any(line.strip().rstrip(",").strip() == "userns" for line in text.splitlines())
+    return names_bwrap and grants
+
+
+def find_bwrap_profiles(root: Path) -> tuple[str, ...]:
+    directory = root / "etc/apparmor.d"
+    try:
+        entries = sorted(p for p in directory.iterdir() if p.is_file())
+    except OSError:
+        return ()
+    found = []
+    for entry in entries:
+        try:
+            text = entry.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        if profile_allows_bwrap_userns(text):
+            found.append("/etc/apparmor.d/" + entry.name)
+    return tuple(found)
+
+
+def gather_host_facts(root: Path = Path("/"), env: Mapping[str, str] | None = None) -> HostFacts:
+    env = os.environ if env is None else env
+    markers = {}
+    for path in MARKER_FILES:
+        text = read_text(root, path)
+        if text is None and (root / path.lstrip("/")).exists():
+            text = ""  # present but unreadable (a socket, /proc/1/environ of another uid)
+        if text is not None:
+            markers[path] = text.replace("\0", "\n")
+    return HostFacts(
+        status=parse_status(read_text(root, "/proc/self/status") or ""),
+        mounts=parse_mountinfo(read_text(root, "/proc/self/mountinfo") or ""),
+        sysctl={name: read_sysctl(root, name) for name in SYSCTLS},
+        bwrap_profiles=find_bwrap_profiles(root),
+        markers=markers,
+        env={k: env[k] for k in ("KUBERNETES_SERVICE_HOST", "container", "IS_SANDBOX") if k in env},
+    )
