@@ -1,0 +1,160 @@
+"""user and unsafe modes, and non-root operators, with real setpriv/bwrap and fake Claudes."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests.launch_fixtures import (
+    NOBODY,
+    REPORT_CLAUDE,
+    LaunchTree,
+    host_namespaces,
+    last_json,
+    launcher_env,
+    make_launch_tree,
+    run_launcher,
+)
+from tests.tools import require_root, require_tool
+
+pytestmark = pytest.mark.integration
+
+UNSAFE_WARNING = "NO OS sandbox"
+
+
+@pytest.fixture
+def tree() -> Iterator[LaunchTree]:
+    require_root()
+    require_tool("bwrap")
+    require_tool("setpriv")
+    with make_launch_tree() as made:
+        yield made
+
+
+@pytest.fixture
+def host_sleep() -> Iterator[subprocess.Popen[bytes]]:
+    proc = subprocess.Popen(["sleep", "300"])
+    yield proc
+    proc.kill()
+    proc.wait()
+
+
+def _report_claude(tree: LaunchTree, host_pid: int) -> str:
+    return REPORT_CLAUDE.format(
+        workspace=str(tree.workspace), outside=str(tree.outside), host_pid=host_pid
+    )
+
+
+def _run_report(
+    tree: LaunchTree, mode: str, host_pid: int, args: list[str], **kwargs: Any
+) -> tuple[dict[str, Any], subprocess.CompletedProcess[str]]:
+    env = kwargs.pop("env", None)
+    user = kwargs.pop("preexec_user", None)
+    claude = tree.write_script(_report_claude(tree, host_pid))
+    config = tree.write_config(claude, mode=mode, **kwargs)
+    result = run_launcher(config, args, env=env, preexec_user=user)
+    assert result.returncode == 0, result.stderr
+    return last_json(result.stdout), result
+
+
+def test_user_mode_switches_to_the_agent_with_a_clean_environment(
+    tree: LaunchTree, host_sleep: subprocess.Popen[bytes]
+) -> None:
+    env = launcher_env({"IS_SANDBOX": "1"})
+    report, result = _run_report(tree, "user", host_sleep.pid, ["--print", "ok"], env=env)
+    assert report["uid"] == NOBODY
+    assert report["no_new_privs"] == "1"
+    assert report["cap_eff"] == "0000000000000000"
+    assert report["cwd"] == str(tree.workspace)
+    assert report["args"] == ["--print", "ok"]
+    # Not a sandbox, and it does not claim one: the caller's IS_SANDBOX is dropped.
+    assert report["ns"] == host_namespaces()
+    assert report["is_sandbox"] is None
+    assert set(report["env"]) <= {"HOME", "PATH", "TERM", "LANG", "USER", "LOGNAME"}
+    assert report["env"]["HOME"] == str(tree.home)
+    assert report["env"]["USER"] == "nobody"
+    assert report["write_root_home"] is False
+    assert UNSAFE_WARNING not in result.stderr
+
+
+def test_user_mode_exit_status_is_claudes(tree: LaunchTree) -> None:
+    claude = tree.write_script("#!/bin/sh\nexit 5\n")
+    assert run_launcher(tree.write_config(claude, mode="user")).returncode == 5
+
+
+@pytest.mark.parametrize(
+    ("args", "exported", "expected"),
+    [
+        (["--dangerously-skip-permissions", "--print", "ok"], None, "1"),
+        (["--print", "ok"], None, None),
+        (["--dangerously-skip-permissions", "--print", "ok"], "0", "0"),
+        (["--print", "ok"], "1", "1"),
+    ],
+)
+def test_unsafe_mode_is_sandbox_rules_and_warning(
+    tree: LaunchTree,
+    host_sleep: subprocess.Popen[bytes],
+    args: list[str],
+    exported: str | None,
+    expected: str | None,
+) -> None:
+    env = launcher_env({"IS_SANDBOX": exported} if exported is not None else {})
+    report, result = _run_report(tree, "unsafe", host_sleep.pid, args, env=env, accepted=True)
+    assert report["uid"] == 0
+    assert report["ns"] == host_namespaces()
+    assert report["is_sandbox"] == expected
+    assert report["args"] == args
+    # The caller's environment is kept in unsafe mode (it is the operator's own session).
+    assert report["env"]["SECRET_TOKEN"] == "must-not-leak"
+    assert UNSAFE_WARNING in result.stderr and "sandbox-setup" in result.stderr
+
+
+def test_unsafe_warning_is_printed_on_every_launch(tree: LaunchTree) -> None:
+    claude = tree.write_script("#!/bin/sh\nexit 0\n")
+    config = tree.write_config(claude, mode="unsafe", accepted=True)
+    for _ in range(2):
+        result = run_launcher(config)
+        assert result.returncode == 0
+        assert UNSAFE_WARNING in result.stderr
+
+
+def test_non_root_operator_sandbox_uses_its_own_uid(
+    tree: LaunchTree, host_sleep: subprocess.Popen[bytes]
+) -> None:
+    report, _ = _run_report(tree, "sandbox", host_sleep.pid, ["--print", "ok"], preexec_user=NOBODY)
+    assert report["uid"] == NOBODY
+    host = host_namespaces()
+    assert all(report["ns"][k] != host[k] for k in host)
+    assert report["is_sandbox"] == "1"
+    assert report["sees_host_pid"] is False
+    assert report["write_usr"] is False
+
+
+def test_non_root_operator_may_own_the_config(tree: LaunchTree) -> None:
+    claude = tree.write_script(f"#!/bin/sh\ntouch {tree.marker}\n")
+    config = tree.write_config(claude, mode="user")
+    os.chown(config, NOBODY, NOBODY)
+    result = run_launcher(config, preexec_user=NOBODY)
+    assert result.returncode == 0, result.stderr
+    assert tree.marker.exists()
+
+
+def test_non_root_operator_cannot_switch_to_another_agent(tree: LaunchTree) -> None:
+    claude = tree.write_script(f"#!/bin/sh\ntouch {tree.marker}\n")
+    config = tree.write_config(claude, mode="user", agent_user="root")
+    result = run_launcher(config, preexec_user=NOBODY)
+    assert result.returncode == 3
+    assert "only root can switch users" in result.stderr
+    assert not tree.marker.exists()
+
+
+def test_root_agent_is_refused(tree: LaunchTree) -> None:
+    claude = tree.write_script(f"#!/bin/sh\ntouch {tree.marker}\n")
+    result = run_launcher(tree.write_config(claude, mode="user", agent_user="root"))
+    assert result.returncode == 3
+    assert "must not be" in result.stderr
+    assert not tree.marker.exists()
