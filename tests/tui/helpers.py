@@ -1,0 +1,50 @@
+"""Driving the wizard in tests: an app under a temp root with fake findings."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from textual.pilot import Pilot
+from textual.screen import Screen
+
+from checks.model import Finding
+from screens.backend import Backend
+from tests.tui.fake_findings import FakeProvider
+from wizard.app import SetupApp
+
+
+def make_root(tmp_path: Path, workspaces: Sequence[str] = ("/srv/project",)) -> Path:
+    """A target root with an /etc and the workspace directories."""
+    root = tmp_path / "root"
+    (root / "etc").mkdir(parents=True, exist_ok=True)
+    for workspace in workspaces:
+        (root / workspace.lstrip("/")).mkdir(parents=True, exist_ok=True)
+    return root
+
+
+def make_app(root: Path, findings: Sequence[Finding], delay: float = 0.0) -> SetupApp:
+    return SetupApp(Backend.for_root(root, FakeProvider(findings, delay)))
+
+
+async def wait_for(pilot: Pilot[Any], screen_type: type[Screen[Any]], tries: int = 200) -> Any:
+    """Wait until ``screen_type`` is on top (workers post messages asynchronously)."""
+    for _ in range(tries):
+        if isinstance(pilot.app.screen, screen_type):
+            await pilot.pause()
+            return pilot.app.screen
+        await pilot.pause(0.02)
+    raise AssertionError(f"expected {screen_type.__name__}, got {type(pilot.app.screen).__name__}")
+
+
+async def wait_until(pilot: Pilot[Any], predicate: Any, tries: int = 250) -> None:
+    for _ in range(tries):
+        if predicate():
+            return
+        await pilot.pause(0.02)
+    raise AssertionError("condition not reached")
+
+
+async def type_text(pilot: Pilot[Any], text: str) -> None:
+    await pilot.press(*("space" if ch == " " else ch for ch in text))
