@@ -145,7 +145,7 @@ def parse_answers(text: str, source: str = "answers.toml") -> Answers:
     }
     texts = {k: _typed(data, k, str, source) for k in ("accepted_by", "accepted_at") if k in data}
     answers = Answers(
-        mode=Mode(mode),
+        mode=Mode(str(mode)),
         workspaces=workspaces,
         agent_user=agent_user,
         claude=claude,
