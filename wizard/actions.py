@@ -160,6 +160,14 @@ class WriteFile(Action):
         mode = self.mode
         if state is not None and not self.enforce:
             mode, uid, gid = state.mode, state.uid, state.gid
+        dirs = fsops.DirSpec(self.dir_mode, *ids)
+        # Missing parents first, each journaled before it exists, so undo (newest
+        # first) removes the file before its directories.
+        dfd = fsops.open_dir(
+            self.layout.root, self.real.parent, create=dirs, before_mkdir=self._record_mkdir(txn)
+        )
+        if dfd is not None:
+            os.close(dfd)
         backup = txn.backup(state.data, self.path.name) if state is not None else None
         txn.record(
             {
@@ -176,21 +184,15 @@ class WriteFile(Action):
             }
         )
         fsops.atomic_write(
-            self.layout.root,
-            self.real,
-            data,
-            mode=mode,
-            uid=uid,
-            gid=gid,
-            dirs=fsops.DirSpec(self.dir_mode, *ids),
-            before_mkdir=lambda p: txn.record(
-                {
-                    "op": "mkdir",
-                    "real": str(p),
-                    "target": "/" + str(p.relative_to(self.layout.root)),
-                }
-            ),
+            self.layout.root, self.real, data, mode=mode, uid=uid, gid=gid, dirs=dirs
         )
+
+    def _record_mkdir(self, txn: Transaction) -> Callable[[Path], None]:
+        def record(path: Path) -> None:
+            target = "/" + str(path.relative_to(self.layout.root)) if not self.layout.live else path
+            txn.record({"op": "mkdir", "real": str(path), "target": str(target)})
+
+        return record
 
 
 @dataclass(eq=False)

@@ -216,16 +216,40 @@ def revert(layout: Layout, entries: list[dict[str, Any]]) -> list[str]:
     return done
 
 
+def last_transaction(layout: Layout) -> tuple[str, list[dict[str, Any]]] | None:
+    """The newest transaction not yet reverted, with its entries, or None."""
+    entries = read_journal(layout)
+    closed = {e["txn"] for e in entries if e.get("op") in ("undone", "rolled-back")}
+    txns = [e["txn"] for e in entries if e.get("op") == "begin" and e["txn"] not in closed]
+    if not txns:
+        return None
+    return txns[-1], [e for e in entries if e["txn"] == txns[-1]]
+
+
+def describe_entry(entry: dict[str, Any]) -> str | None:
+    """What undoing ``entry`` would do, in words (None for bookkeeping entries)."""
+    op = entry.get("op")
+    if op == "write":
+        verb = "remove" if entry.get("backup") is None else "restore"
+        return f"{verb} {entry['target']}"
+    if op == "mkdir":
+        return f"remove directory {entry['target']} if empty"
+    if op in ("create-user", "create-group"):
+        return f"remove {op.split('-')[1]} {entry['name']}"
+    if op == "add-to-group":
+        return f"remove {entry['user']} from group {entry['group']}"
+    if op == "acl":
+        return f"restore ACLs of {entry['target']}"
+    return None
+
+
 def undo_last(layout: Layout) -> list[str]:
     """Revert the newest apply that is not yet reverted; [] when there is none."""
     with apply_lock(layout):
-        entries = read_journal(layout)
-        closed = {e["txn"] for e in entries if e.get("op") in ("undone", "rolled-back")}
-        txns = [e["txn"] for e in entries if e.get("op") == "begin" and e["txn"] not in closed]
-        if not txns:
+        found = last_transaction(layout)
+        if found is None:
             return []
-        last = txns[-1]
-        steps = [e for e in entries if e["txn"] == last]
+        last, steps = found
         done = revert(layout, steps)
         fd = _open_in(layout, layout.journal, os.O_WRONLY | os.O_APPEND)
         try:

@@ -1,0 +1,95 @@
+"""A fake target root for the configuration core's tests (``--root DIR``).
+
+:func:`make_target_root` builds a minimal system tree: ``etc/passwd``, ``group``,
+``shadow``, ``gshadow`` (root and nobody only), the host's ``login.defs`` (so
+real ``useradd --prefix`` picks the usual id ranges and ``HOME_MODE``), a 0700
+``/root``, ``/home``, a workspace ``/srv/project`` with a few files, and a fake
+``claude`` that prints a version, so tests never touch the host's accounts.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+from pathlib import Path
+
+CLAUDE_VERSION = "2.1.197"
+FAKE_CLAUDE = f'#!/bin/sh\necho "{CLAUDE_VERSION} (Claude Code)"\n'
+
+PASSWD = (
+    "root:x:0:0:root:/root:/bin/bash\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n"
+)
+GROUP = "root:x:0:\nnogroup:x:65534:\n"
+SHADOW = "root:*:20000:0:99999:7:::\nnobody:*:20000:0:99999:7:::\n"
+GSHADOW = "root:*::\nnogroup:*::\n"
+
+
+def make_target_root(root: Path, *, workspace: bool = True) -> Path:
+    """Fill ``root`` with the fake system and return it."""
+    etc = root / "etc"
+    etc.mkdir(parents=True, exist_ok=True)
+    for name, text, mode in (
+        ("passwd", PASSWD, 0o644),
+        ("group", GROUP, 0o644),
+        ("shadow", SHADOW, 0o640),
+        ("gshadow", GSHADOW, 0o640),
+    ):
+        (etc / name).write_text(text)
+        os.chmod(etc / name, mode)
+    shutil.copy("/etc/login.defs", etc / "login.defs")
+    (root / "root").mkdir(mode=0o700, exist_ok=True)
+    os.chmod(root / "root", 0o700)
+    (root / "home").mkdir(mode=0o755, exist_ok=True)
+    (root / "usr/local/bin").mkdir(parents=True, exist_ok=True)
+    claude = root / "usr/local/bin/claude"
+    claude.write_text(FAKE_CLAUDE)
+    os.chmod(claude, 0o755)
+    if workspace:
+        ws = root / "srv/project"
+        (ws / "src").mkdir(parents=True, exist_ok=True)
+        (ws / "README.md").write_text("# project\n")
+        (ws / "src/main.py").write_text("print('hi')\n")
+    return root
+
+
+def private_claude(root: Path) -> Path:
+    """Claude as the native installer lays it out under /root (0700): a symlink in
+    ~/.local/bin to a versioned file in ~/.local/share/claude. Returns the link."""
+    share = root / "root/.local/share/claude/versions"
+    share.mkdir(parents=True, exist_ok=True)
+    binary = share / CLAUDE_VERSION
+    binary.write_text(FAKE_CLAUDE)
+    os.chmod(binary, 0o755)
+    link = root / "root/.local/bin/claude"
+    link.parent.mkdir(parents=True, exist_ok=True)
+    link.symlink_to(f"../share/claude/versions/{CLAUDE_VERSION}")
+    return link
+
+
+def snapshot(root: Path) -> dict[str, tuple[str, int, int, int]]:
+    """Every regular file and symlink under ``root``: sha256/link, mode, uid, gid."""
+    state: dict[str, tuple[str, int, int, int]] = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in filenames + [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]:
+            path = Path(dirpath) / name
+            st = path.lstat()
+            if path.is_symlink():
+                digest = "-> " + os.readlink(path)
+            else:
+                digest = hashlib.sha256(path.read_bytes()).hexdigest()
+            state[str(path.relative_to(root))] = (digest, st.st_mode, st.st_uid, st.st_gid)
+        for name in dirnames:
+            path = Path(dirpath) / name
+            st = path.lstat()
+            state[str(path.relative_to(root)) + "/"] = ("dir", st.st_mode, st.st_uid, st.st_gid)
+    return state
+
+
+def host_passwd_digest() -> str:
+    """sha256 of the host's /etc/passwd, group and shadow (must never change)."""
+    digest = hashlib.sha256()
+    for name in ("passwd", "group", "shadow", "gshadow"):
+        with open(f"/etc/{name}", "rb") as handle:
+            digest.update(handle.read())
+    return digest.hexdigest()
