@@ -1,0 +1,72 @@
+"""The launcher's command line, its light import, and the refusal/exit-code mapping."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.tools import REPO
+from wizard.errors import InputError
+from wizard.launcher import Options, main, parse_args
+
+CFG = Path("/c.toml")
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        ([], Options(False, None, ())),
+        (["--dry-run"], Options(True, None, ())),
+        (["--config", "/c.toml", "--", "--print", "ok"], Options(False, CFG, ("--print", "ok"))),
+        (["--config=/c.toml", "--dry-run", "-p", "hi"], Options(True, CFG, ("-p", "hi"))),
+        # Everything after the first argument that is not ours belongs to Claude.
+        (["--print", "--dry-run"], Options(False, None, ("--print", "--dry-run"))),
+        (["--", "--dry-run"], Options(False, None, ("--dry-run",))),
+    ],
+)  # fmt: skip
+def test_parse_args(argv: list[str], expected: Options) -> None:
+    assert parse_args(argv) == expected
+
+
+def test_help() -> None:
+    assert parse_args(["--help"]) is None
+    assert main(["-h"]) == 0
+
+
+@pytest.mark.parametrize("argv", [["--config"], ["--config="]])
+def test_config_needs_a_path(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(InputError):
+        parse_args(argv)
+    assert main(argv) == 2
+    assert "--config needs a path" in capsys.readouterr().err
+
+
+def test_missing_config_is_a_refusal(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--config", str(tmp_path / "absent.toml"), "--dry-run"]) == 3
+    err = capsys.readouterr().err
+    assert "refused" in err and "absent.toml" in err and "sandbox-setup" in err
+
+
+def test_invalid_config_is_a_refusal_not_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    tmp_path.chmod(0o755)
+    config = tmp_path / "launcher.toml"
+    config.write_text('schema = 1\nmode = "yolo"\nclaude = "/bin/true"\n')
+    config.chmod(0o644)
+    assert main(["--config", str(config), "--dry-run"]) == 3
+    assert "'yolo'" in capsys.readouterr().err
+
+
+def test_importing_the_launcher_loads_no_textual_nor_tomlkit() -> None:
+    code = (
+        "import sys, wizard.launcher, wizard.launch_supervise;"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('textual', 'tomlkit')))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True
+    )
+    assert result.stdout.strip() == "[]"

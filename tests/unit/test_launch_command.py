@@ -1,0 +1,249 @@
+"""The per-mode commands, built from fixed facts (no host access)."""
+
+from __future__ import annotations
+
+from pathlib import PurePosixPath
+
+import pytest
+
+from checks.model import Mode
+from wizard.errors import RefusedError
+from wizard.launch_command import (
+    BLOCK_FD,
+    STATUS_FD,
+    Agent,
+    HostFacts,
+    Launch,
+    sandbox_launch,
+    unsafe_launch,
+    user_launch,
+)
+from wizard.launcher_config import LauncherConfig, UnsafeAcceptance
+
+AGENT = Agent("claude-agent", 1001, 1001, PurePosixPath("/home/claude-agent"))
+FACTS = HostFacts(
+    legacy_tiocsti=True,
+    root_links=(("/bin", "usr/bin"), ("/lib64", None)),
+    resolver_dir="/run/systemd/resolve",
+)
+ENV = {"TERM": "xterm", "LANG": "de_DE.UTF-8", "SECRET": "x", "IS_SANDBOX": "1"}
+ACCEPTED = UnsafeAcceptance("root (uid 0)", "2026-11-30T04:00:00+00:00", "I accept")
+
+
+def config(**changes: object) -> LauncherConfig:
+    values: dict[str, object] = {
+        "mode": Mode.SANDBOX,
+        "claude": PurePosixPath("/opt/claude/bin/claude"),
+        "agent_user": "claude-agent",
+        "agent_home": PurePosixPath("/home/claude-agent"),
+        "workspaces": (PurePosixPath("/srv/a"), PurePosixPath("/srv/b")),
+    }
+    values.update(changes)
+    return LauncherConfig(**values)  # type: ignore[arg-type]
+
+
+def sandbox(
+    cfg: LauncherConfig | None = None, facts: HostFacts = FACTS, switch: bool = True
+) -> Launch:
+    return sandbox_launch(
+        cfg or config(),
+        AGENT,
+        "/opt/claude/bin/claude",
+        "/usr/bin/bwrap",
+        "/usr/bin/setpriv",
+        facts,
+        ENV,
+        ["--print", "ok"],
+        switch_user=switch,
+    )
+
+
+def pairs(argv: tuple[str, ...], flag: str) -> list[tuple[str, ...]]:
+    """Each occurrence of ``flag`` with the two arguments after it."""
+    return [argv[i + 1 : i + 3] for i, a in enumerate(argv) if a == flag]
+
+
+def test_sandbox_drops_to_the_agent_before_bwrap() -> None:
+    argv = sandbox().argv
+    bwrap = argv.index("/usr/bin/bwrap")
+    assert argv[:bwrap] == (
+        "/usr/bin/setpriv",
+        "--reuid=1001",
+        "--regid=1001",
+        "--init-groups",
+        "--reset-env",
+        "--no-new-privs",
+        "--",
+    )
+
+
+def test_non_root_operator_keeps_its_uid_but_still_sets_no_new_privs() -> None:
+    argv = sandbox(switch=False).argv
+    assert argv[:3] == ("/usr/bin/setpriv", "--no-new-privs", "--")
+    assert not any(a.startswith("--reuid") for a in argv)
+
+
+def test_sandbox_namespaces_and_privileges() -> None:
+    argv = sandbox().argv
+    for flag in (
+        "--unshare-user",
+        "--unshare-pid",
+        "--unshare-ipc",
+        "--unshare-uts",
+        "--unshare-cgroup-try",
+        "--die-with-parent",
+    ):
+        assert flag in argv
+    assert pairs(argv, "--cap-drop")[0][0] == "ALL"
+    assert "--disable-userns" not in argv  # Claude's inner sandbox needs user namespaces
+    assert "--unshare-net" not in argv  # network shared by default
+
+
+def test_network_none() -> None:
+    assert "--unshare-net" in sandbox(config(network="none")).argv
+
+
+@pytest.mark.parametrize(("tiocsti", "expected"), [(True, True), (False, False)])
+def test_new_session_only_when_tiocsti_is_allowed(tiocsti: bool, expected: bool) -> None:
+    facts = HostFacts(legacy_tiocsti=tiocsti)
+    assert ("--new-session" in sandbox(facts=facts).argv) is expected
+
+
+def test_mounts() -> None:
+    argv = sandbox().argv
+    ro = pairs(argv, "--ro-bind")
+    assert ("/usr", "/usr") in ro and ("/etc", "/etc") in ro
+    assert ("/lib64", "/lib64") in ro
+    assert ("usr/bin", "/bin") in pairs(argv, "--symlink")
+    assert ("/run/systemd/resolve", "/run/systemd/resolve") in ro
+    assert pairs(argv, "--proc")[0][0] == "/proc"
+    assert pairs(argv, "--dev")[0][0] == "/dev"
+    assert [p[0] for p in pairs(argv, "--tmpfs")] == ["/tmp", "/run"]
+    # The resolver dir comes back after the /run tmpfs hides it.
+    assert argv.index("/run/systemd/resolve") > argv.index("/run")
+    writable = [p[0] for p in pairs(argv, "--bind")]
+    assert writable == ["/home/claude-agent", "/srv/a", "/srv/b"]
+    # The binary's directory, read-only and after the writable binds.
+    assert ("/opt/claude/bin", "/opt/claude/bin") in ro
+    assert argv.index("/opt/claude/bin") > argv.index("/srv/b")
+    # No cover over /proc: only the fresh procfs.
+    assert sum(1 for a in argv if a.startswith("/proc")) == 1
+
+
+def test_binary_under_usr_needs_no_extra_mount() -> None:
+    launch = sandbox_launch(
+        config(),
+        AGENT,
+        "/usr/local/lib/sandbox-setup/claude",
+        "/usr/bin/bwrap",
+        "/usr/bin/setpriv",
+        FACTS,
+        ENV,
+        [],
+        switch_user=True,
+    )
+    assert "/usr/local/lib/sandbox-setup" not in launch.argv
+
+
+def test_environment_is_clean_and_is_sandbox_only_inside() -> None:
+    launch = sandbox()
+    argv = launch.argv
+    clear = argv.index("--clearenv")
+    setenv = {p[0]: p[1] for p in pairs(argv, "--setenv")}
+    assert setenv == {
+        "HOME": "/home/claude-agent",
+        "PATH": "/usr/local/bin:/usr/bin:/bin",
+        "TERM": "xterm",
+        "LANG": "de_DE.UTF-8",
+        "IS_SANDBOX": "1",
+    }
+    assert all(i > clear for i, a in enumerate(argv) if a == "--setenv")
+    # The processes outside bwrap (setpriv, bwrap) never carry IS_SANDBOX or the caller's env.
+    assert "IS_SANDBOX" not in launch.env and "SECRET" not in launch.env
+
+
+def test_chdir_status_block_and_claude_last() -> None:
+    argv = sandbox().argv
+    assert pairs(argv, "--chdir")[0][0] == "/srv/a"
+    assert pairs(argv, "--json-status-fd")[0][0] == STATUS_FD
+    assert pairs(argv, "--block-fd")[0][0] == BLOCK_FD
+    assert argv[-4:] == ("--", "/opt/claude/bin/claude", "--print", "ok")
+    assert sandbox().supervised
+
+
+@pytest.mark.parametrize("path", ["/", "/usr", "/usr/local/x", "/etc", "/proc/1", "/dev"])
+def test_writable_bind_over_system_directories_is_refused(path: str) -> None:
+    with pytest.raises(RefusedError, match="system directory"):
+        sandbox(config(workspaces=(PurePosixPath(path),)))
+
+
+def test_user_mode() -> None:
+    launch = user_launch(
+        config(mode=Mode.USER),
+        AGENT,
+        "/opt/claude/bin/claude",
+        "/usr/bin/setpriv",
+        ENV,
+        ["--print", "ok"],
+        switch_user=True,
+    )
+    assert launch.argv == (
+        "/usr/bin/setpriv",
+        "--reuid=1001",
+        "--regid=1001",
+        "--init-groups",
+        "--no-new-privs",
+        "--",
+        "/opt/claude/bin/claude",
+        "--print",
+        "ok",
+    )
+    assert dict(launch.env) == {
+        "HOME": "/home/claude-agent",
+        "PATH": "/usr/local/bin:/usr/bin:/bin",
+        "TERM": "xterm",
+        "LANG": "de_DE.UTF-8",
+        "USER": "claude-agent",
+        "LOGNAME": "claude-agent",
+    }
+    assert launch.cwd == "/srv/a"
+    assert not launch.supervised and launch.warning is None
+
+
+def test_user_mode_without_workspace_starts_in_the_agent_home() -> None:
+    launch = user_launch(
+        config(mode=Mode.USER, workspaces=()), AGENT, "/c", "/usr/bin/setpriv", {}, [], True
+    )
+    assert launch.cwd == "/home/claude-agent"
+    assert launch.env["TERM"] == "dumb" and launch.env["LANG"] == "C.UTF-8"
+
+
+@pytest.mark.parametrize(
+    ("args", "uid", "exported", "expected"),
+    [
+        (["--dangerously-skip-permissions"], 0, None, "1"),
+        (["--dangerously-skip-permissions"], 1000, None, None),  # not root: guard never fires
+        (["--print", "ok"], 0, None, None),  # no bypass asked for
+        (["--dangerously-skip-permissions"], 0, "0", "0"),  # the user's export wins
+        (["--print"], 0, "1", "1"),  # and is never removed
+    ],
+)
+def test_unsafe_is_sandbox_rules(
+    args: list[str], uid: int, exported: str | None, expected: str | None
+) -> None:
+    environ = {"PATH": "/usr/bin", "KEEP": "me"}
+    if exported is not None:
+        environ["IS_SANDBOX"] = exported
+    launch = unsafe_launch(
+        config(mode=Mode.UNSAFE, unsafe=ACCEPTED), "/c", environ, args, uid, "root (uid 0)"
+    )
+    assert launch.env.get("IS_SANDBOX") == expected
+    assert launch.env["KEEP"] == "me"
+    assert launch.argv == ("/c", *args)
+    assert launch.warning is not None and "NO OS sandbox" in launch.warning
+    assert "sandbox-setup" in launch.warning
+
+
+def test_unsafe_without_acceptance_is_refused() -> None:
+    with pytest.raises(RefusedError, match="no acceptance is recorded"):
+        unsafe_launch(config(mode=Mode.UNSAFE), "/c", {}, [], 0, "root")
