@@ -20,9 +20,10 @@ class ApplyScreen(StepScreen[Any]):
     """Returns the apply result; on failure ``Nav.BACK`` returns to the review."""
 
     class Progress(Message):
-        def __init__(self, line: str) -> None:
+        def __init__(self, line: str, finished: bool) -> None:
             super().__init__()
             self.line = line
+            self.finished = finished
 
     class Finished(Message):
         def __init__(self, result: Any, error: str | None) -> None:
@@ -58,7 +59,7 @@ class ApplyScreen(StepScreen[Any]):
     def run_apply(self) -> None:
         try:
             result = self.backend.apply(
-                self.plan, lambda line: self.post_message(self.Progress(line))
+                self.plan, lambda line, done: self.post_message(self.Progress(line, done))
             )
         except Exception as exc:
             self.post_message(self.Finished(None, str(exc) or type(exc).__name__))
@@ -67,7 +68,8 @@ class ApplyScreen(StepScreen[Any]):
 
     @on(Progress)
     def _progress(self, message: Progress) -> None:
-        self.query_one("#progress", ProgressBar).advance(1)
+        if message.finished:
+            self.query_one("#progress", ProgressBar).advance(1)
         self.query_one("#apply-log", RichLog).write(Text(message.line))
 
     @on(Finished)

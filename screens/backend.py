@@ -11,7 +11,6 @@ hand in fixed fake findings (the TUI is not the probe).
 
 from __future__ import annotations
 
-import inspect
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -24,7 +23,8 @@ from wizard.paths import Layout
 
 FindingCallback = Callable[[Finding], object]
 ReportProvider = Callable[[FindingCallback], Report]
-ProgressCallback = Callable[[str], object]
+# (log line, whether an action just finished)
+ProgressCallback = Callable[[str, bool], object]
 
 AGENT_NAME = re.compile(r"^[a-z_][a-z0-9_-]{0,31}$")
 # Directories an agent must never get as a workspace: the system, other homes.
@@ -51,19 +51,10 @@ SYSTEM_DIRS = frozenset(
 
 
 def live_report_provider(on_finding: FindingCallback) -> Report:
-    """Run the real probes, reporting each finding as it arrives when the
-    runner offers a hook for it, otherwise once the run is complete."""
-    from checks import runner
+    """Run the real probes; each finding is reported as it is ready."""
+    from checks.runner import run_checks
 
-    params = inspect.signature(runner.run_checks).parameters
-    for hook in ("on_finding", "progress", "callback"):
-        if hook in params:
-            report: Report = runner.run_checks(**{hook: on_finding})
-            return report
-    report = runner.run_checks()
-    for finding in report.findings:
-        on_finding(finding)
-    return report
+    return run_checks(on_finding=on_finding)
 
 
 def check_titles() -> list[tuple[str, str]]:
@@ -105,18 +96,10 @@ def mode_blocker(report: Report, mode: Mode) -> Blocker | None:
 
 
 def inner_sandbox_preset(report: Report, mode: Mode) -> str:
-    """Claude's own sandbox strength the probes support for ``mode``.
+    """Claude's own sandbox strength the probes verified for ``mode``."""
+    from wizard.plan import default_inner_sandbox
 
-    In ``sandbox`` mode Claude's bwrap runs nested in the launcher's; else it
-    runs directly as the agent (or root).
-    """
-    if mode is Mode.SANDBOX:
-        if report.passed("bwrap.nested"):
-            return "strong"
-        if report.passed("bwrap.nested_weak"):
-            return "weak"
-        return "off"
-    return "strong" if report.passed("bwrap.sandbox") else "off"
+    return default_inner_sandbox(report, mode)
 
 
 def default_settings_scope(mode: Mode, operator_is_root: bool) -> str:
@@ -177,6 +160,18 @@ class Backend:
                 paths.append(path)
         return tuple(paths), None
 
+    def validate_claude(self, text: str) -> tuple[PurePosixPath | None, str | None]:
+        raw = text.strip()
+        if not raw:
+            return None, None
+        path = PurePosixPath(raw)
+        if not path.is_absolute():
+            return None, f"Claude binary {raw!r} is not an absolute path"
+        if not self.layout.real(path).is_file():
+            where = "" if self.layout.live else f" (under {self.layout.root})"
+            return None, f"Claude binary {raw} is not a file{where}"
+        return path, None
+
     @staticmethod
     def validate_agent_user(name: str) -> str | None:
         if name == "root":
@@ -207,11 +202,11 @@ class Backend:
         return build_plan(report, answers, self.layout)
 
     def apply(self, plan: Any, progress: ProgressCallback) -> Any:
-        """Apply ``plan``; on failure the core rolls back and raises."""
+        """Apply ``plan``; on failure the core rolls back and re-raises."""
         from wizard.apply import apply_plan
 
-        def report_progress(*args: Any, **kwargs: Any) -> None:
-            progress(describe_progress(args, kwargs))
+        def report_progress(action: Any, status: str) -> None:
+            progress(f"{status:>9}  {action.describe()}", status != "running")
 
         return apply_plan(plan, progress=report_progress)
 
@@ -239,12 +234,3 @@ class Backend:
                 "recommendation": {"mode": getattr(audit, "mode", "user")},
             }
         )
-
-
-def describe_progress(args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
-    """One log line from whatever the core's progress callback passes."""
-    parts = []
-    for value in (*args, *kwargs.values()):
-        describe = getattr(value, "describe", None)
-        parts.append(str(describe()) if callable(describe) else str(value))
-    return " ".join(parts)

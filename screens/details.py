@@ -98,6 +98,10 @@ class DetailsScreen(StepScreen[Details]):
                 yield Checkbox(
                     "Copy my Claude login to the agent user", d.copy_login, id="copy-login"
                 )
+            yield Label("Claude Code binary (empty: find `claude` on PATH)", classes="field")
+            yield Input(
+                str(d.claude or ""), placeholder="/usr/local/bin/claude", id="claude", compact=True
+            )
         yield Static("", id="details-error", classes="error")
         with Horizontal(classes="buttons"):
             yield Button("Next", id="next", variant="primary", compact=True)
@@ -138,6 +142,9 @@ class DetailsScreen(StepScreen[Details]):
         copy_login = d.copy_login
         if "copy_login" in self.fields:
             copy_login = self.query_one("#copy-login", Checkbox).value
+        claude, error = self.backend.validate_claude(self.query_one("#claude", Input).value)
+        if error:
+            return None, error, "claude"
         details = Details(
             workspaces=workspaces,
             agent_user=agent_user,
@@ -145,6 +152,7 @@ class DetailsScreen(StepScreen[Details]):
             inner_sandbox=self._chosen("inner", d.inner_sandbox),
             settings_scope=self._chosen("scope", d.settings_scope),
             copy_login=copy_login,
+            claude=claude,
         )
         return details, None, None
 

@@ -34,6 +34,7 @@ class Details:
     inner_sandbox: str = "strong"
     settings_scope: str = "managed"
     copy_login: bool = False
+    claude: PurePosixPath | None = None  # None: find `claude` on PATH
 
 
 @dataclass
@@ -64,6 +65,7 @@ class Draft:
             mode=self.mode,
             workspaces=d.workspaces,
             agent_user=d.agent_user,
+            claude=d.claude,
             settings_scope=d.settings_scope,
             inner_sandbox=d.inner_sandbox,
             network=d.network,

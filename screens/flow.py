@@ -78,6 +78,7 @@ def _store_mode(backend: Backend, draft: Draft, mode: Mode) -> None:
             inner_sandbox=inner_sandbox_preset(draft.report, mode),
             settings_scope=default_settings_scope(mode, backend.operator_is_root),
             copy_login=old.copy_login,
+            claude=old.claude,
         )
         draft.details_mode = mode
 
@@ -152,6 +153,7 @@ def draft_from_answers(answers: Answers, report: Report | None = None) -> Draft:
             inner_sandbox=answers.inner_sandbox or "strong",
             settings_scope=answers.settings_scope or "managed",
             copy_login=answers.copy_login,
+            claude=answers.claude,
         ),
     )
 

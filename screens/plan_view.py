@@ -3,6 +3,7 @@ and where backups go. Also used for the audit's drift diffs."""
 
 from __future__ import annotations
 
+import shlex
 from typing import Any
 
 from rich.console import Group, RenderableType
@@ -24,16 +25,15 @@ def _call(obj: Any, name: str, default: Any) -> Any:
     return attr() if callable(attr) else attr
 
 
-def action_renderable(index: int, action: Any) -> RenderableType:
-    """One action: what it does, its diff, the commands it runs, its backup."""
+def action_renderable(index: int, action: Any, backups_dir: str) -> RenderableType:
+    """One action: what it does, its diff, the commands it runs, its backup.
+
+    Reads the files it compares: call it off the UI thread.
+    """
     changed = bool(_call(action, "is_change", True))
     head = Text()
     head.append(f"{index}. ", style="bold")
     head.append(str(_call(action, "describe", action)), style="bold")
-    target = getattr(action, "target", None)
-    kind = getattr(action, "kind", None)
-    if target is not None or kind is not None:
-        head.append(f"\n   {kind or ''} {target or ''}".rstrip())
     if not changed:
         head.append("\n   unchanged, nothing to do", style="dim")
         return head
@@ -41,13 +41,12 @@ def action_renderable(index: int, action: Any) -> RenderableType:
     diff = str(_call(action, "diff", "") or "")
     if diff:
         parts.append(diff_renderable(diff))
-    commands = list(_call(action, "commands", []) or [])
-    for command in commands:
-        line = command if isinstance(command, str) else " ".join(map(str, command))
-        parts.append(Text("   $ " + line, style="bold"))
-    backup = getattr(action, "backup", None)
-    if backup:
-        parts.append(Text(f"   backup of the old file: {backup}"))
+    for command in list(_call(action, "commands", []) or []):
+        line = command if isinstance(command, str) else shlex.join(map(str, command))
+        parts.append(Text("   $ " + line))
+    current = getattr(action, "current", None)
+    if callable(current) and current() is not None:
+        parts.append(Text(f"   the current file is backed up under {backups_dir} first"))
     return Group(*parts)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from rich.console import RenderableType
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
@@ -25,10 +26,13 @@ class ReviewScreen(StepScreen[Any]):
     BINDINGS = [Binding("a", "apply", "Apply")]
 
     class Planned(Message):
-        def __init__(self, plan: Any, error: str | None) -> None:
+        def __init__(
+            self, plan: Any, error: str | None, parts: list[RenderableType] | None = None
+        ) -> None:
             super().__init__()
             self.plan = plan
             self.error = error
+            self.parts = parts or []
 
     def __init__(self, backend: Backend, report: Report, answers: Answers) -> None:
         super().__init__()
@@ -53,12 +57,19 @@ class ReviewScreen(StepScreen[Any]):
 
     @work(thread=True, exclusive=True, group="plan", exit_on_error=False)
     def make_plan(self) -> None:
+        backups = str(self.backend.layout.backups_dir)
         try:
             plan = self.backend.build_plan(self.report, self.answers)
+            # Diffs read the current files: render them here, off the UI thread.
+            parts = [
+                action_renderable(i, action, backups)
+                for i, action in enumerate(getattr(plan, "actions", []), 1)
+            ]
+            parts += [Text("Note: " + note) for note in getattr(plan, "notes", [])]
         except Exception as exc:  # RefusedError/InputError carry reason and remedy
             self.post_message(self.Planned(None, str(exc) or type(exc).__name__))
             return
-        self.post_message(self.Planned(plan, None))
+        self.post_message(self.Planned(plan, None, parts))
 
     @on(Planned)
     def _planned(self, message: Planned) -> None:
@@ -73,10 +84,7 @@ class ReviewScreen(StepScreen[Any]):
             return
         self.plan = message.plan
         summary.update(plan_summary(self.plan, str(self.backend.layout.backups_dir)))
-        body.mount_all(
-            Static(action_renderable(i, action), classes="plan-action")
-            for i, action in enumerate(getattr(self.plan, "actions", []), 1)
-        )
+        body.mount_all(Static(part, classes="plan-action") for part in message.parts)
         button = self.query_one("#apply", Button)
         button.disabled = False
         # The plan is long: focus the scroller so arrows/PageDown read it first.

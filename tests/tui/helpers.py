@@ -48,3 +48,42 @@ async def wait_until(pilot: Pilot[Any], predicate: Any, tries: int = 250) -> Non
 
 async def type_text(pilot: Pilot[Any], text: str) -> None:
     await pilot.press(*("space" if ch == " " else ch for ch in text))
+
+
+def make_target_root(tmp_path: Path, workspaces: Sequence[str] = ("/srv/project",)) -> Path:
+    """A target root ``useradd --prefix`` can work in, with the real Claude Code
+    hard-linked (no copy) at /usr/local/bin/claude."""
+    import os
+
+    from tests.tools import claude_binary
+
+    root = make_root(tmp_path, workspaces)
+    etc = root / "etc"
+    (etc / "passwd").write_text("root:x:0:0:root:/root:/bin/bash\n")
+    (etc / "group").write_text("root:x:0:\n")
+    (etc / "shadow").write_text("root:*:19000:0:99999:7:::\n")
+    (etc / "gshadow").write_text("root:*::\n")
+    (etc / "shadow").chmod(0o600)
+    (etc / "gshadow").chmod(0o600)
+    (root / "root").mkdir(mode=0o700)
+    (root / "home").mkdir()
+    bin_dir = root / "usr/local/bin"
+    bin_dir.mkdir(parents=True)
+    real = Path(os.path.realpath(claude_binary()))
+    try:
+        os.link(real, bin_dir / "claude")
+    except OSError:  # another filesystem: fall back to a copy
+        import shutil
+
+        shutil.copy2(real, bin_dir / "claude")
+    return root
+
+
+def tree(root: Path, skip: Sequence[str] = ()) -> dict[str, bytes]:
+    """Every regular file under ``root`` (relative path -> bytes), minus ``skip`` prefixes."""
+    files = {}
+    for path in sorted(root.rglob("*")):
+        rel = str(path.relative_to(root))
+        if path.is_file() and not path.is_symlink() and not rel.startswith(tuple(skip)):
+            files[rel] = path.read_bytes()
+    return files

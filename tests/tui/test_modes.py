@@ -1,0 +1,142 @@
+"""Pilot walks of each mode end to end under a temp root, with fake findings
+and the real core (build_plan, apply_plan, useradd --prefix): the files the
+wizard writes are checked, and the answers it leaves replay headless to
+byte-identical files."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import pytest
+from textual.pilot import Pilot
+from textual.widgets import Input, OptionList
+
+from checks.model import Mode
+from screens.apply import ApplyScreen
+from screens.details import DetailsScreen
+from screens.done import DoneScreen
+from screens.review import ReviewScreen
+from screens.unsafe import UNSAFE_PHRASE, UnsafeScreen
+from tests.tools import REPO, require_root, require_tool
+from tests.tui.fake_findings import SANDBOX_HOST
+from tests.tui.helpers import make_app, make_target_root, tree, type_text, wait_for, wait_until
+from tests.tui.test_steps import _to_mode_screen
+from wizard.answers import load_answers
+
+CONFIG = "root/.config/sandbox-setup"
+
+
+async def walk(pilot: Pilot[Any], mode: Mode, workspace: str = "/srv/project") -> None:
+    """Welcome -> checks -> mode -> details -> (unsafe) -> review -> apply -> done."""
+    screen = await _to_mode_screen(pilot, pilot.app)
+    screen.query_one("#modes", OptionList).highlighted = list(Mode).index(mode)
+    await pilot.press("enter")
+    details = await wait_for(pilot, DetailsScreen)
+    if details.query("#workspaces"):
+        details.query_one("#workspaces", Input).focus()
+        await type_text(pilot, workspace)
+    await pilot.press("ctrl+n")
+    if mode is Mode.UNSAFE:
+        await wait_for(pilot, UnsafeScreen)
+        await type_text(pilot, UNSAFE_PHRASE)
+        await pilot.press("enter")
+    review = await wait_for(pilot, ReviewScreen)
+    await wait_until(pilot, lambda: not review.busy)
+    assert review.plan is not None, pilot.app.screen.query_one("#plan").children
+    await pilot.press("a")
+    applying = await wait_for(pilot, ApplyScreen)
+    await wait_until(pilot, lambda: not applying.busy, tries=1500)
+    assert applying.error is None, applying.error
+    await pilot.press("enter")
+    await wait_for(pilot, DoneScreen)
+    await pilot.press("enter")
+
+
+async def run_mode(tmp_path: Path, mode: Mode) -> Path:
+    require_root()
+    for tool in ("useradd", "setfacl"):
+        require_tool(tool)
+    root = make_target_root(tmp_path)
+    app = make_app(root, SANDBOX_HOST)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await walk(pilot, mode)
+        await wait_until(pilot, lambda: app.return_value is not None)
+    assert app.return_value == 0
+    return root
+
+
+def _launcher(root: Path) -> dict[str, Any]:
+    return tomllib.loads((root / CONFIG / "launcher.toml").read_text())
+
+
+async def test_sandbox_mode_end_to_end(tmp_path: Path) -> None:
+    root = await run_mode(tmp_path, Mode.SANDBOX)
+    config = _launcher(root)
+    assert config["mode"] == "sandbox"
+    assert config["sandbox"]["workspaces"] == ["/srv/project"]
+    assert config["sandbox"]["inner_sandbox"] == "strong"  # preset from the fake probes
+    assert config["agent"]["user"] == "claude-agent"
+    assert "claude-agent:" in (root / "etc/passwd").read_text()
+    settings = json.loads((root / "etc/claude-code/managed-settings.json").read_text())
+    assert settings  # managed scope, the default for sandbox mode as root
+    answers = load_answers(root / CONFIG / "answers.toml")
+    assert answers.mode is Mode.SANDBOX and not answers.accept_unsafe_root
+
+
+async def test_user_mode_end_to_end(tmp_path: Path) -> None:
+    root = await run_mode(tmp_path, Mode.USER)
+    config = _launcher(root)
+    assert config["mode"] == "user"
+    assert "unsafe" not in config
+    assert "claude-agent:" in (root / "etc/passwd").read_text()
+    assert (root / "etc/claude-code/managed-settings.json").is_file()
+    assert load_answers(root / CONFIG / "answers.toml").mode is Mode.USER
+
+
+async def test_unsafe_mode_end_to_end(tmp_path: Path) -> None:
+    root = await run_mode(tmp_path, Mode.UNSAFE)
+    config = _launcher(root)
+    assert config["mode"] == "unsafe"
+    assert config["unsafe"]["accepted_by"] == "root (uid 0)"
+    assert config["unsafe"]["accepted_at"]
+    assert "claude-agent" not in (root / "etc/passwd").read_text()
+    assert (root / "root/.claude/settings.json").is_file()  # user scope in unsafe mode
+    answers = load_answers(root / CONFIG / "answers.toml")
+    assert answers.accept_unsafe_root
+    assert answers.accepted_at == config["unsafe"]["accepted_at"]
+
+
+def _headless(answers: Path, root: Path) -> subprocess.CompletedProcess[str]:
+    argv = [sys.executable, "-m", "wizard", "--headless", "--answers", str(answers)]
+    return subprocess.run(
+        [*argv, "--yes", "--root", str(root)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+@pytest.mark.parametrize("mode", [Mode.USER, Mode.UNSAFE])
+async def test_answers_replay_headless_byte_identical(tmp_path: Path, mode: Mode) -> None:
+    """The answers of a Pilot-driven run, replayed by the headless path (live
+    probes; user and unsafe mode are allowed on this host) into a second root,
+    write the same bytes."""
+    first = await run_mode(tmp_path / "tui", mode)
+    second = make_target_root(tmp_path / "headless")
+    proc = _headless(first / CONFIG / "answers.toml", second)
+    assert proc.returncode == 0, proc.stderr
+    # The journal and backups record times and transaction ids; /etc/shadow
+    # records the day of the change. Everything else must match byte for byte.
+    skip = ("root/.local/state", "etc/shadow", "etc/gshadow", "etc/shadow-", "etc/gshadow-")
+    tui_files, headless_files = tree(first, skip), tree(second, skip)
+    assert sorted(tui_files) == sorted(headless_files)
+    differing = [p for p in tui_files if tui_files[p] != headless_files[p]]
+    assert differing == []
+    assert "root/.config/sandbox-setup/launcher.toml" in tui_files
