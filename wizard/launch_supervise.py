@@ -124,7 +124,11 @@ class _Supervision:
             return
         if signum in (signal.SIGINT, signal.SIGWINCH, signal.SIGQUIT) and not self.new_session:
             return  # the terminal already sent it to Claude, which shares our process group
-        for pid in descendants(self.child_pid):
+        targets = descendants(self.child_pid)
+        if not targets and signum != signal.SIGWINCH:
+            # Claude is not forked yet: ending the sandbox's init ends the sandbox.
+            targets = [self.child_pid]
+        for pid in targets:
             with contextlib.suppress(OSError):  # it may have exited meanwhile
                 os.kill(pid, signum)
 

@@ -87,3 +87,28 @@ def test_signal_reaches_claude_and_status_comes_back(
         proc.wait()
     assert proc.returncode == status, stderr
     assert name in log.read_text()
+
+
+def test_killing_the_launcher_ends_the_sandbox(tree: LaunchTree) -> None:
+    proc, _ = _start(tree)
+    assert _sandbox_processes(tree) != []
+    proc.kill()  # SIGKILL: nothing to forward, --die-with-parent must act
+    proc.wait()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and _sandbox_processes(tree):
+        time.sleep(0.05)
+    assert _sandbox_processes(tree) == []
+
+
+def _sandbox_processes(tree: LaunchTree) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if str(tree.base).encode() in cmdline:
+            found.append(int(entry.name))
+    return found
