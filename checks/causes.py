@@ -120,9 +120,9 @@ def cause_fresh_proc(facts: HostFacts, platform: str, *, uid: int, in_our_outer:
     if in_our_outer and uid == 0:
         return Cause(
             "outer-sandbox-by-root",
-            "the outer sandbox was started by root, so bwrap covered /proc/sys, /proc/irq, "
-            "/proc/bus... read-only inside it; those covers make a nested fresh /proc "
-            "impossible",
+            "the outer sandbox was started by root, so bwrap covered /proc/irq and /proc/bus "
+            "(and /proc/sys, /proc/sysrq-trigger where root may write them) read-only inside "
+            "it; those covers make a nested fresh /proc impossible",
             "let an unprivileged user start the outer sandbox (sandbox mode does: the "
             "launcher drops to the agent user first); re-check as that user: "
             "sandbox-setup --check --as-user <agent-user>",
