@@ -49,7 +49,7 @@ class HostFacts:
     legacy_tiocsti: bool
     # (path, symlink target or None for a real directory), for the ROOT_LINKS present.
     root_links: tuple[tuple[str, str | None], ...] = ()
-    resolver_dir: str | None = None
+    resolver_dirs: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -65,7 +65,7 @@ class Launch:
 
 
 def gather_host_facts(root: Path = Path("/")) -> HostFacts:
-    """Read the tiocsti sysctl, the root symlinks and where resolv.conf points."""
+    """Read the tiocsti sysctl, the root symlinks and where resolv.conf lives."""
     try:
         tiocsti = (root / "proc/sys/dev/tty/legacy_tiocsti").read_text().strip() != "0"
     except OSError:
@@ -77,15 +77,28 @@ def gather_host_facts(root: Path = Path("/")) -> HostFacts:
             links.append((name, os.readlink(real)))
         elif real.is_dir():
             links.append((name, None))
-    resolver = None
-    resolv = root / "etc/resolv.conf"
-    if resolv.is_symlink():
-        target = Path(os.path.realpath(resolv))
-        # systemd-resolved and resolvconf keep the file under /run, which the sandbox
-        # replaces with a tmpfs; re-bind its directory so DNS keeps working.
-        if str(target).startswith("/run/"):
-            resolver = str(target.parent)
-    return HostFacts(legacy_tiocsti=tiocsti, root_links=tuple(links), resolver_dir=resolver)
+    return HostFacts(
+        legacy_tiocsti=tiocsti, root_links=tuple(links), resolver_dirs=resolver_dirs(root)
+    )
+
+
+def resolver_dirs(root: Path = Path("/")) -> tuple[str, ...]:
+    """Directories under /run that /etc/resolv.conf's symlink chain passes through.
+
+    systemd-resolved and resolvconf keep the file under /run, which the sandbox
+    replaces with a tmpfs; those directories are bound back so DNS keeps working.
+    """
+    found: list[str] = []
+    current = PurePosixPath("/etc/resolv.conf")
+    for _ in range(20):  # a symlink loop ends the walk, as it would for the resolver
+        real = root / str(current).lstrip("/")
+        if not real.is_symlink():
+            break
+        target = PurePosixPath(os.readlink(real))
+        current = PurePosixPath(os.path.normpath(current.parent / target))
+        if str(current).startswith("/run/") and str(current.parent) not in found:
+            found.append(str(current.parent))
+    return tuple(found)
 
 
 def base_env(agent: Agent, environ: Mapping[str, str]) -> dict[str, str]:
@@ -157,8 +170,8 @@ def bwrap_argv(
         else:
             argv += ["--symlink", target, path]
     argv += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--tmpfs", "/run"]
-    if facts.resolver_dir:
-        argv += ["--ro-bind", facts.resolver_dir, facts.resolver_dir]
+    for resolver in facts.resolver_dirs:
+        argv += ["--ro-bind", resolver, resolver]
     for writable in (agent.home, *config.workspaces):
         argv += ["--bind", str(writable), str(writable)]
     claude_dir = str(PurePosixPath(claude).parent)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 
 import pytest
 
@@ -14,6 +14,8 @@ from wizard.launch_command import (
     Agent,
     HostFacts,
     Launch,
+    gather_host_facts,
+    resolver_dirs,
     sandbox_launch,
     unsafe_launch,
     user_launch,
@@ -24,7 +26,7 @@ AGENT = Agent("claude-agent", 1001, 1001, PurePosixPath("/home/claude-agent"))
 FACTS = HostFacts(
     legacy_tiocsti=True,
     root_links=(("/bin", "usr/bin"), ("/lib64", None)),
-    resolver_dir="/run/systemd/resolve",
+    resolver_dirs=("/run/systemd/resolve",),
 )
 ENV = {"TERM": "xterm", "LANG": "de_DE.UTF-8", "SECRET": "x", "IS_SANDBOX": "1"}
 ACCEPTED = UnsafeAcceptance("root (uid 0)", "2026-11-30T04:00:00+00:00", "I accept")
@@ -247,3 +249,36 @@ def test_unsafe_is_sandbox_rules(
 def test_unsafe_without_acceptance_is_refused() -> None:
     with pytest.raises(RefusedError, match="no acceptance is recorded"):
         unsafe_launch(config(mode=Mode.UNSAFE), "/c", {}, [], 0, "root")
+
+
+def test_gather_host_facts_from_a_fake_root(tmp_path: Path) -> None:
+    (tmp_path / "proc/sys/dev/tty").mkdir(parents=True)
+    (tmp_path / "proc/sys/dev/tty/legacy_tiocsti").write_text("0\n")
+    (tmp_path / "usr/bin").mkdir(parents=True)
+    (tmp_path / "bin").symlink_to("usr/bin")
+    (tmp_path / "lib64").mkdir()
+    (tmp_path / "etc").mkdir()
+    (tmp_path / "run/systemd/resolve").mkdir(parents=True)
+    (tmp_path / "run/systemd/resolve/stub-resolv.conf").write_text("nameserver 127.0.0.53\n")
+    (tmp_path / "etc/resolv.conf").symlink_to("../run/systemd/resolve/stub-resolv.conf")
+    facts = gather_host_facts(tmp_path)
+    assert facts.legacy_tiocsti is False
+    assert facts.root_links == (("/bin", "usr/bin"), ("/lib64", None))
+    assert facts.resolver_dirs == ("/run/systemd/resolve",)
+
+
+def test_resolver_chain_through_two_run_directories(tmp_path: Path) -> None:
+    (tmp_path / "etc").mkdir()
+    (tmp_path / "run/resolvconf").mkdir(parents=True)
+    (tmp_path / "run/other").mkdir(parents=True)
+    (tmp_path / "run/other/resolv.conf").write_text("")
+    (tmp_path / "run/resolvconf/resolv.conf").symlink_to("/run/other/resolv.conf")
+    (tmp_path / "etc/resolv.conf").symlink_to("/run/resolvconf/resolv.conf")
+    assert resolver_dirs(tmp_path) == ("/run/resolvconf", "/run/other")
+
+
+def test_plain_resolv_conf_needs_no_bind(tmp_path: Path) -> None:
+    (tmp_path / "etc").mkdir()
+    (tmp_path / "etc/resolv.conf").write_text("nameserver 10.0.0.1\n")
+    assert resolver_dirs(tmp_path) == ()
+    assert gather_host_facts(tmp_path).legacy_tiocsti is True  # no knob: TIOCSTI allowed
