@@ -4,8 +4,9 @@ Public API: :func:`apply_plan` ``(plan, *, progress=None) -> ApplyResult``.
 ``progress(action, status)`` is called with status ``"running"``, then one of
 ``"changed"``, ``"unchanged"`` or ``"failed"`` (the TUI shows per-action
 progress). On any failure every step already done is reverted from the journal
-and the exception is re-raised. A run where nothing needs to change writes
-nothing at all: no journal transaction, no file rewritten (mtimes unchanged).
+and the exception is re-raised (an OSError as :class:`ApplyError`, exit 2, its
+message naming the step and listing what was rolled back). A run where nothing
+needs to change writes nothing at all: no journal transaction, no file rewritten (mtimes unchanged).
 
 Test hook: with ``SANDBOX_SETUP_TEST_PAUSE_AFTER=N`` set, the apply stops after
 its N-th changing action, prints ``sandbox-setup: test pause`` to stderr and
@@ -21,11 +22,17 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from wizard.actions import Action
+from wizard.errors import SetupError
 from wizard.journal import Transaction, apply_lock
 from wizard.plan import Plan
 
 ProgressCallback = Callable[[Action, str], None]
 PAUSE_ENV = "SANDBOX_SETUP_TEST_PAUSE_AFTER"
+
+
+class ApplyError(SetupError):
+    """A step failed while applying; everything done before it was rolled back,
+    so nothing changed (exit 2, like bad input)."""
 
 
 @dataclass
@@ -68,15 +75,22 @@ def apply_plan(plan: Plan, *, progress: ProgressCallback | None = None) -> Apply
                     result.transaction = txn.id
                 try:
                     action.apply(txn)
-                except BaseException:
+                except BaseException as exc:
                     report(action, "failed")
+                    if isinstance(exc, OSError):
+                        raise ApplyError(f"{description} failed: {exc}") from exc
                     raise
                 result.changed.append(description)
                 report(action, "changed")
                 _test_pause(len(result.changed))
-        except BaseException:
+        except BaseException as exc:
             if txn is not None:
-                txn.rollback()
+                undone = txn.rollback()
+                if isinstance(exc, SetupError):
+                    exc.args = (
+                        f"{exc}; rolled back what this apply had done"
+                        + "".join(f"\n  {line}" for line in undone),
+                    )
             raise
         if txn is not None:
             txn.commit()

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from wizard import fsops, users
-from wizard.errors import RefusedError
+from wizard.errors import RefusedError, SetupError
 from wizard.paths import Layout
 
 
@@ -210,7 +210,11 @@ def revert(layout: Layout, entries: list[dict[str, Any]]) -> list[str]:
     for entry in reversed(entries):
         if entry.get("op") in ("begin", "commit"):
             continue
-        line = _revert_one(layout, entry)
+        try:
+            line = _revert_one(layout, entry)
+        except (OSError, SetupError) as exc:
+            # Keep going: one step that cannot be reverted must not strand the rest.
+            line = f"could not undo {describe_entry(entry) or entry.get('op')}: {exc}"
         if line:
             done.append(line)
     return done
