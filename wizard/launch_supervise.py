@@ -87,9 +87,9 @@ def parse_child_pid(line: str) -> int | None:
     return pid if isinstance(pid, int) and pid > 0 else None
 
 
-def descendants(pid: int) -> list[int]:
-    """Processes below ``pid`` (not ``pid`` itself), parents first."""
-    children: dict[int, list[int]] = {}
+def children_of(pid: int) -> list[int]:
+    """The direct children of ``pid``: below the sandbox's init, that is Claude."""
+    children = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -99,14 +99,9 @@ def descendants(pid: int) -> list[int]:
         except OSError:
             continue
         # The command name may contain spaces and parentheses: split after the last ')'.
-        ppid = int(stat[stat.rindex(b")") + 2 :].split()[1])
-        children.setdefault(ppid, []).append(int(entry))
-    found, todo = [], list(children.get(pid, []))
-    while todo:
-        current = todo.pop(0)
-        found.append(current)
-        todo.extend(children.get(current, []))
-    return found
+        if int(stat[stat.rindex(b")") + 2 :].split()[1]) == pid:
+            children.append(int(entry))
+    return children
 
 
 @dataclass
@@ -124,7 +119,8 @@ class _Supervision:
             return
         if signum in (signal.SIGINT, signal.SIGWINCH, signal.SIGQUIT) and not self.new_session:
             return  # the terminal already sent it to Claude, which shares our process group
-        targets = descendants(self.child_pid)
+        # Claude only, as a shell would: it decides what its own children get.
+        targets = children_of(self.child_pid)
         if not targets and signum != signal.SIGWINCH:
             # Claude is not forked yet: ending the sandbox's init ends the sandbox.
             targets = [self.child_pid]
@@ -236,6 +232,8 @@ def run_supervised(launch: Launch, expected_uid: int, environ: Mapping[str, str]
         os.write(block_w, b"1")
         os.close(block_w)
         state.released = True
+        if state.interrupted is not None:  # arrived between verification and release
+            state.on_signal(state.interrupted, None)
         code = state.bwrap.wait()
     finally:
         for sig, handler in previous.items():

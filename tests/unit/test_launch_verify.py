@@ -8,7 +8,7 @@ import pytest
 
 from wizard.launch_supervise import (
     NAMESPACES,
-    descendants,
+    children_of,
     judge_sandbox,
     parse_child_pid,
     parse_status,
@@ -78,7 +78,7 @@ def test_parse_child_pid(line: str, pid: int | None) -> None:
     assert parse_child_pid(line) == pid
 
 
-def test_read_namespaces_and_descendants_of_this_process() -> None:
+def test_read_namespaces_and_children_of_this_process() -> None:
     own = read_namespaces("self")
     assert set(own) == set(NAMESPACES)
     assert own["user"].startswith("user:[")
@@ -86,8 +86,8 @@ def test_read_namespaces_and_descendants_of_this_process() -> None:
 
     child = subprocess.Popen(["sleep", "30"])
     try:
-        assert child.pid in descendants(os.getpid())
-        assert os.getpid() not in descendants(os.getpid())
+        assert child.pid in children_of(os.getpid())
+        assert os.getpid() not in children_of(os.getpid())
     finally:
         child.kill()
         child.wait()
