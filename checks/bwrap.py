@@ -6,8 +6,9 @@ inner form (its own fresh /proc); ``bwrap.nested_weak`` is what
 ``enableWeakerNestedSandbox`` does: bind the outer /proc, then apply seccomp from
 a second-level user namespace (``unshare -Ur true``). When the outer sandbox
 cannot start here at all (we are already inside a container or sandbox whose
-/proc is covered), the inner form runs directly, since this environment is then
-the outer sandbox Claude Code would run in.
+/proc is covered), the check fails with that cause; the detail then also says
+whether the inner form alone works here, which is what Claude Code's own sandbox
+would meet when it runs directly in this environment.
 """
 
 from __future__ import annotations
@@ -90,7 +91,8 @@ def judge_nested(
     platform: str,
     bwrap_setuid: bool = False,
 ) -> Verdict:
-    """Pure: did the inner form work inside the outer sandbox (or, failing that, here)?"""
+    """Pure: did the inner form work inside the outer sandbox? (``direct``: the inner
+    form run alone, only for the detail when the outer sandbox could not start.)"""
     form = (
         "the weak inner sandbox (bound /proc + a nested user namespace)"
         if weak
@@ -106,19 +108,15 @@ def judge_nested(
         return Verdict.from_cause(
             cause, "the outer sandbox came up; the inner one failed:\n" + clean.describe()
         )
-    outer_failure = clean.last_error or f"exit {clean.returncode}"
-    if direct is None:
-        cause = diagnose(clean, facts, uid=uid, platform=platform, bwrap_setuid=bwrap_setuid)
-        return Verdict.from_cause(cause, clean.describe())
-    detail = (
-        f"the probe's outer sandbox could not start here ({outer_failure}), so this "
-        "environment is the outer sandbox; the inner form ran directly:\n" + direct.describe()
-    )
-    if direct.ok:
-        return Verdict(
-            Status.PASS, f"{form} works here (this environment is the outer sandbox)", detail
+    # The outer sandbox itself did not start: the verdict is that failure's cause.
+    cause = diagnose(clean, facts, uid=uid, platform=platform, bwrap_setuid=bwrap_setuid)
+    detail = "the outer sandbox could not start:\n" + clean.describe()
+    if direct is not None:
+        worked = "works" if direct.ok else "fails too"
+        detail += (
+            f"\n(for comparison, the inner form alone, with no outer sandbox, {worked} here:"
+            f"\n{direct.describe()})"
         )
-    cause = diagnose(direct, facts, uid=uid, platform=platform, bwrap_setuid=bwrap_setuid)
     return Verdict.from_cause(cause, detail)
 
 

@@ -1,0 +1,62 @@
+"""The recommendation: one mode with its reason, from the findings alone."""
+
+from __future__ import annotations
+
+import pytest
+
+from checks.model import Finding, Mode, Status
+from checks.recommend import inner_strength, recommend
+
+P, F = Status.PASS, Status.FAIL
+
+
+def findings(**statuses: Status) -> list[Finding]:
+    return [
+        Finding(check_id.replace("__", "."), "t", status, f"{check_id} summary")
+        for check_id, status in statuses.items()
+    ]
+
+
+@pytest.mark.parametrize(
+    ("nested", "weak", "strength"),
+    [(P, P, "strong"), (F, P, "weak"), (F, F, "off"), (P, F, "strong"), (None, None, "off")],
+)
+def test_inner_strength(nested, weak, strength) -> None:
+    given = {}
+    if nested is not None:
+        given["bwrap__nested"] = nested
+    if weak is not None:
+        given["bwrap__nested_weak"] = weak
+    assert inner_strength(findings(**given)) == strength
+
+
+def test_sandbox_when_bwrap_sandbox_passes() -> None:
+    rec = recommend(
+        findings(bwrap__sandbox=P, bwrap__nested=P, bwrap__nested_weak=P), as_user="claude-agent"
+    )
+    assert rec.mode is Mode.SANDBOX
+    assert "claude-agent" in rec.reason and "strong" in rec.reason
+    assert "--as-user" not in rec.reason
+
+
+def test_sandbox_probed_as_root_says_to_recheck_as_the_agent() -> None:
+    rec = recommend(findings(bwrap__sandbox=P, bwrap__nested=F, bwrap__nested_weak=P), euid=0)
+    assert rec.mode is Mode.SANDBOX and "weaker nested" in rec.reason
+    assert "--as-user" in rec.reason
+
+
+def test_user_when_the_sandbox_does_not_start() -> None:
+    rec = recommend(findings(bwrap__sandbox=F, bwrap__nested=F), euid=0)
+    assert rec.mode is Mode.USER
+    assert "bwrap.sandbox fail" in rec.reason and "bwrap__sandbox summary" in rec.reason
+    assert "created" in rec.reason
+    nonroot = recommend(findings(bwrap__sandbox=F), euid=1000)
+    assert nonroot.mode is Mode.USER and "your own account" in nonroot.reason
+
+
+@pytest.mark.parametrize("sandbox", [P, F, Status.ERROR, Status.SKIP, None])
+def test_unsafe_is_never_recommended_only_explained(sandbox) -> None:
+    given = {} if sandbox is None else {"bwrap__sandbox": sandbox}
+    rec = recommend(findings(**given), euid=0)
+    assert rec.mode is not Mode.UNSAFE
+    assert "unsafe" in rec.reason and "never recommended" in rec.reason
