@@ -12,8 +12,11 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
+REPO = Path(__file__).resolve().parent.parent
 CLAUDE_VERSION = "2.1.197"
 FAKE_CLAUDE = f'#!/bin/sh\necho "{CLAUDE_VERSION} (Claude Code)"\n'
 
@@ -93,3 +96,48 @@ def host_passwd_digest() -> str:
         with open(f"/etc/{name}", "rb") as handle:
             digest.update(handle.read())
     return digest.hexdigest()
+
+
+def run_cli(
+    *args: str, env: dict[str, str] | None = None, timeout: float = 240
+) -> subprocess.CompletedProcess[str]:
+    """``python -m wizard ARGS`` in a fresh interpreter, as the operator would run it."""
+    return subprocess.run(
+        [sys.executable, "-m", "wizard", *args],
+        cwd=REPO,
+        env={**os.environ, **(env or {})},
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+def passwd_entry(root: Path, name: str) -> list[str] | None:
+    """The ``DIR/etc/passwd`` fields of ``name`` (None when absent)."""
+    for line in (root / "etc/passwd").read_text().splitlines():
+        fields = line.split(":")
+        if fields[0] == name:
+            return fields
+    return None
+
+
+def group_entry(root: Path, name: str) -> list[str] | None:
+    for line in (root / "etc/group").read_text().splitlines():
+        fields = line.split(":")
+        if fields[0] == name:
+            return fields
+    return None
+
+
+def system_state(root: Path) -> dict[str, tuple[str, int, int, int]]:
+    """:func:`snapshot` minus what an undo legitimately leaves: the journal and
+    backups in the state dir, and shadow-utils' own ``etc/*-`` backup files."""
+    return {
+        path: value
+        for path, value in snapshot(root).items()
+        if not path.startswith("root/.local/state/sandbox-setup")
+        and path not in ("root/.local/", "root/.local/state/")
+        and not (path.startswith("etc/") and path.endswith("-"))
+    }
