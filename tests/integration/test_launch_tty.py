@@ -1,0 +1,120 @@
+"""On a real terminal (a pty): window resizes and Ctrl-C reach Claude, TIOCSTI does not work.
+
+The launcher runs as the session leader of a new pty, the way a login shell's
+child would be the foreground job. With ``dev.tty.legacy_tiocsti`` = 1 the
+sandbox gets its own session (``--new-session``), so the kernel's SIGWINCH and
+SIGINT for the terminal reach only the launcher, which forwards them; and a
+sandboxed process can no longer push keystrokes into the operator's terminal.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import pty
+import struct
+import subprocess
+import sys
+import termios
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.launch_fixtures import LaunchTree, launcher_env, make_launch_tree
+from tests.tools import REPO, require_root, require_tool
+
+pytestmark = pytest.mark.integration
+
+TTY_CLAUDE = """#!/usr/bin/python3
+import fcntl, signal, struct, sys, termios, time
+open({marker!r}, "w").close()
+log = open({log!r}, "a", buffering=1)
+
+def on_winch(signum, frame):
+    rows, cols = struct.unpack("HHHH", fcntl.ioctl(0, termios.TIOCGWINSZ, b"\\0" * 8))[:2]
+    log.write("WINCH %dx%d\\n" % (rows, cols))
+
+def on_int(signum, frame):
+    log.write("INT\\n")
+    sys.exit(43)
+
+signal.signal(signal.SIGWINCH, on_winch)
+signal.signal(signal.SIGINT, on_int)
+try:
+    fcntl.ioctl(0, termios.TIOCSTI, b"x")
+    log.write("TIOCSTI allowed\\n")
+except OSError as exc:
+    log.write("TIOCSTI errno %d\\n" % exc.errno)
+log.write("ready\\n")
+end = time.monotonic() + 60
+while time.monotonic() < end:
+    time.sleep(0.05)
+sys.exit(9)
+"""
+
+
+@pytest.fixture
+def tree() -> Iterator[LaunchTree]:
+    require_root()
+    require_tool("bwrap")
+    if Path("/proc/sys/dev/tty/legacy_tiocsti").read_text().strip() == "0":
+        pytest.skip("legacy_tiocsti is 0 here: the launcher does not use --new-session")
+    with make_launch_tree() as made:
+        yield made
+
+
+def _wait_for(path: Path, text: str, master: int, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        _drain(master)
+        if path.exists() and text in path.read_text():
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"{path} never contained {text!r}")
+
+
+def _drain(master: int) -> None:
+    os.set_blocking(master, False)
+    try:
+        while os.read(master, 4096):
+            pass
+    except OSError:
+        pass  # nothing to read (EAGAIN), or the other side closed (EIO)
+
+
+def test_resize_and_ctrl_c_reach_claude_and_tiocsti_is_blocked(tree: LaunchTree) -> None:
+    log = tree.workspace / "tty.log"
+    claude = tree.write_script(TTY_CLAUDE.format(marker=str(tree.marker), log=str(log)))
+    config = tree.write_config(claude)
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "wizard.launcher", "--config", str(config)],
+        stdin=slave,
+        stdout=slave,
+        stderr=slave,
+        start_new_session=True,
+        # Make the pty the launcher's controlling terminal, as a terminal emulator does.
+        preexec_fn=lambda: fcntl.ioctl(0, termios.TIOCSCTTY, 0),
+        env=launcher_env(),
+        cwd=REPO,
+    )
+    os.close(slave)
+    try:
+        _wait_for(log, "ready", master)
+        assert "TIOCSTI errno 1" in log.read_text()  # EPERM: not its controlling terminal
+        fcntl.ioctl(master, termios.TIOCSWINSZ, struct.pack("HHHH", 50, 132, 0, 0))
+        _wait_for(log, "WINCH 50x132", master)
+        os.write(master, b"\x03")  # Ctrl-C, typed
+        deadline = time.monotonic() + 30
+        while proc.poll() is None and time.monotonic() < deadline:
+            _drain(master)
+            time.sleep(0.05)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+        os.close(master)
+    assert "INT" in log.read_text()
+    assert proc.returncode == 43
