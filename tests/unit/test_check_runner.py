@@ -60,7 +60,7 @@ def test_registry_has_every_required_id_once_in_order() -> None:
 
 
 def test_unknown_id_is_an_input_error_naming_it() -> None:
-    with pytest.raises(InputError, match="'bwrap.nope'"):
+    with pytest.raises(InputError, match=r"'bwrap\.nope'"):
         runner.run_checks(["bwrap.sandbox", "bwrap.nope"])
 
 

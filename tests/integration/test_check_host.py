@@ -1,0 +1,93 @@
+"""`sandbox-setup --check --json` on this machine as it is (issue 2, case 1).
+
+Once bubblewrap is installed, the namespace checks pass here; the naive probe
+forms the issue warns about really fail here, which is why the checks don't use
+them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+
+from tests.tools import REPO, require_root, require_tool
+
+pytestmark = pytest.mark.integration
+
+MUST_PASS = ("bwrap.installed", "bwrap.sandbox", "userns.create", "proc.fresh_mount")
+
+
+def run_check(*args: str) -> tuple[int, dict[str, Any], str]:
+    proc = subprocess.run(
+        [sys.executable, "-m", "wizard", "--check", "--json", *args],
+        cwd="/",
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    return proc.returncode, json.loads(proc.stdout), proc.stderr
+
+
+@pytest.fixture(scope="module")
+def host_report() -> tuple[int, dict[str, Any], str]:
+    require_tool("bwrap")
+    require_tool("unshare")
+    return run_check()
+
+
+def by_id(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {c["id"]: c for c in report["checks"]}
+
+
+def test_namespace_checks_pass_on_this_host(host_report) -> None:
+    _, report, stderr = host_report
+    checks = by_id(report)
+    for check_id in MUST_PASS:
+        assert checks[check_id]["status"] == "pass", (checks[check_id], stderr)
+
+
+def test_report_is_complete_and_exit_code_matches(host_report) -> None:
+    rc, report, _ = host_report
+    assert report["schema"] == 1
+    assert report["host"]["kernel"] == os.uname().release
+    assert report["host"]["euid"] == os.geteuid()
+    statuses = [c["status"] for c in report["checks"]]
+    assert "error" not in statuses, report["checks"]
+    assert rc == (1 if "fail" in statuses else 0)
+    assert report["recommendation"]["mode"] == "sandbox"  # bwrap.sandbox passes here
+
+
+def test_probing_as_an_unprivileged_user(host_report) -> None:
+    require_root()
+    rc, report, stderr = run_check("--as-user", "nobody")
+    checks = by_id(report)
+    assert rc == (1 if any(c["status"] in ("fail", "error") for c in checks.values()) else 0)
+    assert report["as_user"] == "nobody" and report["host"]["probe_uid"] == 65534
+    for check_id in (*MUST_PASS, "bwrap.nested", "bwrap.nested_weak"):
+        assert checks[check_id]["status"] == "pass", (checks[check_id], stderr)
+    # as root, bwrap's covers over /proc/irq etc. make the nested strong form fail,
+    # and the check names that cause
+    root_nested = by_id(host_report[1])["bwrap.nested"]
+    if os.geteuid() == 0:
+        assert root_nested["status"] == "fail"
+        assert "cause: outer-sandbox-by-root" in root_nested["detail"]
+    assert report["host"]["inner_sandbox"] == "strong"
+
+
+@pytest.mark.parametrize(
+    "naive",
+    [
+        ["unshare", "-Urmp", "--mount-proc", "true"],  # no --fork: fails on every host
+        ["unshare", "-U", "sh", "-c", "echo deny > /proc/self/setgroups"],
+    ],
+)
+def test_naive_probes_fail_even_here(naive: list[str], host_report) -> None:
+    """The forms the checks avoid would report a false failure on this good host."""
+    assert by_id(host_report[1])["proc.fresh_mount"]["status"] == "pass"
+    assert subprocess.run(naive, cwd="/", capture_output=True, timeout=30).returncode != 0
