@@ -21,7 +21,11 @@ from tests.tools import NPM_PREFIX, require_root, require_tool
 
 pytestmark = pytest.mark.integration
 
-PACKAGES = ("@anthropic-ai/sandbox-runtime", "@pondwader", "commander", "node-forge", "zod")
+
+def _skip_claude_code(directory: str, names: list[str]) -> set[str]:
+    """Copy sandbox-runtime and its dependencies, not the 240 MB Claude Code binary."""
+    return {"claude-code"} & set(names) if directory.endswith("@anthropic-ai") else set()
+
 
 CLAUDE = """#!/bin/sh
 touch {marker}
@@ -60,8 +64,9 @@ def _values(stdout: str, key: str) -> list[str]:
 @pytest.mark.parametrize("inner", ["strong", "weak"])
 def test_srt_runs_confined_inside_the_launched_sandbox(tree: LaunchTree, inner: str) -> None:
     app = tree.base / "app"
-    for package in PACKAGES:
-        shutil.copytree(NPM_PREFIX / "node_modules" / package, app / "node_modules" / package)
+    shutil.copytree(
+        NPM_PREFIX / "node_modules", app / "node_modules", ignore=_skip_claude_code, symlinks=True
+    )
     settings = app / "srt-settings.json"
     settings.write_text(
         json.dumps(
