@@ -134,10 +134,19 @@ def group_entry(root: Path, name: str) -> list[str] | None:
 def system_state(root: Path) -> dict[str, tuple[str, int, int, int]]:
     """:func:`snapshot` minus what an undo legitimately leaves: the journal and
     backups in the state dir, and shadow-utils' own ``etc/*-`` backup files."""
-    return {
+    state = {
         path: value
         for path, value in snapshot(root).items()
         if not path.startswith("root/.local/state/sandbox-setup")
         and path not in ("root/.local/", "root/.local/state/")
         and not (path.startswith("etc/") and path.endswith("-"))
     }
+    if (root / "srv").exists():  # the workspaces' ACLs (and setgid flags)
+        acls = subprocess.run(
+            ["getfacl", "-R", "--numeric", "--absolute-names", str(root / "srv")],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        state["<acl srv>"] = (acls, 0, 0, 0)
+    return state
