@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Baseline for bench/check.py: the probe commands `sandbox-setup --check` runs,
+# one after another, plus the same file reads. Exit status is ignored on purpose:
+# the point is the time the experiments take, pass or fail.
+#   bash bench/probes.sh [--as-user NAME]
+set -u
+cd /
+export LC_ALL=C
+AS=()
+if [ "${1:-}" = "--as-user" ] && [ -n "${2:-}" ]; then
+  AS=(setpriv "--reuid=$(id -u "$2")" "--regid=$(id -g "$2")" --init-groups --)
+fi
+B=(bwrap --unshare-user --unshare-pid --ro-bind / / --dev /dev)
+PY=$(readlink -f "$(command -v python3)")
+
+# file reads (identity, platform, proc.masks, userns.policy, tty.tiocsti)
+cat /proc/self/status /proc/self/mountinfo >/dev/null
+for f in user/max_user_namespaces kernel/unprivileged_userns_clone \
+  kernel/apparmor_restrict_unprivileged_userns kernel/apparmor_restrict_unprivileged_unconfined \
+  dev/tty/legacy_tiocsti kernel/seccomp/actions_avail; do
+  cat "/proc/sys/$f" 2>/dev/null
+done >/dev/null
+cat /.dockerenv /run/.containerenv /run/systemd/container /proc/1/cgroup /proc/1/comm \
+  /proc/version 2>/dev/null >/dev/null
+command -v socat rg >/dev/null
+
+# live probes, in registry order
+"${AS[@]}" unshare -Ur true 2>/dev/null
+"${AS[@]}" unshare -Urmpf --mount-proc true 2>/dev/null
+bwrap --version >/dev/null
+"${AS[@]}" "${B[@]}" --proc /proc true 2>/dev/null
+"${AS[@]}" "${B[@]}" --proc /proc sh -c 'exec "$@"' sh "${B[@]}" --proc /proc true 2>/dev/null
+"${AS[@]}" "${B[@]}" --proc /proc sh -c 'exec "$@"' sh \
+  "${B[@]}" --bind /proc /proc unshare -Ur true 2>/dev/null
+"${AS[@]}" "$PY" -I -S -c '
+import ctypes, struct
+libc = ctypes.CDLL(None, use_errno=True)
+class Prog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+insn = ctypes.create_string_buffer(struct.pack("HBBI", 0x06, 0, 0, 0x7FFF0000))
+libc.prctl(38, 1, 0, 0, 0)
+libc.prctl(22, 2, ctypes.byref(Prog(1, ctypes.cast(insn, ctypes.c_void_p))), 0, 0)
+' 2>/dev/null
+if CLAUDE=$(command -v claude); then
+  "$CLAUDE" --version >/dev/null 2>&1
+  HOME=$(mktemp -d) "${AS[@]}" "$CLAUDE" --dangerously-skip-permissions --print ok \
+    </dev/null >/dev/null 2>&1
+fi
+exit 0
