@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from wizard.errors import RefusedError
@@ -23,7 +23,7 @@ STATUS_FD = "{status-fd}"
 BLOCK_FD = "{block-fd}"
 ROOT_LINKS = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 # A writable bind over these would hand the agent the system or hide the sandbox's mounts.
-_SYSTEM_DIRS = ("/usr", "/etc", "/proc", "/dev", "/sys", "/boot", "/bin", "/sbin", "/lib")
+_SYSTEM_DIRS = ("/usr", "/etc", "/proc", "/dev", "/sys", "/run", "/boot", "/bin", "/sbin", "/lib")
 
 UNSAFE_WARNING = (
     "sandbox-launch: WARNING: unsafe mode: Claude Code runs as {who} with NO OS sandbox; "
@@ -50,6 +50,10 @@ class HostFacts:
     # (path, symlink target or None for a real directory), for the ROOT_LINKS present.
     root_links: tuple[tuple[str, str | None], ...] = ()
     resolver_dirs: tuple[str, ...] = ()
+    # (configured path, where its symlinks lead) for the home and the workspaces:
+    # bwrap binds the resolved source, so a link planted in a previous session
+    # (say, workspace -> /) is judged and mounted as what it really is.
+    real_paths: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -61,11 +65,15 @@ class Launch:
     cwd: str | None
     supervised: bool
     warning: str | None = None
-    notes: tuple[str, ...] = field(default=())
+    notes: tuple[str, ...] = ()
 
 
-def gather_host_facts(root: Path = Path("/")) -> HostFacts:
-    """Read the tiocsti sysctl, the root symlinks and where resolv.conf lives."""
+def gather_host_facts(root: Path = Path("/"), binds: Sequence[PurePosixPath] = ()) -> HostFacts:
+    """Read what the sandbox argv depends on.
+
+    That is the tiocsti sysctl, the root symlinks, where resolv.conf lives, and
+    where the writable ``binds`` really are.
+    """
     try:
         tiocsti = (root / "proc/sys/dev/tty/legacy_tiocsti").read_text().strip() != "0"
     except OSError:
@@ -77,8 +85,13 @@ def gather_host_facts(root: Path = Path("/")) -> HostFacts:
             links.append((name, os.readlink(real)))
         elif real.is_dir():
             links.append((name, None))
+    # The binds are what bwrap will mount on this machine: resolved on the live system.
+    real_paths = tuple((str(path), os.path.realpath(path)) for path in binds)
     return HostFacts(
-        legacy_tiocsti=tiocsti, root_links=tuple(links), resolver_dirs=resolver_dirs(root)
+        legacy_tiocsti=tiocsti,
+        root_links=tuple(links),
+        resolver_dirs=resolver_dirs(root),
+        real_paths=real_paths,
     )
 
 
@@ -109,7 +122,7 @@ def base_env(agent: Agent, environ: Mapping[str, str]) -> dict[str, str]:
     return env
 
 
-def _check_writable_bind(path: PurePosixPath, what: str) -> None:
+def _check_writable_bind(path: PurePosixPath | str, what: str) -> None:
     text = str(path)
     for system in _SYSTEM_DIRS:
         if (
@@ -172,8 +185,9 @@ def bwrap_argv(
     argv += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--tmpfs", "/run"]
     for resolver in facts.resolver_dirs:
         argv += ["--ro-bind", resolver, resolver]
-    for writable in (agent.home, *config.workspaces):
-        argv += ["--bind", str(writable), str(writable)]
+    real = dict(facts.real_paths)
+    for writable in map(str, (agent.home, *config.workspaces)):
+        argv += ["--bind", real.get(writable, writable), writable]
     claude_dir = str(PurePosixPath(claude).parent)
     if not claude_dir.startswith("/usr/"):
         # Last, so the binary stays read-only even inside a writable directory.
@@ -200,9 +214,11 @@ def sandbox_launch(
     switch_user: bool,
 ) -> Launch:
     """Drop to the agent (root only), then bwrap as the agent; verified before release."""
-    _check_writable_bind(agent.home, "agent home")
-    for workspace in config.workspaces:
-        _check_writable_bind(workspace, "workspace")
+    real = dict(facts.real_paths)
+    for what, path in [("agent home", agent.home)] + [("workspace", w) for w in config.workspaces]:
+        _check_writable_bind(path, what)
+        if real.get(str(path), str(path)) != str(path):
+            _check_writable_bind(real[str(path)], f"{what} {path}, a symlink to")
     argv = _privilege_drop(setpriv, agent, switch_user)
     argv += bwrap_argv(config, agent, claude, bwrap, facts, environ, claude_args)
     return Launch(

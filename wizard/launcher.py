@@ -156,7 +156,7 @@ def build_launch(
             str(claude),
             str(bwrap),
             str(setpriv),
-            gather_host_facts(),
+            gather_host_facts(binds=(agent.home, *config.workspaces)),
             environ,
             claude_args,
             switch_user=uid == 0,

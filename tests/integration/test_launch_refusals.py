@@ -177,3 +177,11 @@ def test_workspace_over_a_system_directory(tree: LaunchTree) -> None:
 def test_unsafe_without_recorded_acceptance(tree: LaunchTree) -> None:
     config = tree.write_config(_claude(tree), mode="unsafe")
     _refused(tree, config, "no acceptance is recorded")
+
+
+def test_workspace_replaced_by_a_symlink_to_root(tree: LaunchTree) -> None:
+    # What an agent could leave behind in its home during an earlier session.
+    planted = tree.home / "project"
+    planted.symlink_to("/")
+    config = tree.write_config(_claude(tree), workspaces=[tree.workspace, planted])
+    _refused(tree, config, "a symlink to /")

@@ -137,3 +137,13 @@ def test_dry_run_prints_the_command_and_starts_nothing(tree: LaunchTree) -> None
     assert command.endswith(f"-- {claude} --print ok")
     assert "SECRET_TOKEN" not in result.stdout
     assert not tree.marker.exists()
+
+
+def test_symlinked_workspace_is_mounted_at_its_configured_path(tree: LaunchTree) -> None:
+    link = tree.base / "ws-link"
+    link.symlink_to(tree.workspace)
+    claude = tree.write_script("#!/bin/sh\ntouch " + str(link) + "/from-inside\npwd\n")
+    result = run_launcher(tree.write_config(claude, workspaces=[link]))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == str(link)
+    assert (tree.workspace / "from-inside").exists()

@@ -282,3 +282,24 @@ def test_plain_resolv_conf_needs_no_bind(tmp_path: Path) -> None:
     (tmp_path / "etc/resolv.conf").write_text("nameserver 10.0.0.1\n")
     assert resolver_dirs(tmp_path) == ()
     assert gather_host_facts(tmp_path).legacy_tiocsti is True  # no knob: TIOCSTI allowed
+
+
+def test_binds_use_the_resolved_source_at_the_configured_path() -> None:
+    facts = HostFacts(legacy_tiocsti=False, real_paths=(("/srv/a", "/data/a"),))
+    binds = pairs(sandbox(facts=facts).argv, "--bind")
+    assert ("/data/a", "/srv/a") in binds
+    assert ("/srv/b", "/srv/b") in binds
+
+
+@pytest.mark.parametrize("target", ["/", "/usr", "/proc", "/run"])
+def test_a_workspace_symlink_to_a_system_directory_is_refused(target: str) -> None:
+    facts = HostFacts(legacy_tiocsti=False, real_paths=(("/srv/b", target),))
+    with pytest.raises(RefusedError, match="workspace /srv/b, a symlink to"):
+        sandbox(facts=facts)
+
+
+def test_gather_resolves_the_binds(tmp_path: Path) -> None:
+    (tmp_path / "real").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "real")
+    facts = gather_host_facts(binds=(PurePosixPath(tmp_path / "link"),))
+    assert facts.real_paths == ((str(tmp_path / "link"), str(tmp_path / "real")),)
