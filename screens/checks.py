@@ -122,8 +122,10 @@ class ChecksScreen(StepScreen[Report]):
             return
         view = self.query_one(FindingsView)
         for finding in message.report.findings:
-            if view.row(finding.id) is None or view.row(finding.id).finding is None:  # type: ignore[union-attr]
+            row = view.row(finding.id)
+            if row is None or row.finding is None:
                 view.add_finding(finding)
+        view.prune({f.id for f in message.report.findings})
         self._finished(message.report)
 
     def _finished(self, report: Report) -> None:

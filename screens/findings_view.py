@@ -62,6 +62,14 @@ class FindingRow(Collapsible):
         self.check_id = check_id
         self.finding: Finding | None = None
 
+    def mark_pending(self) -> None:
+        self.finding = None
+        self.title = escape(f".... {self.check_id}: running…")
+        self.body.update(Text("running…"))
+        for status in Status:
+            self.remove_class(f"status-{status.value}")
+        self.add_class("pending")
+
     def show(self, finding: Finding) -> None:
         self.finding = finding
         self.title = finding_title(finding)
@@ -95,9 +103,20 @@ class FindingsView(VerticalScroll):
         row.show(finding)
 
     def reset(self, pending: list[tuple[str, str]]) -> None:
+        """Back to "running" for a re-run. Rows are kept, not remounted (no
+        flicker, no duplicate ids); :meth:`prune` drops the ones that did not
+        come back."""
         self._pending = list(pending)
-        self.remove_children()
-        self.mount_all(FindingRow(check_id, title) for check_id, title in pending)
+        for row in self.query(FindingRow):
+            row.mark_pending()
+        for check_id, title in pending:
+            if self.row(check_id) is None:
+                self.mount(FindingRow(check_id, title))
+
+    def prune(self, check_ids: set[str]) -> None:
+        for row in list(self.query(FindingRow)):
+            if row.check_id not in check_ids:
+                row.remove()
 
     def findings(self) -> list[Finding]:
         return [row.finding for row in self.query(FindingRow) if row.finding is not None]

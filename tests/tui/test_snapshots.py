@@ -1,0 +1,170 @@
+"""SVG snapshots of every screen at 80x24 with fixed fake findings and plans.
+
+Update after an intended change with ``pytest tests/tui/test_snapshots.py
+--snapshot-update`` and look at the SVGs (docs/screenshots.md shows them).
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+from textual.pilot import Pilot
+from textual.widgets import Input
+
+from checks.model import Mode
+from screens.apply import ApplyScreen
+from screens.audit import AuditScreen
+from screens.checks import ChecksScreen
+from screens.choose_mode import ChooseModeScreen
+from screens.details import DetailsScreen
+from screens.done import DoneScreen, done_text
+from screens.draft import Details
+from screens.findings_view import FindingRow
+from screens.review import ReviewScreen
+from screens.unsafe import UnsafeScreen
+from screens.welcome import WelcomeScreen, welcome_text
+from tests.tui.fake_findings import CONTAINER_HOST, SANDBOX_HOST
+from tests.tui.fake_screens import FAKE_PLAN, ScreenHarness, fake_backend, report_of
+from tests.tui.helpers import wait_until
+from wizard.answers import Answers
+
+SIZE = (80, 24)
+CONFIG = "/root/.config/sandbox-setup"
+
+
+def _backend(tmp_path: Path, findings: list[Any] = SANDBOX_HOST) -> Any:
+    (tmp_path / "srv/project").mkdir(parents=True, exist_ok=True)
+    return fake_backend(tmp_path, findings)
+
+
+async def _settle(pilot: Pilot[Any], done: Any) -> None:
+    await wait_until(pilot, done)
+    await pilot.pause()
+
+
+def test_welcome(snap_compare: Any) -> None:
+    text = welcome_text("root", 0, None, "/", None)
+    assert snap_compare(ScreenHarness(lambda: WelcomeScreen(text)), terminal_size=SIZE)
+
+
+def test_checks_running(snap_compare: Any, tmp_path: Path) -> None:
+    backend = _backend(tmp_path)
+    backend.report_provider.gate = gate = threading.Event()
+    backend.pending = [(f.id, f.title) for f in SANDBOX_HOST]
+
+    async def run_before(pilot: Pilot[Any]) -> None:
+        await _settle(pilot, lambda: pilot.app.screen.query(".status-pass"))
+
+    app = ScreenHarness(lambda: ChecksScreen(backend), on_exit=gate.set)
+    assert snap_compare(app, run_before=run_before, terminal_size=SIZE)
+
+
+def test_checks_container_host_expanded(snap_compare: Any, tmp_path: Path) -> None:
+    backend = _backend(tmp_path, CONTAINER_HOST)
+
+    async def run_before(pilot: Pilot[Any]) -> None:
+        screen = pilot.app.screen
+        await _settle(pilot, lambda: screen.report is not None)
+        row = screen.query_one("#finding-bwrap-sandbox", FindingRow)
+        row.collapsed = False
+        row.scroll_visible(animate=False)
+        await pilot.pause()
+
+    app = ScreenHarness(lambda: ChecksScreen(backend))
+    assert snap_compare(app, run_before=run_before, terminal_size=SIZE)
+
+
+def test_choose_mode_with_a_disabled_option(snap_compare: Any) -> None:
+    report = report_of(CONTAINER_HOST)
+    app = ScreenHarness(lambda: ChooseModeScreen(report))
+    assert snap_compare(app, terminal_size=SIZE)
+
+
+def test_details_sandbox(snap_compare: Any, tmp_path: Path) -> None:
+    backend = _backend(tmp_path)
+    details = Details(inner_sandbox="strong", settings_scope="managed")
+    app = ScreenHarness(lambda: DetailsScreen(backend, Mode.SANDBOX, details, "strong"))
+
+    async def run_before(pilot: Pilot[Any]) -> None:
+        await pilot.pause()
+        pilot.app.screen.query_one("#workspaces", Input).value = "relative/path"
+        await pilot.press("ctrl+n")
+        await pilot.pause()
+
+    assert snap_compare(app, run_before=run_before, terminal_size=SIZE)
+
+
+def test_unsafe_acceptance(snap_compare: Any) -> None:
+    assert snap_compare(ScreenHarness(UnsafeScreen), terminal_size=SIZE)
+
+
+def test_review(snap_compare: Any, tmp_path: Path) -> None:
+    backend = _backend(tmp_path)
+    answers = Answers(mode=Mode.SANDBOX)
+
+    async def run_before(pilot: Pilot[Any]) -> None:
+        await _settle(pilot, lambda: pilot.app.screen.plan is not None)
+
+    app = ScreenHarness(lambda: ReviewScreen(backend, report_of(SANDBOX_HOST), answers))
+    assert snap_compare(app, run_before=run_before, terminal_size=SIZE)
+
+
+def test_review_refused(snap_compare: Any, tmp_path: Path) -> None:
+    backend = _backend(tmp_path)
+
+    def refuse(report: Any, answers: Any) -> Any:
+        raise RuntimeError(
+            "inner sandbox 'strong' was not verified on this host: bwrap.nested is skip. "
+            "Choose --inner-sandbox off (what the probes verified) or fix the cause."
+        )
+
+    backend.build_plan = refuse  # type: ignore[method-assign]
+
+    async def run_before(pilot: Pilot[Any]) -> None:
+        await _settle(pilot, lambda: not pilot.app.screen.busy)
+
+    app = ScreenHarness(lambda: ReviewScreen(backend, report_of(SANDBOX_HOST), Answers(Mode.USER)))
+    assert snap_compare(app, run_before=run_before, terminal_size=SIZE)
+
+
+def test_apply_in_progress(snap_compare: Any, tmp_path: Path) -> None:
+    backend = _backend(tmp_path)
+    backend.gate = gate = threading.Event()
+
+    async def run_before(pilot: Pilot[Any]) -> None:
+        await _settle(pilot, lambda: len(pilot.app.screen.query_one("#apply-log").lines) >= 5)
+
+    app = ScreenHarness(lambda: ApplyScreen(backend, FAKE_PLAN), on_exit=gate.set)
+    assert snap_compare(app, run_before=run_before, terminal_size=SIZE)
+
+
+def test_apply_failed_rolled_back(snap_compare: Any, tmp_path: Path) -> None:
+    backend = _backend(tmp_path)
+    backend.fail = True
+
+    async def run_before(pilot: Pilot[Any]) -> None:
+        await _settle(pilot, lambda: not pilot.app.screen.busy)
+
+    app = ScreenHarness(lambda: ApplyScreen(backend, FAKE_PLAN))
+    assert snap_compare(app, run_before=run_before, terminal_size=SIZE)
+
+
+def test_done(snap_compare: Any) -> None:
+    text = done_text("sandbox", f"{CONFIG}/answers.toml", f"{CONFIG}/launcher.toml", "/")
+    assert snap_compare(ScreenHarness(lambda: DoneScreen(text)), terminal_size=SIZE)
+
+
+def test_audit_with_drift(snap_compare: Any, tmp_path: Path) -> None:
+    backend = _backend(tmp_path)
+
+    async def run_before(pilot: Pilot[Any]) -> None:
+        screen = pilot.app.screen
+        await _settle(pilot, lambda: screen.audit is not None)
+        row = screen.query(".audit-row").first()
+        row.collapsed = False  # type: ignore[attr-defined]
+        await pilot.pause()
+
+    app = ScreenHarness(lambda: AuditScreen(backend))
+    assert snap_compare(app, run_before=run_before, terminal_size=SIZE)
