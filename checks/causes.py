@@ -51,7 +51,7 @@ NEW_USERNS_REFUSED = (
     "clone failed: Operation not permitted",
     "unshare failed: Function not implemented",
 )
-USERNS_LIMIT = ("No space left on device",)
+USERNS_LIMIT = ("No space left on device", "(ENOSPC)", "max_*_namespaces exceeded")
 USERNS_UNSUPPORTED = ("Creating new namespace failed, likely because the kernel does not support",)
 ID_MAP_REFUSED = (
     "/proc/self/uid_map",
@@ -60,6 +60,7 @@ ID_MAP_REFUSED = (
     "setting up uid map",
     "setting up gid map",
     "nested userns is capability-restricted",
+    "error writing to setgroups",
 )
 FRESH_PROC_REFUSED = (
     "Can't mount proc on /newroot/proc",

@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -91,3 +92,37 @@ def test_naive_probes_fail_even_here(naive: list[str], host_report) -> None:
     """The forms the checks avoid would report a false failure on this good host."""
     assert by_id(host_report[1])["proc.fresh_mount"]["status"] == "pass"
     assert subprocess.run(naive, cwd="/", capture_output=True, timeout=30).returncode != 0
+
+
+def test_user_namespace_limit_zero_is_named(host_report) -> None:
+    """user.max_user_namespaces=0, for real: the user.* sysctls belong to a user
+    namespace, so setting 0 inside a throw-away one leaves the host untouched."""
+    require_root()
+    check = [
+        sys.executable,
+        "-m",
+        "wizard",
+        "--check",
+        "--json",
+        "userns.policy",
+        "userns.create",
+        "proc.fresh_mount",
+        "bwrap.sandbox",
+    ]
+    script = 'echo 0 > /proc/sys/user/max_user_namespaces && exec "$@"'
+    proc = subprocess.run(
+        ["unshare", "-Ur", "sh", "-c", script, "sh", *check],
+        cwd="/",
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 1, proc.stderr
+    checks = by_id(json.loads(proc.stdout))
+    for check_id in ("userns.policy", "userns.create", "proc.fresh_mount", "bwrap.sandbox"):
+        finding = checks[check_id]
+        assert finding["status"] == "fail", finding
+        assert "cause: max-user-namespaces-zero" in finding["detail"], finding
+        assert "sysctl -w user.max_user_namespaces=" in finding["remedy"]
+    assert Path("/proc/sys/user/max_user_namespaces").read_text().strip() != "0"

@@ -25,7 +25,15 @@ BWRAP_EPERM = (
     "allow non-privileged user namespaces. On e.g. debian this can be enabled with "
     "'sysctl kernel.unprivileged_userns_clone=1'."
 )
-BWRAP_ENOSPC = "bwrap: Creating new namespace failed: No space left on device"
+BWRAP_ENOSPC = (
+    "bwrap: Creating new namespace failed: nesting depth or /proc/sys/user/max_*_namespaces "
+    "exceeded (ENOSPC)"
+)
+BWRAP_DEBIAN_EPERM = (
+    "bwrap: No permissions to create new namespace, likely because the kernel does not allow "
+    "non-privileged user namespaces. See <https://deb.li/bubblewrap> or "
+    "<file:///usr/share/doc/bubblewrap/README.Debian.gz>."
+)
 BWRAP_UID_MAP = "bwrap: setting up uid map: Permission denied"
 BWRAP_PROC = "bwrap: Can't mount proc on /newroot/proc: Operation not permitted"
 APPLY_SECCOMP = (
@@ -73,6 +81,36 @@ CASES = [
         {},
         "seccomp-blocks-userns",
         ["seccompProfile"],
+    ),
+    (
+        "nesting depth",
+        failed(BWRAP, BWRAP_ENOSPC),
+        facts(),
+        0,
+        "none",
+        {},
+        "user-namespace-limit",
+        ["ENOSPC"],
+    ),
+    (
+        "debian bwrap clone 0",
+        failed(BWRAP, BWRAP_DEBIAN_EPERM),
+        facts(sysctls={**DEBIAN_SYSCTLS, "kernel.unprivileged_userns_clone": "0"}),
+        1000,
+        "none",
+        {},
+        "unprivileged-userns-clone-zero",
+        [],
+    ),
+    (
+        "bwrap setgroups",
+        failed(BWRAP, "bwrap: error writing to setgroups: Permission denied"),
+        facts(sysctls=UBUNTU_2404_SYSCTLS),
+        1000,
+        "none",
+        {},
+        "apparmor-userns-restricted",
+        [],
     ),
     (
         "eperm unexplained",
