@@ -1,0 +1,125 @@
+"""The settings sandbox-setup writes are accepted by the real Claude Code.
+
+``claude doctor`` (Claude Code from npm) prints nothing without a terminal, so it
+runs under a pseudo-terminal with ``HOME`` at a temp home holding the settings
+the real apply wrote; its report must have no "Invalid settings" section and no
+"did not load" line. The same check run on a deliberately broken file must find
+the problem, which proves it can fail.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import pty
+import re
+import select
+import signal
+import struct
+import termios
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.core_fixtures import make_target_root, run_cli
+from tests.tools import claude_binary, require_root, require_tool
+
+pytestmark = pytest.mark.e2e
+
+_MOVES = re.compile(r"\x1b\[\d*[GC]")  # cursor moves the TUI uses between words
+_ESCAPES = re.compile(r"\x1b\[[0-9;?>=]*[A-Za-z]|\x1b[78=>]|\x1b\][^\x07]*\x07")
+
+
+def screen_text(raw: bytes) -> str:
+    text = _MOVES.sub(" ", raw.decode("utf-8", errors="replace"))
+    text = _ESCAPES.sub("", text).replace("\r", "")
+    return re.sub(r"[ \t]+", " ", text)
+
+
+def claude_doctor(home: Path, timeout: float = 120.0) -> str:
+    """``claude doctor``'s screen text, run on a pty with HOME=home."""
+    claude = claude_binary()
+    env = {"HOME": str(home), "PATH": "/usr/local/bin:/usr/bin:/bin", "TERM": "xterm-256color"}
+    pid, fd = pty.fork()
+    if pid == 0:  # child: exec only, never return into pytest
+        try:
+            os.execve(claude, [claude, "doctor"], env)
+        finally:
+            os._exit(127)
+    fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 60, 220, 0, 0))
+    raw, started, closing = b"", time.monotonic(), None
+    try:
+        while time.monotonic() - started < timeout:
+            ready, _, _ = select.select([fd], [], [], 0.5)
+            if ready:
+                try:
+                    chunk = os.read(fd, 65536)
+                except OSError:
+                    break
+                if not chunk:
+                    break
+                raw += chunk
+            # The report ends with "Enter to close"; give the checks a moment to finish.
+            if closing is None and "to close" in screen_text(raw):
+                closing = time.monotonic()
+            if closing is not None and time.monotonic() - closing > 3:
+                break
+    finally:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        os.close(fd)
+    text = screen_text(raw)
+    assert "Diagnostics" in text, f"claude doctor printed no report: {text[-2000:]}"
+    return text
+
+
+def settings_problems(text: str) -> list[str]:
+    """Lines of doctor's report that say the settings were rejected."""
+    lines = text.splitlines()
+    problems = [ln for ln in lines if "did not load" in ln]
+    for i, line in enumerate(lines):
+        if "Invalid settings" in line:
+            problems += lines[i : i + 6]
+    return problems
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    require_root()
+    require_tool("bwrap")
+    return make_target_root(tmp_path / "root")
+
+
+@pytest.mark.parametrize("inner", ["strong", "weak", "off"])
+def test_written_settings_pass_claude_doctor(root: Path, inner: str) -> None:
+    existing = root / "root/.claude/settings.json"
+    existing.parent.mkdir()
+    existing.write_text('{"model": "sonnet", "permissions": {"allow": ["Bash(ls:*)"]}}\n')
+    proc = run_cli(
+        "--headless", "--root", str(root), "--yes",
+        "--mode", "unsafe", "--accept-unsafe-root", "--inner-sandbox", inner,
+    )  # fmt: skip
+    if proc.returncode == 3 and "was not verified" in proc.stderr:
+        pytest.skip(f"inner sandbox {inner} not verified on this host: {proc.stderr}")
+    assert proc.returncode == 0, proc.stderr
+    assert '"deny"' in existing.read_text() and '"sandbox"' in existing.read_text()
+    text = claude_doctor(root / "root")
+    assert settings_problems(text) == []
+
+
+@pytest.mark.parametrize(
+    "broken",
+    [
+        '{"sandbox": {"enabled": "yes"}}\n',  # valid JSON, wrong type
+        '{"permissions": {"deny": "Read(~/.ssh/**)"}}\n',
+        '{"sandbox": {"enabled": true},\n',  # not JSON at all
+    ],
+)
+def test_the_same_check_fails_on_a_broken_settings_file(tmp_path: Path, broken: str) -> None:
+    home = tmp_path / "home"
+    (home / ".claude").mkdir(parents=True)
+    (home / ".claude/settings.json").write_text(broken)
+    problems = settings_problems(claude_doctor(home))
+    assert problems, "claude doctor accepted a broken settings file: the check proves nothing"
+    assert any("settings.json" in line for line in problems)
