@@ -212,3 +212,27 @@ async def test_details_validation_names_the_problem(tmp_path: Path) -> None:
         assert app.focused is details.query_one("#agent-user", Input)
         # Nothing was written while validating.
         assert sorted(p.name for p in root.iterdir()) == ["etc", "srv"]
+
+
+async def test_no_color_is_respected(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """With NO_COLOR the screen is monochrome, and status still reads in words."""
+    import re
+
+    # The window buttons and default foreground of the SVG template are not the app.
+    chrome = {"ff5f57", "febc2e", "28c840", "c5c8c6"}
+    monkeypatch.setenv("NO_COLOR", "1")
+    app = make_app(make_root(tmp_path), CONTAINER_HOST)
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await _to_mode_screen(pilot, app)
+        svg = app.export_screenshot()
+        colors = set(re.findall(r"#([0-9a-f]{6})\b", svg)) - chrome
+        assert colors
+        assert all(c[0:2] == c[2:4] == c[4:6] for c in colors), " ".join(sorted(colors))
+        prompt = str(screen.query_one("#modes", OptionList).get_option("sandbox").prompt)
+        assert "not available here" in prompt
+    monkeypatch.delenv("NO_COLOR")
+    app = make_app(make_root(tmp_path), CONTAINER_HOST)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _to_mode_screen(pilot, app)
+        colors = set(re.findall(r"#([0-9a-f]{6})\b", app.export_screenshot())) - chrome
+        assert not all(c[0:2] == c[2:4] == c[4:6] for c in colors)  # the check can fail
