@@ -22,7 +22,8 @@ from checks.base import Context, Verdict
 from checks.causes import Cause, diagnose
 from checks.facts import HostFacts
 from checks.model import Status
-from checks.probe import SAFE_PATH, ProbeResult
+from checks.probe import SAFE_PATH, ProbeResult, run_probe
+from wizard.accounts import lookup_user
 
 BWRAP_BASE = ("bwrap", "--unshare-user", "--unshare-pid", "--ro-bind", "/", "/", "--dev", "/dev")
 SANDBOX_PROBE = (*BWRAP_BASE, "--proc", "/proc", "true")
@@ -90,9 +91,14 @@ def judge_nested(
     uid: int,
     platform: str,
     bwrap_setuid: bool = False,
+    unprivileged: ProbeResult | None = None,
 ) -> Verdict:
-    """Pure: did the inner form work inside the outer sandbox? (``direct``: the inner
-    form run alone, only for the detail when the outer sandbox could not start.)"""
+    """Pure: did the inner form work inside the outer sandbox?
+
+    ``direct`` (the inner form run alone, when the outer sandbox could not start)
+    and ``unprivileged`` (the same probe run as nobody, when root's run failed
+    inside the outer sandbox) only add to the detail; the verdict is the probe's.
+    """
     form = (
         "the weak inner sandbox (bound /proc + a nested user namespace)"
         if weak
@@ -105,9 +111,15 @@ def judge_nested(
         cause = diagnose(
             clean, facts, uid=uid, platform=platform, bwrap_setuid=bwrap_setuid, in_our_outer=True
         )
-        return Verdict.from_cause(
-            cause, "the outer sandbox came up; the inner one failed:\n" + clean.describe()
-        )
+        detail = "the outer sandbox came up; the inner one failed:\n" + clean.describe()
+        # (a setpriv failure, e.g. nobody unmapped in a container, tells nothing)
+        if unprivileged is not None and "setpriv:" not in unprivileged.stderr:
+            worked = "works" if unprivileged.ok else "fails too"
+            detail += (
+                f"\n(the same with the outer sandbox started by nobody {worked}: "
+                "that is what an unprivileged agent user gets)"
+            )
+        return Verdict.from_cause(cause, detail)
     # The outer sandbox itself did not start: the verdict is that failure's cause.
     cause = diagnose(clean, facts, uid=uid, platform=platform, bwrap_setuid=bwrap_setuid)
     detail = "the outer sandbox could not start:\n" + clean.describe()
@@ -153,9 +165,14 @@ def check_bwrap_sandbox(ctx: Context) -> Verdict:
 
 def _check_nested(ctx: Context, inner: tuple[str, ...], *, weak: bool) -> Verdict:
     nested = ctx.run(nested_command(inner))
-    direct = None
+    direct = unprivileged = None
     if not nested.ok and OUTER_UP not in nested.stderr and not nested.not_found:
         direct = ctx.run(inner)
+    nobody = lookup_user("nobody")
+    if not nested.ok and OUTER_UP in nested.stderr and ctx.uid == 0 and nobody is not None:
+        # root's own outer sandbox has covers an agent's would not: say what an
+        # unprivileged user gets, so the operator is not misled either way
+        unprivileged = run_probe(nested_command(inner), timeout=ctx.timeout, account=nobody)
     return judge_nested(
         nested,
         direct,
@@ -164,6 +181,7 @@ def _check_nested(ctx: Context, inner: tuple[str, ...], *, weak: bool) -> Verdic
         uid=ctx.uid,
         platform=ctx.platform.name,
         bwrap_setuid=bwrap_is_setuid(),
+        unprivileged=unprivileged,
     )
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import platform as pyplatform
+import shutil
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
@@ -17,6 +18,7 @@ from checks.base import Check, Context
 from checks.facts import gather_host_facts
 from checks.model import Finding, Report, Status
 from checks.platform import detect_platform
+from checks.probe import SAFE_PATH
 from checks.recommend import inner_strength, recommend
 from checks.registry import BY_ID, CHECKS
 from wizard.accounts import Account, lookup_user
@@ -50,6 +52,8 @@ def resolve_as_user(name: str | None) -> Account | None:
             f"--as-user {name}: running probes as another user needs root (setpriv "
             "switches to it); run sandbox-setup as root or as that user"
         )
+    if shutil.which("setpriv", path=SAFE_PATH) is None:
+        raise InputError(f"--as-user {name}: setpriv (util-linux) is needed to switch user")
     return account
 
 

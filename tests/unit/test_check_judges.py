@@ -212,6 +212,17 @@ def test_nested_inner_failure_as_root_is_the_root_covers() -> None:
     )
     assert (v.status, cause_of(v)) == (Status.FAIL, "outer-sandbox-by-root")
     assert "outer sandbox came up" in v.detail
+    as_nobody = judge_nested(
+        nested_result(1, OUTER_UP, PROC_FAIL),
+        None,
+        host(),
+        weak=False,
+        uid=0,
+        platform="none",
+        unprivileged=nested_result(0, OUTER_UP),
+    )
+    assert (as_nobody.status, cause_of(as_nobody)) == (Status.FAIL, "outer-sandbox-by-root")
+    assert "started by nobody works" in as_nobody.detail
 
 
 def test_nested_weak_inner_uid_map_failure() -> None:
