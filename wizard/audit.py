@@ -154,7 +154,20 @@ def audit(layout: Layout, timeout: float = 10.0) -> AuditReport:
     if str(config.mode) in ("sandbox", "user"):
         agent_missing = agent is None
         findings += agent_findings(layout, config, agent)
-    findings += drift_findings(report, answers, layout, reapply, agent_missing)
+    if claude.exists and not claude.trusted:
+        # The plan runs `claude --version` (as root): never on a binary others could
+        # have written. Fix the binary first; then the drift can be compared.
+        findings.append(
+            AuditFinding(
+                id="audit.drift.unavailable",
+                severity=Severity.MEDIUM,
+                summary="drift not compared: it would run the untrusted Claude binary "
+                f"{claude.real} to read its version",
+                remedy="fix the audit.safety.claude_* findings, then audit again",
+            )
+        )
+    else:
+        findings += drift_findings(report, answers, layout, reapply, agent_missing)
     unsafe = None
     if config.unsafe is not None:
         unsafe = {
