@@ -502,8 +502,13 @@ def proc_overmounts(mountinfo: str) -> list[str]:
     points = []
     for line in mountinfo.splitlines():
         fields = line.split()
-        if len(fields) > 4 and fields[4].startswith("/proc/"):
-            points.append(fields[4])
+        if len(fields) < 5 or not fields[4].startswith("/proc/"):
+            continue
+        # binfmt_misc sits on an empty directory made for it: it hides nothing,
+        # so the kernel does not count it against a fresh /proc.
+        if "-" in fields and fields[fields.index("-") + 1 :][:1] == ["binfmt_misc"]:
+            continue
+        points.append(fields[4])
     return points
 
 

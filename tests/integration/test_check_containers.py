@@ -242,21 +242,28 @@ def _assert_verdict(obs: Observed, check_id: str) -> dict[str, Any]:
 
 
 def _assert_cause(obs: Observed, check_id: str, finding: dict[str, Any]) -> None:
-    """A failing live check names the cause this scenario really has."""
+    """A failing live check names the cause this scenario really has, and not another."""
     if finding["status"] == "pass":
         return
     text = _text(finding)
+    cause = finding["summary"].lower()
+    named = [p for p in obs.overmounts() if p.lower() in text]
     if obs.name == "seccomp-no-newuser":
-        assert "seccomp" in text, f"{check_id} does not name seccomp: {finding}"
+        assert "seccomp" in cause, f"{check_id} does not name seccomp: {finding}"
+        assert "seccomp=unconfined" in text or "profile" in finding["remedy"].lower(), finding
+        assert "mask" not in cause, f"{check_id} blames masks in an unmasked container: {finding}"
     elif obs.name in ("docker-userns", "docker-no-userns"):
-        names = [p for p in obs.overmounts() if p.lower() in text]
-        assert "mask" in text or names, f"{check_id} does not name the /proc masks: {finding}"
-    elif obs.name == "root-bwrap" or (check_id == "bwrap.nested" and obs.name == "host"):
+        assert "mask" in cause and named, f"{check_id} does not name the /proc masks: {finding}"
+        assert "seccomp" not in cause, f"{check_id} blames seccomp: {finding}"
+        assert "systempaths=unconfined" in finding["remedy"], finding
+    elif obs.name == "root-bwrap" or (obs.name == "host" and check_id == "bwrap.nested"):
         # the read-only covers a root-started bwrap puts over /proc/irq, /proc/bus, ...
-        covers = ("cover", "read-only", "/proc/sys", "/proc/irq", "/proc/bus", "root")
-        assert any(word in text for word in covers), (
-            f"{check_id} does not name the covers of a root-started bwrap: {finding}"
-        )
+        assert "cover" in cause, f"{check_id} does not name the covers over /proc: {finding}"
+        if obs.name == "root-bwrap":
+            assert named, f"{check_id} names none of the covers {obs.overmounts()}: {finding}"
+        assert "seccomp" not in cause, f"{check_id} blames seccomp: {finding}"
+    else:
+        pytest.fail(f"{obs.name}: {check_id} failed where no cause was expected: {finding}")
 
 
 def test_scenario_is_what_it_claims(observed: Observed) -> None:
