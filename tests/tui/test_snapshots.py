@@ -168,3 +168,20 @@ def test_audit_with_drift(snap_compare: Any, tmp_path: Path) -> None:
 
     app = ScreenHarness(lambda: AuditScreen(backend))
     assert snap_compare(app, run_before=run_before, terminal_size=SIZE)
+
+
+def test_docs_screenshots_are_current() -> None:
+    """docs/screenshots/ holds copies of these snapshots; stale copies fail."""
+    from tests.tools import REPO
+
+    snapshots = REPO / "tests/tui/__snapshots__/test_snapshots"
+    docs = REPO / "docs/screenshots"
+    names = sorted(p.name for p in snapshots.glob("*.svg"))
+    assert names, "no snapshots"
+    assert sorted(p.name for p in docs.glob("*.svg")) == names
+    stale = [n for n in names if (docs / n).read_bytes() != (snapshots / n).read_bytes()]
+    assert stale == [], f"copy the snapshots to docs/screenshots: {stale}"
+    text = (REPO / "docs/screenshots.md").read_text()
+    for name in names:
+        stem = name.removesuffix(".svg")
+        assert f"screenshots/{stem}." in text, f"{name} is not shown in docs/screenshots.md"
