@@ -67,7 +67,6 @@ FRESH_PROC_REFUSED = (
     "mount /proc failed",
     "cannot mount proc",
 )
-SETUID_BWRAP_NNP = ("Unexpected capabilities but not setuid", "setuid bwrap")
 
 
 def cause_userns_sysctls(facts: HostFacts, uid: int) -> Cause | None:
@@ -176,14 +175,6 @@ def diagnose(
         )
     if result.timed_out:
         return Cause("timeout", "the experiment did not finish in time", "re-run with --timeout 30")
-    if tool == "bwrap" and bwrap_setuid and facts.no_new_privs:
-        return Cause(
-            "setuid-bwrap-no-new-privs",
-            "bwrap is setuid but this process runs with no_new_privs, so the setuid bit is "
-            "ignored and bwrap has no privilege",
-            "run without no_new_privs (docker/podman: drop --security-opt no-new-privileges), "
-            "or use a non-setuid bwrap with user namespaces: chmod u-s $(command -v bwrap)",
-        )
     if _has(err, *USERNS_LIMIT):
         return cause_userns_sysctls(facts, uid) or Cause(
             "user-namespace-limit",
@@ -197,6 +188,17 @@ def diagnose(
             "use a kernel built with CONFIG_USER_NS=y",
         )
     if _has(err, *NEW_USERNS_REFUSED):
+        # setuid is ignored under no_new_privs; it matters only when bwrap then
+        # cannot create the namespace itself
+        if tool == "bwrap" and bwrap_setuid and facts.no_new_privs:
+            also = cause_userns_sysctls(facts, uid)
+            return Cause(
+                "setuid-bwrap-no-new-privs",
+                "bwrap is setuid but this process runs with no_new_privs, so the setuid bit is "
+                "ignored and bwrap has no privilege" + (f" (and {also.summary})" if also else ""),
+                "run without no_new_privs (docker/podman: drop --security-opt no-new-privileges), "
+                "or use a non-setuid bwrap with user namespaces: chmod u-s $(command -v bwrap)",
+            )
         sysctl = cause_userns_sysctls(facts, uid)
         if sysctl:
             return sysctl

@@ -380,6 +380,23 @@ def test_root_is_not_blocked_by_the_unprivileged_sysctl_or_apparmor() -> None:
     )
 
 
+def test_setuid_bwrap_under_no_new_privs_only_explains_a_refused_namespace() -> None:
+    nnp_masked = facts("docker_no_new_privs.txt", mountinfo="docker_default.txt")
+    proc = diagnose(
+        failed(BWRAP, BWRAP_PROC), nnp_masked, uid=1000, platform="docker", bwrap_setuid=True
+    )
+    assert proc.key == "proc-masked"  # bwrap did create its namespace without setuid
+    both = facts(
+        "docker_no_new_privs.txt",
+        sysctls={**DEBIAN_SYSCTLS, "kernel.unprivileged_userns_clone": "0"},
+    )
+    cause = diagnose(
+        failed(BWRAP, BWRAP_DEBIAN_EPERM), both, uid=1000, platform="docker", bwrap_setuid=True
+    )
+    assert cause.key == "setuid-bwrap-no-new-privs"
+    assert "unprivileged_userns_clone=0" in cause.summary
+
+
 def test_the_error_decides_not_the_facts_alone() -> None:
     # masks over /proc do not explain a refused user namespace
     host = replace(facts("docker_default.txt", mountinfo="docker_default.txt"))
