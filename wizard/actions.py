@@ -282,7 +282,8 @@ class AddToGroup(Action):
 class WorkspaceAccess(Action):
     """Give ``group`` rwX on a workspace without chowning anything: an access ACL
     on every existing entry, a default ACL and the setgid bit on every directory
-    (so new files inherit both), and ``--x`` on ancestors others cannot traverse."""
+    (so new files inherit both). :func:`wizard.plan.build_plan` refuses a
+    workspace the agent could only reach by opening up a private directory."""
 
     layout: Layout
     workspace: PurePosixPath
@@ -299,17 +300,6 @@ class WorkspaceAccess(Action):
             "(ACLs + default ACLs + setgid directories; owners unchanged)"
         )
 
-    def _ancestors(self) -> list[PurePosixPath]:
-        """Ancestors (not /) that others cannot traverse: the agent needs --x there."""
-        found = []
-        for parent in reversed(self.workspace.parents):
-            if str(parent) == "/":
-                continue
-            st = os.stat(self.layout.real(parent))
-            if not st.st_mode & 0o001:
-                found.append(parent)
-        return found
-
     def _qualifier(self) -> str:
         gid = users.group_gid(self.layout, self.group)
         return str(gid) if gid is not None else self.group
@@ -317,14 +307,11 @@ class WorkspaceAccess(Action):
     def commands(self) -> list[list[str]]:
         ws = str(self.layout.real(self.workspace))
         q = self._qualifier()
-        argv = [
+        return [
             ["setfacl", "-R", "-m", f"g:{q}:rwX", ws],
             ["setfacl", "-R", "-d", "-m", f"g:{q}:rwX", ws],
             ["find", ws, "-type", "d", "-exec", "chmod", "g+s", "{}", "+"],
         ]
-        for parent in self._ancestors():
-            argv.append(["setfacl", "-m", f"g:{q}:--x", str(self.layout.real(parent))])
-        return argv
 
     def is_change(self) -> bool:
         gid = users.group_gid(self.layout, self.group)
@@ -334,22 +321,12 @@ class WorkspaceAccess(Action):
         entries = users.acl_entries(real)
         if f"group:{gid}:rwx" not in entries or f"default:group:{gid}:rwx" not in entries:
             return True
-        if not os.stat(real).st_mode & 0o2000:
-            return True
-        for parent in self._ancestors():
-            if not any(
-                e.startswith(f"group:{gid}:") for e in users.acl_entries(self.layout.real(parent))
-            ):
-                return True
-        return False
+        return not os.stat(real).st_mode & 0o2000
 
     def apply(self, txn: Transaction) -> None:
         real = self.layout.real(self.workspace)
         # getfacl keeps owners, ACLs and setgid flags; setfacl --restore puts them back.
         saved = users.run_tool(["getfacl", "-R", "--absolute-names", "--numeric", str(real)])
-        parents = [str(self.layout.real(p)) for p in self._ancestors()]
-        if parents:
-            saved += users.run_tool(["getfacl", "--absolute-names", "--numeric", *parents])
         backup = txn.backup(saved.encode("utf-8"), "workspace.acl")
         txn.record({"op": "acl", "target": str(self.workspace), "backup": backup})
         for argv in self.commands():

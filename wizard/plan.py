@@ -22,6 +22,8 @@ answers.toml.
 from __future__ import annotations
 
 import datetime
+import os
+import stat
 import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -166,6 +168,23 @@ def _render_launcher(layout: Layout, config: LauncherConfig) -> Callable[[bytes 
     return render
 
 
+def _check_reachable(layout: Layout, workspace: PurePosixPath) -> None:
+    """The agent must be able to walk to a workspace. Granting it --x on a private
+    directory (say /root) would let it open every guessable file there, so such a
+    workspace is refused instead."""
+    for parent in reversed(workspace.parents):
+        if str(parent) == "/":
+            continue
+        st = os.stat(layout.real(parent))
+        if not st.st_mode & stat.S_IXOTH:
+            raise InputError(
+                f"workspace {workspace}: the agent user cannot enter {parent} (mode "
+                f"{stat.S_IMODE(st.st_mode):04o}), and opening it would expose the rest of "
+                f"{parent}; move the project outside private homes (e.g. /srv/"
+                f"{workspace.name}) and pass that as --workspace"
+            )
+
+
 def build_plan(report: Report, answers: Answers, layout: Layout) -> Plan:
     """The plan for ``answers`` on the host described by ``report``; see module doc."""
     validate_answers(answers, layout)
@@ -194,6 +213,8 @@ def build_plan(report: Report, answers: Answers, layout: Layout) -> Plan:
         notes.append("live probes ran as the operator, not as the agent user")
 
     if separate:
+        for ws in answers.workspaces:
+            _check_reachable(layout, ws)
         if answers.workspaces:
             actions.append(CreateGroup(layout, users.WORKSPACE_GROUP))
         groups = (users.WORKSPACE_GROUP,) if answers.workspaces else ()

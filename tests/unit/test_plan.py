@@ -246,3 +246,17 @@ def test_non_root_operator_cannot_create_users(layout: Layout) -> None:
     plan = build_plan(report(), Answers(Mode.USER, agent_user="alice"), as_alice)
     assert kinds(plan) == ["write-file"] * 3
     assert plan.actions[0].target == "/home/alice/.claude/settings.json"
+
+
+def test_a_workspace_inside_a_private_home_is_refused(layout: Layout) -> None:
+    project = layout.real(PurePosixPath("/root/project"))
+    project.mkdir()
+    answers = Answers(Mode.SANDBOX, workspaces=(PurePosixPath("/root/project"),))
+    with pytest.raises(InputError, match=r"cannot enter /root \(mode 0700\)"):
+        build_plan(report(), answers, layout)
+    # The operator's own account (unsafe mode) needs no such access.
+    build_plan(
+        report(),
+        Answers(Mode.UNSAFE, accept_unsafe_root=True, workspaces=answers.workspaces),
+        layout,
+    )
