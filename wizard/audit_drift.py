@@ -90,15 +90,20 @@ def drift_findings(
 
     try:
         plan = build_plan(report, answers, layout)
+        return findings_from_plan(plan, layout, reapply, agent_missing)
     except SetupError as exc:
-        return [
-            AuditFinding(
-                id="audit.drift.unavailable",
-                severity=Severity.MEDIUM,
-                summary="cannot compare with the saved answers: the plan is refused now",
-                detail=str(exc),
-                remedy="fix the host (see the audit.mode findings), or choose another mode: "
-                "sandbox-setup",
-            )
-        ]
-    return findings_from_plan(plan, layout, reapply, agent_missing)
+        summary = "cannot compare with the saved answers: the plan is refused now"
+        detail = str(exc)
+    except Exception as exc:  # like a crashing check: report it, the audit goes on
+        summary = "cannot compare with the saved answers: building the plan failed"
+        detail = f"{type(exc).__name__}: {exc}"
+    return [
+        AuditFinding(
+            id="audit.drift.unavailable",
+            severity=Severity.MEDIUM,
+            summary=summary,
+            detail=detail,
+            remedy="fix what the other findings name (a plan refused by the host needs the "
+            f"host fixed or another mode: sandbox-setup), then: {reapply}",
+        )
+    ]
