@@ -126,3 +126,48 @@ def test_user_namespace_limit_zero_is_named(host_report) -> None:
         assert "cause: max-user-namespaces-zero" in finding["detail"], finding
         assert "sysctl -w user.max_user_namespaces=" in finding["remedy"]
     assert Path("/proc/sys/user/max_user_namespaces").read_text().strip() != "0"
+
+
+def test_setuid_bwrap_under_no_new_privs(host_report, tmp_path: Path) -> None:
+    """A setuid bwrap under no_new_privs is named, without a false failure: here
+    unprivileged user namespaces work, so bwrap still starts without its setuid bit.
+    The setuid copy is bound over /usr/bin/bwrap in a private mount namespace only."""
+    require_root()
+    before = os.stat("/usr/bin/bwrap")
+    copy = Path("/var/tmp") / f"sandbox-setup-suid-{os.getpid()}"
+    copy.mkdir(mode=0o755)
+    try:
+        binary = copy / "bwrap"
+        binary.write_bytes(Path(require_tool("bwrap")).read_bytes())
+        binary.chmod(0o4755)
+        check = [
+            sys.executable,
+            "-m",
+            "wizard",
+            "--check",
+            "--json",
+            "--as-user",
+            "nobody",
+            "bwrap.installed",
+            "bwrap.sandbox",
+        ]
+        script = 'mount --bind "$0" /usr/bin/bwrap && exec setpriv --no-new-privs -- "$@"'
+        proc = subprocess.run(
+            ["unshare", "-m", "--propagation", "private", "sh", "-c", script, str(binary), *check],
+            cwd="/",
+            env={**os.environ, "PYTHONPATH": str(REPO)},
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    finally:
+        for child in copy.iterdir():
+            child.unlink()
+        copy.rmdir()
+    checks = by_id(json.loads(proc.stdout))
+    installed = checks["bwrap.installed"]
+    assert installed["status"] == "warn", installed
+    assert "cause: setuid-bwrap-no-new-privs" in installed["detail"]
+    assert checks["bwrap.sandbox"]["status"] == "pass", (checks["bwrap.sandbox"], proc.stderr)
+    after = os.stat("/usr/bin/bwrap")  # the host's bwrap is untouched
+    assert (after.st_ino, after.st_mode) == (before.st_ino, before.st_mode)
