@@ -29,6 +29,7 @@ from screens.review import ReviewScreen
 from screens.unsafe import UnsafeScreen
 from screens.welcome import WelcomeScreen, welcome_text
 from wizard.answers import Answers
+from wizard.errors import SetupError
 from wizard.exitcodes import ExitCode
 
 
@@ -197,7 +198,11 @@ async def run_flow(app: App[Any], backend: Backend) -> int:
         while True:
             choice = await app.push_screen_wait(AuditScreen(backend))
             if choice == "fix":
-                saved = backend.saved_answers()
+                try:
+                    saved = backend.saved_answers()
+                except SetupError as exc:  # a malformed answers.toml: say which and why
+                    app.notify(str(exc), severity="error", timeout=15)
+                    continue
                 if saved is None:
                     app.notify("No answers.toml to re-apply; start the wizard (w).")
                     continue
@@ -208,7 +213,10 @@ async def run_flow(app: App[Any], backend: Backend) -> int:
                     return code
                 continue  # back to a fresh audit
             if choice == "wizard":
-                saved = backend.saved_answers()
+                try:
+                    saved = backend.saved_answers()
+                except SetupError:
+                    saved = None  # start from the defaults; the audit showed the error
                 if saved is not None:
                     draft = draft_from_answers(saved)
                 break

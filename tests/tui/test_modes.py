@@ -140,3 +140,34 @@ async def test_answers_replay_headless_byte_identical(tmp_path: Path, mode: Mode
     differing = [p for p in tui_files if tui_files[p] != headless_files[p]]
     assert differing == []
     assert "root/.config/sandbox-setup/launcher.toml" in tui_files
+
+
+async def test_failed_apply_is_rolled_back_and_shown(tmp_path: Path) -> None:
+    """An apply that fails midway (the launcher config path became a directory
+    after the review) is rolled back by the core; the screen says so and goes
+    back to the review."""
+    require_root()
+    root = make_target_root(tmp_path)
+    app = make_app(root, SANDBOX_HOST)
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await _to_mode_screen(pilot, app)
+        screen.query_one("#modes", OptionList).highlighted = list(Mode).index(Mode.USER)
+        await pilot.press("enter")
+        await wait_for(pilot, DetailsScreen)
+        await type_text(pilot, "/srv/project")
+        await pilot.press("ctrl+n")
+        review = await wait_for(pilot, ReviewScreen)
+        await wait_until(pilot, lambda: not review.busy)
+        assert review.plan is not None
+        (root / CONFIG / "launcher.toml").mkdir(parents=True)
+        await pilot.press("a")
+        applying = await wait_for(pilot, ApplyScreen)
+        await wait_until(pilot, lambda: not applying.busy, tries=1500)
+        assert applying.error is not None
+        log = "\n".join(line.text for line in applying.query_one("#apply-log").lines)  # type: ignore[attr-defined]
+        assert "changed" in log and "error: " in log  # some actions ran before the failure
+        # Rolled back: the agent user and the settings written before are gone.
+        assert "claude-agent" not in (root / "etc/passwd").read_text()
+        assert not (root / "etc/claude-code/managed-settings.json").exists()
+        await pilot.press("enter")  # "Back to review"
+        await wait_for(pilot, ReviewScreen)
