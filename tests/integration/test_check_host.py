@@ -171,3 +171,19 @@ def test_setuid_bwrap_under_no_new_privs(host_report, tmp_path: Path) -> None:
     assert checks["bwrap.sandbox"]["status"] == "pass", (checks["bwrap.sandbox"], proc.stderr)
     after = os.stat("/usr/bin/bwrap")  # the host's bwrap is untouched
     assert (after.st_ino, after.st_mode) == (before.st_ino, before.st_mode)
+
+
+def test_root_guard_with_the_real_claude_code(host_report) -> None:
+    """The real Claude Code's guard blocks --dangerously-skip-permissions for root
+    and not for an unprivileged user; the check reports exactly that."""
+    require_root()
+    claude = require_tool("claude")
+    ids = ("claude.installed", "claude.root_guard")
+    _, as_root, stderr = run_check("--claude", claude, *ids)
+    guard = by_id(as_root)["claude.root_guard"]
+    assert guard["status"] == "warn" and "cause: root-guard-blocks" in guard["detail"], stderr
+    installed = by_id(as_root)["claude.installed"]
+    assert installed["status"] == "pass" and "Claude Code" in installed["summary"]
+    _, as_nobody, stderr = run_check("--claude", claude, "--as-user", "nobody", *ids)
+    guard = by_id(as_nobody)["claude.root_guard"]
+    assert guard["status"] == "pass" and "not root" in guard["summary"], (guard, stderr)
