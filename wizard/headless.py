@@ -100,7 +100,10 @@ def probe_user(answers: Answers, layout: Layout) -> str | None:
 def gather_report(answers: Answers, layout: Layout, timeout: float) -> Report:
     from checks.runner import run_checks
 
-    return run_checks(as_user=probe_user(answers, layout), root=layout.root, timeout=timeout)
+    claude = str(layout.real(answers.claude)) if answers.claude else None
+    return run_checks(
+        as_user=probe_user(answers, layout), root=layout.root, timeout=timeout, claude=claude
+    )
 
 
 def _print_plan(plan: Any, *, dry_run: bool) -> None:

@@ -29,6 +29,7 @@ import errno
 import fcntl
 import json
 import os
+import secrets
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -94,7 +95,9 @@ class Transaction:
 
     def __init__(self, layout: Layout) -> None:
         self.layout = layout
-        self.id = datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%S") + f"-{os.getpid()}"
+        # Unique even for two applies in one process within a second (the TUI).
+        stamp = datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%S")
+        self.id = f"{stamp}-{os.getpid()}-{secrets.token_hex(3)}"
         self.entries: list[dict[str, Any]] = []
         self._fd = _open_in(layout, layout.journal, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
         self._backups = 0

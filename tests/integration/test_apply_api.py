@@ -1,0 +1,57 @@
+"""The Python API the TUI drives: apply_plan with a progress callback, two applies
+in one process, undo_last step by step (real useradd --prefix and setfacl)."""
+
+from __future__ import annotations
+
+from pathlib import Path, PurePosixPath
+
+import pytest
+
+from checks.model import Finding, Mode, Recommendation, Report, Status
+from tests.core_fixtures import host_passwd_digest, make_target_root, passwd_entry, system_state
+from tests.tools import require_root, require_tool
+from wizard.answers import Answers
+from wizard.apply import apply_plan
+from wizard.journal import undo_last
+from wizard.paths import Layout
+from wizard.plan import build_plan
+
+pytestmark = pytest.mark.integration
+
+
+def passing_report() -> Report:
+    findings = [
+        Finding(cid, cid, Status.PASS, "ok")
+        for cid in ("bwrap.sandbox", "bwrap.nested", "bwrap.nested_weak")
+    ]
+    return Report(host={}, findings=findings, recommendation=Recommendation(Mode.SANDBOX, "ok"))
+
+
+def test_progress_two_applies_in_one_process_and_stepwise_undo(tmp_path: Path) -> None:
+    require_root()
+    for tool in ("useradd", "setfacl"):
+        require_tool(tool)
+    host = host_passwd_digest()
+    layout = Layout.for_root(make_target_root(tmp_path / "root"))
+    original = system_state(layout.root)
+    seen: list[tuple[str, str]] = []
+    first = apply_plan(
+        build_plan(passing_report(), Answers(Mode.USER), layout),
+        progress=lambda action, status: seen.append((action.kind, status)),
+    )
+    assert seen[0] == ("create-user", "running") and seen[1] == ("create-user", "changed")
+    assert [s for _, s in seen].count("running") == len(first.changed) + len(first.unchanged)
+    assert passwd_entry(layout.root, "claude-agent") is not None
+    after_first = system_state(layout.root)
+    answers = Answers(Mode.SANDBOX, workspaces=(PurePosixPath("/srv/project"),))
+    second = apply_plan(build_plan(passing_report(), answers, layout))
+    assert second.transaction and second.transaction != first.transaction
+    assert any("sandbox-ws" in line for line in second.changed)
+    again = apply_plan(build_plan(passing_report(), answers, layout))
+    assert again.changed == [] and again.transaction is None
+    assert any("restored" in line for line in undo_last(layout))
+    assert system_state(layout.root) == after_first
+    assert any("removed user claude-agent" in line for line in undo_last(layout))
+    assert system_state(layout.root) == original
+    assert undo_last(layout) == []
+    assert host_passwd_digest() == host
