@@ -254,7 +254,7 @@ def build_plan(report: Report, answers: Answers, layout: Layout) -> Plan:
         else Layout.user_settings(agent_home if separate else operator.home)
     )
     settings_owner = "root" if scope == "managed" else (agent_name if separate else operator.name)
-    source_name = str(settings_path)
+    source_name = str(layout.real(settings_path))  # the file the operator can open
     actions.append(
         WriteFile(
             layout,

@@ -180,3 +180,13 @@ def test_a_failing_step_rolls_back_everything_before_it(root: Path) -> None:
     journal = (root / "root/.local/state/sandbox-setup/journal.jsonl").read_text()
     assert json.loads(journal.splitlines()[-1])["op"] == "rolled-back"
     assert "Nothing to undo" in undo(root)
+
+
+def test_undo_leaves_a_file_edited_after_the_apply_alone(root: Path) -> None:
+    assert run_cli("--headless", "--root", str(root), "--yes", "--mode", "user").returncode == 0
+    managed = root / MANAGED
+    managed.write_text('{"edited": "by hand after the apply"}\n')
+    out = undo(root)
+    assert "left /etc/claude-code/managed-settings.json as it is" in out
+    assert managed.read_text() == '{"edited": "by hand after the apply"}\n'
+    assert passwd_entry(root, "claude-agent") is None, "the rest was still undone"
