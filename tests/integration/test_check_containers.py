@@ -85,7 +85,7 @@ class Scenario:
     built the wrong container fails instead of agreeing with a wrong check.
     """
 
-    place: Callable[[Path], Place]
+    place: Callable[[Path, dict[str, str]], Place]  # (bundle dir, tool paths)
     as_user: str | None = None
     masked: bool = False
     known: tuple[tuple[str, bool], ...] = ()
@@ -102,11 +102,22 @@ class Scenario:
 
 
 DOCKER = ContainerConfig()
+
+
+def _runc(config: ContainerConfig, name: str) -> Callable[[Path, dict[str, str]], Place]:
+    def make(bundles: Path, tools: dict[str, str]) -> Place:
+        return RuncContainer(
+            config, bundles, name=name, runc=tools["runc"], unshare=tools["unshare"]
+        )
+
+    return make
+
+
 SCENARIOS: dict[str, Scenario] = {
     # (1) the host as it is; root's outer bwrap covers /proc/irq etc., so the
     # strong nested form fails as root and works as an unprivileged agent.
     "host": Scenario(
-        lambda wd: HostPlace(),
+        lambda wd, tools: HostPlace(),
         known=(
             ("userns.create", True),
             ("proc.fresh_mount", True),
@@ -117,34 +128,32 @@ SCENARIOS: dict[str, Scenario] = {
         nested_cause="root-covers",
     ),
     "host-as-nobody": Scenario(
-        lambda wd: HostPlace(),
+        lambda wd, tools: HostPlace(),
         as_user="nobody",
         known=(("bwrap.sandbox", True), ("bwrap.nested", True), ("bwrap.nested_weak", True)),
     ),
     # (2) user-namespaced container with Docker's masked/read-only /proc paths.
     "docker-userns": Scenario(
-        lambda wd: RuncContainer(DOCKER, wd, name="docker-userns"),
+        _runc(DOCKER, "docker-userns"),
         masked=True,
         known=(("userns.create", True), ("proc.fresh_mount", False), ("bwrap.sandbox", False)),
         cause="masks",
     ),
     # (3) the same with the masks removed (podman unmask=/proc/*, docker systempaths=unconfined).
     "docker-userns-unmasked": Scenario(
-        lambda wd: RuncContainer(DOCKER.unmasked(), wd, name="docker-userns-unmasked"),
+        _runc(DOCKER.unmasked(), "docker-userns-unmasked"),
         known=(("userns.create", True), ("proc.fresh_mount", True), ("bwrap.sandbox", True)),
     ),
     # (4) no user namespace, Docker's 14 default capabilities (and its masks).
     "docker-no-userns": Scenario(
-        lambda wd: RuncContainer(ContainerConfig(userns=False), wd, name="docker-no-userns"),
+        _runc(ContainerConfig(userns=False), "docker-no-userns"),
         masked=True,
         known=(("proc.fresh_mount", False), ("bwrap.sandbox", False)),
         cause="masks",
     ),
     # (4b) the same without masks: root without CAP_SYS_ADMIN, /proc fully visible.
     "docker-no-userns-unmasked": Scenario(
-        lambda wd: RuncContainer(
-            ContainerConfig(userns=False).unmasked(), wd, name="docker-no-userns-unmasked"
-        ),
+        _runc(ContainerConfig(userns=False).unmasked(), "docker-no-userns-unmasked"),
         known=(
             ("userns.create", True),
             ("proc.fresh_mount", True),
@@ -155,25 +164,21 @@ SCENARIOS: dict[str, Scenario] = {
     ),
     # (3b) the unmasked user-namespaced container, probed as its unprivileged agent.
     "docker-userns-unmasked-as-nobody": Scenario(
-        lambda wd: RuncContainer(DOCKER.unmasked(), wd, name="docker-userns-unmasked-as-nobody"),
+        _runc(DOCKER.unmasked(), "docker-userns-unmasked-as-nobody"),
         as_user="nobody",
         known=(("userns.create", True), ("proc.fresh_mount", True), ("bwrap.sandbox", True)),
     ),
     # (5) a seccomp profile that blocks new user namespaces; unmasked, so the
     # profile is the only cause.
     "seccomp-no-newuser": Scenario(
-        lambda wd: RuncContainer(
-            ContainerConfig(seccomp=seccomp_blocking_userns()).unmasked(),
-            wd,
-            name="seccomp-no-newuser",
-        ),
+        _runc(ContainerConfig(seccomp=seccomp_blocking_userns()).unmasked(), "seccomp-no-newuser"),
         known=(("userns.create", False), ("proc.fresh_mount", False), ("bwrap.sandbox", False)),
         cause="seccomp",
     ),
     # (6) inside an outer bwrap started by root: its read-only covers over /proc
     # make a nested fresh /proc impossible; the weak form (bind /proc) still works.
     "root-bwrap": Scenario(
-        lambda wd: RootBwrap(),
+        lambda wd, tools: RootBwrap(bwrap=tools["bwrap"]),
         masked=True,
         known=(
             ("userns.create", True),
@@ -238,7 +243,7 @@ def observed(
     """Runs one scenario once: the experiments, then --check --json, in the same place."""
     name: str = request.param
     scenario = SCENARIOS[name]
-    place = scenario.place(integration_workdir / "bundles")
+    place = scenario.place(integration_workdir / "bundles", container_tools)
     env = base_env(extra_path=[str(NPM_PREFIX / "node_modules/.bin")])
     script = _experiment_script(project_install, scenario.as_user)
     result = place.run(["/bin/sh", "-c", script], env=env, timeout=240)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -38,6 +39,7 @@ from tests.integration.containers import (
 pytestmark = pytest.mark.integration
 
 Sections = dict[str, Section]
+Maker = Callable[[ContainerConfig], RuncContainer]
 
 # Capability numbers from linux/capability.h, to compute the expected CapEff.
 CAP_NUMBERS = {
@@ -86,23 +88,37 @@ def _existing_proc_paths(paths: tuple[str, ...]) -> set[str]:
 
 
 @pytest.fixture(scope="module")
-def bundles(integration_workdir: Path, container_tools: dict[str, str]) -> Path:
+def bundles(integration_workdir: Path) -> Path:
     return integration_workdir / "harness-bundles"
 
 
 @pytest.fixture(scope="module")
-def docker_userns(bundles: Path) -> Sections:
-    return _inspect(RuncContainer(ContainerConfig(), bundles))
+def container(
+    bundles: Path, container_tools: dict[str, str]
+) -> Callable[[ContainerConfig], RuncContainer]:
+    """Makes runc containers (with the runc found on PATH) whose bundles go in ``bundles``."""
+
+    def make(config: ContainerConfig) -> RuncContainer:
+        return RuncContainer(
+            config, bundles, runc=container_tools["runc"], unshare=container_tools["unshare"]
+        )
+
+    return make
 
 
 @pytest.fixture(scope="module")
-def docker_unmasked(bundles: Path) -> Sections:
-    return _inspect(RuncContainer(ContainerConfig().unmasked(), bundles))
+def docker_userns(container: Maker) -> Sections:
+    return _inspect(container(ContainerConfig()))
 
 
 @pytest.fixture(scope="module")
-def docker_no_userns(bundles: Path) -> Sections:
-    return _inspect(RuncContainer(ContainerConfig(userns=False), bundles))
+def docker_unmasked(container: Maker) -> Sections:
+    return _inspect(container(ContainerConfig().unmasked()))
+
+
+@pytest.fixture(scope="module")
+def docker_no_userns(container: Maker) -> Sections:
+    return _inspect(container(ContainerConfig(userns=False)))
 
 
 def test_sections_round_trip(tmp_path: Path) -> None:
@@ -163,10 +179,10 @@ def test_rootfs_read_only_and_tmp_private(docker_no_userns: Sections) -> None:
     assert not Path("/tmp/sst-harness-probe").exists()
 
 
-def test_seccomp_profile_blocks_only_new_user_namespaces(bundles: Path) -> None:
+def test_seccomp_profile_blocks_only_new_user_namespaces(container: Maker) -> None:
     config = ContainerConfig(seccomp=seccomp_blocking_userns()).unmasked()
     sections = _inspect(
-        RuncContainer(config, bundles),
+        container(config),
         # fork/clone without CLONE_NEWUSER still works (clone3 -> ENOSYS -> clone)
         {
             "spawn": "sh -c 'echo child' && /usr/bin/python3 -c 'import subprocess; "
@@ -190,13 +206,13 @@ def test_root_bwrap_covers_proc(container_tools: dict[str, str]) -> None:
 
 
 def test_project_runs_inside_a_mapped_container(
-    bundles: Path, project_install: ProjectInstall
+    container: Maker, project_install: ProjectInstall
 ) -> None:
     code = (
         "import checks, wizard, platformdirs, tomlkit, importlib.util as u; "
         "print('textual' if u.find_spec('textual') else 'no-textual')"
     )
-    result = RuncContainer(ContainerConfig(), bundles).run(
+    result = container(ContainerConfig()).run(
         [str(project_install.python), "-c", code], env=base_env()
     )
     assert result.returncode == 0, result.stderr
@@ -204,12 +220,12 @@ def test_project_runs_inside_a_mapped_container(
     assert result.stdout.strip() == "no-textual"
 
 
-def test_runs_leave_the_host_as_it_was(bundles: Path) -> None:
+def test_runs_leave_the_host_as_it_was(container: Maker, bundles: Path) -> None:
     before = mount_table()
-    container = RuncContainer(ContainerConfig(userns=False), bundles)
-    assert container.run(["/bin/true"]).returncode == 0
+    place = container(ContainerConfig(userns=False))
+    assert place.run(["/bin/true"]).returncode == 0
     with pytest.raises(subprocess.TimeoutExpired):
-        container.run(["/bin/sleep", "987"], timeout=3)
+        place.run(["/bin/sleep", "987"], timeout=3)
     assert mount_table() == before
     assert list(bundles.iterdir()) == [], "a bundle was left behind"
     leftovers = []
