@@ -89,8 +89,11 @@ def find_claude(layout: Layout, given: PurePosixPath | None = None) -> ClaudeBin
     candidates = [given] if given is not None else [d / "claude" for d in _search_dirs(layout)]
     for candidate in candidates:
         real = layout.real(candidate)
-        if real.is_file():
-            break
+        try:
+            if real.is_file():
+                break
+        except OSError:  # a PATH entry this user cannot search: not ours to use
+            continue
     else:
         if given is not None:
             raise InputError(f"--claude {given}: no such file under {layout.root}")
