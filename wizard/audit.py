@@ -100,10 +100,18 @@ def probe_user(
     return config.agent_user, []
 
 
-def run_live_checks(layout: Layout, as_user: str | None, timeout: float) -> Report:
+def run_live_checks(
+    layout: Layout, as_user: str | None, timeout: float, claude: Path | None
+) -> Report:
+    """The checks as the headless apply runs them (so drift compares like with like)."""
     from checks.runner import run_checks  # the probe suite
 
-    return run_checks(as_user=as_user, root=layout.root, timeout=timeout)
+    return run_checks(
+        as_user=as_user,
+        root=layout.root,
+        timeout=timeout,
+        claude=str(claude) if claude is not None else None,
+    )
 
 
 def unsafe_findings(config: LauncherConfig) -> list[AuditFinding]:
@@ -138,12 +146,13 @@ def audit(layout: Layout, timeout: float = 10.0) -> AuditReport:
     config, answers = load_setup(layout)
     agent = lookup_user(config.agent_user, layout.root)
     as_user, notes = probe_user(layout, config, agent)
-    report = run_live_checks(layout, as_user, timeout)
+    claude = claude_facts(layout, config)
+    # The claude.* checks execute the binary: only one that passed the safety rules.
+    report = run_live_checks(layout, as_user, timeout, claude.real if claude.trusted else None)
     reapply = reapply_command(layout)
 
     findings = unsafe_findings(config)
     findings += mode_findings(report, config)
-    claude = claude_facts(layout, config)
     version = claude_version(claude.real, timeout) if claude.trusted else None
     findings += claude_findings(
         config, str(claude.real), claude.exists, claude.trusted, version, reapply
@@ -187,6 +196,7 @@ def audit(layout: Layout, timeout: float = 10.0) -> AuditReport:
         notes=notes,
         checks=[f.to_json() for f in report.findings],
         unsafe=unsafe,
+        report=report,
     )
 
 

@@ -13,6 +13,8 @@ import enum
 from dataclasses import dataclass, field
 from typing import Any
 
+from checks.model import Report
+
 SCHEMA = 1
 
 
@@ -91,6 +93,9 @@ class AuditReport:
     notes: list[str] = field(default_factory=list)
     checks: list[dict[str, str]] = field(default_factory=list)
     unsafe: dict[str, str] | None = None
+    # The live check report the audit judged (for a re-apply from the TUI); its
+    # findings are in ``checks`` for JSON.
+    report: Report | None = field(default=None, compare=False, repr=False)
 
     @property
     def clean(self) -> bool:
