@@ -24,7 +24,6 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import json
-import os
 import re
 import shlex
 import shutil
@@ -32,7 +31,7 @@ import subprocess
 import tempfile
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -42,44 +41,21 @@ PROJECT_PACKAGES = ("checks", "wizard", "screens", "assets")
 # purpose (the check path must not need it).
 RUNTIME_DEPS = ("platformdirs", "tomlkit")
 
+# fmt: off
 # Docker's default capability set (moby's oci/caps/defaults.go).
 DOCKER_CAPS = (
-    "CAP_CHOWN",
-    "CAP_DAC_OVERRIDE",
-    "CAP_FSETID",
-    "CAP_FOWNER",
-    "CAP_MKNOD",
-    "CAP_NET_RAW",
-    "CAP_SETGID",
-    "CAP_SETUID",
-    "CAP_SETFCAP",
-    "CAP_SETPCAP",
-    "CAP_NET_BIND_SERVICE",
-    "CAP_SYS_CHROOT",
-    "CAP_KILL",
-    "CAP_AUDIT_WRITE",
+    "CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FSETID", "CAP_FOWNER", "CAP_MKNOD", "CAP_NET_RAW",
+    "CAP_SETGID", "CAP_SETUID", "CAP_SETFCAP", "CAP_SETPCAP", "CAP_NET_BIND_SERVICE",
+    "CAP_SYS_CHROOT", "CAP_KILL", "CAP_AUDIT_WRITE",
 )
 # Docker's default maskedPaths and readonlyPaths (moby's oci/defaults.go).
 DOCKER_MASKED_PATHS = (
-    "/proc/asound",
-    "/proc/acpi",
-    "/proc/kcore",
-    "/proc/keys",
-    "/proc/latency_stats",
-    "/proc/timer_list",
-    "/proc/timer_stats",
-    "/proc/sched_debug",
-    "/proc/scsi",
-    "/sys/firmware",
-    "/sys/devices/virtual/powercap",
+    "/proc/asound", "/proc/acpi", "/proc/kcore", "/proc/keys", "/proc/latency_stats",
+    "/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug", "/proc/scsi",
+    "/sys/firmware", "/sys/devices/virtual/powercap",
 )
-DOCKER_READONLY_PATHS = (
-    "/proc/bus",
-    "/proc/fs",
-    "/proc/irq",
-    "/proc/sys",
-    "/proc/sysrq-trigger",
-)
+DOCKER_READONLY_PATHS = ("/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger")
+# fmt: on
 CLONE_NEWUSER = 0x10000000
 EPERM = 1
 ENOSYS = 38
@@ -155,23 +131,9 @@ class RootBwrap:
     name: str = "root-bwrap"
 
     def argv(self, inner: Sequence[str]) -> list[str]:
-        return [
-            self.bwrap,
-            "--unshare-user",
-            "--unshare-pid",
-            "--die-with-parent",
-            "--ro-bind",
-            "/",
-            "/",
-            "--dev",
-            "/dev",
-            "--proc",
-            "/proc",
-            "--tmpfs",
-            "/tmp",
-            "--",
-            *inner,
-        ]
+        # --die-with-parent: a timed-out run takes the whole sandbox with it
+        outer = "--unshare-user --unshare-pid --die-with-parent --ro-bind / / --dev /dev"
+        return [self.bwrap, *outer.split(), "--proc", "/proc", "--tmpfs", "/tmp", "--", *inner]
 
     def run(
         self, argv: Sequence[str], *, env: Mapping[str, str] | None = None, timeout: float = 120
@@ -230,52 +192,29 @@ def seccomp_blocking_userns() -> dict[str, Any]:
     }
 
 
+_NOSUID_NOEXEC_NODEV = ("nosuid", "noexec", "nodev")
+
+
+def _mount(destination: str, fstype: str, source: str, *options: str) -> dict[str, Any]:
+    return {"destination": destination, "type": fstype, "source": source, "options": [*options]}
+
+
 def oci_spec(config: ContainerConfig, argv: Sequence[str], env: Mapping[str, str]) -> dict:
     """The OCI runtime spec (config.json) for one container run."""
     caps = list(config.capabilities)
     devpts_options = ["nosuid", "noexec", "newinstance", "ptmxmode=0666", "mode=0620"]
     if not config.userns:
         devpts_options.append("gid=5")  # the tty group exists only unmapped
-    mounts: list[dict[str, Any]] = [
-        {"destination": "/proc", "type": "proc", "source": "proc"},
-        {
-            "destination": "/dev",
-            "type": "tmpfs",
-            "source": "tmpfs",
-            "options": ["nosuid", "strictatime", "mode=755", "size=65536k"],
-        },
-        {
-            "destination": "/dev/pts",
-            "type": "devpts",
-            "source": "devpts",
-            "options": devpts_options,
-        },
-        {
-            "destination": "/dev/shm",
-            "type": "tmpfs",
-            "source": "shm",
-            "options": ["nosuid", "noexec", "nodev", "mode=1777", "size=65536k"],
-        },
-        {
-            "destination": "/dev/mqueue",
-            "type": "mqueue",
-            "source": "mqueue",
-            "options": ["nosuid", "noexec", "nodev"],
-        },
-        {
-            "destination": "/sys",
-            "type": "sysfs",
-            "source": "sysfs",
-            "options": ["nosuid", "noexec", "nodev", "ro"],
-        },
-        # The cgroup mount of `runc spec` fails on this cgroup v1 hybrid host
-        # ("stat /sys/fs/cgroup/cpu/<id>: no such file"), so there is none.
-        {
-            "destination": "/tmp",
-            "type": "tmpfs",
-            "source": "tmpfs",
-            "options": ["nosuid", "nodev", "mode=1777", "size=262144k"],
-        },
+    # The cgroup mount of `runc spec` fails on this cgroup v1 hybrid host
+    # ("stat /sys/fs/cgroup/cpu/<id>: no such file"), so there is none.
+    mounts = [
+        _mount("/proc", "proc", "proc"),
+        _mount("/dev", "tmpfs", "tmpfs", "nosuid", "strictatime", "mode=755", "size=65536k"),
+        _mount("/dev/pts", "devpts", "devpts", *devpts_options),
+        _mount("/dev/shm", "tmpfs", "shm", *_NOSUID_NOEXEC_NODEV, "mode=1777", "size=65536k"),
+        _mount("/dev/mqueue", "mqueue", "mqueue", *_NOSUID_NOEXEC_NODEV),
+        _mount("/sys", "sysfs", "sysfs", *_NOSUID_NOEXEC_NODEV, "ro"),
+        _mount("/tmp", "tmpfs", "tmpfs", "nosuid", "nodev", "mode=1777", "size=262144k"),
     ]
     namespaces = [{"type": t} for t in ("pid", "network", "ipc", "uts", "mount")]
     linux: dict[str, Any] = {
@@ -332,7 +271,6 @@ class RuncContainer:
     name: str = "runc"
     runc: str = "/usr/sbin/runc"
     unshare: str = "/usr/bin/unshare"
-    last_spec: dict | None = field(default=None, repr=False)
 
     def run(
         self, argv: Sequence[str], *, env: Mapping[str, str] | None = None, timeout: float = 120
@@ -346,7 +284,6 @@ class RuncContainer:
         rootfs = bundle / "rootfs"
         rootfs.mkdir(mode=0o755)
         spec = oci_spec(self.config, argv, env if env is not None else base_env())
-        self.last_spec = spec
         (bundle / "config.json").write_text(json.dumps(spec, indent=1))
         container_id = f"sst-{uuid.uuid4().hex[:12]}"
         outer = [
@@ -469,7 +406,8 @@ def sectioned_script(commands: Mapping[str, str], scratch: str = "/tmp") -> str:
     """A sh script that runs each named command and marks where its output is.
 
     Output (stdout and stderr together) goes through a scratch file, so each
-    command's text stays whole. Names must be plain words.
+    command's text stays whole. Commands may keep files in the scratch
+    directory ``$T`` (removed at the end). Names must be plain words.
     """
     lines = [f'T=$(mktemp -d "{scratch}/sst.XXXXXX") || exit 99']
     for name, command in commands.items():
@@ -510,12 +448,3 @@ def proc_overmounts(mountinfo: str) -> list[str]:
             continue
         points.append(fields[4])
     return points
-
-
-def quote(argv: Sequence[str]) -> str:
-    """argv as one sh command line."""
-    return shlex.join(list(argv))
-
-
-def is_root() -> bool:
-    return os.geteuid() == 0
