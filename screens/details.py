@@ -67,7 +67,8 @@ class DetailsScreen(StepScreen[Details]):
     def compose(self) -> ComposeResult:
         d = self.details
         yield Header()
-        with VerticalScroll(classes="step-body", id="details-form"):
+        # Not focusable itself: Tab goes field to field, each scrolled into view.
+        with VerticalScroll(classes="step-body", id="details-form", can_focus=False):
             if "workspaces" in self.fields:
                 yield Label("Workspaces: absolute directories, comma-separated", classes="field")
                 yield Input(

@@ -32,13 +32,15 @@ CONFIG = "root/.config/sandbox-setup"
 
 
 async def walk(pilot: Pilot[Any], mode: Mode, workspace: str = "/srv/project") -> None:
-    """Welcome -> checks -> mode -> details -> (unsafe) -> review -> apply -> done."""
+    """Welcome -> checks -> mode -> details -> (unsafe) -> review -> apply -> done,
+    with keys only."""
     screen = await _to_mode_screen(pilot, pilot.app)
-    screen.query_one("#modes", OptionList).highlighted = list(Mode).index(mode)
+    await pilot.press("home", *["down"] * list(Mode).index(mode))
+    assert screen.query_one("#modes", OptionList).highlighted == list(Mode).index(mode)
     await pilot.press("enter")
     details = await wait_for(pilot, DetailsScreen)
     if details.query("#workspaces"):
-        details.query_one("#workspaces", Input).focus()
+        assert pilot.app.focused is details.query_one("#workspaces", Input)
         await type_text(pilot, workspace)
     await pilot.press("ctrl+n")
     if mode is Mode.UNSAFE:

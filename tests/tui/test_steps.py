@@ -236,3 +236,38 @@ async def test_no_color_is_respected(tmp_path: Path, monkeypatch) -> None:  # ty
         await _to_mode_screen(pilot, app)
         colors = set(re.findall(r"#([0-9a-f]{6})\b", app.export_screenshot())) - chrome
         assert not all(c[0:2] == c[2:4] == c[4:6] for c in colors)  # the check can fail
+
+
+async def test_tab_reaches_every_field_then_the_buttons(tmp_path: Path) -> None:
+    app = make_app(make_root(tmp_path), SANDBOX_HOST)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _to_mode_screen(pilot, app)
+        await pilot.press("enter")  # sandbox
+        details = await wait_for(pilot, DetailsScreen)
+        order = []
+        for _ in range(10):
+            order.append(app.focused.id if app.focused else None)
+            await pilot.press("tab")
+        expected = ["workspaces", "agent-user", "network", "inner", "scope", "copy-login"]
+        assert order[:9] == [*expected, "claude", "next", "back"]
+        assert order[9] == "workspaces"  # wraps around
+        assert details.query_one("#next", Button).has_class("-textual-compact")
+
+
+async def test_live_probes_fill_the_checks_screen(tmp_path: Path) -> None:
+    """The real probe suite (no fake) drives the screen: every registered check
+    gets a row, first "running", then its finding."""
+    from checks.registry import CHECKS
+    from screens.backend import Backend
+    from wizard.app import SetupApp
+
+    app = SetupApp(Backend.for_root(make_root(tmp_path)))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, WelcomeScreen)
+        await pilot.press("enter")
+        screen = await wait_for(pilot, ChecksScreen)
+        rows = screen.query(FindingRow)
+        assert [r.check_id for r in rows] == [c.id for c in CHECKS]
+        await wait_until(pilot, lambda: screen.report is not None, tries=3000)
+        assert all(row.finding is not None for row in screen.query(FindingRow))
+        assert screen.report.get("identity.root") is not None
