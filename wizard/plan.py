@@ -28,6 +28,7 @@ import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
+from typing import Any
 
 from checks.model import Mode, Report, Status
 from wizard import fsops, users
@@ -129,17 +130,23 @@ def _settings_scope(answers: Answers, layout: Layout) -> str:
     return scope
 
 
+def _existing_config(layout: Layout) -> dict[str, Any]:
+    """The current launcher.toml as data; {} when missing or unreadable (the write
+    action reports a malformed file with its name and line)."""
+    try:
+        state = fsops.read_file(layout.root, layout.real(layout.launcher_config))
+        return tomllib.loads(state.data.decode("utf-8")) if state else {}
+    except (InputError, tomllib.TOMLDecodeError, UnicodeDecodeError):
+        return {}
+
+
 def _acceptance(answers: Answers, layout: Layout) -> tuple[str, str]:
     """Who accepted unsafe mode and when; an earlier identical acceptance is kept so
     re-running does not rewrite launcher.toml."""
     who = answers.accepted_by or f"{layout.operator.name} (uid {layout.operator.uid})"
     if answers.accepted_at:
         return who, answers.accepted_at
-    try:
-        state = fsops.read_file(layout.root, layout.real(layout.launcher_config))
-        old = tomllib.loads(state.data.decode("utf-8")) if state else {}
-    except (InputError, tomllib.TOMLDecodeError, UnicodeDecodeError):
-        old = {}
+    old = _existing_config(layout)
     unsafe = old.get("unsafe")
     if (
         old.get("mode") == "unsafe"
@@ -149,6 +156,18 @@ def _acceptance(answers: Answers, layout: Layout) -> tuple[str, str]:
     ):
         return who, unsafe["accepted_at"]
     return who, datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
+
+
+def _claude_version(layout: Layout, found: str | None, path: PurePosixPath) -> str | None:
+    """``claude --version`` now, or (when it cannot run here, e.g. the audit inside a
+    container) the version recorded for the same path: unknown is not "none"."""
+    if found is not None:
+        return found
+    old = _existing_config(layout)
+    recorded = old.get("claude_version")
+    if old.get("claude") == str(path) and isinstance(recorded, str):
+        return recorded
+    return None
 
 
 def _render_launcher(layout: Layout, config: LauncherConfig) -> Callable[[bytes | None], bytes]:
@@ -283,7 +302,7 @@ def build_plan(report: Report, answers: Answers, layout: Layout) -> Plan:
         workspaces=answers.workspaces,
         network=answers.network,
         inner_sandbox=inner,
-        claude_version=claude.version,
+        claude_version=_claude_version(layout, claude.version, launcher_claude),
         unsafe=unsafe,
     )
     op_dirs = 0o700

@@ -260,3 +260,19 @@ def test_a_workspace_inside_a_private_home_is_refused(layout: Layout) -> None:
         Answers(Mode.UNSAFE, accept_unsafe_root=True, workspaces=answers.workspaces),
         layout,
     )
+
+
+def test_a_version_that_cannot_be_read_now_keeps_the_recorded_one(layout: Layout) -> None:
+    cfg = layout.real(layout.launcher_config)
+    cfg.parent.mkdir(parents=True)
+    cfg.write_text(
+        'schema = 1\nmode = "user"\nclaude = "/usr/local/bin/claude"\nclaude_version = "9.9.9"\n'
+    )
+    broken = layout.real(PurePosixPath("/usr/local/bin/claude"))
+    broken.write_text("#!/bin/sh\nexit 1\n")
+    plan = build_plan(report(), Answers(Mode.USER), layout)
+    assert plan.launcher_config.claude_version == "9.9.9"
+    cfg.write_text(
+        'schema = 1\nmode = "user"\nclaude = "/other/claude"\nclaude_version = "9.9.9"\n'
+    )
+    assert build_plan(report(), Answers(Mode.USER), layout).launcher_config.claude_version is None
