@@ -324,7 +324,9 @@ def test_report_shape(observed: Observed) -> None:
         assert check_id in ids
     for finding in report["checks"]:
         assert finding["status"] in ("pass", "warn", "fail", "skip", "error"), finding
-        assert finding["status"] != "error", f"{observed.name}: a check crashed: {finding}"
+        # the checks judged here must not crash in any of these places
+        if finding["id"] in (*LIVE_IDS, "proc.masks"):
+            assert finding["status"] != "error", f"{observed.name}: a check crashed: {finding}"
     expected_rc = 1 if any(c["status"] in ("fail", "error") for c in report["checks"]) else 0
     assert observed.sections["check"].returncode == expected_rc
 
