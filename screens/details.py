@@ -162,7 +162,12 @@ class DetailsScreen(StepScreen[Details]):
         if details is None:
             self.query_one("#details-error", Static).update(f"Cannot continue: {error}")
             if field:
-                self.query_one(f"#{field}").focus()
+                widget = self.query_one(f"#{field}")
+                widget.focus(scroll_visible=False)
+                # Centred, so the field's label above it stays in view.
+                self.query_one("#details-form", VerticalScroll).scroll_to_center(
+                    widget, animate=False
+                )
             return
         self.dismiss(details)
 
