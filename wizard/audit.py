@@ -35,7 +35,12 @@ from wizard.audit_grade import grade
 from wizard.audit_mode import claude_findings, claude_version, mode_findings
 from wizard.audit_model import AuditFinding, AuditReport, Severity
 from wizard.audit_render import render_json, render_text
-from wizard.audit_safety import agent_findings, claude_facts, config_findings
+from wizard.audit_safety import (
+    agent_findings,
+    claude_facts,
+    config_findings,
+    managed_settings_findings,
+)
 from wizard.errors import InputError
 from wizard.exitcodes import ExitCode
 from wizard.launcher_config import LauncherConfig, parse_launcher_config
@@ -159,6 +164,7 @@ def audit(layout: Layout, timeout: float = 10.0) -> AuditReport:
     )
     findings += list(claude.findings)
     findings += config_findings(layout)
+    findings += managed_settings_findings(layout)
     agent_missing = False
     if str(config.mode) in ("sandbox", "user"):
         agent_missing = agent is None

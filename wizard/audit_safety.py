@@ -218,6 +218,21 @@ def config_findings(layout: Layout) -> list[AuditFinding]:
     return found
 
 
+def managed_settings_findings(layout: Layout) -> list[AuditFinding]:
+    """Managed settings take precedence over the agent's own: only root may write them."""
+    facts = path_facts(layout.real(layout.managed_settings))
+    if not facts.exists:
+        return []
+    found = judge_owned_file(facts, {0}, "audit.safety.settings", "the managed settings")
+    found += judge_parent_dirs(
+        parent_dir_facts(layout, layout.managed_settings),
+        {0},
+        "audit.safety.settings_dir",
+        "the managed settings",
+    )
+    return found
+
+
 def agent_findings(
     layout: Layout, config: LauncherConfig, agent: Account | None
 ) -> list[AuditFinding]:

@@ -17,6 +17,7 @@ from wizard.audit_safety import (
     agent_groups,
     claude_facts,
     config_findings,
+    managed_settings_findings,
     parent_dir_facts,
     path_facts,
     resolve_in_root,
@@ -161,3 +162,19 @@ def test_config_findings(layout: Layout) -> None:
 def test_parent_dir_facts_stop_at_the_root(layout: Layout) -> None:
     shown = [f.shown for f in parent_dir_facts(layout, PurePosixPath("/a/b/c"))]
     assert shown == [str(layout.real("/a/b")), str(layout.real("/a")), str(layout.root)]
+
+
+def test_managed_settings_only_root_may_write(layout: Layout) -> None:
+    assert managed_settings_findings(layout) == []  # none written: nothing to judge
+    managed = layout.real(layout.managed_settings)
+    managed.parent.mkdir(parents=True)
+    managed.write_text("{}\n")
+    assert managed_settings_findings(layout) == []
+    managed.chmod(0o664)
+    assert ids(managed_settings_findings(layout)) == ["audit.safety.settings_mode"]
+    managed.chmod(0o644)
+    os.chown(managed, 4001, 4001)  # the agent could turn its own sandbox off
+    assert ids(managed_settings_findings(layout)) == ["audit.safety.settings_owner"]
+    os.chown(managed, 0, 0)
+    os.chown(managed.parent, 4001, 4001)
+    assert ids(managed_settings_findings(layout)) == ["audit.safety.settings_dir"]
