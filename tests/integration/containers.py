@@ -158,6 +158,10 @@ class ContainerConfig:
     no_new_privileges: bool = False
     uid: int = 0
     gid: int = 0
+    # (host path, path inside, writable): bind mounts over the read-only rootfs,
+    # e.g. a workspace the test inspects afterwards. The inside path must exist
+    # in the host's / (the same path is simplest) or lie under /tmp.
+    binds: tuple[tuple[str, str, bool], ...] = ()
 
     def unmasked(self) -> ContainerConfig:
         """The same container with the /proc masks removed (the unmask fix)."""
@@ -215,6 +219,10 @@ def oci_spec(config: ContainerConfig, argv: Sequence[str], env: Mapping[str, str
         _mount("/dev/mqueue", "mqueue", "mqueue", *_NOSUID_NOEXEC_NODEV),
         _mount("/sys", "sysfs", "sysfs", *_NOSUID_NOEXEC_NODEV, "ro"),
         _mount("/tmp", "tmpfs", "tmpfs", "nosuid", "nodev", "mode=1777", "size=262144k"),
+        *(
+            _mount(inside, "bind", host, "rbind", "rw" if writable else "ro")
+            for host, inside, writable in config.binds
+        ),
     ]
     namespaces = [{"type": t} for t in ("pid", "network", "ipc", "uts", "mount")]
     linux: dict[str, Any] = {

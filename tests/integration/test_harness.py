@@ -236,3 +236,20 @@ def test_runs_leave_the_host_as_it_was(container: Maker, bundles: Path) -> None:
         except OSError:
             continue
     assert leftovers == [], f"the timed-out container still runs: {leftovers}"
+
+
+def test_binds_share_a_host_directory(container: Maker, integration_workdir: Path) -> None:
+    shared = integration_workdir / "shared"
+    shared.mkdir(mode=0o755, exist_ok=True)
+    (shared / "from-host").write_text("host\n")
+    config = ContainerConfig(userns=False, binds=((str(shared), "/tmp/shared", True),))
+    script = "cat /tmp/shared/from-host && echo inside > /tmp/shared/from-container"
+    result = container(config).run(["/bin/sh", "-c", script])
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "host\n"
+    assert (shared / "from-container").read_text() == "inside\n"
+    # under /tmp (a writable tmpfs inside), so only the bind's "ro" can refuse
+    read_only = ContainerConfig(userns=False, binds=((str(shared), "/tmp/shared", False),))
+    denied = container(read_only).run(["/bin/sh", "-c", "echo x > /tmp/shared/nope"])
+    assert denied.returncode != 0 and "read-only" in denied.stderr.lower()
+    assert not (shared / "nope").exists()
