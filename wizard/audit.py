@@ -146,11 +146,17 @@ def unsafe_findings(config: LauncherConfig) -> list[AuditFinding]:
     ]
 
 
-def audit(layout: Layout, timeout: float = 10.0) -> AuditReport:
-    """Audit the setup under ``layout``; raises InputError when there is none."""
+def audit(layout: Layout, timeout: float = 10.0, as_user: str | None = None) -> AuditReport:
+    """Audit the setup under ``layout``; raises InputError when there is none.
+
+    ``as_user`` (``--as-user``) overrides whom the live probes run as.
+    """
     config, answers = load_setup(layout)
     agent = lookup_user(config.agent_user, layout.root)
-    as_user, notes = probe_user(layout, config, agent)
+    if as_user is None:
+        as_user, notes = probe_user(layout, config, agent)
+    else:
+        notes = [f"live probes ran as {as_user} (--as-user)"]
     claude = claude_facts(layout, config)
     # The claude.* checks execute the binary: only one that passed the safety rules.
     report = run_live_checks(layout, as_user, timeout, claude.real if claude.trusted else None)
@@ -209,6 +215,10 @@ def audit(layout: Layout, timeout: float = 10.0) -> AuditReport:
 def run_audit(args: argparse.Namespace) -> int:
     """The ``--audit`` entry point: print the report, return the exit code."""
     layout = Layout.for_root(args.root)
-    result = audit(layout, timeout=float(getattr(args, "timeout", 10.0)))
+    result = audit(
+        layout,
+        timeout=float(getattr(args, "timeout", 10.0) or 10.0),
+        as_user=getattr(args, "as_user", None),
+    )
     sys.stdout.write(render_json(result) if args.json else render_text(result))
     return int(ExitCode.OK if result.clean else ExitCode.FINDINGS)

@@ -189,6 +189,15 @@ def test_fresh_setup_is_clean_and_graded(sandbox_setup: Setup) -> None:
     assert "No findings" in text.stdout and "Overall exposure level" in text.stdout
 
 
+def test_as_user_overrides_the_probe_user(sandbox_setup: Setup) -> None:
+    done = run_cli("--audit", "--json", "--as-user", "nobody", "--root", str(sandbox_setup.root))
+    run = parse_audit(done)
+    assert run.data["probes_as"] == "nobody"
+    assert any("--as-user" in note for note in run.data["notes"])
+    unknown = run_cli("--audit", "--as-user", "no-such-user-x", "--root", str(sandbox_setup.root))
+    assert unknown.returncode == 2 and "no-such-user-x" in unknown.stderr
+
+
 def test_managed_key_edited(sandbox_setup: Setup) -> None:
     data = settings(sandbox_setup)
     data["sandbox"]["enabled"] = False
