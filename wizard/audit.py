@@ -12,7 +12,25 @@ compares three things:
 - the launcher's safety rules (:mod:`wizard.audit_safety`): owners and modes of
   the config, the agent home and workspaces; no sudoers entry; locked password.
 
-The report ends with a posture grade (:mod:`wizard.audit_grade`). Exit 0 when
+Finding IDs (stable; ``--json`` carries id, severity, summary, detail, remedy,
+diff, accepted):
+
+- drift: ``audit.drift.settings``, ``.launcher_config``, ``.answers``,
+  ``.claude_binary``, ``.copy_login``, ``.file``, ``.workspace_access``,
+  ``.add_to_group``, ``.create_user``/``.create_group``, ``.unavailable`` (the
+  plan is refused now or failed, or the Claude binary is untrusted);
+- mode: ``audit.mode.bwrap_sandbox``, ``.bwrap_nested``, ``.bwrap_nested_weak``;
+  ``audit.claude.missing``, ``audit.claude.changed``;
+- safety: ``audit.safety.config_{owner,mode}``, ``.answers_{owner,mode}``,
+  ``.config_dir``, ``.settings_{owner,mode}``, ``.settings_dir``,
+  ``.claude_binary_{owner,mode}``, ``.claude_dir``, ``.agent_missing``,
+  ``.agent_home``, ``.workspace_missing``, ``.workspace_mode``,
+  ``.workspace_access``, ``.sudoers``, ``.password``;
+- ``audit.unsafe.accepted`` (accepted: reported, does not fail the audit),
+  ``audit.unsafe.unaccepted``.
+
+Python API (the TUI's audit view): :func:`audit` ``(layout, timeout, as_user)
+-> AuditReport``. The report ends with a posture grade (:mod:`wizard.audit_grade`). Exit 0 when
 nothing counts against the setup, 1 on findings, 2 when there is no readable
 configuration. An accepted unsafe mode is always reported, with who accepted
 it and when, but is not by itself a finding that fails the audit.
