@@ -66,8 +66,9 @@ class Action:
 class WriteFile(Action):
     """Write a file: content rendered from the current content (a merge) or fixed.
 
-    Existing files keep their mode and owner unless ``enforce`` (secrets, the
-    Claude binary copy) requires ``mode`` and ``owner``.
+    Existing files keep their mode and owner (see :meth:`_attrs_for` for the two
+    safety exceptions) unless ``enforce`` (secrets, the Claude binary copy)
+    requires ``mode`` and ``owner``.
     """
 
     layout: Layout
@@ -104,11 +105,27 @@ class WriteFile(Action):
         account = lookup_user(self.owner, self.layout.root)
         return (account.uid, account.gid) if account else None
 
-    def _attrs_wrong(self, state: fsops.FileState) -> bool:
-        if not self.enforce:
-            return False
+    def _attrs_for(self, state: fsops.FileState | None) -> tuple[int, int, int] | None:
+        """(mode, uid, gid) the file should have, or None if the owner is unknown yet.
+
+        A replaced file keeps its mode and owner, except that group/world write
+        bits are dropped and an owner other than root or the planned one is
+        replaced: the launcher refuses such a config, and an agent that owns the
+        managed settings could switch its sandbox off.
+        """
         ids = self._owner_ids()
-        return state.mode != self.mode or (ids is not None and (state.uid, state.gid) != ids)
+        if ids is None:
+            return None
+        if state is None or self.enforce:
+            return self.mode, *ids
+        mode = state.mode & ~0o022
+        if state.uid in (0, ids[0]):
+            return mode, state.uid, state.gid
+        return mode, *ids
+
+    def _attrs_wrong(self, state: fsops.FileState) -> bool:
+        wanted = self._attrs_for(state)
+        return wanted is not None and wanted != (state.mode, state.uid, state.gid)
 
     def is_change(self) -> bool:
         state = self.state()
@@ -126,9 +143,11 @@ class WriteFile(Action):
         old = state.data if state else None
         new = self.render(old)
         if old == new:
-            if state is not None and self._attrs_wrong(state):
-                return f"{self.path}: mode/owner {state.mode:04o} {state.uid}:{state.gid} -> " + (
-                    f"{self.mode:04o} {self.owner}\n"
+            wanted = self._attrs_for(state) if state is not None else None
+            if state is not None and wanted is not None and self._attrs_wrong(state):
+                return (
+                    f"{self.path}: mode/owner {state.mode:04o} {state.uid}:{state.gid} -> "
+                    f"{wanted[0]:04o} {wanted[1]}:{wanted[2]}\n"
                 )
             return ""
         if self.secret or self.binary:
@@ -154,12 +173,10 @@ class WriteFile(Action):
         if state is not None and data == state.data and not self._attrs_wrong(state):
             return
         ids = self._owner_ids()
-        if ids is None:
+        wanted = self._attrs_for(state)
+        if ids is None or wanted is None:
             raise SetupError(f"{self.path}: owner {self.owner} does not exist")
-        uid, gid = ids
-        mode = self.mode
-        if state is not None and not self.enforce:
-            mode, uid, gid = state.mode, state.uid, state.gid
+        mode, uid, gid = wanted
         dirs = fsops.DirSpec(self.dir_mode, *ids)
         # Missing parents first, each journaled before it exists, so undo (newest
         # first) removes the file before its directories.

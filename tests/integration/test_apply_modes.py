@@ -237,3 +237,21 @@ def test_answers_replay_is_byte_identical(
         assert (replica / CONFIG / rel).read_bytes() == (root / CONFIG / rel).read_bytes()
     settings = MANAGED if args[1] == "sandbox" else "root/.claude/settings.json"
     assert (replica / settings).read_bytes() == (root / settings).read_bytes()
+
+
+def test_reapply_clears_group_world_write_and_a_foreign_owner(root: Path) -> None:
+    apply(root, "--mode", "sandbox", "--workspace", "/srv/project")
+    agent = passwd_entry(root, "claude-agent")
+    assert agent is not None
+    config = root / CONFIG / "launcher.toml"
+    managed = root / MANAGED
+    config.chmod(0o666)
+    os.chown(managed, int(agent[2]), int(agent[3]))  # the agent must not own its policy
+    content = (config.read_bytes(), managed.read_bytes())
+    plan = run_cli("--headless", "--root", str(root), "--dry-run", "--mode", "sandbox",
+                   "--workspace", "/srv/project")  # fmt: skip
+    assert "mode/owner 0666 0:0 -> 0644 0:0" in plan.stdout
+    apply(root, "--mode", "sandbox", "--workspace", "/srv/project")
+    assert owner(config) == (0, 0, 0o644)
+    assert owner(managed) == (0, 0, 0o644)
+    assert (config.read_bytes(), managed.read_bytes()) == content
