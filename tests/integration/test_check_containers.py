@@ -12,6 +12,7 @@ non-pass names the right cause.
 from __future__ import annotations
 
 import json
+import re
 import shlex
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -176,7 +177,9 @@ SCENARIOS: dict[str, Scenario] = {
         cause="seccomp",
     ),
     # (6) inside an outer bwrap started by root: its read-only covers over /proc
-    # make a nested fresh /proc impossible; the weak form (bind /proc) still works.
+    # make a fresh /proc impossible, so every probe that starts a bwrap with --proc
+    # fails (bwrap.nested_weak too: its own outer needs one), while Claude's weak
+    # form (bind /proc + unshare -Ur) run directly here still works ("weak_here").
     "root-bwrap": Scenario(
         lambda wd, tools: RootBwrap(bwrap=tools["bwrap"]),
         masked=True,
@@ -341,6 +344,25 @@ def test_namespace_checks_match_reality(observed: Observed, check_id: str) -> No
 def test_nested_checks_match_reality(observed: Observed, check_id: str) -> None:
     finding = _assert_verdict(observed, check_id)
     _assert_cause(observed, check_id, finding)
+
+
+@pytest.mark.parametrize(
+    ("check_id", "inner_alone"),
+    [("bwrap.nested", "bwrap.sandbox"), ("bwrap.nested_weak", "weak_here")],
+)
+def test_nested_says_whether_the_inner_form_alone_works(
+    observed: Observed, check_id: str, inner_alone: str
+) -> None:
+    """Where no outer sandbox can start (e.g. inside root's bwrap), the finding still
+    tells whether Claude's inner form would work run directly here; in (6) the weak
+    form does, the strong one does not."""
+    detail = observed.finding(check_id)["detail"].lower()
+    if observed.works("bwrap.sandbox"):
+        assert "could not start" not in detail, f"the outer sandbox starts here: {detail}"
+        return
+    said = re.search(r"inner form alone.*?\b(works|fails)\b", detail, re.S)
+    assert said, f"{check_id} does not say how the inner form alone fares: {detail}"
+    assert (said[1] == "works") is observed.works(inner_alone), observed.context(inner_alone)
 
 
 def test_seccomp_available_matches_reality(observed: Observed) -> None:
