@@ -259,6 +259,16 @@ def test_config_made_world_writable(sandbox_setup: Setup) -> None:
     assert sandbox_setup.config.stat().st_mode & 0o022 == 0
 
 
+def test_managed_settings_given_to_the_agent(sandbox_setup: Setup) -> None:
+    managed = sandbox_setup.real(MANAGED)
+    agent = sandbox_setup.layout.real("/home/claude-agent").stat()
+    os.chown(managed, agent.st_uid, agent.st_gid)  # the agent could turn its sandbox off
+    run = assert_found(sandbox_setup, "audit.safety.settings_owner")
+    assert run.finding("audit.safety.settings_owner")["severity"] == "high"
+    fixed_by_reapply(sandbox_setup)
+    assert managed.stat().st_uid == 0
+
+
 def test_launcher_config_edited(sandbox_setup: Setup) -> None:
     text = sandbox_setup.config.read_text()
     sandbox_setup.config.write_text(text.replace('network = "host"', 'network = "none"'))
