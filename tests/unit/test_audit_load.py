@@ -89,3 +89,15 @@ def test_audit_path_imports_no_textual() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=True
     )
     assert done.stdout.strip() == "False"
+
+
+def test_live_root_without_setup_names_the_operators_config(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # conftest points XDG_CONFIG_HOME at a temp dir, so this is the operator's
+    # (empty) config location, never the real one.
+    expected = Layout.for_root("/").real(Layout.for_root("/").launcher_config)
+    assert not expected.exists()
+    assert main(["--audit"]) == 2
+    err = capsys.readouterr().err
+    assert str(expected) in err and "sandbox-setup" in err
