@@ -324,6 +324,8 @@ class WorkspaceAccess(Action):
     def commands(self) -> list[list[str]]:
         ws = str(self.layout.real(self.workspace))
         q = self._qualifier()
+        # setfacl -R walks physically by default: a symlink inside the workspace (to
+        # /etc, say) is not followed, so nothing outside it gains the group's ACL.
         return [
             ["setfacl", "-R", "-m", f"g:{q}:rwX", ws],
             ["setfacl", "-R", "-d", "-m", f"g:{q}:rwX", ws],
@@ -336,7 +338,8 @@ class WorkspaceAccess(Action):
             return True
         real = self.layout.real(self.workspace)
         entries = users.acl_entries(real)
-        if f"group:{gid}:rwx" not in entries or f"default:group:{gid}:rwx" not in entries:
+        wanted = {f"group:{gid}:rwx", f"default:group:{gid}:rwx", "mask::rwx"}
+        if not wanted <= entries:  # a narrowed mask (chmod g-w) takes the access away
             return True
         return not os.stat(real).st_mode & 0o2000
 

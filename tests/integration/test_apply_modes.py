@@ -255,3 +255,29 @@ def test_reapply_clears_group_world_write_and_a_foreign_owner(root: Path) -> Non
     assert owner(config) == (0, 0, 0o644)
     assert owner(managed) == (0, 0, 0o644)
     assert (config.read_bytes(), managed.read_bytes()) == content
+
+
+def test_workspace_acls_do_not_follow_symlinks_out_of_the_workspace(root: Path) -> None:
+    outside = root / "srv/outside"
+    outside.mkdir()
+    (outside / "secret.txt").write_text("not for the agent\n")
+    (root / "srv/project/escape").symlink_to("../outside")
+    apply(root, "--mode", "sandbox", "--workspace", "/srv/project")
+    ws_group = group_entry(root, "sandbox-ws")
+    assert ws_group is not None
+    assert f"group:{ws_group[2]}:" in acl(root / "srv/project/README.md")
+    assert f"group:{ws_group[2]}:" not in acl(outside)
+    assert f"group:{ws_group[2]}:" not in acl(outside / "secret.txt")
+    assert not outside.stat().st_mode & stat.S_ISGID
+
+
+def test_a_narrowed_acl_mask_is_seen_and_repaired(root: Path) -> None:
+    args = ("--mode", "sandbox", "--workspace", "/srv/project")
+    apply(root, *args)
+    ws = root / "srv/project"
+    ws.chmod(ws.stat().st_mode & ~0o020)  # chmod g-w narrows the ACL mask
+    proc = run_cli("--headless", "--root", str(root), "--json", *args)
+    access = [a for a in json.loads(proc.stdout)["actions"] if a["kind"] == "workspace-access"]
+    assert access and access[0]["change"] is True
+    apply(root, *args)
+    assert "mask::rwx" in acl(ws)
