@@ -78,7 +78,12 @@ class DetailsScreen(StepScreen[Details]):
                     compact=True,
                 )
             if "agent_user" in self.fields:
-                yield Label("Agent user: created locked, no password", classes="field")
+                yield Label(
+                    "Agent user: created locked, no password"
+                    if self.backend.operator_is_root
+                    else "Agent user: your own account or an existing one (not root)",
+                    classes="field",
+                )
                 yield Input(d.agent_user, id="agent-user", compact=True)
             if "network" in self.fields:
                 yield Label("Network inside the sandbox", classes="field")

@@ -71,7 +71,12 @@ def _store_mode(backend: Backend, draft: Draft, mode: Mode) -> None:
         # A new mode gets the presets the probes suggest for it, keeping what
         # the operator typed that does not depend on the mode.
         assert draft.report is not None
-        old = draft.details or Details()
+        old = draft.details
+        if old is None:
+            # Without root no user can be created: the operator's own account is
+            # the agent unless they name an existing one.
+            operator = backend.layout.operator
+            old = Details() if backend.operator_is_root else Details(agent_user=operator.name)
         draft.details = Details(
             workspaces=old.workspaces,
             agent_user=old.agent_user,

@@ -271,3 +271,22 @@ async def test_live_probes_fill_the_checks_screen(tmp_path: Path) -> None:
         await wait_until(pilot, lambda: screen.report is not None, tries=3000)
         assert all(row.finding is not None for row in screen.query(FindingRow))
         assert screen.report.get("identity.root") is not None
+
+
+async def test_non_root_operator_defaults(tmp_path: Path) -> None:
+    """A non-root operator: their own account is the agent, settings scope user."""
+    from screens.backend import Backend
+    from wizard.accounts import Account
+    from wizard.app import SetupApp
+    from wizard.paths import Layout
+
+    root = make_root(tmp_path)
+    alice = Account("alice", 1000, 1000, Path("/home/alice"), "/bin/sh")
+    app = SetupApp(Backend(Layout(root.resolve(), alice), FakeProvider(SANDBOX_HOST)))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _to_mode_screen(pilot, app)
+        await pilot.press("enter")
+        details = await wait_for(pilot, DetailsScreen)
+        assert details.query_one("#agent-user", Input).value == "alice"
+        pressed = details.query_one("#scope", RadioSet).pressed_button
+        assert pressed is not None and str(pressed.label) == "user"
