@@ -48,6 +48,21 @@ SCHEMA = 1
 SETTINGS_SCOPES = ("user", "managed")
 INNER_SANDBOX = ("strong", "weak", "off")
 NETWORK = ("host", "none")
+# Workspaces get recursive ACLs and setgid bits: never on these, nor under the
+# system trees (the TUI's and the launcher's lists agree).
+SYSTEM_DIRS = frozenset(
+    PurePosixPath(p)
+    for p in (
+        "/", "/bin", "/boot", "/dev", "/etc", "/home", "/lib", "/lib32", "/lib64", "/libx32",
+        "/media", "/mnt", "/opt", "/proc", "/root", "/run", "/sbin", "/srv", "/sys", "/tmp",
+        "/usr", "/var", "/var/lib", "/var/tmp", "/var/log",
+    )
+)  # fmt: skip
+SYSTEM_TREES = tuple(
+    PurePosixPath(p)
+    for p in ("/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/proc", "/run",
+              "/sbin", "/sys", "/usr")
+)  # fmt: skip
 # Debian's useradd NAME_REGEX, minus the trailing "$" of machine accounts.
 USER_NAME_RE = re.compile(r"^[a-z_][a-z0-9_-]{0,31}$")
 
@@ -235,7 +250,20 @@ def validate_answers(a: Answers, layout: Layout, source: str = "answers") -> Non
         raise InputError(f"{source}: sandbox mode needs at least one workspace (--workspace DIR)")
     if a.mode is Mode.UNSAFE and a.copy_login:
         raise InputError(f"{source}: copy_login only applies to sandbox and user modes")
+    separate = a.mode is not Mode.UNSAFE and a.agent_user != layout.operator.name
+    home = PurePosixPath(layout.operator.home)
     for ws in a.workspaces:
+        system = ws in SYSTEM_DIRS or any(t in ws.parents for t in SYSTEM_TREES)
+        if a.mode is not Mode.UNSAFE and (system or ".." in ws.parts):
+            raise InputError(
+                f"{source}: workspace {ws} is a system directory; choose a project directory "
+                "(e.g. /srv/NAME)"
+            )
+        if separate and (ws == home or ws in home.parents):
+            raise InputError(
+                f"{source}: workspace {ws} would give the agent user your home {home}; "
+                "choose a project directory"
+            )
         real = layout.real(ws)
         if not real.is_dir():
             where = "" if layout.live else f" (looked at {real})"

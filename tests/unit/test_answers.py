@@ -96,3 +96,35 @@ def test_validate_against_the_target_root(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="must not be root"):
         validate_answers(Answers(Mode.USER, agent_user="root"), layout)
     validate_answers(Answers(Mode.UNSAFE, accept_unsafe_root=True), layout)
+
+
+@pytest.mark.parametrize("ws", ["/", "/tmp", "/etc", "/usr/share/doc", "/home", "/var/tmp", "/srv"])
+def test_system_directories_are_not_workspaces(tmp_path: Path, ws: str) -> None:
+    layout = Layout.for_root(make_target_root(tmp_path))
+    layout.real(PurePosixPath(ws)).mkdir(parents=True, exist_ok=True)
+    with pytest.raises(InputError, match=f"workspace {ws} is a system directory"):
+        validate_answers(Answers(Mode.USER, workspaces=(PurePosixPath(ws),)), layout)
+
+
+def test_root_home_is_a_workspace_only_for_roots_own_sessions(tmp_path: Path) -> None:
+    layout = Layout.for_root(make_target_root(tmp_path))
+    with pytest.raises(InputError, match="workspace /root is a system directory"):
+        validate_answers(Answers(Mode.USER, workspaces=(PurePosixPath("/root"),)), layout)
+    unsafe = Answers(Mode.UNSAFE, accept_unsafe_root=True, workspaces=(PurePosixPath("/root"),))
+    validate_answers(unsafe, layout)  # root's own sessions may start in /root
+
+
+def test_the_operators_home_is_not_a_workspace_for_another_user(tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    from wizard.accounts import Account
+
+    layout = Layout.for_root(make_target_root(tmp_path))
+    alice = replace(layout, operator=Account("alice", 1500, 1500, Path("/home/alice"), "/bin/sh"))
+    alice.real(PurePosixPath("/home/alice/project")).mkdir(parents=True)
+    home = (PurePosixPath("/home/alice"),)
+    with pytest.raises(InputError, match="would give the agent user your home /home/alice"):
+        validate_answers(Answers(Mode.USER, agent_user="bob", workspaces=home), alice)
+    validate_answers(Answers(Mode.USER, agent_user="alice", workspaces=home), alice)
+    project = (PurePosixPath("/home/alice/project"),)
+    validate_answers(Answers(Mode.USER, agent_user="bob", workspaces=project), alice)
