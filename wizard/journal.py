@@ -152,7 +152,8 @@ def _revert_write(layout: Layout, entry: dict[str, Any]) -> str | None:
     fsops.remove_file(layout.root, real.parent / entry["tmp"])
     state = fsops.read_file(layout.root, real)
     current = fsops.sha256(state.data if state else None)
-    if current == entry["old_sha256"]:
+    attrs_only = entry["old_sha256"] == entry["new_sha256"]  # a mode/owner repair
+    if current == entry["old_sha256"] and not attrs_only:
         return None  # the new content never landed
     if current != entry["new_sha256"]:
         return f"left {target} as it is: it changed after that apply"

@@ -190,3 +190,16 @@ def test_undo_leaves_a_file_edited_after_the_apply_alone(root: Path) -> None:
     assert "left /etc/claude-code/managed-settings.json as it is" in out
     assert managed.read_text() == '{"edited": "by hand after the apply"}\n'
     assert passwd_entry(root, "claude-agent") is None, "the rest was still undone"
+
+
+def test_undo_restores_a_repaired_mode_and_owner(root: Path) -> None:
+    assert run_cli("--headless", "--root", str(root), "--yes", "--mode", "user").returncode == 0
+    config = root / CONFIG / "launcher.toml"
+    config.chmod(0o666)
+    os.chown(config, 4242, 4242)
+    before = system_state(root)
+    assert run_cli("--headless", "--root", str(root), "--yes", "--mode", "user").returncode == 0
+    st = config.stat()
+    assert (st.st_mode & 0o777, st.st_uid) == (0o644, 0)
+    assert "restored /root/.config/sandbox-setup/launcher.toml" in undo(root)
+    assert system_state(root) == before
