@@ -1,8 +1,10 @@
-"""Facts read from files (under a root, ``/`` by default), gathered once per run.
+"""Facts read from files, gathered once per run.
 
 Everything here is a plain read: /proc/self/status, /proc/self/mountinfo, the
-sysctls under /proc/sys, AppArmor profiles, container markers. Unit tests point
-``root`` at a fake tree; the judging functions take the resulting values.
+sysctls under /proc/sys and container markers describe the *running* system and
+are read under ``system_root``; AppArmor profiles are configuration and are read
+under ``root`` (the tree being configured). Both default to ``/``; unit tests
+point them at a fake tree. The judging functions take the resulting values.
 """
 
 from __future__ import annotations
@@ -114,19 +116,27 @@ def find_bwrap_profiles(root: Path) -> tuple[str, ...]:
     return tuple(found)
 
 
-def gather_host_facts(root: Path = Path("/"), env: Mapping[str, str] | None = None) -> HostFacts:
+def gather_host_facts(
+    root: Path = Path("/"),
+    env: Mapping[str, str] | None = None,
+    *,
+    system_root: Path | None = None,
+) -> HostFacts:
+    """Facts of the running system (under ``system_root``, default ``root``) and
+    the configuration under ``root``."""
     env = os.environ if env is None else env
+    system = root if system_root is None else system_root
     markers = {}
     for path in MARKER_FILES:
-        text = read_text(root, path)
-        if text is None and (root / path.lstrip("/")).exists():
+        text = read_text(system, path)
+        if text is None and (system / path.lstrip("/")).exists():
             text = ""  # present but unreadable (a socket, /proc/1/environ of another uid)
         if text is not None:
             markers[path] = text.replace("\0", "\n")
     return HostFacts(
-        status=parse_status(read_text(root, "/proc/self/status") or ""),
-        mounts=parse_mountinfo(read_text(root, "/proc/self/mountinfo") or ""),
-        sysctl={name: read_sysctl(root, name) for name in SYSCTLS},
+        status=parse_status(read_text(system, "/proc/self/status") or ""),
+        mounts=parse_mountinfo(read_text(system, "/proc/self/mountinfo") or ""),
+        sysctl={name: read_sysctl(system, name) for name in SYSCTLS},
         bwrap_profiles=find_bwrap_profiles(root),
         markers=markers,
         env={k: env[k] for k in ("KUBERNETES_SERVICE_HOST", "container", "IS_SANDBOX") if k in env},

@@ -74,8 +74,14 @@ def run_checks(
     timeout: float = 10.0,
     claude: str | None = None,
     on_finding: Callable[[Finding], object] | None = None,
+    system_root: Path = Path("/"),
 ) -> Report:
     """Run the checks ``ids`` (all by default) and judge them into a Report.
+
+    ``root`` is the tree being configured (``--root``); the running system's
+    state (/proc, sysctls, container markers) is read under ``system_root``,
+    the live ``/`` unless a test points it at a fake tree: live probes run on
+    the real kernel, so their facts must come from it too.
 
     ``on_finding`` is called in this thread with each finding as it is ready
     (file checks first, then live probes as they finish), for progress displays.
@@ -89,7 +95,7 @@ def run_checks(
     if claude is not None and not os.access(claude, os.X_OK):
         raise InputError(f"--claude {claude}: not an executable file")
     account = resolve_as_user(as_user)
-    facts = gather_host_facts(root)
+    facts = gather_host_facts(root, system_root=Path(system_root))
     platform = detect_platform(facts)
     ctx = Context(
         root=root,

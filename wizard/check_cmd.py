@@ -65,6 +65,9 @@ def run_check(args: argparse.Namespace) -> int:
         root=Path(args.root),
         timeout=args.timeout,
         claude=getattr(args, "claude", None),
+        # `--check --root DIR` judges DIR as a whole system, /proc included (a fake
+        # tree or a mounted image); --headless and --audit keep the live /proc.
+        system_root=Path(args.root),
     )
     if args.json:
         json.dump(report.to_json(), sys.stdout, indent=2)

@@ -94,7 +94,7 @@ def test_file_checks_read_the_given_root(tmp_path: Path) -> None:
         sysctls={**UBUNTU_2404_SYSCTLS},
         files={"/run/.containerenv": 'engine="podman-4.3.1"\n'},
     )
-    report = runner.run_checks(FILE_CHECKS, root=root)
+    report = runner.run_checks(FILE_CHECKS, root=root, system_root=root)
     assert [f.id for f in report.findings] == FILE_CHECKS
     assert report.host["container"] == "podman"
     assert report.status("proc.masks") is Status.FAIL
@@ -118,7 +118,8 @@ def test_a_crashing_check_becomes_an_error_and_the_run_goes_on(
     monkeypatch.setattr(runner, "CHECKS", fakes)
     monkeypatch.setattr(runner, "BY_ID", {c.id: c for c in fakes})
     seen: list[str] = []
-    report = runner.run_checks(root=make_root(tmp_path), on_finding=lambda f: seen.append(f.id))
+    fake = make_root(tmp_path)
+    report = runner.run_checks(root=fake, system_root=fake, on_finding=lambda f: seen.append(f.id))
     boom_finding = report.get("fake.boom")
     assert boom_finding is not None and boom_finding.status is Status.ERROR
     assert "kaboom" in boom_finding.summary
