@@ -28,7 +28,7 @@ def make_app(root: Path, findings: Sequence[Finding], delay: float = 0.0) -> Set
     return SetupApp(Backend.for_root(root, FakeProvider(findings, delay)))
 
 
-async def wait_for(pilot: Pilot[Any], screen_type: type[Screen[Any]], tries: int = 200) -> Any:
+async def wait_for(pilot: Pilot[Any], screen_type: type[Screen[Any]], tries: int = 1000) -> Any:
     """Wait until ``screen_type`` is on top (workers post messages asynchronously)."""
     for _ in range(tries):
         if isinstance(pilot.app.screen, screen_type):
@@ -38,7 +38,7 @@ async def wait_for(pilot: Pilot[Any], screen_type: type[Screen[Any]], tries: int
     raise AssertionError(f"expected {screen_type.__name__}, got {type(pilot.app.screen).__name__}")
 
 
-async def wait_until(pilot: Pilot[Any], predicate: Any, tries: int = 250) -> None:
+async def wait_until(pilot: Pilot[Any], predicate: Any, tries: int = 1000) -> None:
     for _ in range(tries):
         if predicate():
             return
