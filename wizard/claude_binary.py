@@ -37,6 +37,7 @@ class ClaudeBinary:
     resolved: PurePosixPath  # after symlinks, in the target system
     version: str | None
     private: bool  # the agent user cannot traverse to it or read+execute it
+    trusted: bool  # only root or the operator can change it (or a directory above it)
 
 
 def _to_target(layout: Layout, real: str) -> PurePosixPath:
@@ -65,6 +66,20 @@ def is_private(layout: Layout, resolved: PurePosixPath) -> bool:
             return True
     mode = os.stat(layout.real(resolved)).st_mode
     return (mode & (stat.S_IROTH | stat.S_IXOTH)) != (stat.S_IROTH | stat.S_IXOTH)
+
+
+def is_trusted(layout: Layout, resolved: PurePosixPath) -> bool:
+    """True when the file and every directory above it are owned by root or the
+    operator and not group/world-writable: only then may root execute it."""
+    owners = {0, layout.operator.uid}
+    for path in (resolved, *resolved.parents):
+        st = os.stat(layout.real(path))
+        if st.st_uid not in owners or st.st_mode & 0o022:
+            sticky = path != resolved and st.st_mode & stat.S_ISVTX
+            if sticky and st.st_uid in owners:
+                continue  # a root-owned sticky dir (/tmp): others cannot swap our file
+            return False
+    return True
 
 
 def claude_version(real: Path, timeout: float = 30.0) -> str | None:
@@ -107,9 +122,12 @@ def find_claude(layout: Layout, given: PurePosixPath | None = None) -> ClaudeBin
     resolved = _to_target(layout, resolved_real)
     if not os.access(resolved_real, os.X_OK):
         raise InputError(f"{candidate}: not executable")
+    trusted = is_trusted(layout, resolved)
     return ClaudeBinary(
         path=candidate,
         resolved=resolved,
-        version=claude_version(Path(resolved_real)),
+        # Never run, as root, a binary someone else could have replaced.
+        version=claude_version(Path(resolved_real)) if trusted else None,
         private=is_private(layout, resolved),
+        trusted=trusted,
     )

@@ -226,6 +226,12 @@ def build_plan(report: Report, answers: Answers, layout: Layout) -> Plan:
     agent_home = PurePosixPath(agent.home) if agent else PurePosixPath("/home") / agent_name
 
     claude: ClaudeBinary = find_claude(layout, answers.claude)
+    if answers.mode is Mode.UNSAFE and not claude.trusted:
+        raise RefusedError(
+            f"{claude.resolved}: unsafe mode runs Claude Code as root, but this binary (or a "
+            "directory above it) can be changed by a user other than root or you; install "
+            "Claude Code where only root can write (e.g. npm -g as root) and pass --claude"
+        )
     actions: list[Action] = []
     notes: list[str] = []
     if report.as_user is None and separate:

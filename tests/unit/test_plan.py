@@ -276,3 +276,27 @@ def test_a_version_that_cannot_be_read_now_keeps_the_recorded_one(layout: Layout
         'schema = 1\nmode = "user"\nclaude = "/other/claude"\nclaude_version = "9.9.9"\n'
     )
     assert build_plan(report(), Answers(Mode.USER), layout).launcher_config.claude_version is None
+
+
+def test_a_binary_others_can_change_is_never_run_as_root(layout: Layout, tmp_path: Path) -> None:
+    marker = tmp_path / "ran"
+    agent_bin = layout.real(PurePosixPath("/home/agent/bin"))
+    agent_bin.mkdir(parents=True)
+    claude = agent_bin / "claude"
+    claude.write_text(f"#!/bin/sh\ntouch {marker}\necho 1.0.0\n")
+    claude.chmod(0o755)
+    os.chown(claude, 4242, 4242)
+    answers = Answers(Mode.USER, claude=PurePosixPath("/home/agent/bin/claude"))
+    plan = build_plan(report(), answers, layout)
+    assert plan.launcher_config.claude_version is None
+    assert not marker.exists(), "root executed a binary another user owns"
+    unsafe = Answers(Mode.UNSAFE, accept_unsafe_root=True, claude=answers.claude)
+    with pytest.raises(RefusedError, match="can be changed by a user other than root"):
+        build_plan(report(), unsafe, layout)
+    os.chown(claude, 0, 0)
+    claude.chmod(0o757)  # world-writable: same verdict
+    with pytest.raises(RefusedError):
+        build_plan(report(), unsafe, layout)
+    claude.chmod(0o755)
+    assert build_plan(report(), unsafe, layout).launcher_config.claude_version == "1.0.0"
+    assert marker.exists()
