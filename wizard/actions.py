@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import stat
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -329,6 +330,7 @@ class WorkspaceAccess(Action):
         return [
             ["setfacl", "-R", "-m", f"g:{q}:rwX", ws],
             ["setfacl", "-R", "-d", "-m", f"g:{q}:rwX", ws],
+            # Done in-process (see set_setgid_dirs), shown as its shell equivalent.
             ["find", ws, "-type", "d", "-exec", "chmod", "g+s", "{}", "+"],
         ]
 
@@ -349,5 +351,17 @@ class WorkspaceAccess(Action):
         saved = users.run_tool(["getfacl", "-R", "--absolute-names", "--numeric", str(real)])
         backup = txn.backup(saved.encode("utf-8"), "workspace.acl")
         txn.record({"op": "acl", "target": str(self.workspace), "backup": backup})
-        for argv in self.commands():
+        for argv in self.commands()[:2]:
             users.run_tool(argv)
+        set_setgid_dirs(real)
+
+
+def set_setgid_dirs(top: Path) -> None:
+    """chmod g+s on ``top`` and every directory below it. ``os.fwalk`` without
+    following symlinks works on directory file descriptors and checks each one is
+    the directory it listed, so unlike ``find -exec chmod`` a directory swapped for
+    a symlink mid-walk (by the agent, on a re-apply) never redirects the chmod."""
+    for _path, _dirs, _files, dirfd in os.fwalk(top, follow_symlinks=False):
+        st = os.fstat(dirfd)
+        if not st.st_mode & 0o2000:
+            os.fchmod(dirfd, stat.S_IMODE(st.st_mode) | 0o2000)
