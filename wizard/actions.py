@@ -83,6 +83,7 @@ class WriteFile(Action):
     secret: bool = False
     binary: bool = False
     kind: str = field(default="write-file")
+    _verb: str | None = field(default=None, init=False, repr=False)
 
     @property
     def target(self) -> str:  # type: ignore[override]
@@ -135,8 +136,11 @@ class WriteFile(Action):
         return self.render(state.data) != state.data or self._attrs_wrong(state)
 
     def describe(self) -> str:
-        state = self.state()
-        verb = "create" if state is None else "update"
+        # The verb is fixed at the first call (the plan as shown), so progress
+        # reports after the write still say "create" for a file it created.
+        if self._verb is None:
+            self._verb = "create" if self.state() is None else "update"
+        verb = self._verb
         return f"{verb} {self.label} {self.path} (owner {self.owner}, mode {self.mode:04o})"
 
     def diff(self) -> str:
