@@ -27,7 +27,7 @@ SETTINGS = "etc/claude-code/managed-settings.json"
 def fake_audit_probes(monkeypatch: pytest.MonkeyPatch) -> None:
     """The audit's live probes return the fixed findings (the TUI is not the probe)."""
     monkeypatch.setattr(
-        wizard.audit, "run_live_checks", lambda layout, as_user, timeout: fake_report(SANDBOX_HOST)
+        wizard.audit, "run_live_checks", lambda *args, **kwargs: fake_report(SANDBOX_HOST)
     )
 
 
@@ -47,8 +47,9 @@ async def test_audit_view_shows_drift_and_fix_reapplies(
     app = make_app(root, SANDBOX_HOST)
     async with app.run_test(size=(80, 24)) as pilot:
         screen = await wait_for(pilot, AuditScreen)  # not the welcome: a setup exists
-        await wait_until(pilot, lambda: screen.audit is not None, tries=1500)
+        await wait_until(pilot, lambda: not screen.busy, tries=1500)
         status = str(screen.query_one("#audit-status", Static).render())
+        assert screen.audit is not None, status
         assert "Mode: user" in status and "exposure" in status
         drift = _drift_rows(screen)
         assert drift, [str(r.title) for r in screen.query(".audit-row")]
