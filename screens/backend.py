@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -50,11 +51,21 @@ SYSTEM_DIRS = frozenset(
 )
 
 
-def live_report_provider(on_finding: FindingCallback) -> Report:
-    """Run the real probes; each finding is reported as it is ready."""
-    from checks.runner import run_checks
+def live_report_provider(on_finding: FindingCallback, layout: Layout | None = None) -> Report:
+    """Run the real probes; each finding is reported as it is ready.
 
-    return run_checks(on_finding=on_finding)
+    They run as the default agent user when it exists, else as an unprivileged
+    stand-in (:mod:`wizard.probe_user`): the mode is not chosen yet, and a probe as
+    root would not speak for the agent.
+    """
+    from checks.runner import run_checks
+    from wizard.answers import DEFAULT_AGENT_USER
+    from wizard.probe_user import choose_probe_user
+
+    as_user = None
+    if layout is not None:
+        as_user, _ = choose_probe_user(None, DEFAULT_AGENT_USER, layout)
+    return run_checks(on_finding=on_finding, as_user=as_user)
 
 
 def check_titles() -> list[tuple[str, str]]:
@@ -124,7 +135,7 @@ class Backend:
     ) -> Backend:
         layout = Layout.for_root(root)
         if report_provider is None:
-            return cls(layout, live_report_provider, check_titles())
+            return cls(layout, partial(live_report_provider, layout=layout), check_titles())
         return cls(layout, report_provider, [])
 
     # -- facts for the welcome screen ------------------------------------

@@ -40,7 +40,6 @@ No Textual import on this path.
 from __future__ import annotations
 
 import argparse
-import os
 import shlex
 import sys
 from pathlib import Path
@@ -63,6 +62,7 @@ from wizard.errors import InputError
 from wizard.exitcodes import ExitCode
 from wizard.launcher_config import LauncherConfig, parse_launcher_config
 from wizard.paths import Layout
+from wizard.probe_user import choose_probe_user
 
 
 def _read_setup_file(real: Path, what: str) -> str:
@@ -104,23 +104,9 @@ def probe_user(
     layout: Layout, config: LauncherConfig, agent: Account | None
 ) -> tuple[str | None, list[str]]:
     """Whom the live probes run as, and a note when it is not the agent."""
-    if str(config.mode) == "unsafe" or agent is None:
-        return None, []
-    if agent.uid == layout.operator.uid:
-        return None, []
-    live_agent = lookup_user(config.agent_user)
-    if live_agent is None or live_agent.uid != agent.uid:
-        return None, [
-            f"the agent {config.agent_user} exists only in {layout.real('/etc/passwd')}, "
-            "not on this live system: live probes ran as the operator "
-            f"({layout.operator.name}), and may pass where the agent would fail"
-        ]
-    if os.geteuid() != 0:
-        return None, [
-            f"not root: live probes ran as {layout.operator.name}, not as the agent "
-            f"{config.agent_user}"
-        ]
-    return config.agent_user, []
+    if agent is None:
+        return None, []  # audit.safety.agent_missing covers it
+    return choose_probe_user(config.mode, config.agent_user, layout)
 
 
 def run_live_checks(

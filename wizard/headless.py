@@ -24,11 +24,11 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from checks.model import Mode, Report
-from wizard.accounts import lookup_user
 from wizard.answers import DEFAULT_AGENT_USER, Answers, load_answers, validate_answers
 from wizard.errors import InputError
 from wizard.exitcodes import ExitCode
 from wizard.paths import Layout
+from wizard.probe_user import choose_probe_user
 
 _ANSWER_FLAGS = (
     "mode",
@@ -88,13 +88,9 @@ def answers_from_args(args: argparse.Namespace, layout: Layout) -> Answers:
 
 
 def probe_user(answers: Answers, layout: Layout) -> str | None:
-    """Run live probes as the agent when it exists on the live system (DESIGN.md);
-    otherwise (unsafe mode, not created yet, or only inside --root) as the operator."""
-    if answers.mode is Mode.UNSAFE or answers.agent_user == layout.operator.name:
-        return None
-    if layout.live and lookup_user(answers.agent_user) is not None:
-        return answers.agent_user
-    return None
+    """The agent when it exists on the live system, else an unprivileged stand-in
+    (see :mod:`wizard.probe_user`); the operator in unsafe mode."""
+    return choose_probe_user(answers.mode, answers.agent_user, layout)[0]
 
 
 def gather_report(answers: Answers, layout: Layout, timeout: float) -> Report:

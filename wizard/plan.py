@@ -234,8 +234,11 @@ def build_plan(report: Report, answers: Answers, layout: Layout) -> Plan:
         )
     actions: list[Action] = []
     notes: list[str] = []
-    if report.as_user is None and separate:
-        notes.append("live probes ran as the operator, not as the agent user")
+    if separate and report.as_user != agent_name:
+        notes.append(
+            f"live probes ran as {report.as_user or 'the operator'}, not as the agent user "
+            f"{agent_name}"
+        )
 
     if separate:
         for ws in answers.workspaces:

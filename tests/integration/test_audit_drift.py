@@ -179,9 +179,10 @@ def test_fresh_setup_is_clean_and_graded(sandbox_setup: Setup) -> None:
     run = assert_clean(sandbox_setup)
     assert run.data["mode"] == "sandbox" and run.data["agent_user"] == "claude-agent"
     assert run.data["grade"]["label"] == "OK"
-    # The agent exists only in DIR/etc/passwd: probes ran as the operator, and it says so.
-    assert run.data["probes_as"] is None
-    assert any("only in" in note and "operator" in note for note in run.data["notes"])
+    # The agent exists only in DIR/etc/passwd: probes ran as an unprivileged stand-in,
+    # and it says so.
+    assert run.data["probes_as"] == "nobody"
+    assert any("only in" in note and "stand-in" in note for note in run.data["notes"])
     ids = {c["id"] for c in run.data["checks"]}
     assert {"bwrap.sandbox", "bwrap.nested", "bwrap.nested_weak"} <= ids
     text = run_cli("--audit", "--root", str(sandbox_setup.root))

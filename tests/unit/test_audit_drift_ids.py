@@ -122,13 +122,16 @@ def test_probes_run_as_a_live_agent() -> None:
     assert probe_user(layout, config("nobody"), None) == (None, [])
 
 
-def test_probes_as_operator_when_the_agent_is_only_in_the_tree(tmp_path: Path) -> None:
+def test_probes_as_a_stand_in_when_the_agent_is_only_in_the_tree(tmp_path: Path) -> None:
     (tmp_path / "etc").mkdir()
     (tmp_path / "etc/passwd").write_text("ghost-agent:x:4711:4711::/home/g:/bin/sh\n")
     layout = Layout.for_root(tmp_path)
     agent = lookup_user("ghost-agent", tmp_path)
     as_user, notes = probe_user(layout, config("ghost-agent"), agent)
-    assert as_user is None
-    assert "ghost-agent exists only in" in notes[0] and "operator" in notes[0]
+    if os.geteuid() == 0:
+        assert as_user == "nobody"
+        assert "ghost-agent exists only in" in notes[0] and "stand-in" in notes[0]
+    else:
+        assert as_user is None and "not root" in notes[0]
     assert reapply_command(layout).endswith(f"--yes --root {tmp_path.resolve()}")
     assert reapply_command(Layout.for_root("/")).endswith("--yes")
