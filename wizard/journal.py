@@ -90,6 +90,11 @@ def read_journal(layout: Layout) -> list[dict[str, Any]]:
     return entries
 
 
+class JournalError(SetupError):
+    """The journal cannot be opened or written (a full or read-only state dir).
+    Exit 2; no step runs without its journal entry on disk."""
+
+
 class Transaction:
     """One apply: journal entries written ahead of each step, plus backups."""
 
@@ -99,19 +104,33 @@ class Transaction:
         stamp = datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%S")
         self.id = f"{stamp}-{os.getpid()}-{secrets.token_hex(3)}"
         self.entries: list[dict[str, Any]] = []
-        self._fd = _open_in(layout, layout.journal, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+        self._fd = -1
+        try:
+            self._fd = _open_in(layout, layout.journal, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+        except OSError as exc:
+            raise JournalError(f"cannot open the journal {layout.journal}: {exc}") from exc
         self._backups = 0
-        self._append({"op": "begin", "at": _now(), "root": str(layout.root)})
+        try:
+            self._append({"op": "begin", "at": _now(), "root": str(layout.root)})
+        except JournalError:
+            self.close()
+            raise
 
     def _append(self, entry: dict[str, Any]) -> None:
         line = json.dumps({"txn": self.id, **entry}, sort_keys=True) + "\n"
-        os.write(self._fd, line.encode("utf-8"))
-        os.fsync(self._fd)
+        try:
+            os.write(self._fd, line.encode("utf-8"))
+            os.fsync(self._fd)
+        except OSError as exc:
+            # A full or read-only state dir: a clear error (exit 2), not a traceback.
+            raise JournalError(f"cannot write the journal {self.layout.journal}: {exc}") from exc
 
     def record(self, entry: dict[str, Any]) -> None:
         """Write ``entry`` to the journal (durably) before the step it describes."""
-        self.entries.append(entry)
         self._append(entry)
+        # Only once it is on disk: a step whose entry could not be written never
+        # runs, so a rollback must not try to revert it.
+        self.entries.append(entry)
 
     def backup(self, data: bytes, name: str) -> str:
         """Save ``data`` under the backups dir; returns the backup's target path."""
@@ -136,7 +155,11 @@ class Transaction:
     def rollback(self) -> list[str]:
         """Revert this transaction's steps (after a failure); returns what was done."""
         done = revert(self.layout, self.entries)
-        self._append({"op": "rolled-back", "at": _now()})
+        try:
+            self._append({"op": "rolled-back", "at": _now()})
+        except JournalError as exc:
+            # Everything was reverted; a later --undo finds nothing left to revert.
+            done.append(f"could not mark the apply rolled back: {exc}")
         self.close()
         return done
 
