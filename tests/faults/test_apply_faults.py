@@ -1,0 +1,290 @@
+"""Faults during an apply: SIGKILL at every step, disk full, a read-only target,
+two applies at once, and a settings file swapped for a symlink mid-apply.
+
+Each ends with nothing lost (every file old or new, never partial; the system
+state after undo or rollback equal to the one before), a clear message and the
+documented exit code. Faults that need mounts (a full tmpfs, a read-only bind)
+run the CLI in a private mount namespace (:mod:`tests.faults.namespace`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path, PurePosixPath
+
+import pytest
+
+from checks.model import Mode
+from tests.core_fixtures import (
+    REPO,
+    host_passwd_digest,
+    make_target_root,
+    passwd_entry,
+    run_cli,
+    system_state,
+)
+from tests.faults.conftest import FaultRow
+from tests.faults.namespace import FILLER, run_in_namespace
+from tests.tools import require_root, require_tool
+from wizard.answers import Answers
+from wizard.apply import apply_plan
+from wizard.errors import InputError
+from wizard.headless import gather_report
+from wizard.paths import Layout
+from wizard.plan import build_plan
+
+pytestmark = pytest.mark.integration
+
+MANAGED = "etc/claude-code/managed-settings.json"
+CONFIG = "root/.config/sandbox-setup"
+STATE = "root/.local/state/sandbox-setup"
+SANDBOX = ("--mode", "sandbox", "--workspace", "/srv/project")
+FILES = (MANAGED, f"{CONFIG}/launcher.toml", f"{CONFIG}/answers.toml")
+OLD_SETTINGS = '{"model": "opus",   "permissions": {"deny": []}}'
+# The sandbox apply's changing steps, in order (the pause hook counts these).
+STEPS = ("group", "user", "workspace ACLs", "settings", "launcher config", "answers")
+
+
+def prepare(root: Path) -> Path:
+    make_target_root(root)
+    managed = root / MANAGED
+    managed.parent.mkdir(parents=True)
+    managed.write_text(OLD_SETTINGS)
+    os.chmod(managed, 0o600)
+    return root
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Iterator[Path]:
+    require_root()
+    for tool in ("useradd", "userdel", "groupadd", "setfacl", "getfacl", "bwrap", "unshare"):
+        require_tool(tool)
+    host = host_passwd_digest()
+    yield prepare(tmp_path / "root")
+    assert host_passwd_digest() == host, "the host's account files changed"
+
+
+def no_traceback(stderr: str) -> None:
+    assert "Traceback" not in stderr, stderr
+
+
+def error_line(stderr: str) -> str:
+    """The CLI's one-line diagnosis, shortened for the table."""
+    line = next((x for x in stderr.splitlines() if x.startswith("sandbox-setup:")), "")
+    return line.replace("sandbox-setup: ", "")[:140]
+
+
+def undo(root: Path) -> str:
+    proc = run_cli("--undo", "--yes", "--root", str(root))
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+def audit(root: Path) -> subprocess.CompletedProcess[str]:
+    proc = run_cli("--audit", "--json", "--root", str(root))
+    no_traceback(proc.stderr)
+    return proc
+
+
+def start_paused_apply(root: Path, pause_after: int) -> subprocess.Popen[str]:
+    """A real apply stopped by the test hook after ``pause_after`` changes."""
+    child = subprocess.Popen(
+        [sys.executable, "-m", "wizard", "--headless", "--root", str(root), "--yes", *SANDBOX],
+        cwd=REPO,
+        env={**os.environ, "SANDBOX_SETUP_TEST_PAUSE_AFTER": str(pause_after)},
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert child.stderr is not None
+    seen = []
+    for line in child.stderr:
+        seen.append(line)
+        if "test pause" in line:
+            return child
+    child.kill()
+    child.wait()
+    pytest.fail(f"apply ended without pausing: {''.join(seen)}")
+
+
+@pytest.mark.parametrize("step", range(1, len(STEPS) + 1), ids=lambda n: f"after-{STEPS[n - 1]}")
+def test_sigkill_at_each_step_then_undo_and_audit(
+    tmp_path: Path, root: Path, step: int, fault: FaultRow
+) -> None:
+    fault.expect(
+        f"SIGKILL after step {step} of 6 ({STEPS[step - 1]})",
+        "each file old or new; audit answers without a traceback; undo restores all; "
+        "re-apply and audit clean (exit 0)",
+    )
+    twin = prepare(tmp_path / "twin")
+    assert run_cli("--headless", "--root", str(twin), "--yes", *SANDBOX).returncode == 0
+    new = {rel: (twin / rel).read_bytes() for rel in FILES}
+    old = {rel: (root / rel).read_bytes() if (root / rel).exists() else None for rel in FILES}
+    before = system_state(root)
+    child = start_paused_apply(root, step)
+    child.send_signal(signal.SIGKILL)
+    child.wait()
+    assert child.returncode == -signal.SIGKILL
+    states = []
+    for rel in FILES:
+        current = (root / rel).read_bytes() if (root / rel).exists() else None
+        assert current in (old[rel], new[rel]), f"{rel} is neither old nor new"
+        states.append(f"{Path(rel).name} {'new' if current == new[rel] else 'old'}")
+    fault.saw(", ".join(states))
+    assert [p for p in root.rglob("*.sandbox-setup-*.tmp")] == [], "a temp file was left"
+    # Audit of the half-done setup: a clear answer, never a crash.
+    half = audit(root)
+    missing = [n for n in ("launcher.toml", "answers.toml") if not (root / CONFIG / n).exists()]
+    if missing:  # not set up yet: exit 2 naming the first missing file
+        assert half.returncode == 2 and missing[0] in half.stderr, half.stderr
+    else:
+        assert half.returncode in (0, 1), half.stderr
+        assert json.loads(half.stdout)["mode"] == "sandbox"
+    fault.saw(f"audit before undo: exit {half.returncode}")
+    out = undo(root)
+    assert system_state(root) == before, out
+    fault.saw(f"undo: {len(out.splitlines())} steps reverted, state as before")
+    after = audit(root)
+    assert after.returncode == 2 and "launcher.toml" in after.stderr, after.stderr
+    assert run_cli("--headless", "--root", str(root), "--yes", *SANDBOX).returncode == 0
+    clean = audit(root)
+    assert clean.returncode == 0, clean.stdout
+    fault.saw("audit after undo: exit 2 (no setup); re-apply then audit: exit 0")
+
+
+def test_two_applies_at_once(root: Path, fault: FaultRow) -> None:
+    fault.expect(
+        "two applies at once (one paused mid-way holding the lock)",
+        "second apply and an undo refused, exit 3, lock named, nothing changed by them; "
+        "the first, killed, is undone",
+    )
+    before = system_state(root)
+    first = start_paused_apply(root, 3)
+    try:
+        during = system_state(root)
+        second = run_cli("--headless", "--root", str(root), "--yes", *SANDBOX)
+        undo_now = run_cli("--undo", "--yes", "--root", str(root))
+        assert system_state(root) == during, "the refused runs changed something"
+    finally:
+        first.kill()
+        first.wait()
+    for proc in (second, undo_now):
+        assert proc.returncode == 3, proc.stderr
+        assert "another sandbox-setup apply or undo is running" in proc.stderr
+        no_traceback(proc.stderr)
+    fault.saw("second apply: exit 3; undo during it: exit 3; state untouched")
+    undo(root)
+    assert system_state(root) == before
+    fault.saw("after killing the first: undo restored everything")
+
+
+def in_namespace(root: Path, mounts: list[dict[str, object]]) -> dict[str, object]:
+    argv = [sys.executable, "-m", "wizard", "--headless", "--root", str(root), "--yes", *SANDBOX]
+    return run_in_namespace(mounts, argv)
+
+
+def assert_rolled_back(result: dict[str, object], root: Path, before: object) -> str:
+    stderr = str(result["stderr"])
+    assert result["rc"] == 2, (result["rc"], result["stdout"], stderr)
+    no_traceback(stderr)
+    assert "failed" in stderr and "rolled back" in stderr, stderr
+    assert "removed user claude-agent" in stderr, stderr
+    assert system_state(root) == before
+    assert passwd_entry(root, "claude-agent") is None
+    return stderr
+
+
+def test_disk_full_while_writing_the_settings(root: Path, fault: FaultRow) -> None:
+    fault.expect(
+        "disk full (a full tmpfs over /etc/claude-code) while writing the settings",
+        "exit 2 naming the step and ENOSPC; rolled back; old settings intact, no temp file",
+    )
+    before = system_state(root)
+    directory = root / "etc/claude-code"
+    result = in_namespace(root, [{"dir": str(directory), "kind": "tmpfs-full"}])
+    stderr = assert_rolled_back(result, root, before)
+    assert "managed-settings.json" in stderr and "No space left on device" in stderr, stderr
+    inside_before = result["before"][str(directory)]  # type: ignore[index]
+    inside_after = result["after"][str(directory)]  # type: ignore[index]
+    assert inside_after == inside_before, "the full filesystem kept a partial or temp file"
+    assert set(inside_after) == {"managed-settings.json", FILLER}
+    fault.saw(f"exit {result['rc']}: {error_line(stderr)}")
+    fault.saw("tmpfs files identical before/after; host-side state as before")
+
+
+@pytest.mark.parametrize("leave", [0, 4096], ids=["full", "one-page-free"])
+def test_disk_full_in_the_journal_directory(root: Path, leave: int, fault: FaultRow) -> None:
+    if leave:
+        fault.expect(
+            "disk full in the state dir after the journal began (no room for a backup)",
+            "exit 2 naming the step and ENOSPC; the steps before it rolled back",
+        )
+    else:
+        fault.expect(
+            "disk full in the state dir (the journal cannot be written)",
+            "exit 2 naming the journal and ENOSPC; nothing changed (no step runs unjournaled)",
+        )
+    state = root / STATE
+    state.mkdir(parents=True, mode=0o700)
+    before = system_state(root)
+    result = in_namespace(root, [{"dir": str(state), "kind": "tmpfs-full", "leave": leave}])
+    stderr = str(result["stderr"])
+    assert result["rc"] == 2, (result["rc"], result["stdout"], stderr)
+    no_traceback(stderr)
+    assert "No space left on device" in stderr, stderr
+    if leave:
+        assert "rolled back" in stderr and "removed group sandbox-ws" in stderr, stderr
+    else:
+        assert "cannot write the journal" in stderr, stderr
+    assert system_state(root) == before
+    assert passwd_entry(root, "claude-agent") is None
+    fault.saw(f"exit 2: {error_line(stderr)}")
+
+
+def test_read_only_target_directory(root: Path, fault: FaultRow) -> None:
+    fault.expect(
+        "read-only target directory (/etc/claude-code bind-mounted ro)",
+        "exit 2 naming the file and EROFS; the earlier steps rolled back",
+    )
+    before = system_state(root)
+    result = in_namespace(root, [{"dir": str(root / "etc/claude-code"), "kind": "read-only"}])
+    stderr = assert_rolled_back(result, root, before)
+    assert "managed-settings.json" in stderr and "Read-only file system" in stderr, stderr
+    assert (root / MANAGED).read_text() == OLD_SETTINGS
+    fault.saw(f"exit {result['rc']}: settings failed (EROFS); user, group, ACLs rolled back")
+
+
+def test_settings_swapped_for_a_symlink_between_plan_and_apply(root: Path, fault: FaultRow) -> None:
+    fault.expect(
+        "settings file replaced by a symlink to /etc/shadow between plan and write (TOCTOU)",
+        "refused (InputError, exit 2) naming the symlink; /etc/shadow untouched; rolled back",
+    )
+    layout = Layout.for_root(root)
+    answers = Answers(Mode.SANDBOX, workspaces=(PurePosixPath("/srv/project"),))
+    plan = build_plan(gather_report(answers, layout, 10.0), answers, layout)
+    shadow = (root / "etc/shadow").read_bytes()
+    managed = root / MANAGED
+
+    def swap(action: object, status: str) -> None:
+        # Right before the settings step runs: the plan already read the old file.
+        if status == "running" and "managed-settings.json" in str(getattr(action, "target", "")):
+            managed.unlink()
+            managed.symlink_to("../shadow")
+
+    with pytest.raises(InputError) as caught:
+        apply_plan(plan, progress=swap)
+    message = str(caught.value)
+    assert caught.value.exit_code == 2
+    assert "symlink" in message and "managed-settings.json" in message, message
+    assert "rolled back" in message and "removed user claude-agent" in message, message
+    assert (root / "etc/shadow").read_bytes() == shadow
+    assert managed.is_symlink(), "the swapped-in link is left for the operator to see"
+    assert passwd_entry(root, "claude-agent") is None
+    fault.saw(f"InputError (exit 2): {message.splitlines()[0][:100]}")
+    fault.saw("shadow unchanged; user and group rolled back")
