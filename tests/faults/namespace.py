@@ -8,6 +8,8 @@ host's mount table never changes. ``SPEC`` is JSON:
   with ``dir``'s files copied in (mode and owner kept), then fills it to ENOSPC
   (``"leave": N`` then frees N bytes again);
   ``{"dir", "kind": "read-only"}`` bind-mounts ``dir`` over itself read-only;
+  ``{"dir", "kind": "bind", "source"}`` bind-mounts ``source`` over ``dir`` (a
+  ``--root`` tree's accounts and homes shown where the live launcher looks);
 - ``argv``: the command to run (the CLI);
 - ``env``: added to the environment.
 
@@ -79,6 +81,8 @@ def main(spec: dict[str, Any]) -> dict[str, Any]:
             tmpfs.append(directory)
         elif mount["kind"] == "read-only":
             mount_read_only(directory)
+        elif mount["kind"] == "bind":
+            subprocess.run(["mount", "--bind", mount["source"], str(directory)], check=True)
         else:
             raise ValueError(f"unknown mount kind {mount['kind']!r}")
     before = {str(d): listing(d) for d in tmpfs}
