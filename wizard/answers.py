@@ -63,8 +63,9 @@ SYSTEM_TREES = tuple(
     for p in ("/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/proc", "/run",
               "/sbin", "/sys", "/usr")
 )  # fmt: skip
-# Debian's useradd NAME_REGEX, minus the trailing "$" of machine accounts.
-USER_NAME_RE = re.compile(r"^[a-z_][a-z0-9_-]{0,31}$")
+# Debian's useradd NAME_REGEX, minus the trailing "$" of machine accounts. "\Z",
+# not "$": "$" also matches before a final newline, and useradd refuses "name\n".
+USER_NAME_RE = re.compile(r"^[a-z_][a-z0-9_-]{0,31}\Z")
 
 
 @dataclass(frozen=True)
