@@ -77,8 +77,9 @@ def answers_from_args(args: argparse.Namespace, layout: Layout) -> Answers:
     return Answers(
         mode=mode,
         workspaces=tuple(_target_path(w, "--workspace", layout) for w in args.workspace),
-        agent_user=args.agent_user or DEFAULT_AGENT_USER,
-        claude=_target_path(args.claude, "--claude", layout) if args.claude else None,
+        # An explicit empty value is invalid input, not "use the default".
+        agent_user=DEFAULT_AGENT_USER if args.agent_user is None else args.agent_user,
+        claude=None if args.claude is None else _target_path(args.claude, "--claude", layout),
         settings_scope=args.settings_scope,
         inner_sandbox=args.inner_sandbox,
         network=args.network or "host",
