@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 import pytest
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, event, settings
 
 from checks.model import Mode, Report
 from tests.core_fixtures import make_target_root, snapshot
@@ -31,12 +31,14 @@ from wizard.launcher_config import parse_launcher_config
 from wizard.paths import Layout
 
 # Modest example counts keep the whole suite fast on two shared cores.
+# No example database: nothing is written into the checkout.
 CLI_SETTINGS = settings(
     max_examples=60,
     deadline=None,
+    database=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
-PURE_SETTINGS = settings(max_examples=150, deadline=None)
+PURE_SETTINGS = settings(max_examples=150, deadline=None, database=None)
 
 CONFIG = "root/.config/sandbox-setup"
 
@@ -58,6 +60,7 @@ def run_main(argv: list[str]) -> Run:
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         code = main(argv)
+    event(f"exit {code}")  # --hypothesis-show-statistics: how many examples were valid
     return Run(code, out.getvalue(), err.getvalue())
 
 

@@ -50,10 +50,29 @@ values = {
     "accepted_at": st.text(max_size=12),
     "surprise": scalar,
 }
-answers_docs = st.fixed_dictionaries(
+random_docs = st.fixed_dictionaries(
     {"mode": values["mode"]},
     optional={k: v for k, v in values.items() if k != "mode"},
 )
+VALID_DOCS = (
+    {"schema": 1, "mode": "sandbox", "workspaces": ["/srv/project"]},
+    {"mode": "user", "agent_user": "agent", "settings_scope": "user", "network": "none"},
+    {"mode": "unsafe", "accept_unsafe_root": True},
+    {"mode": "sandbox", "workspaces": ["/srv/project"], "inner_sandbox": "weak"},
+)
+
+
+@st.composite
+def one_key_changed(draw: st.DrawFn) -> dict[str, object]:
+    """A valid answers file with at most one key set to a generated value."""
+    doc = dict(draw(st.sampled_from(VALID_DOCS)))
+    key = draw(st.none() | st.sampled_from(sorted(values)))
+    if key is not None:
+        doc[key] = draw(values[key])
+    return doc
+
+
+answers_docs = one_key_changed() | random_docs
 
 
 def apply_or_refuse(argv: list[str]) -> tuple[int, str]:
