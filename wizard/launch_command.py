@@ -58,12 +58,17 @@ class HostFacts:
 
 @dataclass(frozen=True)
 class Launch:
-    """What to start: exec'd directly, or supervised (sandbox) after verification."""
+    """What to start: exec'd directly, or supervised (sandbox) after verification.
+
+    ``new_session``: not exec'd but run in a session of its own under the
+    launcher (user mode where TIOCSTI works: see :mod:`wizard.launch_session`).
+    """
 
     argv: tuple[str, ...]
     env: Mapping[str, str]
     cwd: str | None
     supervised: bool
+    new_session: bool = False
     warning: str | None = None
     notes: tuple[str, ...] = ()
 
@@ -241,8 +246,13 @@ def user_launch(
     environ: Mapping[str, str],
     claude_args: Sequence[str],
     switch_user: bool,
+    new_session: bool = True,
 ) -> Launch:
-    """setpriv to the agent with a clean environment and no_new_privs, in the workspace."""
+    """setpriv to the agent with a clean environment and no_new_privs, in the workspace.
+
+    ``new_session`` (pass ``HostFacts.legacy_tiocsti``): run it in its own
+    session so it cannot inject keystrokes into the operator's terminal.
+    """
     argv = _privilege_drop(setpriv, agent, switch_user)
     if switch_user:
         # The environment is given explicitly (it keeps LANG and the configured home),
@@ -251,7 +261,21 @@ def user_launch(
     env = base_env(agent, environ)
     env["USER"] = env["LOGNAME"] = agent.name
     cwd = str(config.workspaces[0]) if config.workspaces else str(agent.home)
-    return Launch(argv=(*argv, claude, *claude_args), env=env, cwd=cwd, supervised=False)
+    notes: tuple[str, ...] = ()
+    if new_session:
+        notes = (
+            "runs in a new session (setsid) under sandbox-launch, which forwards signals and "
+            "returns Claude's status: dev.tty.legacy_tiocsti is on, and the agent must not "
+            "own this terminal (TIOCSTI)",
+        )
+    return Launch(
+        argv=(*argv, claude, *claude_args),
+        env=env,
+        cwd=cwd,
+        supervised=False,
+        new_session=new_session,
+        notes=notes,
+    )
 
 
 def unsafe_launch(

@@ -7,7 +7,10 @@ resolve the agent, build the command (:mod:`wizard.launch_command`), then
 
 * ``sandbox``: supervise bwrap and verify it before Claude runs
   (:mod:`wizard.launch_supervise`), exit with Claude's status;
-* ``user`` and ``unsafe``: exec, so signals and the exit status are Claude's own.
+* ``user``: where TIOCSTI works, run Claude in a session of its own under the
+  launcher (:mod:`wizard.launch_session`), which forwards signals and returns
+  its status; elsewhere exec, like
+* ``unsafe``: exec, so signals and the exit status are Claude's own.
 
 This module and everything it imports stay stdlib-only (no Textual, no
 tomlkit) so a launch starts fast.
@@ -164,7 +167,14 @@ def build_launch(
         return launch, agent
     setpriv = find_trusted_tool("setpriv", owners, path_env)
     launch = user_launch(
-        config, agent, str(claude), str(setpriv), environ, claude_args, switch_user=uid == 0
+        config,
+        agent,
+        str(claude),
+        str(setpriv),
+        environ,
+        claude_args,
+        switch_user=uid == 0,
+        new_session=gather_host_facts().legacy_tiocsti,
     )
     return launch, agent
 
@@ -207,6 +217,10 @@ def run(options: Options, environ: Mapping[str, str]) -> int:
             os.chdir(launch.cwd)
         except OSError as exc:
             raise RefusedError(f"cannot enter {launch.cwd}: {exc.strerror}") from None
+    if launch.new_session:
+        from wizard.launch_session import run_in_new_session
+
+        return run_in_new_session(launch)
     sys.stdout.flush()
     sys.stderr.flush()
     try:

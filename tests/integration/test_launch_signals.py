@@ -52,11 +52,11 @@ def _wait_for(path: Path, text: str = "", timeout: float = 30) -> None:
     raise AssertionError(f"{path} never contained {text!r}")
 
 
-def _start(tree: LaunchTree) -> tuple[subprocess.Popen[str], Path]:
+def _start(tree: LaunchTree, mode: str = "sandbox") -> tuple[subprocess.Popen[str], Path]:
     log = tree.workspace / "signals.log"
     ready = tree.workspace / "ready"
     claude = tree.write_script(TRAPPING_CLAUDE.format(marker=tree.marker, log=log, ready=ready))
-    config = tree.write_config(claude)
+    config = tree.write_config(claude, mode=mode)
     proc = subprocess.Popen(
         [sys.executable, "-m", "wizard.launcher", "--config", str(config)],
         env=launcher_env(),
@@ -69,14 +69,16 @@ def _start(tree: LaunchTree) -> tuple[subprocess.Popen[str], Path]:
     return proc, log
 
 
+# user mode runs Claude in its own session too where TIOCSTI works (this host).
+@pytest.mark.parametrize("mode", ["sandbox", "user"])
 @pytest.mark.parametrize(
     ("signum", "name", "status"),
     [(signal.SIGTERM, "TERM", 42), (signal.SIGINT, "INT", 43), (signal.SIGHUP, "HUP", 44)],
 )
 def test_signal_reaches_claude_and_status_comes_back(
-    tree: LaunchTree, signum: int, name: str, status: int
+    tree: LaunchTree, signum: int, name: str, status: int, mode: str
 ) -> None:
-    proc, log = _start(tree)
+    proc, log = _start(tree, mode)
     try:
         proc.send_signal(signal.SIGWINCH)
         _wait_for(log, "WINCH")

@@ -1,10 +1,12 @@
 """On a real terminal (a pty): window resizes and Ctrl-C reach Claude, TIOCSTI does not work.
 
 The launcher runs as the session leader of a new pty, the way a login shell's
-child would be the foreground job. With ``dev.tty.legacy_tiocsti`` = 1 the
-sandbox gets its own session (``--new-session``), so the kernel's SIGWINCH and
-SIGINT for the terminal reach only the launcher, which forwards them; and a
-sandboxed process can no longer push keystrokes into the operator's terminal.
+child would be the foreground job. With ``dev.tty.legacy_tiocsti`` = 1 Claude
+gets its own session in both ``sandbox`` (bwrap ``--new-session``) and ``user``
+mode (setsid under the launcher), so the kernel's SIGWINCH and SIGINT for the
+terminal reach only the launcher, which forwards them; and the agent can no
+longer push keystrokes into the operator's terminal, which the operator's shell
+would run as root once Claude exits.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import fcntl
 import os
 import pty
+import select
 import struct
 import subprocess
 import sys
@@ -84,10 +87,11 @@ def _drain(master: int) -> None:
         pass  # nothing to read (EAGAIN), or the other side closed (EIO)
 
 
-def test_resize_and_ctrl_c_reach_claude_and_tiocsti_is_blocked(tree: LaunchTree) -> None:
+@pytest.mark.parametrize("mode", ["sandbox", "user"])
+def test_resize_and_ctrl_c_reach_claude_and_tiocsti_is_blocked(tree: LaunchTree, mode: str) -> None:
     log = tree.workspace / "tty.log"
     claude = tree.write_script(TTY_CLAUDE.format(marker=str(tree.marker), log=str(log)))
-    config = tree.write_config(claude)
+    config = tree.write_config(claude, mode=mode)
     master, slave = pty.openpty()
     proc = subprocess.Popen(
         [sys.executable, "-m", "wizard.launcher", "--config", str(config)],
@@ -118,3 +122,81 @@ def test_resize_and_ctrl_c_reach_claude_and_tiocsti_is_blocked(tree: LaunchTree)
         os.close(master)
     assert "INT" in log.read_text()
     assert proc.returncode == 43
+
+
+# Pushes a command into its terminal's input queue, as an agent attacking root would.
+INJECTING_CLAUDE = """#!/usr/bin/python3
+import fcntl, termios
+open({marker!r}, "w").close()
+log = open({log!r}, "a", buffering=1)
+try:
+    for byte in {command!r}.encode():
+        fcntl.ioctl(0, termios.TIOCSTI, bytes([byte]))
+    log.write("TIOCSTI allowed\\n")
+except OSError as exc:
+    log.write("TIOCSTI errno %d\\n" % exc.errno)
+"""
+
+
+def _as_ctty() -> None:
+    # Make the pty the shell's controlling terminal, as a terminal emulator does.
+    fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+
+@pytest.mark.parametrize("mode", ["sandbox", "user"])
+def test_injected_keystrokes_never_reach_the_operators_shell(tree: LaunchTree, mode: str) -> None:
+    # The operator's shell: runs the launcher, then reads and runs the next line
+    # typed at the terminal (as an interactive root shell would after Claude exits).
+    proof = tree.config_dir / "as-root-proof"  # root-only directory: only root can create it
+    typed = tree.config_dir / "operator-typed"
+    log = tree.workspace / "inject.log"
+    claude = tree.write_script(
+        INJECTING_CLAUDE.format(marker=str(tree.marker), log=str(log), command=f"id -u > {proof}\n")
+    )
+    config = tree.write_config(claude, mode=mode)
+    shell = (
+        f"{sys.executable} -m wizard.launcher --config {config}; echo LAUNCHER-EXIT $?; "
+        'read -r line; eval "$line"'
+    )
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(
+        ["/bin/sh", "-c", shell],
+        stdin=slave,
+        stdout=slave,
+        stderr=slave,
+        start_new_session=True,
+        preexec_fn=_as_ctty,
+        env=launcher_env(),
+        cwd=REPO,
+    )
+    os.close(slave)
+    output = b""
+    try:
+        deadline = time.monotonic() + 60
+        while b"LAUNCHER-EXIT" not in output and time.monotonic() < deadline:
+            output += _read_some(master)
+        assert b"LAUNCHER-EXIT 0" in output, output
+        # What the operator types next: the shell runs the first line in the queue.
+        os.write(master, f"echo typed > {typed}\n".encode())
+        deadline = time.monotonic() + 30
+        while proc.poll() is None and time.monotonic() < deadline:
+            output += _read_some(master)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+        os.close(master)
+    assert tree.marker.exists(), "the fake Claude never ran"
+    assert not proof.exists(), f"the agent ran a command as root: {proof.read_text()!r}"
+    assert "TIOCSTI errno" in log.read_text(), log.read_text()
+    assert typed.read_text() == "typed\n", output
+
+
+def _read_some(master: int) -> bytes:
+    ready, _, _ = select.select([master], [], [], 0.05)
+    if not ready:
+        return b""
+    try:
+        return os.read(master, 4096)
+    except OSError:
+        return b""  # the other side closed (EIO)

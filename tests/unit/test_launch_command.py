@@ -210,6 +210,15 @@ def test_user_mode() -> None:
     }
     assert launch.cwd == "/srv/a"
     assert not launch.supervised and launch.warning is None
+    # By default in a session of its own (TIOCSTI), said so by --dry-run.
+    assert launch.new_session and any("new session" in note for note in launch.notes)
+
+
+def test_user_mode_execs_in_the_same_session_only_when_asked() -> None:
+    launch = user_launch(
+        config(mode=Mode.USER), AGENT, "/c", "/usr/bin/setpriv", {}, [], True, new_session=False
+    )
+    assert not launch.new_session and launch.notes == ()
 
 
 def test_user_mode_without_workspace_starts_in_the_agent_home() -> None:
