@@ -19,8 +19,8 @@ the current file), so ``is_change()`` and ``diff()`` always describe *now*.
 from __future__ import annotations
 
 import difflib
+import json
 import os
-import stat
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -329,12 +329,12 @@ class WorkspaceAccess(Action):
     def commands(self) -> list[list[str]]:
         ws = str(self.layout.real(self.workspace))
         q = self._qualifier()
-        # setfacl -R walks physically by default: a symlink inside the workspace (to
-        # /etc, say) is not followed, so nothing outside it gains the group's ACL.
+        # The shell equivalent, for --dry-run. apply does the same walk by fd
+        # (users.grant_workspace): no symlink, and no directory swapped for one
+        # mid-walk, can lead it out of the workspace.
         return [
             ["setfacl", "-R", "-m", f"g:{q}:rwX", ws],
             ["setfacl", "-R", "-d", "-m", f"g:{q}:rwX", ws],
-            # Done in-process (see set_setgid_dirs), shown as its shell equivalent.
             ["find", ws, "-type", "d", "-exec", "chmod", "g+s", "{}", "+"],
         ]
 
@@ -351,21 +351,18 @@ class WorkspaceAccess(Action):
 
     def apply(self, txn: Transaction) -> None:
         real = self.layout.real(self.workspace)
-        # getfacl keeps owners, ACLs and setgid flags; setfacl --restore puts them back.
-        saved = users.run_tool(["getfacl", "-R", "--absolute-names", "--numeric", str(real)])
-        backup = txn.backup(saved.encode("utf-8"), "workspace.acl")
-        txn.record({"op": "acl", "target": str(self.workspace), "backup": backup})
-        for argv in self.commands()[:2]:
-            users.run_tool(argv)
-        set_setgid_dirs(real)
-
-
-def set_setgid_dirs(top: Path) -> None:
-    """chmod g+s on ``top`` and every directory below it. ``os.fwalk`` without
-    following symlinks works on directory file descriptors and checks each one is
-    the directory it listed, so unlike ``find -exec chmod`` a directory swapped for
-    a symlink mid-walk (by the agent, on a re-apply) never redirects the chmod."""
-    for _path, _dirs, _files, dirfd in os.fwalk(top, follow_symlinks=False):
-        st = os.fstat(dirfd)
-        if not st.st_mode & 0o2000:
-            os.fchmod(dirfd, stat.S_IMODE(st.st_mode) | 0o2000)
+        gid = users.group_gid(self.layout, self.group)
+        if gid is None:
+            raise SetupError(f"group {self.group} does not exist")
+        # open_dir refuses a workspace reached through a symlink someone else owns;
+        # below it everything is walked by fd (see users.walk_workspace).
+        top = fsops.open_dir(self.layout.root, real)
+        if top is None:
+            raise SetupError(f"workspace {self.workspace} does not exist")
+        try:
+            saved = json.dumps(users.acl_snapshot(top, gid), sort_keys=True)
+            backup = txn.backup(saved.encode("utf-8"), "workspace-acl.json")
+            txn.record({"op": "acl", "target": str(self.workspace), "backup": backup})
+            users.grant_workspace(top, gid)
+        finally:
+            os.close(top)

@@ -31,6 +31,7 @@ Format (``schema = 1``)::
 
 from __future__ import annotations
 
+import os
 import re
 import tomllib
 from dataclasses import dataclass, field
@@ -136,6 +137,8 @@ def parse_answers(text: str, source: str = "answers.toml") -> Answers:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise InputError(f"{source}: invalid TOML: {exc}") from None
+    except RecursionError:
+        raise InputError(f"{source}: invalid TOML: nested too deeply") from None
     unknown = [k for k in data if k not in _KEYS]
     if unknown:
         raise InputError(f"{source}: unknown key '{unknown[0]}' (known keys: {', '.join(_KEYS)})")
@@ -254,6 +257,7 @@ def validate_answers(a: Answers, layout: Layout, source: str = "answers") -> Non
     separate = a.mode is not Mode.UNSAFE and a.agent_user != layout.operator.name
     home = PurePosixPath(layout.operator.home)
     for ws in a.workspaces:
+        _check_not_a_link(ws, layout, source)
         system = ws in SYSTEM_DIRS or any(t in ws.parents for t in SYSTEM_TREES)
         if a.mode is not Mode.UNSAFE and (system or ".." in ws.parts):
             raise InputError(
@@ -273,3 +277,20 @@ def validate_answers(a: Answers, layout: Layout, source: str = "answers") -> Non
             )
     if a.claude is not None and not layout.real(a.claude).is_file():
         raise InputError(f"{source}: claude {a.claude} is not a file under {layout.root}")
+
+
+def _check_not_a_link(ws: PurePosixPath, layout: Layout, source: str) -> None:
+    """The workspace must be the directory it names. A symlink on the way (to
+    /etc, or out of the root) would carry the ACLs and setgid bits to wherever it
+    points, past the system-directory check above, which sees only the name."""
+    from wizard.audit_safety import resolve_in_root  # the audit's resolver, same rules
+
+    try:
+        resolved = resolve_in_root(layout, ws)
+    except OSError as exc:
+        raise InputError(f"{source}: workspace {ws}: cannot resolve it: {exc}") from None
+    if resolved != PurePosixPath(os.path.normpath(ws)):
+        raise InputError(
+            f"{source}: workspace {ws} is or passes through a symlink (it leads to "
+            f"{resolved}); pass the real directory, not a link to it"
+        )

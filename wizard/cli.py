@@ -36,7 +36,11 @@ def build_parser() -> argparse.ArgumentParser:
     action.add_argument(
         "--headless", action="store_true", help="plan (and with --yes, apply) without the TUI"
     )
-    action.add_argument("--undo", action="store_true", help="restore what the last apply changed")
+    action.add_argument(
+        "--undo",
+        action="store_true",
+        help="restore what the last apply changed (exit 1 when something was left as it is)",
+    )
 
     check = parser.add_argument_group("check options")
     check.add_argument("ids", nargs="*", metavar="ID", help="check IDs to run (default: all)")

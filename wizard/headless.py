@@ -7,7 +7,8 @@ plan and writes nothing; ``--dry-run`` adds every unified diff and command (and
 never writes, even with ``--yes``); ``--json`` prints the actions and whether
 anything changed (or would change), for configuration-management tools.
 
-``run_undo(args)``: shows (or with ``--yes`` reverts) the last apply.
+``run_undo(args)``: shows (or with ``--yes`` reverts) the last apply; exit 1 when
+something could not be undone or was left as it is (it changed since).
 
 Data goes to stdout, diagnostics to stderr. ``--mode unsafe`` without
 ``--accept-unsafe-root`` is refused with exit 3 (DESIGN.md: "refused: unsafe
@@ -181,7 +182,7 @@ def _root_flag(layout: Layout) -> str:
 
 
 def run_undo(args: argparse.Namespace) -> int:
-    from wizard.journal import describe_entry, last_transaction, undo_last
+    from wizard.journal import describe_entry, is_left, last_transaction, undo_last
 
     layout = _layout(args)
     if not args.yes:
@@ -202,4 +203,13 @@ def run_undo(args: argparse.Namespace) -> int:
         print("Nothing to undo.")
     for line in done:
         print(line)
+    left = [line for line in done if is_left(line)]
+    if left:
+        # Exit 1 ("findings"): the undo ran, but the system is not back where it was.
+        print(
+            f"sandbox-setup: undo finished, but {len(left)} thing(s) were left as they are "
+            "(see above); fix them by hand",
+            file=sys.stderr,
+        )
+        return int(ExitCode.FINDINGS)
     return int(ExitCode.OK)

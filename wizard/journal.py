@@ -9,7 +9,8 @@ point leaves a journal that undo can replay backwards:
   file), old mode/uid/gid, the temp file name;
 - ``mkdir``: a directory created for a write;
 - ``create-group`` / ``create-user`` / ``add-to-group``: accounts created;
-- ``acl``: a ``getfacl`` backup of the workspace ACLs before they changed;
+- ``acl``: a snapshot (per path: mode bits, access and default ACL) of the
+  workspace before the group's ACLs were added;
 - ``undone`` / ``rolled-back``: the transaction was reverted.
 
 :func:`undo_last` reverts the newest transaction that is not yet reverted,
@@ -223,12 +224,34 @@ def _revert_one(layout: Layout, entry: dict[str, Any]) -> str | None:
             return f"removed {entry['user']} from group {entry['group']}"
         return None
     if op == "acl":
-        backup = layout.real(entry["backup"])
-        if backup.exists():
-            users.run_tool(["setfacl", f"--restore={backup}"])
-            return f"restored ACLs and setgid bits of {entry['target']}"
-        return None
+        return _revert_acl(layout, entry)
     return None
+
+
+def _revert_acl(layout: Layout, entry: dict[str, Any]) -> str | None:
+    """Take the group's ACL entries and setgid bits off the workspace, walking it by
+    fd. Never ``setfacl --restore``: it follows symlinks the agent may have planted
+    and would chmod/chown their targets as root."""
+    saved = fsops.read_file(layout.root, layout.real(entry["backup"]))
+    if saved is None:
+        return f"could not undo the ACLs of {entry['target']}: backup {entry['backup']} is missing"
+    try:
+        snapshot = json.loads(saved.data)
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
+        snapshot = None  # a getfacl backup from an older version
+    if not isinstance(snapshot, dict) or snapshot.get("format") != users.ACL_SNAPSHOT_FORMAT:
+        gid = users.group_gid(layout, users.WORKSPACE_GROUP)
+        if gid is None:
+            return None
+        snapshot = {"gid": gid, "entries": {}}  # strip the group's entries everywhere
+    top = fsops.open_dir(layout.root, layout.real(entry["target"]))
+    if top is None:
+        return None
+    try:
+        changed = users.revoke_workspace(top, snapshot)
+    finally:
+        os.close(top)
+    return f"restored ACLs and setgid bits of {entry['target']}" if changed else None
 
 
 def revert(layout: Layout, entries: list[dict[str, Any]]) -> list[str]:
@@ -272,6 +295,15 @@ def describe_entry(entry: dict[str, Any]) -> str | None:
     if op == "acl":
         return f"restore ACLs of {entry['target']}"
     return None
+
+
+# Lines of :func:`revert` that report something left as it was (undo exits 1).
+LEFT_PREFIXES = ("left ", "could not ", "cannot ")
+
+
+def is_left(line: str) -> bool:
+    """True when a :func:`revert` line reports something it did not undo."""
+    return line.startswith(LEFT_PREFIXES)
 
 
 def undo_last(layout: Layout) -> list[str]:

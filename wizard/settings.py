@@ -53,6 +53,11 @@ def parse_settings(text: bytes | str, source: str) -> dict[str, Any]:
             f"{source}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}; "
             "fix or remove the file (it was left untouched)"
         ) from None
+    except RecursionError:
+        raise InputError(
+            f"{source}: invalid JSON: nested too deeply; fix or remove the file (it was left "
+            "untouched)"
+        ) from None
     if not isinstance(data, dict):
         raise InputError(f"{source}: the top level must be a JSON object; left untouched")
     return data
@@ -73,6 +78,19 @@ def merge_settings(
     ``inner_sandbox`` is ``strong`` | ``weak`` | ``off``.
     """
     original = parse_settings(existing, source) if existing is not None else {}
+    try:
+        return _merge(original, existing, source, inner_sandbox, deny_rules)
+    except RecursionError:  # parsed, but too deep to copy or compare
+        raise InputError(f"{source}: JSON nested too deeply; left untouched") from None
+
+
+def _merge(
+    original: dict[str, Any],
+    existing: bytes | None,
+    source: str,
+    inner_sandbox: str,
+    deny_rules: bool,
+) -> bytes:
     merged = json.loads(json.dumps(original))  # deep copy, same key order
     sandbox = _table(merged, "sandbox", source)
     sandbox["enabled"] = inner_sandbox != "off"

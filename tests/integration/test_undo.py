@@ -186,7 +186,9 @@ def test_undo_leaves_a_file_edited_after_the_apply_alone(root: Path) -> None:
     assert run_cli("--headless", "--root", str(root), "--yes", "--mode", "user").returncode == 0
     managed = root / MANAGED
     managed.write_text('{"edited": "by hand after the apply"}\n')
-    out = undo(root)
+    proc = run_cli("--undo", "--yes", "--root", str(root))
+    assert proc.returncode == 1, "something was left as it is: exit 1, not 0"
+    out = proc.stdout
     assert "left /etc/claude-code/managed-settings.json as it is" in out
     assert managed.read_text() == '{"edited": "by hand after the apply"}\n'
     assert passwd_entry(root, "claude-agent") is None, "the rest was still undone"
