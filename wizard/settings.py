@@ -44,7 +44,7 @@ def parse_settings(text: bytes | str, source: str) -> dict[str, Any]:
             text = text.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise InputError(f"{source}: not UTF-8 (byte {exc.start}); left untouched") from None
-    if not text.strip():
+    if not text.strip(" \t\n\r"):  # JSON's whitespace only: "\x1c" is not an empty file
         return {}
     try:
         data = json.loads(text)
