@@ -26,6 +26,7 @@ from wizard.errors import InputError
 from wizard.settings import merge_settings
 
 SOURCE = "/root/.claude/settings.json"
+JSON_SPACE = b" \t\n\r"  # the only bytes JSON counts as whitespace
 json_scalars = st.none() | st.booleans() | st.integers() | st.text(max_size=10)
 json_values = st.recursive(
     json_scalars | st.floats(allow_nan=False, allow_infinity=False),
@@ -71,7 +72,7 @@ def test_merge_keeps_foreign_keys_or_refuses_by_name(raw: bytes, inner: str) -> 
     assert isinstance(data, dict)
     assert data["sandbox"]["enabled"] is (inner != "off")
     try:
-        original = json.loads(raw) if raw.strip() else {}
+        original = json.loads(raw) if raw.strip(JSON_SPACE) else {}
     except ValueError:
         raise AssertionError("invalid JSON was merged instead of refused") from None
     assert foreign(data) == foreign(original)
@@ -93,7 +94,7 @@ def test_apply_over_any_existing_settings_file(real_report: Report, raw: bytes) 
         if run.code == 0:
             assert_valid_setup(root)
             data = json.loads(settings.read_text())
-            assert foreign(data) == foreign(json.loads(raw) if raw.strip() else {})
+            assert foreign(data) == foreign(json.loads(raw) if raw.strip(JSON_SPACE) else {})
         else:
             assert_clean_failure(run, before, root)
             assert run.code == 2 and SOURCE in run.err, run.err
