@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 import tempfile
 from pathlib import Path
 
@@ -150,10 +151,49 @@ def _claude_for(ctx: Context) -> str | None:
     return find_claude(ctx.claude)
 
 
+def untrusted_reason(path: str) -> str | None:
+    """Why root must not run ``path``: the file or a directory above it can be
+    changed by someone other than root or us (None when only they can)."""
+    real = Path(os.path.realpath(path))
+    owners = {0, os.geteuid()}
+    for item in (real, *real.parents):
+        st = os.stat(item)
+        if st.st_uid in owners and not st.st_mode & 0o022:
+            continue
+        if item != real and st.st_uid in owners and st.st_mode & stat.S_ISVTX:
+            continue  # a sticky dir of ours (/tmp): others cannot swap the file
+        return f"{item} is owned by uid {st.st_uid} with mode {stat.S_IMODE(st.st_mode):04o}"
+    return None
+
+
+def judge_untrusted_claude(path: str, reason: str) -> Verdict:
+    """Pure: a Claude Code binary root will not run (another user could change it)."""
+    return Verdict(
+        Status.WARN,
+        f"{path} was not run: root does not run a binary another user can change",
+        f"{reason}\ncause: claude-untrusted",
+        "install Claude Code where only root can write (e.g. npm install -g as root) and "
+        "pass that path as --claude",
+    )
+
+
+def _untrusted_as_root(ctx: Context, path: str, *, as_probe_user: bool) -> str | None:
+    """The reason not to run ``path`` when that run would be as root, else None."""
+    runs_as_root = os.geteuid() == 0 and (ctx.account is None or not as_probe_user)
+    return untrusted_reason(path) if runs_as_root else None
+
+
 def check_claude_installed(ctx: Context) -> Verdict:
     path = _claude_for(ctx)
     if path is None:
         return judge_claude_installed(None, None, None)
+    if _untrusted_as_root(ctx, path, as_probe_user=False) is not None:
+        # Never as root: as the (unprivileged) probe user only, or not at all.
+        reason = _untrusted_as_root(ctx, path, as_probe_user=True)
+        if reason is not None:
+            return judge_untrusted_claude(path, reason)
+        version = ctx.run([path, "--version"], env=QUIET_ENV)
+        return judge_claude_installed(path, version, None)
     version = ctx.run([path, "--version"], env=QUIET_ENV, as_probe_user=False)
     as_agent = None
     if ctx.account is not None and version.ok:
@@ -166,6 +206,9 @@ def check_root_guard(ctx: Context) -> Verdict:
     operator_is_sandbox = ctx.facts.env.get("IS_SANDBOX")
     if path is None:
         return judge_root_guard(None, uid=ctx.uid, operator_is_sandbox=operator_is_sandbox)
+    reason = _untrusted_as_root(ctx, path, as_probe_user=True)
+    if reason is not None:
+        return judge_untrusted_claude(path, reason)
     home = tempfile.mkdtemp(prefix="sandbox-setup-guard-")
     try:
         if ctx.account is not None:

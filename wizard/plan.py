@@ -32,7 +32,7 @@ from typing import Any
 
 from checks.model import Mode, Report, Status
 from wizard import fsops, users
-from wizard.accounts import lookup_user
+from wizard.accounts import Account, lookup_user
 from wizard.actions import (
     Action,
     AddToGroup,
@@ -217,7 +217,9 @@ def build_plan(report: Report, answers: Answers, layout: Layout) -> Plan:
     agent_name = answers.agent_user if answers.mode is not Mode.UNSAFE else operator.name
     agent = lookup_user(agent_name, layout.root)
     if agent is not None and agent.uid == 0 and answers.mode is not Mode.UNSAFE:
-        raise InputError(f"agent user {agent_name} has uid 0; choose a non-root agent user")
+        raise RefusedError(f"agent user {agent_name} has uid 0; choose a non-root agent user")
+    if separate and agent is not None:
+        _check_existing_agent(layout, agent)
     if separate and agent is None and operator.uid != 0:
         raise RefusedError(
             f"agent user {agent_name} does not exist and creating users needs root; run as "
@@ -226,9 +228,12 @@ def build_plan(report: Report, answers: Answers, layout: Layout) -> Plan:
     agent_home = PurePosixPath(agent.home) if agent else PurePosixPath("/home") / agent_name
 
     claude: ClaudeBinary = find_claude(layout, answers.claude)
-    if answers.mode is Mode.UNSAFE and not claude.trusted:
+    if not claude.trusted:
+        # Unsafe mode would run it as root; in the other modes the launcher refuses a
+        # binary root does not own, so the config could never launch.
+        why = "runs Claude Code as root" if answers.mode is Mode.UNSAFE else "launcher execs it"
         raise RefusedError(
-            f"{claude.resolved}: unsafe mode runs Claude Code as root, but this binary (or a "
+            f"{claude.resolved}: {answers.mode} mode's {why}, but this binary (or a "
             "directory above it) can be changed by a user other than root or you; install "
             "Claude Code where only root can write (e.g. npm -g as root) and pass --claude"
         )
@@ -342,6 +347,48 @@ def build_plan(report: Report, answers: Answers, layout: Layout) -> Plan:
         if isinstance(action, WriteFile) and not action.binary:
             action.desired()
     return Plan(resolved, layout, config, actions, notes)
+
+
+# Membership in these groups is a way to root (sudo's defaults, su's pam_wheel).
+_ADMIN_GROUPS = frozenset({"root", "sudo", "wheel", "admin"})
+
+
+def _check_existing_agent(layout: Layout, agent: Account) -> None:
+    """An existing account becomes the agent only if it cannot become root and cannot
+    be logged into (DESIGN.md invariant 5): the audit's own rules, run before the
+    apply instead of after it. Refused (exit 3) with what was found and the fix."""
+    from wizard.audit_model import Severity
+    from wizard.audit_rules import find_sudoers_rules, judge_password, judge_sudoers
+    from wizard.audit_safety import _sudoers_files, agent_groups
+
+    groups = agent_groups(layout, agent)
+    found = judge_sudoers(
+        find_sudoers_rules(_sudoers_files(layout), agent.name, agent.uid, groups), agent.name
+    )
+    shadow = layout.real("/etc/shadow")
+    prefix = None if layout.live else str(layout.root)
+    try:
+        shadow_text: str | None = shadow.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        shadow_text = None
+    found += [
+        f
+        for f in judge_password(shadow_text, agent.name, str(shadow), prefix)
+        if f.severity >= Severity.HIGH  # a usable or empty password, not "cannot read"
+    ]
+    problems = [f"{f.summary} (fix: {f.remedy})" for f in found]
+    admin = sorted(name for name, gid in groups.items() if name in _ADMIN_GROUPS or gid == 0)
+    problems += [
+        f"the agent {agent.name} is in group {name} (fix: "
+        f"{' '.join(users.remove_from_group_argv(layout, agent.name, name))})"
+        for name in admin
+    ]
+    if problems:
+        raise RefusedError(
+            f"the existing account {agent.name} cannot be the agent user: "
+            + "; ".join(problems)
+            + "; or pick a new --agent-user (sandbox-setup creates it locked)"
+        )
 
 
 def _login_copies(layout: Layout, agent: str, agent_home: PurePosixPath) -> list[Action]:

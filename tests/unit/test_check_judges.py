@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import stat
+from pathlib import Path
 
 import pytest
 
@@ -353,3 +355,23 @@ def test_judge_sandbox_deps() -> None:
     assert v.remedy == "apt-get install -y socat"
     both = judge_sandbox_deps({"socat": None, "rg": None})
     assert both.remedy == "apt-get install -y socat ripgrep"
+
+
+def test_untrusted_claude_is_named_and_never_judged_as_run(tmp_path: Path) -> None:
+    from checks.claude import judge_untrusted_claude, untrusted_reason
+
+    binary = tmp_path / "claude"
+    binary.write_text("#!/bin/sh\n")
+    binary.chmod(0o755)
+    os.chmod(tmp_path, 0o755)
+    if os.geteuid() == 0:
+        os.chown(binary, 65534, 65534)
+        reason = untrusted_reason(str(binary))
+        assert reason is not None and "uid 65534" in reason
+        os.chown(binary, 0, 0)
+    assert untrusted_reason(str(binary)) is None
+    binary.chmod(0o775)  # group-writable: someone else can change it
+    assert untrusted_reason(str(binary)) is not None
+    verdict = judge_untrusted_claude(str(binary), "because")
+    assert verdict.status is Status.WARN and "was not run" in verdict.summary
+    assert verdict.detail.endswith("cause: claude-untrusted")

@@ -287,8 +287,10 @@ def test_a_binary_others_can_change_is_never_run_as_root(layout: Layout, tmp_pat
     claude.chmod(0o755)
     os.chown(claude, 4242, 4242)
     answers = Answers(Mode.USER, claude=PurePosixPath("/home/agent/bin/claude"))
-    plan = build_plan(report(), answers, layout)
-    assert plan.launcher_config.claude_version is None
+    # Refused in every mode: the launcher would refuse it anyway (owner must be root).
+    for mode in (Mode.USER, Mode.SANDBOX):
+        with pytest.raises(RefusedError, match="can be changed by a user other than root"):
+            build_plan(report(), Answers(mode, workspaces=WS, claude=answers.claude), layout)
     assert not marker.exists(), "root executed a binary another user owns"
     unsafe = Answers(Mode.UNSAFE, accept_unsafe_root=True, claude=answers.claude)
     with pytest.raises(RefusedError, match="can be changed by a user other than root"):
@@ -300,3 +302,49 @@ def test_a_binary_others_can_change_is_never_run_as_root(layout: Layout, tmp_pat
     claude.chmod(0o755)
     assert build_plan(report(), unsafe, layout).launcher_config.claude_version == "1.0.0"
     assert marker.exists()
+
+
+def _existing_agent(layout: Layout, *, password: str = "!", groups: str = "") -> None:
+    """An account ``bob`` (uid 1500) in the target tree, optionally in ``groups``."""
+    etc = layout.real(PurePosixPath("/etc"))
+    with open(etc / "passwd", "a") as f:
+        f.write("bob:x:1500:1500::/home/bob:/bin/bash\n")
+    with open(etc / "group", "a") as f:
+        f.write("bob:x:1500:\nsudo:x:27:" + groups + "\n")
+    with open(etc / "shadow", "a") as f:
+        f.write(f"bob:{password}:20000:0:99999:7:::\n")
+
+
+@pytest.mark.parametrize(
+    ("password", "groups", "sudoers", "expected"),
+    [
+        ("$6$salt$hash", "", None, "usable password"),
+        ("", "", None, "EMPTY password"),
+        ("!", "bob", None, "in group sudo"),
+        ("!", "", "bob ALL=(ALL) NOPASSWD: ALL\n", "NOPASSWD"),
+    ],
+    ids=["password", "empty-password", "sudo-group", "sudoers"],
+)
+def test_an_existing_agent_that_can_become_root_is_refused(
+    layout: Layout, password: str, groups: str, sudoers: str | None, expected: str
+) -> None:
+    _existing_agent(layout, password=password, groups=groups)
+    if sudoers is not None:
+        d = layout.real(PurePosixPath("/etc/sudoers.d"))
+        d.mkdir()
+        (d / "bob").write_text(sudoers)
+    before = snapshot(layout.root)
+    answers = Answers(Mode.USER, workspaces=WS, agent_user="bob")
+    with pytest.raises(RefusedError, match=expected):
+        build_plan(report(), answers, layout)
+    assert snapshot(layout.root) == before
+
+
+def test_a_locked_existing_agent_is_accepted_and_uid_0_is_refused(layout: Layout) -> None:
+    _existing_agent(layout)
+    plan = build_plan(report(), Answers(Mode.USER, workspaces=WS, agent_user="bob"), layout)
+    assert plan.launcher_config.agent_user == "bob"
+    passwd = layout.real(PurePosixPath("/etc/passwd"))
+    passwd.write_text(passwd.read_text() + "toor:x:0:0::/root:/bin/sh\n")
+    with pytest.raises(RefusedError, match="uid 0"):
+        build_plan(report(), Answers(Mode.USER, workspaces=WS, agent_user="toor"), layout)
