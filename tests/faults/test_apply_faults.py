@@ -73,10 +73,11 @@ def no_traceback(stderr: str) -> None:
     assert "Traceback" not in stderr, stderr
 
 
-def error_line(stderr: str) -> str:
+def error_line(stderr: str, root: Path | None = None) -> str:
     """The CLI's one-line diagnosis, shortened for the table."""
     line = next((x for x in stderr.splitlines() if x.startswith("sandbox-setup:")), "")
-    return line.replace("sandbox-setup: ", "")[:140]
+    line = line.replace("sandbox-setup: ", "")
+    return (line.replace(str(root), "<root>") if root else line)[:200]
 
 
 def undo(root: Path) -> str:
@@ -149,7 +150,7 @@ def test_sigkill_at_each_step_then_undo_and_audit(
     fault.saw(f"audit before undo: exit {half.returncode}")
     out = undo(root)
     assert system_state(root) == before, out
-    fault.saw(f"undo: {len(out.splitlines())} steps reverted, state as before")
+    fault.saw(f"undo reverted {len(out.splitlines())} step(s): state as before")
     after = audit(root)
     assert after.returncode == 2 and "launcher.toml" in after.stderr, after.stderr
     assert run_cli("--headless", "--root", str(root), "--yes", *SANDBOX).returncode == 0
@@ -257,7 +258,8 @@ def test_read_only_target_directory(root: Path, fault: FaultRow) -> None:
     stderr = assert_rolled_back(result, root, before)
     assert "managed-settings.json" in stderr and "Read-only file system" in stderr, stderr
     assert (root / MANAGED).read_text() == OLD_SETTINGS
-    fault.saw(f"exit {result['rc']}: settings failed (EROFS); user, group, ACLs rolled back")
+    fault.saw(f"exit {result['rc']}: {error_line(stderr)}")
+    fault.saw("user, group and ACLs rolled back; state as before")
 
 
 def test_settings_swapped_for_a_symlink_between_plan_and_apply(root: Path, fault: FaultRow) -> None:
@@ -286,5 +288,5 @@ def test_settings_swapped_for_a_symlink_between_plan_and_apply(root: Path, fault
     assert (root / "etc/shadow").read_bytes() == shadow
     assert managed.is_symlink(), "the swapped-in link is left for the operator to see"
     assert passwd_entry(root, "claude-agent") is None
-    fault.saw(f"InputError (exit 2): {message.splitlines()[0][:100]}")
+    fault.saw(f"InputError (exit 2): {error_line('sandbox-setup: ' + message, root)}")
     fault.saw("shadow unchanged; user and group rolled back")
