@@ -177,3 +177,39 @@ def test_undo_that_leaves_something_exits_1_and_says_what(base: Path) -> None:
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "left /etc/claude-code/managed-settings.json" in proc.stdout + proc.stderr
     assert managed.read_text() == '{"changed": "by hand"}\n'
+
+
+def test_the_acl_walk_never_enters_a_directory_swapped_mid_walk(
+    base: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The re-apply race, made deterministic: right after the walk has listed the
+    workspace top, ``src`` becomes a symlink to a private directory (as the agent
+    could do at any moment). The walk must skip it, not grant the group access
+    there."""
+    from wizard import users
+
+    ws = base / "ws"
+    (ws / "src").mkdir(parents=True)
+    (ws / "src/main.py").write_text("x\n")
+    target = victim(base)
+    before = state_of(target)
+    real_walk = users.walk_workspace
+    swapped = []
+
+    def racing_walk(top_fd: int):  # type: ignore[no-untyped-def]
+        for rel, items in real_walk(top_fd):
+            if rel == "." and not swapped:
+                (ws / "src").rename(ws / "src.moved")
+                (ws / "src").symlink_to(target)
+                swapped.append(True)
+            yield rel, items
+
+    monkeypatch.setattr(users, "walk_workspace", racing_walk)
+    top = os.open(ws, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        users.grant_workspace(top, 4321)
+    finally:
+        os.close(top)
+    assert swapped
+    assert state_of(target) == before, "the walk followed a directory swapped for a symlink"
+    assert "group:4321:rwx" in state_of(ws)[0][4]
