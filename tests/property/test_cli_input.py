@@ -133,8 +133,9 @@ actions = st.sampled_from([["--headless"], ["--undo"], ["--audit"], ["--check", 
 def test_any_flag_combination(real_report: Report, action: list[str], tokens: list[str]) -> None:
     with fresh_root() as root:
         before = snapshot(root)
-        # --root always last: argparse keeps the last one, so nothing leaves the tree.
-        run = run_main([*action, *tokens, "--root", str(root)])
+        # --root first and last: argparse keeps the last one, and after a "--" token
+        # the last is a positional, so the first still keeps every run in the tree.
+        run = run_main(["--root", str(root), *action, *tokens, "--root", str(root)])
         assert run.code in (0, 1, 2, 3), run
         assert "Traceback" not in run.err
         if run.code in (2, 3):
