@@ -21,6 +21,21 @@ SKIP_PERMISSIONS = "--dangerously-skip-permissions"
 # bwrap reads these fds; the real numbers are known only when the pipes exist.
 STATUS_FD = "{status-fd}"
 BLOCK_FD = "{block-fd}"
+GATE_FD = "{gate-fd}"
+# bwrap takes EOF on --block-fd as a release, so a launcher that died during
+# verification would let the sandbox go on. The sandbox's command is therefore
+# this gate: it execs Claude only after reading the exact token from an fd the
+# launcher alone can write; EOF (a dead or failed launcher) means refuse.
+# $1 is the gate fd; dash only takes fd numbers 0-9 in redirections.
+GATE_SHELL = "/bin/sh"
+GATE_TOKEN = "release"
+GATE_SCRIPT = (
+    "fd=$1; shift; case $fd in [3-9]) ;; *) exit 126 ;; esac; "
+    f'if read -r token <&"$fd" && [ "$token" = {GATE_TOKEN} ]; then '
+    'eval "exec $fd<&-"; exec "$@"; fi; '
+    'echo "sandbox-launch: the sandbox was not released; Claude Code was not started" >&2; '
+    "exit 126"
+)
 ROOT_LINKS = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 # A writable bind over these would hand the agent the system or hide the sandbox's mounts.
 _SYSTEM_DIRS = ("/usr", "/etc", "/proc", "/dev", "/sys", "/run", "/boot", "/bin", "/sbin", "/lib")
@@ -203,8 +218,13 @@ def bwrap_argv(
     argv += ["--setenv", "IS_SANDBOX", "1"]
     argv += ["--chdir", str(config.workspaces[0])]
     argv += ["--json-status-fd", STATUS_FD, "--block-fd", BLOCK_FD]
-    argv += ["--", claude, *claude_args]
+    argv += ["--", *gate_argv(), claude, *claude_args]
     return argv
+
+
+def gate_argv() -> list[str]:
+    """The sandbox's command before Claude's: ``sh -c GATE_SCRIPT sandbox-gate FD``."""
+    return [GATE_SHELL, "-c", GATE_SCRIPT, "sandbox-gate", GATE_FD]
 
 
 def sandbox_launch(
@@ -232,8 +252,9 @@ def sandbox_launch(
         cwd=None,
         supervised=True,
         notes=(
-            f"{STATUS_FD} and {BLOCK_FD} are pipe fds chosen at launch; IS_SANDBOX=1 is "
-            "set only inside bwrap, after the launcher verified the sandbox",
+            f"{STATUS_FD}, {BLOCK_FD} and {GATE_FD} are pipe fds chosen at launch; "
+            "IS_SANDBOX=1 is set only inside bwrap; the gate execs Claude only when the "
+            f"launcher, after verifying the sandbox, writes {GATE_TOKEN!r} to {GATE_FD}",
         ),
     )
 

@@ -8,6 +8,11 @@ capabilities, has no_new_privs set and runs as the agent's uid. Any failure
 kills bwrap and refuses (exit 3); IS_SANDBOX=1 was given to bwrap for the
 inside only, so nothing ever ran with it outside a verified sandbox.
 
+bwrap also takes EOF on ``--block-fd`` as a release, so the sandbox's command
+is a gate (:data:`wizard.launch_command.GATE_SCRIPT`) that execs Claude only
+after reading a token the launcher writes once verification passed: a
+launcher that dies or fails mid-verification leaves EOF there, which refuses.
+
 ``SANDBOX_LAUNCH_TEST_CORRUPT_VERIFY=1`` is a test hook: the launcher compares
 the sandbox with itself instead of with the host, so verification must fail.
 It can only make a launch fail, never pass.
@@ -16,6 +21,7 @@ It can only make a launch fail, never pass.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import select
@@ -29,7 +35,7 @@ from types import FrameType
 
 from wizard.errors import RefusedError
 from wizard.exitcodes import ExitCode
-from wizard.launch_command import BLOCK_FD, STATUS_FD, Launch
+from wizard.launch_command import BLOCK_FD, GATE_FD, GATE_TOKEN, STATUS_FD, Launch
 
 NAMESPACES = ("user", "mnt", "pid", "ipc", "uts")
 CORRUPT_HOOK = "SANDBOX_LAUNCH_TEST_CORRUPT_VERIFY"
@@ -192,22 +198,47 @@ def verify(
         raise RefusedError("sandbox verification failed: " + "; ".join(problems))
 
 
+def _low_fd(fd: int) -> int:
+    """``fd`` moved to a number from 3 to 9 (the gate's shell takes no other)."""
+    low = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 3)
+    os.close(fd)
+    if low > 9:
+        os.close(low)
+        raise RefusedError(
+            "no free file descriptor from 3 to 9 for the sandbox's release gate; "
+            "start sandbox-launch with fewer open files"
+        )
+    return low
+
+
 def run_supervised(launch: Launch, expected_uid: int, environ: Mapping[str, str]) -> int:
-    """Start, verify, release; then wait and return Claude's exit status."""
+    """Start, verify, release; then wait and return Claude's exit status.
+
+    Claude starts only after the launcher wrote the gate's token, which it does
+    only after verification passed. On any failure (any exception, even one
+    not foreseen) bwrap is killed before the pipes close, and a launcher that
+    dies outright leaves the gate reading EOF, which means refuse.
+    """
     state = _Supervision(new_session="--new-session" in launch.argv)
+    gate_r, gate_w = os.pipe()
+    to_close = [gate_w]
+    try:
+        gate_r = _low_fd(gate_r)
+    except BaseException:
+        os.close(gate_w)
+        raise
     status_r, status_w = os.pipe()
     block_r, block_w = os.pipe()
-    argv = [
-        str(status_w) if a == STATUS_FD else str(block_r) if a == BLOCK_FD else a
-        for a in launch.argv
-    ]
+    to_close += [status_r, block_w]
+    fds = {STATUS_FD: str(status_w), BLOCK_FD: str(block_r), GATE_FD: str(gate_r)}
+    argv = [fds.get(a, a) for a in launch.argv]
     previous = {sig: signal.signal(sig, state.on_signal) for sig in FORWARDED}
     try:
         try:
             state.bwrap = subprocess.Popen(
                 argv,
                 env=dict(launch.env),
-                pass_fds=(status_w, block_r),
+                pass_fds=(status_w, block_r, gate_r),
                 # Detached from the terminal's process group only when bwrap detaches
                 # the sandbox anyway (--new-session): Ctrl-C then reaches the launcher,
                 # which forwards it to Claude, instead of killing bwrap's monitor.
@@ -218,27 +249,41 @@ def run_supervised(launch: Launch, expected_uid: int, environ: Mapping[str, str]
         finally:
             os.close(status_w)
             os.close(block_r)
+            os.close(gate_r)
         try:
             deadline = time.monotonic() + VERIFY_TIMEOUT
             state.child_pid = _read_child_pid(status_r, state, deadline)
             verify(state.child_pid, expected_uid, environ, state)
-        except RefusedError:
+            os.write(gate_w, f"{GATE_TOKEN}\n".encode())
+            os.write(block_w, b"1")
+            state.released = True
+        except BaseException as exc:
+            # Kill first: closing the pipes of a live sandbox would release it.
             _kill(state)
-            os.close(block_w)
             if state.interrupted is not None:
                 print("sandbox-launch: interrupted before Claude started", file=sys.stderr)
                 return int(ExitCode.INTERRUPTED)
+            if isinstance(exc, Exception) and not isinstance(exc, RefusedError):
+                raise RefusedError(
+                    f"sandbox verification failed unexpectedly: {type(exc).__name__}: {exc}"
+                ) from exc
             raise
-        os.write(block_w, b"1")
-        os.close(block_w)
-        state.released = True
+        finally:
+            for fd in (gate_w, block_w):
+                os.close(fd)
+                to_close.remove(fd)
         if state.interrupted is not None:  # arrived between verification and release
             state.on_signal(state.interrupted, None)
-        code = state.bwrap.wait()
+        try:
+            code = state.bwrap.wait()
+        except BaseException:
+            _kill(state)
+            raise
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-        os.close(status_r)
+        for fd in to_close:
+            os.close(fd)
     return code if code >= 0 else 128 - code
 
 

@@ -134,7 +134,9 @@ def test_dry_run_prints_the_command_and_starts_nothing(tree: LaunchTree) -> None
     command = next(line for line in result.stdout.splitlines() if line.startswith("command: "))
     assert "/usr/bin/setpriv --reuid=65534" in command
     assert "/usr/bin/bwrap --unshare-user --unshare-pid" in command
-    assert command.endswith(f"-- {claude} --print ok")
+    # The sandbox's command: the release gate, then Claude with its arguments.
+    assert command.endswith(f"sandbox-gate '{{gate-fd}}' {claude} --print ok")
+    assert " -- /bin/sh -c " in command
     assert "SECRET_TOKEN" not in result.stdout
     assert not tree.marker.exists()
 

@@ -10,6 +10,8 @@ from checks.model import Mode
 from wizard.errors import RefusedError
 from wizard.launch_command import (
     BLOCK_FD,
+    GATE_FD,
+    GATE_SCRIPT,
     STATUS_FD,
     Agent,
     HostFacts,
@@ -169,7 +171,18 @@ def test_chdir_status_block_and_claude_last() -> None:
     assert pairs(argv, "--chdir")[0][0] == "/srv/a"
     assert pairs(argv, "--json-status-fd")[0][0] == STATUS_FD
     assert pairs(argv, "--block-fd")[0][0] == BLOCK_FD
-    assert argv[-4:] == ("--", "/opt/claude/bin/claude", "--print", "ok")
+    # The sandbox's command is the release gate, which execs Claude with its arguments.
+    assert argv[-9:] == (
+        "--",
+        "/bin/sh",
+        "-c",
+        GATE_SCRIPT,
+        "sandbox-gate",
+        GATE_FD,
+        "/opt/claude/bin/claude",
+        "--print",
+        "ok",
+    )
     assert sandbox().supervised
 
 
