@@ -5,12 +5,14 @@ and the outcome the design promises (``fault.expect(name, expected)``), and
 records what it saw as it goes (``fault.saw(text)``). A ``pytest_runtest_makereport``
 hook adds the test's own verdict, and at the end of the session the table is
 printed in the terminal summary and written to a file: ``$SANDBOX_SETUP_FAULT_TABLE``
-when set, else ``.pytest_cache/d/sandbox-setup-faults/table.md``.
+when set, else ``.pytest_cache/d/sandbox-setup-faults/table.md`` (or, without
+the cache plugin, ``sandbox-setup-fault-table.md`` in the temp dir).
 """
 
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import Generator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -91,10 +93,10 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     destination = os.environ.get("SANDBOX_SETUP_FAULT_TABLE")
     if destination:
         path = Path(destination)
-    elif config.cache is not None:
+    elif getattr(config, "cache", None) is not None:  # absent with -p no:cacheprovider
         path = config.cache.mkdir("sandbox-setup-faults") / "table.md"
     else:
-        path = Path(str(config.rootpath)) / "fault-table.md"
+        path = Path(tempfile.gettempdir()) / "sandbox-setup-fault-table.md"
     path.write_text(table)
     terminalreporter.section("fault injection")
     terminalreporter.write(table)

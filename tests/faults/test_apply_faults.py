@@ -185,6 +185,40 @@ def test_two_applies_at_once(root: Path, fault: FaultRow) -> None:
     fault.saw("after killing the first: undo restored everything")
 
 
+def test_three_applies_started_together(root: Path, fault: FaultRow) -> None:
+    fault.expect(
+        "three applies started at the same moment (no pause: a real race for the lock)",
+        "each exits 0 or 3 (lock named); one transaction applied; files whole; one undo "
+        "restores all",
+    )
+    before = system_state(root)
+    argv = [sys.executable, "-m", "wizard", "--headless", "--root", str(root), "--yes", *SANDBOX]
+    procs = [
+        subprocess.Popen(
+            argv, cwd=REPO, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, text=True,
+        )
+        for _ in range(3)
+    ]  # fmt: skip
+    results = [(p.wait(timeout=240), *p.communicate()) for p in procs]
+    codes = sorted(code for code, _, _ in results)
+    for code, out, err in results:
+        no_traceback(err)
+        assert code in (0, 3), (code, out, err)
+        if code == 3:
+            assert "another sandbox-setup apply or undo is running" in err
+    assert 0 in codes
+    applied = [out for code, out, _ in results if code == 0 and "Applied:" in out]
+    assert len(applied) == 1, "more than one apply changed the system"
+    journal = (root / STATE / "journal.jsonl").read_text().splitlines()
+    ops = [json.loads(line)["op"] for line in journal]
+    assert ops.count("begin") == 1 and ops.count("commit") == 1, ops
+    fault.saw(f"exit codes {codes}; one transaction committed")
+    undo(root)
+    assert system_state(root) == before
+    fault.saw("one undo restored everything")
+
+
 def in_namespace(root: Path, mounts: list[dict[str, object]]) -> dict[str, object]:
     argv = [sys.executable, "-m", "wizard", "--headless", "--root", str(root), "--yes", *SANDBOX]
     return run_in_namespace(mounts, argv)
