@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from wizard.errors import RefusedError
-from wizard.launcher_config import LauncherConfig
+from wizard.launcher_config import LauncherConfig, UnsafeAcceptance
+from wizard.system_dirs import bind_conflict
 
 # PATH inside the sandbox and for the agent user: system directories only.
 AGENT_PATH = "/usr/local/bin:/usr/bin:/bin"
@@ -37,8 +38,6 @@ GATE_SCRIPT = (
     "exit 126"
 )
 ROOT_LINKS = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
-# A writable bind over these would hand the agent the system or hide the sandbox's mounts.
-_SYSTEM_DIRS = ("/usr", "/etc", "/proc", "/dev", "/sys", "/run", "/boot", "/bin", "/sbin", "/lib")
 
 UNSAFE_WARNING = (
     "sandbox-launch: WARNING: unsafe mode: Claude Code runs as {who} with NO OS sandbox; "
@@ -143,18 +142,13 @@ def base_env(agent: Agent, environ: Mapping[str, str]) -> dict[str, str]:
 
 
 def _check_writable_bind(path: PurePosixPath | str, what: str) -> None:
-    text = str(path)
-    for system in _SYSTEM_DIRS:
-        if (
-            text == "/"
-            or text == system
-            or text.startswith(system + "/")
-            or (system.startswith(text.rstrip("/") + "/"))
-        ):
-            raise RefusedError(
-                f"{what} {text} would make system directory {system} writable or hide it "
-                "inside the sandbox; choose a directory of its own (e.g. /srv/project)"
-            )
+    # The wizard's list (wizard.system_dirs), so the launcher refuses at least as much.
+    system = bind_conflict(path)
+    if system is not None:
+        raise RefusedError(
+            f"{what} {path} would make system directory {system} writable or hide it "
+            "inside the sandbox; choose a directory of its own (e.g. /srv/project)"
+        )
 
 
 def _privilege_drop(setpriv: str, agent: Agent, switch_user: bool) -> list[str]:
@@ -313,6 +307,7 @@ def unsafe_launch(
             "unsafe mode is configured but no acceptance is recorded ([unsafe] accepted_by, "
             "accepted_at, statement); Claude Code was not started. Run: sandbox-setup"
         )
+    _check_acceptance(config.unsafe)
     env = dict(environ)
     notes: list[str] = []
     # Only an explicit bypass request by root needs the guard relaxed, and an
@@ -331,3 +326,13 @@ def unsafe_launch(
         warning=UNSAFE_WARNING.format(who=who),
         notes=tuple(notes),
     )
+
+
+def _check_acceptance(accepted: UnsafeAcceptance) -> None:
+    # An acceptance must say who, when and what; blank strings record nothing.
+    for key in ("accepted_by", "accepted_at", "statement"):
+        if not getattr(accepted, key).strip():
+            raise RefusedError(
+                f"unsafe mode: unsafe.{key} is empty in the config, so no acceptance is "
+                "recorded; Claude Code was not started. Run: sandbox-setup"
+            )

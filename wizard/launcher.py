@@ -110,6 +110,11 @@ def load_config(path: Path, owners: frozenset[int]) -> tuple[Path, LauncherConfi
         return real, parse_launcher_config(text, str(real))
     except InputError as exc:
         raise RefusedError(str(exc)) from None
+    except RecursionError:
+        raise RefusedError(
+            f"{real}: nested too deeply to parse (arrays or tables inside each other); "
+            "rewrite it with sandbox-setup"
+        ) from None
 
 
 def resolve_agent(config: LauncherConfig, uid: int) -> Agent:
@@ -249,6 +254,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(exc.exit_code)
     except KeyboardInterrupt:
         return int(ExitCode.INTERRUPTED)
+    except Exception as exc:
+        # Fail closed: whatever went wrong, nothing may start half-checked.
+        print(
+            f"sandbox-launch: refused: unexpected error ({type(exc).__name__}: {exc}); "
+            "Claude Code was not started, or was stopped",
+            file=sys.stderr,
+        )
+        return int(ExitCode.REFUSED)
 
 
 if __name__ == "__main__":

@@ -185,3 +185,21 @@ def test_workspace_replaced_by_a_symlink_to_root(tree: LaunchTree) -> None:
     planted.symlink_to("/")
     config = tree.write_config(_claude(tree), workspaces=[tree.workspace, planted])
     _refused(tree, config, "a symlink to /")
+
+
+@pytest.mark.parametrize("blank", ["accepted_by", "accepted_at", "statement"])
+def test_unsafe_with_an_empty_acceptance_field(tree: LaunchTree, blank: str) -> None:
+    config = tree.write_config(_claude(tree), mode="unsafe", accepted=True)
+    text = config.read_text()
+    lines = [
+        f'{blank} = "  "' if line.startswith(f"{blank} =") else line for line in text.splitlines()
+    ]
+    assert lines != text.splitlines()
+    config.write_text("\n".join(lines) + "\n")
+    _refused(tree, config, f"unsafe.{blank}", "empty", "Claude Code was not started")
+
+
+def test_deeply_nested_config(tree: LaunchTree) -> None:
+    config = tree.write_config(_claude(tree))
+    config.write_text(config.read_text() + "deep = " + "[" * 100_000 + "]" * 100_000 + "\n")
+    _refused(tree, config, str(config), "nested too deeply")

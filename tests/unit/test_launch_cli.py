@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.tools import REPO
+from wizard import launcher
 from wizard.errors import InputError
 from wizard.launcher import Options, main, parse_args
 
@@ -70,3 +71,28 @@ def test_importing_the_launcher_loads_no_textual_nor_tomlkit() -> None:
         [sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True
     )
     assert result.stdout.strip() == "[]"
+
+
+def test_a_deeply_nested_config_is_a_refusal_naming_the_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    tmp_path.chmod(0o755)
+    config = tmp_path / "launcher.toml"
+    config.write_text("schema = 1\nx = " + "[" * 100_000 + "]" * 100_000 + "\n")
+    config.chmod(0o644)
+    assert main(["--config", str(config), "--dry-run"]) == 3
+    err = capsys.readouterr().err
+    assert f"sandbox-launch: refused: {config}" in err and "nested too deeply" in err
+
+
+def test_an_unexpected_error_fails_closed(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def broken(*_args: object) -> int:
+        raise ValueError("something nobody foresaw")
+
+    monkeypatch.setattr(launcher, "run", broken)
+    assert main(["--dry-run"]) == 3
+    err = capsys.readouterr().err
+    assert "sandbox-launch: refused:" in err and "something nobody foresaw" in err
+    assert "Claude Code was not started" in err

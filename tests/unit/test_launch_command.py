@@ -192,6 +192,27 @@ def test_writable_bind_over_system_directories_is_refused(path: str) -> None:
         sandbox(config(workspaces=(PurePosixPath(path),)))
 
 
+def _wizard_refused_workspaces() -> list[str]:
+    from wizard.answers import SYSTEM_DIRS, SYSTEM_TREES
+
+    return sorted({str(p) for p in SYSTEM_DIRS} | {f"{t}/x" for t in SYSTEM_TREES})
+
+
+@pytest.mark.parametrize("path", _wizard_refused_workspaces())
+def test_the_launcher_refuses_every_workspace_the_wizard_refuses(path: str) -> None:
+    with pytest.raises(RefusedError, match="system directory"):
+        sandbox(config(workspaces=(PurePosixPath(path),)))
+    facts = HostFacts(legacy_tiocsti=False, real_paths=(("/srv/b", path),))
+    with pytest.raises(RefusedError, match="workspace /srv/b, a symlink to"):
+        sandbox(facts=facts)
+
+
+@pytest.mark.parametrize("path", ["/srv/project", "/home/claude-agent", "/tmp/x/ws", "/var/x"])
+def test_project_directories_are_accepted(path: str) -> None:
+    binds = pairs(sandbox(config(workspaces=(PurePosixPath(path),))).argv, "--bind")
+    assert (path, path) in binds
+
+
 def test_user_mode() -> None:
     launch = user_launch(
         config(mode=Mode.USER),
@@ -266,6 +287,16 @@ def test_unsafe_is_sandbox_rules(
     assert launch.argv == ("/c", *args)
     assert launch.warning is not None and "NO OS sandbox" in launch.warning
     assert "sandbox-setup" in launch.warning
+
+
+@pytest.mark.parametrize("blank", ["accepted_by", "accepted_at", "statement"])
+def test_unsafe_with_an_empty_acceptance_field_is_refused(blank: str) -> None:
+    fields = {"accepted_by": "root (uid 0)", "accepted_at": "2026-11-30T04:00:00+00:00"}
+    fields["statement"] = "I accept"
+    fields[blank] = " \t"
+    accepted = UnsafeAcceptance(**fields)
+    with pytest.raises(RefusedError, match=f"unsafe.{blank} is empty"):
+        unsafe_launch(config(mode=Mode.UNSAFE, unsafe=accepted), "/c", {}, [], 0, "root")
 
 
 def test_unsafe_without_acceptance_is_refused() -> None:
