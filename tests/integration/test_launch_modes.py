@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -84,6 +85,24 @@ def test_user_mode_switches_to_the_agent_with_a_clean_environment(
 def test_user_mode_exit_status_is_claudes(tree: LaunchTree) -> None:
     claude = tree.write_script("#!/bin/sh\nexit 5\n")
     assert run_launcher(tree.write_config(claude, mode="user")).returncode == 5
+    killed = tree.write_script("#!/bin/sh\nkill -9 $$\n", name="killed")
+    config = tree.write_config(killed, mode="user", name="k.toml")
+    assert run_launcher(config).returncode == 128 + 9
+
+
+def test_user_mode_runs_claude_in_a_session_of_its_own_where_tiocsti_works(
+    tree: LaunchTree,
+) -> None:
+    if Path("/proc/sys/dev/tty/legacy_tiocsti").read_text().strip() == "0":
+        pytest.skip("legacy_tiocsti is 0 here: user mode execs in the caller's session")
+    claude = tree.write_script(
+        "#!/usr/bin/python3\nimport os\nprint(os.getpid(), os.getsid(0), os.getppid())\n"
+    )
+    result = run_launcher(tree.write_config(claude, mode="user"))
+    assert result.returncode == 0, result.stderr
+    pid, sid, ppid = map(int, result.stdout.split())
+    assert sid == pid  # a session leader: the caller's terminal is not its terminal
+    assert ppid != 1  # supervised by the launcher, which waits for it
 
 
 @pytest.mark.parametrize(
