@@ -22,7 +22,9 @@ from hypothesis import strategies as st
 from tests.property.conftest import PURE_SETTINGS
 from tests.tools import require_root, require_tool
 
-scalar: st.SearchStrategy[object] = st.text(max_size=10) | st.integers(-2, 2) | st.booleans() | st.floats(allow_nan=False)
+scalar: st.SearchStrategy[object] = (
+    st.text(max_size=10) | st.integers(-2, 2) | st.booleans() | st.floats(allow_nan=False)
+)
 top = {
     "schema": st.sampled_from([1, 2, "1"]) | scalar,
     "mode": st.sampled_from(["sandbox", "user", "unsafe", "root", ""]) | scalar,
