@@ -11,7 +11,6 @@ hand in fixed fake findings (the TUI is not the probe).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
@@ -19,36 +18,14 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from checks.model import Finding, Mode, Report, Status
-from wizard.answers import Answers
+from wizard.answers import USER_NAME_RE, Answers
 from wizard.paths import Layout
+from wizard.system_dirs import is_system_dir
 
 FindingCallback = Callable[[Finding], object]
 ReportProvider = Callable[[FindingCallback], Report]
 # (log line, whether an action just finished)
 ProgressCallback = Callable[[str, bool], object]
-
-AGENT_NAME = re.compile(r"^[a-z_][a-z0-9_-]{0,31}$")
-# Directories an agent must never get as a workspace: the system, other homes.
-SYSTEM_DIRS = frozenset(
-    PurePosixPath(p)
-    for p in (
-        "/",
-        "/bin",
-        "/boot",
-        "/dev",
-        "/etc",
-        "/home",
-        "/lib",
-        "/lib64",
-        "/proc",
-        "/root",
-        "/run",
-        "/sbin",
-        "/sys",
-        "/usr",
-        "/var",
-    )
-)
 
 
 def live_report_provider(on_finding: FindingCallback, layout: Layout | None = None) -> Report:
@@ -162,7 +139,7 @@ class Backend:
                 return (), f"workspace {raw!r} is not an absolute path"
             if ".." in path.parts:
                 return (), f"workspace {raw!r} must not contain '..'"
-            if path in SYSTEM_DIRS:
+            if is_system_dir(path):
                 return (), f"workspace {raw} is a system directory; choose a project directory"
             if not self.layout.real(path).is_dir():
                 where = "" if self.layout.live else f" (under {self.layout.root})"
@@ -187,7 +164,7 @@ class Backend:
     def validate_agent_user(name: str) -> str | None:
         if name == "root":
             return "the agent user must not be root"
-        if not AGENT_NAME.match(name):
+        if not USER_NAME_RE.match(name):
             return (
                 f"agent user {name!r} is not a valid name (lowercase letters, digits, "
                 "'-' and '_', at most 32, starting with a letter or '_')"

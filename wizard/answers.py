@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any
 
 from checks.model import Mode
 from wizard.errors import InputError, RefusedError
+from wizard.system_dirs import is_system_dir
 
 if TYPE_CHECKING:
     from wizard.paths import Layout
@@ -49,21 +50,8 @@ SCHEMA = 1
 SETTINGS_SCOPES = ("user", "managed")
 INNER_SANDBOX = ("strong", "weak", "off")
 NETWORK = ("host", "none")
-# Workspaces get recursive ACLs and setgid bits: never on these, nor under the
-# system trees (the TUI's and the launcher's lists agree).
-SYSTEM_DIRS = frozenset(
-    PurePosixPath(p)
-    for p in (
-        "/", "/bin", "/boot", "/dev", "/etc", "/home", "/lib", "/lib32", "/lib64", "/libx32",
-        "/media", "/mnt", "/opt", "/proc", "/root", "/run", "/sbin", "/srv", "/sys", "/tmp",
-        "/usr", "/var", "/var/lib", "/var/tmp", "/var/log",
-    )
-)  # fmt: skip
-SYSTEM_TREES = tuple(
-    PurePosixPath(p)
-    for p in ("/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/proc", "/run",
-              "/sbin", "/sys", "/usr")
-)  # fmt: skip
+# Workspaces get recursive ACLs and setgid bits: never on a system directory.
+# The list lives in wizard.system_dirs, shared with the launcher and the TUI.
 # Debian's useradd NAME_REGEX, minus the trailing "$" of machine accounts. "\Z",
 # not "$": "$" also matches before a final newline, and useradd refuses "name\n".
 USER_NAME_RE = re.compile(r"^[a-z_][a-z0-9_-]{0,31}\Z")
@@ -258,7 +246,7 @@ def validate_answers(a: Answers, layout: Layout, source: str = "answers") -> Non
     home = PurePosixPath(layout.operator.home)
     for ws in a.workspaces:
         _check_not_a_link(ws, layout, source)
-        system = ws in SYSTEM_DIRS or any(t in ws.parents for t in SYSTEM_TREES)
+        system = is_system_dir(ws)
         if a.mode is not Mode.UNSAFE and (system or ".." in ws.parts):
             raise InputError(
                 f"{source}: workspace {ws} is a system directory; choose a project directory "

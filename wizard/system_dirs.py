@@ -1,8 +1,8 @@
 """System directories that must never become a workspace or a writable bind.
 
-One list for everyone who refuses them: the launcher imports it now, and
-:mod:`wizard.answers` (which keeps an identical copy today) can switch to it,
-so the launcher always refuses at least what the wizard refuses.
+One list for everyone who refuses them: the wizard (:mod:`wizard.answers`, the
+TUI's validation) and the launcher, so the launcher always refuses at least
+what the wizard refuses.
 
 * :data:`SYSTEM_DIRS`: refused themselves (a workspace gets recursive ACLs and
   setgid bits; a writable bind of ``/tmp`` or ``/home`` hands over everyone's files);
@@ -24,7 +24,8 @@ SYSTEM_DIRS = frozenset(
 SYSTEM_TREES = tuple(
     PurePosixPath(p)
     for p in ("/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/proc", "/run",
-              "/sbin", "/sys", "/usr")
+              "/sbin", "/sys", "/usr", "/var/cache", "/var/lib", "/var/log", "/var/mail",
+              "/var/spool")
 )  # fmt: skip
 
 

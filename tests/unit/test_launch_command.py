@@ -193,7 +193,7 @@ def test_writable_bind_over_system_directories_is_refused(path: str) -> None:
 
 
 def _wizard_refused_workspaces() -> list[str]:
-    from wizard.answers import SYSTEM_DIRS, SYSTEM_TREES
+    from wizard.system_dirs import SYSTEM_DIRS, SYSTEM_TREES  # the wizard refuses these too
 
     return sorted({str(p) for p in SYSTEM_DIRS} | {f"{t}/x" for t in SYSTEM_TREES})
 
