@@ -26,7 +26,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from checks.model import Mode
-from tests.tools import REPO
+from tests.tools import REPO, require_root, require_tool
 from wizard.launcher_config import LauncherConfig, UnsafeAcceptance, render_launcher_config
 
 NOBODY = 65534
@@ -234,3 +234,14 @@ def last_json(stdout: str) -> dict[str, Any]:
 
 def host_namespaces() -> dict[str, str]:
     return {k: os.readlink(f"/proc/self/ns/{k}") for k in ("user", "mnt", "pid", "ipc", "uts")}
+
+
+def launch_tree(*tools: str) -> Iterator[LaunchTree]:
+    """Body of each launch test module's ``tree`` fixture: root, bwrap, setpriv
+    and ``tools`` are required (skipped with the reason, a failure under CI),
+    then a fresh :func:`make_launch_tree`."""
+    require_root()
+    for tool in ("bwrap", "setpriv", *tools):
+        require_tool(tool)
+    with make_launch_tree() as made:
+        yield made

@@ -12,8 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.launch_fixtures import LaunchTree, launcher_env, make_launch_tree, run_launcher
-from tests.tools import claude_binary, require_root, require_tool
+from tests.launch_fixtures import (
+    LaunchTree,
+    launch_tree,
+    launcher_env,
+    run_launcher,
+)
+from tests.tools import claude_binary
 
 pytestmark = pytest.mark.e2e
 
@@ -24,10 +29,7 @@ BYPASS = ["--dangerously-skip-permissions", "--print", "ok"]
 
 @pytest.fixture
 def tree() -> Iterator[LaunchTree]:
-    require_root()
-    require_tool("bwrap")
-    with make_launch_tree() as made:
-        yield made
+    yield from launch_tree()
 
 
 @pytest.fixture

@@ -25,7 +25,12 @@ import pytest
 from tests.core_fixtures import CLAUDE_VERSION, host_passwd_digest, make_target_root, run_cli
 from tests.faults.conftest import FaultRow
 from tests.faults.namespace import run_in_namespace
-from tests.launch_fixtures import LaunchTree, launcher_env, make_launch_tree, run_launcher
+from tests.launch_fixtures import (
+    LaunchTree,
+    launch_tree,
+    launcher_env,
+    run_launcher,
+)
 from tests.tools import require_root, require_tool
 
 pytestmark = pytest.mark.integration
@@ -171,11 +176,7 @@ os.kill(os.getpid(), signal.SIGKILL)
 
 @pytest.fixture
 def tree() -> Iterator[LaunchTree]:
-    require_root()
-    require_tool("bwrap")
-    require_tool("setpriv")
-    with make_launch_tree() as made:
-        yield made
+    yield from launch_tree()
 
 
 def test_bwrap_killed_during_verification(tree: LaunchTree, fault: FaultRow) -> None:

@@ -21,8 +21,13 @@ from typing import Any
 
 import pytest
 
-from tests.launch_fixtures import NOBODY, LaunchTree, last_json, make_launch_tree, run_launcher
-from tests.tools import require_root, require_tool
+from tests.launch_fixtures import (
+    NOBODY,
+    LaunchTree,
+    last_json,
+    launch_tree,
+    run_launcher,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -102,11 +107,7 @@ print(json.dumps(out))
 
 @pytest.fixture
 def tree() -> Iterator[LaunchTree]:
-    require_root()
-    for tool in ("bwrap", "setpriv", "unshare"):
-        require_tool(tool)
-    with make_launch_tree() as made:
-        yield made
+    yield from launch_tree("unshare")
 
 
 @pytest.fixture

@@ -26,8 +26,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.launch_fixtures import LaunchTree, launcher_env, make_launch_tree
-from tests.tools import REPO, require_root, require_tool
+from tests.launch_fixtures import LaunchTree, launch_tree, launcher_env
+from tests.tools import REPO
 
 pytestmark = pytest.mark.integration
 
@@ -70,10 +70,7 @@ def drain(master: int) -> None:
 
 @pytest.fixture
 def tree() -> Iterator[LaunchTree]:
-    require_root()
-    require_tool("bwrap")
-    with make_launch_tree() as made:
-        yield made
+    yield from launch_tree()
 
 
 def test_tiocsti_from_the_sandbox_types_nothing_into_the_terminal(tree: LaunchTree) -> None:

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.launch_fixtures import LaunchTree, launcher_env, make_launch_tree
-from tests.tools import REPO, require_root, require_tool
+from tests.launch_fixtures import LaunchTree, launch_tree, launcher_env
+from tests.tools import REPO
 
 pytestmark = pytest.mark.integration
 
@@ -45,11 +45,7 @@ sys.exit(main(["--config", sys.argv[2], "--", "--print", "ok"]))
 
 @pytest.fixture
 def tree() -> Iterator[LaunchTree]:
-    require_root()
-    require_tool("bwrap")
-    require_tool("setpriv")
-    with make_launch_tree() as made:
-        yield made
+    yield from launch_tree()
 
 
 def _sandbox_processes(tree: LaunchTree) -> list[int]:

@@ -16,11 +16,10 @@ from tests.launch_fixtures import (
     LaunchTree,
     host_namespaces,
     last_json,
+    launch_tree,
     launcher_env,
-    make_launch_tree,
     run_launcher,
 )
-from tests.tools import require_root, require_tool
 
 pytestmark = pytest.mark.integration
 
@@ -29,11 +28,7 @@ UNSAFE_WARNING = "NO OS sandbox"
 
 @pytest.fixture
 def tree() -> Iterator[LaunchTree]:
-    require_root()
-    require_tool("bwrap")
-    require_tool("setpriv")
-    with make_launch_tree() as made:
-        yield made
+    yield from launch_tree()
 
 
 @pytest.fixture

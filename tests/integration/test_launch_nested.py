@@ -16,8 +16,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.launch_fixtures import LaunchTree, make_launch_tree, run_launcher
-from tests.tools import NPM_PREFIX, require_root, require_tool
+from tests.launch_fixtures import LaunchTree, launch_tree, run_launcher
+from tests.tools import NPM_PREFIX
 
 pytestmark = pytest.mark.integration
 
@@ -47,14 +47,7 @@ else echo inner-write-denied; fi
 
 @pytest.fixture
 def tree() -> Iterator[LaunchTree]:
-    require_root()
-    require_tool("bwrap")
-    require_tool("socat")
-    require_tool("rg")
-    require_tool("node")
-    require_tool("srt")
-    with make_launch_tree() as made:
-        yield made
+    yield from launch_tree("socat", "rg", "node", "srt")
 
 
 def _values(stdout: str, key: str) -> list[str]:

@@ -12,19 +12,20 @@ from pathlib import Path
 
 import pytest
 
-from tests.launch_fixtures import NOBODY, LaunchTree, launcher_env, make_launch_tree, run_launcher
-from tests.tools import require_root, require_tool
+from tests.launch_fixtures import (
+    NOBODY,
+    LaunchTree,
+    launch_tree,
+    launcher_env,
+    run_launcher,
+)
 
 pytestmark = pytest.mark.integration
 
 
 @pytest.fixture
 def tree() -> Iterator[LaunchTree]:
-    require_root()
-    require_tool("bwrap")
-    require_tool("setpriv")
-    with make_launch_tree() as made:
-        yield made
+    yield from launch_tree()
 
 
 def _claude(tree: LaunchTree) -> Path:

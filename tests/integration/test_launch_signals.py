@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.launch_fixtures import LaunchTree, launcher_env, make_launch_tree
-from tests.tools import REPO, require_root, require_tool
+from tests.launch_fixtures import LaunchTree, launch_tree, launcher_env
+from tests.tools import REPO
 
 pytestmark = pytest.mark.integration
 
@@ -36,11 +36,7 @@ exit 9
 
 @pytest.fixture
 def tree() -> Iterator[LaunchTree]:
-    require_root()
-    require_tool("bwrap")
-    require_tool("setpriv")
-    with make_launch_tree() as made:
-        yield made
+    yield from launch_tree()
 
 
 def _wait_for(path: Path, text: str = "", timeout: float = 30) -> None:
