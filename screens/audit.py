@@ -118,14 +118,20 @@ class AuditScreen(StepScreen[str]):
 
     @on(Audited)
     async def _audited(self, message: Audited) -> None:
-        self.busy = False
+        try:
+            await self._show(message)
+        finally:
+            # only now: until the rows are mounted the screen is still busy
+            self.busy = False
+            self.refresh_bindings()
+
+    async def _show(self, message: Audited) -> None:
         body = self.query_one("#audit-body", VerticalScroll)
         await body.remove_children()
         self.query_one("#rerun", Button).disabled = False
         status = self.query_one("#audit-status", Static)
         if message.error is not None:
             status.update(Text("The audit could not run: " + message.error))
-            self.refresh_bindings()
             return
         self.audit = audit = message.audit
         status.update(grade_text(audit))
@@ -151,7 +157,6 @@ class AuditScreen(StepScreen[str]):
         fix = self.query_one("#fix", Button)
         fix.disabled = False
         fix.focus()
-        self.refresh_bindings()
 
     def action_fix(self) -> None:
         if self.audit is not None and not self.busy:

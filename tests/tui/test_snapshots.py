@@ -40,7 +40,11 @@ def _backend(tmp_path: Path, findings: list[Any] = SANDBOX_HOST) -> Any:
 
 
 async def _settle(pilot: Pilot[Any], done: Any) -> None:
+    """Wait for ``done``, then for animations (the progress bar) and pending
+    refreshes: under load a snapshot must not catch a frame in between."""
     await wait_until(pilot, done)
+    await pilot.wait_for_scheduled_animations()
+    await pilot.pause()
     await pilot.pause()
 
 
