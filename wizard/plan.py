@@ -140,10 +140,20 @@ def _existing_config(layout: Layout) -> dict[str, Any]:
         return {}
 
 
+def _operator_label(layout: Layout) -> str:
+    """Who is accepting: the account, and the person behind sudo when there is one
+    (a shared root account alone does not say who)."""
+    label = f"{layout.operator.name} (uid {layout.operator.uid}"
+    sudo_user = os.environ.get("SUDO_USER")
+    if sudo_user and sudo_user != layout.operator.name:
+        label += f", via sudo by {sudo_user}"
+    return label + ")"
+
+
 def _acceptance(answers: Answers, layout: Layout) -> tuple[str, str]:
     """Who accepted unsafe mode and when; an earlier identical acceptance is kept so
     re-running does not rewrite launcher.toml."""
-    who = answers.accepted_by or f"{layout.operator.name} (uid {layout.operator.uid})"
+    who = answers.accepted_by or _operator_label(layout)
     if answers.accepted_at:
         return who, answers.accepted_at
     old = _existing_config(layout)

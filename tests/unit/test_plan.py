@@ -127,7 +127,10 @@ def test_user_scope_in_user_mode_targets_the_agent_home(layout: Layout) -> None:
     assert write.owner == "claude-agent"
 
 
-def test_unsafe_needs_acceptance_and_records_it(layout: Layout) -> None:
+def test_unsafe_needs_acceptance_and_records_it(
+    layout: Layout, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("SUDO_USER", raising=False)
     with pytest.raises(RefusedError, match="accept-unsafe-root"):
         build_plan(report(), Answers(Mode.UNSAFE), layout)
     plan = build_plan(report(), Answers(Mode.UNSAFE, accept_unsafe_root=True), layout)
@@ -140,7 +143,17 @@ def test_unsafe_needs_acceptance_and_records_it(layout: Layout) -> None:
     assert launcher["unsafe"]["accepted_at"] == unsafe.accepted_at
 
 
-def test_an_earlier_acceptance_is_kept(layout: Layout) -> None:
+def test_the_acceptance_names_the_person_behind_sudo(
+    layout: Layout, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SUDO_USER", "alice")
+    plan = build_plan(report(), Answers(Mode.UNSAFE, accept_unsafe_root=True), layout)
+    unsafe = plan.launcher_config.unsafe
+    assert unsafe is not None and unsafe.accepted_by == "root (uid 0, via sudo by alice)"
+
+
+def test_an_earlier_acceptance_is_kept(layout: Layout, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("SUDO_USER", raising=False)
     cfg = layout.real(layout.launcher_config)
     cfg.parent.mkdir(parents=True)
     cfg.write_text(
