@@ -5,10 +5,11 @@ with Claude Code's own inner sandbox inside it. ``bwrap.nested`` is the strong
 inner form (its own fresh /proc); ``bwrap.nested_weak`` is what
 ``enableWeakerNestedSandbox`` does: bind the outer /proc, then apply seccomp from
 a second-level user namespace (``unshare -Ur true``). When the outer sandbox
-cannot start here at all (we are already inside a container or sandbox whose
-/proc is covered), the check fails with that cause; the detail then also says
-whether the inner form alone works here, which is what Claude Code's own sandbox
-would meet when it runs directly in this environment.
+cannot start here at all (we are inside a container whose /proc is covered),
+the check fails with that cause; the detail then also says whether the inner
+form alone works here. When this process already runs inside a bwrap sandbox
+(pid 1 is bwrap), that sandbox is the outer one: the inner form runs directly,
+as Claude Code's own sandbox would there.
 """
 
 from __future__ import annotations
@@ -133,6 +134,30 @@ def judge_nested(
     return Verdict.from_cause(cause, detail)
 
 
+def judge_nested_inside_bwrap(
+    result: ProbeResult,
+    facts: HostFacts,
+    *,
+    weak: bool,
+    uid: int,
+    bwrap_setuid: bool = False,
+) -> Verdict:
+    """Pure: we already run inside a bwrap sandbox, which is the outer one; did the
+    inner form, run right here as Claude Code's own sandbox would be, work?"""
+    form = (
+        "the weak inner sandbox (bound /proc + a nested user namespace)"
+        if weak
+        else "the strong inner sandbox (its own fresh /proc)"
+    )
+    detail = "already inside a bwrap sandbox (pid 1 is bwrap): the inner form ran here\n"
+    if result.ok:
+        return Verdict(
+            Status.PASS, f"{form} works inside this bwrap sandbox", detail + result.describe()
+        )
+    cause = diagnose(result, facts, uid=uid, platform="bwrap", bwrap_setuid=bwrap_setuid)
+    return Verdict.from_cause(cause, detail + result.describe())
+
+
 def find_bwrap() -> tuple[str | None, int | None]:
     path = shutil.which("bwrap", path=SAFE_PATH)
     if path is None:
@@ -165,6 +190,12 @@ def check_bwrap_sandbox(ctx: Context) -> Verdict:
 
 
 def _check_nested(ctx: Context, inner: tuple[str, ...], *, weak: bool) -> Verdict:
+    if ctx.platform.name == "bwrap":
+        # This process is itself in a bwrap sandbox: that is the outer sandbox, so
+        # the question is whether Claude Code's inner form works right here.
+        return judge_nested_inside_bwrap(
+            ctx.run(inner), ctx.facts, weak=weak, uid=ctx.uid, bwrap_setuid=bwrap_is_setuid()
+        )
     nested = ctx.run(nested_command(inner))
     direct = unprivileged = None
     if not nested.ok and OUTER_UP not in nested.stderr and not nested.not_found:

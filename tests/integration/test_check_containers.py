@@ -63,7 +63,8 @@ EXPERIMENTS = {
     "bwrap.sandbox": f"{BWRAP} --proc /proc true",
     "bwrap.nested": f"{BWRAP} --proc /proc {BWRAP} --proc /proc true",
     "bwrap.nested_weak": f"{BWRAP} --proc /proc {BWRAP} --bind /proc /proc unshare -Ur true",
-    # Not a check: Claude's weak inner sandbox started right here, no outer bwrap.
+    # Not checks: Claude's inner sandbox forms started right here, no outer bwrap.
+    "strong_here": f"{BWRAP} --proc /proc true",
     "weak_here": f"{BWRAP} --bind /proc /proc unshare -Ur true",
 }
 LIVE_IDS = (
@@ -95,6 +96,16 @@ class Scenario:
     # may fail. nested_cause, when set, is the one for bwrap.nested alone.
     cause: str | None = None
     nested_cause: str | None = None
+    # Inside a bwrap sandbox already (pid 1 is bwrap): that is the outer sandbox,
+    # so Claude's inner forms are judged as they run right here.
+    inside_bwrap: bool = False
+
+    def experiment_for(self, check_id: str) -> str:
+        """The raw experiment that is the ground truth of ``check_id`` here."""
+        if self.inside_bwrap:
+            inner_here = {"bwrap.nested": "strong_here", "bwrap.nested_weak": "weak_here"}
+            return inner_here.get(check_id, check_id)
+        return check_id
 
     def cause_of(self, check_id: str) -> str | None:
         if check_id == "bwrap.nested" and self.nested_cause:
@@ -178,8 +189,9 @@ SCENARIOS: dict[str, Scenario] = {
     ),
     # (6) inside an outer bwrap started by root: its read-only covers over /proc
     # make a fresh /proc impossible, so every probe that starts a bwrap with --proc
-    # fails (bwrap.nested_weak too: its own outer needs one), while Claude's weak
-    # form (bind /proc + unshare -Ur) run directly here still works ("weak_here").
+    # fails, bwrap.nested included (the strong inner form run here), while
+    # Claude's weak form (bind /proc + unshare -Ur) still works: bwrap.nested_weak
+    # passes. The checks see pid 1 is bwrap and run the inner forms right here.
     "root-bwrap": Scenario(
         lambda wd, tools: RootBwrap(bwrap=tools["bwrap"]),
         masked=True,
@@ -187,9 +199,11 @@ SCENARIOS: dict[str, Scenario] = {
             ("userns.create", True),
             ("proc.fresh_mount", False),
             ("bwrap.sandbox", False),
+            ("strong_here", False),
             ("weak_here", True),
         ),
         cause="root-covers",
+        inside_bwrap=True,
     ),
 }
 
@@ -273,11 +287,14 @@ def _assert_verdict(obs: Observed, check_id: str) -> dict[str, Any]:
     """The check passes exactly when its raw experiment worked there."""
     finding = obs.finding(check_id)
     status = finding["status"]
-    if obs.works(check_id):
-        assert status == "pass", f"{check_id} says {status}, but it works\n{obs.context(check_id)}"
+    experiment = obs.scenario.experiment_for(check_id)
+    if obs.works(experiment):
+        assert status == "pass", (
+            f"{check_id} says {status}, but it works\n{obs.context(experiment)}"
+        )
     else:
         assert status == "fail", (
-            f"{check_id} says {status}, but it does not work\n{obs.context(check_id)}\n{finding}"
+            f"{check_id} says {status}, but it does not work\n{obs.context(experiment)}\n{finding}"
         )
         assert finding["remedy"].strip(), f"{check_id}: a failure without a remedy: {finding}"
     return finding
@@ -357,6 +374,10 @@ def test_nested_says_whether_the_inner_form_alone_works(
     tells whether Claude's inner form would work run directly here; in (6) the weak
     form does, the strong one does not."""
     detail = observed.finding(check_id)["detail"].lower()
+    if observed.scenario.inside_bwrap:
+        # the verdict itself is the inner form run here; the detail says so
+        assert "inner form ran here" in detail, detail
+        return
     if observed.works("bwrap.sandbox"):
         assert "could not start" not in detail, f"the outer sandbox starts here: {detail}"
         return

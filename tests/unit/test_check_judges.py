@@ -9,7 +9,13 @@ from pathlib import Path
 import pytest
 
 from checks.base import Verdict
-from checks.bwrap import OUTER_UP, judge_bwrap_installed, judge_bwrap_sandbox, judge_nested
+from checks.bwrap import (
+    OUTER_UP,
+    judge_bwrap_installed,
+    judge_bwrap_sandbox,
+    judge_nested,
+    judge_nested_inside_bwrap,
+)
 from checks.claude import (
     GUARD_TEXT,
     judge_claude_installed,
@@ -375,3 +381,17 @@ def test_untrusted_claude_is_named_and_never_judged_as_run(tmp_path: Path) -> No
     verdict = judge_untrusted_claude(str(binary), "because")
     assert verdict.status is Status.WARN and "was not run" in verdict.summary
     assert verdict.detail.endswith("cause: claude-untrusted")
+
+
+def test_inside_a_root_bwrap_the_inner_forms_are_judged_as_they_run_here() -> None:
+    facts = host("bwrap_root_outer.txt")
+    refused = ProbeResult(
+        ("bwrap",), 1, stderr="bwrap: Can't mount proc on /newroot/proc: Operation not permitted"
+    )
+    strong = judge_nested_inside_bwrap(refused, facts, weak=False, uid=0)
+    assert strong.status is Status.FAIL
+    assert cause_of(strong) == "proc-covered-read-only"
+    assert "cover" in strong.summary and strong.remedy
+    assert "inner form ran here" in strong.detail
+    weak = judge_nested_inside_bwrap(OK, facts, weak=True, uid=0)
+    assert weak.status is Status.PASS and "inside this bwrap sandbox" in weak.summary
