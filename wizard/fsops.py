@@ -20,6 +20,8 @@ import errno
 import hashlib
 import os
 import stat
+import sys
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +30,7 @@ from wizard.errors import InputError
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
 _MAX_SYMLINKS = 40
+PAUSE_IN_WRITE_ENV = "SANDBOX_SETUP_TEST_PAUSE_IN_WRITE"
 
 
 def trusted_uids() -> frozenset[int]:
@@ -176,6 +179,13 @@ def temp_name(real_path: Path) -> str:
     return f".{Path(real_path).name}.sandbox-setup-{os.getpid()}.tmp"
 
 
+def _test_pause_in_write(name: str) -> None:
+    if os.environ.get(PAUSE_IN_WRITE_ENV) == name:
+        print(f"sandbox-setup: test pause in write of {name}", file=sys.stderr, flush=True)
+        while True:
+            time.sleep(3600)
+
+
 def atomic_write(
     root: Path,
     real_path: Path,
@@ -223,6 +233,7 @@ def atomic_write(
             os.fsync(fd)
         finally:
             os.close(fd)
+        _test_pause_in_write(name)
         os.rename(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
         os.fsync(dfd)
     except BaseException:

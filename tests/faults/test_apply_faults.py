@@ -1,5 +1,6 @@
-"""Faults during an apply: SIGKILL at every step, disk full, a read-only target,
-two applies at once, and a settings file swapped for a symlink mid-apply.
+"""Faults during an apply: SIGKILL at every step and inside a single write, disk
+full, a read-only target, two applies at once, and a settings file swapped for a
+symlink mid-apply.
 
 Each ends with nothing lost (every file old or new, never partial; the system
 state after undo or rollback equal to the one before), a clear message and the
@@ -92,12 +93,20 @@ def audit(root: Path) -> subprocess.CompletedProcess[str]:
     return proc
 
 
-def start_paused_apply(root: Path, pause_after: int) -> subprocess.Popen[str]:
-    """A real apply stopped by the test hook after ``pause_after`` changes."""
+def start_paused_apply(
+    root: Path, pause_after: int | None = None, *, in_write: str | None = None
+) -> subprocess.Popen[str]:
+    """A real apply stopped by a test hook: after ``pause_after`` changes, or
+    inside the write of the file named ``in_write`` (temp written, not renamed)."""
+    hook = (
+        {"SANDBOX_SETUP_TEST_PAUSE_IN_WRITE": in_write}
+        if in_write is not None
+        else {"SANDBOX_SETUP_TEST_PAUSE_AFTER": str(pause_after)}
+    )
     child = subprocess.Popen(
         [sys.executable, "-m", "wizard", "--headless", "--root", str(root), "--yes", *SANDBOX],
         cwd=REPO,
-        env={**os.environ, "SANDBOX_SETUP_TEST_PAUSE_AFTER": str(pause_after)},
+        env={**os.environ, **hook},
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
@@ -157,6 +166,59 @@ def test_sigkill_at_each_step_then_undo_and_audit(
     clean = audit(root)
     assert clean.returncode == 0, clean.stdout
     fault.saw("audit after undo: exit 2 (no setup); re-apply then audit: exit 0")
+
+
+@pytest.mark.parametrize(
+    ("target", "reapply_first"),
+    [(MANAGED, False), (f"{CONFIG}/launcher.toml", False), (MANAGED, True)],
+    ids=["replace-then-undo", "create-then-undo", "replace-then-reapply"],
+)
+def test_sigkill_inside_a_single_write(
+    tmp_path: Path, root: Path, target: str, reapply_first: bool, fault: FaultRow
+) -> None:
+    name = Path(target).name
+    fault.expect(
+        f"SIGKILL inside the write of {name} (temp written and fsynced, not yet renamed)"
+        + (", then apply again before any undo" if reapply_first else ""),
+        "target holds its old bytes (or is still absent); the stray temp file is "
+        + ("ignored by the re-apply (audit exit 0) and removed by the undos" if reapply_first
+           else "removed by undo; re-apply and audit clean (exit 0)")
+        + "; undo restores all",
+    )  # fmt: skip
+    twin = prepare(tmp_path / "twin")
+    assert run_cli("--headless", "--root", str(twin), "--yes", *SANDBOX).returncode == 0
+    new = (twin / target).read_bytes()
+    old = (root / target).read_bytes() if (root / target).exists() else None
+    before = system_state(root)
+    child = start_paused_apply(root, in_write=name)
+    # The temp file is whole before the kill: the kill lands between fsync and rename.
+    temps = list((root / target).parent.glob(f".{name}.sandbox-setup-*.tmp"))
+    assert [t.read_bytes() for t in temps] == [new], temps
+    child.send_signal(signal.SIGKILL)
+    child.wait()
+    assert child.returncode == -signal.SIGKILL
+    now = (root / target).read_bytes() if (root / target).exists() else None
+    assert now == old, f"{target} changed although its rename never ran"
+    assert temps[0].exists(), "the kill left no temp file: the pause was not inside the write"
+    fault.saw(f"{name} {'old bytes' if old else 'still absent'}; stray {temps[0].name} left")
+    if reapply_first:
+        assert run_cli("--headless", "--root", str(root), "--yes", *SANDBOX).returncode == 0
+        assert (root / target).read_bytes() == new
+        assert audit(root).returncode == 0
+        fault.saw("re-apply over the stray temp: exit 0, target new, audit exit 0")
+        undo(root)  # the re-apply's transaction; the killed one is next
+    out = undo(root)
+    assert not temps[0].exists(), "undo left the stray temp file"
+    assert system_state(root) == before, out
+    fault.saw("undo removed the temp file and restored the state as before")
+    if reapply_first:
+        return
+    assert run_cli("--headless", "--root", str(root), "--yes", *SANDBOX).returncode == 0
+    assert (root / target).read_bytes() == new
+    assert list(root.rglob("*.sandbox-setup-*.tmp")) == []
+    clean = audit(root)
+    assert clean.returncode == 0, clean.stdout
+    fault.saw("re-apply then audit: exit 0, no temp file")
 
 
 def test_two_applies_at_once(root: Path, fault: FaultRow) -> None:
