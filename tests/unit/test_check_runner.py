@@ -10,6 +10,9 @@ import json
 import os
 import subprocess
 import sys
+import threading
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -126,6 +129,38 @@ def test_a_crashing_check_becomes_an_error_and_the_run_goes_on(
     assert report.status("fake.fine") is Status.PASS
     assert sorted(seen) == ["fake.boom", "fake.fine"]
     assert [f.id for f in report.findings] == ["fake.boom", "fake.fine"]
+
+
+def test_live_probes_run_concurrently(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Three live checks are in flight at once: each records its window, and
+    each waits at a barrier that only opens when all three have started, so a
+    runner that ran them one after another breaks the barrier (an error
+    finding) instead of passing by luck of timing."""
+    windows: dict[str, tuple[float, float]] = {}
+    barrier = threading.Barrier(3, timeout=10)
+
+    def probe(name: str) -> Callable[[Context], Verdict]:
+        def run(ctx: Context) -> Verdict:
+            start = time.monotonic()
+            barrier.wait()
+            time.sleep(0.3)
+            windows[name] = (start, time.monotonic())
+            return Verdict(Status.PASS, f"{name} probed")
+
+        return run
+
+    fakes = tuple(
+        Check(f"fake.live{i}", f"Live {i}", True, probe(f"fake.live{i}")) for i in range(3)
+    )
+    monkeypatch.setattr(runner, "CHECKS", fakes)
+    monkeypatch.setattr(runner, "BY_ID", {c.id: c for c in fakes})
+    fake = make_root(tmp_path)
+    report = runner.run_checks(root=fake, system_root=fake)
+    assert [(f.id, f.status) for f in report.findings] == [(c.id, Status.PASS) for c in fakes], [
+        f.summary for f in report.findings
+    ]
+    # every window opened before any closed: all three overlapped
+    assert max(start for start, _ in windows.values()) < min(end for _, end in windows.values())
 
 
 def test_cli_list_checks(capsys: pytest.CaptureFixture[str]) -> None:
