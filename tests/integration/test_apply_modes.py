@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 import tomllib
 from collections.abc import Iterator
@@ -281,3 +282,82 @@ def test_a_narrowed_acl_mask_is_seen_and_repaired(root: Path) -> None:
     assert access and access[0]["change"] is True
     apply(root, *args)
     assert "mask::rwx" in acl(ws)
+
+
+PRIVILEGED_GROUPS = ("root", "sudo", "wheel", "admin")
+SUDOERS = (
+    "Defaults env_reset\nroot ALL=(ALL:ALL) ALL\n%sudo ALL=(ALL:ALL) ALL\n"
+    "@includedir /etc/sudoers.d\n"
+)
+
+
+def seed_sudo(root: Path) -> None:
+    """A Debian-like sudo setup in the target root, so a grant would have a place to go."""
+    (root / "etc/sudoers").write_text(SUDOERS)
+    (root / "etc/sudoers").chmod(0o440)
+    (root / "etc/sudoers.d").mkdir(mode=0o755)
+    (root / "etc/sudoers.d/README").write_text("# files here are read by sudo\n")
+    with open(root / "etc/group", "a") as group:
+        group.write("adm:x:4:\nwheel:x:10:\nsudo:x:27:\nadmin:x:115:\n")
+
+
+def privilege_problems(root: Path, agent: str) -> list[str]:
+    """Ways ``agent`` could become root in ``root`` (DESIGN.md invariant 5): a sudoers
+    entry naming it or one of its groups, any NOPASSWD, membership of a privileged
+    group, a uid/gid of 0, or a usable password."""
+    fields = passwd_entry(root, agent)
+    assert fields is not None, f"{agent} was not created"
+    groups = {
+        g[0]
+        for g in (ln.split(":") for ln in (root / "etc/group").read_text().splitlines())
+        if g[2] == fields[3] or agent in g[3].split(",")
+    }
+    problems = [f"member of {g}" for g in sorted(groups & set(PRIVILEGED_GROUPS))]
+    if fields[2] == "0" or fields[3] == "0":
+        problems.append(f"uid/gid {fields[2]}/{fields[3]}")
+    sudoers = [root / "etc/sudoers", *sorted((root / "etc/sudoers.d").iterdir())]
+    for path in sudoers:
+        text = path.read_text()
+        if "NOPASSWD" in text:
+            problems.append(f"NOPASSWD in {path.name}")
+        # A rule names a user as a word and a group as %group.
+        names = [(agent, agent)] + [(f"%{g}", g) for g in sorted(groups)]
+        for token, name in names:
+            if re.search(rf"(?<![\w.-]){re.escape(token)}(?![\w.-])", text):
+                problems.append(f"{path.name} mentions {name}")
+    shadow = [ln.split(":") for ln in (root / "etc/shadow").read_text().splitlines()]
+    password = next(s[1] for s in shadow if s[0] == agent)
+    if fields[1] not in ("x", "*", "!") or not password.startswith(("!", "*")):
+        problems.append(f"usable password ({fields[1]!r} in passwd, {password[:2]!r}... in shadow)")
+    return problems
+
+
+@pytest.mark.parametrize(
+    "args",
+    [("--mode", "sandbox", "--workspace", "/srv/project"), ("--mode", "user")],
+    ids=["sandbox", "user"],
+)
+def test_the_agent_gets_no_sudo_no_privileged_group_and_no_password(
+    root: Path, args: tuple[str, ...]
+) -> None:
+    seed_sudo(root)
+    sudoers_before = {p.name: p.read_bytes() for p in (root / "etc/sudoers.d").iterdir()}
+    sudoers_before["sudoers"] = (root / "etc/sudoers").read_bytes()
+    apply(root, *args)
+    assert privilege_problems(root, "claude-agent") == []
+    sudoers_after = {p.name: p.read_bytes() for p in (root / "etc/sudoers.d").iterdir()}
+    sudoers_after["sudoers"] = (root / "etc/sudoers").read_bytes()
+    assert sudoers_after == sudoers_before, "the apply touched sudo's configuration"
+    # Control: the same check sees each kind of grant, so an empty list means something.
+    (root / "etc/sudoers.d/agent").write_text("claude-agent ALL=(ALL) NOPASSWD: ALL\n")
+    group = (root / "etc/group").read_text().replace("sudo:x:27:", "sudo:x:27:claude-agent")
+    (root / "etc/group").write_text(group)
+    shadow = (root / "etc/shadow").read_text().replace("claude-agent:!", "claude-agent:$6$x")
+    (root / "etc/shadow").write_text(shadow)
+    assert set(privilege_problems(root, "claude-agent")) == {
+        "member of sudo",
+        "sudoers mentions sudo",  # the %sudo rule now covers the agent
+        "NOPASSWD in agent",
+        "agent mentions claude-agent",
+        "usable password ('x' in passwd, '$6'... in shadow)",
+    }
