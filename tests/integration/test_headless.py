@@ -74,6 +74,14 @@ def broken_settings(root: Path) -> tuple[str, ...]:
     return ("--mode", "user")
 
 
+def broken_launcher_config(root: Path) -> tuple[str, ...]:
+    # An earlier launcher.toml the operator edited by hand; the apply would rewrite it.
+    config = root / "root/.config/sandbox-setup/launcher.toml"
+    config.parent.mkdir(parents=True)
+    config.write_text('# my launcher\nschema = 1\nmode = "user"\nclaude = /usr/bin/claude\n')
+    return SANDBOX
+
+
 def broken_answers(root: Path) -> tuple[str, ...]:
     (root / "answers.toml").write_text('mode = "user"\nagent_user = claude\n')
     return ("--answers", str(root / "answers.toml"))
@@ -101,6 +109,11 @@ def symlinked_settings(root: Path) -> tuple[str, ...]:
 
 CASES = {
     "invalid-json-settings": (broken_settings, 2, ["managed-settings.json", "line 3, column 15"]),
+    "invalid-toml-launcher-config": (
+        broken_launcher_config,
+        2,
+        ["/root/.config/sandbox-setup/launcher.toml", "invalid TOML", "line 4"],
+    ),
     "invalid-toml-answers": (broken_answers, 2, ["answers.toml", "invalid TOML", "line 2"]),
     "unknown-mode-flag": (lambda r: ("--mode", "yolo"), 2, ["invalid choice: 'yolo'"]),
     "unknown-mode-answers": (unknown_mode_in_answers, 2, ["key 'mode' is 'yolo'"]),
