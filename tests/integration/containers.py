@@ -57,6 +57,7 @@ DOCKER_MASKED_PATHS = (
 DOCKER_READONLY_PATHS = ("/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger")
 # fmt: on
 CLONE_NEWUSER = 0x10000000
+PR_SET_SECCOMP = 22
 EPERM = 1
 ENOSYS = 38
 # Host uids the container's 0..65535 map to when it has a user namespace.
@@ -192,6 +193,28 @@ def seccomp_blocking_userns() -> dict[str, Any]:
                 "args": [newuser],
             },
             {"names": ["clone3"], "action": "SCMP_ACT_ERRNO", "errnoRet": ENOSYS},
+        ],
+    }
+
+
+def seccomp_blocking_filters() -> dict[str, Any]:
+    """A seccomp profile: allow all, but no new seccomp filters.
+
+    ``seccomp(2)`` and ``prctl(PR_SET_SECCOMP, ...)`` fail with EPERM, so a
+    process inside cannot install a filter of its own (as Claude's sandbox does
+    with apply-seccomp); everything else, user namespaces included, works.
+    """
+    return {
+        "defaultAction": "SCMP_ACT_ALLOW",
+        "architectures": ["SCMP_ARCH_X86_64", "SCMP_ARCH_X86", "SCMP_ARCH_X32"],
+        "syscalls": [
+            {"names": ["seccomp"], "action": "SCMP_ACT_ERRNO", "errnoRet": EPERM},
+            {
+                "names": ["prctl"],
+                "action": "SCMP_ACT_ERRNO",
+                "errnoRet": EPERM,
+                "args": [{"index": 0, "value": PR_SET_SECCOMP, "valueTwo": 0, "op": "SCMP_CMP_EQ"}],
+            },
         ],
     }
 

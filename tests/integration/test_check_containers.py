@@ -32,6 +32,7 @@ from tests.integration.containers import (
     base_env,
     parse_sections,
     proc_overmounts,
+    seccomp_blocking_filters,
     seccomp_blocking_userns,
     sectioned_script,
 )
@@ -186,6 +187,18 @@ SCENARIOS: dict[str, Scenario] = {
         _runc(ContainerConfig(seccomp=seccomp_blocking_userns()).unmasked(), "seccomp-no-newuser"),
         known=(("userns.create", False), ("proc.fresh_mount", False), ("bwrap.sandbox", False)),
         cause="seccomp",
+    ),
+    # (5b) a seccomp profile that refuses new seccomp filters (seccomp(2) and
+    # prctl(PR_SET_SECCOMP) fail with EPERM); user namespaces work, so
+    # seccomp.available is the only live check that may fail.
+    "seccomp-no-filters": Scenario(
+        _runc(ContainerConfig(seccomp=seccomp_blocking_filters()).unmasked(), "seccomp-no-filters"),
+        known=(
+            ("seccomp.available", False),
+            ("userns.create", True),
+            ("proc.fresh_mount", True),
+            ("bwrap.sandbox", True),
+        ),
     ),
     # (6) inside an outer bwrap started by root: its read-only covers over /proc
     # make a fresh /proc impossible, so every probe that starts a bwrap with --proc
@@ -387,7 +400,15 @@ def test_nested_says_whether_the_inner_form_alone_works(
 
 
 def test_seccomp_available_matches_reality(observed: Observed) -> None:
-    _assert_verdict(observed, "seccomp.available")
+    finding = _assert_verdict(observed, "seccomp.available")
+    if finding["status"] == "pass":
+        return
+    # A refused filter is blamed on seccomp, with the error the raw experiment got.
+    summary = finding["summary"].lower()
+    assert "seccomp" in summary and "mask" not in summary, finding
+    assert finding["detail"].endswith("cause: seccomp-refused"), finding
+    raw_error = observed.sections["seccomp.available"].output.strip().rpartition(": ")[2]
+    assert raw_error and raw_error in finding["summary"], observed.context("seccomp.available")
 
 
 def test_proc_masks_match_mountinfo(observed: Observed) -> None:
@@ -410,3 +431,17 @@ def test_recommendation_follows_the_sandbox_probe(observed: Observed) -> None:
     assert mode != "unsafe"
     if not observed.works("bwrap.sandbox"):
         assert mode != "sandbox", observed.report["recommendation"]
+
+
+def test_as_user_needs_root_when_run_as_nobody(
+    project_install: ProjectInstall, container_tools: dict[str, str]
+) -> None:
+    """The CI-run twin of tests/unit's test_as_user_needs_root (CI runs as root):
+    nobody asking for probes as root is a usage error (exit 2) naming --as-user,
+    and nothing is reported."""
+    check = project_install.wizard("--check", "--as-user", "root", "userns.create")
+    script = f"cd / && {NOBODY} {shlex.join(check)}"
+    result = HostPlace().run(["/bin/sh", "-c", script], env=base_env(), timeout=60)
+    assert result.returncode == 2, (result.returncode, result.stdout, result.stderr)
+    assert "--as-user root" in result.stderr and "needs root" in result.stderr, result.stderr
+    assert result.stdout == ""
