@@ -4,16 +4,19 @@
 runs under a pseudo-terminal with ``HOME`` at a temp home holding the settings
 the real apply wrote; its report must have no "Invalid settings" section and no
 "did not load" line. The same check run on a deliberately broken file must find
-the problem, which proves it can fail.
+the problem, which proves it can fail. Managed settings (the default scope of
+sandbox and user modes) get the same check from a copy in the temp home.
 """
 
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import pty
 import re
 import select
+import shutil
 import signal
 import struct
 import termios
@@ -123,3 +126,45 @@ def test_the_same_check_fails_on_a_broken_settings_file(tmp_path: Path, broken: 
     problems = settings_problems(claude_doctor(home))
     assert problems, "claude doctor accepted a broken settings file: the check proves nothing"
     assert any("settings.json" in line for line in problems)
+
+
+def managed_settings_home(root: Path, home: Path, *args: str) -> Path:
+    """Apply ``args`` (managed scope, the default of sandbox/user modes) and put the
+    managed-settings.json it wrote where Claude reads settings: ``home/.claude``.
+    Claude cannot be pointed at another /etc/claude-code, so this is the nearest
+    real check of the managed file's content."""
+    managed = root / "etc/claude-code/managed-settings.json"
+    managed.parent.mkdir(parents=True)
+    managed.write_text('{"model": "opus", "env": {"FOO": "1"}}\n')
+    proc = run_cli("--headless", "--root", str(root), "--yes", *args)
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(managed.read_text())
+    assert data["model"] == "opus" and "sandbox" in data and "deny" in data["permissions"]
+    (home / ".claude").mkdir(parents=True)
+    shutil.copy(managed, home / ".claude/settings.json")
+    return home / ".claude/settings.json"
+
+
+@pytest.mark.parametrize(
+    "args",
+    [("--mode", "sandbox", "--workspace", "/srv/project"), ("--mode", "user")],
+    ids=["sandbox", "user"],
+)
+def test_written_managed_settings_pass_claude_doctor(
+    tmp_path: Path, root: Path, args: tuple[str, ...]
+) -> None:
+    require_tool("useradd")
+    managed_settings_home(root, tmp_path / "home", *args)
+    assert settings_problems(claude_doctor(tmp_path / "home")) == []
+
+
+def test_the_managed_check_fails_when_the_managed_file_is_broken(
+    tmp_path: Path, root: Path
+) -> None:
+    require_tool("useradd")
+    copy = managed_settings_home(root, tmp_path / "home", "--mode", "user")
+    data = json.loads(copy.read_text())
+    data["sandbox"]["enabled"] = "yes"  # one key the tool owns, with the wrong type
+    copy.write_text(json.dumps(data, indent=2))
+    problems = settings_problems(claude_doctor(tmp_path / "home"))
+    assert any("settings.json" in line for line in problems), problems
