@@ -9,6 +9,11 @@ A fake ``claude`` is a root-owned 0755 script in a root-owned directory (so it
 passes the launcher's trust checks). Each one first touches a marker file in
 the workspace, which proves it ran; the fail-closed tests assert the marker is
 absent.
+
+The tree also holds an *operator's* directory (0755, root's) with a 0644 secret
+and an ``inbox`` that ``nobody`` owns: on the host plain permissions let the
+agent read the one and write the other, so when a sandboxed agent cannot, the
+sandbox is the reason (``/root`` is 0700, which would refuse ``nobody`` anyway).
 """
 
 from __future__ import annotations
@@ -31,24 +36,38 @@ from wizard.launcher_config import LauncherConfig, UnsafeAcceptance, render_laun
 
 NOBODY = 65534
 MARKER = "claude-ran"
+OPERATOR_SECRET = "operator-secret-not-for-the-agent"
 
 # Reports, as one JSON line, what the process sees from where it was started.
-# {workspace}, {outside} and {host_pid} are filled in by the test.
+# Filled in by :func:`report_claude`.
 REPORT_CLAUDE = r"""#!/usr/bin/python3
-import json, os, subprocess, sys
+import errno, json, os, subprocess, sys
 WORKSPACE, OUTSIDE, HOST_PID = {workspace!r}, {outside!r}, {host_pid}
+OPERATOR_SECRET, OPERATOR_INBOX = {operator_secret!r}, {operator_inbox!r}
 with open(os.path.join(WORKSPACE, "claude-ran"), "w") as f:
     f.write("ran")
 
-def can_write(directory):
+def write_result(directory):
+    # "ok", or the errno name: EROFS (read-only mount) and EACCES (permissions)
+    # are different reasons for the same refusal.
     path = os.path.join(directory, ".sandbox-launch-probe")
     try:
         with open(path, "w"):
             pass
-    except OSError:
-        return False
+    except OSError as exc:
+        return errno.errorcode.get(exc.errno, str(exc.errno))
     os.unlink(path)
-    return True
+    return "ok"
+
+def can_write(directory):
+    return write_result(directory) == "ok"
+
+def read_result(path):
+    try:
+        with open(path) as handle:
+            return handle.read()
+    except OSError as exc:
+        return errno.errorcode.get(exc.errno, str(exc.errno))
 
 def can_read_root():
     try:
@@ -84,6 +103,9 @@ print(json.dumps({{
     "args": sys.argv[1:],
     "write_usr": can_write("/usr"),
     "write_etc": can_write("/etc"),
+    "write_errors": {{"/usr": write_result("/usr"), "/etc": write_result("/etc")}},
+    "read_operator_secret": read_result(OPERATOR_SECRET),
+    "write_operator_inbox": can_write(OPERATOR_INBOX),
     "write_root_home": can_write("/root"),
     "write_outside": can_write(OUTSIDE),
     "write_workspace": can_write(WORKSPACE),
@@ -109,10 +131,21 @@ class LaunchTree:
     home: Path
     workspace: Path
     outside: Path
+    operator: Path
 
     @property
     def marker(self) -> Path:
         return self.workspace / MARKER
+
+    @property
+    def operator_secret(self) -> Path:
+        """0644, in a 0755 directory: ``nobody`` can read it on the host."""
+        return self.operator / "secret.txt"
+
+    @property
+    def operator_inbox(self) -> Path:
+        """Owned by ``nobody`` inside the operator's directory: writable by it on the host."""
+        return self.operator / "inbox"
 
     def write_script(self, text: str, name: str = "claude", directory: Path | None = None) -> Path:
         path = (directory or self.bin) / name
@@ -165,16 +198,51 @@ def make_launch_tree() -> Iterator[LaunchTree]:
             home=base / "home",
             workspace=base / "workspace",
             outside=base / "outside",
+            operator=base / "operator",
         )
-        for directory in (tree.bin, tree.config_dir, tree.home, tree.workspace, tree.outside):
+        for directory in (
+            tree.bin,
+            tree.config_dir,
+            tree.home,
+            tree.workspace,
+            tree.outside,
+            tree.operator,
+            tree.operator_inbox,
+        ):
             directory.mkdir()
             directory.chmod(0o755)
         tree.home.chmod(0o700)
-        for directory in (tree.home, tree.workspace, tree.outside):
+        for directory in (tree.home, tree.workspace, tree.outside, tree.operator_inbox):
             os.chown(directory, NOBODY, NOBODY)
+        tree.operator_secret.write_text(OPERATOR_SECRET)
+        tree.operator_secret.chmod(0o644)
         yield tree
     finally:
         shutil.rmtree(base, ignore_errors=True)
+
+
+def report_claude(tree: LaunchTree, host_pid: int) -> str:
+    """The text of a fake ``claude`` that prints what it sees (:data:`REPORT_CLAUDE`)."""
+    return REPORT_CLAUDE.format(
+        workspace=str(tree.workspace),
+        outside=str(tree.outside),
+        host_pid=host_pid,
+        operator_secret=str(tree.operator_secret),
+        operator_inbox=str(tree.operator_inbox),
+    )
+
+
+def as_nobody(argv: Sequence[str]) -> subprocess.CompletedProcess[str]:
+    """Run ``argv`` on the host (no sandbox) as ``nobody``: the control that shows
+    what plain permissions allow the agent."""
+    return subprocess.run(
+        ["/usr/bin/setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "--",
+         *argv],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )  # fmt: skip
 
 
 def launcher_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:

@@ -8,7 +8,9 @@ A fake ``claude`` (python, started by ``sandbox-launch`` in sandbox mode as
 ``nobody``) makes every attempt and prints one JSON line; the test then checks
 on the host side that nothing changed and that the host process it aimed at
 is alive. ``nobody`` owns ``outside/`` on the host, so plain permissions would
-let it write there: only the sandbox keeps it out.
+let it write there: only the sandbox keeps it out. Likewise the operator's 0644
+secret, which ``nobody`` reads on the host (checked first), must stay out of
+reach through ``/proc/1/root``.
 """
 
 from __future__ import annotations
@@ -23,7 +25,9 @@ import pytest
 
 from tests.launch_fixtures import (
     NOBODY,
+    OPERATOR_SECRET,
     LaunchTree,
+    as_nobody,
     last_json,
     launch_tree,
     run_launcher,
@@ -33,7 +37,7 @@ pytestmark = pytest.mark.integration
 
 ESCAPE_CLAUDE = r"""#!/usr/bin/python3
 import ctypes, json, os, signal, stat, subprocess
-OUTSIDE, HOST_PID = {outside!r}, {host_pid}
+OUTSIDE, HOST_PID, SECRET = {outside!r}, {host_pid}, {secret!r}
 out = {{}}
 
 def attempt(fn):
@@ -59,6 +63,8 @@ out["proc1_root_is_own_root"] = own == (proc1_st.st_dev, proc1_st.st_ino)
 out["proc1_root_listing_equal"] = sorted(os.listdir("/proc/1/root")) == sorted(os.listdir("/"))
 out["proc1_root_write_outside"] = attempt(lambda: write("/proc/1/root" + OUTSIDE + "/via-proc1"))
 out["proc1_root_read_root_home"] = attempt(lambda: os.listdir("/proc/1/root/root"))
+out["proc1_root_read_operator_secret"] = attempt(lambda: open("/proc/1/root" + SECRET).read())
+out["read_operator_secret"] = attempt(lambda: open(SECRET).read())
 out["proc1_root_read_shadow"] = attempt(lambda: open("/proc/1/root/etc/shadow").read(1))
 roots = set()
 for pid in filter(str.isdigit, os.listdir("/proc")):
@@ -125,8 +131,13 @@ def host_sleep() -> Iterator[subprocess.Popen[bytes]]:
 def report(tree: LaunchTree, host_sleep: subprocess.Popen[bytes]) -> dict[str, Any]:
     before_usr = set(os.listdir("/usr"))
     before_mounts = Path("/proc/self/mountinfo").read_text()
+    # The control: on the host, plain permissions let nobody read the secret.
+    host_read = as_nobody(["/usr/bin/cat", str(tree.operator_secret)])
+    assert (host_read.returncode, host_read.stdout) == (0, OPERATOR_SECRET), host_read.stderr
     claude = tree.write_script(
-        ESCAPE_CLAUDE.format(outside=str(tree.outside), host_pid=host_sleep.pid)
+        ESCAPE_CLAUDE.format(
+            outside=str(tree.outside), host_pid=host_sleep.pid, secret=str(tree.operator_secret)
+        )
     )
     result = run_launcher(tree.write_config(claude), ["--print", "ok"])
     assert result.returncode == 0, result.stderr
@@ -146,6 +157,10 @@ def test_proc_1_root_is_the_sandbox_itself(report: dict[str, Any]) -> None:
     assert report["every_visible_root_is_own"] is True
     assert report["proc1_root_write_outside"].startswith("errno")
     assert report["proc1_root_read_root_home"].startswith("errno")
+    # ENOENT: the operator's directory is not in the sandbox at all, not merely
+    # unreadable (nobody reads it on the host: checked in the fixture).
+    assert report["proc1_root_read_operator_secret"] == "errno 2"
+    assert report["read_operator_secret"] == "errno 2"
     assert report["proc1_root_read_shadow"].startswith("errno")
     assert report["proc1_dir_fds"] == []
 

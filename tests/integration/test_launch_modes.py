@@ -12,12 +12,13 @@ import pytest
 
 from tests.launch_fixtures import (
     NOBODY,
-    REPORT_CLAUDE,
+    OPERATOR_SECRET,
     LaunchTree,
     host_namespaces,
     last_json,
     launch_tree,
     launcher_env,
+    report_claude,
     run_launcher,
 )
 
@@ -39,19 +40,16 @@ def host_sleep() -> Iterator[subprocess.Popen[bytes]]:
     proc.wait()
 
 
-def _report_claude(tree: LaunchTree, host_pid: int) -> str:
-    return REPORT_CLAUDE.format(
-        workspace=str(tree.workspace), outside=str(tree.outside), host_pid=host_pid
-    )
-
-
 def _run_report(
     tree: LaunchTree, mode: str, host_pid: int, args: list[str], **kwargs: Any
 ) -> tuple[dict[str, Any], subprocess.CompletedProcess[str]]:
     env = kwargs.pop("env", None)
     user = kwargs.pop("preexec_user", None)
-    claude = tree.write_script(_report_claude(tree, host_pid))
+    owner = kwargs.pop("config_owner", None)
+    claude = tree.write_script(report_claude(tree, host_pid))
     config = tree.write_config(claude, mode=mode, **kwargs)
+    if owner is not None:
+        os.chown(config, owner, owner)
     result = run_launcher(config, args, env=env, preexec_user=user)
     assert result.returncode == 0, result.stderr
     return last_json(result.stdout), result
@@ -146,6 +144,32 @@ def test_non_root_operator_sandbox_uses_its_own_uid(
     assert report["is_sandbox"] == "1"
     assert report["sees_host_pid"] is False
     assert report["write_usr"] is False
+
+
+def test_non_root_operator_unsafe_mode_never_sets_is_sandbox(
+    tree: LaunchTree, host_sleep: subprocess.Popen[bytes]
+) -> None:
+    # IS_SANDBOX=1 is for root's guard only: a non-root operator asking for the
+    # bypass gets nothing set (the guard does not fire for them anyway).
+    args = ["--dangerously-skip-permissions", "--print", "ok"]
+    # The operator's own config, as sandbox-setup run by them would write it.
+    report, result = _run_report(
+        tree,
+        "unsafe",
+        host_sleep.pid,
+        args,
+        preexec_user=NOBODY,
+        config_owner=NOBODY,
+        accepted=True,
+    )
+    assert report["uid"] == NOBODY
+    assert report["is_sandbox"] is None and "IS_SANDBOX" not in report["env"]
+    assert report["args"] == args
+    assert report["ns"] == host_namespaces()
+    # Unconfined, as the warning says: it reads what its uid may read.
+    assert report["read_operator_secret"] == OPERATOR_SECRET
+    assert UNSAFE_WARNING in result.stderr and "uid 65534" in result.stderr
+    assert "sandbox-setup" in result.stderr
 
 
 def test_non_root_operator_may_own_the_config(tree: LaunchTree) -> None:

@@ -7,7 +7,7 @@ absence proves no Claude process was started.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -159,16 +159,101 @@ def test_missing_agent_user(tree: LaunchTree) -> None:
     _refused(tree, config, "'no-such-agent-user' does not exist")
 
 
-def test_untrusted_claude_binary(tree: LaunchTree) -> None:
+DAEMON = 1  # an existing system account: "another user", never created here
+
+
+def _binary_world_writable(tree: LaunchTree) -> tuple[Path, list[str]]:
     claude = _claude(tree)
     claude.chmod(0o777)
-    _refused(tree, tree.write_config(claude), "Claude binary", str(claude))
+    return claude, [str(claude), "group- or world-writable"]
 
 
-def test_claude_binary_owned_by_the_agent(tree: LaunchTree) -> None:
+def _binary_group_writable(tree: LaunchTree) -> tuple[Path, list[str]]:
+    claude = _claude(tree)
+    os.chown(claude, 0, DAEMON)
+    claude.chmod(0o775)
+    return claude, [str(claude), "group- or world-writable"]
+
+
+def _binary_owned_by_the_agent(tree: LaunchTree) -> tuple[Path, list[str]]:
     claude = _claude(tree)
     os.chown(claude, NOBODY, NOBODY)
-    _refused(tree, tree.write_config(claude), "Claude binary", "owned by nobody")
+    return claude, [str(claude), "owned by nobody"]
+
+
+def _binary_owned_by_another_user(tree: LaunchTree) -> tuple[Path, list[str]]:
+    claude = _claude(tree)
+    os.chown(claude, DAEMON, DAEMON)
+    return claude, [str(claude), "owned by daemon (uid 1)"]
+
+
+def _binary_in_a_directory(tree: LaunchTree, owner: int, mode: int) -> Path:
+    # The binary itself is root's and 0755: only its directory is at fault.
+    directory = tree.base / "claude-dir"
+    directory.mkdir()
+    os.chown(directory, owner, owner)
+    directory.chmod(mode)
+    return tree.write_script(
+        f"#!/bin/sh\ntouch {tree.marker}\necho claude-ran\n", directory=directory
+    )
+
+
+def _directory_owned_by_the_agent(tree: LaunchTree) -> tuple[Path, list[str]]:
+    claude = _binary_in_a_directory(tree, NOBODY, 0o755)
+    return claude, [f"directory {claude.parent}", "owned by nobody"]
+
+
+def _directory_group_writable_by_another_user(tree: LaunchTree) -> tuple[Path, list[str]]:
+    claude = _binary_in_a_directory(tree, 0, 0o775)
+    os.chown(claude.parent, 0, DAEMON)
+    return claude, [f"directory {claude.parent}", "group- or world-writable"]
+
+
+def _directory_world_writable(tree: LaunchTree) -> tuple[Path, list[str]]:
+    claude = _binary_in_a_directory(tree, 0, 0o777)
+    return claude, [f"directory {claude.parent}", "group- or world-writable"]
+
+
+# Invariant 2 for the binary the launcher would exec: in sandbox mode as the
+# agent, in unsafe mode (acceptance recorded, so only the binary is at fault)
+# as root itself.
+MODES = [pytest.param("sandbox", False, id="sandbox"), pytest.param("unsafe", True, id="unsafe")]
+
+
+@pytest.mark.parametrize(("mode", "accepted"), MODES)
+def test_the_fixture_claude_runs_in_each_mode_of_the_binary_tests(
+    tree: LaunchTree, mode: str, accepted: bool
+) -> None:
+    # The control for the parametrized refusals below: their only fault is the binary's.
+    claude = _binary_in_a_directory(tree, 0, 0o755)
+    result = run_launcher(tree.write_config(claude, mode=mode, accepted=accepted))
+    assert result.returncode == 0, result.stderr
+    assert tree.marker.exists()
+
+
+@pytest.mark.parametrize(("mode", "accepted"), MODES)
+@pytest.mark.parametrize(
+    "fault",
+    [
+        _binary_world_writable,
+        _binary_group_writable,
+        _binary_owned_by_the_agent,
+        _binary_owned_by_another_user,
+        _directory_owned_by_the_agent,
+        _directory_group_writable_by_another_user,
+        _directory_world_writable,
+    ],
+)
+def test_untrusted_claude_binary(
+    tree: LaunchTree,
+    mode: str,
+    accepted: bool,
+    fault: Callable[[LaunchTree], tuple[Path, list[str]]],
+) -> None:
+    claude, needles = fault(tree)
+    config = tree.write_config(claude, mode=mode, accepted=accepted)
+    stderr = _refused(tree, config, "Claude binary", *needles)
+    assert "WARNING" not in stderr  # refused before unsafe mode's launch began
 
 
 def test_workspace_over_a_system_directory(tree: LaunchTree) -> None:

@@ -7,7 +7,9 @@ host process the agent must neither see nor signal.
 
 from __future__ import annotations
 
+import json
 import os
+import shlex
 import subprocess
 from collections.abc import Iterator
 from typing import Any
@@ -16,12 +18,14 @@ import pytest
 
 from tests.launch_fixtures import (
     NOBODY,
-    REPORT_CLAUDE,
+    OPERATOR_SECRET,
     LaunchTree,
+    as_nobody,
     host_namespaces,
     last_json,
     launch_tree,
     launcher_env,
+    report_claude,
     run_launcher,
 )
 
@@ -45,11 +49,7 @@ def host_sleep() -> Iterator[subprocess.Popen[bytes]]:
 
 
 def _report(tree: LaunchTree, host_pid: int, **config: Any) -> tuple[dict[str, Any], str]:
-    claude = tree.write_script(
-        REPORT_CLAUDE.format(
-            workspace=str(tree.workspace), outside=str(tree.outside), host_pid=host_pid
-        )
-    )
+    claude = tree.write_script(report_claude(tree, host_pid))
     result = run_launcher(tree.write_config(claude, **config), ["--print", "ok"])
     assert result.returncode == 0, result.stderr
     return last_json(result.stdout), result.stderr
@@ -86,6 +86,38 @@ def test_system_is_read_only_and_only_home_and_workspace_are_writable(
     # outside/ is nobody's own directory on the host: only the sandbox keeps it out.
     assert report["write_outside"] is False
     assert not (tree.outside / ".sandbox-launch-probe").exists()
+
+
+def test_system_writes_are_refused_by_the_read_only_mount(
+    tree: LaunchTree, host_sleep: subprocess.Popen[bytes]
+) -> None:
+    # On the host, nobody's write into /usr or /etc is refused by permissions
+    # (EACCES); inside, by the read-only bind (EROFS), which the kernel reports
+    # before it looks at permissions. A writable bind would give EACCES here.
+    for directory in ("/usr", "/etc"):
+        host = as_nobody(["/usr/bin/touch", f"{directory}/.sandbox-launch-probe"])
+        assert host.returncode != 0 and "Permission denied" in host.stderr, host.stderr
+    report, _ = _report(tree, host_sleep.pid)
+    assert report["write_errors"] == {"/usr": "EROFS", "/etc": "EROFS"}
+
+
+def test_operators_files_the_agent_may_read_on_the_host_are_not_in_the_sandbox(
+    tree: LaunchTree, host_sleep: subprocess.Popen[bytes]
+) -> None:
+    # The control: without a sandbox, plain permissions let nobody read the
+    # operator's 0644 secret and write into the inbox it owns.
+    read = as_nobody(["/usr/bin/cat", str(tree.operator_secret)])
+    assert (read.returncode, read.stdout) == (0, OPERATOR_SECRET), read.stderr
+    probe = tree.operator_inbox / "host-probe"
+    wrote = as_nobody(["/usr/bin/touch", str(probe)])
+    assert wrote.returncode == 0 and probe.exists(), wrote.stderr
+    probe.unlink()
+    report, _ = _report(tree, host_sleep.pid)
+    # Not bound into the sandbox: the path does not even exist there.
+    assert report["read_operator_secret"] == "ENOENT"
+    assert OPERATOR_SECRET not in json.dumps(report)
+    assert report["write_operator_inbox"] is False
+    assert os.listdir(tree.operator_inbox) == []
 
 
 def test_escape_attempts_fail(tree: LaunchTree, host_sleep: subprocess.Popen[bytes]) -> None:
@@ -133,6 +165,51 @@ def test_dry_run_prints_the_command_and_starts_nothing(tree: LaunchTree) -> None
     assert command.endswith(f"sandbox-gate '{{gate-fd}}' {claude} --print ok")
     assert " -- /bin/sh -c " in command
     assert "SECRET_TOKEN" not in result.stdout
+    assert not tree.marker.exists()
+
+
+def _environment_block(stdout: str) -> dict[str, str]:
+    """The ``--dry-run`` lines under ``environment (...):``, as a dict."""
+    lines = stdout.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("environment"))
+    assert "nothing else is inherited" in lines[start], lines[start]
+    block: dict[str, str] = {}
+    for line in lines[start + 1 :]:
+        if not line.startswith("  "):
+            break
+        key, _, value = line.strip().partition("=")
+        block[key] = value
+    return block
+
+
+def test_dry_run_prints_the_clean_environment_and_is_sandbox_only_for_bwrap(
+    tree: LaunchTree,
+) -> None:
+    claude = tree.write_script("#!/bin/sh\ntouch " + str(tree.marker) + "\n")
+    # The caller exports IS_SANDBOX and a secret: neither may be inherited.
+    env = launcher_env({"IS_SANDBOX": "1", "HOME": "/root", "LANG": "de_DE.UTF-8"})
+    result = run_launcher(tree.write_config(claude), ["--print", "ok"], dry_run=True, env=env)
+    assert result.returncode == 0, result.stderr
+    block = _environment_block(result.stdout)
+    assert block == {
+        "HOME": str(tree.home),
+        "PATH": "/usr/local/bin:/usr/bin:/bin",
+        "TERM": "xterm-256color",
+        "LANG": "de_DE.UTF-8",
+    }
+    assert "must-not-leak" not in result.stdout and "SECRET_TOKEN" not in result.stdout
+    # IS_SANDBOX appears in the command exactly once: bwrap's --setenv, among
+    # bwrap's options (after --clearenv, before the sandbox's command).
+    command = next(line for line in result.stdout.splitlines() if line.startswith("command: "))
+    argv = shlex.split(command.removeprefix("command: "))
+    assert argv.count("IS_SANDBOX") == 1 and not any("IS_SANDBOX=" in a for a in argv), argv
+    at = argv.index("IS_SANDBOX")
+    assert argv[at - 1 : at + 2] == ["--setenv", "IS_SANDBOX", "1"]
+    bwrap = argv.index("/usr/bin/bwrap")
+    assert bwrap < argv.index("--clearenv") < at < argv.index("--", bwrap)
+    # What bwrap sets is the printed block plus IS_SANDBOX, nothing else.
+    setenv = {argv[i + 1]: argv[i + 2] for i, arg in enumerate(argv) if arg == "--setenv"}
+    assert setenv == {**block, "IS_SANDBOX": "1"}
     assert not tree.marker.exists()
 
 
