@@ -6,6 +6,7 @@ byte-identical files."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import tomllib
@@ -31,11 +32,14 @@ from wizard.answers import load_answers
 CONFIG = "root/.config/sandbox-setup"
 
 
+INNER = ("strong", "weak", "off")  # the order of the details screen's choices
+
+
 async def walk(
-    pilot: Pilot[Any], mode: Mode, workspace: str = "/srv/project", inner_off: bool = False
+    pilot: Pilot[Any], mode: Mode, workspace: str = "/srv/project", inner: str | None = None
 ) -> None:
     """Welcome -> checks -> mode -> details -> (unsafe) -> review -> apply -> done,
-    with keys only."""
+    with keys only; ``inner`` picks Claude's inner sandbox (None: keep the preset)."""
     screen = await _to_mode_screen(pilot, pilot.app)
     await pilot.press("home", *["down"] * list(Mode).index(mode))
     assert screen.query_one("#modes", OptionList).highlighted == list(Mode).index(mode)
@@ -44,12 +48,12 @@ async def walk(
     if details.query("#workspaces"):
         assert pilot.app.focused is details.query_one("#workspaces", Input)
         await type_text(pilot, workspace)
-    if inner_off:  # Tab to the inner sandbox choice, move to "off", select it
+    if inner is not None:  # Tab to the inner sandbox choice, move to it, select it
         while pilot.app.focused is not details.query_one("#inner"):
             await pilot.press("tab")
-        await pilot.press("right", "right", "space")
+        await pilot.press(*["right"] * INNER.index(inner), "space")
         pressed = details.query_one("#inner", RadioSet).pressed_button
-        assert pressed is not None and str(pressed.label) == "off"
+        assert pressed is not None and str(pressed.label) == inner
     await pilot.press("ctrl+n")
     if mode is Mode.UNSAFE:
         await wait_for(pilot, UnsafeScreen)
@@ -67,14 +71,14 @@ async def walk(
     await pilot.press("enter")
 
 
-async def run_mode(tmp_path: Path, mode: Mode, inner_off: bool = False) -> Path:
+async def run_mode(tmp_path: Path, mode: Mode, inner: str | None = None) -> Path:
     require_root()
     for tool in ("useradd", "setfacl"):
         require_tool(tool)
     root = make_target_root(tmp_path)
     app = make_app(root, SANDBOX_HOST)
     async with app.run_test(size=(80, 24)) as pilot:
-        await walk(pilot, mode, inner_off=inner_off)
+        await walk(pilot, mode, inner=inner)
         await wait_until(pilot, lambda: app.return_value is not None)
     assert app.return_value == 0
     return root
@@ -133,19 +137,36 @@ def _headless(answers: Path, root: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
-@pytest.mark.parametrize("mode", [Mode.USER, Mode.UNSAFE, Mode.SANDBOX])
-async def test_answers_replay_headless_byte_identical(tmp_path: Path, mode: Mode) -> None:
+@pytest.mark.parametrize(
+    ("mode", "inner"),
+    [
+        (Mode.USER, None),
+        (Mode.UNSAFE, None),
+        (Mode.SANDBOX, "off"),
+        (Mode.SANDBOX, "weak"),
+        (Mode.SANDBOX, "strong"),
+    ],
+)
+async def test_answers_replay_headless_byte_identical(
+    tmp_path: Path, mode: Mode, inner: str | None
+) -> None:
     """The answers of a Pilot-driven run, replayed by the headless path (live
-    probes) into a second root, write the same bytes."""
-    # Sandbox mode with Claude's inner sandbox off: the live probes of the
-    # headless replay then only need bwrap.sandbox, not the nested probes.
-    first = await run_mode(tmp_path / "tui", mode, inner_off=mode is Mode.SANDBOX)
+    probes) into a second root, write the same bytes. In sandbox mode, each of
+    Claude's inner sandbox strengths: the replay verifies "weak" and "strong"
+    with the live nested probes (as nobody, standing in for the agent that does
+    not exist on this system yet)."""
+    first = await run_mode(tmp_path / "tui", mode, inner=inner)
+    if inner is not None:
+        assert _launcher(first)["sandbox"]["inner_sandbox"] == inner
     second = make_target_root(tmp_path / "headless")
     proc = _headless(first / CONFIG / "answers.toml", second)
     if mode is Mode.SANDBOX and proc.returncode == 3:
-        # The fake findings allowed sandbox mode; the live probes of this host
-        # do not, so there is no second tree to compare.
-        pytest.skip(f"this host refuses sandbox mode live: {proc.stderr.strip()}")
+        # The fake findings allowed this; the live probes of this host do not, so
+        # there is no second tree to compare. CI's host must allow it.
+        reason = f"this host refuses sandbox mode (inner {inner}) live: {proc.stderr.strip()}"
+        if os.environ.get("CI"):
+            pytest.fail(reason)
+        pytest.skip(reason)
     assert proc.returncode == 0, proc.stderr
     # The journal and backups record times and transaction ids; /etc/shadow
     # records the day of the change. Everything else must match byte for byte.
