@@ -144,7 +144,7 @@ def _read(real: Path) -> str | None:
         return None
 
 
-def _sudoers_files(layout: Layout) -> dict[str, str]:
+def sudoers_files(layout: Layout) -> dict[str, str]:
     """/etc/sudoers and the files sudo would include from /etc/sudoers.d."""
     files: dict[str, str] = {}
     main = layout.real("/etc/sudoers")
@@ -263,7 +263,7 @@ def agent_findings(
         facts = path_facts(real)
         access = facts.exists and agent_can_write(facts, real, agent.uid, set(groups.values()))
         found += judge_workspace(facts, access)
-    hits = find_sudoers_rules(_sudoers_files(layout), agent.name, agent.uid, groups)
+    hits = find_sudoers_rules(sudoers_files(layout), agent.name, agent.uid, groups)
     found += judge_sudoers(hits, agent.name)
     shadow = layout.real("/etc/shadow")
     prefix = None if layout.live else str(layout.root)

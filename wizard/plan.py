@@ -32,7 +32,7 @@ from typing import Any
 
 from checks.model import Mode, Report, Status
 from wizard import fsops, users
-from wizard.accounts import Account, lookup_user
+from wizard.accounts import lookup_user
 from wizard.actions import (
     Action,
     AddToGroup,
@@ -41,6 +41,7 @@ from wizard.actions import (
     WorkspaceAccess,
     WriteFile,
 )
+from wizard.agent_account import check_existing_agent
 from wizard.answers import Answers, dump_answers, validate_answers
 from wizard.claude_binary import INSTALLED_CLAUDE, ClaudeBinary, find_claude
 from wizard.errors import InputError, RefusedError
@@ -229,7 +230,7 @@ def build_plan(report: Report, answers: Answers, layout: Layout) -> Plan:
     if agent is not None and agent.uid == 0 and answers.mode is not Mode.UNSAFE:
         raise RefusedError(f"agent user {agent_name} has uid 0; choose a non-root agent user")
     if separate and agent is not None:
-        _check_existing_agent(layout, agent)
+        check_existing_agent(layout, agent)
     if separate and agent is None and operator.uid != 0:
         raise RefusedError(
             f"agent user {agent_name} does not exist and creating users needs root; run as "
@@ -357,48 +358,6 @@ def build_plan(report: Report, answers: Answers, layout: Layout) -> Plan:
         if isinstance(action, WriteFile) and not action.binary:
             action.desired()
     return Plan(resolved, layout, config, actions, notes)
-
-
-# Membership in these groups is a way to root (sudo's defaults, su's pam_wheel).
-_ADMIN_GROUPS = frozenset({"root", "sudo", "wheel", "admin"})
-
-
-def _check_existing_agent(layout: Layout, agent: Account) -> None:
-    """An existing account becomes the agent only if it cannot become root and cannot
-    be logged into (DESIGN.md invariant 5): the audit's own rules, run before the
-    apply instead of after it. Refused (exit 3) with what was found and the fix."""
-    from wizard.audit_model import Severity
-    from wizard.audit_rules import find_sudoers_rules, judge_password, judge_sudoers
-    from wizard.audit_safety import _sudoers_files, agent_groups
-
-    groups = agent_groups(layout, agent)
-    found = judge_sudoers(
-        find_sudoers_rules(_sudoers_files(layout), agent.name, agent.uid, groups), agent.name
-    )
-    shadow = layout.real("/etc/shadow")
-    prefix = None if layout.live else str(layout.root)
-    try:
-        shadow_text: str | None = shadow.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        shadow_text = None
-    found += [
-        f
-        for f in judge_password(shadow_text, agent.name, str(shadow), prefix)
-        if f.severity >= Severity.HIGH  # a usable or empty password, not "cannot read"
-    ]
-    problems = [f"{f.summary} (fix: {f.remedy})" for f in found]
-    admin = sorted(name for name, gid in groups.items() if name in _ADMIN_GROUPS or gid == 0)
-    problems += [
-        f"the agent {agent.name} is in group {name} (fix: "
-        f"{' '.join(users.remove_from_group_argv(layout, agent.name, name))})"
-        for name in admin
-    ]
-    if problems:
-        raise RefusedError(
-            f"the existing account {agent.name} cannot be the agent user: "
-            + "; ".join(problems)
-            + "; or pick a new --agent-user (sandbox-setup creates it locked)"
-        )
 
 
 def _login_copies(layout: Layout, agent: str, agent_home: PurePosixPath) -> list[Action]:
