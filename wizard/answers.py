@@ -33,13 +33,13 @@ from __future__ import annotations
 
 import os
 import re
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 from checks.model import Mode
 from wizard.errors import InputError, RefusedError
+from wizard.launcher_config import absolute_path, load_toml
 from wizard.system_dirs import is_system_dir
 
 if TYPE_CHECKING:
@@ -112,21 +112,9 @@ def _choice(data: dict[str, Any], key: str, choices: tuple[str, ...], source: st
     return str(value)
 
 
-def _abs(value: str, key: str, source: str) -> PurePosixPath:
-    path = PurePosixPath(value)
-    if not path.is_absolute():
-        raise InputError(f"{source}: key '{key}' must be an absolute path, got {value!r}")
-    return path
-
-
 def parse_answers(text: str, source: str = "answers.toml") -> Answers:
     """Parse answers TOML; errors name ``source``, the key (or line) and the problem."""
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise InputError(f"{source}: invalid TOML: {exc}") from None
-    except RecursionError:
-        raise InputError(f"{source}: invalid TOML: nested too deeply") from None
+    data = load_toml(text, source)
     unknown = [k for k in data if k not in _KEYS]
     if unknown:
         raise InputError(f"{source}: unknown key '{unknown[0]}' (known keys: {', '.join(_KEYS)})")
@@ -140,10 +128,10 @@ def parse_answers(text: str, source: str = "answers.toml") -> Answers:
         raw = data["workspaces"]
         if not isinstance(raw, list) or not all(isinstance(w, str) for w in raw):
             raise InputError(f"{source}: key 'workspaces' must be a list of absolute paths")
-        workspaces = tuple(_abs(w, "workspaces", source) for w in raw)
+        workspaces = tuple(absolute_path(w, "workspaces", source) for w in raw)
     claude = None
     if "claude" in data:
-        claude = _abs(_typed(data, "claude", str, source), "claude", source)
+        claude = absolute_path(_typed(data, "claude", str, source), "claude", source)
     agent_user = DEFAULT_AGENT_USER
     if "agent_user" in data:
         agent_user = _typed(data, "agent_user", str, source)

@@ -108,13 +108,8 @@ def load_config(path: Path, owners: frozenset[int]) -> tuple[Path, LauncherConfi
     real, text = read_trusted_text(path, owners, "launcher config")
     try:
         return real, parse_launcher_config(text, str(real))
-    except InputError as exc:
+    except InputError as exc:  # includes TOML nested too deeply to parse
         raise RefusedError(str(exc)) from None
-    except RecursionError:
-        raise RefusedError(
-            f"{real}: nested too deeply to parse (arrays or tables inside each other); "
-            "rewrite it with sandbox-setup"
-        ) from None
 
 
 def resolve_agent(config: LauncherConfig, uid: int) -> Agent:

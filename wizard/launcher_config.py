@@ -75,19 +75,27 @@ def _require(table: dict[str, Any], key: str, kind: type, where: str, source: st
     return value
 
 
-def _abs_path(value: str, key: str, source: str) -> PurePosixPath:
+def absolute_path(value: str, key: str, source: str) -> PurePosixPath:
+    """``value`` as an absolute path, or an error naming ``source`` and ``key``."""
     path = PurePosixPath(value)
     if not path.is_absolute():
         raise InputError(f"{source}: key '{key}' must be an absolute path, got {value!r}")
     return path
 
 
-def parse_launcher_config(text: str, source: str = "launcher.toml") -> LauncherConfig:
-    """Parse and validate; every error names the file and the key (or line)."""
+def load_toml(text: str, source: str) -> dict[str, Any]:
+    """Parse TOML; an error names ``source`` and the line (tomllib's message)."""
     try:
-        data = tomllib.loads(text)
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise InputError(f"{source}: invalid TOML: {exc}") from None
+    except RecursionError:
+        raise InputError(f"{source}: invalid TOML: nested too deeply") from None
+
+
+def parse_launcher_config(text: str, source: str = "launcher.toml") -> LauncherConfig:
+    """Parse and validate; every error names the file and the key (or line)."""
+    data = load_toml(text, source)
     schema = _require(data, "schema", int, "", source)
     if schema != SCHEMA:
         raise InputError(f"{source}: unsupported schema {schema} (this version reads {SCHEMA})")
@@ -99,19 +107,19 @@ def parse_launcher_config(text: str, source: str = "launcher.toml") -> LauncherC
             f"{source}: key 'mode' is {mode_text!r}; expected one of "
             + ", ".join(m.value for m in Mode)
         ) from None
-    claude = _abs_path(_require(data, "claude", str, "", source), "claude", source)
+    claude = absolute_path(_require(data, "claude", str, "", source), "claude", source)
     agent = data.get("agent")
     if not isinstance(agent, dict):
         raise InputError(f"{source}: missing table [agent]")
     agent_user = _require(agent, "user", str, "agent.", source)
-    agent_home = _abs_path(_require(agent, "home", str, "agent.", source), "agent.home", source)
+    agent_home = absolute_path(_require(agent, "home", str, "agent.", source), "agent.home", source)
     sandbox = data.get("sandbox", {})
     if not isinstance(sandbox, dict):
         raise InputError(f"{source}: 'sandbox' must be a table")
     workspaces_raw = sandbox.get("workspaces", [])
     if not isinstance(workspaces_raw, list) or not all(isinstance(w, str) for w in workspaces_raw):
         raise InputError(f"{source}: key 'sandbox.workspaces' must be a list of paths")
-    workspaces = tuple(_abs_path(w, "sandbox.workspaces", source) for w in workspaces_raw)
+    workspaces = tuple(absolute_path(w, "sandbox.workspaces", source) for w in workspaces_raw)
     network = sandbox.get("network", "host")
     if network not in NETWORK:
         raise InputError(
