@@ -26,6 +26,12 @@ PASSWD = (
 GROUP = "root:x:0:\nnogroup:x:65534:\n"
 SHADOW = "root:*:20000:0:99999:7:::\nnobody:*:20000:0:99999:7:::\n"
 GSHADOW = "root:*::\nnogroup:*::\n"
+# Where an apply under a fake root (as root) puts things, relative to the root.
+MANAGED = "etc/claude-code/managed-settings.json"
+CONFIG = "root/.config/sandbox-setup"
+STATE = "root/.local/state/sandbox-setup"
+FILES = (MANAGED, f"{CONFIG}/launcher.toml", f"{CONFIG}/answers.toml")
+SANDBOX = ("--mode", "sandbox", "--workspace", "/srv/project")
 
 
 def make_target_root(root: Path, *, workspace: bool = True) -> Path:

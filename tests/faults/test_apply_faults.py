@@ -22,7 +22,12 @@ import pytest
 
 from checks.model import Mode
 from tests.core_fixtures import (
+    CONFIG,
+    FILES,
+    MANAGED,
     REPO,
+    SANDBOX,
+    STATE,
     host_passwd_digest,
     make_target_root,
     passwd_entry,
@@ -41,11 +46,6 @@ from wizard.plan import build_plan
 
 pytestmark = pytest.mark.integration
 
-MANAGED = "etc/claude-code/managed-settings.json"
-CONFIG = "root/.config/sandbox-setup"
-STATE = "root/.local/state/sandbox-setup"
-SANDBOX = ("--mode", "sandbox", "--workspace", "/srv/project")
-FILES = (MANAGED, f"{CONFIG}/launcher.toml", f"{CONFIG}/answers.toml")
 OLD_SETTINGS = '{"model": "opus",   "permissions": {"deny": []}}'
 # The sandbox apply's changing steps, in order (the pause hook counts these).
 STEPS = ("group", "user", "workspace ACLs", "settings", "launcher config", "answers")

@@ -22,7 +22,13 @@ from typing import Any
 
 import pytest
 
-from tests.core_fixtures import CLAUDE_VERSION, host_passwd_digest, make_target_root, run_cli
+from tests.core_fixtures import (
+    CLAUDE_VERSION,
+    SANDBOX,
+    host_passwd_digest,
+    make_target_root,
+    run_cli,
+)
 from tests.faults.conftest import FaultRow
 from tests.faults.namespace import run_in_namespace
 from tests.launch_fixtures import (
@@ -37,7 +43,6 @@ pytestmark = pytest.mark.integration
 
 CONFIG = "root/.config/sandbox-setup/launcher.toml"
 ANSWERS = "root/.config/sandbox-setup/answers.toml"
-SANDBOX = ("--mode", "sandbox", "--workspace", "/srv/project")
 CLAUDE_SAYS = f"{CLAUDE_VERSION} (Claude Code)"
 
 

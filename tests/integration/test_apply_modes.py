@@ -17,6 +17,8 @@ import pytest
 
 from tests.core_fixtures import (
     CLAUDE_VERSION,
+    CONFIG,
+    MANAGED,
     group_entry,
     host_passwd_digest,
     make_target_root,
@@ -28,9 +30,6 @@ from tests.core_fixtures import (
 from tests.tools import require_root, require_tool
 
 pytestmark = pytest.mark.integration
-
-MANAGED = "etc/claude-code/managed-settings.json"
-CONFIG = "root/.config/sandbox-setup"
 
 
 @pytest.fixture

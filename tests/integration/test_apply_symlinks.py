@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from tests.core_fixtures import (
+    SANDBOX,
     group_entry,
     host_passwd_digest,
     make_target_root,
@@ -33,7 +34,6 @@ from tests.core_fixtures import (
 from tests.tools import require_root, require_tool
 
 pytestmark = pytest.mark.integration
-SANDBOX = ("--mode", "sandbox", "--workspace", "/srv/project")
 
 
 @pytest.fixture

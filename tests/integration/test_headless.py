@@ -11,12 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.core_fixtures import host_passwd_digest, make_target_root, run_cli, snapshot
+from tests.core_fixtures import SANDBOX, host_passwd_digest, make_target_root, run_cli, snapshot
 from tests.tools import require_root, require_tool
 
 pytestmark = pytest.mark.integration
-
-SANDBOX = ("--mode", "sandbox", "--workspace", "/srv/project")
 
 
 @pytest.fixture

@@ -16,7 +16,11 @@ from pathlib import Path
 import pytest
 
 from tests.core_fixtures import (
+    CONFIG,
+    FILES,
+    MANAGED,
     REPO,
+    SANDBOX,
     host_passwd_digest,
     make_target_root,
     passwd_entry,
@@ -26,11 +30,6 @@ from tests.core_fixtures import (
 from tests.tools import require_root, require_tool
 
 pytestmark = pytest.mark.integration
-
-MANAGED = "etc/claude-code/managed-settings.json"
-CONFIG = "root/.config/sandbox-setup"
-SANDBOX = ("--mode", "sandbox", "--workspace", "/srv/project")
-FILES = (MANAGED, f"{CONFIG}/launcher.toml", f"{CONFIG}/answers.toml")
 
 
 @pytest.fixture

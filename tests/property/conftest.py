@@ -24,7 +24,7 @@ import pytest
 from hypothesis import HealthCheck, event, settings
 
 from checks.model import Mode, Report
-from tests.core_fixtures import make_target_root, snapshot
+from tests.core_fixtures import CONFIG, make_target_root, snapshot
 from tests.tools import require_root, require_tool
 from wizard.answers import Answers, parse_answers
 from wizard.launcher_config import parse_launcher_config
@@ -39,8 +39,6 @@ CLI_SETTINGS = settings(
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 PURE_SETTINGS = settings(max_examples=150, deadline=None, database=None)
-
-CONFIG = "root/.config/sandbox-setup"
 
 
 @dataclass(frozen=True)

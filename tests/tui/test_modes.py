@@ -23,14 +23,12 @@ from screens.details import DetailsScreen
 from screens.done import DoneScreen
 from screens.review import ReviewScreen
 from screens.unsafe import UNSAFE_PHRASE, UnsafeScreen
+from tests.core_fixtures import CONFIG
 from tests.tools import REPO, require_root, require_tool
 from tests.tui.fake_findings import SANDBOX_HOST
 from tests.tui.helpers import make_app, make_target_root, tree, type_text, wait_for, wait_until
 from tests.tui.test_steps import _to_mode_screen
 from wizard.answers import load_answers
-
-CONFIG = "root/.config/sandbox-setup"
-
 
 INNER = ("strong", "weak", "off")  # the order of the details screen's choices
 
