@@ -313,3 +313,35 @@ def launch_tree(*tools: str) -> Iterator[LaunchTree]:
         require_tool(tool)
     with make_launch_tree() as made:
         yield made
+
+
+def nobody_sleeper() -> Iterator[subprocess.Popen[bytes]]:
+    """Body of a ``host_sleep`` fixture: a host process of nobody's, outside any
+    sandbox, for the tests that try to see or signal it from inside."""
+    proc = subprocess.Popen(
+        ["/usr/bin/setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups",
+         "sleep", "300"]
+    )  # fmt: skip
+    try:
+        yield proc
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def start_launcher_on_pty(config: Path, slave: int) -> subprocess.Popen[bytes]:
+    """``sandbox-launch --config CONFIG`` with the pty ``slave`` as its controlling
+    terminal and stdio, as a terminal emulator starts a shell."""
+    import fcntl
+    import termios
+
+    return subprocess.Popen(
+        [sys.executable, "-m", "wizard.launcher", "--config", str(config)],
+        stdin=slave,
+        stdout=slave,
+        stderr=slave,
+        start_new_session=True,
+        preexec_fn=lambda: fcntl.ioctl(0, termios.TIOCSCTTY, 0),
+        env=launcher_env(),
+        cwd=REPO,
+    )

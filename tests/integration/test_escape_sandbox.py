@@ -24,12 +24,12 @@ from typing import Any
 import pytest
 
 from tests.launch_fixtures import (
-    NOBODY,
     OPERATOR_SECRET,
     LaunchTree,
     as_nobody,
     last_json,
     launch_tree,
+    nobody_sleeper,
     run_launcher,
 )
 
@@ -118,13 +118,7 @@ def tree() -> Iterator[LaunchTree]:
 
 @pytest.fixture
 def host_sleep() -> Iterator[subprocess.Popen[bytes]]:
-    proc = subprocess.Popen(
-        ["/usr/bin/setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups",
-         "sleep", "300"]
-    )  # fmt: skip
-    yield proc
-    proc.kill()
-    proc.wait()
+    yield from nobody_sleeper()
 
 
 @pytest.fixture

@@ -17,8 +17,6 @@ import json
 import os
 import pty
 import struct
-import subprocess
-import sys
 import termios
 import time
 from collections.abc import Iterator
@@ -26,8 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.launch_fixtures import LaunchTree, launch_tree, launcher_env
-from tests.tools import REPO
+from tests.launch_fixtures import LaunchTree, launch_tree, start_launcher_on_pty
 
 pytestmark = pytest.mark.integration
 
@@ -85,16 +82,7 @@ def test_tiocsti_from_the_sandbox_types_nothing_into_the_terminal(tree: LaunchTr
         assert queued(slave) > 0, "the queue check cannot see injected input"
         termios.tcflush(slave, termios.TCIFLUSH)
         assert queued(slave) == 0
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "wizard.launcher", "--config", str(config)],
-            stdin=slave,
-            stdout=slave,
-            stderr=slave,
-            start_new_session=True,
-            preexec_fn=lambda: fcntl.ioctl(0, termios.TIOCSCTTY, 0),
-            env=launcher_env(),
-            cwd=REPO,
-        )
+        proc = start_launcher_on_pty(config, slave)
         deadline = time.monotonic() + 60
         while proc.poll() is None and time.monotonic() < deadline:
             drain(master)

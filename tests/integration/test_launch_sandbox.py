@@ -25,6 +25,7 @@ from tests.launch_fixtures import (
     last_json,
     launch_tree,
     launcher_env,
+    nobody_sleeper,
     report_claude,
     run_launcher,
 )
@@ -39,13 +40,7 @@ def tree() -> Iterator[LaunchTree]:
 
 @pytest.fixture
 def host_sleep() -> Iterator[subprocess.Popen[bytes]]:
-    proc = subprocess.Popen(
-        ["/usr/bin/setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups",
-         "sleep", "300"]
-    )  # fmt: skip
-    yield proc
-    proc.kill()
-    proc.wait()
+    yield from nobody_sleeper()
 
 
 def _report(tree: LaunchTree, host_pid: int, **config: Any) -> tuple[dict[str, Any], str]:

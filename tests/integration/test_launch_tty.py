@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.launch_fixtures import LaunchTree, launcher_env, make_launch_tree
+from tests.launch_fixtures import LaunchTree, launcher_env, make_launch_tree, start_launcher_on_pty
 from tests.tools import REPO, require_root, require_tool
 
 pytestmark = pytest.mark.integration
@@ -93,17 +93,7 @@ def test_resize_and_ctrl_c_reach_claude_and_tiocsti_is_blocked(tree: LaunchTree,
     claude = tree.write_script(TTY_CLAUDE.format(marker=str(tree.marker), log=str(log)))
     config = tree.write_config(claude, mode=mode)
     master, slave = pty.openpty()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "wizard.launcher", "--config", str(config)],
-        stdin=slave,
-        stdout=slave,
-        stderr=slave,
-        start_new_session=True,
-        # Make the pty the launcher's controlling terminal, as a terminal emulator does.
-        preexec_fn=lambda: fcntl.ioctl(0, termios.TIOCSCTTY, 0),
-        env=launcher_env(),
-        cwd=REPO,
-    )
+    proc = start_launcher_on_pty(config, slave)
     os.close(slave)
     try:
         _wait_for(log, "ready", master)
