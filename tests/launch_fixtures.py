@@ -345,3 +345,19 @@ def start_launcher_on_pty(config: Path, slave: int) -> subprocess.Popen[bytes]:
         env=launcher_env(),
         cwd=REPO,
     )
+
+
+def tree_processes(tree: LaunchTree) -> list[int]:
+    """Pids (other than this test's) whose command line names the tree's temp base:
+    the launcher, bwrap, the sandbox and the fake Claude of that tree."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if str(tree.base).encode() in cmdline:
+            found.append(int(entry.name))
+    return found

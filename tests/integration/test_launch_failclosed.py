@@ -10,7 +10,6 @@ sandbox process is gone proves Claude never started.
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import time
@@ -19,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.launch_fixtures import LaunchTree, launch_tree, launcher_env
+from tests.launch_fixtures import LaunchTree, launch_tree, launcher_env, tree_processes
 from tests.tools import REPO
 
 pytestmark = pytest.mark.integration
@@ -48,20 +47,6 @@ def tree() -> Iterator[LaunchTree]:
     yield from launch_tree()
 
 
-def _sandbox_processes(tree: LaunchTree) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        try:
-            cmdline = (entry / "cmdline").read_bytes()
-        except OSError:
-            continue
-        if str(tree.base).encode() in cmdline:
-            found.append(int(entry.name))
-    return found
-
-
 def _claude(tree: LaunchTree) -> Path:
     return tree.write_script(
         f'#!/bin/sh\ntouch {tree.marker}\necho "uid=$(id -u) IS_SANDBOX=$IS_SANDBOX"\n'
@@ -84,9 +69,9 @@ def test_claude_never_starts_when_the_launcher_fails_during_verification(
     )
     # Whatever is left of the sandbox either runs Claude or gives up: wait for it.
     deadline = time.monotonic() + 20
-    while _sandbox_processes(tree) and time.monotonic() < deadline:
+    while tree_processes(tree) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert _sandbox_processes(tree) == [], "the sandbox outlived the launcher"
+    assert tree_processes(tree) == [], "the sandbox outlived the launcher"
     assert not tree.marker.exists(), f"Claude ran unverified: {result.stdout!r}"
     assert "IS_SANDBOX=1" not in result.stdout
     if failure == "raise":

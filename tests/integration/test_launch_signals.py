@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.launch_fixtures import LaunchTree, launch_tree, launcher_env
+from tests.launch_fixtures import LaunchTree, launch_tree, launcher_env, tree_processes
 from tests.tools import REPO
 
 pytestmark = pytest.mark.integration
@@ -89,24 +89,10 @@ def test_signal_reaches_claude_and_status_comes_back(
 
 def test_killing_the_launcher_ends_the_sandbox(tree: LaunchTree) -> None:
     proc, _ = _start(tree)
-    assert _sandbox_processes(tree) != []
+    assert tree_processes(tree) != []
     proc.kill()  # SIGKILL: nothing to forward, --die-with-parent must act
     proc.wait()
     deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and _sandbox_processes(tree):
+    while time.monotonic() < deadline and tree_processes(tree):
         time.sleep(0.05)
-    assert _sandbox_processes(tree) == []
-
-
-def _sandbox_processes(tree: LaunchTree) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            cmdline = (entry / "cmdline").read_bytes()
-        except OSError:
-            continue
-        if str(tree.base).encode() in cmdline:
-            found.append(int(entry.name))
-    return found
+    assert tree_processes(tree) == []
