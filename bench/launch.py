@@ -26,8 +26,8 @@ from pathlib import Path, PurePosixPath
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from checks.model import Mode  # noqa: E402
-from wizard.launcher_config import LauncherConfig, render_launcher_config  # noqa: E402
+from wizard.base.choices import Mode  # noqa: E402
+from wizard.base.launcher_config import LauncherConfig, render_launcher_config  # noqa: E402
 
 NPM_CLAUDE = Path("/opt/sandbox-setup-test/npm/node_modules/.bin/claude")
 NOBODY = 65534

@@ -16,7 +16,7 @@ from checks.facts import HostFacts
 from checks.model import Finding, Status
 from checks.platform import Platform
 from checks.probe import ProbeResult, run_probe
-from wizard.accounts import Account
+from wizard.base.accounts import Account
 
 
 @dataclass(frozen=True)

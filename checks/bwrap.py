@@ -24,7 +24,7 @@ from checks.causes import Cause, diagnose
 from checks.facts import HostFacts
 from checks.model import Status
 from checks.probe import SAFE_PATH, ProbeResult, run_probe
-from wizard.accounts import lookup_user
+from wizard.base.accounts import lookup_user
 
 BWRAP_BASE = ("bwrap", "--unshare-user", "--unshare-pid", "--ro-bind", "/", "/", "--dev", "/dev")
 SANDBOX_PROBE = (*BWRAP_BASE, "--proc", "/proc", "true")

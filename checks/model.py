@@ -6,6 +6,8 @@ import enum
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from wizard.base.choices import Mode
+
 SCHEMA = 1
 
 
@@ -17,14 +19,6 @@ class Status(enum.StrEnum):
     FAIL = "fail"
     SKIP = "skip"
     ERROR = "error"
-
-
-class Mode(enum.StrEnum):
-    """The three honest paths (DESIGN.md)."""
-
-    SANDBOX = "sandbox"
-    USER = "user"
-    UNSAFE = "unsafe"
 
 
 @dataclass(frozen=True)

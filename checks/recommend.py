@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from checks.model import Finding, Mode, Recommendation, Status
+from checks.model import Finding, Recommendation, Status
+from wizard.base.choices import Mode
 
 UNSAFE_NOTE = (
     "unsafe (Claude Code as root with no OS sandbox) is never recommended; it stays "

@@ -21,8 +21,8 @@ from checks.platform import detect_platform
 from checks.probe import SAFE_PATH
 from checks.recommend import inner_strength, recommend
 from checks.registry import BY_ID, CHECKS
-from wizard.accounts import Account, lookup_user
-from wizard.errors import InputError
+from wizard.base.accounts import Account, lookup_user
+from wizard.base.errors import InputError
 
 
 def select_checks(ids: Iterable[str] | None) -> list[Check]:

@@ -1,7 +1,7 @@
 """The one place the TUI calls the core: probes, plan, apply, audit.
 
-Screens never import ``checks.runner``, ``wizard.plan``, ``wizard.apply`` or
-``wizard.audit`` themselves; they get a :class:`Backend`. If a core name
+Screens never import ``checks.runner``, ``wizard.configure.plan``, ``wizard.configure.apply`` or
+``wizard.audit.runner`` themselves; they get a :class:`Backend`. If a core name
 changes, only this module changes. Nothing here imports Textual, and every
 method may block (screens call them from thread workers).
 
@@ -17,10 +17,11 @@ from functools import partial
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from checks.model import Finding, Mode, Report, Status
-from wizard.answers import USER_NAME_RE, Answers
-from wizard.paths import Layout
-from wizard.system_dirs import is_system_dir
+from checks.model import Finding, Report, Status
+from wizard.base.choices import Mode
+from wizard.base.paths import Layout
+from wizard.configure.answers import USER_NAME_RE, Answers
+from wizard.policy.system_dirs import is_system_dir
 
 FindingCallback = Callable[[Finding], object]
 ReportProvider = Callable[[FindingCallback], Report]
@@ -32,12 +33,12 @@ def live_report_provider(on_finding: FindingCallback, layout: Layout | None = No
     """Run the real probes; each finding is reported as it is ready.
 
     They run as the default agent user when it exists, else as an unprivileged
-    stand-in (:mod:`wizard.probe_user`): the mode is not chosen yet, and a probe as
+    stand-in (:mod:`wizard.configure.probe_user`): the mode is not chosen yet, and a probe as
     root would not speak for the agent.
     """
     from checks.runner import run_checks
-    from wizard.answers import DEFAULT_AGENT_USER
-    from wizard.probe_user import choose_probe_user
+    from wizard.configure.answers import DEFAULT_AGENT_USER
+    from wizard.configure.probe_user import choose_probe_user
 
     as_user = None
     if layout is not None:
@@ -85,7 +86,7 @@ def mode_blocker(report: Report, mode: Mode) -> Blocker | None:
 
 def inner_sandbox_preset(report: Report, mode: Mode) -> str:
     """Claude's own sandbox strength the probes verified for ``mode``."""
-    from wizard.plan import default_inner_sandbox
+    from wizard.configure.plan import default_inner_sandbox
 
     return default_inner_sandbox(report, mode)
 
@@ -176,7 +177,7 @@ class Backend:
         path = self.layout.real(self.layout.answers)
         if not path.is_file():
             return None
-        from wizard.answers import load_answers
+        from wizard.configure.answers import load_answers
 
         loaded: Answers = load_answers(path)
         return loaded
@@ -185,13 +186,13 @@ class Backend:
     def build_plan(self, report: Report, answers: Answers) -> Any:
         """Raises ``RefusedError``/``InputError`` (reason and remedy) when the
         report or the answers rule the plan out."""
-        from wizard.plan import build_plan
+        from wizard.configure.plan import build_plan
 
         return build_plan(report, answers, self.layout)
 
     def apply(self, plan: Any, progress: ProgressCallback) -> Any:
         """Apply ``plan``; on failure the core rolls back and re-raises."""
-        from wizard.apply import apply_plan
+        from wizard.configure.apply import apply_plan
 
         def report_progress(action: Any, status: str) -> None:
             progress(f"{status:>9}  {action.describe()}", status != "running")
@@ -200,8 +201,8 @@ class Backend:
 
     # -- audit -------------------------------------------------------------
     def audit(self) -> Any:
-        """The :class:`wizard.audit_model.AuditReport` of the setup (live probes)."""
-        from wizard.audit import audit
+        """The :class:`wizard.audit.model.AuditReport` of the setup (live probes)."""
+        from wizard.audit.runner import audit
 
         self.last_audit = audit(self.layout)
         return self.last_audit

@@ -9,9 +9,10 @@ from textual.app import ComposeResult
 from textual.widgets import Footer, Header, OptionList, Static
 from textual.widgets.option_list import Option
 
-from checks.model import Mode, Report
+from checks.model import Report
 from screens.backend import Blocker, mode_blocker
 from screens.step import StepScreen
+from wizard.base.choices import Mode
 
 MODE_TEXT = {
     Mode.SANDBOX: (

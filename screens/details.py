@@ -22,10 +22,10 @@ from textual.widgets import (
     Static,
 )
 
-from checks.model import Mode
 from screens.backend import Backend
 from screens.draft import Details
 from screens.step import StepScreen
+from wizard.base.choices import Mode
 
 INNER_HELP = {
     "strong": "strong: Claude's own bwrap sandbox with a fresh /proc",

@@ -13,8 +13,9 @@ from datetime import UTC, datetime
 from pathlib import PurePosixPath
 from typing import Any
 
-from checks.model import Mode, Report
-from wizard.answers import DEFAULT_AGENT_USER, Answers
+from checks.model import Report
+from wizard.base.choices import Mode
+from wizard.configure.answers import DEFAULT_AGENT_USER, Answers
 
 
 class Nav(enum.Enum):

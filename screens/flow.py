@@ -16,7 +16,7 @@ from typing import Any
 from textual.app import App
 from textual.screen import Screen
 
-from checks.model import Mode, Report
+from checks.model import Report
 from screens.apply import ApplyScreen
 from screens.audit import AuditScreen
 from screens.backend import Backend, default_settings_scope, inner_sandbox_preset
@@ -28,9 +28,10 @@ from screens.draft import Details, Draft, Nav
 from screens.review import ReviewScreen
 from screens.unsafe import UnsafeScreen
 from screens.welcome import WelcomeScreen, welcome_text
-from wizard.answers import Answers
-from wizard.errors import SetupError
-from wizard.exitcodes import ExitCode
+from wizard.base.choices import Mode
+from wizard.base.errors import SetupError
+from wizard.base.exitcodes import ExitCode
+from wizard.configure.answers import Answers
 
 
 @dataclass(frozen=True)

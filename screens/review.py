@@ -17,7 +17,7 @@ from checks.model import Report
 from screens.backend import Backend
 from screens.plan_view import action_renderable, plan_summary
 from screens.step import StepScreen
-from wizard.answers import Answers
+from wizard.configure.answers import Answers
 
 
 class ReviewScreen(StepScreen[Any]):

@@ -30,9 +30,9 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from checks.model import Mode
 from tests.tools import REPO, require_root, require_tool
-from wizard.launcher_config import LauncherConfig, UnsafeAcceptance, render_launcher_config
+from wizard.base.choices import Mode
+from wizard.base.launcher_config import LauncherConfig, UnsafeAcceptance, render_launcher_config
 
 NOBODY = 65534
 MARKER = "claude-ran"

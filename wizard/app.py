@@ -17,8 +17,8 @@ from textual.app import App
 from assets import ASSETS_DIR
 from screens.backend import Backend
 from screens.flow import run_flow
-from wizard.errors import InputError
-from wizard.exitcodes import ExitCode
+from wizard.base.errors import InputError
+from wizard.base.exitcodes import ExitCode
 
 
 class SetupApp(App[int]):

@@ -12,8 +12,8 @@ import os
 import sys
 from collections.abc import Sequence
 
-from wizard.errors import SetupError
-from wizard.exitcodes import EXIT_CODES_HELP, ExitCode
+from wizard.base.errors import SetupError
+from wizard.base.exitcodes import EXIT_CODES_HELP, ExitCode
 
 MODES = ("sandbox", "user", "unsafe")
 
@@ -91,21 +91,21 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _dispatch(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     if args.check or args.list_checks:
-        from wizard.check_cmd import run_check
+        from wizard.commands.check import run_check
 
         return run_check(args)
     if args.ids:
         parser.error("check IDs are only accepted with --check")
     if args.audit:
-        from wizard.audit import run_audit
+        from wizard.audit.runner import run_audit
 
         return run_audit(args)
     if args.headless:
-        from wizard.headless import run_headless
+        from wizard.commands.headless import run_headless
 
         return run_headless(args)
     if args.undo:
-        from wizard.headless import run_undo
+        from wizard.commands.headless import run_undo
 
         return run_undo(args)
     if args.mode or args.answers or args.yes or args.dry_run:

@@ -20,7 +20,6 @@ from pathlib import Path, PurePosixPath
 
 import pytest
 
-from checks.model import Mode
 from tests.core_fixtures import (
     CONFIG,
     FILES,
@@ -37,12 +36,13 @@ from tests.core_fixtures import (
 from tests.faults.conftest import FaultRow
 from tests.faults.namespace import FILLER, run_in_namespace
 from tests.tools import require_root, require_tool
-from wizard.answers import Answers
-from wizard.apply import apply_plan
-from wizard.errors import InputError
-from wizard.headless import gather_report
-from wizard.paths import Layout
-from wizard.plan import build_plan
+from wizard.base.choices import Mode
+from wizard.base.errors import InputError
+from wizard.base.paths import Layout
+from wizard.commands.headless import gather_report
+from wizard.configure.answers import Answers
+from wizard.configure.apply import apply_plan
+from wizard.configure.plan import build_plan
 
 pytestmark = pytest.mark.integration
 

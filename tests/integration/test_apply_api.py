@@ -7,14 +7,15 @@ from pathlib import Path, PurePosixPath
 
 import pytest
 
-from checks.model import Finding, Mode, Recommendation, Report, Status
+from checks.model import Finding, Recommendation, Report, Status
 from tests.core_fixtures import host_passwd_digest, make_target_root, passwd_entry, system_state
 from tests.tools import require_root, require_tool
-from wizard.answers import Answers
-from wizard.apply import apply_plan
-from wizard.journal import undo_last
-from wizard.paths import Layout
-from wizard.plan import build_plan
+from wizard.base.choices import Mode
+from wizard.base.paths import Layout
+from wizard.configure.answers import Answers
+from wizard.configure.apply import apply_plan
+from wizard.configure.journal import undo_last
+from wizard.configure.plan import build_plan
 
 pytestmark = pytest.mark.integration
 

@@ -28,7 +28,7 @@ import pytest
 
 from tests.core_fixtures import host_passwd_digest, make_target_root, run_cli
 from tests.tools import claude_binary, require_root, require_tool
-from wizard.paths import Layout
+from wizard.base.paths import Layout
 
 pytestmark = pytest.mark.integration
 MANAGED = "/etc/claude-code/managed-settings.json"

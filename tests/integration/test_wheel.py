@@ -35,9 +35,11 @@ def test_the_wheel_ships_packages_assets_and_both_console_scripts(tmp_path: Path
         entry_points = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
         scripts = configparser.ConfigParser()
         scripts.read_string(wheel.read(entry_points).decode())
-    for package in ("checks", "wizard", "screens", "assets"):
+    packages = ("checks", "wizard", "screens", "assets")
+    layers = ("base", "policy", "configure", "audit", "launcher", "commands")
+    for package in (*packages, *(f"wizard/{layer}" for layer in layers)):
         assert f"{package}/__init__.py" in names, f"{package}/ is missing from the wheel"
-    for module in ("wizard/cli.py", "wizard/launcher.py", "checks/model.py", "wizard/app.py"):
+    for module in ("wizard/cli.py", "wizard/launcher/main.py", "checks/model.py", "wizard/app.py"):
         assert module in names
     stylesheets = sorted(p.name for p in (REPO / "assets").glob("*.tcss"))
     assert stylesheets, "the source tree has no .tcss to ship"

@@ -23,12 +23,13 @@ from pathlib import Path, PurePosixPath
 import pytest
 from hypothesis import HealthCheck, event, settings
 
-from checks.model import Mode, Report
+from checks.model import Report
 from tests.core_fixtures import CONFIG, make_target_root, snapshot
 from tests.tools import require_root, require_tool
-from wizard.answers import Answers, parse_answers
-from wizard.launcher_config import parse_launcher_config
-from wizard.paths import Layout
+from wizard.base.choices import Mode
+from wizard.base.launcher_config import parse_launcher_config
+from wizard.base.paths import Layout
+from wizard.configure.answers import Answers, parse_answers
 
 # Modest example counts keep the whole suite fast on two shared cores.
 # No example database: nothing is written into the checkout.
@@ -78,13 +79,15 @@ def real_report() -> Iterator[Report]:
     require_root()
     for tool in ("useradd", "groupadd", "setfacl", "bwrap"):
         require_tool(tool)
-    import wizard.headless
+    import wizard.commands.headless
 
     with fresh_root() as root:
         answers = Answers(Mode.SANDBOX, workspaces=(PurePosixPath("/srv/project"),))
-        report = wizard.headless.gather_report(answers, Layout.for_root(root), 10.0)
+        report = wizard.commands.headless.gather_report(answers, Layout.for_root(root), 10.0)
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(wizard.headless, "gather_report", lambda answers, layout, timeout: report)
+        patch.setattr(
+            wizard.commands.headless, "gather_report", lambda answers, layout, timeout: report
+        )
         yield report
 
 

@@ -22,8 +22,8 @@ from tests.property.conftest import (
     fresh_root,
     run_main,
 )
-from wizard.errors import InputError
-from wizard.settings import merge_settings
+from wizard.base.errors import InputError
+from wizard.configure.settings import merge_settings
 
 SOURCE = "/root/.claude/settings.json"
 JSON_SPACE = b" \t\n\r"  # the only bytes JSON counts as whitespace

@@ -11,7 +11,8 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 
-from checks.model import Finding, Mode, Recommendation, Report, Status
+from checks.model import Finding, Recommendation, Report, Status
+from wizard.base.choices import Mode
 
 P, W, F, S = Status.PASS, Status.WARN, Status.FAIL, Status.SKIP
 

@@ -16,9 +16,9 @@ from assets import ASSETS_DIR
 from checks.model import Report
 from screens.backend import Backend, ProgressCallback
 from tests.tui.fake_findings import FakeProvider, fake_report
-from wizard.answers import Answers
-from wizard.audit_model import AuditFinding, AuditReport, Grade, Severity
-from wizard.paths import Layout
+from wizard.audit.model import AuditFinding, AuditReport, Grade, Severity
+from wizard.base.paths import Layout
+from wizard.configure.answers import Answers
 
 LAUNCHER_DIFF = """\
 --- /dev/null

@@ -9,8 +9,7 @@ from pathlib import Path
 import pytest
 from textual.widgets import Collapsible, Static
 
-import wizard.audit
-from checks.model import Mode
+import wizard.audit.runner
 from screens.apply import ApplyScreen
 from screens.audit import AuditScreen
 from screens.done import DoneScreen
@@ -19,6 +18,7 @@ from screens.welcome import WelcomeScreen
 from tests.tui.fake_findings import SANDBOX_HOST, fake_report
 from tests.tui.helpers import make_app, wait_for, wait_until
 from tests.tui.test_modes import run_mode
+from wizard.base.choices import Mode
 
 SETTINGS = "etc/claude-code/managed-settings.json"
 
@@ -27,7 +27,7 @@ SETTINGS = "etc/claude-code/managed-settings.json"
 def fake_audit_probes(monkeypatch: pytest.MonkeyPatch) -> None:
     """The audit's live probes return the fixed findings (the TUI is not the probe)."""
     monkeypatch.setattr(
-        wizard.audit, "run_live_checks", lambda *args, **kwargs: fake_report(SANDBOX_HOST)
+        wizard.audit.runner, "run_live_checks", lambda *args, **kwargs: fake_report(SANDBOX_HOST)
     )
 
 

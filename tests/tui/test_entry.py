@@ -16,16 +16,16 @@ from typing import Any
 import pytest
 from textual.screen import Screen
 
-import wizard.audit
-from checks.model import Mode
+import wizard.audit.runner
 from screens.audit import AuditScreen
 from screens.welcome import WelcomeScreen
 from tests.tui.fake_findings import SANDBOX_HOST, fake_report
 from tests.tui.helpers import make_target_root
 from wizard.app import SetupApp
+from wizard.base.choices import Mode
+from wizard.base.launcher_config import LauncherConfig, render_launcher_config
+from wizard.base.paths import Layout
 from wizard.cli import main
-from wizard.launcher_config import LauncherConfig, render_launcher_config
-from wizard.paths import Layout
 
 FIRST_SCREENS = (AuditScreen, WelcomeScreen)
 
@@ -47,7 +47,7 @@ def _first_screen(monkeypatch: pytest.MonkeyPatch, root: Path) -> tuple[int, dic
     """Run ``sandbox-setup --root ROOT``; what SetupApp.run saw, and main's exit code."""
     # The audit view's live probes return fixed findings (the TUI is not the probe).
     monkeypatch.setattr(
-        wizard.audit, "run_live_checks", lambda *args, **kwargs: fake_report(SANDBOX_HOST)
+        wizard.audit.runner, "run_live_checks", lambda *args, **kwargs: fake_report(SANDBOX_HOST)
     )
     monkeypatch.setattr(sys, "stdin", _Terminal(sys.stdin))
     monkeypatch.setattr(sys, "stdout", _Terminal(sys.stdout))

@@ -17,7 +17,6 @@ import pytest
 from textual.pilot import Pilot
 from textual.widgets import Input, OptionList, RadioSet
 
-from checks.model import Mode
 from screens.apply import ApplyScreen
 from screens.details import DetailsScreen
 from screens.done import DoneScreen
@@ -28,7 +27,8 @@ from tests.tools import REPO, require_root, require_tool
 from tests.tui.fake_findings import SANDBOX_HOST
 from tests.tui.helpers import make_app, make_target_root, tree, type_text, wait_for, wait_until
 from tests.tui.test_steps import _to_mode_screen
-from wizard.answers import load_answers
+from wizard.base.choices import Mode
+from wizard.configure.answers import load_answers
 
 INNER = ("strong", "weak", "off")  # the order of the details screen's choices
 

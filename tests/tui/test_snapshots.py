@@ -13,7 +13,6 @@ from typing import Any
 from textual.pilot import Pilot
 from textual.widgets import Input
 
-from checks.model import Mode
 from screens.apply import ApplyScreen
 from screens.audit import AuditScreen
 from screens.checks import ChecksScreen
@@ -28,7 +27,8 @@ from screens.welcome import WelcomeScreen, welcome_text
 from tests.tui.fake_findings import CONTAINER_HOST, SANDBOX_HOST
 from tests.tui.fake_screens import FAKE_PLAN, ScreenHarness, fake_backend, report_of
 from tests.tui.helpers import wait_until
-from wizard.answers import Answers
+from wizard.base.choices import Mode
+from wizard.configure.answers import Answers
 
 SIZE = (80, 24)
 CONFIG = "/root/.config/sandbox-setup"

@@ -8,7 +8,6 @@ from pathlib import Path
 
 from textual.widgets import Button, Input, OptionList, RadioSet, Static
 
-from checks.model import Mode
 from screens.checks import ChecksScreen
 from screens.choose_mode import ChooseModeScreen
 from screens.details import DetailsScreen
@@ -18,6 +17,7 @@ from screens.unsafe import UNSAFE_PHRASE, UnsafeScreen
 from screens.welcome import WelcomeScreen
 from tests.tui.fake_findings import CONTAINER_HOST, SANDBOX_HOST, FakeProvider
 from tests.tui.helpers import make_app, make_root, type_text, wait_for, wait_until
+from wizard.base.choices import Mode
 
 
 async def _to_mode_screen(pilot, app) -> ChooseModeScreen:  # type: ignore[no-untyped-def]
@@ -276,9 +276,9 @@ async def test_live_probes_fill_the_checks_screen(tmp_path: Path) -> None:
 async def test_non_root_operator_defaults(tmp_path: Path) -> None:
     """A non-root operator: their own account is the agent, settings scope user."""
     from screens.backend import Backend
-    from wizard.accounts import Account
     from wizard.app import SetupApp
-    from wizard.paths import Layout
+    from wizard.base.accounts import Account
+    from wizard.base.paths import Layout
 
     root = make_root(tmp_path)
     alice = Account("alice", 1000, 1000, Path("/home/alice"), "/bin/sh")

@@ -9,13 +9,13 @@ from pathlib import Path, PurePosixPath
 
 import pytest
 
-from checks.model import Mode
-from wizard.accounts import lookup_user
-from wizard.audit import probe_user, reapply_command
-from wizard.audit_drift import drift_id, findings_from_plan
-from wizard.audit_model import Severity
-from wizard.launcher_config import LauncherConfig
-from wizard.paths import Layout
+from wizard.audit.drift import drift_id, findings_from_plan
+from wizard.audit.model import Severity
+from wizard.audit.runner import probe_user, reapply_command
+from wizard.base.accounts import lookup_user
+from wizard.base.choices import Mode
+from wizard.base.launcher_config import LauncherConfig
+from wizard.base.paths import Layout
 
 
 @dataclass

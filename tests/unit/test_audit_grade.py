@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from wizard.audit_grade import LEGEND, grade, label_for
-from wizard.audit_model import AuditFinding, Severity
+from wizard.audit.grade import LEGEND, grade, label_for
+from wizard.audit.model import AuditFinding, Severity
 
 
 def finding(severity: Severity, accepted: bool = False) -> AuditFinding:

@@ -6,9 +6,10 @@ from pathlib import PurePosixPath
 
 import pytest
 
-from checks.model import Finding, Mode, Recommendation, Report, Status
-from wizard.audit_mode import claude_findings, mode_findings, parse_version
-from wizard.launcher_config import LauncherConfig
+from checks.model import Finding, Recommendation, Report, Status
+from wizard.audit.mode import claude_findings, mode_findings, parse_version
+from wizard.base.choices import Mode
+from wizard.base.launcher_config import LauncherConfig
 
 P, F = Status.PASS, Status.FAIL
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 
-from wizard.audit_grade import grade
-from wizard.audit_model import AuditFinding, AuditReport, Severity
-from wizard.audit_render import render_json, render_text
+from wizard.audit.grade import grade
+from wizard.audit.model import AuditFinding, AuditReport, Severity
+from wizard.audit.render import render_json, render_text
 
 FINDINGS = [
     AuditFinding(

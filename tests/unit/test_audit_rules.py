@@ -6,8 +6,8 @@ import stat
 
 import pytest
 
-from wizard.audit_model import Severity
-from wizard.audit_rules import (
+from wizard.audit.model import Severity
+from wizard.audit.rules import (
     PathFacts,
     find_sudoers_rules,
     judge_agent_home,

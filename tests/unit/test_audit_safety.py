@@ -9,9 +9,7 @@ from pathlib import Path, PurePosixPath
 
 import pytest
 
-from checks.model import Mode
-from wizard.accounts import Account
-from wizard.audit_safety import (
+from wizard.audit.safety import (
     agent_can_write,
     agent_findings,
     agent_groups,
@@ -22,8 +20,10 @@ from wizard.audit_safety import (
     path_facts,
     resolve_in_root,
 )
-from wizard.launcher_config import LauncherConfig
-from wizard.paths import Layout
+from wizard.base.accounts import Account
+from wizard.base.choices import Mode
+from wizard.base.launcher_config import LauncherConfig
+from wizard.base.paths import Layout
 
 AGENT = Account("agent", 4001, 4001, Path("/home/agent"), "/bin/sh")
 

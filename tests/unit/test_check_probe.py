@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from checks.probe import ProbeResult, run_probe
-from wizard.accounts import lookup_user
+from wizard.base.accounts import lookup_user
 
 
 def test_missing_program_is_not_found() -> None:

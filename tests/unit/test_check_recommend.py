@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from checks.model import Finding, Mode, Status
+from checks.model import Finding, Status
 from checks.recommend import inner_strength, recommend
+from wizard.base.choices import Mode
 
 P, F = Status.PASS, Status.FAIL
 

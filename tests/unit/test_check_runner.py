@@ -22,8 +22,8 @@ from checks.model import Status
 from checks.registry import BY_ID, CHECKS
 from tests.tools import REPO
 from tests.unit.fixtures.trees import UBUNTU_2404_SYSCTLS, make_root
+from wizard.base.errors import InputError
 from wizard.cli import main
-from wizard.errors import InputError
 
 REQUIRED = (
     "identity.root",

@@ -6,9 +6,10 @@ from pathlib import Path, PurePosixPath
 
 import pytest
 
-from checks.model import Mode
-from wizard.errors import RefusedError
-from wizard.launch_command import (
+from wizard.base.choices import Mode
+from wizard.base.errors import RefusedError
+from wizard.base.launcher_config import LauncherConfig, UnsafeAcceptance
+from wizard.launcher.command import (
     BLOCK_FD,
     GATE_FD,
     GATE_SCRIPT,
@@ -22,7 +23,6 @@ from wizard.launch_command import (
     unsafe_launch,
     user_launch,
 )
-from wizard.launcher_config import LauncherConfig, UnsafeAcceptance
 
 AGENT = Agent("claude-agent", 1001, 1001, PurePosixPath("/home/claude-agent"))
 FACTS = HostFacts(
@@ -193,7 +193,7 @@ def test_writable_bind_over_system_directories_is_refused(path: str) -> None:
 
 
 def _wizard_refused_workspaces() -> list[str]:
-    from wizard.system_dirs import SYSTEM_DIRS, SYSTEM_TREES  # the wizard refuses these too
+    from wizard.policy.system_dirs import SYSTEM_DIRS, SYSTEM_TREES  # the wizard refuses these too
 
     return sorted({str(p) for p in SYSTEM_DIRS} | {f"{t}/x" for t in SYSTEM_TREES})
 

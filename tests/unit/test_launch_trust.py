@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from tests.tools import require_root
-from wizard.errors import RefusedError
-from wizard.launch_trust import check_trusted_file, find_trusted_tool, read_trusted_text
+from wizard.base.errors import RefusedError
+from wizard.launcher.trust import check_trusted_file, find_trusted_tool, read_trusted_text
 
 NOBODY = 65534
 OWNERS = frozenset({0})

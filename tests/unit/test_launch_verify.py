@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from wizard.launch_supervise import (
+from wizard.launcher.supervise import (
     NAMESPACES,
     children_of,
     judge_sandbox,

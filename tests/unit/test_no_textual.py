@@ -23,7 +23,7 @@ sys.argv = {argv!r}
 code = None
 try:
     if {launcher!r}:
-        from wizard.launcher import main
+        from wizard.launcher.main import main
     else:
         from wizard.cli import main
     code = main(sys.argv[1:])

@@ -9,13 +9,14 @@ from pathlib import Path, PurePosixPath
 
 import pytest
 
-from checks.model import Finding, Mode, Recommendation, Report, Status
+from checks.model import Finding, Recommendation, Report, Status
 from tests.core_fixtures import CLAUDE_VERSION, make_target_root, private_claude, snapshot
-from wizard.answers import Answers, parse_answers
-from wizard.claude_binary import INSTALLED_CLAUDE
-from wizard.errors import InputError, RefusedError
-from wizard.paths import Layout
-from wizard.plan import build_plan
+from wizard.base.choices import Mode
+from wizard.base.errors import InputError, RefusedError
+from wizard.base.paths import Layout
+from wizard.configure.answers import Answers, parse_answers
+from wizard.configure.claude_binary import INSTALLED_CLAUDE
+from wizard.configure.plan import build_plan
 
 WS = (PurePosixPath("/srv/project"),)
 
@@ -245,7 +246,7 @@ def test_answers_record_resolved_choices(layout: Layout) -> None:
 def test_non_root_operator_cannot_create_users(layout: Layout) -> None:
     from dataclasses import replace
 
-    from wizard.accounts import Account
+    from wizard.base.accounts import Account
 
     alice = Account("alice", 1500, 1500, Path("/home/alice"), "/bin/sh")
     as_alice = replace(layout, operator=alice)

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from wizard.errors import InputError
-from wizard.settings import CREDENTIAL_DENY_RULES, merge_settings
+from wizard.base.errors import InputError
+from wizard.configure.settings import CREDENTIAL_DENY_RULES, merge_settings
 
 SOURCE = "/home/a/.claude/settings.json"
 

@@ -1,0 +1,342 @@
+"""The launcher's safety rules, as pure judging functions over gathered facts.
+
+Gathering (stat, reading /etc files under the root) is in
+:mod:`wizard.audit.safety`; everything here takes plain values so it is
+table-tested without a kernel. Each rule returns audit findings with a stable
+ID, a severity, what was found and where, and a remedy to paste.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+import stat
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from wizard.audit.model import AuditFinding, Severity
+
+
+@dataclass(frozen=True)
+class PathFacts:
+    """What ``lstat``/``stat`` said about one path (``shown`` is the target path)."""
+
+    shown: str
+    exists: bool
+    uid: int = -1
+    gid: int = -1
+    mode: int = 0  # full st_mode
+    is_symlink: bool = False
+
+    @property
+    def is_dir(self) -> bool:
+        return stat.S_ISDIR(self.mode)
+
+    @property
+    def perms(self) -> int:
+        return stat.S_IMODE(self.mode)
+
+
+def _octal(mode: int) -> str:
+    return f"{stat.S_IMODE(mode):04o}"
+
+
+def writable_by_others(facts: PathFacts) -> bool:
+    """Group- or world-writable, except a root-owned sticky directory (like /tmp)."""
+    if not facts.perms & 0o022:
+        return False
+    sticky_root_dir = facts.is_dir and facts.perms & stat.S_ISVTX and facts.uid == 0
+    return not sticky_root_dir
+
+
+def judge_owned_file(
+    facts: PathFacts, trusted_uids: Iterable[int], finding_prefix: str, what: str
+) -> list[AuditFinding]:
+    """A file the launcher trusts: owned by a trusted uid, not writable by others.
+
+    Yields ``<prefix>_owner`` and ``<prefix>_mode`` findings.
+    """
+    trusted = set(trusted_uids)
+    found: list[AuditFinding] = []
+    if not facts.exists:
+        return found
+    if facts.uid not in trusted:
+        owners = " or ".join(str(u) for u in sorted(trusted))
+        found.append(
+            AuditFinding(
+                id=f"{finding_prefix}_owner",
+                severity=Severity.HIGH,
+                summary=f"{what} {facts.shown} is owned by uid {facts.uid}, not uid {owners}",
+                detail="Whoever owns it can rewrite it; the launcher refuses such a file.",
+                remedy=f"chown {min(trusted)} {shlex.quote(facts.shown)}",
+            )
+        )
+    if facts.perms & 0o022:
+        found.append(
+            AuditFinding(
+                id=f"{finding_prefix}_mode",
+                severity=Severity.HIGH,
+                summary=(
+                    f"{what} {facts.shown} is group/world-writable (mode {_octal(facts.mode)})"
+                ),
+                detail="Anyone in its group or on the machine could change the mode or the "
+                "agent; the launcher refuses to start with it.",
+                remedy=f"chmod go-w {shlex.quote(facts.shown)}",
+            )
+        )
+    return found
+
+
+def judge_parent_dirs(
+    dirs: Iterable[PathFacts], trusted_uids: Iterable[int], finding_id: str, what: str
+) -> list[AuditFinding]:
+    """Every directory on the way to a trusted file must be trusted too."""
+    trusted = set(trusted_uids)
+    found: list[AuditFinding] = []
+    for facts in dirs:
+        if not facts.exists:
+            continue
+        problems = []
+        if facts.uid not in trusted:
+            problems.append(f"owned by uid {facts.uid}")
+        if writable_by_others(facts):
+            problems.append(f"group/world-writable (mode {_octal(facts.mode)})")
+        if problems:
+            found.append(
+                AuditFinding(
+                    id=finding_id,
+                    severity=Severity.HIGH,
+                    summary=f"directory {facts.shown} on the path of {what} is "
+                    + " and ".join(problems),
+                    detail="Whoever can write a directory on the path can swap the file "
+                    "beneath it; the launcher refuses such a path.",
+                    remedy=f"chown root {shlex.quote(facts.shown)} && "
+                    f"chmod go-w {shlex.quote(facts.shown)}",
+                )
+            )
+    return found
+
+
+def judge_agent_home(
+    facts: PathFacts, agent: str, agent_uid: int, agent_gid: int
+) -> list[AuditFinding]:
+    """The agent home: a directory owned by the agent, mode 0700."""
+    shown = shlex.quote(facts.shown)
+    # Numeric ids: under --root the agent exists only in DIR/etc/passwd.
+    owner = f"{agent_uid}:{agent_gid}"
+    if not facts.exists or not facts.is_dir:
+        return [
+            AuditFinding(
+                id="audit.safety.agent_home",
+                severity=Severity.HIGH,
+                summary=f"the agent home {facts.shown} is missing",
+                detail="The launcher needs the agent's home (its only writable place "
+                "besides the workspaces).",
+                remedy=f"install -d -m 0700 -o {agent_uid} -g {agent_gid} {shown}",
+            )
+        ]
+    problems = []
+    if facts.uid != agent_uid:
+        problems.append(f"owned by uid {facts.uid}, not {agent} (uid {agent_uid})")
+    if facts.perms & 0o077:
+        problems.append(f"mode {_octal(facts.mode)}, not 0700")
+    if not problems:
+        return []
+    return [
+        AuditFinding(
+            id="audit.safety.agent_home",
+            severity=Severity.MEDIUM,
+            summary=f"the agent home {facts.shown} is " + " and ".join(problems),
+            detail="Other users could read the agent's Claude login and history, or the "
+            "agent could not write its own state.",
+            remedy=f"chown {owner} {shown} && chmod 0700 {shown}",
+        )
+    ]
+
+
+def judge_workspace(facts: PathFacts, agent_has_access: bool) -> list[AuditFinding]:
+    """A workspace: exists, reachable by the agent through its group, not world-writable."""
+    shown = shlex.quote(facts.shown)
+    if not facts.exists or not facts.is_dir:
+        return [
+            AuditFinding(
+                id="audit.safety.workspace_missing",
+                severity=Severity.MEDIUM,
+                summary=f"the workspace {facts.shown} is missing",
+                remedy=f"mkdir -p {shown}, then re-apply the saved answers",
+            )
+        ]
+    found = []
+    if facts.perms & 0o002:
+        found.append(
+            AuditFinding(
+                id="audit.safety.workspace_mode",
+                severity=Severity.MEDIUM,
+                summary=f"the workspace {facts.shown} is world-writable "
+                f"(mode {_octal(facts.mode)})",
+                detail="Any local user can plant files the agent will read and run.",
+                remedy=f"chmod o-w {shown}",
+            )
+        )
+    if not agent_has_access:
+        found.append(
+            AuditFinding(
+                id="audit.safety.workspace_access",
+                severity=Severity.LOW,
+                summary=f"the agent has no write access to the workspace {facts.shown}",
+                detail="Access is given through the workspace group with setgid directories "
+                "and default ACLs; they are gone.",
+                remedy="re-apply the saved answers (it restores the group and ACLs)",
+            )
+        )
+    return found
+
+
+def judge_password(
+    shadow_text: str | None, agent: str, shadow_path: str, prefix: str | None = None
+) -> list[AuditFinding]:
+    """The agent's password must be locked ('!' or '*' in the shadow field).
+
+    ``prefix`` is the ``--root`` directory, for a remedy that edits that tree.
+    """
+    where = f"--prefix {shlex.quote(prefix)} " if prefix else ""
+    remedy = f"usermod {where}--lock {agent}"
+    if shadow_text is None:
+        return [
+            AuditFinding(
+                id="audit.safety.password",
+                severity=Severity.MEDIUM,
+                summary=f"cannot read {shadow_path} to confirm the agent's password is locked",
+                remedy=remedy,
+            )
+        ]
+    for line in shadow_text.splitlines():
+        fields = line.split(":")
+        if len(fields) < 2 or fields[0] != agent:
+            continue
+        password = fields[1]
+        if password.startswith(("!", "*")):
+            return []
+        if password == "":
+            return [
+                AuditFinding(
+                    id="audit.safety.password",
+                    severity=Severity.CRITICAL,
+                    summary=f"the agent {agent} has an EMPTY password in {shadow_path}",
+                    detail="Anyone can log in or su to the agent without a password.",
+                    remedy=remedy,
+                )
+            ]
+        return [
+            AuditFinding(
+                id="audit.safety.password",
+                severity=Severity.HIGH,
+                summary=f"the agent {agent} has a usable password in {shadow_path}",
+                detail="The agent account must be reachable only through the launcher.",
+                remedy=remedy,
+            )
+        ]
+    return [
+        AuditFinding(
+            id="audit.safety.password",
+            severity=Severity.MEDIUM,
+            summary=f"no entry for {agent} in {shadow_path}; cannot confirm its password is locked",
+            remedy=remedy,
+        )
+    ]
+
+
+@dataclass(frozen=True)
+class SudoersHit:
+    """One sudoers rule that applies to the agent."""
+
+    path: str
+    line: int
+    text: str
+    nopasswd: bool
+
+
+_ALIAS_KINDS = ("User_Alias", "Runas_Alias", "Host_Alias", "Cmnd_Alias", "Cmd_Alias")
+_USER_LIST = re.compile(r"^\s*((?:!?[^\s,=]+\s*,\s*)*!?[^\s,=]+)\s+(\S.*)$")
+
+
+def _logical_lines(text: str) -> Iterable[tuple[int, str]]:
+    """Lines with backslash continuations joined and comments removed, numbered."""
+    pending = ""
+    start = 0
+    for number, raw in enumerate(text.splitlines(), 1):
+        if not pending:
+            start = number
+        if raw.rstrip().endswith("\\"):
+            pending += raw.rstrip()[:-1] + " "
+            continue
+        line = pending + raw
+        pending = ""
+        # '#' starts a comment, except '#123' (a uid) and the #include directives.
+        stripped = line.strip()
+        if not stripped or stripped.startswith(("#include", "@include")):
+            continue
+        line = re.sub(r"(^|\s)#(?!\d).*$", "", line).strip()
+        if line:
+            yield start, line
+
+
+def find_sudoers_rules(
+    files: Mapping[str, str], agent: str, uid: int, groups: Mapping[str, int]
+) -> list[SudoersHit]:
+    """Rules in the sudoers ``files`` (path -> text) whose user list matches the agent.
+
+    The agent matches by name, ``#uid``, ``%group``/``%#gid`` of any of its
+    ``groups`` (name -> gid), ``ALL``, or a ``User_Alias`` that does.
+    """
+    logical = [(path, n, line) for path, text in files.items() for n, line in _logical_lines(text)]
+    aliases: dict[str, list[str]] = {}
+    for _path, _n, line in logical:
+        if line.startswith("User_Alias"):
+            for definition in line[len("User_Alias") :].split(":"):
+                name, _, members = definition.partition("=")
+                aliases[name.strip()] = [m.strip() for m in members.split(",") if m.strip()]
+
+    def matches(item: str, depth: int = 0) -> bool:
+        if item.startswith("!"):
+            return False  # a negation excludes; it never grants
+        if item in ("ALL", agent, f"#{uid}"):
+            return True
+        if item.startswith("%#"):
+            return item[2:].isdigit() and int(item[2:]) in groups.values()
+        if item.startswith("%"):
+            return item[1:] in groups
+        if item in aliases and depth < 8:
+            return any(matches(member, depth + 1) for member in aliases[item])
+        return False
+
+    hits = []
+    for path, number, line in logical:
+        first = line.split(None, 1)[0]
+        if first.startswith("Defaults") or first in _ALIAS_KINDS:
+            continue
+        parsed = _USER_LIST.match(line)
+        if parsed is None:
+            continue
+        users = [u.strip() for u in parsed.group(1).split(",")]
+        if any(matches(u) for u in users):
+            hits.append(SudoersHit(path, number, line, "NOPASSWD" in parsed.group(2)))
+    return hits
+
+
+def judge_sudoers(hits: Iterable[SudoersHit], agent: str) -> list[AuditFinding]:
+    found = []
+    for hit in hits:
+        nopasswd = " with NOPASSWD" if hit.nopasswd else ""
+        found.append(
+            AuditFinding(
+                id="audit.safety.sudoers",
+                severity=Severity.CRITICAL if hit.nopasswd else Severity.HIGH,
+                summary=f"sudoers rule for the agent {agent}{nopasswd}: "
+                f"{hit.path}:{hit.line}: {hit.text}",
+                detail="The agent must not be able to become root; a sudoers entry undoes "
+                "the separation the setup made.",
+                remedy=f"visudo -f {shlex.quote(hit.path)}  # delete line {hit.line}",
+            )
+        )
+    return found

@@ -1,0 +1,228 @@
+"""``sandbox-setup --audit [--json] [--root DIR]``: does the setup still hold?
+
+Loads ``launcher.toml`` and ``answers.toml`` (missing or unreadable: exit 2,
+naming the file), re-runs the checks with live probes as the agent user, and
+compares three things:
+
+- drift (:mod:`wizard.audit.drift`): what the saved answers would write now
+  against what is on disk, a diff per file;
+- the mode against the host (:mod:`wizard.audit.mode`): sandbox mode needs
+  ``bwrap.sandbox`` and the nested probe of its inner strength; the Claude
+  binary is there and is the version recorded at apply;
+- the launcher's safety rules (:mod:`wizard.audit.safety`): owners and modes of
+  the config, the agent home and workspaces; no sudoers entry; locked password.
+
+Finding IDs (stable; ``--json`` carries id, severity, summary, detail, remedy,
+diff, accepted):
+
+- drift: ``audit.drift.settings``, ``.launcher_config``, ``.answers``,
+  ``.claude_binary``, ``.copy_login``, ``.file``, ``.workspace_access``,
+  ``.add_to_group``, ``.create_user``/``.create_group``, ``.unavailable`` (the
+  plan is refused now or failed, or the Claude binary is untrusted);
+- mode: ``audit.mode.bwrap_sandbox``, ``.bwrap_nested``, ``.bwrap_nested_weak``;
+  ``audit.claude.missing``, ``audit.claude.changed``;
+- safety: ``audit.safety.config_{owner,mode}``, ``.answers_{owner,mode}``,
+  ``.config_dir``, ``.settings_{owner,mode}``, ``.settings_dir``,
+  ``.claude_binary_{owner,mode}``, ``.claude_dir``, ``.agent_missing``,
+  ``.agent_home``, ``.workspace_missing``, ``.workspace_mode``,
+  ``.workspace_access``, ``.sudoers``, ``.password``;
+- ``audit.unsafe.accepted`` (accepted: reported, does not fail the audit),
+  ``audit.unsafe.unaccepted``.
+
+Python API (the TUI's audit view): :func:`audit` ``(layout, timeout, as_user)
+-> AuditReport``. The report ends with a posture grade (:mod:`wizard.audit.grade`). Exit 0 when
+nothing counts against the setup, 1 on findings, 2 when there is no readable
+configuration. An accepted unsafe mode is always reported, with who accepted
+it and when, but is not by itself a finding that fails the audit.
+No Textual import on this path.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+from pathlib import Path
+
+from checks.model import Report
+from wizard.audit.drift import drift_findings
+from wizard.audit.grade import grade
+from wizard.audit.mode import claude_findings, claude_version, mode_findings
+from wizard.audit.model import AuditFinding, AuditReport, Severity
+from wizard.audit.render import render_json, render_text
+from wizard.audit.safety import (
+    agent_findings,
+    claude_facts,
+    config_findings,
+    managed_settings_findings,
+)
+from wizard.base.accounts import Account, lookup_user
+from wizard.base.errors import InputError
+from wizard.base.exitcodes import ExitCode
+from wizard.base.launcher_config import LauncherConfig, parse_launcher_config
+from wizard.base.paths import Layout
+from wizard.configure.answers import Answers
+from wizard.configure.probe_user import choose_probe_user
+
+
+def _read_setup_file(real: Path, what: str) -> str:
+    try:
+        return real.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError(
+            f"no {what} at {real}: nothing to audit (set up first: sandbox-setup)"
+        ) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise InputError(f"cannot read the {what} {real}: {reason}") from None
+
+
+def load_setup(layout: Layout) -> tuple[LauncherConfig, Answers]:
+    """The launcher config and the saved answers; InputError (exit 2) naming the file."""
+    from wizard.configure.answers import load_answers  # the configuration core
+
+    config_real = layout.real(layout.launcher_config)
+    config = parse_launcher_config(
+        _read_setup_file(config_real, "launcher config"), source=str(config_real)
+    )
+    answers_real = layout.real(layout.answers)
+    _read_setup_file(answers_real, "answers file")
+    return config, load_answers(answers_real)
+
+
+def reapply_command(layout: Layout) -> str:
+    """The command that brings a drifted setup back (the fix path)."""
+    command = (
+        f"sandbox-setup --headless --answers {shlex.quote(str(layout.real(layout.answers)))} --yes"
+    )
+    if not layout.live:
+        command += f" --root {shlex.quote(str(layout.root))}"
+    return command
+
+
+def probe_user(
+    layout: Layout, config: LauncherConfig, agent: Account | None
+) -> tuple[str | None, list[str]]:
+    """Whom the live probes run as, and a note when it is not the agent."""
+    if agent is None:
+        return None, []  # audit.safety.agent_missing covers it
+    return choose_probe_user(config.mode, config.agent_user, layout)
+
+
+def run_live_checks(
+    layout: Layout, as_user: str | None, timeout: float, claude: Path | None
+) -> Report:
+    """The checks as the headless apply runs them (so drift compares like with like)."""
+    from checks.runner import run_checks  # the probe suite
+
+    return run_checks(
+        as_user=as_user,
+        root=layout.root,
+        timeout=timeout,
+        claude=str(claude) if claude is not None else None,
+    )
+
+
+def unsafe_findings(config: LauncherConfig) -> list[AuditFinding]:
+    """Unsafe mode is always reported as such, with who accepted it and when."""
+    if str(config.mode) != "unsafe":
+        return []
+    remedy = "sandbox-setup  # choose the sandbox or user mode"
+    if config.unsafe is None:
+        return [
+            AuditFinding(
+                id="audit.unsafe.unaccepted",
+                severity=Severity.CRITICAL,
+                summary="unsafe mode with no recorded acceptance: the launcher refuses it",
+                remedy=remedy,
+            )
+        ]
+    return [
+        AuditFinding(
+            id="audit.unsafe.accepted",
+            severity=Severity.CRITICAL,
+            summary="UNSAFE mode: Claude Code runs as root with no OS sandbox; accepted by "
+            f"{config.unsafe.accepted_by} at {config.unsafe.accepted_at}",
+            detail=config.unsafe.statement,
+            remedy=remedy,
+            accepted=True,
+        )
+    ]
+
+
+def audit(layout: Layout, timeout: float = 10.0, as_user: str | None = None) -> AuditReport:
+    """Audit the setup under ``layout``; raises InputError when there is none.
+
+    ``as_user`` (``--as-user``) overrides whom the live probes run as.
+    """
+    config, answers = load_setup(layout)
+    agent = lookup_user(config.agent_user, layout.root)
+    if as_user is None:
+        as_user, notes = probe_user(layout, config, agent)
+    else:
+        notes = [f"live probes ran as {as_user} (--as-user)"]
+    claude = claude_facts(layout, config)
+    # The claude.* checks execute the binary: only one that passed the safety rules.
+    report = run_live_checks(layout, as_user, timeout, claude.real if claude.trusted else None)
+    reapply = reapply_command(layout)
+
+    findings = unsafe_findings(config)
+    findings += mode_findings(report, config)
+    version = claude_version(claude.real, timeout) if claude.trusted else None
+    findings += claude_findings(
+        config, str(claude.real), claude.exists, claude.trusted, version, reapply
+    )
+    findings += list(claude.findings)
+    findings += config_findings(layout)
+    findings += managed_settings_findings(layout)
+    agent_missing = False
+    if str(config.mode) in ("sandbox", "user"):
+        agent_missing = agent is None
+        findings += agent_findings(layout, config, agent)
+    if claude.exists and not claude.trusted:
+        # The plan runs `claude --version` (as root): never on a binary others could
+        # have written. Fix the binary first; then the drift can be compared.
+        findings.append(
+            AuditFinding(
+                id="audit.drift.unavailable",
+                severity=Severity.MEDIUM,
+                summary="drift not compared: it would run the untrusted Claude binary "
+                f"{claude.real} to read its version",
+                remedy="fix the audit.safety.claude_* findings, then audit again",
+            )
+        )
+    else:
+        findings += drift_findings(report, answers, layout, reapply, agent_missing)
+    unsafe = None
+    if config.unsafe is not None:
+        unsafe = {
+            "accepted_by": config.unsafe.accepted_by,
+            "accepted_at": config.unsafe.accepted_at,
+            "statement": config.unsafe.statement,
+        }
+    return AuditReport(
+        root=str(layout.root),
+        config_path=str(layout.real(layout.launcher_config)),
+        answers_path=str(layout.real(layout.answers)),
+        mode=str(config.mode),
+        agent_user=config.agent_user,
+        probes_as=as_user,
+        findings=findings,
+        grade=grade(str(config.mode), findings, config.inner_sandbox),
+        notes=notes,
+        checks=[f.to_json() for f in report.findings],
+        unsafe=unsafe,
+        report=report,
+    )
+
+
+def run_audit(args: argparse.Namespace) -> int:
+    """The ``--audit`` entry point: print the report, return the exit code."""
+    layout = Layout.for_root(args.root)
+    result = audit(
+        layout,
+        timeout=float(getattr(args, "timeout", 10.0) or 10.0),
+        as_user=getattr(args, "as_user", None),
+    )
+    sys.stdout.write(render_json(result) if args.json else render_text(result))
+    return int(ExitCode.OK if result.clean else ExitCode.FINDINGS)

@@ -1,0 +1,271 @@
+"""Gather the facts the safety rules judge: owners, modes, ACLs, /etc files.
+
+Every path is a target path mapped through :meth:`Layout.real`, so under
+``--root DIR`` the tree in DIR is audited and the host is only read for
+nothing. Findings show the real path (the one an operator can act on).
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from wizard.audit.model import AuditFinding, Severity
+from wizard.audit.rules import (
+    PathFacts,
+    find_sudoers_rules,
+    judge_agent_home,
+    judge_owned_file,
+    judge_parent_dirs,
+    judge_password,
+    judge_sudoers,
+    judge_workspace,
+)
+from wizard.base.accounts import Account
+from wizard.base.launcher_config import LauncherConfig
+from wizard.base.paths import Layout
+
+# POSIX ACL xattr format (linux/posix_acl_xattr.h): a u32 version, then entries
+# of (u16 tag, u16 perm, u32 id), little-endian.
+_ACL_USER_OBJ, _ACL_USER, _ACL_GROUP_OBJ, _ACL_GROUP, _ACL_MASK, _ACL_OTHER = (
+    0x01,
+    0x02,
+    0x04,
+    0x08,
+    0x10,
+    0x20,
+)
+_WX = 0o3
+_MAX_SYMLINKS = 40
+
+
+def path_facts(real: Path) -> PathFacts:
+    """``stat`` of ``real`` (following symlinks), noting whether it is a link."""
+    try:
+        is_link = real.is_symlink()
+        st = real.stat()
+    except OSError:
+        return PathFacts(shown=str(real), exists=False)
+    return PathFacts(
+        shown=str(real),
+        exists=True,
+        uid=st.st_uid,
+        gid=st.st_gid,
+        mode=st.st_mode,
+        is_symlink=is_link,
+    )
+
+
+def parent_dir_facts(layout: Layout, target: PurePosixPath) -> list[PathFacts]:
+    """Facts for each directory from ``target``'s parent up to the root, inclusive."""
+    return [path_facts(layout.real(parent)) for parent in PurePosixPath(target).parents]
+
+
+def resolve_in_root(layout: Layout, target: PurePosixPath) -> PurePosixPath:
+    """``target`` with every symlink followed *inside* the root (a target path).
+
+    An absolute link target means the target system's path, so under ``--root``
+    it is mapped into DIR again instead of escaping to the host.
+    """
+    parts = list(PurePosixPath(target).parts[1:])
+    resolved = PurePosixPath("/")
+    hops = 0
+    while parts:
+        candidate = resolved / parts.pop(0)
+        real = layout.real(candidate)
+        if real.is_symlink():
+            hops += 1
+            if hops > _MAX_SYMLINKS:
+                return candidate
+            link = PurePosixPath(os.readlink(real))
+            base = PurePosixPath("/") if link.is_absolute() else resolved
+            parts = list((base / link).parts[1:]) + parts
+            resolved = PurePosixPath("/")
+            continue
+        resolved = candidate
+    # Collapse ".." lexically: every link was already followed above.
+    return PurePosixPath(os.path.normpath(resolved))
+
+
+def _acl_entries(real: Path) -> list[tuple[int, int, int]]:
+    try:
+        raw = os.getxattr(real, "system.posix_acl_access")
+    except OSError:
+        return []
+    return [struct.unpack_from("<HHI", raw, offset) for offset in range(4, len(raw) - 7, 8)]
+
+
+def agent_can_write(facts: PathFacts, real: Path, uid: int, gids: set[int]) -> bool:
+    """Can ``uid`` (with groups ``gids``) create files in the directory ``real``?"""
+    if facts.uid == uid:
+        return facts.perms >> 6 & _WX == _WX
+    entries = _acl_entries(real)
+    if not entries:
+        group_ok = facts.gid in gids and facts.perms >> 3 & _WX == _WX
+        return group_ok or facts.perms & _WX == _WX
+    mask = next((perm for tag, perm, _ in entries if tag == _ACL_MASK), 0o7)
+    for tag, perm, ident in entries:
+        if tag == _ACL_USER and ident == uid:
+            return perm & mask & _WX == _WX
+    for tag, perm, ident in entries:
+        in_group = (tag == _ACL_GROUP_OBJ and facts.gid in gids) or (
+            tag == _ACL_GROUP and ident in gids
+        )
+        if in_group and perm & mask & _WX == _WX:
+            return True
+    return any(tag == _ACL_OTHER and perm & _WX == _WX for tag, perm, _ in entries)
+
+
+def agent_groups(layout: Layout, agent: Account) -> dict[str, int]:
+    """The agent's groups (name -> gid): its primary group and every membership."""
+    groups: dict[str, int] = {}
+    try:
+        text = layout.real("/etc/group").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        text = ""
+    for line in text.splitlines():
+        fields = line.split(":")
+        if len(fields) < 4 or not fields[2].isdigit():
+            continue
+        gid = int(fields[2])
+        if gid == agent.gid or agent.name in fields[3].split(","):
+            groups[fields[0]] = gid
+    if agent.gid not in groups.values():
+        groups[str(agent.gid)] = agent.gid
+    return groups
+
+
+def _read(real: Path) -> str | None:
+    try:
+        return real.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+
+
+def sudoers_files(layout: Layout) -> dict[str, str]:
+    """/etc/sudoers and the files sudo would include from /etc/sudoers.d."""
+    files: dict[str, str] = {}
+    main = layout.real("/etc/sudoers")
+    text = _read(main)
+    if text is not None:
+        files[str(main)] = text
+    included = layout.real("/etc/sudoers.d")
+    try:
+        names = sorted(os.listdir(included))
+    except OSError:
+        names = []
+    for name in names:
+        # sudo's @includedir skips names ending in '~' or containing a '.'.
+        if name.endswith("~") or "." in name:
+            continue
+        text = _read(included / name)
+        if text is not None:
+            files[str(included / name)] = text
+    return files
+
+
+@dataclass(frozen=True)
+class ClaudeFacts:
+    """Where the configured Claude binary really is, and whether it can be trusted."""
+
+    real: Path
+    exists: bool
+    findings: tuple[AuditFinding, ...]
+
+    @property
+    def trusted(self) -> bool:
+        return self.exists and not self.findings
+
+
+def claude_facts(layout: Layout, config: LauncherConfig) -> ClaudeFacts:
+    """The Claude binary must be root-owned (or the non-root operator's) and its
+    path writable by nobody else: the launcher execs it, often as root."""
+    trusted = {0} if layout.operator.uid == 0 else {0, layout.operator.uid}
+    resolved = resolve_in_root(layout, config.claude)
+    real = layout.real(resolved)
+    facts = path_facts(real)
+    if not facts.exists:
+        return ClaudeFacts(real, False, ())
+    found = judge_owned_file(facts, trusted, "audit.safety.claude_binary", "the Claude binary")
+    dirs = {*parent_dir_facts(layout, resolved), *parent_dir_facts(layout, config.claude)}
+    found += judge_parent_dirs(
+        sorted(dirs, key=lambda d: d.shown), trusted, "audit.safety.claude_dir", "Claude"
+    )
+    return ClaudeFacts(real, True, tuple(found))
+
+
+def config_findings(layout: Layout) -> list[AuditFinding]:
+    """launcher.toml and answers.toml: owned by the operator or root, not writable
+    by others, and so is every directory above them."""
+    trusted = {0, layout.operator.uid}
+    found = judge_owned_file(
+        path_facts(layout.real(layout.launcher_config)),
+        trusted,
+        "audit.safety.config",
+        "the launcher config",
+    )
+    found += judge_owned_file(
+        path_facts(layout.real(layout.answers)), trusted, "audit.safety.answers", "the answers"
+    )
+    found += judge_parent_dirs(
+        parent_dir_facts(layout, layout.launcher_config),
+        trusted,
+        "audit.safety.config_dir",
+        "the launcher config",
+    )
+    return found
+
+
+def managed_settings_findings(layout: Layout) -> list[AuditFinding]:
+    """Managed settings take precedence over the agent's own: only root may write them."""
+    facts = path_facts(layout.real(layout.managed_settings))
+    if not facts.exists:
+        return []
+    found = judge_owned_file(facts, {0}, "audit.safety.settings", "the managed settings")
+    found += judge_parent_dirs(
+        parent_dir_facts(layout, layout.managed_settings),
+        {0},
+        "audit.safety.settings_dir",
+        "the managed settings",
+    )
+    return found
+
+
+def agent_findings(
+    layout: Layout, config: LauncherConfig, agent: Account | None
+) -> list[AuditFinding]:
+    """The agent user: exists, 0700 home, workspace access, no sudo, locked password."""
+    if agent is None:
+        where = "" if layout.live else f" --root {layout.root}"
+        return [
+            AuditFinding(
+                id="audit.safety.agent_missing",
+                severity=Severity.HIGH,
+                summary=f"the agent user {config.agent_user} does not exist "
+                f"(in {layout.real('/etc/passwd')})",
+                detail=f"{config.mode} mode runs Claude Code as {config.agent_user}; the "
+                "launcher cannot start, and files still owned by its old uid may go to "
+                "the next user created.",
+                remedy=f"sandbox-setup --headless --answers {layout.real(layout.answers)} "
+                f"--yes{where}",
+            )
+        ]
+    if agent.uid in (0, layout.operator.uid):
+        return []  # the operator's own account is the agent: its sudo rights are its own
+    found = judge_agent_home(
+        path_facts(layout.real(config.agent_home)), agent.name, agent.uid, agent.gid
+    )
+    groups = agent_groups(layout, agent)
+    for workspace in config.workspaces:
+        real = layout.real(workspace)
+        facts = path_facts(real)
+        access = facts.exists and agent_can_write(facts, real, agent.uid, set(groups.values()))
+        found += judge_workspace(facts, access)
+    hits = find_sudoers_rules(sudoers_files(layout), agent.name, agent.uid, groups)
+    found += judge_sudoers(hits, agent.name)
+    shadow = layout.real("/etc/shadow")
+    prefix = None if layout.live else str(layout.root)
+    found += judge_password(_read(shadow), agent.name, str(shadow), prefix)
+    return found

@@ -1,0 +1,212 @@
+"""``launcher.toml``: the contract between the wizard (writes) and the launcher
+(reads) and the audit (compares).
+
+Format (``schema = 1``)::
+
+    schema = 1
+    mode = "sandbox"                 # sandbox | user | unsafe
+    claude = "/usr/local/lib/sandbox-setup/claude"   # absolute path
+    claude_version = "2.1.332"       # optional, recorded at apply
+
+    [agent]
+    user = "claude-agent"
+    home = "/home/claude-agent"
+
+    [sandbox]
+    workspaces = ["/srv/project"]
+    network = "host"                 # host | none
+    inner_sandbox = "strong"         # strong | weak | off
+
+    [unsafe]                         # only in unsafe mode
+    accepted_by = "root (uid 0)"
+    accepted_at = "2026-11-30T04:00:00+00:00"
+    statement = "..."
+
+Reading uses :mod:`tomllib` (no third-party import on the launcher path);
+rewriting merges into the existing tomlkit document so comments and keys the
+tool does not own survive.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath
+from typing import Any
+
+from wizard.base.choices import Mode
+from wizard.base.errors import InputError
+
+SCHEMA = 1
+INNER_SANDBOX = ("strong", "weak", "off")
+NETWORK = ("host", "none")
+
+
+@dataclass(frozen=True)
+class UnsafeAcceptance:
+    accepted_by: str
+    accepted_at: str
+    statement: str
+
+
+@dataclass(frozen=True)
+class LauncherConfig:
+    mode: Mode
+    claude: PurePosixPath
+    agent_user: str
+    agent_home: PurePosixPath
+    workspaces: tuple[PurePosixPath, ...] = ()
+    network: str = "host"
+    inner_sandbox: str = "strong"
+    claude_version: str | None = None
+    unsafe: UnsafeAcceptance | None = None
+    schema: int = SCHEMA
+    extra: dict[str, Any] = field(default_factory=dict, compare=False)
+
+
+def _require(table: dict[str, Any], key: str, kind: type, where: str, source: str) -> Any:
+    if key not in table:
+        raise InputError(f"{source}: missing key '{where}{key}'")
+    value = table[key]
+    if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
+        raise InputError(
+            f"{source}: key '{where}{key}' must be a {kind.__name__}, not {type(value).__name__}"
+        )
+    return value
+
+
+def absolute_path(value: str, key: str, source: str) -> PurePosixPath:
+    """``value`` as an absolute path, or an error naming ``source`` and ``key``."""
+    path = PurePosixPath(value)
+    if not path.is_absolute():
+        raise InputError(f"{source}: key '{key}' must be an absolute path, got {value!r}")
+    return path
+
+
+def load_toml(text: str, source: str) -> dict[str, Any]:
+    """Parse TOML; an error names ``source`` and the line (tomllib's message)."""
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise InputError(f"{source}: invalid TOML: {exc}") from None
+    except RecursionError:
+        raise InputError(f"{source}: invalid TOML: nested too deeply") from None
+
+
+def parse_launcher_config(text: str, source: str = "launcher.toml") -> LauncherConfig:
+    """Parse and validate; every error names the file and the key (or line)."""
+    data = load_toml(text, source)
+    schema = _require(data, "schema", int, "", source)
+    if schema != SCHEMA:
+        raise InputError(f"{source}: unsupported schema {schema} (this version reads {SCHEMA})")
+    mode_text = _require(data, "mode", str, "", source)
+    try:
+        mode = Mode(mode_text)
+    except ValueError:
+        raise InputError(
+            f"{source}: key 'mode' is {mode_text!r}; expected one of "
+            + ", ".join(m.value for m in Mode)
+        ) from None
+    claude = absolute_path(_require(data, "claude", str, "", source), "claude", source)
+    agent = data.get("agent")
+    if not isinstance(agent, dict):
+        raise InputError(f"{source}: missing table [agent]")
+    agent_user = _require(agent, "user", str, "agent.", source)
+    agent_home = absolute_path(_require(agent, "home", str, "agent.", source), "agent.home", source)
+    sandbox = data.get("sandbox", {})
+    if not isinstance(sandbox, dict):
+        raise InputError(f"{source}: 'sandbox' must be a table")
+    workspaces_raw = sandbox.get("workspaces", [])
+    if not isinstance(workspaces_raw, list) or not all(isinstance(w, str) for w in workspaces_raw):
+        raise InputError(f"{source}: key 'sandbox.workspaces' must be a list of paths")
+    workspaces = tuple(absolute_path(w, "sandbox.workspaces", source) for w in workspaces_raw)
+    network = sandbox.get("network", "host")
+    if network not in NETWORK:
+        raise InputError(
+            f"{source}: key 'sandbox.network' is {network!r}; expected one of {', '.join(NETWORK)}"
+        )
+    inner = sandbox.get("inner_sandbox", "strong")
+    if inner not in INNER_SANDBOX:
+        raise InputError(
+            f"{source}: key 'sandbox.inner_sandbox' is {inner!r}; expected one of "
+            + ", ".join(INNER_SANDBOX)
+        )
+    if mode is Mode.SANDBOX and not workspaces:
+        raise InputError(f"{source}: sandbox mode needs at least one 'sandbox.workspaces' entry")
+    unsafe = None
+    unsafe_table = data.get("unsafe")
+    if unsafe_table is not None:
+        if not isinstance(unsafe_table, dict):
+            raise InputError(f"{source}: 'unsafe' must be a table")
+        unsafe = UnsafeAcceptance(
+            accepted_by=_require(unsafe_table, "accepted_by", str, "unsafe.", source),
+            accepted_at=_require(unsafe_table, "accepted_at", str, "unsafe.", source),
+            statement=_require(unsafe_table, "statement", str, "unsafe.", source),
+        )
+    version = data.get("claude_version")
+    if version is not None and not isinstance(version, str):
+        raise InputError(f"{source}: key 'claude_version' must be a string")
+    known = {"schema", "mode", "claude", "claude_version", "agent", "sandbox", "unsafe"}
+    return LauncherConfig(
+        mode=mode,
+        claude=claude,
+        agent_user=agent_user,
+        agent_home=agent_home,
+        workspaces=workspaces,
+        network=network,
+        inner_sandbox=inner,
+        claude_version=version,
+        unsafe=unsafe,
+        schema=schema,
+        extra={k: v for k, v in data.items() if k not in known},
+    )
+
+
+HEADER = (
+    "# sandbox-setup launcher configuration, read by sandbox-launch.\n"
+    "# Written by sandbox-setup; your comments and extra keys are kept on rewrite.\n"
+    "# It must stay owned by you or root and not group/world-writable.\n"
+)
+
+
+def render_launcher_config(config: LauncherConfig, existing: str | None = None) -> str:
+    """The TOML text for ``config``, merged into ``existing`` when given.
+
+    Only the keys this tool owns are set; comments and foreign keys in
+    ``existing`` are kept. ``existing`` must already be valid TOML (callers
+    parse it first to report errors with the file name).
+    """
+    import tomlkit  # not needed by the launcher, which only reads
+
+    doc = tomlkit.parse(existing) if existing else tomlkit.parse(HEADER)
+    doc["schema"] = config.schema
+    doc["mode"] = str(config.mode)
+    doc["claude"] = str(config.claude)
+    if config.claude_version:
+        doc["claude_version"] = config.claude_version
+    elif "claude_version" in doc:
+        del doc["claude_version"]
+    agent = doc.get("agent")
+    if not isinstance(agent, dict):
+        agent = tomlkit.table()
+        doc["agent"] = agent
+    agent["user"] = config.agent_user
+    agent["home"] = str(config.agent_home)
+    sandbox = doc.get("sandbox")
+    if not isinstance(sandbox, dict):
+        sandbox = tomlkit.table()
+        doc["sandbox"] = sandbox
+    sandbox["workspaces"] = [str(w) for w in config.workspaces]
+    sandbox["network"] = config.network
+    sandbox["inner_sandbox"] = config.inner_sandbox
+    if config.unsafe is not None:
+        unsafe = doc.get("unsafe")
+        if not isinstance(unsafe, dict):
+            unsafe = tomlkit.table()
+            doc["unsafe"] = unsafe
+        unsafe["accepted_by"] = config.unsafe.accepted_by
+        unsafe["accepted_at"] = config.unsafe.accepted_at
+        unsafe["statement"] = config.unsafe.statement
+    elif "unsafe" in doc:
+        del doc["unsafe"]
+    return tomlkit.dumps(doc)

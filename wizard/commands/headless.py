@@ -1,0 +1,216 @@
+"""The headless path: ``sandbox-setup --headless`` and ``sandbox-setup --undo``.
+
+``run_headless(args)``: answers from flags (``--mode ...``) or a file
+(``--answers FILE``), live probes (as the agent user when it exists on the live
+system), then :func:`wizard.configure.plan.build_plan`. Without ``--yes`` it prints the
+plan and writes nothing; ``--dry-run`` adds every unified diff and command (and
+never writes, even with ``--yes``); ``--json`` prints the actions and whether
+anything changed (or would change), for configuration-management tools.
+
+``run_undo(args)``: shows (or with ``--yes`` reverts) the last apply; exit 1 when
+something could not be undone or was left as it is (it changed since).
+
+Data goes to stdout, diagnostics to stderr. ``--mode unsafe`` without
+``--accept-unsafe-root`` is refused with exit 3 (DESIGN.md: "refused: unsafe
+without acceptance"), before any probe runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from checks.model import Report
+from wizard.base.choices import Mode
+from wizard.base.errors import InputError
+from wizard.base.exitcodes import ExitCode
+from wizard.base.paths import Layout
+from wizard.configure.answers import DEFAULT_AGENT_USER, Answers, load_answers, validate_answers
+from wizard.configure.probe_user import choose_probe_user
+
+_ANSWER_FLAGS = (
+    "mode",
+    "agent_user",
+    "claude",
+    "settings_scope",
+    "inner_sandbox",
+    "network",
+)
+
+
+def _layout(args: argparse.Namespace) -> Layout:
+    root = Path(args.root or "/")
+    if not root.is_dir():
+        raise InputError(f"--root {root}: not a directory")
+    return Layout.for_root(root)
+
+
+def _target_path(value: str, flag: str, layout: Layout) -> PurePosixPath:
+    if value.startswith("/"):
+        return PurePosixPath(os.path.normpath(value))
+    if layout.live:
+        return PurePosixPath(os.path.abspath(value))
+    raise InputError(f"{flag} {value!r}: must be an absolute path with --root")
+
+
+def answers_from_args(args: argparse.Namespace, layout: Layout) -> Answers:
+    """The Answers the flags (or ``--answers FILE``) describe."""
+    if args.answers:
+        given = [f"--{f.replace('_', '-')}" for f in _ANSWER_FLAGS if getattr(args, f, None)]
+        given += ["--workspace"] if args.workspace else []
+        given += ["--copy-login"] if args.copy_login else []
+        given += ["--accept-unsafe-root"] if args.accept_unsafe_root else []
+        if given:
+            raise InputError(
+                f"--answers {args.answers} cannot be combined with {', '.join(given)}; "
+                "edit the answers file instead"
+            )
+        return load_answers(Path(args.answers))
+    if not args.mode:
+        raise InputError("--headless needs --mode sandbox|user|unsafe or --answers FILE")
+    try:
+        mode = Mode(args.mode)
+    except ValueError:
+        raise InputError(f"--mode {args.mode!r}: expected sandbox, user or unsafe") from None
+    return Answers(
+        mode=mode,
+        workspaces=tuple(_target_path(w, "--workspace", layout) for w in args.workspace),
+        # An explicit empty value is invalid input, not "use the default".
+        agent_user=DEFAULT_AGENT_USER if args.agent_user is None else args.agent_user,
+        claude=None if args.claude is None else _target_path(args.claude, "--claude", layout),
+        settings_scope=args.settings_scope,
+        inner_sandbox=args.inner_sandbox,
+        network=args.network or "host",
+        copy_login=bool(args.copy_login),
+        accept_unsafe_root=bool(args.accept_unsafe_root),
+    )
+
+
+def probe_user(answers: Answers, layout: Layout) -> str | None:
+    """The agent when it exists on the live system, else an unprivileged stand-in
+    (see :mod:`wizard.configure.probe_user`); the operator in unsafe mode."""
+    return choose_probe_user(answers.mode, answers.agent_user, layout)[0]
+
+
+def gather_report(answers: Answers, layout: Layout, timeout: float) -> Report:
+    from checks.runner import run_checks
+
+    claude = str(layout.real(answers.claude)) if answers.claude else None
+    return run_checks(
+        as_user=probe_user(answers, layout), root=layout.root, timeout=timeout, claude=claude
+    )
+
+
+def _print_plan(plan: Any, *, dry_run: bool) -> None:
+    out = sys.stdout
+    print(f"Plan for mode {plan.answers.mode} (root {plan.layout.root}):", file=out)
+    for action in plan.actions:
+        mark = "change" if action.is_change() else "ok    "
+        print(f"  [{mark}] {action.describe()}", file=out)
+        if dry_run and action.is_change():
+            for argv in action.commands():
+                print(f"      $ {' '.join(argv)}", file=out)
+            diff = action.diff()
+            if diff:
+                for line in diff.splitlines():
+                    print(f"      {line}", file=out)
+    for note in plan.notes:
+        print(f"note: {note}", file=sys.stderr)
+
+
+def run_headless(args: argparse.Namespace) -> int:
+    from wizard.configure.apply import apply_plan
+    from wizard.configure.plan import build_plan
+
+    layout = _layout(args)
+    answers = answers_from_args(args, layout)
+    validate_answers(answers, layout)  # fail fast, before the probes
+    report = gather_report(answers, layout, float(getattr(args, "timeout", 10.0) or 10.0))
+    plan = build_plan(report, answers, layout)
+    apply = bool(args.yes) and not args.dry_run
+    actions = [
+        {**a.to_json(), **({"diff": a.diff()} if args.dry_run else {})} for a in plan.actions
+    ]
+    if not apply:
+        if args.json:
+            data = {
+                "schema": 1,
+                "mode": str(plan.answers.mode),
+                "applied": False,
+                "changed": any(a["change"] for a in actions),
+                "actions": actions,
+                "notes": plan.notes,
+            }
+            print(json.dumps(data, indent=2))
+        else:
+            _print_plan(plan, dry_run=bool(args.dry_run))
+        print("sandbox-setup: nothing written; add --yes to apply", file=sys.stderr)
+        return int(ExitCode.OK)
+
+    def progress(action: Any, status: str) -> None:
+        if status == "running" and not args.json:
+            print(f"  {action.describe()}", file=sys.stderr)
+
+    result = apply_plan(plan, progress=progress)
+    if args.json:
+        data = {
+            "schema": 1,
+            "mode": str(plan.answers.mode),
+            "applied": True,
+            "changed": bool(result.changed),
+            "changed_actions": result.changed,
+            "unchanged_actions": result.unchanged,
+            "actions": actions,
+            "transaction": result.transaction,
+        }
+        print(json.dumps(data, indent=2))
+    elif result.changed:
+        for line in result.changed:
+            print(f"changed: {line}")
+        print(f"Applied: {len(result.changed)} changed, {len(result.unchanged)} unchanged.")
+        print("Undo with: sandbox-setup --undo --yes" + _root_flag(layout))
+    else:
+        print("No change: the system already matches the answers.")
+    return int(ExitCode.OK)
+
+
+def _root_flag(layout: Layout) -> str:
+    return "" if layout.live else f" --root {layout.root}"
+
+
+def run_undo(args: argparse.Namespace) -> int:
+    from wizard.configure.journal import describe_entry, is_left, last_transaction, undo_last
+
+    layout = _layout(args)
+    if not args.yes:
+        found = last_transaction(layout)
+        if found is None:
+            print("Nothing to undo.")
+            return int(ExitCode.OK)
+        txn, entries = found
+        print(f"Undo of apply {txn} would:")
+        for entry in reversed(entries):
+            line = describe_entry(entry)
+            if line:
+                print(f"  {line}")
+        print("sandbox-setup: nothing changed; add --yes to undo", file=sys.stderr)
+        return int(ExitCode.OK)
+    done = undo_last(layout)
+    if not done:
+        print("Nothing to undo.")
+    for line in done:
+        print(line)
+    left = [line for line in done if is_left(line)]
+    if left:
+        # Exit 1 ("findings"): the undo ran, but the system is not back where it was.
+        print(
+            f"sandbox-setup: undo finished, but {len(left)} thing(s) were left as they are "
+            "(see above); fix them by hand",
+            file=sys.stderr,
+        )
+        return int(ExitCode.FINDINGS)
+    return int(ExitCode.OK)

@@ -1,0 +1,2 @@
+"""Answers -> plan -> apply: the writers, accounts, ACLs, the settings merge, the
+journal and undo."""

@@ -1,0 +1,97 @@
+"""``apply_plan``: carry out a plan under the lock, journaled, all or nothing.
+
+Public API: :func:`apply_plan` ``(plan, *, progress=None) -> ApplyResult``.
+``progress(action, status)`` is called with status ``"running"``, then one of
+``"changed"``, ``"unchanged"`` or ``"failed"`` (the TUI shows per-action
+progress). On any failure every step already done is reverted from the journal
+and the exception is re-raised (an OSError as :class:`ApplyError`, exit 2, its
+message naming the step and listing what was rolled back). A run where nothing
+needs to change writes nothing at all: no journal transaction, no file rewritten (mtimes unchanged).
+
+Test hook: with ``SANDBOX_SETUP_TEST_PAUSE_AFTER=N`` set, the apply stops after
+its N-th changing action, prints ``sandbox-setup: test pause`` to stderr and
+sleeps, so a test can SIGKILL it at a known point.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from wizard.base.errors import SetupError
+from wizard.configure.actions import Action
+from wizard.configure.journal import Transaction, apply_lock
+from wizard.configure.plan import Plan
+
+ProgressCallback = Callable[[Action, str], None]
+PAUSE_ENV = "SANDBOX_SETUP_TEST_PAUSE_AFTER"
+
+
+class ApplyError(SetupError):
+    """A step failed while applying; everything done before it was rolled back,
+    so nothing changed (exit 2, like bad input)."""
+
+
+@dataclass
+class ApplyResult:
+    """What an apply did: descriptions of changed and unchanged actions."""
+
+    changed: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    transaction: str | None = None  # journal transaction id, None when nothing changed
+
+
+def _test_pause(count: int) -> None:
+    raw = os.environ.get(PAUSE_ENV)
+    if raw and raw.isdigit() and count == int(raw):
+        print(f"sandbox-setup: test pause after {count} actions", file=sys.stderr, flush=True)
+        while True:
+            time.sleep(3600)
+
+
+def apply_plan(plan: Plan, *, progress: ProgressCallback | None = None) -> ApplyResult:
+    """Apply ``plan``; see the module docstring."""
+
+    def report(action: Action, status: str) -> None:
+        if progress is not None:
+            progress(action, status)
+
+    result = ApplyResult()
+    with apply_lock(plan.layout):
+        txn: Transaction | None = None
+        try:
+            for action in plan.actions:
+                report(action, "running")
+                description = action.describe()
+                if not action.is_change():
+                    result.unchanged.append(description)
+                    report(action, "unchanged")
+                    continue
+                if txn is None:
+                    txn = Transaction(plan.layout)
+                    result.transaction = txn.id
+                try:
+                    action.apply(txn)
+                except BaseException as exc:
+                    report(action, "failed")
+                    if isinstance(exc, OSError):
+                        raise ApplyError(f"{description} failed: {exc}") from exc
+                    raise
+                result.changed.append(description)
+                report(action, "changed")
+                _test_pause(len(result.changed))
+        except BaseException as exc:
+            if txn is not None:
+                undone = txn.rollback()
+                if isinstance(exc, SetupError):
+                    exc.args = (
+                        f"{exc}; rolled back what this apply had done"
+                        + "".join(f"\n  {line}" for line in undone),
+                    )
+            raise
+        if txn is not None:
+            txn.commit()
+    return result

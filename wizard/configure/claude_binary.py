@@ -1,0 +1,133 @@
+"""Find the Claude Code binary, its version, and whether the agent can run it.
+
+Claude's native installer puts ``claude`` in ``~/.local/bin``, linked into
+``~/.local/share/claude``; under ``/root`` (0700) the agent user cannot reach
+it. :func:`find_claude` reports such a binary as ``private``, and the plan then
+installs a root-owned 0755 copy at :data:`INSTALLED_CLAUDE`, outside any home,
+recording its path and version in launcher.toml.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from wizard.base.errors import InputError
+from wizard.base.paths import CLAUDE_INSTALL_DIR, Layout
+
+INSTALLED_CLAUDE = CLAUDE_INSTALL_DIR / "claude"
+_VERSION_RE = re.compile(r"\b(\d+\.\d+\.\d+)\b")
+# Where to look when no --claude is given (target paths; PATH of this process first).
+_FALLBACK_DIRS = (
+    "/usr/local/bin",
+    "/usr/bin",
+    "/bin",
+)
+
+
+@dataclass(frozen=True)
+class ClaudeBinary:
+    """A Claude Code binary in the target system."""
+
+    path: PurePosixPath  # as given or found (may be a symlink)
+    resolved: PurePosixPath  # after symlinks, in the target system
+    version: str | None
+    private: bool  # the agent user cannot traverse to it or read+execute it
+    trusted: bool  # only root or the operator can change it (or a directory above it)
+
+
+def _to_target(layout: Layout, real: str) -> PurePosixPath:
+    if layout.live:
+        return PurePosixPath(real)
+    rel = Path(real).relative_to(layout.root)
+    return PurePosixPath("/") / PurePosixPath(rel.as_posix())
+
+
+def _search_dirs(layout: Layout) -> list[PurePosixPath]:
+    dirs = [d for d in os.environ.get("PATH", "").split(":") if d.startswith("/")]
+    dirs += [str(PurePosixPath(layout.operator.home) / ".local/bin"), *_FALLBACK_DIRS]
+    seen: list[PurePosixPath] = []
+    for d in dirs:
+        if PurePosixPath(d) not in seen:
+            seen.append(PurePosixPath(d))
+    return seen
+
+
+def is_private(layout: Layout, resolved: PurePosixPath) -> bool:
+    """True when others (the agent) cannot traverse to ``resolved`` or read and run it."""
+    for parent in resolved.parents:
+        if str(parent) == "/":
+            continue
+        if not os.stat(layout.real(parent)).st_mode & stat.S_IXOTH:
+            return True
+    mode = os.stat(layout.real(resolved)).st_mode
+    return (mode & (stat.S_IROTH | stat.S_IXOTH)) != (stat.S_IROTH | stat.S_IXOTH)
+
+
+def is_trusted(layout: Layout, resolved: PurePosixPath) -> bool:
+    """True when the file and every directory above it are owned by root or the
+    operator and not group/world-writable: only then may root execute it."""
+    owners = {0, layout.operator.uid}
+    for path in (resolved, *resolved.parents):
+        st = os.stat(layout.real(path))
+        if st.st_uid not in owners or st.st_mode & 0o022:
+            sticky = path != resolved and st.st_mode & stat.S_ISVTX
+            if sticky and st.st_uid in owners:
+                continue  # a root-owned sticky dir (/tmp): others cannot swap our file
+            return False
+    return True
+
+
+def claude_version(real: Path, timeout: float = 30.0) -> str | None:
+    """``claude --version`` (e.g. "2.1.197 (Claude Code)") -> "2.1.197"; None if it fails."""
+    try:
+        proc = subprocess.run(
+            [str(real), "--version"],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+            stdin=subprocess.DEVNULL,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    match = _VERSION_RE.search(proc.stdout)
+    return match.group(1) if proc.returncode == 0 and match else None
+
+
+def find_claude(layout: Layout, given: PurePosixPath | None = None) -> ClaudeBinary:
+    """The binary at ``given`` or the first ``claude`` on the search path, in the target."""
+    candidates = [given] if given is not None else [d / "claude" for d in _search_dirs(layout)]
+    for candidate in candidates:
+        real = layout.real(candidate)
+        try:
+            if real.is_file():
+                break
+        except OSError:  # a PATH entry this user cannot search: not ours to use
+            continue
+    else:
+        if given is not None:
+            raise InputError(f"--claude {given}: no such file under {layout.root}")
+        raise InputError(
+            "Claude Code not found (looked for 'claude' on PATH and in "
+            f"{', '.join(_FALLBACK_DIRS)}); install it or pass --claude PATH"
+        )
+    resolved_real = os.path.realpath(real)
+    if not layout.live and not resolved_real.startswith(str(layout.root) + "/"):
+        raise InputError(f"{candidate}: its symlinks lead outside {layout.root}")
+    resolved = _to_target(layout, resolved_real)
+    if not os.access(resolved_real, os.X_OK):
+        raise InputError(f"{candidate}: not executable")
+    trusted = is_trusted(layout, resolved)
+    return ClaudeBinary(
+        path=candidate,
+        resolved=resolved,
+        # Never run, as root, a binary someone else could have replaced.
+        version=claude_version(Path(resolved_real)) if trusted else None,
+        private=is_private(layout, resolved),
+        trusted=trusted,
+    )

@@ -1,0 +1,400 @@
+"""``build_plan``: answers + the probe report -> an ordered list of actions.
+
+Public API (the TUI, the audit and the headless path build on it):
+
+- :func:`build_plan` ``(report, answers, layout) -> Plan``. Pure: it reads what
+  it must (passwd, existing files, ``claude --version``) and writes nothing. It
+  raises :class:`~wizard.base.errors.RefusedError` (exit 3) with the reason and the
+  remedy when the report rules the choice out (sandbox mode where
+  ``bwrap.sandbox`` failed, an inner sandbox strength the nested probes did not
+  verify, unsafe without acceptance) and :class:`~wizard.base.errors.InputError`
+  (exit 2) for bad input (a workspace that does not exist, a settings file that
+  is not valid JSON or is a symlink, ...).
+- :class:`Plan`: ``.actions`` (see :mod:`wizard.configure.actions`), ``.launcher_config``,
+  ``.answers`` (resolved: every default filled in, what answers.toml records so
+  a replay is byte-identical), ``.layout``, ``.notes``; ``.changes()``.
+
+Order of actions: workspace group, agent user, group membership, workspace
+ACLs, Claude binary copy, login copy, Claude settings, launcher.toml,
+answers.toml.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import stat
+import tomllib
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from checks.model import Report, Status
+from wizard.base.accounts import lookup_user
+from wizard.base.choices import Mode
+from wizard.base.errors import InputError, RefusedError
+from wizard.base.launcher_config import LauncherConfig, UnsafeAcceptance, render_launcher_config
+from wizard.base.paths import Layout
+from wizard.configure import fsops, users
+from wizard.configure.actions import (
+    Action,
+    AddToGroup,
+    CreateGroup,
+    CreateUser,
+    WorkspaceAccess,
+    WriteFile,
+)
+from wizard.configure.agent_account import check_existing_agent
+from wizard.configure.answers import Answers, dump_answers, validate_answers
+from wizard.configure.claude_binary import INSTALLED_CLAUDE, ClaudeBinary, find_claude
+from wizard.configure.settings import merge_settings
+
+UNSAFE_STATEMENT = (
+    "Claude Code runs as root with no OS sandbox; the agent can read and change "
+    "everything on this machine."
+)
+
+
+@dataclass
+class Plan:
+    """What an apply would do, in order, and the configuration it records."""
+
+    answers: Answers
+    layout: Layout
+    launcher_config: LauncherConfig
+    actions: list[Action]
+    notes: list[str] = field(default_factory=list)
+
+    def changes(self) -> list[Action]:
+        """The actions that would change something now."""
+        return [a for a in self.actions if a.is_change()]
+
+
+def _finding_text(report: Report, check_id: str) -> str:
+    finding = report.get(check_id)
+    if finding is None:
+        return f"{check_id} was not run"
+    text = f"{check_id} is {finding.status}: {finding.summary}"
+    if finding.remedy:
+        text += f" Remedy: {finding.remedy}"
+    return text
+
+
+def _check_mode(report: Report, answers: Answers) -> None:
+    if answers.mode is Mode.SANDBOX and not report.passed("bwrap.sandbox"):
+        raise RefusedError(
+            "sandbox mode needs a working bubblewrap sandbox, but "
+            + _finding_text(report, "bwrap.sandbox")
+            + " Or choose --mode user (a dedicated non-root user)."
+        )
+
+
+def default_inner_sandbox(report: Report, mode: Mode) -> str:
+    """The inner-sandbox strength the probes verified (never weaker by default)."""
+    if mode is Mode.SANDBOX:
+        if report.passed("bwrap.nested"):
+            return "strong"
+        if report.passed("bwrap.nested_weak"):
+            return "weak"
+        return "off"
+    return "strong" if report.passed("bwrap.sandbox") else "off"
+
+
+def _check_inner(report: Report, mode: Mode, inner: str) -> None:
+    if inner == "off":
+        return
+    if mode is Mode.SANDBOX:
+        needed = ["bwrap.nested"] if inner == "strong" else ["bwrap.nested", "bwrap.nested_weak"]
+    else:
+        needed = ["bwrap.sandbox"]
+    if not any(report.passed(check_id) for check_id in needed):
+        raise RefusedError(
+            f"inner sandbox {inner!r} was not verified on this host: "
+            + "; ".join(_finding_text(report, c) for c in needed)
+            + f". Choose --inner-sandbox {default_inner_sandbox(report, mode)} "
+            "(what the probes verified) or fix the cause."
+        )
+
+
+def _settings_scope(answers: Answers, layout: Layout) -> str:
+    if answers.settings_scope is not None:
+        scope = answers.settings_scope
+    elif answers.mode is Mode.UNSAFE or layout.operator.uid != 0:
+        scope = "user"
+    else:
+        scope = "managed"
+    if scope == "managed" and layout.operator.uid != 0:
+        raise InputError(
+            "settings_scope 'managed' writes /etc/claude-code/managed-settings.json and "
+            "needs root; use --settings-scope user"
+        )
+    return scope
+
+
+def _existing_config(layout: Layout) -> dict[str, Any]:
+    """The current launcher.toml as data; {} when missing or unreadable (the write
+    action reports a malformed file with its name and line)."""
+    try:
+        state = fsops.read_file(layout.root, layout.real(layout.launcher_config))
+        return tomllib.loads(state.data.decode("utf-8")) if state else {}
+    except (InputError, tomllib.TOMLDecodeError, UnicodeDecodeError):
+        return {}
+
+
+def _operator_label(layout: Layout) -> str:
+    """Who is accepting: the account, and the person behind sudo when there is one
+    (a shared root account alone does not say who)."""
+    label = f"{layout.operator.name} (uid {layout.operator.uid}"
+    sudo_user = os.environ.get("SUDO_USER")
+    if sudo_user and sudo_user != layout.operator.name:
+        label += f", via sudo by {sudo_user}"
+    return label + ")"
+
+
+def _acceptance(answers: Answers, layout: Layout) -> tuple[str, str]:
+    """Who accepted unsafe mode and when; an earlier identical acceptance is kept so
+    re-running does not rewrite launcher.toml."""
+    who = answers.accepted_by or _operator_label(layout)
+    if answers.accepted_at:
+        return who, answers.accepted_at
+    old = _existing_config(layout)
+    unsafe = old.get("unsafe")
+    if (
+        old.get("mode") == "unsafe"
+        and isinstance(unsafe, dict)
+        and unsafe.get("accepted_by") == who
+        and isinstance(unsafe.get("accepted_at"), str)
+    ):
+        return who, unsafe["accepted_at"]
+    return who, datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
+
+
+def _claude_version(layout: Layout, found: str | None, path: PurePosixPath) -> str | None:
+    """``claude --version`` now, or (when it cannot run here, e.g. the audit inside a
+    container) the version recorded for the same path: unknown is not "none"."""
+    if found is not None:
+        return found
+    old = _existing_config(layout)
+    recorded = old.get("claude_version")
+    if old.get("claude") == str(path) and isinstance(recorded, str):
+        return recorded
+    return None
+
+
+def _render_launcher(layout: Layout, config: LauncherConfig) -> Callable[[bytes | None], bytes]:
+    def render(current: bytes | None) -> bytes:
+        text = None
+        if current is not None:
+            source = str(layout.launcher_config)
+            try:
+                text = current.decode("utf-8")
+                tomllib.loads(text)
+            except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+                raise InputError(
+                    f"{source}: invalid TOML: {exc}; fix or remove it (left untouched)"
+                ) from None
+        return render_launcher_config(config, text).encode("utf-8")
+
+    return render
+
+
+def _check_reachable(layout: Layout, workspace: PurePosixPath) -> None:
+    """The agent must be able to walk to a workspace. Granting it --x on a private
+    directory (say /root) would let it open every guessable file there, so such a
+    workspace is refused instead."""
+    for parent in reversed(workspace.parents):
+        if str(parent) == "/":
+            continue
+        st = os.stat(layout.real(parent))
+        if not st.st_mode & stat.S_IXOTH:
+            raise InputError(
+                f"workspace {workspace}: the agent user cannot enter {parent} (mode "
+                f"{stat.S_IMODE(st.st_mode):04o}), and opening it would expose the rest of "
+                f"{parent}; move the project outside private homes (e.g. /srv/"
+                f"{workspace.name}) and pass that as --workspace"
+            )
+
+
+def build_plan(report: Report, answers: Answers, layout: Layout) -> Plan:
+    """The plan for ``answers`` on the host described by ``report``; see module doc."""
+    validate_answers(answers, layout)
+    _check_mode(report, answers)
+    operator = layout.operator
+    inner = answers.inner_sandbox or default_inner_sandbox(report, answers.mode)
+    _check_inner(report, answers.mode, inner)
+    scope = _settings_scope(answers, layout)
+
+    separate = answers.mode is not Mode.UNSAFE and answers.agent_user != operator.name
+    agent_name = answers.agent_user if answers.mode is not Mode.UNSAFE else operator.name
+    agent = lookup_user(agent_name, layout.root)
+    if agent is not None and agent.uid == 0 and answers.mode is not Mode.UNSAFE:
+        raise RefusedError(f"agent user {agent_name} has uid 0; choose a non-root agent user")
+    if separate and agent is not None:
+        check_existing_agent(layout, agent)
+    if separate and agent is None and operator.uid != 0:
+        raise RefusedError(
+            f"agent user {agent_name} does not exist and creating users needs root; run as "
+            f"root or pass --agent-user {operator.name} (your own account)"
+        )
+    agent_home = PurePosixPath(agent.home) if agent else PurePosixPath("/home") / agent_name
+
+    claude: ClaudeBinary = find_claude(layout, answers.claude)
+    if not claude.trusted:
+        # Unsafe mode would run it as root; in the other modes the launcher refuses a
+        # binary root does not own, so the config could never launch.
+        why = "runs Claude Code as root" if answers.mode is Mode.UNSAFE else "launcher execs it"
+        raise RefusedError(
+            f"{claude.resolved}: {answers.mode} mode's {why}, but this binary (or a "
+            "directory above it) can be changed by a user other than root or you; install "
+            "Claude Code where only root can write (e.g. npm -g as root) and pass --claude"
+        )
+    actions: list[Action] = []
+    notes: list[str] = []
+    if separate and report.as_user != agent_name:
+        notes.append(
+            f"live probes ran as {report.as_user or 'the operator'}, not as the agent user "
+            f"{agent_name}"
+        )
+
+    if separate:
+        for ws in answers.workspaces:
+            _check_reachable(layout, ws)
+        if answers.workspaces:
+            actions.append(CreateGroup(layout, users.WORKSPACE_GROUP))
+        groups = (users.WORKSPACE_GROUP,) if answers.workspaces else ()
+        actions.append(CreateUser(layout, agent_name, agent_home, groups))
+        if agent is not None and groups:
+            actions.append(AddToGroup(layout, agent_name, users.WORKSPACE_GROUP))
+        actions += [WorkspaceAccess(layout, ws, users.WORKSPACE_GROUP) for ws in answers.workspaces]
+
+    launcher_claude = claude.path
+    if separate and claude.private:
+        launcher_claude = INSTALLED_CLAUDE
+        source = layout.real(claude.resolved)
+
+        def read_binary(_current: bytes | None, src: Path = source) -> bytes:
+            return src.read_bytes()
+
+        actions.append(
+            WriteFile(
+                layout,
+                INSTALLED_CLAUDE,
+                read_binary,
+                owner="root",
+                label=f"copy of Claude Code {claude.version or ''} from {claude.resolved}",
+                mode=0o755,
+                enforce=True,
+                binary=True,
+                kind="install-claude",
+            )
+        )
+
+    if separate and answers.copy_login:
+        actions += _login_copies(layout, agent_name, agent_home)
+
+    settings_path = (
+        layout.managed_settings
+        if scope == "managed"
+        else Layout.user_settings(agent_home if separate else operator.home)
+    )
+    settings_owner = "root" if scope == "managed" else (agent_name if separate else operator.name)
+    source_name = str(layout.real(settings_path))  # the file the operator can open
+    actions.append(
+        WriteFile(
+            layout,
+            settings_path,
+            lambda current: merge_settings(current, source_name, inner_sandbox=inner),
+            owner=settings_owner,
+            label=f"Claude settings ({scope} scope)",
+            mode=0o644,
+            dir_mode=0o755 if scope == "managed" else 0o700,
+        )
+    )
+
+    unsafe = None
+    resolved = replace(
+        answers, claude=claude.path, settings_scope=scope, inner_sandbox=inner, extra={}
+    )
+    if answers.mode is Mode.UNSAFE:
+        who, when = _acceptance(answers, layout)
+        unsafe = UnsafeAcceptance(accepted_by=who, accepted_at=when, statement=UNSAFE_STATEMENT)
+        resolved = replace(resolved, accepted_by=who, accepted_at=when)
+    config = LauncherConfig(
+        mode=answers.mode,
+        claude=launcher_claude,
+        agent_user=agent_name,
+        agent_home=agent_home if answers.mode is not Mode.UNSAFE else PurePosixPath(operator.home),
+        workspaces=answers.workspaces,
+        network=answers.network,
+        inner_sandbox=inner,
+        claude_version=_claude_version(layout, claude.version, launcher_claude),
+        unsafe=unsafe,
+    )
+    op_dirs = 0o700
+    actions.append(
+        WriteFile(
+            layout,
+            layout.launcher_config,
+            _render_launcher(layout, config),
+            owner=operator.name,
+            label="launcher config",
+            dir_mode=op_dirs,
+        )
+    )
+    answers_text = dump_answers(resolved).encode("utf-8")
+    actions.append(
+        WriteFile(
+            layout,
+            layout.answers,
+            lambda _current: answers_text,
+            owner=operator.name,
+            label="answers",
+            dir_mode=op_dirs,
+        )
+    )
+    # Render every file now: a malformed existing file or a symlink is an input
+    # error before anything is written.
+    for action in actions:
+        if isinstance(action, WriteFile) and not action.binary:
+            action.desired()
+    return Plan(resolved, layout, config, actions, notes)
+
+
+def _login_copies(layout: Layout, agent: str, agent_home: PurePosixPath) -> list[Action]:
+    copies: list[Action] = []
+    home = PurePosixPath(layout.operator.home)
+    for rel in (".claude/.credentials.json", ".claude.json"):
+        source = home / rel
+        if fsops.read_file(layout.root, layout.real(source)) is None:
+            continue
+
+        def read(_current: bytes | None, src: PurePosixPath = source) -> bytes:
+            state = fsops.read_file(layout.root, layout.real(src))
+            if state is None:
+                raise InputError(f"{src}: disappeared while copying the Claude login")
+            return state.data
+
+        copies.append(
+            WriteFile(
+                layout,
+                agent_home / rel,
+                read,
+                owner=agent,
+                label=f"copy of {source}",
+                mode=0o600,
+                dir_mode=0o700,
+                enforce=True,
+                secret=True,
+                kind="copy-login",
+            )
+        )
+    if not copies:
+        raise InputError(
+            f"copy_login: no Claude login to copy ({home}/.claude/.credentials.json and "
+            f"{home}/.claude.json are missing); log in first or drop --copy-login"
+        )
+    return copies
+
+
+__all__ = ["Plan", "Status", "build_plan", "default_inner_sandbox"]

@@ -1,0 +1,263 @@
+"""``sandbox-launch``: start Claude Code the way ``launcher.toml`` says, or refuse.
+
+Order of a launch: read and trust-check the config (owner, mode, every
+directory on its path), parse it strictly (any problem is a refusal, exit 3),
+trust-check the Claude binary and the tools (bwrap, setpriv) found on PATH,
+resolve the agent, build the command (:mod:`wizard.launcher.command`), then
+
+* ``sandbox``: supervise bwrap and verify it before Claude runs
+  (:mod:`wizard.launcher.supervise`), exit with Claude's status;
+* ``user``: where TIOCSTI works, run Claude in a session of its own under the
+  launcher (:mod:`wizard.launcher.session`), which forwards signals and returns
+  its status; elsewhere exec, like
+* ``unsafe``: exec, so signals and the exit status are Claude's own.
+
+This module and everything it imports stay stdlib-only (no Textual, no
+tomlkit) so a launch starts fast.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from wizard.base.choices import Mode
+from wizard.base.errors import InputError, RefusedError, SetupError
+from wizard.base.exitcodes import ExitCode
+from wizard.base.launcher_config import LauncherConfig, parse_launcher_config
+from wizard.launcher.command import (
+    Agent,
+    Launch,
+    gather_host_facts,
+    sandbox_launch,
+    unsafe_launch,
+    user_launch,
+)
+from wizard.launcher.trust import check_trusted_file, find_trusted_tool, read_trusted_text
+
+USAGE = """usage: sandbox-launch [--dry-run] [--config PATH] [--] [claude arguments ...]
+
+Start Claude Code as launcher.toml says (sandbox, user or unsafe mode), or refuse.
+
+options:
+  --dry-run      print the command line and environment it would use; start nothing
+  --config PATH  launcher config (default: ~/.config/sandbox-setup/launcher.toml)
+  -h, --help     show this help
+
+Arguments after the options (or after --) go to Claude Code unchanged.
+
+exit codes:
+  0    ok (or Claude Code's own status)
+  2    usage error
+  3    refused, fail-closed (untrusted or invalid config, sandbox not verified,
+       unsafe without recorded acceptance, missing agent user or tool)
+  130  interrupted
+  other: Claude Code's exit status (128+N when it died of signal N)"""
+
+
+@dataclass(frozen=True)
+class Options:
+    dry_run: bool
+    config: Path | None
+    claude_args: tuple[str, ...]
+
+
+def parse_args(argv: Sequence[str]) -> Options | None:
+    """Our options come first; the first other argument (or ``--``) starts Claude's."""
+    dry_run, config = False, None
+    args = list(argv)
+    while args:
+        arg = args[0]
+        if arg == "--":
+            args.pop(0)
+            break
+        if arg in ("-h", "--help"):
+            return None
+        if arg == "--dry-run":
+            dry_run = True
+        elif arg == "--config" or arg.startswith("--config="):
+            if arg == "--config":
+                if len(args) < 2:
+                    raise InputError("--config needs a path")
+                value = args.pop(1)
+            else:
+                value = arg.split("=", 1)[1]
+            if not value:
+                raise InputError("--config needs a path")
+            config = Path(value).absolute()
+        else:
+            break
+        args.pop(0)
+    return Options(dry_run=dry_run, config=config, claude_args=tuple(args))
+
+
+def default_config_path() -> Path:
+    from wizard.base.paths import Layout  # platformdirs: only when no --config was given
+
+    return Path(Layout.for_root("/").launcher_config)
+
+
+def load_config(path: Path, owners: frozenset[int]) -> tuple[Path, LauncherConfig]:
+    """Trust-check, then parse strictly: every problem is a refusal."""
+    if not path.exists() and not path.is_symlink():
+        raise RefusedError(f"launcher config {path} does not exist; run sandbox-setup to create it")
+    real, text = read_trusted_text(path, owners, "launcher config")
+    try:
+        return real, parse_launcher_config(text, str(real))
+    except InputError as exc:  # includes TOML nested too deeply to parse
+        raise RefusedError(str(exc)) from None
+
+
+def resolve_agent(config: LauncherConfig, uid: int) -> Agent:
+    """The agent account: the configured user (root) or the operator (non-root)."""
+    from wizard.base.accounts import lookup_user
+
+    if uid != 0:
+        me = lookup_user(uid)
+        if config.agent_user not in {str(uid), me.name if me else None}:
+            raise RefusedError(
+                f"agent user {config.agent_user!r} differs from you (uid {uid}); only root "
+                "can switch users. Run as root, or set [agent] user to your own name"
+            )
+        return Agent(me.name if me else str(uid), uid, os.getgid(), config.agent_home)
+    account = lookup_user(config.agent_user)
+    if account is None:
+        raise RefusedError(
+            f"agent user {config.agent_user!r} does not exist; create it with sandbox-setup "
+            "(or fix [agent] user)"
+        )
+    if account.uid == 0:
+        raise RefusedError(f"agent user {config.agent_user!r} is root; the agent must not be")
+    return Agent(account.name, account.uid, account.gid, config.agent_home)
+
+
+def build_launch(
+    config: LauncherConfig,
+    claude_args: Sequence[str],
+    uid: int,
+    environ: Mapping[str, str],
+    owners: frozenset[int],
+) -> tuple[Launch, Agent | None]:
+    claude = check_trusted_file(config.claude, owners, "Claude binary")
+    if not os.access(claude, os.X_OK):
+        raise RefusedError(f"Claude binary {claude} is not executable")
+    path_env = environ.get("PATH")
+    if config.mode is Mode.UNSAFE:
+        who = "root (uid 0)" if uid == 0 else f"uid {uid}"
+        return unsafe_launch(config, str(claude), environ, claude_args, uid, who), None
+    agent = resolve_agent(config, uid)
+    if config.mode is Mode.SANDBOX:
+        bwrap = find_trusted_tool("bwrap", owners, path_env)
+        setpriv = find_trusted_tool("setpriv", owners, path_env)
+        launch = sandbox_launch(
+            config,
+            agent,
+            str(claude),
+            str(bwrap),
+            str(setpriv),
+            gather_host_facts(binds=(agent.home, *config.workspaces)),
+            environ,
+            claude_args,
+            switch_user=uid == 0,
+        )
+        return launch, agent
+    setpriv = find_trusted_tool("setpriv", owners, path_env)
+    launch = user_launch(
+        config,
+        agent,
+        str(claude),
+        str(setpriv),
+        environ,
+        claude_args,
+        switch_user=uid == 0,
+        new_session=gather_host_facts().legacy_tiocsti,
+    )
+    return launch, agent
+
+
+def describe(launch: Launch, config_path: Path, mode: Mode) -> str:
+    """The ``--dry-run`` text: the command, its environment, where it runs."""
+    lines = [f"# sandbox-launch --dry-run: mode {mode}, config {config_path}"]
+    lines.append(f"command: {shlex.join(launch.argv)}")
+    if launch.cwd:
+        lines.append(f"cwd: {launch.cwd}")
+    if mode is Mode.UNSAFE:
+        lines.append("environment: inherited from this shell unchanged, except as noted")
+    else:
+        lines.append("environment (nothing else is inherited):")
+        lines += [f"  {key}={value}" for key, value in launch.env.items()]
+    lines += [f"note: {note}" for note in launch.notes]
+    return "\n".join(lines)
+
+
+def run(options: Options, environ: Mapping[str, str]) -> int:
+    uid = os.getuid()
+    if os.geteuid() != uid:
+        raise RefusedError("sandbox-launch must not run setuid (real and effective uid differ)")
+    owners = frozenset({0, uid})
+    config_path = options.config or default_config_path()
+    real, config = load_config(config_path, owners)
+    launch, agent = build_launch(config, options.claude_args, uid, environ, owners)
+    if launch.warning:
+        print(launch.warning, file=sys.stderr)
+    if options.dry_run:
+        print(describe(launch, real, config.mode))
+        return int(ExitCode.OK)
+    if launch.supervised:
+        from wizard.launcher.supervise import run_supervised
+
+        assert agent is not None
+        return run_supervised(launch, agent.uid, environ)
+    if launch.cwd:
+        try:
+            os.chdir(launch.cwd)
+        except OSError as exc:
+            raise RefusedError(f"cannot enter {launch.cwd}: {exc.strerror}") from None
+    if launch.new_session:
+        from wizard.launcher.session import run_in_new_session
+
+        return run_in_new_session(launch)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    try:
+        os.execve(launch.argv[0], list(launch.argv), dict(launch.env))
+    except OSError as exc:
+        raise RefusedError(f"cannot start {launch.argv[0]}: {exc.strerror}") from None
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Console script entry point."""
+    try:
+        options = parse_args(sys.argv[1:] if argv is None else argv)
+    except InputError as exc:
+        print(f"sandbox-launch: {exc}\n\n{USAGE}", file=sys.stderr)
+        return int(ExitCode.USAGE)
+    if options is None:
+        print(USAGE)
+        return int(ExitCode.OK)
+    try:
+        return run(options, os.environ)
+    except RefusedError as exc:
+        print(f"sandbox-launch: refused: {exc}", file=sys.stderr)
+        return int(ExitCode.REFUSED)
+    except SetupError as exc:
+        print(f"sandbox-launch: {exc}", file=sys.stderr)
+        return int(exc.exit_code)
+    except KeyboardInterrupt:
+        return int(ExitCode.INTERRUPTED)
+    except Exception as exc:
+        # Fail closed: whatever went wrong, nothing may start half-checked.
+        print(
+            f"sandbox-launch: refused: unexpected error ({type(exc).__name__}: {exc}); "
+            "Claude Code was not started, or was stopped",
+            file=sys.stderr,
+        )
+        return int(ExitCode.REFUSED)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
