@@ -8,7 +8,7 @@ function that returns a :class:`Verdict`. The runner adds ID and title.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from checks.causes import Cause
@@ -17,6 +17,8 @@ from checks.model import Finding, Status
 from checks.platform import Platform
 from checks.probe import ProbeResult, run_probe
 from wizard.base.accounts import Account
+
+NO_TRUST_RULE = "no trust rule was given to the checks, so root runs no binary"
 
 
 @dataclass(frozen=True)
@@ -46,6 +48,9 @@ class Context:
     account: Account | None = None  # --as-user: live probes run as this account
     claude: str | None = None  # an explicit Claude Code binary
     euid: int = 0
+    # Why root must not run a file (None: it may): the trust rule, handed in by the
+    # caller (wizard.policy.trust.untrusted_reason). Without one, root runs nothing.
+    untrusted: Callable[[str], str | None] = field(default=lambda _path: NO_TRUST_RULE)
 
     @property
     def uid(self) -> int:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import stat
 import tempfile
 from pathlib import Path
 
@@ -151,21 +150,6 @@ def _claude_for(ctx: Context) -> str | None:
     return find_claude(ctx.claude)
 
 
-def untrusted_reason(path: str) -> str | None:
-    """Why root must not run ``path``: the file or a directory above it can be
-    changed by someone other than root or us (None when only they can)."""
-    real = Path(os.path.realpath(path))
-    owners = {0, os.geteuid()}
-    for item in (real, *real.parents):
-        st = os.stat(item)
-        if st.st_uid in owners and not st.st_mode & 0o022:
-            continue
-        if item != real and st.st_uid in owners and st.st_mode & stat.S_ISVTX:
-            continue  # a sticky dir of ours (/tmp): others cannot swap the file
-        return f"{item} is owned by uid {st.st_uid} with mode {stat.S_IMODE(st.st_mode):04o}"
-    return None
-
-
 def judge_untrusted_claude(path: str, reason: str) -> Verdict:
     """Pure: a Claude Code binary root will not run (another user could change it)."""
     return Verdict(
@@ -180,7 +164,7 @@ def judge_untrusted_claude(path: str, reason: str) -> Verdict:
 def _untrusted_as_root(ctx: Context, path: str, *, as_probe_user: bool) -> str | None:
     """The reason not to run ``path`` when that run would be as root, else None."""
     runs_as_root = os.geteuid() == 0 and (ctx.account is None or not as_probe_user)
-    return untrusted_reason(path) if runs_as_root else None
+    return ctx.untrusted(path) if runs_as_root else None
 
 
 def check_claude_installed(ctx: Context) -> Verdict:

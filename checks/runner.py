@@ -75,6 +75,7 @@ def run_checks(
     claude: str | None = None,
     on_finding: Callable[[Finding], object] | None = None,
     system_root: Path = Path("/"),
+    untrusted: Callable[[str], str | None] | None = None,
 ) -> Report:
     """Run the checks ``ids`` (all by default) and judge them into a Report.
 
@@ -82,6 +83,10 @@ def run_checks(
     state (/proc, sysctls, container markers) is read under ``system_root``,
     the live ``/`` unless a test points it at a fake tree: live probes run on
     the real kernel, so their facts must come from it too.
+
+    ``untrusted(path)`` says why root must not run a binary (the trust rule of
+    :mod:`wizard.policy.trust`, which checks cannot import); without it no binary
+    is run as root.
 
     ``on_finding`` is called in this thread with each finding as it is ready
     (file checks first, then live probes as they finish), for progress displays.
@@ -105,6 +110,7 @@ def run_checks(
         account=account,
         claude=claude,
         euid=os.geteuid(),
+        **({"untrusted": untrusted} if untrusted is not None else {}),
     )
     live = [c for c in selected if c.live]
     results: dict[str, Finding] = {}

@@ -3,7 +3,7 @@ worker; on failure the core has rolled back and the screen says so."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual import on, work
@@ -12,11 +12,15 @@ from textual.containers import Horizontal
 from textual.message import Message
 from textual.widgets import Button, Footer, Header, ProgressBar, RichLog, Static
 
-from screens.backend import Backend
+from screens.core import Core
 from screens.step import StepScreen
 
+if TYPE_CHECKING:
+    from wizard.configure.apply import ApplyResult
+    from wizard.configure.plan import Plan
 
-class ApplyScreen(StepScreen[Any]):
+
+class ApplyScreen(StepScreen["ApplyResult"]):
     """Returns the apply result; on failure ``Nav.BACK`` returns to the review."""
 
     class Progress(Message):
@@ -26,16 +30,16 @@ class ApplyScreen(StepScreen[Any]):
             self.finished = finished
 
     class Finished(Message):
-        def __init__(self, result: Any, error: str | None) -> None:
+        def __init__(self, result: ApplyResult | None, error: str | None) -> None:
             super().__init__()
             self.result = result
             self.error = error
 
-    def __init__(self, backend: Backend, plan: Any) -> None:
+    def __init__(self, core: Core, plan: Plan) -> None:
         super().__init__()
-        self.backend = backend
+        self.core = core
         self.plan = plan
-        self.result: Any = None
+        self.result: ApplyResult | None = None
         self.error: str | None = None
         self.busy = True
         self.locked = True  # a half-done apply must not be abandoned by a keypress
@@ -43,9 +47,7 @@ class ApplyScreen(StepScreen[Any]):
     def compose(self) -> ComposeResult:
         yield Header()
         yield Static("Applying…", id="apply-status", classes="status-line")
-        yield ProgressBar(
-            total=max(1, len(getattr(self.plan, "actions", []))), show_eta=False, id="progress"
-        )
+        yield ProgressBar(total=max(1, len(self.plan.actions)), show_eta=False, id="progress")
         yield RichLog(id="apply-log", wrap=True, markup=False, highlight=False)
         with Horizontal(classes="buttons"):
             yield Button("Continue", id="continue", variant="primary", disabled=True, compact=True)
@@ -58,7 +60,7 @@ class ApplyScreen(StepScreen[Any]):
     @work(thread=True, exclusive=True, group="apply", exit_on_error=False)
     def run_apply(self) -> None:
         try:
-            result = self.backend.apply(
+            result = self.core.apply(
                 self.plan, lambda line, done: self.post_message(self.Progress(line, done))
             )
         except Exception as exc:
@@ -98,5 +100,5 @@ class ApplyScreen(StepScreen[Any]):
     def _continue(self) -> None:
         if self.error is not None:
             self.action_back()
-        elif not self.busy:
+        elif not self.busy and self.result is not None:
             self.dismiss(self.result)

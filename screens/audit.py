@@ -3,7 +3,8 @@ host checks; ``f`` fixes by re-applying the saved answers."""
 
 from __future__ import annotations
 
-from typing import Any
+import enum
+from typing import TYPE_CHECKING
 
 from rich.console import Group, RenderableType
 from rich.text import Text
@@ -15,37 +16,37 @@ from textual.markup import escape
 from textual.message import Message
 from textual.widgets import Button, Collapsible, Footer, Header, Static
 
-from checks.model import Finding
-from screens.backend import Backend
+from screens.core import Core
 from screens.findings_view import FindingRow
 from screens.plan_view import diff_renderable
 from screens.step import StepScreen
 
-
-def _label(value: Any) -> str:
-    label = getattr(value, "label", value)
-    return str(label)
+if TYPE_CHECKING:
+    from wizard.audit.model import AuditFinding, AuditReport
 
 
-def grade_text(audit: Any) -> Text:
+class AuditChoice(enum.StrEnum):
+    """What the operator chose on the audit view."""
+
+    FIX = "fix"  # re-apply the saved answers
+    WIZARD = "wizard"  # start the wizard over
+
+
+def grade_text(audit: AuditReport) -> Text:
     text = Text()
-    grade = getattr(audit, "grade", None)
-    mode = getattr(audit, "mode", "?")
-    text.append(f"Mode: {mode}", style="bold")
-    if grade is not None:
-        text.append(f"   exposure {grade.exposure:.1f}/10 {grade.label}", style="bold")
-    clean = getattr(audit, "clean", True)
-    text.append("   no drift or problems" if clean else "   needs attention")
-    unsafe = getattr(audit, "unsafe", None)
-    if unsafe:
+    grade = audit.grade
+    text.append(f"Mode: {audit.mode}", style="bold")
+    text.append(f"   exposure {grade.exposure:.1f}/10 {grade.label}", style="bold")
+    text.append("   no drift or problems" if audit.clean else "   needs attention")
+    if audit.unsafe:
         text.append(
-            f"\nUnsafe mode accepted by {unsafe.get('accepted_by', '?')} "
-            f"at {unsafe.get('accepted_at', '?')}"
+            f"\nUnsafe mode accepted by {audit.unsafe.get('accepted_by', '?')} "
+            f"at {audit.unsafe.get('accepted_at', '?')}"
         )
     return text
 
 
-def audit_finding_body(finding: Any) -> RenderableType:
+def audit_finding_body(finding: AuditFinding) -> RenderableType:
     parts: list[RenderableType] = []
     if finding.detail:
         parts.append(Text(finding.detail.rstrip()))
@@ -56,8 +57,9 @@ def audit_finding_body(finding: Any) -> RenderableType:
     return Group(*parts) if parts else Text("Nothing more to say.")
 
 
-class AuditScreen(StepScreen[str]):
-    """Returns ``"fix"`` (re-apply), ``"wizard"`` (start over) or ``Nav.QUIT``."""
+class AuditScreen(StepScreen[AuditChoice]):
+    """Returns :attr:`AuditChoice.FIX` (re-apply), :attr:`AuditChoice.WIZARD` (start
+    over) or ``Nav.QUIT``; :attr:`audit` holds the last audit shown."""
 
     can_go_back = False
     BINDINGS = [
@@ -67,15 +69,15 @@ class AuditScreen(StepScreen[str]):
     ]
 
     class Audited(Message):
-        def __init__(self, audit: Any, error: str | None) -> None:
+        def __init__(self, audit: AuditReport | None, error: str | None) -> None:
             super().__init__()
             self.audit = audit
             self.error = error
 
-    def __init__(self, backend: Backend) -> None:
+    def __init__(self, core: Core) -> None:
         super().__init__()
-        self.backend = backend
-        self.audit: Any = None
+        self.core = core
+        self.audit: AuditReport | None = None
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -110,7 +112,7 @@ class AuditScreen(StepScreen[str]):
     @work(thread=True, exclusive=True, group="audit", exit_on_error=False)
     def run_audit(self) -> None:
         try:
-            audit = self.backend.audit()
+            audit = self.core.audit()
         except Exception as exc:
             self.post_message(self.Audited(None, str(exc) or type(exc).__name__))
             return
@@ -133,37 +135,38 @@ class AuditScreen(StepScreen[str]):
         if message.error is not None:
             status.update(Text("The audit could not run: " + message.error))
             return
+        assert message.audit is not None
         self.audit = audit = message.audit
         status.update(grade_text(audit))
         rows: list[Collapsible] = []
-        for finding in getattr(audit, "findings", []):
-            marker = "accepted" if finding.accepted else _label(finding.severity)
+        for finding in audit.findings:
+            marker = "accepted" if finding.accepted else finding.severity.label
             rows.append(
                 Collapsible(
                     Static(audit_finding_body(finding)),
                     title=escape(f"{marker} {finding.id}: {finding.summary}"),
                     collapsed=True,
-                    classes=f"audit-row severity-{_label(finding.severity)}",
+                    classes=f"audit-row severity-{finding.severity.label}",
                 )
             )
-        checks = [Finding.from_json(c) for c in getattr(audit, "checks", [])]
+        checks = audit.report.findings if audit.report is not None else []
         await body.mount_all(rows)
         if checks:
             await body.mount(Static(Text("Host checks", style="bold"), classes="section"))
             check_rows = [FindingRow(f.id, f.title) for f in checks]
             await body.mount_all(check_rows)
-            for row, finding in zip(check_rows, checks, strict=True):
-                row.show(finding)
+            for row, check in zip(check_rows, checks, strict=True):
+                row.show(check)
         fix = self.query_one("#fix", Button)
         fix.disabled = False
         fix.focus()
 
     def action_fix(self) -> None:
         if self.audit is not None and not self.busy:
-            self.dismiss("fix")
+            self.dismiss(AuditChoice.FIX)
 
     def action_wizard(self) -> None:
-        self.dismiss("wizard")
+        self.dismiss(AuditChoice.WIZARD)
 
     @on(Button.Pressed, "#fix")
     def _fix(self) -> None:

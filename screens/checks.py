@@ -12,7 +12,7 @@ from textual.message import Message
 from textual.widgets import Button, Footer, Header, Static
 
 from checks.model import Finding, Report
-from screens.backend import Backend
+from screens.core import Core
 from screens.findings_view import FindingsView
 from screens.step import StepScreen
 
@@ -43,9 +43,9 @@ class ChecksScreen(StepScreen[Report]):
             self.report = report
             self.error = error
 
-    def __init__(self, backend: Backend, report: Report | None = None) -> None:
+    def __init__(self, core: Core, report: Report | None = None) -> None:
         super().__init__()
-        self.backend = backend
+        self.core = core
         self.report = report
         self._arrived = 0
 
@@ -61,7 +61,7 @@ class ChecksScreen(StepScreen[Report]):
     def _rows(self) -> list[tuple[str, str]]:
         if self.report is not None:
             return [(f.id, f.title) for f in self.report.findings]
-        return list(self.backend.pending)
+        return list(self.core.pending)
 
     def on_mount(self) -> None:
         self.sub_title = "host checks"
@@ -83,7 +83,7 @@ class ChecksScreen(StepScreen[Report]):
         self.busy = True
         self.report = None
         self._arrived = 0
-        self.query_one(FindingsView).reset(list(self.backend.pending))
+        self.query_one(FindingsView).reset(list(self.core.pending))
         self.query_one("#next", Button).disabled = True
         self.query_one("#rerun", Button).disabled = True
         self.query_one("#checks-status", Static).update("Running checks…")
@@ -94,7 +94,7 @@ class ChecksScreen(StepScreen[Report]):
     def run_probes(self) -> None:
         # Runs in a thread: it only posts messages, never touches widgets.
         try:
-            report = self.backend.run_checks(
+            report = self.core.run_checks(
                 lambda finding: self.post_message(self.FindingArrived(finding))
             )
         except Exception as exc:  # a crashing runner must not freeze the wizard
@@ -106,7 +106,7 @@ class ChecksScreen(StepScreen[Report]):
     def _arrive(self, message: FindingArrived) -> None:
         self._arrived += 1
         self.query_one(FindingsView).add_finding(message.finding)
-        total = len(self.backend.pending)
+        total = len(self.core.pending)
         done = f"{self._arrived}/{total}" if total else str(self._arrived)
         self.query_one("#checks-status", Static).update(f"Running checks… {done} done")
 

@@ -3,6 +3,8 @@ reason, a mode the host rules out shown disabled with the reason and the fix."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
@@ -10,9 +12,12 @@ from textual.widgets import Footer, Header, OptionList, Static
 from textual.widgets.option_list import Option
 
 from checks.model import Report
-from screens.backend import Blocker, mode_blocker
+from screens.core import Core
 from screens.step import StepScreen
 from wizard.base.choices import Mode
+
+if TYPE_CHECKING:
+    from wizard.configure.plan import Blocker
 
 MODE_TEXT = {
     Mode.SANDBOX: (
@@ -54,11 +59,11 @@ def mode_prompt(mode: Mode, recommended: str | None, blocker: Blocker | None) ->
 class ChooseModeScreen(StepScreen[Mode]):
     """Returns the chosen :class:`Mode`; disabled options cannot be selected."""
 
-    def __init__(self, report: Report, current: Mode | None = None) -> None:
+    def __init__(self, core: Core, report: Report, current: Mode | None = None) -> None:
         super().__init__()
         self.report = report
         self.current = current
-        self.blockers = {mode: mode_blocker(report, mode) for mode in Mode}
+        self.blockers = {mode: core.mode_blocker(report, mode) for mode in Mode}
 
     def compose(self) -> ComposeResult:
         yield Header()

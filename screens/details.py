@@ -6,6 +6,10 @@ Only the fields that apply to the chosen mode are shown.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from enum import StrEnum
+from typing import TypeVar
+
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -22,15 +26,15 @@ from textual.widgets import (
     Static,
 )
 
-from screens.backend import Backend
+from screens.core import Core
 from screens.draft import Details
 from screens.step import StepScreen
-from wizard.base.choices import Mode
+from wizard.base.choices import InnerSandbox, Mode, Network, SettingsScope, values
 
 INNER_HELP = {
-    "strong": "strong: Claude's own bwrap sandbox with a fresh /proc",
-    "weak": "weak: nested sandbox binds the outer /proc (enableWeakerNestedSandbox)",
-    "off": "off: no inner sandbox for Claude's Bash tool",
+    InnerSandbox.STRONG: "strong: Claude's own bwrap sandbox with a fresh /proc",
+    InnerSandbox.WEAK: "weak: nested sandbox binds the outer /proc (enableWeakerNestedSandbox)",
+    InnerSandbox.OFF: "off: no inner sandbox for Claude's Bash tool",
 }
 
 
@@ -43,7 +47,11 @@ def fields_for(mode: Mode) -> set[str]:
     return {"inner", "scope"}
 
 
-def _radio(choices: tuple[str, ...], current: str, id: str) -> RadioSet:
+NETWORK_CHOICES = (Network.HOST, Network.NONE)
+ChoiceT = TypeVar("ChoiceT", bound=StrEnum)
+
+
+def _radio(choices: Sequence[str], current: str, id: str) -> RadioSet:
     return RadioSet(
         *(RadioButton(choice, value=choice == current, id=f"{id}-{choice}") for choice in choices),
         id=id,
@@ -56,9 +64,9 @@ class DetailsScreen(StepScreen[Details]):
 
     BINDINGS = [Binding("ctrl+n", "next", "Next", priority=True)]
 
-    def __init__(self, backend: Backend, mode: Mode, details: Details, preset: str) -> None:
+    def __init__(self, core: Core, mode: Mode, details: Details, preset: InnerSandbox) -> None:
         super().__init__()
-        self.backend = backend
+        self.core = core
         self.mode = mode
         self.details = details
         self.preset = preset
@@ -80,26 +88,26 @@ class DetailsScreen(StepScreen[Details]):
             if "agent_user" in self.fields:
                 yield Label(
                     "Agent user: created locked, no password"
-                    if self.backend.operator_is_root
+                    if self.core.operator_is_root
                     else "Agent user: your own account or an existing one (not root)",
                     classes="field",
                 )
                 yield Input(d.agent_user, id="agent-user", compact=True)
             if "network" in self.fields:
                 yield Label("Network inside the sandbox", classes="field")
-                yield _radio(("host", "none"), d.network, "network")
+                yield _radio(NETWORK_CHOICES, d.network, "network")
             if "inner" in self.fields:
                 yield Label(
                     f"Claude's inner sandbox (the probes suggest {self.preset})", classes="field"
                 )
-                yield _radio(("strong", "weak", "off"), d.inner_sandbox, "inner")
+                yield _radio(values(InnerSandbox), d.inner_sandbox, "inner")
                 yield Static(INNER_HELP[d.inner_sandbox], id="inner-help", classes="hint")
             if "scope" in self.fields:
                 yield Label(
                     "Claude settings scope (managed: root-owned, out of the agent's reach)",
                     classes="field",
                 )
-                yield _radio(("managed", "user"), d.settings_scope, "scope")
+                yield _radio((SettingsScope.MANAGED, SettingsScope.USER), d.settings_scope, "scope")
             if "copy_login" in self.fields:
                 yield Checkbox(
                     "Copy my Claude login to the agent user", d.copy_login, id="copy-login"
@@ -120,20 +128,24 @@ class DetailsScreen(StepScreen[Details]):
         if first:
             first.first().focus()
 
-    def _chosen(self, id: str, default: str) -> str:
+    def _chosen(self, id: str, default: ChoiceT) -> ChoiceT:
         found = self.query(f"#{id}")
         if not found:
             return default
         pressed = self.query_one(f"#{id}", RadioSet).pressed_button
-        return str(pressed.label) if pressed is not None else default
+        return type(default)(str(pressed.label)) if pressed is not None else default
 
     def collect(self) -> tuple[Details | None, str | None, str | None]:
         """(details, error, id of the field at fault)."""
         d = self.details
         workspaces = d.workspaces
         if "workspaces" in self.fields:
-            workspaces, error = self.backend.validate_workspaces(
-                self.query_one("#workspaces", Input).value
+            agent = self.query("#agent-user")
+            typed_agent = (
+                self.query_one("#agent-user", Input).value.strip() if agent else d.agent_user
+            )
+            workspaces, error = self.core.validate_workspaces(
+                self.query_one("#workspaces", Input).value, self.mode, typed_agent
             )
             if error:
                 return None, error, "workspaces"
@@ -142,13 +154,13 @@ class DetailsScreen(StepScreen[Details]):
         agent_user = d.agent_user
         if "agent_user" in self.fields:
             agent_user = self.query_one("#agent-user", Input).value.strip()
-            error = self.backend.validate_agent_user(agent_user)
+            error = self.core.validate_agent_user(agent_user, self.mode)
             if error:
                 return None, error, "agent-user"
         copy_login = d.copy_login
         if "copy_login" in self.fields:
             copy_login = self.query_one("#copy-login", Checkbox).value
-        claude, error = self.backend.validate_claude(self.query_one("#claude", Input).value)
+        claude, error = self.core.validate_claude(self.query_one("#claude", Input).value)
         if error:
             return None, error, "claude"
         details = Details(
@@ -190,4 +202,6 @@ class DetailsScreen(StepScreen[Details]):
 
     @on(RadioSet.Changed, "#inner")
     def _inner_changed(self, event: RadioSet.Changed) -> None:
-        self.query_one("#inner-help", Static).update(INNER_HELP[str(event.pressed.label)])
+        self.query_one("#inner-help", Static).update(
+            INNER_HELP[InnerSandbox(str(event.pressed.label))]
+        )

@@ -8,14 +8,18 @@ The unsafe acceptance is the exception: it is never prefilled.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import PurePosixPath
-from typing import Any
+from typing import TYPE_CHECKING
 
 from checks.model import Report
-from wizard.base.choices import Mode
+from wizard.base.choices import InnerSandbox, Mode, Network, SettingsScope
 from wizard.configure.answers import DEFAULT_AGENT_USER, Answers
+
+if TYPE_CHECKING:
+    from wizard.configure.apply import ApplyResult
+    from wizard.configure.plan import Plan
 
 
 class Nav(enum.Enum):
@@ -31,9 +35,9 @@ class Details:
 
     workspaces: tuple[PurePosixPath, ...] = ()
     agent_user: str = DEFAULT_AGENT_USER
-    network: str = "host"
-    inner_sandbox: str = "strong"
-    settings_scope: str = "managed"
+    network: Network = Network.HOST
+    inner_sandbox: InnerSandbox = InnerSandbox.STRONG
+    settings_scope: SettingsScope = SettingsScope.MANAGED
     copy_login: bool = False
     claude: PurePosixPath | None = None  # None: find `claude` on PATH
 
@@ -47,10 +51,8 @@ class Draft:
     details_mode: Mode | None = None
     accepted_by: str | None = None
     accepted_at: str | None = None
-    plan: Any = None
-    result: Any = None
-    plan_error: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
+    plan: Plan | None = None
+    result: ApplyResult | None = None
 
     def accept_unsafe(self, who: str) -> None:
         self.accepted_by = who

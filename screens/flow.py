@@ -11,21 +11,21 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from textual.app import App
-from textual.screen import Screen
 
 from checks.model import Report
 from screens.apply import ApplyScreen
-from screens.audit import AuditScreen
-from screens.backend import Backend, default_settings_scope, inner_sandbox_preset
+from screens.audit import AuditChoice, AuditScreen
 from screens.checks import ChecksScreen
 from screens.choose_mode import ChooseModeScreen
+from screens.core import Core
 from screens.details import DetailsScreen
 from screens.done import DoneScreen, done_text
 from screens.draft import Details, Draft, Nav
 from screens.review import ReviewScreen
+from screens.step import StepScreen
 from screens.unsafe import UnsafeScreen
 from screens.welcome import WelcomeScreen, welcome_text
 from wizard.base.choices import Mode
@@ -33,24 +33,30 @@ from wizard.base.errors import SetupError
 from wizard.base.exitcodes import ExitCode
 from wizard.configure.answers import Answers
 
+if TYPE_CHECKING:
+    from wizard.configure.apply import ApplyResult
+    from wizard.configure.plan import Plan
+
+T = TypeVar("T")
+
 
 @dataclass(frozen=True)
-class Step:
+class Step(Generic[T]):
+    """One step: whether it applies, the screen that asks, where its answer goes."""
+
     name: str
     applies: Callable[[Draft], bool]
-    screen: Callable[[Backend, Draft], Screen[Any]]
-    store: Callable[[Backend, Draft, Any], None]
+    screen: Callable[[Core, Draft], StepScreen[T]]
+    store: Callable[[Core, Draft, T], None]
 
 
 def _always(draft: Draft) -> bool:
     return True
 
 
-def _welcome(backend: Backend, draft: Draft) -> Screen[Any]:
-    layout = backend.layout
-    existing = None
-    if backend.existing_setup():
-        existing = str(layout.launcher_config)
+def _welcome(core: Core, draft: Draft) -> WelcomeScreen:
+    layout = core.layout
+    existing = str(layout.launcher_config) if core.existing_setup() else None
     return WelcomeScreen(
         welcome_text(
             layout.operator.name,
@@ -62,11 +68,16 @@ def _welcome(backend: Backend, draft: Draft) -> Screen[Any]:
     )
 
 
-def _store_report(backend: Backend, draft: Draft, report: Report) -> None:
+def _store_report(core: Core, draft: Draft, report: Report) -> None:
     draft.report = report
 
 
-def _store_mode(backend: Backend, draft: Draft, mode: Mode) -> None:
+def _mode_screen(core: Core, draft: Draft) -> ChooseModeScreen:
+    assert draft.report is not None
+    return ChooseModeScreen(core, draft.report, draft.mode)
+
+
+def _store_mode(core: Core, draft: Draft, mode: Mode) -> None:
     draft.mode = mode
     if draft.details_mode is not mode or draft.details is None:
         # A new mode gets the presets the probes suggest for it, keeping what
@@ -76,79 +87,83 @@ def _store_mode(backend: Backend, draft: Draft, mode: Mode) -> None:
         if old is None:
             # Without root no user can be created: the operator's own account is
             # the agent unless they name an existing one.
-            operator = backend.layout.operator
-            old = Details() if backend.operator_is_root else Details(agent_user=operator.name)
+            operator = core.layout.operator
+            old = Details() if core.operator_is_root else Details(agent_user=operator.name)
         draft.details = Details(
             workspaces=old.workspaces,
             agent_user=old.agent_user,
             network=old.network,
-            inner_sandbox=inner_sandbox_preset(draft.report, mode),
-            settings_scope=default_settings_scope(mode, backend.operator_is_root),
+            inner_sandbox=core.inner_sandbox_preset(draft.report, mode),
+            settings_scope=core.default_settings_scope(mode),
             copy_login=old.copy_login,
             claude=old.claude,
         )
         draft.details_mode = mode
 
 
-def _details_screen(backend: Backend, draft: Draft) -> Screen[Any]:
+def _details_screen(core: Core, draft: Draft) -> DetailsScreen:
     assert draft.mode is not None and draft.details is not None and draft.report is not None
-    preset = inner_sandbox_preset(draft.report, draft.mode)
-    return DetailsScreen(backend, draft.mode, draft.details, preset)
+    preset = core.inner_sandbox_preset(draft.report, draft.mode)
+    return DetailsScreen(core, draft.mode, draft.details, preset)
 
 
-def _store_details(backend: Backend, draft: Draft, details: Details) -> None:
+def _store_details(core: Core, draft: Draft, details: Details) -> None:
     draft.details = details
 
 
-def _store_acceptance(backend: Backend, draft: Draft, accepted: bool) -> None:
-    operator = backend.layout.operator
-    draft.accept_unsafe(f"{operator.name} (uid {operator.uid})")
+def _store_acceptance(core: Core, draft: Draft, accepted: bool) -> None:
+    draft.accept_unsafe(core.acceptance_label())
 
 
-def _review_screen(backend: Backend, draft: Draft) -> Screen[Any]:
+def _review_screen(core: Core, draft: Draft) -> ReviewScreen:
     assert draft.report is not None
-    return ReviewScreen(backend, draft.report, draft.answers())
+    return ReviewScreen(core, draft.report, draft.answers())
 
 
-def _store_plan(backend: Backend, draft: Draft, plan: Any) -> None:
+def _store_plan(core: Core, draft: Draft, plan: Plan) -> None:
     draft.plan = plan
 
 
-def _store_result(backend: Backend, draft: Draft, result: Any) -> None:
+def _apply_screen(core: Core, draft: Draft) -> ApplyScreen:
+    assert draft.plan is not None
+    return ApplyScreen(core, draft.plan)
+
+
+def _store_result(core: Core, draft: Draft, result: ApplyResult) -> None:
     draft.result = result
 
 
-def _done_screen(backend: Backend, draft: Draft) -> Screen[Any]:
-    layout = backend.layout
+def _done_screen(core: Core, draft: Draft) -> DoneScreen:
+    layout = core.layout
     mode = draft.mode.value if draft.mode else "?"
     return DoneScreen(
         done_text(mode, str(layout.answers), str(layout.launcher_config), str(layout.root))
     )
 
 
-def _ignore(backend: Backend, draft: Draft, value: Any) -> None:
+def _ignore(core: Core, draft: Draft, value: str) -> None:
     return None
 
 
-STEPS: tuple[Step, ...] = (
-    Step("welcome", _always, _welcome, _ignore),
-    Step("checks", _always, lambda b, d: ChecksScreen(b, d.report), _store_report),
-    Step(
-        "mode",
-        _always,
-        lambda b, d: ChooseModeScreen(d.report, d.mode),  # type: ignore[arg-type]
-        _store_mode,
+# Each Step[T] is type-checked where it is built (its screen returns T, its store
+# takes T); the table itself holds steps of different T, hence Step[Any].
+STEPS: tuple[Step[Any], ...] = (
+    Step[str]("welcome", _always, _welcome, _ignore),
+    Step[Report]("checks", _always, lambda c, d: ChecksScreen(c, d.report), _store_report),
+    Step[Mode]("mode", _always, _mode_screen, _store_mode),
+    Step[Details]("details", _always, _details_screen, _store_details),
+    Step[bool](
+        "unsafe", lambda d: d.mode is Mode.UNSAFE, lambda c, d: UnsafeScreen(), _store_acceptance
     ),
-    Step("details", _always, _details_screen, _store_details),
-    Step("unsafe", lambda d: d.mode is Mode.UNSAFE, lambda b, d: UnsafeScreen(), _store_acceptance),
-    Step("review", _always, _review_screen, _store_plan),
-    Step("apply", _always, lambda b, d: ApplyScreen(b, d.plan), _store_result),
-    Step("done", _always, _done_screen, _ignore),
+    Step["Plan"]("review", _always, _review_screen, _store_plan),
+    Step["ApplyResult"]("apply", _always, _apply_screen, _store_result),
+    Step[str]("done", _always, _done_screen, _ignore),
 )
 
 
 def draft_from_answers(answers: Answers, report: Report | None = None) -> Draft:
     """A draft prefilled from saved answers (the audit's "wizard" action)."""
+    defaults = Details()
     return Draft(
         report=report,
         mode=answers.mode,
@@ -157,8 +172,8 @@ def draft_from_answers(answers: Answers, report: Report | None = None) -> Draft:
             workspaces=answers.workspaces,
             agent_user=answers.agent_user,
             network=answers.network,
-            inner_sandbox=answers.inner_sandbox or "strong",
-            settings_scope=answers.settings_scope or "managed",
+            inner_sandbox=answers.inner_sandbox or defaults.inner_sandbox,
+            settings_scope=answers.settings_scope or defaults.settings_scope,
             copy_login=answers.copy_login,
             claude=answers.claude,
         ),
@@ -166,7 +181,7 @@ def draft_from_answers(answers: Answers, report: Report | None = None) -> Draft:
 
 
 async def run_steps(
-    app: App[Any], backend: Backend, draft: Draft, steps: tuple[Step, ...]
+    app: App[Any], core: Core, draft: Draft, steps: tuple[Step[Any], ...]
 ) -> int | None:
     """Walk ``steps``; returns the exit code, or ``None`` when the operator
     went back from the first step."""
@@ -177,7 +192,7 @@ async def run_steps(
         if not step.applies(draft):
             index += direction
             continue
-        result = await app.push_screen_wait(step.screen(backend, draft))
+        result = await app.push_screen_wait(step.screen(core, draft))
         if result is Nav.QUIT:
             return int(ExitCode.INTERRUPTED)
         if result is Nav.BACK:
@@ -188,7 +203,7 @@ async def run_steps(
             if index < 0:
                 return None
             continue
-        step.store(backend, draft, result)
+        step.store(core, draft, result)
         direction = 1
         index += 1
     return int(ExitCode.OK)
@@ -197,35 +212,37 @@ async def run_steps(
 FIX_STEPS = tuple(s for s in STEPS if s.name in ("review", "apply", "done"))
 
 
-async def run_flow(app: App[Any], backend: Backend) -> int:
+async def run_flow(app: App[Any], core: Core) -> int:
     """The audit view when a launcher config exists, else the wizard."""
     draft = Draft()
-    if backend.existing_setup():
+    if core.existing_setup():
         while True:
-            choice = await app.push_screen_wait(AuditScreen(backend))
-            if choice == "fix":
+            screen = AuditScreen(core)
+            choice = await app.push_screen_wait(screen)
+            if choice is AuditChoice.FIX:
                 try:
-                    saved = backend.saved_answers()
+                    saved = core.saved_answers()
                 except SetupError as exc:  # a malformed answers.toml: say which and why
                     app.notify(str(exc), severity="error", timeout=15)
                     continue
                 if saved is None:
                     app.notify("No answers.toml to re-apply; start the wizard (w).")
                     continue
-                fix = draft_from_answers(saved, backend.report_for_fix())
+                fix = draft_from_answers(saved, core.report_for_fix())
                 fix.accepted_by, fix.accepted_at = saved.accepted_by, saved.accepted_at
-                code = await run_steps(app, backend, fix, FIX_STEPS)
+                code = await run_steps(app, core, fix, FIX_STEPS)
                 if code == ExitCode.INTERRUPTED:
                     return code
                 continue  # back to a fresh audit
-            if choice == "wizard":
+            if choice is AuditChoice.WIZARD:
                 try:
-                    saved = backend.saved_answers()
+                    saved = core.saved_answers()
                 except SetupError:
                     saved = None  # start from the defaults; the audit showed the error
                 if saved is not None:
                     draft = draft_from_answers(saved)
                 break
-            return int(ExitCode.OK if backend.last_audit_clean else ExitCode.FINDINGS)
-    code = await run_steps(app, backend, draft, STEPS)
+            clean = screen.audit is None or screen.audit.clean
+            return int(ExitCode.OK if clean else ExitCode.FINDINGS)
+    code = await run_steps(app, core, draft, STEPS)
     return int(ExitCode.INTERRUPTED) if code is None else code

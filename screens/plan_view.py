@@ -4,11 +4,15 @@ and where backups go. Also used for the audit's drift diffs."""
 from __future__ import annotations
 
 import shlex
-from typing import Any
+from typing import TYPE_CHECKING
 
 from rich.console import Group, RenderableType
 from rich.syntax import Syntax
 from rich.text import Text
+
+if TYPE_CHECKING:
+    from wizard.configure.actions import Action
+    from wizard.configure.plan import Plan
 
 
 def diff_renderable(diff: str) -> RenderableType:
@@ -18,43 +22,32 @@ def diff_renderable(diff: str) -> RenderableType:
     return Syntax(diff.rstrip("\n"), "diff", theme="ansi_dark", word_wrap=True)
 
 
-def _call(obj: Any, name: str, default: Any) -> Any:
-    attr = getattr(obj, name, None)
-    if attr is None:
-        return default
-    return attr() if callable(attr) else attr
-
-
-def action_renderable(index: int, action: Any, backups_dir: str) -> RenderableType:
+def action_renderable(index: int, action: Action, backups_dir: str) -> RenderableType:
     """One action: what it does, its diff, the commands it runs, its backup.
 
     Reads the files it compares: call it off the UI thread.
     """
-    changed = bool(_call(action, "is_change", True))
     head = Text()
     head.append(f"{index}. ", style="bold")
-    head.append(str(_call(action, "describe", action)), style="bold")
-    if not changed:
+    head.append(action.describe(), style="bold")
+    if not action.is_change():
         head.append("\n   unchanged, nothing to do", style="dim")
         return head
     parts: list[RenderableType] = [head]
-    diff = str(_call(action, "diff", "") or "")
+    diff = action.diff()
     if diff:
         parts.append(diff_renderable(diff))
-    for command in list(_call(action, "commands", []) or []):
-        line = command if isinstance(command, str) else shlex.join(map(str, command))
-        parts.append(Text("   $ " + line))
-    current = getattr(action, "current", None)
-    if callable(current) and current() is not None:
+    for command in action.commands():
+        parts.append(Text("   $ " + shlex.join(command)))
+    if action.backs_up():
         parts.append(Text(f"   the current file is backed up under {backups_dir} first"))
     return Group(*parts)
 
 
-def plan_summary(plan: Any, backups_dir: str) -> Text:
-    actions = list(getattr(plan, "actions", []))
-    changes = sum(1 for a in actions if _call(a, "is_change", True))
+def plan_summary(plan: Plan, backups_dir: str) -> Text:
+    changes = len(plan.changes())
     text = Text()
-    text.append(f"{changes} change(s) in {len(actions)} action(s). ", style="bold")
+    text.append(f"{changes} change(s) in {len(plan.actions)} action(s). ", style="bold")
     text.append(
         f"Every file replaced is backed up under {backups_dir} first; "
         "sandbox-setup --undo restores the last apply."

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from rich.console import RenderableType
 from rich.text import Text
@@ -14,32 +14,35 @@ from textual.message import Message
 from textual.widgets import Button, Footer, Header, Static
 
 from checks.model import Report
-from screens.backend import Backend
+from screens.core import Core
 from screens.plan_view import action_renderable, plan_summary
 from screens.step import StepScreen
 from wizard.configure.answers import Answers
 
+if TYPE_CHECKING:
+    from wizard.configure.plan import Plan
 
-class ReviewScreen(StepScreen[Any]):
+
+class ReviewScreen(StepScreen["Plan"]):
     """Returns the plan to apply; the core builds it in a thread worker."""
 
     BINDINGS = [Binding("a", "apply", "Apply")]
 
     class Planned(Message):
         def __init__(
-            self, plan: Any, error: str | None, parts: list[RenderableType] | None = None
+            self, plan: Plan | None, error: str | None, parts: list[RenderableType] | None = None
         ) -> None:
             super().__init__()
             self.plan = plan
             self.error = error
             self.parts = parts or []
 
-    def __init__(self, backend: Backend, report: Report, answers: Answers) -> None:
+    def __init__(self, core: Core, report: Report, answers: Answers) -> None:
         super().__init__()
-        self.backend = backend
+        self.core = core
         self.report = report
         self.answers = answers
-        self.plan: Any = None
+        self.plan: Plan | None = None
         self.busy = True
 
     def compose(self) -> ComposeResult:
@@ -57,15 +60,14 @@ class ReviewScreen(StepScreen[Any]):
 
     @work(thread=True, exclusive=True, group="plan", exit_on_error=False)
     def make_plan(self) -> None:
-        backups = str(self.backend.layout.backups_dir)
+        backups = str(self.core.layout.backups_dir)
         try:
-            plan = self.backend.build_plan(self.report, self.answers)
+            plan = self.core.build_plan(self.report, self.answers)
             # Diffs read the current files: render them here, off the UI thread.
             parts = [
-                action_renderable(i, action, backups)
-                for i, action in enumerate(getattr(plan, "actions", []), 1)
+                action_renderable(i, action, backups) for i, action in enumerate(plan.actions, 1)
             ]
-            parts += [Text("Note: " + note) for note in getattr(plan, "notes", [])]
+            parts += [Text("Note: " + note) for note in plan.notes]
         except Exception as exc:  # RefusedError/InputError carry reason and remedy
             self.post_message(self.Planned(None, str(exc) or type(exc).__name__))
             return
@@ -82,8 +84,9 @@ class ReviewScreen(StepScreen[Any]):
             self.query_one("#back", Button).focus()
             self.refresh_bindings()
             return
+        assert message.plan is not None
         self.plan = message.plan
-        summary.update(plan_summary(self.plan, str(self.backend.layout.backups_dir)))
+        summary.update(plan_summary(message.plan, str(self.core.layout.backups_dir)))
         body.mount_all(Static(part, classes="plan-action") for part in message.parts)
         button = self.query_one("#apply", Button)
         button.disabled = False

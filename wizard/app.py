@@ -1,8 +1,9 @@
 """The interactive wizard: the only module outside ``screens/`` that imports Textual.
 
 :func:`run_app` is what ``sandbox-setup`` runs without an action flag. The
-app takes a :class:`screens.backend.Backend` (root + report provider) so tests
-drive it under a temp root with fixed findings.
+app takes a :class:`screens.core.Core` (the real one is
+:class:`wizard.commands.interactive.InteractiveCore`), so tests drive it under a
+temp root with fixed findings.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from textual import work
 from textual.app import App
 
 from assets import ASSETS_DIR
-from screens.backend import Backend
+from screens.core import Core
 from screens.flow import run_flow
 from wizard.base.errors import InputError
 from wizard.base.exitcodes import ExitCode
@@ -28,16 +29,16 @@ class SetupApp(App[int]):
     TITLE = "sandbox-setup"
     ENABLE_COMMAND_PALETTE = False
 
-    def __init__(self, backend: Backend, **kwargs: Any) -> None:
+    def __init__(self, core: Core, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.backend = backend
+        self.core = core
 
     def on_mount(self) -> None:
         self.flow()
 
     @work(exclusive=True, group="flow")
     async def flow(self) -> None:
-        code = await run_flow(self, self.backend)
+        code = await run_flow(self, self.core)
         self.exit(code)
 
 
@@ -46,6 +47,8 @@ def run_app(args: argparse.Namespace) -> int:
         raise InputError(
             "the interactive wizard needs a terminal; use --check, --audit or --headless"
         )
-    app = SetupApp(Backend.for_root(args.root))
+    from wizard.commands.interactive import InteractiveCore
+
+    app = SetupApp(InteractiveCore.for_root(args.root))
     code = app.run()
     return int(ExitCode.INTERRUPTED) if code is None else int(code)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from textual.app import App
@@ -14,11 +14,18 @@ from textual.screen import Screen
 
 from assets import ASSETS_DIR
 from checks.model import Report
-from screens.backend import Backend, ProgressCallback
+from screens.core import ProgressCallback
 from tests.tui.fake_findings import FakeProvider, fake_report
 from wizard.audit.model import AuditFinding, AuditReport, Grade, Severity
+from wizard.base.accounts import Account
+from wizard.base.choices import Mode
+from wizard.base.launcher_config import LauncherConfig
 from wizard.base.paths import Layout
+from wizard.commands.interactive import InteractiveCore
+from wizard.configure.actions import Action
 from wizard.configure.answers import Answers
+from wizard.configure.apply import ApplyResult
+from wizard.configure.plan import Plan
 
 LAUNCHER_DIFF = """\
 --- /dev/null
@@ -49,15 +56,21 @@ SETTINGS_DIFF = """\
 """
 
 
-@dataclass
-class FakeAction:
-    kind: str
-    target: str
+@dataclass(eq=False)
+class FakeAction(Action):
+    """A plan step with fixed text: a real :class:`Action`, so screens see the core type."""
+
+    fake_kind: str
+    fake_target: str
     text: str
     diff_text: str = ""
     argv: list[list[str]] = field(default_factory=list)
     existing: bytes | None = None
     change: bool = True
+
+    @property
+    def target(self) -> str:  # type: ignore[override]
+        return self.fake_target
 
     def describe(self) -> str:
         return self.text
@@ -71,46 +84,52 @@ class FakeAction:
     def commands(self) -> list[list[str]]:
         return self.argv
 
-    def current(self) -> bytes | None:
-        return self.existing
+    def backs_up(self) -> bool:
+        return self.existing is not None
 
 
-@dataclass
-class FakePlan:
-    actions: list[FakeAction]
-    notes: list[str] = field(default_factory=list)
+def fake_plan(layout: Layout | None = None) -> Plan:
+    """A real :class:`Plan` holding the fixed actions below."""
+    layout = layout or Layout(Path("/"), Account("root", 0, 0, Path("/root"), "/bin/sh"))
+    config = LauncherConfig(
+        Mode.SANDBOX,
+        PurePosixPath("/usr/local/bin/claude"),
+        "claude-agent",
+        PurePosixPath("/home/claude-agent"),
+        (PurePosixPath("/srv/project"),),
+    )
+    return Plan(Answers(Mode.SANDBOX), layout, config, list(FAKE_ACTIONS))
 
 
-FAKE_PLAN = FakePlan(
-    [
-        FakeAction(
-            "create-user",
-            "claude-agent",
-            "create user claude-agent (locked, home /home/claude-agent 0700)",
-            argv=[["useradd", "--create-home", "--user-group", "claude-agent"]],
-        ),
-        FakeAction(
-            "workspace-access",
-            "/srv/project",
-            "give group sandbox-ws rwX on /srv/project (ACL + default ACL)",
-            argv=[["setfacl", "-R", "-m", "g:sandbox-ws:rwX", "/srv/project"]],
-        ),
-        FakeAction(
-            "write-file",
-            "/etc/claude-code/managed-settings.json",
-            "update Claude settings /etc/claude-code/managed-settings.json",
-            SETTINGS_DIFF,
-            existing=b"{}",
-        ),
-        FakeAction(
-            "write-file",
-            "/root/.config/sandbox-setup/launcher.toml",
-            "create launcher config /root/.config/sandbox-setup/launcher.toml",
-            LAUNCHER_DIFF,
-        ),
-        FakeAction("write-file", "/x/answers.toml", "answers.toml", change=False),
-    ]
+FAKE_ACTIONS = (
+    FakeAction(
+        "create-user",
+        "claude-agent",
+        "create user claude-agent (locked, home /home/claude-agent 0700)",
+        argv=[["useradd", "--create-home", "--user-group", "claude-agent"]],
+    ),
+    FakeAction(
+        "workspace-access",
+        "/srv/project",
+        "give group sandbox-ws rwX on /srv/project (ACL + default ACL)",
+        argv=[["setfacl", "-R", "-m", "g:sandbox-ws:rwX", "/srv/project"]],
+    ),
+    FakeAction(
+        "write-file",
+        "/etc/claude-code/managed-settings.json",
+        "update Claude settings /etc/claude-code/managed-settings.json",
+        SETTINGS_DIFF,
+        existing=b"{}",
+    ),
+    FakeAction(
+        "write-file",
+        "/root/.config/sandbox-setup/launcher.toml",
+        "create launcher config /root/.config/sandbox-setup/launcher.toml",
+        LAUNCHER_DIFF,
+    ),
+    FakeAction("write-file", "/x/answers.toml", "answers.toml", change=False),
 )
+FAKE_PLAN = fake_plan()
 
 FAKE_AUDIT = AuditReport(
     root="/",
@@ -134,16 +153,16 @@ FAKE_AUDIT = AuditReport(
 )
 
 
-class FakeBackend(Backend):
+class FakeCore(InteractiveCore):
     """Plans, applies and audits with fixed values; ``fail`` makes apply fail."""
 
     fail: bool = False
     gate: threading.Event | None = None
 
-    def build_plan(self, report: Report, answers: Answers) -> Any:
-        return FAKE_PLAN
+    def build_plan(self, report: Report, answers: Answers) -> Plan:
+        return fake_plan(self.layout)
 
-    def apply(self, plan: Any, progress: ProgressCallback) -> Any:
+    def apply(self, plan: Plan, progress: ProgressCallback) -> ApplyResult:
         for index, action in enumerate(plan.actions):
             progress(f"  running  {action.describe()}", False)
             if self.fail and index == 2:
@@ -152,17 +171,15 @@ class FakeBackend(Backend):
             if self.gate is not None and index == 2:
                 self.gate.wait(30)
             progress(f"  changed  {action.describe()}", True)
-        return {"changed": len(plan.actions)}
+        return ApplyResult(changed=[a.describe() for a in plan.actions])
 
-    def audit(self) -> Any:
+    def audit(self) -> AuditReport:
         self.last_audit = FAKE_AUDIT
         return FAKE_AUDIT
 
 
-def fake_backend(root: Path, findings: list[Any]) -> FakeBackend:
-    layout = Layout.for_root(root)
-    backend = FakeBackend(layout, FakeProvider(findings))
-    return backend
+def fake_core(root: Path, findings: list[Any]) -> FakeCore:
+    return FakeCore(Layout.for_root(root), FakeProvider(findings))
 
 
 def report_of(findings: list[Any]) -> Report:

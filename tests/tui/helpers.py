@@ -10,9 +10,9 @@ from textual.pilot import Pilot
 from textual.screen import Screen
 
 from checks.model import Finding
-from screens.backend import Backend
 from tests.tui.fake_findings import FakeProvider
 from wizard.app import SetupApp
+from wizard.commands.interactive import InteractiveCore
 
 
 def make_root(tmp_path: Path, workspaces: Sequence[str] = ("/srv/project",)) -> Path:
@@ -25,7 +25,7 @@ def make_root(tmp_path: Path, workspaces: Sequence[str] = ("/srv/project",)) -> 
 
 
 def make_app(root: Path, findings: Sequence[Finding], delay: float = 0.0) -> SetupApp:
-    return SetupApp(Backend.for_root(root, FakeProvider(findings, delay)))
+    return SetupApp(InteractiveCore.for_root(root, FakeProvider(findings, delay)))
 
 
 async def wait_for(pilot: Pilot[Any], screen_type: type[Screen[Any]], tries: int = 1000) -> Any:

@@ -2,7 +2,7 @@
 
 These go through ``wizard.cli.main([... "--root", DIR])`` -> ``wizard.app.run_app``
 (not by building a SetupApp by hand), so the dispatch, ``--root`` and the
-Backend that run_app builds are what is tested. ``SetupApp.run`` is replaced by
+core that run_app builds are what is tested. ``SetupApp.run`` is replaced by
 a headless Pilot run that records the first screen the flow shows.
 """
 
@@ -62,7 +62,7 @@ def _first_screen(monkeypatch: pytest.MonkeyPatch, root: Path) -> tuple[int, dic
                     await pilot.pause(0.02)
                 screen: Screen[Any] = app.screen
                 seen["screen"] = type(screen)
-                seen["root"] = app.backend.layout.root
+                seen["root"] = app.core.layout.root
 
         asyncio.run(drive())
         return 0

@@ -25,9 +25,9 @@ from screens.review import ReviewScreen
 from screens.unsafe import UnsafeScreen
 from screens.welcome import WelcomeScreen, welcome_text
 from tests.tui.fake_findings import CONTAINER_HOST, SANDBOX_HOST
-from tests.tui.fake_screens import FAKE_PLAN, ScreenHarness, fake_backend, report_of
+from tests.tui.fake_screens import FAKE_PLAN, ScreenHarness, fake_core, report_of
 from tests.tui.helpers import wait_until
-from wizard.base.choices import Mode
+from wizard.base.choices import InnerSandbox, Mode, SettingsScope
 from wizard.configure.answers import Answers
 
 SIZE = (80, 24)
@@ -36,7 +36,7 @@ CONFIG = "/root/.config/sandbox-setup"
 
 def _backend(tmp_path: Path, findings: list[Any] = SANDBOX_HOST) -> Any:
     (tmp_path / "srv/project").mkdir(parents=True, exist_ok=True)
-    return fake_backend(tmp_path, findings)
+    return fake_core(tmp_path, findings)
 
 
 async def _settle(pilot: Pilot[Any], done: Any) -> None:
@@ -80,16 +80,16 @@ def test_checks_container_host_expanded(snap_compare: Any, tmp_path: Path) -> No
     assert snap_compare(app, run_before=run_before, terminal_size=SIZE)
 
 
-def test_choose_mode_with_a_disabled_option(snap_compare: Any) -> None:
+def test_choose_mode_with_a_disabled_option(snap_compare: Any, tmp_path: Path) -> None:
     report = report_of(CONTAINER_HOST)
-    app = ScreenHarness(lambda: ChooseModeScreen(report))
+    app = ScreenHarness(lambda: ChooseModeScreen(_backend(tmp_path), report))
     assert snap_compare(app, terminal_size=SIZE)
 
 
 def test_details_sandbox(snap_compare: Any, tmp_path: Path) -> None:
     backend = _backend(tmp_path)
-    details = Details(inner_sandbox="strong", settings_scope="managed")
-    app = ScreenHarness(lambda: DetailsScreen(backend, Mode.SANDBOX, details, "strong"))
+    details = Details(inner_sandbox=InnerSandbox.STRONG, settings_scope=SettingsScope.MANAGED)
+    app = ScreenHarness(lambda: DetailsScreen(backend, Mode.SANDBOX, details, InnerSandbox.STRONG))
 
     async def run_before(pilot: Pilot[Any]) -> None:
         await pilot.pause()

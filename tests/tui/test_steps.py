@@ -33,7 +33,7 @@ async def test_findings_fill_in_while_probes_run(tmp_path: Path) -> None:
     provider = FakeProvider(SANDBOX_HOST)
     provider.gate = threading.Event()
     app = make_app(make_root(tmp_path), [])
-    app.backend.report_provider = provider
+    app.core.report_provider = provider  # type: ignore[attr-defined]
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_for(pilot, WelcomeScreen)
         await pilot.press("enter")
@@ -208,7 +208,7 @@ async def test_details_validation_names_the_problem(tmp_path: Path) -> None:
         details.query_one("#agent-user", Input).value = "Root!"
         await pilot.press("ctrl+n")
         await pilot.pause()
-        assert "not a valid name" in str(error.render())
+        assert "not a valid user name" in str(error.render())
         assert app.focused is details.query_one("#agent-user", Input)
         # Nothing was written while validating.
         assert sorted(p.name for p in root.iterdir()) == ["etc", "srv"]
@@ -258,10 +258,10 @@ async def test_live_probes_fill_the_checks_screen(tmp_path: Path) -> None:
     """The real probe suite (no fake) drives the screen: every registered check
     gets a row, first "running", then its finding."""
     from checks.registry import CHECKS
-    from screens.backend import Backend
     from wizard.app import SetupApp
+    from wizard.commands.interactive import InteractiveCore
 
-    app = SetupApp(Backend.for_root(make_root(tmp_path)))
+    app = SetupApp(InteractiveCore.for_root(make_root(tmp_path)))
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_for(pilot, WelcomeScreen)
         await pilot.press("enter")
@@ -275,14 +275,14 @@ async def test_live_probes_fill_the_checks_screen(tmp_path: Path) -> None:
 
 async def test_non_root_operator_defaults(tmp_path: Path) -> None:
     """A non-root operator: their own account is the agent, settings scope user."""
-    from screens.backend import Backend
     from wizard.app import SetupApp
     from wizard.base.accounts import Account
     from wizard.base.paths import Layout
+    from wizard.commands.interactive import InteractiveCore
 
     root = make_root(tmp_path)
     alice = Account("alice", 1000, 1000, Path("/home/alice"), "/bin/sh")
-    app = SetupApp(Backend(Layout(root.resolve(), alice), FakeProvider(SANDBOX_HOST)))
+    app = SetupApp(InteractiveCore(Layout(root.resolve(), alice), FakeProvider(SANDBOX_HOST)))
     async with app.run_test(size=(80, 24)) as pilot:
         await _to_mode_screen(pilot, app)
         await pilot.press("enter")

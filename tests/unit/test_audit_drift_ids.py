@@ -16,16 +16,17 @@ from wizard.base.accounts import lookup_user
 from wizard.base.choices import Mode
 from wizard.base.launcher_config import LauncherConfig
 from wizard.base.paths import Layout
+from wizard.configure.actions import Action
 
 
-@dataclass
-class StandIn:
+class StandIn(Action):
     """The Action surface the audit reads (kind, target, is_change, describe, diff)."""
 
-    kind: str
-    target: str
-    changed: bool
-    text: str = ""
+    def __init__(self, kind: str, target: str, changed: bool, text: str = "") -> None:
+        self.kind = kind
+        self.target = target
+        self.changed = changed
+        self.text = text
 
     def is_change(self) -> bool:
         return self.changed
@@ -38,6 +39,8 @@ class StandIn:
 
 
 class WriteStandIn(StandIn):
+    writes_file = True
+
     def desired(self) -> bytes:
         return b""
 

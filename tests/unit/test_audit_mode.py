@@ -7,8 +7,9 @@ from pathlib import PurePosixPath
 import pytest
 
 from checks.model import Finding, Recommendation, Report, Status
-from wizard.audit.mode import claude_findings, mode_findings, parse_version
+from wizard.audit.mode import claude_findings, mode_findings
 from wizard.base.choices import Mode
+from wizard.base.claude_version import parse_claude_version
 from wizard.base.launcher_config import LauncherConfig
 
 P, F = Status.PASS, Status.FAIL
@@ -94,7 +95,7 @@ def test_strong_failing_with_weak_passing_names_the_weak_way_out() -> None:
     ],
 )
 def test_parse_version(text: str, version: str | None) -> None:
-    assert parse_version(text) == version
+    assert parse_claude_version(text) == version
 
 
 @pytest.mark.parametrize(

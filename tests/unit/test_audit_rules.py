@@ -8,7 +8,6 @@ import pytest
 
 from wizard.audit.model import Severity
 from wizard.audit.rules import (
-    PathFacts,
     find_sudoers_rules,
     judge_agent_home,
     judge_owned_file,
@@ -16,8 +15,9 @@ from wizard.audit.rules import (
     judge_password,
     judge_sudoers,
     judge_workspace,
-    writable_by_others,
 )
+from wizard.base.pathfacts import PathFacts
+from wizard.policy.trust import writable_by_others
 
 FILE = stat.S_IFREG
 DIR = stat.S_IFDIR

@@ -16,13 +16,11 @@ from wizard.audit.safety import (
     claude_facts,
     config_findings,
     managed_settings_findings,
-    parent_dir_facts,
-    path_facts,
-    resolve_in_root,
 )
 from wizard.base.accounts import Account
 from wizard.base.choices import Mode
 from wizard.base.launcher_config import LauncherConfig
+from wizard.base.pathfacts import path_facts
 from wizard.base.paths import Layout
 
 AGENT = Account("agent", 4001, 4001, Path("/home/agent"), "/bin/sh")
@@ -123,8 +121,8 @@ def test_resolve_in_root_keeps_absolute_links_inside(layout: Layout) -> None:
     layout.real("/usr/local/bin/claude").symlink_to("/opt/claude/bin/claude.exe")
     layout.real("/usr/local/bin/rel").symlink_to("../../../opt/claude/bin/claude.exe")
     want = PurePosixPath("/opt/claude/bin/claude.exe")
-    assert resolve_in_root(layout, PurePosixPath("/usr/local/bin/claude")) == want
-    assert resolve_in_root(layout, PurePosixPath("/usr/local/bin/rel")) == want
+    assert layout.resolve(PurePosixPath("/usr/local/bin/claude")) == want
+    assert layout.resolve(PurePosixPath("/usr/local/bin/rel")) == want
 
 
 def test_claude_facts(layout: Layout) -> None:
@@ -159,9 +157,10 @@ def test_config_findings(layout: Layout) -> None:
     assert ids(config_findings(layout)) == ["audit.safety.config_dir"]
 
 
-def test_parent_dir_facts_stop_at_the_root(layout: Layout) -> None:
-    shown = [f.shown for f in parent_dir_facts(layout, PurePosixPath("/a/b/c"))]
-    assert shown == [str(layout.real("/a/b")), str(layout.real("/a")), str(layout.root)]
+def test_the_chain_stops_at_the_root(layout: Layout) -> None:
+    _leaf, dirs = layout.chain(PurePosixPath("/a/b/c"))
+    shown = [f.shown for f in dirs]
+    assert shown == [str(layout.root), str(layout.real("/a")), str(layout.real("/a/b"))]
 
 
 def test_managed_settings_only_root_may_write(layout: Layout) -> None:

@@ -364,7 +364,8 @@ def test_judge_sandbox_deps() -> None:
 
 
 def test_untrusted_claude_is_named_and_never_judged_as_run(tmp_path: Path) -> None:
-    from checks.claude import judge_untrusted_claude, untrusted_reason
+    from checks.claude import judge_untrusted_claude
+    from wizard.policy.trust import untrusted_reason
 
     binary = tmp_path / "claude"
     binary.write_text("#!/bin/sh\n")

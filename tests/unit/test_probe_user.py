@@ -9,7 +9,7 @@ import pytest
 
 from wizard.base.choices import Mode
 from wizard.base.paths import Layout
-from wizard.configure.probe_user import choose_probe_user
+from wizard.configure.probes import choose_probe_user
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="switching probe users needs root")
 

@@ -9,12 +9,15 @@ user added to settings.json yields no diff by construction: it is not drift.
 from __future__ import annotations
 
 from pathlib import PurePosixPath
-from typing import Any
+from typing import TYPE_CHECKING
 
 from checks.model import Report
 from wizard.audit.model import AuditFinding, Severity
 from wizard.base.errors import SetupError
 from wizard.base.paths import Layout
+
+if TYPE_CHECKING:
+    from wizard.configure.plan import Plan
 from wizard.configure.answers import Answers
 
 FILE_KINDS = ("write-file",)
@@ -45,12 +48,8 @@ _SEVERITY = {
 }
 
 
-def _is_file(action: Any) -> bool:
-    return getattr(action, "kind", "") in FILE_KINDS or hasattr(action, "desired")
-
-
 def findings_from_plan(
-    plan: Any, layout: Layout, reapply: str, agent_missing: bool
+    plan: Plan, layout: Layout, reapply: str, agent_missing: bool
 ) -> list[AuditFinding]:
     """One finding per action a re-apply would change, with its diff for files."""
     found = []
@@ -62,7 +61,7 @@ def findings_from_plan(
             continue
         target = str(action.target)
         finding_id = drift_id(layout, kind, target)
-        is_file = _is_file(action)
+        is_file = action.writes_file
         what = (
             f"{layout.real(target) if target.startswith('/') else target} differs from "
             "what the saved answers write"

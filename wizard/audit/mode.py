@@ -1,17 +1,11 @@
 """What the configured mode needs from the host, against what the host can do now.
 
 Pure judging over the live check report and a few gathered facts about the
-Claude binary; the gathering (running ``claude --version`` on a binary that
-passed the safety rules) is :func:`claude_version`.
+Claude binary; its version is read by :mod:`wizard.base.claude_version`, the
+same reader the plan records it with.
 """
 
 from __future__ import annotations
-
-import os
-import re
-import subprocess
-import tempfile
-from pathlib import Path
 
 from checks.model import Report, Status
 from wizard.audit.model import AuditFinding, Severity
@@ -27,7 +21,6 @@ INNER_NEEDS = {
         "Claude's inner sandbox (weak, enableWeakerNestedSandbox)",
     ),
 }
-_VERSION = re.compile(r"\b(\d+\.\d+\.\d+(?:[-+.][0-9A-Za-z.]+)?)\b")
 
 
 def _need(report: Report, check_id: str, audit_id: str, purpose: str) -> list[AuditFinding]:
@@ -73,37 +66,6 @@ def mode_findings(report: Report, config: LauncherConfig) -> list[AuditFinding]:
             ]
         found += need
     return found
-
-
-def parse_version(text: str) -> str | None:
-    match = _VERSION.search(text)
-    return match.group(1) if match else None
-
-
-def claude_version(real: Path, timeout: float = 10.0) -> str | None:
-    """``claude --version`` of a binary already judged trustworthy.
-
-    Runs with an empty environment and a throwaway HOME so nothing of the
-    operator's (login, settings) is read.
-    """
-    with tempfile.TemporaryDirectory(prefix="sandbox-setup-audit-") as home:
-        env = {"HOME": home, "PATH": os.defpath, "DISABLE_AUTOUPDATER": "1"}
-        try:
-            done = subprocess.run(
-                [str(real), "--version"],
-                stdin=subprocess.DEVNULL,
-                capture_output=True,
-                text=True,
-                env=env,
-                cwd=home,
-                timeout=timeout,
-                check=False,
-            )
-        except (OSError, subprocess.TimeoutExpired):
-            return None
-    if done.returncode != 0:
-        return None
-    return parse_version(done.stdout)
 
 
 def claude_findings(

@@ -15,92 +15,73 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from wizard.audit.model import AuditFinding, Severity
-
-
-@dataclass(frozen=True)
-class PathFacts:
-    """What ``lstat``/``stat`` said about one path (``shown`` is the target path)."""
-
-    shown: str
-    exists: bool
-    uid: int = -1
-    gid: int = -1
-    mode: int = 0  # full st_mode
-    is_symlink: bool = False
-
-    @property
-    def is_dir(self) -> bool:
-        return stat.S_ISDIR(self.mode)
-
-    @property
-    def perms(self) -> int:
-        return stat.S_IMODE(self.mode)
+from wizard.base.pathfacts import PathFacts
+from wizard.policy.trust import directory_problems, file_problems
 
 
 def _octal(mode: int) -> str:
     return f"{stat.S_IMODE(mode):04o}"
 
 
-def writable_by_others(facts: PathFacts) -> bool:
-    """Group- or world-writable, except a root-owned sticky directory (like /tmp)."""
-    if not facts.perms & 0o022:
-        return False
-    sticky_root_dir = facts.is_dir and facts.perms & stat.S_ISVTX and facts.uid == 0
-    return not sticky_root_dir
-
-
 def judge_owned_file(
     facts: PathFacts, trusted_uids: Iterable[int], finding_prefix: str, what: str
 ) -> list[AuditFinding]:
-    """A file the launcher trusts: owned by a trusted uid, not writable by others.
-
-    Yields ``<prefix>_owner`` and ``<prefix>_mode`` findings.
-    """
+    """A file the launcher trusts (the trust rule, :mod:`wizard.policy.trust`):
+    ``<prefix>_owner`` and ``<prefix>_mode`` findings. A missing file is not
+    judged here (each caller says what a missing file means)."""
     trusted = set(trusted_uids)
     found: list[AuditFinding] = []
     if not facts.exists:
         return found
-    if facts.uid not in trusted:
-        owners = " or ".join(str(u) for u in sorted(trusted))
-        found.append(
-            AuditFinding(
-                id=f"{finding_prefix}_owner",
-                severity=Severity.HIGH,
-                summary=f"{what} {facts.shown} is owned by uid {facts.uid}, not uid {owners}",
-                detail="Whoever owns it can rewrite it; the launcher refuses such a file.",
-                remedy=f"chown {min(trusted)} {shlex.quote(facts.shown)}",
+    for problem in file_problems(facts, trusted):
+        if problem.kind in ("owner", "type"):
+            owners = " or ".join(str(u) for u in sorted(trusted))
+            summary = (
+                f"{what} {facts.shown} is owned by uid {facts.uid}, not uid {owners}"
+                if problem.kind == "owner"
+                else f"{what} {facts.shown} is not a regular file"
             )
-        )
-    if facts.perms & 0o022:
-        found.append(
-            AuditFinding(
-                id=f"{finding_prefix}_mode",
-                severity=Severity.HIGH,
-                summary=(
-                    f"{what} {facts.shown} is group/world-writable (mode {_octal(facts.mode)})"
-                ),
-                detail="Anyone in its group or on the machine could change the mode or the "
-                "agent; the launcher refuses to start with it.",
-                remedy=f"chmod go-w {shlex.quote(facts.shown)}",
+            found.append(
+                AuditFinding(
+                    id=f"{finding_prefix}_owner",
+                    severity=Severity.HIGH,
+                    summary=summary,
+                    detail="Whoever owns it can rewrite it; the launcher refuses such a file.",
+                    remedy=f"chown {min(trusted)} {shlex.quote(facts.shown)}",
+                )
             )
-        )
+        elif problem.kind == "writable":
+            found.append(
+                AuditFinding(
+                    id=f"{finding_prefix}_mode",
+                    severity=Severity.HIGH,
+                    summary=(
+                        f"{what} {facts.shown} is group/world-writable (mode {_octal(facts.mode)})"
+                    ),
+                    detail="Anyone in its group or on the machine could change the mode or the "
+                    "agent; the launcher refuses to start with it.",
+                    remedy=f"chmod go-w {shlex.quote(facts.shown)}",
+                )
+            )
     return found
 
 
 def judge_parent_dirs(
     dirs: Iterable[PathFacts], trusted_uids: Iterable[int], finding_id: str, what: str
 ) -> list[AuditFinding]:
-    """Every directory on the way to a trusted file must be trusted too."""
+    """Every directory on the way to a trusted file must be trusted too (the trust
+    rule, :mod:`wizard.policy.trust`, as the launcher applies it)."""
     trusted = set(trusted_uids)
     found: list[AuditFinding] = []
     for facts in dirs:
-        if not facts.exists:
-            continue
         problems = []
-        if facts.uid not in trusted:
-            problems.append(f"owned by uid {facts.uid}")
-        if writable_by_others(facts):
-            problems.append(f"group/world-writable (mode {_octal(facts.mode)})")
+        for problem in directory_problems(facts, trusted):
+            if problem.kind == "owner":
+                problems.append(f"owned by uid {facts.uid}")
+            elif problem.kind == "writable":
+                problems.append(f"group/world-writable (mode {_octal(facts.mode)})")
+            else:
+                problems.append("not a directory")
         if problems:
             found.append(
                 AuditFinding(

@@ -47,7 +47,7 @@ from pathlib import Path
 from checks.model import Report
 from wizard.audit.drift import drift_findings
 from wizard.audit.grade import grade
-from wizard.audit.mode import claude_findings, claude_version, mode_findings
+from wizard.audit.mode import claude_findings, mode_findings
 from wizard.audit.model import AuditFinding, AuditReport, Severity
 from wizard.audit.render import render_json, render_text
 from wizard.audit.safety import (
@@ -57,12 +57,14 @@ from wizard.audit.safety import (
     managed_settings_findings,
 )
 from wizard.base.accounts import Account, lookup_user
+from wizard.base.claude_version import read_claude_version
 from wizard.base.errors import InputError
 from wizard.base.exitcodes import ExitCode
 from wizard.base.launcher_config import LauncherConfig, parse_launcher_config
 from wizard.base.paths import Layout
 from wizard.configure.answers import Answers
-from wizard.configure.probe_user import choose_probe_user
+from wizard.configure.probes import choose_probe_user
+from wizard.configure.probes import run_live_checks as run_probe_suite
 
 
 def _read_setup_file(real: Path, what: str) -> str:
@@ -113,9 +115,7 @@ def run_live_checks(
     layout: Layout, as_user: str | None, timeout: float, claude: Path | None
 ) -> Report:
     """The checks as the headless apply runs them (so drift compares like with like)."""
-    from checks.runner import run_checks  # the probe suite
-
-    return run_checks(
+    return run_probe_suite(
         as_user=as_user,
         root=layout.root,
         timeout=timeout,
@@ -168,7 +168,7 @@ def audit(layout: Layout, timeout: float = 10.0, as_user: str | None = None) -> 
 
     findings = unsafe_findings(config)
     findings += mode_findings(report, config)
-    version = claude_version(claude.real, timeout) if claude.trusted else None
+    version = read_claude_version(claude.real, timeout) if claude.trusted else None
     findings += claude_findings(
         config, str(claude.real), claude.exists, claude.trusted, version, reapply
     )

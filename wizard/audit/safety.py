@@ -14,7 +14,6 @@ from pathlib import Path, PurePosixPath
 
 from wizard.audit.model import AuditFinding, Severity
 from wizard.audit.rules import (
-    PathFacts,
     find_sudoers_rules,
     judge_agent_home,
     judge_owned_file,
@@ -25,7 +24,9 @@ from wizard.audit.rules import (
 )
 from wizard.base.accounts import Account
 from wizard.base.launcher_config import LauncherConfig
+from wizard.base.pathfacts import PathFacts, path_facts
 from wizard.base.paths import Layout
+from wizard.policy.trust import trusted_owners
 
 # POSIX ACL xattr format (linux/posix_acl_xattr.h): a u32 version, then entries
 # of (u16 tag, u16 perm, u32 id), little-endian.
@@ -38,55 +39,6 @@ _ACL_USER_OBJ, _ACL_USER, _ACL_GROUP_OBJ, _ACL_GROUP, _ACL_MASK, _ACL_OTHER = (
     0x20,
 )
 _WX = 0o3
-_MAX_SYMLINKS = 40
-
-
-def path_facts(real: Path) -> PathFacts:
-    """``stat`` of ``real`` (following symlinks), noting whether it is a link."""
-    try:
-        is_link = real.is_symlink()
-        st = real.stat()
-    except OSError:
-        return PathFacts(shown=str(real), exists=False)
-    return PathFacts(
-        shown=str(real),
-        exists=True,
-        uid=st.st_uid,
-        gid=st.st_gid,
-        mode=st.st_mode,
-        is_symlink=is_link,
-    )
-
-
-def parent_dir_facts(layout: Layout, target: PurePosixPath) -> list[PathFacts]:
-    """Facts for each directory from ``target``'s parent up to the root, inclusive."""
-    return [path_facts(layout.real(parent)) for parent in PurePosixPath(target).parents]
-
-
-def resolve_in_root(layout: Layout, target: PurePosixPath) -> PurePosixPath:
-    """``target`` with every symlink followed *inside* the root (a target path).
-
-    An absolute link target means the target system's path, so under ``--root``
-    it is mapped into DIR again instead of escaping to the host.
-    """
-    parts = list(PurePosixPath(target).parts[1:])
-    resolved = PurePosixPath("/")
-    hops = 0
-    while parts:
-        candidate = resolved / parts.pop(0)
-        real = layout.real(candidate)
-        if real.is_symlink():
-            hops += 1
-            if hops > _MAX_SYMLINKS:
-                return candidate
-            link = PurePosixPath(os.readlink(real))
-            base = PurePosixPath("/") if link.is_absolute() else resolved
-            parts = list((base / link).parts[1:]) + parts
-            resolved = PurePosixPath("/")
-            continue
-        resolved = candidate
-    # Collapse ".." lexically: every link was already followed above.
-    return PurePosixPath(os.path.normpath(resolved))
 
 
 def _acl_entries(real: Path) -> list[tuple[int, int, int]]:
@@ -180,57 +132,59 @@ class ClaudeFacts:
 
 
 def claude_facts(layout: Layout, config: LauncherConfig) -> ClaudeFacts:
-    """The Claude binary must be root-owned (or the non-root operator's) and its
-    path writable by nobody else: the launcher execs it, often as root."""
-    trusted = {0} if layout.operator.uid == 0 else {0, layout.operator.uid}
-    resolved = resolve_in_root(layout, config.claude)
+    """The Claude binary must pass the trust rule as the launcher applies it: its
+    resolved path, root-owned (or the non-root operator's), writable by nobody else."""
+    trusted = trusted_owners(layout.operator.uid)
+    resolved = layout.resolve(config.claude)
+    leaf, dirs = layout.chain(resolved)
     real = layout.real(resolved)
-    facts = path_facts(real)
-    if not facts.exists:
+    if not leaf.exists:
         return ClaudeFacts(real, False, ())
-    found = judge_owned_file(facts, trusted, "audit.safety.claude_binary", "the Claude binary")
-    dirs = {*parent_dir_facts(layout, resolved), *parent_dir_facts(layout, config.claude)}
-    found += judge_parent_dirs(
-        sorted(dirs, key=lambda d: d.shown), trusted, "audit.safety.claude_dir", "Claude"
-    )
+    found = judge_owned_file(leaf, trusted, "audit.safety.claude_binary", "the Claude binary")
+    found += judge_parent_dirs(dirs, trusted, "audit.safety.claude_dir", "Claude")
     return ClaudeFacts(real, True, tuple(found))
 
 
-def config_findings(layout: Layout) -> list[AuditFinding]:
-    """launcher.toml and answers.toml: owned by the operator or root, not writable
-    by others, and so is every directory above them."""
-    trusted = {0, layout.operator.uid}
-    found = judge_owned_file(
-        path_facts(layout.real(layout.launcher_config)),
-        trusted,
-        "audit.safety.config",
-        "the launcher config",
-    )
-    found += judge_owned_file(
-        path_facts(layout.real(layout.answers)), trusted, "audit.safety.answers", "the answers"
-    )
-    found += judge_parent_dirs(
-        parent_dir_facts(layout, layout.launcher_config),
-        trusted,
-        "audit.safety.config_dir",
-        "the launcher config",
-    )
+def _trusted_file_findings(
+    layout: Layout,
+    target: PurePosixPath,
+    owners: frozenset[int],
+    prefix: str,
+    what: str,
+    *,
+    dirs: bool = True,
+) -> list[AuditFinding]:
+    """The trust rule as the launcher applies it, for a file that should be there."""
+    leaf, parents = layout.chain(layout.resolve(target))
+    if not leaf.exists:
+        return []
+    found = judge_owned_file(leaf, owners, prefix, what)
+    if dirs:
+        found += judge_parent_dirs(parents, owners, prefix + "_dir", what)
     return found
+
+
+def config_findings(layout: Layout) -> list[AuditFinding]:
+    """launcher.toml and answers.toml (beside it): owned by the operator or root,
+    and nobody else can write them or a directory above them."""
+    trusted = trusted_owners(layout.operator.uid)
+    found = _trusted_file_findings(
+        layout, layout.launcher_config, trusted, "audit.safety.config", "the launcher config"
+    )
+    return found + _trusted_file_findings(
+        layout, layout.answers, trusted, "audit.safety.answers", "the answers", dirs=False
+    )
 
 
 def managed_settings_findings(layout: Layout) -> list[AuditFinding]:
     """Managed settings take precedence over the agent's own: only root may write them."""
-    facts = path_facts(layout.real(layout.managed_settings))
-    if not facts.exists:
-        return []
-    found = judge_owned_file(facts, {0}, "audit.safety.settings", "the managed settings")
-    found += judge_parent_dirs(
-        parent_dir_facts(layout, layout.managed_settings),
-        {0},
-        "audit.safety.settings_dir",
+    return _trusted_file_findings(
+        layout,
+        layout.managed_settings,
+        frozenset({0}),
+        "audit.safety.settings",
         "the managed settings",
     )
-    return found
 
 
 def agent_findings(

@@ -29,17 +29,17 @@ tool does not own survive.
 
 from __future__ import annotations
 
+import enum
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
-from typing import Any
+from typing import Any, TypeVar
 
-from wizard.base.choices import Mode
+from wizard.base.choices import InnerSandbox, Mode, Network, values
 from wizard.base.errors import InputError
 
 SCHEMA = 1
-INNER_SANDBOX = ("strong", "weak", "off")
-NETWORK = ("host", "none")
+ChoiceT = TypeVar("ChoiceT", bound=enum.StrEnum)
 
 
 @dataclass(frozen=True)
@@ -56,8 +56,8 @@ class LauncherConfig:
     agent_user: str
     agent_home: PurePosixPath
     workspaces: tuple[PurePosixPath, ...] = ()
-    network: str = "host"
-    inner_sandbox: str = "strong"
+    network: Network = Network.HOST
+    inner_sandbox: InnerSandbox = InnerSandbox.STRONG
     claude_version: str | None = None
     unsafe: UnsafeAcceptance | None = None
     schema: int = SCHEMA
@@ -73,6 +73,26 @@ def _require(table: dict[str, Any], key: str, kind: type, where: str, source: st
             f"{source}: key '{where}{key}' must be a {kind.__name__}, not {type(value).__name__}"
         )
     return value
+
+
+def _choice(
+    table: dict[str, Any],
+    key: str,
+    choice: type[ChoiceT],
+    default: ChoiceT,
+    where: str,
+    source: str,
+) -> ChoiceT:
+    if key not in table:
+        return default
+    value = table[key]
+    try:
+        return choice(value) if isinstance(value, str) else choice("\0")
+    except ValueError:
+        raise InputError(
+            f"{source}: key '{where}{key}' is {value!r}; expected one of "
+            + ", ".join(values(choice))
+        ) from None
 
 
 def absolute_path(value: str, key: str, source: str) -> PurePosixPath:
@@ -120,17 +140,8 @@ def parse_launcher_config(text: str, source: str = "launcher.toml") -> LauncherC
     if not isinstance(workspaces_raw, list) or not all(isinstance(w, str) for w in workspaces_raw):
         raise InputError(f"{source}: key 'sandbox.workspaces' must be a list of paths")
     workspaces = tuple(absolute_path(w, "sandbox.workspaces", source) for w in workspaces_raw)
-    network = sandbox.get("network", "host")
-    if network not in NETWORK:
-        raise InputError(
-            f"{source}: key 'sandbox.network' is {network!r}; expected one of {', '.join(NETWORK)}"
-        )
-    inner = sandbox.get("inner_sandbox", "strong")
-    if inner not in INNER_SANDBOX:
-        raise InputError(
-            f"{source}: key 'sandbox.inner_sandbox' is {inner!r}; expected one of "
-            + ", ".join(INNER_SANDBOX)
-        )
+    network = _choice(sandbox, "network", Network, Network.HOST, "sandbox.", source)
+    inner = _choice(sandbox, "inner_sandbox", InnerSandbox, InnerSandbox.STRONG, "sandbox.", source)
     if mode is Mode.SANDBOX and not workspaces:
         raise InputError(f"{source}: sandbox mode needs at least one 'sandbox.workspaces' entry")
     unsafe = None
@@ -197,8 +208,8 @@ def render_launcher_config(config: LauncherConfig, existing: str | None = None) 
         sandbox = tomlkit.table()
         doc["sandbox"] = sandbox
     sandbox["workspaces"] = [str(w) for w in config.workspaces]
-    sandbox["network"] = config.network
-    sandbox["inner_sandbox"] = config.inner_sandbox
+    sandbox["network"] = str(config.network)
+    sandbox["inner_sandbox"] = str(config.inner_sandbox)
     if config.unsafe is not None:
         unsafe = doc.get("unsafe")
         if not isinstance(unsafe, dict):

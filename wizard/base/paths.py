@@ -9,14 +9,17 @@ the other; nothing else should join roots by hand.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 import platformdirs
 
 from wizard.base.accounts import Account, is_live_root, operator_account
+from wizard.base.pathfacts import PathFacts, path_facts
 
 APP = "sandbox-setup"
+_MAX_SYMLINKS = 40
 MANAGED_SETTINGS = PurePosixPath("/etc/claude-code/managed-settings.json")
 # Where a root-owned copy of the Claude binary goes when the original lives in a
 # private home the agent cannot read.
@@ -47,6 +50,43 @@ class Layout:
         if self.live:
             return Path(target)
         return self.root.joinpath(*target.parts[1:])
+
+    def resolve(self, target: PurePosixPath | str) -> PurePosixPath:
+        """``target`` with every symlink followed *inside* the root (a target path).
+
+        An absolute link target means the target system's path, so under ``--root``
+        it is mapped into DIR again instead of escaping to the host. A loop ends
+        the walk where it is (the caller then judges a symlink, which fails).
+        """
+        parts = list(PurePosixPath(target).parts[1:])
+        resolved = PurePosixPath("/")
+        hops = 0
+        while parts:
+            candidate = resolved / parts.pop(0)
+            real = self.real(candidate)
+            if real.is_symlink():
+                hops += 1
+                if hops > _MAX_SYMLINKS:
+                    return candidate
+                link = PurePosixPath(os.readlink(real))
+                base = PurePosixPath("/") if link.is_absolute() else resolved
+                parts = list((base / link).parts[1:]) + parts
+                resolved = PurePosixPath("/")
+                continue
+            resolved = candidate
+        # Collapse ".." lexically: every link was already followed above.
+        return PurePosixPath(os.path.normpath(resolved))
+
+    def chain(self, resolved: PurePosixPath) -> tuple[PathFacts, list[PathFacts]]:
+        """``lstat`` facts of the target path ``resolved`` (symlinks already followed)
+        and of every directory above it up to the target's ``/``, top first; each
+        named by its real path (the one the operator can act on)."""
+
+        def facts(target: PurePosixPath) -> PathFacts:
+            real = self.real(target)
+            return path_facts(real, str(real), follow=False)
+
+        return facts(resolved), [facts(p) for p in reversed(resolved.parents)]
 
     # Operator-owned locations (target paths).
     @property

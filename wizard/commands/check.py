@@ -14,8 +14,8 @@ from typing import TextIO
 
 from checks.model import Report, Status
 from checks.registry import CHECKS
-from checks.runner import run_checks
 from wizard.base.exitcodes import ExitCode
+from wizard.configure.probes import run_live_checks
 
 LABEL = {
     Status.PASS: "PASS ",
@@ -59,7 +59,7 @@ def run_check(args: argparse.Namespace) -> int:
     if args.list_checks:
         render_list(sys.stdout)
         return int(ExitCode.OK)
-    report = run_checks(
+    report = run_live_checks(
         args.ids or None,
         as_user=args.as_user,
         root=Path(args.root),

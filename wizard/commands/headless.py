@@ -22,15 +22,19 @@ import json
 import os
 import sys
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import TYPE_CHECKING
 
 from checks.model import Report
-from wizard.base.choices import Mode
+from wizard.base.choices import InnerSandbox, Mode, Network, SettingsScope
 from wizard.base.errors import InputError
 from wizard.base.exitcodes import ExitCode
 from wizard.base.paths import Layout
 from wizard.configure.answers import DEFAULT_AGENT_USER, Answers, load_answers, validate_answers
-from wizard.configure.probe_user import choose_probe_user
+
+if TYPE_CHECKING:
+    from wizard.configure.actions import Action
+    from wizard.configure.plan import Plan
+from wizard.configure.probes import choose_probe_user, run_live_checks
 
 _ANSWER_FLAGS = (
     "mode",
@@ -82,9 +86,9 @@ def answers_from_args(args: argparse.Namespace, layout: Layout) -> Answers:
         # An explicit empty value is invalid input, not "use the default".
         agent_user=DEFAULT_AGENT_USER if args.agent_user is None else args.agent_user,
         claude=None if args.claude is None else _target_path(args.claude, "--claude", layout),
-        settings_scope=args.settings_scope,
-        inner_sandbox=args.inner_sandbox,
-        network=args.network or "host",
+        settings_scope=None if args.settings_scope is None else SettingsScope(args.settings_scope),
+        inner_sandbox=None if args.inner_sandbox is None else InnerSandbox(args.inner_sandbox),
+        network=Network(args.network or Network.HOST),
         copy_login=bool(args.copy_login),
         accept_unsafe_root=bool(args.accept_unsafe_root),
     )
@@ -92,20 +96,18 @@ def answers_from_args(args: argparse.Namespace, layout: Layout) -> Answers:
 
 def probe_user(answers: Answers, layout: Layout) -> str | None:
     """The agent when it exists on the live system, else an unprivileged stand-in
-    (see :mod:`wizard.configure.probe_user`); the operator in unsafe mode."""
+    (see :mod:`wizard.configure.probes`); the operator in unsafe mode."""
     return choose_probe_user(answers.mode, answers.agent_user, layout)[0]
 
 
 def gather_report(answers: Answers, layout: Layout, timeout: float) -> Report:
-    from checks.runner import run_checks
-
     claude = str(layout.real(answers.claude)) if answers.claude else None
-    return run_checks(
+    return run_live_checks(
         as_user=probe_user(answers, layout), root=layout.root, timeout=timeout, claude=claude
     )
 
 
-def _print_plan(plan: Any, *, dry_run: bool) -> None:
+def _print_plan(plan: Plan, *, dry_run: bool) -> None:
     out = sys.stdout
     print(f"Plan for mode {plan.answers.mode} (root {plan.layout.root}):", file=out)
     for action in plan.actions:
@@ -151,7 +153,7 @@ def run_headless(args: argparse.Namespace) -> int:
         print("sandbox-setup: nothing written; add --yes to apply", file=sys.stderr)
         return int(ExitCode.OK)
 
-    def progress(action: Any, status: str) -> None:
+    def progress(action: Action, status: str) -> None:
         if status == "running" and not args.json:
             print(f"  {action.describe()}", file=sys.stderr)
 

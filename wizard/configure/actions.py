@@ -37,6 +37,7 @@ class Action:
 
     kind = "action"
     target = ""
+    writes_file = False  # a file's content (its diff is the change)
 
     def describe(self) -> str:
         raise NotImplementedError
@@ -49,6 +50,10 @@ class Action:
 
     def commands(self) -> list[list[str]]:
         return []
+
+    def backs_up(self) -> bool:
+        """Whether applying it saves a backup of what it replaces first."""
+        return False
 
     def apply(self, txn: Transaction) -> None:
         raise NotImplementedError
@@ -83,6 +88,7 @@ class WriteFile(Action):
     secret: bool = False
     binary: bool = False
     kind: str = field(default="write-file")
+    writes_file = True
     _verb: str | None = field(default=None, init=False, repr=False)
 
     @property
@@ -102,6 +108,9 @@ class WriteFile(Action):
 
     def desired(self) -> bytes:
         return self.render(self.current())
+
+    def backs_up(self) -> bool:
+        return self.current() is not None
 
     def _owner_ids(self) -> tuple[int, int] | None:
         account = lookup_user(self.owner, self.layout.root)

@@ -31,30 +31,23 @@ Format (``schema = 1``)::
 
 from __future__ import annotations
 
+import enum
 import os
-import re
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from wizard.base.choices import Mode
+from wizard.base.choices import InnerSandbox, Mode, Network, SettingsScope, values
 from wizard.base.errors import InputError, RefusedError
 from wizard.base.launcher_config import absolute_path, load_toml
-from wizard.policy.system_dirs import is_system_dir
+from wizard.policy.names import agent_name_problem, user_name_problem, workspace_path_problem
 
 if TYPE_CHECKING:
     from wizard.base.paths import Layout
 
 DEFAULT_AGENT_USER = "claude-agent"
+ChoiceT = TypeVar("ChoiceT", bound=enum.StrEnum)
 SCHEMA = 1
-SETTINGS_SCOPES = ("user", "managed")
-INNER_SANDBOX = ("strong", "weak", "off")
-NETWORK = ("host", "none")
-# Workspaces get recursive ACLs and setgid bits: never on a system directory.
-# The list lives in wizard.policy.system_dirs, shared with the launcher and the TUI.
-# Debian's useradd NAME_REGEX, minus the trailing "$" of machine accounts. "\Z",
-# not "$": "$" also matches before a final newline, and useradd refuses "name\n".
-USER_NAME_RE = re.compile(r"^[a-z_][a-z0-9_-]{0,31}\Z")
 
 
 @dataclass(frozen=True)
@@ -65,9 +58,9 @@ class Answers:
     workspaces: tuple[PurePosixPath, ...] = ()
     agent_user: str = DEFAULT_AGENT_USER
     claude: PurePosixPath | None = None  # None: find `claude` on PATH
-    settings_scope: str | None = None  # "user" | "managed"; None: default for the mode
-    inner_sandbox: str | None = None  # "strong" | "weak" | "off"; None: from the nested probes
-    network: str = "host"  # "host" | "none"
+    settings_scope: SettingsScope | None = None  # None: the default for the mode
+    inner_sandbox: InnerSandbox | None = None  # None: what the nested probes verified
+    network: Network = Network.HOST
     copy_login: bool = False
     accept_unsafe_root: bool = False
     # Set when acceptance is recorded (who and when); written to launcher.toml [unsafe].
@@ -101,15 +94,16 @@ def _typed(data: dict[str, Any], key: str, kind: type, source: str) -> Any:
     return value
 
 
-def _choice(data: dict[str, Any], key: str, choices: tuple[str, ...], source: str) -> str | None:
+def _choice(data: dict[str, Any], key: str, choice: type[ChoiceT], source: str) -> ChoiceT | None:
     if key not in data:
         return None
     value = _typed(data, key, str, source)
-    if value not in choices:
+    try:
+        return choice(value)
+    except ValueError:
         raise InputError(
-            f"{source}: key '{key}' is {value!r}; expected one of {', '.join(choices)}"
-        )
-    return str(value)
+            f"{source}: key '{key}' is {value!r}; expected one of {', '.join(values(choice))}"
+        ) from None
 
 
 def parse_answers(text: str, source: str = "answers.toml") -> Answers:
@@ -122,7 +116,8 @@ def parse_answers(text: str, source: str = "answers.toml") -> Answers:
         raise InputError(f"{source}: unsupported schema {data['schema']} (this version reads 1)")
     if "mode" not in data:
         raise InputError(f"{source}: missing key 'mode' (sandbox, user or unsafe)")
-    mode = _choice(data, "mode", tuple(m.value for m in Mode), source)
+    mode = _choice(data, "mode", Mode, source)
+    assert mode is not None  # "mode" is in data
     workspaces: tuple[PurePosixPath, ...] = ()
     if "workspaces" in data:
         raw = data["workspaces"]
@@ -140,13 +135,13 @@ def parse_answers(text: str, source: str = "answers.toml") -> Answers:
     }
     texts = {k: _typed(data, k, str, source) for k in ("accepted_by", "accepted_at") if k in data}
     answers = Answers(
-        mode=Mode(str(mode)),
+        mode=mode,
         workspaces=workspaces,
         agent_user=agent_user,
         claude=claude,
-        settings_scope=_choice(data, "settings_scope", SETTINGS_SCOPES, source),
-        inner_sandbox=_choice(data, "inner_sandbox", INNER_SANDBOX, source),
-        network=_choice(data, "network", NETWORK, source) or "host",
+        settings_scope=_choice(data, "settings_scope", SettingsScope, source),
+        inner_sandbox=_choice(data, "inner_sandbox", InnerSandbox, source),
+        network=_choice(data, "network", Network, source) or Network.HOST,
         copy_login=flags.get("copy_login", False),
         accept_unsafe_root=flags.get("accept_unsafe_root", False),
         accepted_by=texts.get("accepted_by"),
@@ -179,10 +174,10 @@ def dump_answers(a: Answers) -> str:
     if a.claude is not None:
         doc["claude"] = str(a.claude)
     if a.settings_scope is not None:
-        doc["settings_scope"] = a.settings_scope
+        doc["settings_scope"] = str(a.settings_scope)
     if a.inner_sandbox is not None:
-        doc["inner_sandbox"] = a.inner_sandbox
-    doc["network"] = a.network
+        doc["inner_sandbox"] = str(a.inner_sandbox)
+    doc["network"] = str(a.network)
     doc["copy_login"] = a.copy_login
     doc["accept_unsafe_root"] = a.accept_unsafe_root
     if a.accepted_by is not None:
@@ -193,23 +188,48 @@ def dump_answers(a: Answers) -> str:
 
 
 def check_names(a: Answers, source: str = "answers") -> None:
-    """Checks that need no system: names and enumerations."""
-    if not USER_NAME_RE.match(a.agent_user):
-        raise InputError(
-            f"{source}: agent_user {a.agent_user!r} is not a valid user name "
-            "(lowercase letters, digits, '_' and '-', starting with a letter or '_', "
-            "at most 32 characters)"
-        )
-    for key, value, choices in (
-        ("settings_scope", a.settings_scope, SETTINGS_SCOPES),
-        ("inner_sandbox", a.inner_sandbox, INNER_SANDBOX),
-        ("network", a.network, NETWORK),
+    """Checks that need no system: names, choices, workspace paths as written."""
+    problem = user_name_problem(a.agent_user)
+    if problem is not None:
+        raise InputError(f"{source}: agent_user {problem}")
+    for key, value, choice in (
+        ("mode", a.mode, Mode),
+        ("settings_scope", a.settings_scope, SettingsScope),
+        ("inner_sandbox", a.inner_sandbox, InnerSandbox),
+        ("network", a.network, Network),
     ):
-        if value is not None and value not in choices:
-            raise InputError(f"{source}: {key} is {value!r}; expected one of {', '.join(choices)}")
+        if value is not None and value not in values(choice):
+            raise InputError(
+                f"{source}: {key} is {value!r}; expected one of {', '.join(values(choice))}"
+            )
     for ws in a.workspaces:
         if not ws.is_absolute():
             raise InputError(f"{source}: workspace {str(ws)!r} must be an absolute path")
+
+
+def workspace_problem(ws: PurePosixPath, layout: Layout, mode: Mode, agent_user: str) -> str | None:
+    """Why ``ws`` cannot be a workspace of this setup (None: it can): the path as
+    written (:func:`wizard.policy.names.workspace_path_problem`), a symlink on the
+    way, the operator's own home given to a separate agent, or no such directory.
+    The CLI, the answers file and the TUI all ask this one function."""
+    unsafe = mode is Mode.UNSAFE
+    problem = workspace_path_problem(ws, unsafe=unsafe)
+    if problem is not None:
+        return problem
+    problem = _link_problem(ws, layout)
+    if problem is not None:
+        return problem
+    home = PurePosixPath(layout.operator.home)
+    separate = not unsafe and agent_user != layout.operator.name
+    if separate and (ws == home or ws in home.parents):
+        return (
+            f"workspace {ws} would give the agent user your home {home}; choose a project directory"
+        )
+    real = layout.real(ws)
+    if not real.is_dir():
+        where = "" if layout.live else f" (looked at {real})"
+        return f"workspace {ws} does not exist or is not a directory{where}"
+    return None
 
 
 def validate_answers(a: Answers, layout: Layout, source: str = "answers") -> None:
@@ -224,49 +244,32 @@ def validate_answers(a: Answers, layout: Layout, source: str = "answers") -> Non
             "unsafe mode runs Claude Code as root with no OS sandbox; it needs the explicit "
             "acceptance: add --accept-unsafe-root (or accept_unsafe_root = true in answers)"
         )
-    if a.mode is not Mode.UNSAFE and a.agent_user == "root":
-        raise InputError(f"{source}: agent_user must not be root in {a.mode} mode")
+    problem = agent_name_problem(a.agent_user, unsafe=a.mode is Mode.UNSAFE)
+    if problem is not None:
+        raise InputError(f"{source}: agent_user {a.agent_user}: {problem} in {a.mode} mode")
     if a.mode is Mode.SANDBOX and not a.workspaces:
         raise InputError(f"{source}: sandbox mode needs at least one workspace (--workspace DIR)")
     if a.mode is Mode.UNSAFE and a.copy_login:
         raise InputError(f"{source}: copy_login only applies to sandbox and user modes")
-    separate = a.mode is not Mode.UNSAFE and a.agent_user != layout.operator.name
-    home = PurePosixPath(layout.operator.home)
     for ws in a.workspaces:
-        _check_not_a_link(ws, layout, source)
-        system = is_system_dir(ws)
-        if a.mode is not Mode.UNSAFE and (system or ".." in ws.parts):
-            raise InputError(
-                f"{source}: workspace {ws} is a system directory; choose a project directory "
-                "(e.g. /srv/NAME)"
-            )
-        if separate and (ws == home or ws in home.parents):
-            raise InputError(
-                f"{source}: workspace {ws} would give the agent user your home {home}; "
-                "choose a project directory"
-            )
-        real = layout.real(ws)
-        if not real.is_dir():
-            where = "" if layout.live else f" (looked at {real})"
-            raise InputError(
-                f"{source}: workspace {ws} does not exist or is not a directory{where}"
-            )
+        problem = workspace_problem(ws, layout, a.mode, a.agent_user)
+        if problem is not None:
+            raise InputError(f"{source}: {problem}")
     if a.claude is not None and not layout.real(a.claude).is_file():
         raise InputError(f"{source}: claude {a.claude} is not a file under {layout.root}")
 
 
-def _check_not_a_link(ws: PurePosixPath, layout: Layout, source: str) -> None:
+def _link_problem(ws: PurePosixPath, layout: Layout) -> str | None:
     """The workspace must be the directory it names. A symlink on the way (to
     /etc, or out of the root) would carry the ACLs and setgid bits to wherever it
-    points, past the system-directory check above, which sees only the name."""
-    from wizard.audit.safety import resolve_in_root  # the audit's resolver, same rules
-
+    points, past the system-directory check, which sees only the name."""
     try:
-        resolved = resolve_in_root(layout, ws)
+        resolved = layout.resolve(ws)
     except OSError as exc:
-        raise InputError(f"{source}: workspace {ws}: cannot resolve it: {exc}") from None
+        return f"workspace {ws}: cannot resolve it: {exc}"
     if resolved != PurePosixPath(os.path.normpath(ws)):
-        raise InputError(
-            f"{source}: workspace {ws} is or passes through a symlink (it leads to "
+        return (
+            f"workspace {ws} is or passes through a symlink (it leads to "
             f"{resolved}); pass the real directory, not a link to it"
         )
+    return None

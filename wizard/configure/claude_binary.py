@@ -10,17 +10,16 @@ recording its path and version in launcher.toml.
 from __future__ import annotations
 
 import os
-import re
 import stat
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from wizard.base.claude_version import read_claude_version
 from wizard.base.errors import InputError
 from wizard.base.paths import CLAUDE_INSTALL_DIR, Layout
+from wizard.policy.trust import chain_problems, trusted_owners
 
 INSTALLED_CLAUDE = CLAUDE_INSTALL_DIR / "claude"
-_VERSION_RE = re.compile(r"\b(\d+\.\d+\.\d+)\b")
 # Where to look when no --claude is given (target paths; PATH of this process first).
 _FALLBACK_DIRS = (
     "/usr/local/bin",
@@ -69,34 +68,10 @@ def is_private(layout: Layout, resolved: PurePosixPath) -> bool:
 
 
 def is_trusted(layout: Layout, resolved: PurePosixPath) -> bool:
-    """True when the file and every directory above it are owned by root or the
-    operator and not group/world-writable: only then may root execute it."""
-    owners = {0, layout.operator.uid}
-    for path in (resolved, *resolved.parents):
-        st = os.stat(layout.real(path))
-        if st.st_uid not in owners or st.st_mode & 0o022:
-            sticky = path != resolved and st.st_mode & stat.S_ISVTX
-            if sticky and st.st_uid in owners:
-                continue  # a root-owned sticky dir (/tmp): others cannot swap our file
-            return False
-    return True
-
-
-def claude_version(real: Path, timeout: float = 30.0) -> str | None:
-    """``claude --version`` (e.g. "2.1.197 (Claude Code)") -> "2.1.197"; None if it fails."""
-    try:
-        proc = subprocess.run(
-            [str(real), "--version"],
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            check=False,
-            stdin=subprocess.DEVNULL,
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    match = _VERSION_RE.search(proc.stdout)
-    return match.group(1) if proc.returncode == 0 and match else None
+    """The trust rule (:mod:`wizard.policy.trust`) for the target path ``resolved``:
+    only then may root execute it, and only then will the launcher."""
+    owners = trusted_owners(layout.operator.uid)
+    return not chain_problems(*layout.chain(resolved), owners)
 
 
 def find_claude(layout: Layout, given: PurePosixPath | None = None) -> ClaudeBinary:
@@ -127,7 +102,7 @@ def find_claude(layout: Layout, given: PurePosixPath | None = None) -> ClaudeBin
         path=candidate,
         resolved=resolved,
         # Never run, as root, a binary someone else could have replaced.
-        version=claude_version(Path(resolved_real)) if trusted else None,
+        version=read_claude_version(Path(resolved_real)) if trusted else None,
         private=is_private(layout, resolved),
         trusted=trusted,
     )

@@ -32,7 +32,7 @@ import json
 import os
 import secrets
 from collections.abc import Iterator
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from wizard.base.errors import RefusedError, SetupError
@@ -48,7 +48,7 @@ def _state_dirs(layout: Layout) -> fsops.DirSpec:
     return fsops.DirSpec(0o700, layout.operator.uid, layout.operator.gid)
 
 
-def _open_in(layout: Layout, target: Any, flags: int) -> int:
+def _open_in(layout: Layout, target: PurePosixPath, flags: int) -> int:
     real = layout.real(target)
     dfd = fsops.open_dir(layout.root, real.parent, create=_state_dirs(layout))
     assert dfd is not None

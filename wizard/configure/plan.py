@@ -32,7 +32,7 @@ from typing import Any
 
 from checks.model import Report, Status
 from wizard.base.accounts import lookup_user
-from wizard.base.choices import Mode
+from wizard.base.choices import InnerSandbox, Mode, SettingsScope
 from wizard.base.errors import InputError, RefusedError
 from wizard.base.launcher_config import LauncherConfig, UnsafeAcceptance, render_launcher_config
 from wizard.base.paths import Layout
@@ -49,11 +49,7 @@ from wizard.configure.agent_account import check_existing_agent
 from wizard.configure.answers import Answers, dump_answers, validate_answers
 from wizard.configure.claude_binary import INSTALLED_CLAUDE, ClaudeBinary, find_claude
 from wizard.configure.settings import merge_settings
-
-UNSAFE_STATEMENT = (
-    "Claude Code runs as root with no OS sandbox; the agent can read and change "
-    "everything on this machine."
-)
+from wizard.policy.unsafe import UNSAFE_STATEMENT, acceptance_label
 
 
 @dataclass
@@ -81,24 +77,58 @@ def _finding_text(report: Report, check_id: str) -> str:
     return text
 
 
+@dataclass(frozen=True)
+class Blocker:
+    """Why the host rules a mode out, and the command that fixes it."""
+
+    check_id: str
+    reason: str
+    remedy: str
+
+
+def mode_blocker(report: Report, mode: Mode) -> Blocker | None:
+    """Whether ``report`` rules ``mode`` out. Only ``sandbox`` depends on the host:
+    it needs bubblewrap that can start a sandbox here (the TUI greys the mode out
+    with this reason; the plan refuses with it)."""
+    if mode is not Mode.SANDBOX:
+        return None
+    # bwrap.sandbox is the live experiment; a missing bwrap fails it with that cause.
+    check_id = "bwrap.sandbox"
+    finding = report.get(check_id)
+    if finding is not None and finding.status is Status.PASS:
+        return None
+    summary = finding.summary if finding else f"{check_id} was not checked"
+    remedy = finding.remedy if finding else "sandbox-setup --check " + check_id
+    return Blocker(check_id, f"{check_id}: {summary}", remedy or "see sandbox-setup --check")
+
+
 def _check_mode(report: Report, answers: Answers) -> None:
-    if answers.mode is Mode.SANDBOX and not report.passed("bwrap.sandbox"):
+    blocker = mode_blocker(report, answers.mode)
+    if blocker is not None:
         raise RefusedError(
             "sandbox mode needs a working bubblewrap sandbox, but "
-            + _finding_text(report, "bwrap.sandbox")
+            + _finding_text(report, blocker.check_id)
             + " Or choose --mode user (a dedicated non-root user)."
         )
 
 
-def default_inner_sandbox(report: Report, mode: Mode) -> str:
+def default_inner_sandbox(report: Report, mode: Mode) -> InnerSandbox:
     """The inner-sandbox strength the probes verified (never weaker by default)."""
     if mode is Mode.SANDBOX:
         if report.passed("bwrap.nested"):
-            return "strong"
+            return InnerSandbox.STRONG
         if report.passed("bwrap.nested_weak"):
-            return "weak"
-        return "off"
-    return "strong" if report.passed("bwrap.sandbox") else "off"
+            return InnerSandbox.WEAK
+        return InnerSandbox.OFF
+    return InnerSandbox.STRONG if report.passed("bwrap.sandbox") else InnerSandbox.OFF
+
+
+def default_settings_scope(mode: Mode, operator_is_root: bool) -> SettingsScope:
+    """Managed (root-owned, out of the agent's reach) where root sets up a separate
+    agent; the user's own settings in unsafe mode and for a non-root operator."""
+    if mode is Mode.UNSAFE or not operator_is_root:
+        return SettingsScope.USER
+    return SettingsScope.MANAGED
 
 
 def _check_inner(report: Report, mode: Mode, inner: str) -> None:
@@ -117,14 +147,9 @@ def _check_inner(report: Report, mode: Mode, inner: str) -> None:
         )
 
 
-def _settings_scope(answers: Answers, layout: Layout) -> str:
-    if answers.settings_scope is not None:
-        scope = answers.settings_scope
-    elif answers.mode is Mode.UNSAFE or layout.operator.uid != 0:
-        scope = "user"
-    else:
-        scope = "managed"
-    if scope == "managed" and layout.operator.uid != 0:
+def _settings_scope(answers: Answers, layout: Layout) -> SettingsScope:
+    scope = answers.settings_scope or default_settings_scope(answers.mode, layout.operator.uid == 0)
+    if scope == SettingsScope.MANAGED and layout.operator.uid != 0:
         raise InputError(
             "settings_scope 'managed' writes /etc/claude-code/managed-settings.json and "
             "needs root; use --settings-scope user"
@@ -142,20 +167,12 @@ def _existing_config(layout: Layout) -> dict[str, Any]:
         return {}
 
 
-def _operator_label(layout: Layout) -> str:
-    """Who is accepting: the account, and the person behind sudo when there is one
-    (a shared root account alone does not say who)."""
-    label = f"{layout.operator.name} (uid {layout.operator.uid}"
-    sudo_user = os.environ.get("SUDO_USER")
-    if sudo_user and sudo_user != layout.operator.name:
-        label += f", via sudo by {sudo_user}"
-    return label + ")"
-
-
 def _acceptance(answers: Answers, layout: Layout) -> tuple[str, str]:
     """Who accepted unsafe mode and when; an earlier identical acceptance is kept so
     re-running does not rewrite launcher.toml."""
-    who = answers.accepted_by or _operator_label(layout)
+    who = answers.accepted_by or acceptance_label(
+        layout.operator.name, layout.operator.uid, os.environ
+    )
     if answers.accepted_at:
         return who, answers.accepted_at
     old = _existing_config(layout)
@@ -397,4 +414,4 @@ def _login_copies(layout: Layout, agent: str, agent_home: PurePosixPath) -> list
     return copies
 
 
-__all__ = ["Plan", "Status", "build_plan", "default_inner_sandbox"]
+__all__ = ["Plan", "Status", "build_plan", "default_inner_sandbox", "default_settings_scope"]

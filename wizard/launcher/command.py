@@ -15,6 +15,7 @@ from pathlib import Path, PurePosixPath
 from wizard.base.errors import RefusedError
 from wizard.base.launcher_config import LauncherConfig, UnsafeAcceptance
 from wizard.policy.system_dirs import bind_conflict
+from wizard.policy.unsafe import ACCEPTANCE_KEYS, acceptance_problem
 
 # PATH inside the sandbox and for the agent user: system directories only.
 AGENT_PATH = "/usr/local/bin:/usr/bin:/bin"
@@ -329,10 +330,10 @@ def unsafe_launch(
 
 
 def _check_acceptance(accepted: UnsafeAcceptance) -> None:
-    # An acceptance must say who, when and what; blank strings record nothing.
-    for key in ("accepted_by", "accepted_at", "statement"):
-        if not getattr(accepted, key).strip():
-            raise RefusedError(
-                f"unsafe mode: unsafe.{key} is empty in the config, so no acceptance is "
-                "recorded; Claude Code was not started. Run: sandbox-setup"
-            )
+    recorded = {key: getattr(accepted, key) for key in ACCEPTANCE_KEYS}
+    blank = acceptance_problem(recorded)
+    if blank is not None:
+        raise RefusedError(
+            f"unsafe mode: unsafe.{blank} is empty in the config, so no acceptance is "
+            "recorded; Claude Code was not started. Run: sandbox-setup"
+        )

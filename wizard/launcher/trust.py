@@ -1,14 +1,8 @@
 """Trust checks of the files the launcher reads or executes (security invariant 2).
 
-A file is trusted when it, and every directory on its resolved path, is owned by
-root or the invoking user and is not group- or world-writable: nobody else can
-then change what the launcher reads or what root executes.
-
-One exception, decided here: a directory that is owned by root, world-writable
-and *sticky* (``/tmp``, ``/var/tmp``) is accepted as a path component. The
-sticky bit stops other users from renaming or deleting entries they do not own,
-so the next component (which must itself pass the owner check) cannot be
-swapped. A sticky world-writable directory owned by anyone else is refused.
+The rule itself is :mod:`wizard.policy.trust` (shared with the plan, the audit
+and the checks); this module applies it to live paths and turns a problem into
+a refusal (exit 3) that names the file, the reason and the fix.
 
 Symlinks are resolved first and the *resolved* path is checked and used (read or
 exec'd), so a link planted somewhere cannot redirect the launcher afterwards.
@@ -17,11 +11,12 @@ exec'd), so a link planted somewhere cannot redirect the launcher afterwards.
 from __future__ import annotations
 
 import os
-import stat
 from collections.abc import Iterable
 from pathlib import Path, PurePosixPath
 
 from wizard.base.errors import RefusedError
+from wizard.base.pathfacts import resolved_chain
+from wizard.policy.trust import TrustProblem, chain_problems
 
 # Used when PATH is unset; the same directories Debian's login.defs gives root.
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -36,37 +31,29 @@ def _owner_text(uid: int) -> str:
         return f"uid {uid}"
 
 
-def _check_dir(path: Path, st: os.stat_result, owners: frozenset[int], what: str) -> None:
-    if not stat.S_ISDIR(st.st_mode):
-        raise RefusedError(f"{what}: {path} on its path is not a directory")
-    writable_by_others = st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
-    root_sticky = st.st_uid == 0 and st.st_mode & stat.S_ISVTX
-    if writable_by_others and not root_sticky:
-        raise RefusedError(
-            f"{what}: directory {path} on its path is group- or world-writable "
-            f"(mode {stat.S_IMODE(st.st_mode):04o}); anyone who can write there could "
-            f"replace it. Fix: chmod go-w {path}"
+def refusal_text(problem: TrustProblem, what: str) -> str:
+    """The launcher's words for one trust problem of ``what``."""
+    facts = problem.facts
+    path = facts.shown
+    mode = f"{facts.perms:04o}"
+    if not problem.leaf:
+        where = f"{what}: directory {path} on its path"
+        if problem.kind == "type":
+            return f"{what}: {path} on its path is not a directory"
+        if problem.kind == "writable":
+            return (
+                f"{where} is group- or world-writable (mode {mode}); anyone who can write "
+                f"there could replace it. Fix: {problem.fix}"
+            )
+        return (
+            f"{where} is owned by {_owner_text(facts.uid)}, not by you or root. Fix: {problem.fix}"
         )
-    if st.st_uid not in owners:
-        raise RefusedError(
-            f"{what}: directory {path} on its path is owned by {_owner_text(st.st_uid)}, "
-            f"not by you or root. Fix: chown root {path}"
-        )
-
-
-def _check_leaf(path: Path, st: os.stat_result, owners: frozenset[int], what: str) -> None:
-    if not stat.S_ISREG(st.st_mode):
-        raise RefusedError(f"{what}: {path} is not a regular file")
-    if st.st_uid not in owners:
-        raise RefusedError(
-            f"{what}: {path} is owned by {_owner_text(st.st_uid)}, not by you or root. "
-            f"Fix: chown root {path}"
-        )
-    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
-        raise RefusedError(
-            f"{what}: {path} is group- or world-writable (mode "
-            f"{stat.S_IMODE(st.st_mode):04o}). Fix: chmod go-w {path}"
-        )
+    if problem.kind in ("type", "missing"):
+        return f"{what}: {path} is not a regular file"
+    if problem.kind == "owner":
+        owner = _owner_text(facts.uid)
+        return f"{what}: {path} is owned by {owner}, not by you or root. Fix: {problem.fix}"
+    return f"{what}: {path} is group- or world-writable (mode {mode}). Fix: {problem.fix}"
 
 
 def trusted_owners(uid: int | None = None) -> frozenset[int]:
@@ -87,10 +74,9 @@ def check_trusted_file(path: Path | PurePosixPath | str, owners: Iterable[int], 
         real = Path(os.path.realpath(given, strict=True))
     except OSError as exc:
         raise RefusedError(f"{what}: {given}: {exc.strerror or exc}") from None
-    parents = list(reversed(real.parents))
-    for directory in parents:
-        _check_dir(directory, os.lstat(directory), owners, what)
-    _check_leaf(real, os.lstat(real), owners, what)
+    problems = chain_problems(*resolved_chain(real), owners)
+    if problems:
+        raise RefusedError(refusal_text(problems[0], what))
     return real
 
 
@@ -101,7 +87,7 @@ def read_trusted_text(
     real = check_trusted_file(path, owners, what)
     checked = os.lstat(real)
     try:
-        fd = os.open(real, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        fd = os.open(real, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
     except OSError as exc:
         raise RefusedError(f"{what}: cannot open {real}: {exc.strerror}") from None
     with os.fdopen(fd, "rb") as handle:
@@ -129,7 +115,8 @@ def find_trusted_tool(name: str, owners: Iterable[int], path_env: str | None) ->
         candidate = Path(entry) / name
         if candidate.is_file() and os.access(candidate, os.X_OK):
             return check_trusted_file(candidate, owners, f"{name} (found on PATH)")
+    package = {"bwrap": "bubblewrap", "socat": "socat"}.get(name, "util-linux")
     raise RefusedError(
         f"{name} not found on PATH ({search}); the sandbox cannot be built without it. "
-        f"Install it (Debian: apt-get install {'bubblewrap' if name == 'bwrap' else 'util-linux'})"
+        f"Install it (Debian: apt-get install {package})"
     )

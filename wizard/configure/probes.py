@@ -12,10 +12,14 @@ they run as ``nobody``, an unprivileged account every Debian has.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Iterable
+from pathlib import Path
 
+from checks.model import Finding, Report
 from wizard.base.accounts import lookup_user
 from wizard.base.choices import Mode
 from wizard.base.paths import Layout
+from wizard.policy.trust import untrusted_reason
 
 STAND_IN = "nobody"
 
@@ -51,3 +55,29 @@ def choose_probe_user(
         f"the agent {agent_user} {where}: live probes ran as {STAND_IN}, an unprivileged "
         "stand-in for it (the launcher never starts a sandbox as root)"
     ]
+
+
+def run_live_checks(
+    ids: Iterable[str] | None = None,
+    *,
+    as_user: str | None,
+    root: Path = Path("/"),
+    timeout: float = 10.0,
+    claude: str | None = None,
+    on_finding: Callable[[Finding], object] | None = None,
+    system_root: Path = Path("/"),
+) -> Report:
+    """The checks as every part of the wizard runs them: with the trust rule
+    (:func:`wizard.policy.trust.untrusted_reason`) deciding what root may execute."""
+    from checks.runner import run_checks
+
+    return run_checks(
+        ids,
+        as_user=as_user,
+        root=root,
+        timeout=timeout,
+        claude=claude,
+        on_finding=on_finding,
+        system_root=system_root,
+        untrusted=untrusted_reason,
+    )

@@ -1,0 +1,77 @@
+"""The one seam between the screens and the core: a typed :class:`Core` protocol.
+
+Screens never import the probes, the plan, the apply or the audit themselves;
+they get a ``Core`` and call it (from thread workers: every method may block).
+:class:`wizard.commands.interactive.InteractiveCore` is the real one; tests hand
+in one with fixed findings, plans and audits. Every value crossing the seam is
+a real core type (:class:`~checks.model.Report`, :class:`~wizard.configure.plan.Plan`,
+:class:`~wizard.configure.apply.ApplyResult`, :class:`~wizard.audit.model.AuditReport`),
+so a renamed field is a type error here, not a blank row on a screen.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import PurePosixPath
+from typing import TYPE_CHECKING, Protocol
+
+from checks.model import Finding, Report
+from wizard.base.choices import InnerSandbox, Mode, SettingsScope
+from wizard.base.paths import Layout
+from wizard.configure.answers import Answers
+
+if TYPE_CHECKING:
+    from wizard.audit.model import AuditReport
+    from wizard.configure.apply import ApplyResult
+    from wizard.configure.plan import Blocker, Plan
+
+FindingCallback = Callable[[Finding], object]
+# (log line, whether an action just finished)
+ProgressCallback = Callable[[str, bool], object]
+
+
+class Core(Protocol):
+    """What the wizard asks of the core, for one target root."""
+
+    @property
+    def layout(self) -> Layout: ...
+
+    @property
+    def operator_is_root(self) -> bool: ...
+
+    @property
+    def pending(self) -> list[tuple[str, str]]:
+        """(id, title) of every check, shown as "running" until its finding arrives."""
+        ...
+
+    def existing_setup(self) -> bool: ...
+
+    def run_checks(self, on_finding: FindingCallback) -> Report: ...
+
+    def mode_blocker(self, report: Report, mode: Mode) -> Blocker | None: ...
+
+    def inner_sandbox_preset(self, report: Report, mode: Mode) -> InnerSandbox: ...
+
+    def default_settings_scope(self, mode: Mode) -> SettingsScope: ...
+
+    def validate_workspaces(
+        self, text: str, mode: Mode, agent_user: str
+    ) -> tuple[tuple[PurePosixPath, ...], str | None]: ...
+
+    def validate_agent_user(self, name: str, mode: Mode) -> str | None: ...
+
+    def validate_claude(self, text: str) -> tuple[PurePosixPath | None, str | None]: ...
+
+    def acceptance_label(self) -> str: ...
+
+    def saved_answers(self) -> Answers | None: ...
+
+    def build_plan(self, report: Report, answers: Answers) -> Plan: ...
+
+    def apply(self, plan: Plan, progress: ProgressCallback) -> ApplyResult: ...
+
+    def audit(self) -> AuditReport: ...
+
+    def report_for_fix(self) -> Report:
+        """The report a re-apply plans from: the one the last audit probed."""
+        ...
