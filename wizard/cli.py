@@ -11,6 +11,7 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from wizard.base.errors import SetupError
 from wizard.base.exitcodes import EXIT_CODES_HELP, ExitCode
@@ -97,15 +98,15 @@ def _dispatch(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     if args.ids:
         parser.error("check IDs are only accepted with --check")
     if args.audit:
-        from wizard.audit.runner import run_audit
+        from wizard.commands.audit import run_audit
 
         return run_audit(args)
     if args.headless:
-        from wizard.commands.headless import run_headless
+        from wizard.commands.apply import run_headless
 
         return run_headless(args)
     if args.undo:
-        from wizard.commands.headless import run_undo
+        from wizard.commands.undo import run_undo
 
         return run_undo(args)
     if args.mode or args.answers or args.yes or args.dry_run:
@@ -137,6 +138,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return int(ExitCode.OK)
+    except Exception as exc:  # a bug: exit 70, never 1 (which means findings)
+        from wizard.base.crashlog import report_crash
+
+        report_crash("sandbox-setup", exc, _state_dir(args))
+        return int(ExitCode.INTERNAL)
+
+
+def _state_dir(args: argparse.Namespace) -> Path | None:
+    """Where the crash log goes: the state directory of this run's layout."""
+    try:
+        from wizard.base.paths import Layout
+
+        layout = Layout.for_root(args.root or "/")
+        return layout.real(layout.state_dir)
+    except Exception:  # the layout itself may be what failed
+        return None
 
 
 if __name__ == "__main__":

@@ -39,7 +39,7 @@ from tests.tools import require_root, require_tool
 from wizard.base.choices import Mode
 from wizard.base.errors import InputError
 from wizard.base.paths import Layout
-from wizard.commands.headless import gather_report
+from wizard.commands.apply import gather_report
 from wizard.configure.answers import Answers
 from wizard.configure.apply import apply_plan
 from wizard.configure.plan import build_plan

@@ -29,7 +29,7 @@ def root() -> Iterator[Path]:
     setpriv = require_tool("setpriv")
     probe = subprocess.run(
         [setpriv, "--reuid", str(NOBODY), "--regid", str(NOBODY), "--clear-groups",
-         sys.executable, "-c", "import wizard.commands.headless"],
+         sys.executable, "-c", "import wizard.commands.apply"],
         cwd=REPO, capture_output=True, text=True, check=False,
     )  # fmt: skip
     if probe.returncode != 0:

@@ -79,14 +79,14 @@ def real_report() -> Iterator[Report]:
     require_root()
     for tool in ("useradd", "groupadd", "setfacl", "bwrap"):
         require_tool(tool)
-    import wizard.commands.headless
+    import wizard.commands.apply
 
     with fresh_root() as root:
         answers = Answers(Mode.SANDBOX, workspaces=(PurePosixPath("/srv/project"),))
-        report = wizard.commands.headless.gather_report(answers, Layout.for_root(root), 10.0)
+        report = wizard.commands.apply.gather_report(answers, Layout.for_root(root), 10.0)
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(
-            wizard.commands.headless, "gather_report", lambda answers, layout, timeout: report
+            wizard.commands.apply, "gather_report", lambda answers, layout, timeout: report
         )
         yield report
 

@@ -8,7 +8,6 @@ import pytest
 
 from wizard.audit.model import Severity
 from wizard.audit.rules import (
-    find_sudoers_rules,
     judge_agent_home,
     judge_owned_file,
     judge_parent_dirs,
@@ -17,6 +16,7 @@ from wizard.audit.rules import (
     judge_workspace,
 )
 from wizard.base.pathfacts import PathFacts
+from wizard.policy.sudoers import find_sudoers_rules
 from wizard.policy.trust import writable_by_others
 
 FILE = stat.S_IFREG

@@ -12,11 +12,11 @@ import pytest
 from wizard.audit.safety import (
     agent_can_write,
     agent_findings,
-    agent_groups,
     claude_facts,
     config_findings,
     managed_settings_findings,
 )
+from wizard.base.account_files import agent_groups
 from wizard.base.accounts import Account
 from wizard.base.choices import Mode
 from wizard.base.launcher_config import LauncherConfig

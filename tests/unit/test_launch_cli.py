@@ -85,14 +85,18 @@ def test_a_deeply_nested_config_is_a_refusal_naming_the_file(
     assert f"sandbox-launch: refused: {config}" in err and "nested too deeply" in err
 
 
-def test_an_unexpected_error_fails_closed(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+def test_an_unexpected_error_fails_closed_with_exit_70(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     def broken(*_args: object) -> int:
         raise ValueError("something nobody foresaw")
 
     monkeypatch.setattr(launcher, "run", broken)
-    assert main(["--dry-run"]) == 3
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    assert main(["--dry-run"]) == 70
     err = capsys.readouterr().err
-    assert "sandbox-launch: refused:" in err and "something nobody foresaw" in err
     assert "Claude Code was not started" in err
+    assert "internal error (ValueError: something nobody foresaw)" in err
+    assert "Traceback" not in err  # one line; the traceback is in the log
+    log = tmp_path / "state/sandbox-setup/crash.log"
+    assert "Traceback" in log.read_text() and "something nobody foresaw" in log.read_text()

@@ -8,14 +8,14 @@ ID, a severity, what was found and where, and a remedy to paste.
 
 from __future__ import annotations
 
-import re
 import shlex
 import stat
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Iterable
 
 from wizard.audit.model import AuditFinding, Severity
 from wizard.base.pathfacts import PathFacts
+from wizard.policy.accounts import PasswordState, password_state
+from wizard.policy.sudoers import SudoersHit
 from wizard.policy.trust import directory_problems, file_problems
 
 
@@ -176,133 +176,40 @@ def judge_workspace(facts: PathFacts, agent_has_access: bool) -> list[AuditFindi
 def judge_password(
     shadow_text: str | None, agent: str, shadow_path: str, prefix: str | None = None
 ) -> list[AuditFinding]:
-    """The agent's password must be locked ('!' or '*' in the shadow field).
+    """The agent's password must be locked (:func:`wizard.policy.accounts.password_state`).
 
     ``prefix`` is the ``--root`` directory, for a remedy that edits that tree.
     """
     where = f"--prefix {shlex.quote(prefix)} " if prefix else ""
     remedy = f"usermod {where}--lock {agent}"
-    if shadow_text is None:
+    state = password_state(shadow_text, agent)
+    if state is PasswordState.LOCKED:
+        return []
+    if state is PasswordState.UNREADABLE:
+        summary = f"cannot read {shadow_path} to confirm the agent's password is locked"
+        return [AuditFinding("audit.safety.password", Severity.MEDIUM, summary, remedy=remedy)]
+    if state is PasswordState.NO_ENTRY:
+        summary = f"no entry for {agent} in {shadow_path}; cannot confirm its password is locked"
+        return [AuditFinding("audit.safety.password", Severity.MEDIUM, summary, remedy=remedy)]
+    if state is PasswordState.EMPTY:
         return [
             AuditFinding(
                 id="audit.safety.password",
-                severity=Severity.MEDIUM,
-                summary=f"cannot read {shadow_path} to confirm the agent's password is locked",
-                remedy=remedy,
-            )
-        ]
-    for line in shadow_text.splitlines():
-        fields = line.split(":")
-        if len(fields) < 2 or fields[0] != agent:
-            continue
-        password = fields[1]
-        if password.startswith(("!", "*")):
-            return []
-        if password == "":
-            return [
-                AuditFinding(
-                    id="audit.safety.password",
-                    severity=Severity.CRITICAL,
-                    summary=f"the agent {agent} has an EMPTY password in {shadow_path}",
-                    detail="Anyone can log in or su to the agent without a password.",
-                    remedy=remedy,
-                )
-            ]
-        return [
-            AuditFinding(
-                id="audit.safety.password",
-                severity=Severity.HIGH,
-                summary=f"the agent {agent} has a usable password in {shadow_path}",
-                detail="The agent account must be reachable only through the launcher.",
+                severity=Severity.CRITICAL,
+                summary=f"the agent {agent} has an EMPTY password in {shadow_path}",
+                detail="Anyone can log in or su to the agent without a password.",
                 remedy=remedy,
             )
         ]
     return [
         AuditFinding(
             id="audit.safety.password",
-            severity=Severity.MEDIUM,
-            summary=f"no entry for {agent} in {shadow_path}; cannot confirm its password is locked",
+            severity=Severity.HIGH,
+            summary=f"the agent {agent} has a usable password in {shadow_path}",
+            detail="The agent account must be reachable only through the launcher.",
             remedy=remedy,
         )
     ]
-
-
-@dataclass(frozen=True)
-class SudoersHit:
-    """One sudoers rule that applies to the agent."""
-
-    path: str
-    line: int
-    text: str
-    nopasswd: bool
-
-
-_ALIAS_KINDS = ("User_Alias", "Runas_Alias", "Host_Alias", "Cmnd_Alias", "Cmd_Alias")
-_USER_LIST = re.compile(r"^\s*((?:!?[^\s,=]+\s*,\s*)*!?[^\s,=]+)\s+(\S.*)$")
-
-
-def _logical_lines(text: str) -> Iterable[tuple[int, str]]:
-    """Lines with backslash continuations joined and comments removed, numbered."""
-    pending = ""
-    start = 0
-    for number, raw in enumerate(text.splitlines(), 1):
-        if not pending:
-            start = number
-        if raw.rstrip().endswith("\\"):
-            pending += raw.rstrip()[:-1] + " "
-            continue
-        line = pending + raw
-        pending = ""
-        # '#' starts a comment, except '#123' (a uid) and the #include directives.
-        stripped = line.strip()
-        if not stripped or stripped.startswith(("#include", "@include")):
-            continue
-        line = re.sub(r"(^|\s)#(?!\d).*$", "", line).strip()
-        if line:
-            yield start, line
-
-
-def find_sudoers_rules(
-    files: Mapping[str, str], agent: str, uid: int, groups: Mapping[str, int]
-) -> list[SudoersHit]:
-    """Rules in the sudoers ``files`` (path -> text) whose user list matches the agent.
-
-    The agent matches by name, ``#uid``, ``%group``/``%#gid`` of any of its
-    ``groups`` (name -> gid), ``ALL``, or a ``User_Alias`` that does.
-    """
-    logical = [(path, n, line) for path, text in files.items() for n, line in _logical_lines(text)]
-    aliases: dict[str, list[str]] = {}
-    for _path, _n, line in logical:
-        if line.startswith("User_Alias"):
-            for definition in line[len("User_Alias") :].split(":"):
-                name, _, members = definition.partition("=")
-                aliases[name.strip()] = [m.strip() for m in members.split(",") if m.strip()]
-
-    def matches(item: str, depth: int = 0) -> bool:
-        if item.startswith("!"):
-            return False  # a negation excludes; it never grants
-        if item in ("ALL", agent, f"#{uid}"):
-            return True
-        if item.startswith("%#"):
-            return item[2:].isdigit() and int(item[2:]) in groups.values()
-        if item.startswith("%"):
-            return item[1:] in groups
-        if item in aliases and depth < 8:
-            return any(matches(member, depth + 1) for member in aliases[item])
-        return False
-
-    hits = []
-    for path, number, line in logical:
-        first = line.split(None, 1)[0]
-        if first.startswith("Defaults") or first in _ALIAS_KINDS:
-            continue
-        parsed = _USER_LIST.match(line)
-        if parsed is None:
-            continue
-        users = [u.strip() for u in parsed.group(1).split(",")]
-        if any(matches(u) for u in users):
-            hits.append(SudoersHit(path, number, line, "NOPASSWD" in parsed.group(2)))
-    return hits
 
 
 def judge_sudoers(hits: Iterable[SudoersHit], agent: str) -> list[AuditFinding]:

@@ -39,9 +39,7 @@ No Textual import on this path.
 
 from __future__ import annotations
 
-import argparse
 import shlex
-import sys
 from pathlib import Path
 
 from checks.model import Report
@@ -49,7 +47,6 @@ from wizard.audit.drift import drift_findings
 from wizard.audit.grade import grade
 from wizard.audit.mode import claude_findings, mode_findings
 from wizard.audit.model import AuditFinding, AuditReport, Severity
-from wizard.audit.render import render_json, render_text
 from wizard.audit.safety import (
     agent_findings,
     claude_facts,
@@ -59,7 +56,6 @@ from wizard.audit.safety import (
 from wizard.base.accounts import Account, lookup_user
 from wizard.base.claude_version import read_claude_version
 from wizard.base.errors import InputError
-from wizard.base.exitcodes import ExitCode
 from wizard.base.launcher_config import LauncherConfig, parse_launcher_config
 from wizard.base.paths import Layout
 from wizard.configure.answers import Answers
@@ -214,15 +210,3 @@ def audit(layout: Layout, timeout: float = 10.0, as_user: str | None = None) -> 
         unsafe=unsafe,
         report=report,
     )
-
-
-def run_audit(args: argparse.Namespace) -> int:
-    """The ``--audit`` entry point: print the report, return the exit code."""
-    layout = Layout.for_root(args.root)
-    result = audit(
-        layout,
-        timeout=float(getattr(args, "timeout", 10.0) or 10.0),
-        as_user=getattr(args, "as_user", None),
-    )
-    sys.stdout.write(render_json(result) if args.json else render_text(result))
-    return int(ExitCode.OK if result.clean else ExitCode.FINDINGS)

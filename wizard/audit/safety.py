@@ -14,7 +14,6 @@ from pathlib import Path, PurePosixPath
 
 from wizard.audit.model import AuditFinding, Severity
 from wizard.audit.rules import (
-    find_sudoers_rules,
     judge_agent_home,
     judge_owned_file,
     judge_parent_dirs,
@@ -22,10 +21,12 @@ from wizard.audit.rules import (
     judge_sudoers,
     judge_workspace,
 )
+from wizard.base.account_files import agent_groups, read_text_or_none, sudoers_files
 from wizard.base.accounts import Account
 from wizard.base.launcher_config import LauncherConfig
 from wizard.base.pathfacts import PathFacts, path_facts
 from wizard.base.paths import Layout
+from wizard.policy.sudoers import find_sudoers_rules
 from wizard.policy.trust import trusted_owners
 
 # POSIX ACL xattr format (linux/posix_acl_xattr.h): a u32 version, then entries
@@ -68,54 +69,6 @@ def agent_can_write(facts: PathFacts, real: Path, uid: int, gids: set[int]) -> b
         if in_group and perm & mask & _WX == _WX:
             return True
     return any(tag == _ACL_OTHER and perm & _WX == _WX for tag, perm, _ in entries)
-
-
-def agent_groups(layout: Layout, agent: Account) -> dict[str, int]:
-    """The agent's groups (name -> gid): its primary group and every membership."""
-    groups: dict[str, int] = {}
-    try:
-        text = layout.real("/etc/group").read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        text = ""
-    for line in text.splitlines():
-        fields = line.split(":")
-        if len(fields) < 4 or not fields[2].isdigit():
-            continue
-        gid = int(fields[2])
-        if gid == agent.gid or agent.name in fields[3].split(","):
-            groups[fields[0]] = gid
-    if agent.gid not in groups.values():
-        groups[str(agent.gid)] = agent.gid
-    return groups
-
-
-def _read(real: Path) -> str | None:
-    try:
-        return real.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return None
-
-
-def sudoers_files(layout: Layout) -> dict[str, str]:
-    """/etc/sudoers and the files sudo would include from /etc/sudoers.d."""
-    files: dict[str, str] = {}
-    main = layout.real("/etc/sudoers")
-    text = _read(main)
-    if text is not None:
-        files[str(main)] = text
-    included = layout.real("/etc/sudoers.d")
-    try:
-        names = sorted(os.listdir(included))
-    except OSError:
-        names = []
-    for name in names:
-        # sudo's @includedir skips names ending in '~' or containing a '.'.
-        if name.endswith("~") or "." in name:
-            continue
-        text = _read(included / name)
-        if text is not None:
-            files[str(included / name)] = text
-    return files
 
 
 @dataclass(frozen=True)
@@ -221,5 +174,5 @@ def agent_findings(
     found += judge_sudoers(hits, agent.name)
     shadow = layout.real("/etc/shadow")
     prefix = None if layout.live else str(layout.root)
-    found += judge_password(_read(shadow), agent.name, str(shadow), prefix)
+    found += judge_password(read_text_or_none(shadow), agent.name, str(shadow), prefix)
     return found

@@ -10,6 +10,7 @@ class ExitCode(enum.IntEnum):
     FINDINGS = 1  # a check failed, drift found
     USAGE = 2  # usage or input error, nothing written
     REFUSED = 3  # fail-closed refusal
+    INTERNAL = 70  # an unexpected exception: a bug (EX_SOFTWARE), never "findings"
     INTERRUPTED = 130
 
 
@@ -19,4 +20,6 @@ EXIT_CODES_HELP = """exit codes:
   2    usage or input error; nothing was written
   3    refused, fail-closed (unsafe without acceptance, sandbox not verified,
        config failed the strict-mode check)
+  70   internal error: a bug; one line on stderr, the traceback in the state
+       directory's crash.log
   130  interrupted"""

@@ -1,50 +1,45 @@
 """Whether an existing account may become the agent user (DESIGN.md invariant 5).
 
-The audit's own rules (sudoers, password, admin groups), run before an apply
-instead of after it, so a plan never hands Claude Code an account that can become
-root or be logged into.
+The rules of :mod:`wizard.policy.accounts` and :mod:`wizard.policy.sudoers` (the
+audit judges with the same ones), run before an apply instead of after it, so a
+plan never hands Claude Code an account that can become root or be logged into.
 """
 
 from __future__ import annotations
 
+from wizard.base.account_files import agent_groups, read_text_or_none, sudoers_files
 from wizard.base.accounts import Account
 from wizard.base.errors import RefusedError
 from wizard.base.paths import Layout
 from wizard.configure import users
-
-# Membership in these groups is a way to root (sudo's defaults, su's pam_wheel).
-_ADMIN_GROUPS = frozenset({"root", "sudo", "wheel", "admin"})
+from wizard.policy.accounts import PasswordState, admin_memberships, password_state
+from wizard.policy.sudoers import find_sudoers_rules
 
 
 def check_existing_agent(layout: Layout, agent: Account) -> None:
     """An existing account becomes the agent only if it cannot become root and cannot
-    be logged into (DESIGN.md invariant 5): the audit's own rules, run before the
-    apply instead of after it. Refused (exit 3) with what was found and the fix."""
-    from wizard.audit.model import Severity
-    from wizard.audit.rules import find_sudoers_rules, judge_password, judge_sudoers
-    from wizard.audit.safety import agent_groups, sudoers_files
-
+    be logged into. Refused (exit 3) with what was found and the fix."""
     groups = agent_groups(layout, agent)
-    found = judge_sudoers(
-        find_sudoers_rules(sudoers_files(layout), agent.name, agent.uid, groups), agent.name
-    )
+    problems = []
+    for hit in find_sudoers_rules(sudoers_files(layout), agent.name, agent.uid, groups):
+        nopasswd = " with NOPASSWD" if hit.nopasswd else ""
+        problems.append(
+            f"sudoers rule for the agent {agent.name}{nopasswd}: {hit.path}:{hit.line}: "
+            f"{hit.text} (fix: visudo -f {hit.path}  # delete line {hit.line})"
+        )
     shadow = layout.real("/etc/shadow")
-    prefix = None if layout.live else str(layout.root)
-    try:
-        shadow_text: str | None = shadow.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        shadow_text = None
-    found += [
-        f
-        for f in judge_password(shadow_text, agent.name, str(shadow), prefix)
-        if f.severity >= Severity.HIGH  # a usable or empty password, not "cannot read"
-    ]
-    problems = [f"{f.summary} (fix: {f.remedy})" for f in found]
-    admin = sorted(name for name, gid in groups.items() if name in _ADMIN_GROUPS or gid == 0)
+    state = password_state(read_text_or_none(shadow), agent.name)
+    if state in (PasswordState.EMPTY, PasswordState.USABLE):  # not "cannot read"
+        prefix = "" if layout.live else f"--prefix {layout.root} "
+        what = "an EMPTY" if state is PasswordState.EMPTY else "a usable"
+        problems.append(
+            f"the agent {agent.name} has {what} password in {shadow} "
+            f"(fix: usermod {prefix}--lock {agent.name})"
+        )
     problems += [
         f"the agent {agent.name} is in group {name} (fix: "
         f"{' '.join(users.remove_from_group_argv(layout, agent.name, name))})"
-        for name in admin
+        for name in admin_memberships(groups)
     ]
     if problems:
         raise RefusedError(

@@ -55,6 +55,7 @@ exit codes:
   2    usage error
   3    refused, fail-closed (untrusted or invalid config, sandbox not verified,
        unsafe without recorded acceptance, missing agent user or tool)
+  70   internal error (a bug; the traceback is in the state directory's crash.log)
   130  interrupted
   other: Claude Code's exit status (128+N when it died of signal N)"""
 
@@ -250,13 +251,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         return int(ExitCode.INTERRUPTED)
     except Exception as exc:
-        # Fail closed: whatever went wrong, nothing may start half-checked.
-        print(
-            f"sandbox-launch: refused: unexpected error ({type(exc).__name__}: {exc}); "
-            "Claude Code was not started, or was stopped",
-            file=sys.stderr,
-        )
-        return int(ExitCode.REFUSED)
+        # Fail closed: whatever went wrong, nothing may start half-checked. A bug is
+        # exit 70 (a config problem is always a RefusedError, exit 3).
+        from wizard.base.crashlog import report_crash
+
+        print("sandbox-launch: Claude Code was not started, or was stopped", file=sys.stderr)
+        report_crash("sandbox-launch", exc, _state_dir())
+        return int(ExitCode.INTERNAL)
+
+
+def _state_dir() -> Path | None:
+    try:
+        import platformdirs
+
+        return Path(platformdirs.user_state_path("sandbox-setup"))
+    except Exception:
+        return None
 
 
 if __name__ == "__main__":

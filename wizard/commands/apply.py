@@ -1,4 +1,4 @@
-"""The headless path: ``sandbox-setup --headless`` and ``sandbox-setup --undo``.
+"""The headless path: ``sandbox-setup --headless``.
 
 ``run_headless(args)``: answers from flags (``--mode ...``) or a file
 (``--answers FILE``), live probes (as the agent user when it exists on the live
@@ -6,9 +6,6 @@ system), then :func:`wizard.configure.plan.build_plan`. Without ``--yes`` it pri
 plan and writes nothing; ``--dry-run`` adds every unified diff and command (and
 never writes, even with ``--yes``); ``--json`` prints the actions and whether
 anything changed (or would change), for configuration-management tools.
-
-``run_undo(args)``: shows (or with ``--yes`` reverts) the last apply; exit 1 when
-something could not be undone or was left as it is (it changed since).
 
 Data goes to stdout, diagnostics to stderr. ``--mode unsafe`` without
 ``--accept-unsafe-root`` is refused with exit 3 (DESIGN.md: "refused: unsafe
@@ -46,7 +43,12 @@ _ANSWER_FLAGS = (
 )
 
 
-def _layout(args: argparse.Namespace) -> Layout:
+def root_flag(layout: Layout) -> str:
+    """`` --root DIR`` for a command to paste, when not the live system."""
+    return "" if layout.live else f" --root {layout.root}"
+
+
+def layout_from_args(args: argparse.Namespace) -> Layout:
     root = Path(args.root or "/")
     if not root.is_dir():
         raise InputError(f"--root {root}: not a directory")
@@ -128,7 +130,7 @@ def run_headless(args: argparse.Namespace) -> int:
     from wizard.configure.apply import apply_plan
     from wizard.configure.plan import build_plan
 
-    layout = _layout(args)
+    layout = layout_from_args(args)
     answers = answers_from_args(args, layout)
     validate_answers(answers, layout)  # fail fast, before the probes
     report = gather_report(answers, layout, float(getattr(args, "timeout", 10.0) or 10.0))
@@ -174,45 +176,7 @@ def run_headless(args: argparse.Namespace) -> int:
         for line in result.changed:
             print(f"changed: {line}")
         print(f"Applied: {len(result.changed)} changed, {len(result.unchanged)} unchanged.")
-        print("Undo with: sandbox-setup --undo --yes" + _root_flag(layout))
+        print("Undo with: sandbox-setup --undo --yes" + root_flag(layout))
     else:
         print("No change: the system already matches the answers.")
-    return int(ExitCode.OK)
-
-
-def _root_flag(layout: Layout) -> str:
-    return "" if layout.live else f" --root {layout.root}"
-
-
-def run_undo(args: argparse.Namespace) -> int:
-    from wizard.configure.journal import describe_entry, is_left, last_transaction, undo_last
-
-    layout = _layout(args)
-    if not args.yes:
-        found = last_transaction(layout)
-        if found is None:
-            print("Nothing to undo.")
-            return int(ExitCode.OK)
-        txn, entries = found
-        print(f"Undo of apply {txn} would:")
-        for entry in reversed(entries):
-            line = describe_entry(entry)
-            if line:
-                print(f"  {line}")
-        print("sandbox-setup: nothing changed; add --yes to undo", file=sys.stderr)
-        return int(ExitCode.OK)
-    done = undo_last(layout)
-    if not done:
-        print("Nothing to undo.")
-    for line in done:
-        print(line)
-    left = [line for line in done if is_left(line)]
-    if left:
-        # Exit 1 ("findings"): the undo ran, but the system is not back where it was.
-        print(
-            f"sandbox-setup: undo finished, but {len(left)} thing(s) were left as they are "
-            "(see above); fix them by hand",
-            file=sys.stderr,
-        )
-        return int(ExitCode.FINDINGS)
     return int(ExitCode.OK)

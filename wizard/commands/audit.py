@@ -1,0 +1,26 @@
+"""``sandbox-setup --audit [--json] [--root DIR]``: print the audit, exit 0 or 1.
+
+The audit itself is :func:`wizard.audit.runner.audit`; no Textual on this path.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from wizard.audit.render import render_json, render_text
+from wizard.audit.runner import audit
+from wizard.base.exitcodes import ExitCode
+from wizard.base.paths import Layout
+
+
+def run_audit(args: argparse.Namespace) -> int:
+    """The ``--audit`` entry point: print the report, return the exit code."""
+    layout = Layout.for_root(args.root)
+    result = audit(
+        layout,
+        timeout=float(getattr(args, "timeout", 10.0) or 10.0),
+        as_user=getattr(args, "as_user", None),
+    )
+    sys.stdout.write(render_json(result) if args.json else render_text(result))
+    return int(ExitCode.OK if result.clean else ExitCode.FINDINGS)

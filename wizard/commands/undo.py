@@ -1,0 +1,46 @@
+"""``sandbox-setup --undo [--yes]``: show (or with ``--yes`` revert) the last apply.
+
+Exit 1 when something could not be undone or was left as it is (it changed since).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from wizard.base.exitcodes import ExitCode
+from wizard.commands.apply import layout_from_args
+
+
+def run_undo(args: argparse.Namespace) -> int:
+    from wizard.configure.journal import describe_entry, is_left, last_transaction, undo_last
+
+    layout = layout_from_args(args)
+    if not args.yes:
+        found = last_transaction(layout)
+        if found is None:
+            print("Nothing to undo.")
+            return int(ExitCode.OK)
+        txn, entries = found
+        print(f"Undo of apply {txn} would:")
+        for entry in reversed(entries):
+            line = describe_entry(entry)
+            if line:
+                print(f"  {line}")
+        print("sandbox-setup: nothing changed; add --yes to undo", file=sys.stderr)
+        return int(ExitCode.OK)
+    done = undo_last(layout)
+    if not done:
+        print("Nothing to undo.")
+    for line in done:
+        print(line)
+    left = [line for line in done if is_left(line)]
+    if left:
+        # Exit 1 ("findings"): the undo ran, but the system is not back where it was.
+        print(
+            f"sandbox-setup: undo finished, but {len(left)} thing(s) were left as they are "
+            "(see above); fix them by hand",
+            file=sys.stderr,
+        )
+        return int(ExitCode.FINDINGS)
+    return int(ExitCode.OK)
