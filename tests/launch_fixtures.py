@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from tests.installed import installed_copy
 from tests.tools import REPO, require_root, require_tool
 from wizard.base.choices import Mode
 from wizard.base.launcher_config import LauncherConfig, UnsafeAcceptance, render_launcher_config
@@ -266,9 +267,15 @@ def run_launcher(
     timeout: float = 120,
     preexec_user: int | None = None,
 ) -> subprocess.CompletedProcess[str]:
-    """Run ``sandbox-launch`` (this checkout's) as a separate process."""
+    """Run ``sandbox-launch`` as a separate process: this checkout's, or, as another
+    user (``preexec_user``), the session's world-readable installed copy."""
     argv = [sys.executable, "-m", "wizard.launcher"]
+    cwd = REPO
+    run_env = dict(env if env is not None else launcher_env())
     if preexec_user is not None:
+        run_env.pop("PYTHONPATH", None)  # the copy, never the checkout
+        argv = [str(installed_copy().python), "-m", "wizard.launcher"]
+        cwd = Path("/")
         argv = [
             "/usr/bin/setpriv",
             f"--reuid={preexec_user}",
@@ -282,8 +289,8 @@ def run_launcher(
     argv += ["--config", str(config), "--", *claude_args]
     return subprocess.run(
         argv,
-        env=dict(env if env is not None else launcher_env()),
-        cwd=REPO,
+        env=run_env,
+        cwd=cwd,
         capture_output=True,
         text=True,
         timeout=timeout,

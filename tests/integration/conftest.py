@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.containers import ProjectInstall, install_project, make_workdir
+from tests.installed import ProjectInstall, install_project
+from tests.integration.containers import make_workdir
 from tests.tools import require_root, require_tool
 
 

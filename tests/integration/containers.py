@@ -11,7 +11,7 @@ Places a test can run a command (each is one :class:`Place`, ``place.run(argv)``
   (``unshare -m --propagation private``), so the host's mount table never changes.
 - :class:`RootBwrap`: inside an outer bubblewrap started by root.
 
-:func:`install_project` builds a venv of Debian's ``/usr/bin/python3`` under a
+:func:`tests.installed.install_project` builds a venv of Debian's ``/usr/bin/python3`` under a
 0755 directory outside ``/root`` with the project copied in, because a
 user-namespaced container cannot read ``/root`` (where ``.venv`` lives).
 
@@ -22,7 +22,6 @@ place and split their output back apart, so a scenario costs one container start
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import json
 import re
 import shlex
@@ -36,10 +35,6 @@ from pathlib import Path
 from typing import Any, Protocol
 
 REPO = Path(__file__).resolve().parents[2]
-PROJECT_PACKAGES = ("checks", "wizard", "screens", "assets")
-# Pure-Python runtime deps the --check path imports; textual is left out on
-# purpose (the check path must not need it).
-RUNTIME_DEPS = ("platformdirs", "tomlkit")
 
 # fmt: off
 # Docker's default capability set (moby's oci/caps/defaults.go).
@@ -363,55 +358,6 @@ class RuncContainer:
             timeout=60,
             check=False,
         )
-
-
-@dataclass(frozen=True)
-class ProjectInstall:
-    """The project installed where any user, mapped or not, can run it."""
-
-    root: Path
-    python: Path
-
-    def wizard(self, *args: str) -> list[str]:
-        """argv for ``python -m wizard ARGS`` with this install's Python."""
-        return [str(self.python), "-m", "wizard", *args]
-
-
-def _module_dir(name: str) -> Path:
-    module = importlib.import_module(name)
-    if module.__file__ is None:
-        raise RuntimeError(f"{name} is not installed as files; cannot copy it")
-    return Path(module.__file__).resolve().parent
-
-
-def install_project(base: Path) -> ProjectInstall:
-    """A venv of Debian's /usr/bin/python3 under ``base`` with the project copied in.
-
-    ``base`` must be outside /root and outside any tmpfs the place mounts (e.g.
-    under /var/tmp); everything is made world-readable.
-    """
-    base.mkdir(parents=True, exist_ok=True)
-    base.chmod(0o755)
-    venv = base / "venv"
-    subprocess.run(
-        ["/usr/bin/python3", "-m", "venv", "--without-pip", str(venv)],
-        check=True,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-    )
-    site = next((venv / "lib").glob("python3*/site-packages"))
-    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
-    for package in PROJECT_PACKAGES:
-        if (REPO / package).is_dir():
-            shutil.copytree(REPO / package, site / package, ignore=ignore)
-    for dep in RUNTIME_DEPS:
-        shutil.copytree(_module_dir(dep), site / dep, ignore=ignore)
-    for path in [base, *base.rglob("*")]:
-        if path.is_symlink():
-            continue
-        mode = path.stat().st_mode & 0o777
-        path.chmod(mode | (0o055 if path.is_dir() or mode & 0o100 else 0o044))
-    return ProjectInstall(root=base, python=venv / "bin" / "python")
 
 
 def make_workdir(prefix: str = "sandbox-setup-it-") -> Path:

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.containers import ContainerConfig, ProjectInstall, RuncContainer
+from tests.installed import ProjectInstall
+from tests.integration.containers import ContainerConfig, RuncContainer
 from tests.integration.test_audit_drift import Setup, assert_clean, make_setup, parse_audit
 from tests.tools import claude_binary, require_tool
 

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.installed import ProjectInstall
 from tests.integration.containers import (
     DOCKER_CAPS,
     DOCKER_MASKED_PATHS,
@@ -24,7 +25,6 @@ from tests.integration.containers import (
     ContainerConfig,
     HostPlace,
     Place,
-    ProjectInstall,
     RootBwrap,
     RuncContainer,
     Section,

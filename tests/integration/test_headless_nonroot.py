@@ -9,14 +9,14 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.core_fixtures import REPO, make_target_root, snapshot
+from tests.core_fixtures import make_target_root, snapshot
+from tests.installed import installed_copy
 from tests.tools import require_root, require_tool
 
 pytestmark = pytest.mark.integration
@@ -26,14 +26,7 @@ NOBODY = 65534
 @pytest.fixture
 def root() -> Iterator[Path]:
     require_root()
-    setpriv = require_tool("setpriv")
-    probe = subprocess.run(
-        [setpriv, "--reuid", str(NOBODY), "--regid", str(NOBODY), "--clear-groups",
-         sys.executable, "-c", "import wizard.commands.apply"],
-        cwd=REPO, capture_output=True, text=True, check=False,
-    )  # fmt: skip
-    if probe.returncode != 0:
-        pytest.skip(f"nobody cannot run this checkout's Python: {probe.stderr.strip()}")
+    require_tool("setpriv")
     # /tmp/pytest-of-root is 0700: nobody needs a tree it can reach.
     base = Path(tempfile.mkdtemp(prefix="sandbox-setup-nonroot-", dir="/var/tmp"))
     os.chmod(base, 0o755)
@@ -53,8 +46,8 @@ def as_nobody(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env["HOME"] = str(root / "home/nobody")
     return subprocess.run(
         ["setpriv", "--reuid", str(NOBODY), "--regid", str(NOBODY), "--clear-groups",
-         sys.executable, "-m", "wizard", "--headless", "--root", str(root), *args],
-        cwd=REPO, env=env, capture_output=True, text=True, check=False, timeout=240,
+         str(installed_copy().python), "-m", "wizard", "--headless", "--root", str(root), *args],
+        cwd="/", env=env, capture_output=True, text=True, check=False, timeout=240,
     )  # fmt: skip
 
 
