@@ -72,13 +72,27 @@ def test_probing_as_an_unprivileged_user(host_report) -> None:
     assert report["as_user"] == "nobody" and report["host"]["probe_uid"] == 65534
     for check_id in (*MUST_PASS, "bwrap.nested", "bwrap.nested_weak"):
         assert checks[check_id]["status"] == "pass", (checks[check_id], stderr)
-    # as root, bwrap's covers over /proc/irq etc. make the nested strong form fail,
-    # and the check names that cause
-    root_nested = by_id(host_report[1])["bwrap.nested"]
-    if os.geteuid() == 0:
-        assert root_nested["status"] == "fail"
-        assert "cause: outer-sandbox-by-root" in root_nested["detail"]
     assert report["host"]["inner_sandbox"] == "strong"
+
+
+def test_root_is_told_the_truth_about_the_sandbox_path(host_report) -> None:
+    """As root, --check probes as the agent the launcher would run (a stand-in before
+    it exists), says so, and on this healthy host exits 0 recommending the strong
+    inner sandbox; only --as-user root shows what root's own sandbox gets."""
+    require_root()
+    rc, report, stderr = host_report
+    checks = by_id(report)
+    assert report["as_user"] == "nobody", report["as_user"]
+    assert any("stand-in" in note for note in report["host"]["probe_notes"])
+    assert checks["bwrap.nested"]["status"] == "pass", checks["bwrap.nested"]
+    assert report["recommendation"]["mode"] == "sandbox"
+    assert report["host"]["inner_sandbox"] == "strong"
+    failing = [c["id"] for c in report["checks"] if c["status"] in ("fail", "error")]
+    assert rc == (1 if failing else 0) and "bwrap.nested" not in failing, stderr
+    # root's own sandbox covers /proc/irq etc., so the strong form fails for it
+    _, as_root, _ = run_check("--as-user", "root")
+    nested = by_id(as_root)["bwrap.nested"]
+    assert nested["status"] == "fail" and "cause: outer-sandbox-by-root" in nested["detail"]
 
 
 @pytest.mark.parametrize(
@@ -179,11 +193,12 @@ def test_root_guard_with_the_real_claude_code(host_report) -> None:
     require_root()
     claude = require_tool("claude")
     ids = ("claude.installed", "claude.root_guard")
-    _, as_root, stderr = run_check("--claude", claude, *ids)
+    _, as_root, stderr = run_check("--claude", claude, "--as-user", "root", *ids)
     guard = by_id(as_root)["claude.root_guard"]
     assert guard["status"] == "warn" and "cause: root-guard-blocks" in guard["detail"], stderr
     installed = by_id(as_root)["claude.installed"]
     assert installed["status"] == "pass" and "Claude Code" in installed["summary"]
-    _, as_nobody, stderr = run_check("--claude", claude, "--as-user", "nobody", *ids)
-    guard = by_id(as_nobody)["claude.root_guard"]
-    assert guard["status"] == "pass" and "not root" in guard["summary"], (guard, stderr)
+    for who in (("--as-user", "nobody"), ()):  # root's plain --check probes as the agent
+        _, as_nobody, stderr = run_check("--claude", claude, *who, *ids)
+        guard = by_id(as_nobody)["claude.root_guard"]
+        assert guard["status"] == "pass" and "not root" in guard["summary"], (guard, stderr)

@@ -48,3 +48,19 @@ def test_an_agent_only_in_the_tree_is_not_mistaken_for_a_live_one(tmp_path: Path
         "root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534::/nonexistent:/bin/sh\n"
     )
     assert choose_probe_user(Mode.USER, "nobody", layout_same) == ("nobody", [])
+
+
+@pytest.mark.parametrize(
+    ("uid_map", "uid", "mapped"),
+    [
+        ("         0          0 4294967295\n", 65534, True),  # the initial namespace
+        ("         0          0          1\n", 65534, False),  # unshare -Ur: only root
+        ("         0     100000      65536\n", 65534, True),  # a container's range
+        ("         0     100000      65534\n", 65534, False),
+        ("", 0, False),
+    ],
+)
+def test_uid_mapped(uid_map: str, uid: int, mapped: bool) -> None:
+    from wizard.configure.probes import uid_mapped
+
+    assert uid_mapped(uid, uid_map) is mapped

@@ -8,14 +8,20 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 from typing import TextIO
 
 from checks.model import Report, Status
 from checks.registry import CHECKS
+from wizard.base.choices import Mode
+from wizard.base.errors import SetupError
 from wizard.base.exitcodes import ExitCode
-from wizard.configure.probes import run_live_checks
+from wizard.base.launcher_config import parse_launcher_config
+from wizard.base.paths import Layout
+from wizard.configure.answers import DEFAULT_AGENT_USER
+from wizard.configure.probes import choose_probe_user, run_live_checks
 
 LABEL = {
     Status.PASS: "PASS ",
@@ -48,6 +54,10 @@ def render_report(report: Report, out: TextIO) -> None:
             out.write(f"      {'':<{width}}  remedy: {lines[0]}\n")
             for line in lines[1:]:
                 out.write(f"      {'':<{width}}          {line}\n")
+    for note in host.get("probe_notes") or []:
+        out.write(f"note: {note}\n")
+    if host.get("probe_notes"):
+        out.write("\n")
     rec = report.recommendation
     inner = host.get("inner_sandbox")
     suffix = f" (inner sandbox: {inner})" if rec.mode == "sandbox" and inner else ""
@@ -55,13 +65,40 @@ def render_report(report: Report, out: TextIO) -> None:
     out.write(f"  {rec.reason}\n")
 
 
+def probe_user(args: argparse.Namespace) -> tuple[str | None, list[str]]:
+    """Whom the live probes run as: ``--as-user``, else, for root, the agent the
+    launcher would run (the configured one, or ``claude-agent``), or an
+    unprivileged stand-in before it exists. A sandbox started by root has covers
+    an agent's does not, so a probe as root would not tell root the truth about
+    the sandbox path (:mod:`wizard.configure.probes`)."""
+    if args.as_user:
+        return args.as_user, []
+    if os.geteuid() != 0:
+        return None, []
+    layout = Layout.for_root(args.root)
+    mode, agent = None, DEFAULT_AGENT_USER
+    try:
+        config = parse_launcher_config(
+            layout.real(layout.launcher_config).read_text(encoding="utf-8"),
+            str(layout.launcher_config),
+        )
+        mode, agent = config.mode, config.agent_user
+    except (OSError, UnicodeDecodeError, SetupError):
+        pass  # no setup yet (or a broken one, which --audit reports): the default agent
+    as_user, notes = choose_probe_user(mode, agent, layout)
+    if as_user is None and mode is Mode.UNSAFE:
+        notes = ["unsafe mode is configured: Claude Code runs as root, so the probes did too"]
+    return as_user, notes
+
+
 def run_check(args: argparse.Namespace) -> int:
     if args.list_checks:
         render_list(sys.stdout)
         return int(ExitCode.OK)
+    as_user, notes = probe_user(args)
     report = run_live_checks(
         args.ids or None,
-        as_user=args.as_user,
+        as_user=as_user,
         root=Path(args.root),
         timeout=args.timeout,
         claude=getattr(args, "claude", None),
@@ -69,6 +106,7 @@ def run_check(args: argparse.Namespace) -> int:
         # tree or a mounted image); --headless and --audit keep the live /proc.
         system_root=Path(args.root),
     )
+    report.host["probe_notes"] = notes
     if args.json:
         json.dump(report.to_json(), sys.stdout, indent=2)
         sys.stdout.write("\n")

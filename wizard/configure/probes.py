@@ -24,6 +24,25 @@ from wizard.policy.trust import untrusted_reason
 STAND_IN = "nobody"
 
 
+def uid_mapped(uid: int, uid_map: str | None = None) -> bool:
+    """Whether ``uid`` exists in this process's user namespace (``/proc/self/uid_map``),
+    so ``setpriv`` can switch to it; in a user namespace that maps only root (a
+    container, ``unshare -Ur``), an unprivileged stand-in cannot be used."""
+    if uid_map is None:
+        try:
+            with open("/proc/self/uid_map", encoding="ascii") as handle:
+                uid_map = handle.read()
+        except OSError:
+            return True  # no procfs to ask: let setpriv say
+    for line in uid_map.splitlines():
+        fields = line.split()
+        if len(fields) == 3 and all(f.isdigit() for f in fields):
+            inside, _outside, count = map(int, fields)
+            if inside <= uid < inside + count:
+                return True
+    return False
+
+
 def choose_probe_user(
     mode: Mode | None, agent_user: str | None, layout: Layout
 ) -> tuple[str | None, list[str]]:
@@ -46,10 +65,16 @@ def choose_probe_user(
         if in_tree is None
         else f"exists only in {layout.real('/etc/passwd')}, not on this live system"
     )
-    if lookup_user(STAND_IN) is None:
+    stand_in = lookup_user(STAND_IN)
+    if stand_in is None or not uid_mapped(stand_in.uid):
+        why = (
+            f"there is no {STAND_IN} account"
+            if stand_in is None
+            else f"{STAND_IN} (uid {stand_in.uid}) has no uid in this user namespace"
+        )
         return None, [
-            f"the agent {agent_user} {where}, and there is no {STAND_IN} account: live "
-            f"probes ran as the operator ({operator}) and may pass where the agent would fail"
+            f"the agent {agent_user} {where}, and {why}: live probes ran as the operator "
+            f"({operator}) and may pass where the agent would fail"
         ]
     return STAND_IN, [
         f"the agent {agent_user} {where}: live probes ran as {STAND_IN}, an unprivileged "
