@@ -41,7 +41,7 @@ DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 DEFAULT_PROMPT = "Run the scripted command."
 FAKE_API_KEY = "sk-ant-api03-fake-key-for-tests"
 
-CredentialsVia = Literal["env", "settings"]
+CredentialsVia = Literal["env", "settings", "user-settings"]
 OutputFormat = Literal["json", "stream-json"]
 
 
@@ -192,7 +192,8 @@ def run_claude_turn(
 
     ``credentials_via="env"`` exports ``ANTHROPIC_BASE_URL`` and
     ``ANTHROPIC_API_KEY``; ``"settings"`` passes them in the ``env`` key of
-    ``--settings`` JSON instead (both work with 2.1.197). ``settings`` is more
+    ``--settings`` JSON instead, ``"user-settings"`` in the ``env`` key of
+    ``HOME/.claude/settings.json`` (all three work with 2.1.197). ``settings`` is more
     ``--settings`` JSON (flag settings); ``user_settings`` is written to
     ``HOME/.claude/settings.json`` (owned by ``as_user``); ``managed_settings``
     see the module docstring. ``skip_permissions`` adds
@@ -214,13 +215,19 @@ def run_claude_turn(
     if as_user is not None:
         env |= {"USER": as_user.name, "LOGNAME": as_user.name}
     flag_settings: dict[str, Any] = json.loads(json.dumps(settings or {}))
+    file_settings: dict[str, Any] | None = (
+        json.loads(json.dumps(user_settings)) if user_settings is not None else None
+    )
     if credentials_via == "env":
         env |= credentials
-    else:
+    elif credentials_via == "settings":
         flag_settings.setdefault("env", {}).update(credentials)
+    else:
+        file_settings = file_settings or {}
+        file_settings.setdefault("env", {}).update(credentials)
     env |= dict(env_extra or {})
-    if user_settings is not None:
-        _write_user_settings(home, user_settings, as_user)
+    if file_settings is not None:
+        _write_user_settings(home, file_settings, as_user)
 
     argv = [str(claude), "--print", "--output-format", output_format]
     if output_format == "stream-json":

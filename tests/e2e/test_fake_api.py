@@ -12,7 +12,8 @@ does with its sandbox settings when run unprivileged directly on this host
 seccomp filter; ``dangerouslyDisableSandbox`` unwraps it unless
 ``allowUnsandboxedCommands`` is false; a missing socat silently disables the
 sandbox unless ``failIfUnavailable`` is set; ``bwrapPath``/``socatPath`` count
-only in managed settings, and managed settings beat ``--settings``.
+only in managed settings, and managed settings beat ``--settings``. The
+findings, with the exact messages, are in ``docs/claude-code-behaviour.md``.
 """
 
 from __future__ import annotations
@@ -111,7 +112,7 @@ def closed_port_url() -> str:
 # -- the harness -------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("via", ["env", "settings"])
+@pytest.mark.parametrize("via", ["env", "settings", "user-settings"])
 def test_nobody_completes_a_scripted_bash_turn(
     tree: ClaudeTree, nobody: Account, marker: str, via: str
 ) -> None:
