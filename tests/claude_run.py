@@ -62,6 +62,11 @@ def claude_tree(
     """A fresh :class:`ClaudeTree` for ``account`` (default: the caller), removed afterwards."""
     base = Path(tempfile.mkdtemp(prefix=prefix))
     try:
+        closed = [p for p in base.parents if not p.stat().st_mode & 0o001]
+        if account is not None and closed:
+            raise AssertionError(
+                f"{account.name} cannot traverse {closed[0]} (no o+x): point TMPDIR elsewhere"
+            )
         base.chmod(0o755)
         tree = ClaudeTree(base, base / "home", base / "workspace", base / "tmp")
         for directory, mode in ((tree.home, 0o700), (tree.workspace, 0o755), (tree.tmp, 0o700)):
