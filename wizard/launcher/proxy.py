@@ -164,6 +164,8 @@ def start_proxy_process(
             os.kill(pid, signal.SIGKILL)
         with _suppress():
             os.waitpid(pid, 0)
+        with _suppress():
+            os.unlink(socket_path)
         raise RefusedError(
             "sandbox-launch: the egress proxy did not start; refusing to launch "
             "(nothing falls back to the host's network)"

@@ -177,7 +177,7 @@ def parse_domain_pattern(text: str) -> DomainPattern:
         raise _refuse(text, "more than one ':'")
     address = parse_address(host)
     if address is not None:
-        if address.is_unspecified:
+        if refusal_reason(address) in UNEXEMPTABLE:
             raise _refuse(
                 text, "the unspecified address means this host; use --allow-loopback-port"
             )
