@@ -34,7 +34,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tests.tools import REPO
+import pytest
+
+from tests.tools import REPO, require_root, require_tool
+from wizard.launcher.proxy import TEST_RESOLVE_ENV, bridge_argv
 
 NOBODY = 65534
 WORLD_GREETING = "hello from the world\n"
@@ -239,6 +242,22 @@ def _make_repository(base: Path, docroot: Path) -> str:
     return head
 
 
+def _mac(netns: str, dev: str) -> str:
+    info = json.loads(run(["ip", "-n", netns, "-j", "link", "show", "dev", dev]).stdout)
+    return str(info[0]["address"])
+
+
+def _static_neighbours(host_ns: str, host_dev: str, world_ns: str, world_dev: str) -> None:
+    """Each end knows the other's IPv6 addresses' MAC: no neighbour discovery delay (~1 s)."""
+    for netns, dev, peers, mac in (
+        (host_ns, host_dev, (WORLD_V6,), _mac(world_ns, world_dev)),
+        (world_ns, world_dev, ("2001:db8::1",), _mac(host_ns, host_dev)),
+    ):
+        for address in peers:
+            run(["ip", "-n", netns, "neigh", "replace", address, "lladdr", mac, "dev", dev,
+                 "nud", "permanent"])  # fmt: skip
+
+
 def _wait_for_host_service(world: World) -> None:
     url = f"http://127.0.0.1:{HOST_LOOPBACK_PORT}/secret.txt"
     for _ in range(100):
@@ -284,6 +303,7 @@ def make_world() -> Iterator[World]:
                 run(["ip", "-n", netns, "addr", "add", address, "dev", dev, *extra])
             run(["ip", "-n", netns, "link", "set", dev, "up"])
 
+        _static_neighbours(host_ns, f"np-a-{tag}", world_ns, f"np-b-{tag}")
         world = subprocess.Popen(
             ["ip", "netns", "exec", world_ns, sys.executable, "-c", WORLD_SERVER,
              str(docroot), str(cert), str(key)],
@@ -313,3 +333,36 @@ def make_world() -> Iterator[World]:
         for netns in (host_ns, world_ns):
             subprocess.run(["ip", "netns", "del", netns], capture_output=True, check=False)
         shutil.rmtree(base, ignore_errors=True)
+
+
+@dataclass
+class Proxy:
+    world: World
+    stand_in: StandIn
+    url: str  # http://127.0.0.1:PORT, the bridge to the proxy's socket
+    port: int
+
+
+@pytest.fixture(scope="module")
+def world() -> Iterator[World]:
+    require_root()
+    for tool in ("ip", "openssl", "curl", "git", "socat"):
+        require_tool(tool)
+    with make_world() as built:
+        yield built
+
+
+@pytest.fixture(scope="module")
+def egress(world: World) -> Iterator[Proxy]:
+    environ = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+               TEST_RESOLVE_ENV: str(world.resolve_map)}  # fmt: skip
+    stand_in = start_stand_in(world.base, "egress", world.host_ns, ALLOWED_PATTERNS, environ)
+    port = free_port()
+    bridge = subprocess.Popen(bridge_argv("socat", port, str(stand_in.socket_path)))
+    try:
+        wait_for_tcp("127.0.0.1", port)
+        yield Proxy(world, stand_in, f"http://127.0.0.1:{port}", port)
+    finally:
+        bridge.kill()
+        bridge.wait()
+        stand_in.stop()

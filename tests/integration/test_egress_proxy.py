@@ -18,68 +18,32 @@ import subprocess
 import sys
 import threading
 import urllib.request
-from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from tests.integration import egress_world
 from tests.integration.egress_world import (
-    ALLOWED_PATTERNS,
     HOST_LOOPBACK_PORT,
     HOST_SECRET,
     NOBODY,
     WORLD_GREETING,
     WORLD_PRIVATE,
-    StandIn,
+    Proxy,
     World,
-    free_port,
-    make_world,
     process_gone,
     start_stand_in,
-    wait_for_tcp,
 )
-from tests.tools import require_root, require_tool
+from tests.tools import require_root
 from wizard.base.errors import RefusedError
 from wizard.launcher import proxy as proxy_module
-from wizard.launcher.proxy import TEST_RESOLVE_ENV, bridge_argv, probe_proxy, start_proxy_process
+from wizard.launcher.proxy import TEST_RESOLVE_ENV, probe_proxy, start_proxy_process
 from wizard.policy.network import EgressPolicy
 
 pytestmark = pytest.mark.integration
+world = egress_world.world  # the fixtures, shared with test_egress_sandbox.py
+egress = egress_world.egress
 REFUSED = "sandbox-launch egress proxy: refused"
-
-
-@dataclass
-class Proxy:
-    world: World
-    stand_in: StandIn
-    url: str  # http://127.0.0.1:PORT, the bridge to the proxy's socket
-    port: int
-
-
-@pytest.fixture(scope="module")
-def world() -> Iterator[World]:
-    require_root()
-    for tool in ("ip", "openssl", "curl", "git", "socat"):
-        require_tool(tool)
-    with make_world() as built:
-        yield built
-
-
-@pytest.fixture(scope="module")
-def egress(world: World) -> Iterator[Proxy]:
-    environ = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-               TEST_RESOLVE_ENV: str(world.resolve_map)}  # fmt: skip
-    stand_in = start_stand_in(world.base, "egress", world.host_ns, ALLOWED_PATTERNS, environ)
-    port = free_port()
-    bridge = subprocess.Popen(bridge_argv("socat", port, str(stand_in.socket_path)))
-    try:
-        wait_for_tcp("127.0.0.1", port)
-        yield Proxy(world, stand_in, f"http://127.0.0.1:{port}", port)
-    finally:
-        bridge.kill()
-        bridge.wait()
-        stand_in.stop()
 
 
 def curl(
