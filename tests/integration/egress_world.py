@@ -41,6 +41,7 @@ from wizard.launcher.proxy import TEST_RESOLVE_ENV, bridge_argv
 
 NOBODY = 65534
 WORLD_GREETING = "hello from the world\n"
+BIG_SIZE = 4 * 1024 * 1024
 HOST_SECRET = "host-loopback-secret"
 HOST_LOOPBACK_PORT = 18320  # in np-h only; the real host's loopback is never used for it
 WORLD_V4, WORLD_V6, WORLD_PRIVATE = "203.0.113.10", "2001:db8::10", "10.77.0.10"
@@ -283,6 +284,7 @@ def make_world() -> Iterator[World]:
         docroot = base / "www"
         docroot.mkdir()
         (docroot / "hello.txt").write_text(WORLD_GREETING)
+        (docroot / "big.bin").write_bytes(os.urandom(BIG_SIZE))
         repo_head = _make_repository(base, docroot)
         cert, key = _make_certificate(base)
         resolve_map = base / "resolve.json"

@@ -17,6 +17,7 @@ import ssl
 import subprocess
 import sys
 import threading
+import time
 import urllib.request
 from pathlib import Path
 
@@ -24,6 +25,7 @@ import pytest
 
 from tests.integration import egress_world
 from tests.integration.egress_world import (
+    BIG_SIZE,
     HOST_LOOPBACK_PORT,
     HOST_SECRET,
     NOBODY,
@@ -240,6 +242,37 @@ def test_decisions_are_logged_as_json_lines(egress: Proxy) -> None:
     probes = [e for e in entries if e["host"] == "0.0.0.0"]
     assert {e["protocol"] for e in probes} == {"connect", "socks5"}
     assert not any(e["allowed"] for e in probes)
+
+
+def test_parallel_and_aborted_transfers_leave_no_thread_or_fd_behind(egress: Proxy) -> None:
+    pid = egress.stand_in.proxy_pid
+    curl(egress, "https://allowed.test/hello.txt")
+
+    def counts() -> tuple[int, int]:
+        return len(os.listdir(f"/proc/{pid}/task")), len(os.listdir(f"/proc/{pid}/fd"))
+
+    def idle() -> tuple[int, int]:  # only the main thread left: nothing being relayed
+        deadline = time.monotonic() + 10
+        while counts()[0] != 1 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        return counts()
+
+    baseline = idle()
+    assert baseline[0] == 1
+    url = "https://allowed.test/big.bin"
+    base = ["curl", "-sS", "-o", "/dev/null", "--cacert", str(egress.world.ca), "-x", egress.url]
+    slow = [subprocess.Popen([*base, "--limit-rate", "512K", url]) for _ in range(4)]
+    fast = [subprocess.Popen([*base, "-w", "%{size_download}", url], stdout=subprocess.PIPE,
+                             text=True) for _ in range(4)]  # fmt: skip
+    for process in fast:
+        out, _ = process.communicate(timeout=60)
+        assert (process.returncode, out) == (0, str(BIG_SIZE))
+    assert counts()[0] > baseline[0]  # the slow ones are still being relayed
+    for process in slow:  # clients that vanish mid-transfer
+        process.kill()
+        process.wait()
+    assert idle() == baseline
+    assert curl(egress, "https://allowed.test/hello.txt").stdout == WORLD_GREETING
 
 
 # --- lifetime and fail-closed -------------------------------------------------------------

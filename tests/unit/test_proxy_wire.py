@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 
+from tests.tools import REPO
 from wizard.base.errors import RefusedError
 from wizard.launcher import proxy_wire as wire
 from wizard.launcher.proxy import (
@@ -207,3 +211,17 @@ def test_bridge_argv_listens_on_loopback_only() -> None:
     assert argv[0] == "/usr/bin/socat"
     assert "TCP-LISTEN:3128,bind=127.0.0.1,fork,reuseaddr" in argv
     assert argv[-1] == "UNIX-CONNECT:/run/egress.sock"
+
+
+def test_the_launcher_side_of_the_proxy_imports_no_asyncio() -> None:
+    # sandbox-launch imports wizard.launcher.proxy on every start; asyncio (~50 ms) is
+    # for the proxy process only.
+    code = (
+        "import sys, wizard.launcher.proxy; "
+        "bad = [m for m in ('asyncio', 'ctypes', 'wizard.launcher.proxy_server', 'tomlkit', "
+        "'textual') if m in sys.modules]; print(bad)"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO
+    )
+    assert result.stdout.strip() == "[]"

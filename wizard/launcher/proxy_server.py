@@ -40,6 +40,7 @@ CONNECT_TIMEOUT = 15.0
 MAX_CLIENTS = 512
 PIPE_SIZE = 1024 * 1024  # splice's pipe (the default pipe-max-size): 1 MiB per direction
 SPLICE = hasattr(os, "splice")
+RELAY_STACK = 256 * 1024  # a relay thread only loops over splice(2)
 HOST_ADDRESS_REFRESH = 30.0  # seconds between re-reads of this host's interface addresses
 
 
@@ -383,8 +384,11 @@ async def relay(
         for sock in (client, upstream):  # wakes a splice thread still blocked on either
             with contextlib.suppress(OSError):
                 sock.shutdown(socket.SHUT_RDWR)
-        for task in pending:
-            task.cancel()
+        if not SPLICE:
+            for task in pending:
+                task.cancel()
+        # A splice thread is never cancelled, only woken: it must be done with both fds
+        # before they are closed (a closed fd number is soon another connection's).
         await asyncio.gather(*pending, return_exceptions=True)
         upstream.close()
 
@@ -398,6 +402,7 @@ async def run(
     """Accept on ``sock`` forever; one byte on ``ready_fd`` once accepting."""
     loop = asyncio.get_running_loop()
     sock.setblocking(False)
+    threading.stack_size(RELAY_STACK)
     tasks: set[asyncio.Task[None]] = set()
     if ready_fd is not None:
         os.write(ready_fd, b"R")
