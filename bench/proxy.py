@@ -94,6 +94,13 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=11)
     parser.add_argument("--size-mb", type=int, default=50)
     parser.add_argument("--mode", choices=("connect", "http"), default="connect")
+    parser.add_argument(
+        "--bridge",
+        choices=("socat", "none"),
+        default="socat",
+        help="none: the proxy accepts TCP itself (a listener the launcher would create "
+        "inside the sandbox's network namespace), to show what the socat hop costs",
+    )
     args = parser.parse_args()
     for tool in ("curl", "socat"):
         if not shutil.which(tool):
@@ -121,12 +128,20 @@ def main() -> int:
         policy = EgressPolicy.build([f"127.0.0.1:{server_port}"])
         log_fd = os.open(base / "decisions.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         sock_path = str(base / "egress.sock")
-        proxy_pid = start_proxy_process(sock_path, policy, log_fd, uid, gid)
+        if args.bridge == "socat":
+            proxy_pid = start_proxy_process(sock_path, policy, log_fd, uid, gid)
+            probe_proxy(sock_path)
+            bridge_port = free_port()
+            bridge = subprocess.Popen(bridge_argv("socat", bridge_port, sock_path), text=True)
+            children.append(bridge)
+        else:
+            listener = socket.socket()
+            listener.bind(("127.0.0.1", 0))
+            listener.listen(128)
+            bridge_port = listener.getsockname()[1]
+            proxy_pid = start_proxy_process(sock_path, policy, log_fd, uid, gid, listener=listener)
+            listener.close()
         os.close(log_fd)
-        probe_proxy(sock_path)
-        bridge_port = free_port()
-        bridge = subprocess.Popen(bridge_argv("socat", bridge_port, sock_path), text=True)
-        children.append(bridge)
         wait_for_port(bridge_port)
 
         direct = ["curl", url]
@@ -152,7 +167,8 @@ def main() -> int:
     proxied_rate = mb / statistics.median(proxied_s)
     ratio = proxied_rate / direct_rate
     print(f"direct              median {direct_rate:8.1f} MB/s over {args.runs} runs")
-    print(f"through the proxy   median {proxied_rate:8.1f} MB/s ({args.mode}, via socat bridge)")
+    via = "via the socat bridge" if args.bridge == "socat" else "TCP straight to the proxy"
+    print(f"through the proxy   median {proxied_rate:8.1f} MB/s ({args.mode}, {via})")
     print(f"ratio {ratio:.3f} (target >= {TARGET}) -> {'ok' if ratio >= TARGET else 'UNDER'}")
     return 0 if ratio >= TARGET else 1
 

@@ -120,18 +120,21 @@ def start_proxy_process(
     socket_mode: int = 0o600,
     timeout: float = START_TIMEOUT,
     environ: Mapping[str, str] = os.environ,
+    listener: socket.socket | None = None,
 ) -> int:
     """Fork the proxy as ``uid:gid``; its pid once it is accepting, else :class:`RefusedError`.
 
     Call it from the launcher's main thread: the parent-death signal fires when the
     *thread* that forked ends. The caller reaps the child (``waitpid``) and removes
     ``socket_path`` at the end of the session. ``socket_owner`` is the account that
-    connects (default ``uid:gid``).
+    connects (default ``uid:gid``). ``listener``: serve this listening socket instead
+    of binding ``socket_path`` (e.g. a TCP socket the launcher made inside the
+    sandbox's network namespace); it is closed in the caller either way.
     """
     if uid == 0 or gid == 0:
         raise RefusedError("sandbox-launch: the egress proxy never runs as root")
     test_resolve = load_test_resolver(environ)  # read as the launcher: the file may be 0600
-    sock = bind_socket(socket_path, socket_owner or (uid, gid), socket_mode)
+    sock = listener or bind_socket(socket_path, socket_owner or (uid, gid), socket_mode)
     parent = os.getpid()
     ready_r, ready_w = os.pipe()
     sys.stdout.flush()
@@ -164,8 +167,9 @@ def start_proxy_process(
             os.kill(pid, signal.SIGKILL)
         with _suppress():
             os.waitpid(pid, 0)
-        with _suppress():
-            os.unlink(socket_path)
+        if listener is None:
+            with _suppress():
+                os.unlink(socket_path)
         raise RefusedError(
             "sandbox-launch: the egress proxy did not start; refusing to launch "
             "(nothing falls back to the host's network)"
