@@ -9,6 +9,7 @@ cannot pass. Each refusal has a twin run from the host, where the same thing wor
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 import socket
@@ -229,3 +230,65 @@ def test_bridge_argv_is_what_the_sandbox_ran() -> None:
     argv = bridge_argv("$SOCAT", BRIDGE_PORT, "/run/egress.sock")
     expected = '"' + argv[0] + '" ' + " ".join(argv[1:]).replace(str(BRIDGE_PORT), "$PORT")
     assert expected in INSIDE
+
+
+# Claude Code's inner (Bash) sandbox is sandbox-runtime: run the real one inside ours,
+# configured as sandbox-setup will write Claude's managed settings
+# (sandbox.network.httpProxyPort = socksProxyPort = the bridge's port).
+INNER = r"""
+printf '=== inner_env rc=0\n%s %s\n' "$CLAUDE_CODE_HOST_HTTP_PROXY_PORT" \
+  "$(readlink /proc/self/ns/net)"
+attempt() { name=$1; shift; out=$("$@" 2>&1); printf '=== %s rc=%s\n%s\n' "$name" "$?" "$out"; }
+C="curl -sS --max-time 8 --cacert $CA"
+attempt inner_connect $C https://allowed.test/hello.txt
+attempt inner_socks $C -x socks5h://localhost:1080 https://www.allowed.test/hello.txt
+attempt inner_denied $C -w '\n%{http_code}' http://denied.test/hello.txt
+attempt inner_metadata $C -w '\n%{http_code}' http://metadata.allowed.test/
+"""
+OUTER_FOR_SRT = r"""
+"$SOCAT" -b 262144 TCP-LISTEN:$PORT,bind=127.0.0.1,fork,reuseaddr UNIX-CONNECT:/run/egress.sock &
+i=0; while ! "$SOCAT" -T1 /dev/null TCP:127.0.0.1:$PORT 2>/dev/null; do
+  i=$((i+1)); [ $i -gt 100 ] && break; sleep 0.05; done
+printf '=== outer_netns rc=0\n%s\n' "$(readlink /proc/self/ns/net)"
+"$SRT" -s "$SETTINGS" -c "$INNER"
+kill %1
+"""
+
+
+def test_claudes_sandbox_runtime_inside_goes_through_our_proxy(
+    egress: Proxy, decoys: HostDecoys
+) -> None:
+    srt = require_tool("srt")
+    # srt's own domain list is deliberately narrower than ours: with both proxy ports
+    # external it starts no proxy of its own, so only our policy decides.
+    settings = egress.world.base / "srt-settings.json"
+    settings.write_text(json.dumps({
+        "network": {"allowedDomains": ["allowed.test"], "deniedDomains": [],
+                    "httpProxyPort": BRIDGE_PORT, "socksProxyPort": BRIDGE_PORT},
+        "filesystem": {"denyRead": [], "allowWrite": ["/tmp"], "denyWrite": []},
+    }))  # fmt: skip
+    settings.chmod(0o644)
+    argv = sandbox_argv(egress, decoys)
+    script_at = argv.index("-c") + 1
+    argv[script_at] = OUTER_FOR_SRT
+    bwrap_end = len(argv) - 1 - argv[::-1].index("--")  # bwrap's own "--"
+    argv[bwrap_end:bwrap_end] = [
+        "--setenv", "SRT", srt, "--setenv", "SETTINGS", str(settings), "--setenv", "INNER", INNER,
+    ]  # fmt: skip
+    result = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False)
+    attempts = parse_attempts(result.stdout)
+    assert "inner_env" in attempts, f"srt's sandbox did not run: {result.stdout}{result.stderr}"
+    host_port, inner_netns = attempts["inner_env"][1].split()
+    assert host_port == str(BRIDGE_PORT)  # srt bridged to our port, not to a proxy of its own
+    assert inner_netns != attempts["outer_netns"][1]  # a namespace of its own, nested
+    assert attempts["inner_connect"] == (0, WORLD_GREETING.rstrip("\n"))
+    assert attempts["inner_socks"] == (0, WORLD_GREETING.rstrip("\n"))
+    _, out = attempts["inner_denied"]
+    assert out.endswith("\n403")
+    assert "sandbox-launch egress proxy: refused denied.test:80: not on the allowlist" in out
+    _, out = attempts["inner_metadata"]
+    assert out.endswith("\n403")
+    assert "resolves to 169.254.169.254 (cloud metadata)" in out
+    decided = {(e["protocol"], e["host"]) for e in egress.stand_in.decisions()
+               if e.get("event") == "decision"}  # fmt: skip
+    assert {("connect", "allowed.test"), ("socks5", "www.allowed.test")} <= decided
