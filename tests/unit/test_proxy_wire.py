@@ -1,0 +1,227 @@
+"""The egress proxy's parsers: request heads, authorities, SOCKS5, /proc/net readers."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from tests.tools import REPO
+from wizard.base.errors import RefusedError
+from wizard.launcher import proxy_wire as wire
+from wizard.launcher.proxy import (
+    bridge_argv,
+    load_test_resolver,
+    parse_fib_trie,
+    parse_if_inet6,
+)
+from wizard.policy.network import Decision
+
+
+@pytest.mark.parametrize(
+    ("authority", "default", "expected"),
+    [
+        ("example.com:443", None, ("example.com", 443)),
+        ("[2001:db8::1]:443", None, ("2001:db8::1", 443)),
+        ("example.com", 80, ("example.com", 80)),
+        ("[2001:db8::1]", 80, ("2001:db8::1", 80)),
+        ("203.0.113.7:8080", None, ("203.0.113.7", 8080)),
+    ],
+)
+def test_split_authority(authority: str, default: int | None, expected: tuple[str, int]) -> None:
+    assert wire.split_authority(authority, default) == expected
+
+
+@pytest.mark.parametrize(
+    "authority",
+    ["example.com", "example.com:", "example.com:0", "example.com:65536", "example.com:x",
+     "2001:db8::1:443", "[2001:db8::1", "[nope]:443", ":443", "user@example.com:443",
+     "[2001:db8::1]443"],
+)  # fmt: skip
+def test_split_authority_refuses(authority: str) -> None:
+    with pytest.raises(wire.WireError):
+        wire.split_authority(authority)
+
+
+def test_parse_request_head() -> None:
+    head = wire.parse_request_head(b"GET http://a.test/x HTTP/1.1\r\nHost: a.test\r\nX-Y:  z \r\n")
+    assert head == wire.RequestHead(
+        "GET", "http://a.test/x", "HTTP/1.1", (("Host", "a.test"), ("X-Y", "z"))
+    )
+
+
+@pytest.mark.parametrize(
+    "head",
+    [b"GET /\r\n", b"GET / HTTP/2\r\n", b"GE T / HTTP/1.1", b"GET / HTTP/1.1\r\nbad header",
+     b"GET / HTTP/1.1\r\n: empty-name", b"GET / HTTP/1.1\r\nSpace Name: x", b"\x16\x03\x01"],
+)  # fmt: skip
+def test_parse_request_head_refuses(head: bytes) -> None:
+    with pytest.raises(wire.WireError):
+        wire.parse_request_head(head)
+
+
+@pytest.mark.parametrize(
+    ("uri", "host", "port", "authority", "path"),
+    [
+        ("http://a.test/x?y=1", "a.test", 80, "a.test", "/x?y=1"),
+        ("http://a.test", "a.test", 80, "a.test", "/"),
+        ("http://a.test?q", "a.test", 80, "a.test", "/?q"),
+        ("http://a.test:8080/p#frag", "a.test", 8080, "a.test:8080", "/p"),
+        ("HTTP://[2001:db8::1]:81/", "2001:db8::1", 81, "[2001:db8::1]:81", "/"),
+    ],
+)
+def test_parse_absolute_uri(uri: str, host: str, port: int, authority: str, path: str) -> None:
+    assert wire.parse_absolute_uri(uri) == wire.ForwardTarget(host, port, authority, path)
+
+
+@pytest.mark.parametrize(
+    ("uri", "why"),
+    [("/index.html", "egress proxy"), ("https://a.test/", "CONNECT"),
+     ("ftp://a.test/", "CONNECT"), ("http://user:pw@a.test/", "user info"),
+     ("http:///x", "malformed")],
+)  # fmt: skip
+def test_parse_absolute_uri_refuses(uri: str, why: str) -> None:
+    with pytest.raises(wire.WireError, match=why):
+        wire.parse_absolute_uri(uri)
+
+
+def test_forwarded_head_is_origin_form_with_the_uri_host_and_no_hop_headers() -> None:
+    head = wire.parse_request_head(
+        b"POST http://a.test:8080/p?q HTTP/1.1\r\nHost: other.internal\r\n"
+        b"Proxy-Authorization: Basic eA==\r\nProxy-Connection: keep-alive\r\n"
+        b"Connection: keep-alive, X-Drop\r\nX-Drop: 1\r\nKeep-Alive: 5\r\n"
+        b"Content-Length: 3\r\nUser-Agent: t\r\n"
+    )
+    sent = wire.forwarded_head(head, wire.parse_absolute_uri(head.target))
+    assert sent == (
+        b"POST /p?q HTTP/1.1\r\nHost: a.test:8080\r\nContent-Length: 3\r\n"
+        b"User-Agent: t\r\nConnection: close\r\n\r\n"
+    )
+
+
+def test_refusal_response_is_a_403_with_the_marker_and_one_line() -> None:
+    message = "sandbox-launch egress proxy: refused x:443: resolves to 127.0.0.1 (loopback)"
+    answer = wire.refusal_response(Decision(False, "loopback", message))
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 403 Forbidden\r\n")
+    assert b"\r\nX-Sandbox-Launch-Proxy: refused" in head
+    assert f"Content-Length: {len(message) + 1}".encode() in head
+    assert body == message.encode() + b"\n"
+
+
+def test_unresolved_is_a_502_not_a_policy_refusal() -> None:
+    answer = wire.refusal_response(Decision(False, "unresolved", "does not resolve"))
+    assert answer.startswith(b"HTTP/1.1 502 ")
+
+
+@pytest.mark.parametrize(
+    ("greeting", "method"),
+    [(b"\x05\x01\x00", 0x00), (b"\x05\x02\x02\x00", 0x00), (b"\x05\x01\x02", 0xFF)],
+)
+def test_socks_choose_method(greeting: bytes, method: int) -> None:
+    assert wire.socks_choose_method(greeting) == method
+
+
+@pytest.mark.parametrize("greeting", [b"\x04\x01\x00", b"\x05\x02\x00", b"\x05"])
+def test_socks_greeting_refused(greeting: bytes) -> None:
+    with pytest.raises(wire.WireError):
+        wire.socks_choose_method(greeting)
+
+
+@pytest.mark.parametrize(
+    ("request_bytes", "expected"),
+    [
+        (b"\x05\x01\x00\x01\xcb\x00\x71\x0a\x01\xbb", (1, "203.0.113.10", 443)),
+        (b"\x05\x01\x00\x03\x06a.test\x00\x50", (1, "a.test", 80)),
+        (b"\x05\x01\x00\x04" + bytes(15) + b"\x01\x00\x16", (1, "::1", 22)),
+        (b"\x05\x02\x00\x01\x01\x02\x03\x04\x00\x50", (2, "1.2.3.4", 80)),
+    ],
+)
+def test_parse_socks_request(request_bytes: bytes, expected: tuple[int, str, int]) -> None:
+    assert wire.parse_socks_request(request_bytes) == expected
+
+
+@pytest.mark.parametrize(
+    "request_bytes",
+    [b"\x04\x01\x00\x01\x01\x02\x03\x04\x00\x50", b"\x05\x01\x01\x01\x01\x02\x03\x04\x00\x50",
+     b"\x05\x01\x00\x03\x00\x00\x50", b"\x05\x01\x00\x03\x02\xc3\xa4\x00\x50",
+     b"\x05\x01\x00\x09\x00\x50", b"\x05\x01\x00\x01\x01\x02\x00\x50"],
+)  # fmt: skip
+def test_parse_socks_request_refuses(request_bytes: bytes) -> None:
+    with pytest.raises(wire.WireError):
+        wire.parse_socks_request(request_bytes)
+
+
+def test_socks_reply_layout() -> None:
+    assert wire.socks_reply(wire.SOCKS_NOT_ALLOWED) == b"\x05\x02\x00\x01\0\0\0\0\0\0"
+
+
+FIB_TRIE = """Main:
+  +-- 0.0.0.0/0 3 0 5
+     |-- 0.0.0.0
+        /0 universe UNICAST
+     +-- 127.0.0.0/8 2 0 2
+        +-- 127.0.0.0/31 1 0 0
+           |-- 127.0.0.0
+              /8 host LOCAL
+           |-- 127.0.0.1
+              /32 host LOCAL
+        |-- 127.255.255.255
+           /32 link BROADCAST
+     +-- 192.0.2.0/24 2 0 2
+           |-- 192.0.2.0
+              /24 link UNICAST
+           |-- 192.0.2.2
+              /32 host LOCAL
+Local:
+           |-- 192.0.2.2
+              /32 host LOCAL
+"""
+IF_INET6 = """fe8000000000000000fc00fffe000001 04 40 20 80     eth0
+00000000000000000000000000000001 01 80 10 80       lo
+fd000000000000000000000000000002 04 40 00 82     eth0
+"""
+
+
+def test_host_addresses_from_proc_net() -> None:
+    assert parse_fib_trie(FIB_TRIE) == {"127.0.0.1", "192.0.2.2"}
+    assert parse_if_inet6(IF_INET6) == {"fe80::fc:ff:fe00:1", "::1", "fd00::2"}
+
+
+def test_test_resolver_is_unset_by_default(tmp_path) -> None:
+    assert load_test_resolver({}) is None
+    good = tmp_path / "map.json"
+    good.write_text('{"a.test": ["203.0.113.10", "::1"]}')
+    assert load_test_resolver({"SANDBOX_LAUNCH_TEST_RESOLVE": str(good)}) == {
+        "a.test": ["203.0.113.10", "::1"]
+    }
+
+
+@pytest.mark.parametrize("content", ["nope", '["a"]', '{"a": "1.2.3.4"}', '{"a": ["x"]}'])
+def test_a_broken_test_resolver_refuses_the_start(tmp_path, content: str) -> None:
+    bad = tmp_path / "map.json"
+    bad.write_text(content)
+    with pytest.raises(RefusedError):
+        load_test_resolver({"SANDBOX_LAUNCH_TEST_RESOLVE": str(bad)})
+
+
+def test_bridge_argv_listens_on_loopback_only() -> None:
+    argv = bridge_argv("/usr/bin/socat", 3128, "/run/egress.sock")
+    assert argv[0] == "/usr/bin/socat"
+    assert "TCP-LISTEN:3128,bind=127.0.0.1,fork,reuseaddr" in argv
+    assert argv[-1] == "UNIX-CONNECT:/run/egress.sock"
+
+
+def test_the_launcher_side_of_the_proxy_imports_no_asyncio() -> None:
+    # sandbox-launch imports wizard.launcher.proxy on every start; asyncio (~50 ms) is
+    # for the proxy process only.
+    code = (
+        "import sys, wizard.launcher.proxy; "
+        "bad = [m for m in ('asyncio', 'ctypes', 'wizard.launcher.proxy_server', 'tomlkit', "
+        "'textual') if m in sys.modules]; print(bad)"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO
+    )
+    assert result.stdout.strip() == "[]"

@@ -1,0 +1,407 @@
+"""The launcher's egress proxy (invariant 7): start it unprivileged, tied to the launcher.
+
+In ``allowlist`` mode the sandbox has its own network namespace with loopback only.
+Its one way out is a unix socket, bound into the sandbox, on which this proxy
+serves HTTP CONNECT, plain HTTP forwarding and SOCKS5 (:mod:`.proxy_server`).
+Inside, :func:`bridge_argv` (socat) turns the socket into ``127.0.0.1:PORT`` for
+clients that only speak TCP, which every proxy client does.
+
+The launcher, as root:
+
+1. builds an :class:`~wizard.policy.network.EgressPolicy` and opens the decision log
+   (root-owned; the proxy only ever holds the fd);
+2. calls :func:`start_proxy_process`: it binds the socket, forks, and the child drops
+   to the given uid/gid for good (``setgroups([])``, ``setresgid``, ``setresuid``,
+   checked, and a failed ``setuid(0)`` proves it), arms ``PR_SET_PDEATHSIG(SIGKILL)``
+   so it dies with the launcher however the launcher ends, closes every other fd
+   and serves; the call returns once the child wrote its ready byte, else kills it
+   and refuses (exit 3: nothing falls back to the host's network);
+3. runs :func:`probe_proxy` before releasing Claude: a destination every policy
+   refuses must come back refused, by this proxy, on both protocols.
+
+Why SOCKS5 too: Claude Code's inner (Bash) sandbox, sandbox-runtime, sends its
+commands' ``ALL_PROXY``/``FTP_PROXY``/``RSYNC_PROXY`` and git-over-ssh through a SOCKS
+port (``sandbox.network.socksProxyPort``); when only the HTTP port is external it
+starts a SOCKS proxy of its own, which would bypass this policy. Both ports point at
+the one bridge; the first byte tells the protocols apart.
+
+Test hook: ``SANDBOX_LAUNCH_TEST_RESOLVE`` names a JSON file ``{"name": ["addr", ...]}``
+read once when the proxy starts. It replaces DNS (a name it lacks does not resolve)
+and only maps names: every address it gives still passes the address rules, so it can
+never allow a destination the rules refuse, only make an allowed name point elsewhere.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import signal
+import socket
+import sys
+import traceback
+from collections.abc import Mapping
+from pathlib import Path
+
+from wizard.base.errors import RefusedError
+from wizard.launcher.proxy_wire import PROXY_HEADER
+from wizard.policy.addresses import parse_address
+from wizard.policy.network import REFUSED_PREFIX, EgressPolicy
+
+TEST_RESOLVE_ENV = "SANDBOX_LAUNCH_TEST_RESOLVE"
+START_TIMEOUT = 5.0
+PROBE_TIMEOUT = 5.0
+# Always refused, whatever the operator allowed: the unspecified address means "this
+# host" and no exact allowance lifts that rule.
+PROBE_DESTINATION = ("0.0.0.0", 9)
+PR_SET_PDEATHSIG = 1
+PR_GET_PDEATHSIG = 2
+PR_SET_NO_NEW_PRIVS = 38
+
+
+def serve(
+    socket_path: str | Path,
+    policy: EgressPolicy,
+    log_fd: int | None,
+    ready_fd: int | None,
+    *,
+    sock: socket.socket | None = None,
+    test_resolve: Mapping[str, list[str]] | None = None,
+) -> None:
+    """Serve the proxy on ``socket_path`` (or the already bound ``sock``) until killed.
+
+    Writes one byte to ``ready_fd`` (and closes it) once accepting connections.
+    Decisions go to ``log_fd``, one JSON line each. Without ``test_resolve`` the
+    test hook's file is read from the environment, as in :func:`start_proxy_process`.
+    """
+    import asyncio  # here, not at the top: the launcher itself never pays for it
+
+    from wizard.launcher import proxy_server
+
+    if sock is None:
+        sock = bind_socket(socket_path)
+    if test_resolve is None:
+        test_resolve = load_test_resolver(os.environ)
+    proxy = proxy_server.EgressProxy(policy, log_fd, test_resolve, read_host_addresses())
+    asyncio.run(proxy_server.run(sock, proxy, ready_fd, read_host_addresses))
+
+
+def bind_socket(
+    socket_path: str | Path, owner: tuple[int, int] | None = None, mode: int = 0o600
+) -> socket.socket:
+    """A listening unix socket at ``socket_path`` (which must not exist), with owner and mode."""
+    path = str(socket_path)
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        # Created 0600 from the start (umask), then given to the account that connects.
+        old = os.umask(0o177)
+        try:
+            sock.bind(path)
+        finally:
+            os.umask(old)
+        if owner is not None and (os.geteuid() == 0 or owner != (os.getuid(), os.getgid())):
+            os.chown(path, *owner)
+        os.chmod(path, mode)
+        sock.listen(128)
+    except OSError as exc:
+        sock.close()
+        raise RefusedError(f"sandbox-launch: egress proxy socket {path}: {exc.strerror}") from None
+    return sock
+
+
+def start_proxy_process(
+    socket_path: str | Path,
+    policy: EgressPolicy,
+    log_fd: int | None,
+    uid: int,
+    gid: int,
+    *,
+    socket_owner: tuple[int, int] | None = None,
+    socket_mode: int = 0o600,
+    timeout: float = START_TIMEOUT,
+    environ: Mapping[str, str] = os.environ,
+    listener: socket.socket | None = None,
+) -> int:
+    """Fork the proxy as ``uid:gid``; its pid once it is accepting, else :class:`RefusedError`.
+
+    Call it from the launcher's main thread: the parent-death signal fires when the
+    *thread* that forked ends. The caller reaps the child (``waitpid``) and removes
+    ``socket_path`` at the end of the session. ``socket_owner`` is the account that
+    connects (default ``uid:gid``). ``listener``: serve this listening socket instead
+    of binding ``socket_path`` (e.g. a TCP socket the launcher made inside the
+    sandbox's network namespace); it is closed in the caller either way.
+    """
+    if uid == 0 or gid == 0:
+        raise RefusedError("sandbox-launch: the egress proxy never runs as root")
+    test_resolve = load_test_resolver(environ)  # read as the launcher: the file may be 0600
+    sock = listener or bind_socket(socket_path, socket_owner or (uid, gid), socket_mode)
+    parent = os.getpid()
+    ready_r, ready_w = os.pipe()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:  # the proxy
+        code = 70
+        try:
+            os.close(ready_r)
+            _preload()
+            _become_proxy(uid, gid, parent, keep={sock.fileno(), ready_w, *_fds(log_fd)})
+            serve(socket_path, policy, log_fd, ready_w, sock=sock, test_resolve=test_resolve)
+            code = 0
+        except BaseException:
+            if log_fd is not None:
+                line = json.dumps({"event": "proxy failed", "error": traceback.format_exc()})
+                with _suppress():
+                    os.write(log_fd, (line + "\n").encode())
+        finally:
+            os._exit(code)
+    sock.close()
+    os.close(ready_w)
+    try:
+        readable, _, _ = select.select([ready_r], [], [], timeout)
+        ready = bool(readable) and os.read(ready_r, 1) == b"R"
+    finally:
+        os.close(ready_r)
+    if not ready:
+        with _suppress():
+            os.kill(pid, signal.SIGKILL)
+        with _suppress():
+            os.waitpid(pid, 0)
+        if listener is None:
+            with _suppress():
+                os.unlink(socket_path)
+        raise RefusedError(
+            "sandbox-launch: the egress proxy did not start; refusing to launch "
+            "(nothing falls back to the host's network)"
+        )
+    return pid
+
+
+def _preload() -> None:
+    """Load, while still root, every module and codec the proxy will need.
+
+    After the drop the proxy's account may not be able to read the Python install
+    (a venv under /root is 0700): a lazy import or codec lookup there would fail.
+    """
+    import asyncio  # noqa: F401
+    import codecs
+    import concurrent.futures.thread  # noqa: F401  (loop.getaddrinfo's executor, lazy)
+    import ctypes  # noqa: F401
+
+    from wizard.launcher import proxy_server  # noqa: F401
+
+    for codec in ("ascii", "latin-1", "utf-8", "idna"):  # idna: getaddrinfo of a str
+        codecs.lookup(codec)
+    "preload.invalid".encode("idna")
+
+
+def _fds(fd: int | None) -> set[int]:
+    return set() if fd is None else {fd}
+
+
+class _suppress:
+    """``contextlib.suppress(OSError)`` without importing contextlib into the fork path."""
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: object, value: object, tb: object) -> bool:
+        return isinstance(value, OSError)
+
+
+def _become_proxy(uid: int, gid: int, parent: int, keep: set[int]) -> None:
+    """In the child: leave the terminal, drop privileges for good, die with the launcher."""
+    import ctypes  # only in the child
+
+    # Out of the launcher's session and process group: a Ctrl-C at the terminal is for
+    # Claude, and must not kill the sandbox's only way out.
+    os.setsid()
+    for number in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT,
+                   signal.SIGWINCH, signal.SIGCHLD, signal.SIGTSTP, signal.SIGTTOU):  # fmt: skip
+        signal.signal(number, signal.SIG_DFL)
+    with _suppress():
+        signal.set_wakeup_fd(-1)
+    if os.geteuid() == 0:
+        os.setgroups([])
+        os.setresgid(gid, gid, gid)
+        os.setresuid(uid, uid, uid)
+    elif (os.getuid(), os.getgid()) == (uid, gid):
+        # A non-root operator's own account: nothing to drop but the saved ids.
+        os.setresgid(gid, gid, gid)
+        os.setresuid(uid, uid, uid)
+    else:
+        raise RefusedError("sandbox-launch: only root can start the proxy as another account")
+    if os.getresuid() != (uid, uid, uid) or os.getresgid() != (gid, gid, gid):
+        raise RefusedError("sandbox-launch: the egress proxy's privilege drop did not stick")
+    if _can_become_root():
+        raise RefusedError("sandbox-launch: the egress proxy could regain root")
+    libc = ctypes.CDLL(None, use_errno=True)
+    # After the uid change: changing credentials clears the parent-death signal.
+    if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+        raise RefusedError("sandbox-launch: PR_SET_NO_NEW_PRIVS failed for the egress proxy")
+    if libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
+        raise RefusedError("sandbox-launch: PR_SET_PDEATHSIG failed for the egress proxy")
+    armed = ctypes.c_int(0)
+    libc.prctl(PR_GET_PDEATHSIG, ctypes.byref(armed), 0, 0, 0)
+    if armed.value != signal.SIGKILL:
+        raise RefusedError("sandbox-launch: the egress proxy's parent-death signal is not armed")
+    if os.getppid() != parent:
+        os._exit(0)  # the launcher died before the signal was armed: nobody to serve
+    _close_other_fds(keep)
+
+
+def _can_become_root() -> bool:
+    try:
+        os.setuid(0)
+    except PermissionError:
+        return False
+    return True
+
+
+def _close_other_fds(keep: set[int]) -> None:
+    """Every fd but ``keep`` closed; 0, 1 and 2 are /dev/null unless kept."""
+    null = os.open("/dev/null", os.O_RDWR)
+    for std in (0, 1, 2):
+        if std not in keep and std != null:
+            os.dup2(null, std)
+    keep = keep | {0, 1, 2}
+    if null not in keep:
+        os.close(null)
+    for name in os.listdir("/proc/self/fd"):
+        fd = int(name)
+        if fd not in keep:
+            with _suppress():
+                os.close(fd)
+
+
+def load_test_resolver(environ: Mapping[str, str]) -> dict[str, list[str]] | None:
+    """The test hook's name -> addresses map (see the module docstring), or None when unset."""
+    path = environ.get(TEST_RESOLVE_ENV)
+    if not path:
+        return None
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise RefusedError(f"sandbox-launch: {TEST_RESOLVE_ENV}={path}: {exc}") from None
+    if not isinstance(data, dict) or not all(
+        isinstance(k, str)
+        and isinstance(v, list)
+        and all(isinstance(a, str) and parse_address(a) is not None for a in v)
+        for k, v in data.items()
+    ):
+        raise RefusedError(
+            f"sandbox-launch: {TEST_RESOLVE_ENV}={path}: expected {{name: [address, ...]}}"
+        )
+    return data
+
+
+def read_host_addresses(proc_net: str = "/proc/net") -> set[str]:
+    """Every address of this host's interfaces (in this network namespace), IPv4 and IPv6."""
+    addresses: set[str] = set()
+    try:
+        trie = Path(proc_net, "fib_trie").read_text(encoding="ascii")
+    except OSError:
+        trie = ""
+    addresses |= parse_fib_trie(trie)
+    try:
+        inet6 = Path(proc_net, "if_inet6").read_text(encoding="ascii")
+    except OSError:
+        inet6 = ""
+    addresses |= parse_if_inet6(inet6)
+    return addresses
+
+
+def parse_fib_trie(text: str) -> set[str]:
+    """The local IPv4 addresses in ``/proc/net/fib_trie`` (``|-- A`` then ``/32 host LOCAL``)."""
+    found, last = set(), None
+    for line in text.splitlines():
+        stripped = line.strip()
+        if stripped.startswith("|-- "):
+            last = stripped[4:]
+        elif last and stripped.startswith("/32 ") and stripped.endswith(" LOCAL"):
+            found.add(last)
+    return found
+
+
+def parse_if_inet6(text: str) -> set[str]:
+    """The IPv6 addresses in ``/proc/net/if_inet6`` (32 hex digits first on each line)."""
+    found = set()
+    for line in text.splitlines():
+        fields = line.split()
+        if fields and len(fields[0]) == 32:
+            groups = ":".join(fields[0][i : i + 4] for i in range(0, 32, 4))
+            address = parse_address(groups)
+            if address is not None:
+                found.add(address.compressed)
+    return found
+
+
+def probe_proxy(socket_path: str | Path, timeout: float = PROBE_TIMEOUT) -> None:
+    """Check, before Claude is released, that *this* proxy answers and refuses.
+
+    Both protocols ask for :data:`PROBE_DESTINATION`, which every policy refuses: HTTP
+    must answer ``403`` with the proxy's marker header and message, SOCKS5 must answer
+    "not allowed by ruleset". Anything else (no answer, another program on the socket,
+    an allowed connection) is :class:`RefusedError`.
+    """
+    host, port = PROBE_DESTINATION
+    answer = _probe_exchange(
+        socket_path, [f"CONNECT {host}:{port} HTTP/1.1\r\nHost: {host}:{port}\r\n\r\n".encode()],
+        timeout,
+    )  # fmt: skip
+    head, _, body = answer.partition(b"\r\n\r\n")
+    if not (
+        head.startswith(b"HTTP/1.1 403 ")
+        and f"\r\n{PROXY_HEADER}: refused".encode() in head
+        and body.startswith(REFUSED_PREFIX.encode())
+    ):
+        raise RefusedError(
+            f"sandbox-launch: the egress proxy probe over HTTP got {answer[:120]!r}, "
+            "not the proxy's refusal"
+        )
+    socks = _probe_exchange(
+        socket_path,
+        [b"\x05\x01\x00", b"\x05\x01\x00\x01" + socket.inet_aton(host) + port.to_bytes(2, "big")],
+        timeout,
+    )
+    if socks[:2] != b"\x05\x00" or socks[2:4] != b"\x05\x02":
+        raise RefusedError(
+            f"sandbox-launch: the egress proxy probe over SOCKS5 got {socks[:12]!r}, "
+            "not 'connection not allowed by ruleset'"
+        )
+
+
+def _probe_exchange(socket_path: str | Path, messages: list[bytes], timeout: float) -> bytes:
+    answer = b""
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            sock.settimeout(timeout)
+            sock.connect(str(socket_path))
+            for message in messages:
+                sock.sendall(message)
+                if message is not messages[-1]:
+                    answer += sock.recv(2)
+            while chunk := sock.recv(65536):
+                answer += chunk
+    except OSError as exc:
+        raise RefusedError(
+            f"sandbox-launch: the egress proxy at {socket_path} does not answer: {exc}"
+        ) from None
+    return answer
+
+
+def bridge_argv(socat: str, port: int, socket_path: str) -> list[str]:
+    """Inside the sandbox: ``127.0.0.1:PORT`` -> the proxy's unix socket.
+
+    ``bind=127.0.0.1``: the listener is for this namespace's loopback only.
+    ``fork``: one child per connection, so a slow download does not block the API.
+    ``reuseaddr``: a restarted bridge binds again at once. ``-b``: socat's default
+    8 KiB copy buffer costs a third of the throughput on a fast link.
+    """
+    return [
+        socat,
+        "-b",
+        "262144",
+        f"TCP-LISTEN:{port},bind=127.0.0.1,fork,reuseaddr",
+        f"UNIX-CONNECT:{socket_path}",
+    ]
