@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import subprocess
 import sys
 import tomllib
@@ -176,11 +177,14 @@ def spec_of(options: dict[str, Any]) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("name", MODULES)
-def test_the_documentation_matches_what_the_module_accepts(name: str) -> None:
+def test_the_documentation_matches_what_the_module_accepts(name: str, tmp_path: Path) -> None:
     ansible_doc = Path(sys.executable).parent / "ansible-doc"
+    # Ansible's own files go to the test's directory, not to ~/.ansible.
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANSIBLE_")}
+    env |= {"ANSIBLE_HOME": str(tmp_path / "ansible"), "ANSIBLE_LOCAL_TEMP": str(tmp_path / "tmp")}
     proc = subprocess.run(
         [str(ansible_doc), "-t", "module", "-M", str(LIBRARY), "--json", name],
-        capture_output=True, text=True, timeout=120, check=False,
+        env=env, capture_output=True, text=True, timeout=120, check=False,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)[name]["doc"]
