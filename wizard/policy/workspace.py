@@ -21,7 +21,18 @@ working directory; in every git directory it finds, ``hooks/``, ``config``,
 A protected path that does not exist yet gets a placeholder mount (``/dev/null``
 for a file, an empty read-only directory where a parent is missing, ``.`` for a
 missing ``commondir`` because git refuses an empty one). Everything here does at
-least that, and adds ``info/``, ``.claude/hooks/ .claude/skills/`` and ``.envrc``.
+least that, and adds ``info/``, ``.claude/hooks/ .claude/skills/`` and ``.envrc``,
+with two differences in the placeholders, both because here the agent's own git
+and Claude Code run inside the sandbox and see them:
+
+- a missing file becomes an empty read-only *directory*, not ``/dev/null``: git
+  lists a device as untracked and ``git add -A`` fails on it ("can only add
+  regular files"), while it ignores an empty directory;
+- a missing ``.claude/settings.json``, ``.claude/settings.local.json`` or
+  ``.mcp.json`` whose parent exists gets none (Claude Code would report the
+  placeholder as invalid settings at every start); the end-of-session scan
+  judges and neutralizes one created during the session. A missing ``.claude/``
+  does get one, which covers both settings files.
 """
 
 from __future__ import annotations
@@ -93,8 +104,12 @@ TREE_PROTECTED: Mapping[str, str] = {
     ".idea": "JetBrains IDEs run configurations from it",
     ".envrc": "direnv runs it on cd",
 }
-_TREE_DIRS = {".claude/hooks", ".claude/commands", ".claude/agents", ".claude/skills"}
-_TREE_DIRS |= {".vscode", ".idea"}
+# Claude Code inside the sandbox reads these itself, and reports a placeholder
+# (a directory or a device where JSON is expected) as invalid settings every
+# session; missing ones are left to the end-of-session scan.
+_READ_BY_CLAUDE_INSIDE = frozenset(
+    {".claude/settings.json", ".claude/settings.local.json", ".mcp.json"}
+)
 # Also at the top of the workspace only (sandbox-runtime's list): read by shells
 # and tools when the workspace is also someone's home directory.
 WORKSPACE_DOTFILES: Mapping[str, str] = {
@@ -177,10 +192,11 @@ class WorkspaceLayout:
 
 @dataclass(frozen=True)
 class RoBind:
-    """``--ro-bind SOURCE <workspace>/rel``. ``source`` is ``self`` (the path over
-    itself) or a placeholder for a path that does not exist yet: ``null``
-    (/dev/null: a file nothing can read or create), ``empty-dir``, ``empty-file``
-    or ``commondir`` (a file holding ``.``)."""
+    """A read-only mount at ``<workspace>/rel``. ``source`` is ``self`` (the path
+    bound over itself) or a placeholder for a path that does not exist yet:
+    ``empty-dir`` (an empty read-only directory: nothing can be created there),
+    ``empty-file`` or ``commondir`` (a file holding ``.``), which the launcher
+    creates on the host first because git reads them."""
 
     rel: str
     source: str
@@ -228,7 +244,7 @@ def _tree_candidates(tree: TreeFacts) -> list[tuple[str, str | None, str, str]]:
             elif parent_kind == "link":
                 out.append((_join(tree.rel, parent), "link", "", why))
             continue  # below a file nothing can be created
-        placeholder = "empty-dir" if name in _TREE_DIRS else "null"
+        placeholder = "" if name in _READ_BY_CLAUDE_INSIDE else "empty-dir"
         out.append((rel, kind, placeholder if tree.workspace_root else "", why))
     return out
 
