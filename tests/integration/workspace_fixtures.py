@@ -67,13 +67,14 @@ class World:
         return self.markers / name
 
     def command(self, name: str) -> str:
-        """A shell command that records ``id -u`` in the marker ``name``."""
-        return f"id -u > {shlex.quote(str(self.marker(name)))}"
+        """A shell command that records ``id -u`` in the marker ``name``; whatever
+        arguments git appends (``"$@"``) end up in a comment."""
+        return f"id -u > {shlex.quote(str(self.marker(name)))}; exit 0 #"
 
     def script(self, path: Path, name: str) -> Path:
         """An executable script at ``path`` that records ``id -u`` in marker ``name``."""
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(f"#!/bin/sh\n{self.command(name)}\nexit 0\n")
+        path.write_text(f"#!/bin/sh\nid -u > {shlex.quote(str(self.marker(name)))}\nexit 0\n")
         path.chmod(0o755)
         return path
 

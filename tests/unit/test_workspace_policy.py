@@ -420,10 +420,11 @@ def test_bind_plan_covers_git_and_workspace_files() -> None:
     assert ".git/worktrees/wt/hooks" not in binds  # git takes hooks from the commondir
     assert binds["lib/.git"] == "self"
     assert binds[".vscode"] == "self"
-    assert binds[".claude/settings.json"] == "null"
     assert binds[".claude/hooks"] == "empty-dir"
-    assert binds[".mcp.json"] == "null"
-    assert binds[".bashrc"] == "null"  # the runtime's dotfiles, at the workspace top
+    assert binds[".bashrc"] == "empty-dir"  # the runtime's dotfiles, at the workspace top
+    # Claude Code inside reads these itself: a missing one is left to the scan.
+    assert ".claude/settings.json" not in binds
+    assert ".mcp.json" not in binds
     assert binds["sub/.mcp.json"] == "self"
     assert "sub/.claude" not in binds  # deeper trees: existing files only
     assert "sub/.bashrc" not in binds

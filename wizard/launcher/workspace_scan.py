@@ -559,7 +559,7 @@ class _Discovery:
         for text in texts:
             self._hooks_path(text, hooks_base)
         if "commondir" in entries:
-            self._commondir(fd, entries["commondir"], rel, worktree)
+            self._commondir(fd, entries["commondir"], rel, role, worktree)
         if entries.get("worktrees") is not None and _entry_kind(entries["worktrees"]) == "dir":
             self._listed_gitdirs(fd, "worktrees", f"{rel}/worktrees", "worktree")
         if entries.get("modules") is not None and _entry_kind(entries["modules"]) == "dir":
@@ -684,7 +684,7 @@ class _Discovery:
             os.close(fd)
 
     def _commondir(
-        self, gitdir_fd: int, entry: os.DirEntry[str], rel: str, worktree: str | None
+        self, gitdir_fd: int, entry: os.DirEntry[str], rel: str, role: str, worktree: str | None
     ) -> None:
         crel = f"{rel}/commondir"
         st = entry.stat(follow_symlinks=False)
@@ -700,18 +700,26 @@ class _Discovery:
             return
         target = posixpath.normpath(posixpath.join(self.abspath(rel), value))
         target_rel = self.inside(target)
-        if target_rel is not None and target_rel != rel:
-            if self._open_target(target_rel, "common", worktree):
-                return
-        elif target_rel == rel:
-            return
+        if target_rel == rel:
+            return  # "." (what the sandbox's placeholder holds): git's own directory
+        if target_rel is not None and self._open_target(target_rel, "common", worktree):
+            if role in ("target", "worktree"):
+                return  # a linked worktree's git directory: commondir is how it works
+            why = (
+                "sends root's git to another directory for its config, hooks and objects; "
+                "a repository's own .git has no commondir"
+            )
+        else:
+            why = (
+                "sends root's git for its config and hooks to a directory outside the "
+                "workspace, or through a symlink, that this scan cannot vouch for"
+            )
         self.add(
             _Finding(
                 crel,
                 "commondir",
                 f"commondir: {value}",
-                "sends root's git for its config and hooks to a directory outside the "
-                "workspace, or through a symlink, that this scan cannot vouch for",
+                why,
                 "quarantine",
                 dev=content.st.st_dev,
                 ino=content.st.st_ino,
