@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -198,6 +199,8 @@ def test_after_the_scan_nothing_the_agent_wrote_runs_as_root(world: World, attac
     attack.before(world)
     before = workspace_scan.snapshot([str(world.workspace)])
     assert [h for h in before.hits if h.action != "report"] == []
+    # The launcher may keep the snapshot in its state directory between start and end.
+    before = workspace_scan.Snapshot.from_json(before.to_json())
     attack.plant(world)
 
     result = workspace_scan.scan([str(world.workspace)], before)
@@ -302,3 +305,66 @@ def test_the_scan_is_bounded_and_says_so(world: World) -> None:
         [str(world.workspace)], None, WalkLimits(max_entries=20, max_depth=5)
     )
     assert result.truncated
+
+
+ON_ANOTHER_MOUNT = """
+import json, os, stat, subprocess, sys
+sys.path.insert(0, sys.argv[1])
+from wizard.launcher import quarantine, workspace_scan
+ws, box, marker = sys.argv[2], sys.argv[3], sys.argv[4]
+subprocess.run(["mount", "-t", "tmpfs", "ws-scan-test", ws], check=True)
+env = {"PATH": os.environ["PATH"], "HOME": ws, "GIT_CONFIG_NOSYSTEM": "1"}
+subprocess.run(["git", "init", "-q", ws + "/repo"], env=env, check=True)
+before = workspace_scan.snapshot([ws])
+hook = ws + "/repo/.git/hooks/pre-commit"
+with open(hook, "w") as f:
+    f.write("#!/bin/sh\\nid -u > " + marker + "\\n")
+os.chmod(hook, 0o755)
+lines = quarantine.neutralize(workspace_scan.scan([ws], before).hits, box)
+boxes = [n for n in os.listdir(ws) if n.startswith(workspace_scan.QUARANTINE_NAME)]
+st = os.stat(os.path.join(ws, boxes[0]))
+manifest = json.load(open(os.path.join(box, "manifest.json")))
+again = workspace_scan.scan([ws], before).to_neutralize
+print(json.dumps({"lines": lines, "boxes": boxes, "mode": stat.S_IMODE(st.st_mode),
+                  "uid": st.st_uid, "hook_left": os.path.exists(hook),
+                  "moved_to": manifest["entries"][0]["quarantined"],
+                  "exists": os.path.exists(manifest["entries"][0]["quarantined"]),
+                  "again": [h.rel for h in again]}))
+"""
+
+
+def test_on_another_mount_the_quarantine_is_a_root_only_dir_in_the_workspace(
+    world: World,
+) -> None:
+    """The state directory is on another file system than the workspace (EXDEV):
+    the hook goes into a root-made 0700 directory at the workspace top instead, in
+    a private mount namespace so the host's mount table never changes."""
+    from tests.tools import REPO, require_tool
+
+    require_tool("unshare")
+    proc = subprocess.run(
+        [
+            "unshare",
+            "-m",
+            "--propagation",
+            "private",
+            sys.executable,
+            "-c",
+            ON_ANOTHER_MOUNT,
+            str(REPO),
+            str(world.workspace),
+            str(world.base / "state/quarantine/s"),
+            str(world.marker("other-mount")),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert len(out["boxes"]) == 1 and out["mode"] == 0o700 and out["uid"] == 0
+    assert not out["hook_left"] and out["exists"]
+    assert out["moved_to"].startswith(f"{world.workspace}/{out['boxes'][0]}/")
+    assert "restore: mv -- " in out["lines"][0]
+    assert out["again"] == []  # the scan does not walk into root's quarantine

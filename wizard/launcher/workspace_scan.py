@@ -52,9 +52,7 @@ __all__ = [
     "snapshot",
 ]
 
-_INTERESTING = frozenset(
-    {".git", "HEAD", ".claude", ".mcp.json", ".envrc", ".vscode", ".idea", QUARANTINE_NAME}
-)
+_INTERESTING = frozenset({".git", "HEAD", ".claude", ".mcp.json", ".envrc", ".vscode", ".idea"})
 _GITDIR_NAMES = frozenset({"HEAD", "objects", "refs", "commondir", "config", "hooks"})
 # What git keeps in a git directory (judged through it, never walked as files).
 _GIT_OWN_DIRS = frozenset(
@@ -72,18 +70,25 @@ class _Discovery(GitDiscovery):
             for entry in visit.entries:
                 if entry.name in _INTERESTING:
                     kinds[entry.name] = entry
+                elif entry.name.startswith(QUARANTINE_NAME):
+                    self._skip_quarantine(visit, entry)
             if not kinds and visit.rel != ".":
                 continue
             self._visit(visit, kinds)
         if self.git_entries > MAX_GIT_ENTRIES:
             self.stats.truncated.append(f"git metadata: stopped after {MAX_GIT_ENTRIES} entries")
 
+    def _skip_quarantine(self, visit: fdwalk.DirVisit, entry: os.DirEntry[str]) -> None:
+        # What the quarantine moved aside within the workspace (when the state
+        # directory was on another mount): a root-made 0700 directory the agent
+        # cannot enter. One the agent made under that name is walked like any other.
+        if entry.name not in visit.subdirs:
+            return
+        st = entry.stat(follow_symlinks=False)
+        if st.st_uid == 0 and stat.S_IMODE(st.st_mode) == 0o700:
+            visit.subdirs.remove(entry.name)
+
     def _visit(self, visit: fdwalk.DirVisit, entries: dict[str, os.DirEntry[str]]) -> None:
-        quarantine = entries.get(QUARANTINE_NAME)
-        if quarantine is not None and QUARANTINE_NAME in visit.subdirs:
-            st = quarantine.stat(follow_symlinks=False)
-            if st.st_uid == 0 and stat.S_IMODE(st.st_mode) == 0o700:
-                visit.subdirs.remove(QUARANTINE_NAME)  # root's own: what it moved aside
         if "HEAD" in entries and ".git" not in entries:
             kinds = {e.name: entry_kind(e) for e in visit.entries if e.name in _GITDIR_NAMES}
             if policy.looks_like_git_dir(kinds):
