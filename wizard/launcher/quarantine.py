@@ -27,7 +27,6 @@ from __future__ import annotations
 import errno
 import json
 import os
-import secrets
 import shlex
 import stat
 import time
@@ -84,7 +83,7 @@ class _Quarantine:
         st = os.fstat(dir_fd)
         key = (st.st_dev, st.st_ino)
         if key not in self.fallbacks:
-            name = f"{QUARANTINE_NAME}-{secrets.token_hex(6)}"
+            name = f"{QUARANTINE_NAME}-{os.urandom(6).hex()}"
             os.mkdir(name, 0o700, dir_fd=dir_fd)
             fd = os.open(name, fdwalk.DIR_FLAGS, dir_fd=dir_fd)
             os.fchmod(fd, 0o700)
@@ -143,7 +142,7 @@ class _Quarantine:
             except ValueError:
                 old = []
         data = json.dumps({"format": 1, "entries": old + self.entries}, indent=2) + "\n"
-        tmp = f".{MANIFEST}.{secrets.token_hex(4)}"
+        tmp = f".{MANIFEST}.{os.urandom(4).hex()}"
         wfd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600, dir_fd=fd)
         try:
             os.write(wfd, data.encode())
@@ -211,7 +210,7 @@ def _cleaned(hits: Sequence[Hit], data: bytes) -> bytes | None:
 
 
 def _write_beside(dir_fd: int, name: str, data: bytes, st: os.stat_result) -> str:
-    tmp = f".{name}.sandbox-setup-{secrets.token_hex(4)}"
+    tmp = f".{name}.sandbox-setup-{os.urandom(4).hex()}"
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
     fd = os.open(tmp, flags, 0o600, dir_fd=dir_fd)
     try:

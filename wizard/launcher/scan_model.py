@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import posixpath
+import shlex
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 
@@ -90,12 +91,20 @@ class Hit:
 
     @property
     def remedy(self) -> str:
-        if self.action != "report":
-            return "sandbox-launch moves it aside when the session ends; review the quarantine"
-        if self.file_format == "git-config" and "=" in self.what:
-            key = self.what.split("=", 1)[0].strip()
-            return f"if you did not set it: git config --file {self.path} --unset-all {key}"
-        return f"if you did not put it there, move it away: mv -- {self.path} <somewhere safe>"
+        """The command that removes it by hand (what ``--audit`` shows). The
+        end-of-session scan does the same for what a session wrote."""
+        path = shlex.quote(self.path)
+        if self.kind in ("new-repo", "watched"):
+            return f"review {path} before you run tools there as root"
+        if self.file_format == "git-config" and " = " in self.what:
+            key = self.what.split(" = ", 1)[0]
+            return f"if you did not set it: git config --file {path} --unset-all {shlex.quote(key)}"
+        if self.file_format == "json":
+            key = self.what.split(" = ", 1)[0]
+            return f"if you did not set it, remove {key} from {path}"
+        if self.kind == "bare-repo":
+            return f"if it is not a repository of yours: mv -- {path} {path}.not-a-repo"
+        return f"if you did not put it there, move it out of the workspace: mv -- {path} <dir>"
 
     def describe(self) -> str:
         when = "written during the session" if self.new else "there before the session"
