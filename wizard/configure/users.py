@@ -16,9 +16,11 @@ import stat
 import struct
 import subprocess
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from wizard.base import fdwalk
 from wizard.base.accounts import lookup_group_gid, lookup_user
 from wizard.base.errors import SetupError
 from wizard.base.paths import Layout
@@ -123,9 +125,11 @@ def acl_entries(real_path: Path) -> set[str]:
 
 # Workspace ACLs, walked by file descriptor. The agent can write the workspace,
 # so on a re-apply or an undo (both as root) it may have swapped any directory or
-# file for a symlink. Every step therefore works on fds from ``os.fwalk(...,
-# follow_symlinks=False)`` plus ``O_PATH | O_NOFOLLOW`` opens, and setfacl is
-# handed ``/proc/self/fd/N`` (the inode we opened), never a path it would resolve.
+# file for a symlink, or for a symlink to a FIFO. Every step therefore works on
+# fds from wizard.base.fdwalk (directories opened O_DIRECTORY | O_NOFOLLOW |
+# O_NONBLOCK, so a symlink or a FIFO is refused before anything is opened) plus
+# O_PATH | O_NOFOLLOW opens of what the listing calls regular files, and setfacl
+# is handed /proc/self/fd/N (the inode we opened), never a path it would resolve.
 _ACCESS = "system.posix_acl_access"
 _DEFAULT = "system.posix_acl_default"
 _ACL_GROUP = 0x08
@@ -164,28 +168,92 @@ def _without_group(raw: bytes, gid: int) -> bytes:
     return raw[:4] + b"".join(kept)
 
 
+def is_private(st: os.stat_result) -> bool:
+    """A file or directory its owner keeps to themselves: no read bit for the
+    group and none for others (a 0600 ``.env``, a 0700 ``secrets/``)."""
+    return not st.st_mode & 0o044
+
+
+@dataclass
+class AclWalkReport:
+    """What an ACL walk left alone, relative to the workspace: paths private to
+    their owner (unless included) and files with more than one hard link (the
+    same inode lives elsewhere too, maybe outside the workspace)."""
+
+    private: list[str] = field(default_factory=list)
+    hardlinked: list[str] = field(default_factory=list)
+
+    def lines(self, workspace: PurePosixPath | str) -> list[str]:
+        """``stays private: 3 files, e.g. /srv/app/.env`` and the hard-link twin."""
+        out = []
+        for what, paths in (
+            ("stays private", self.private),
+            ("not changed (more than one hard link)", self.hardlinked),
+        ):
+            if paths:
+                noun = "file" if len(paths) == 1 else "files"
+                example = PurePosixPath(workspace) / paths[0]
+                out.append(f"{what}: {len(paths)} {noun}, e.g. {example}")
+        return out
+
+
 def walk_workspace(top_fd: int) -> Iterator[tuple[str, list[tuple[str, int, os.stat_result]]]]:
     """For the directory ``top_fd`` and every directory below it (symlinks never
-    followed): ``(relative dir, [(relative path, fd, stat)])`` with the directory
-    itself first, then its regular files. The fds are valid during the yield."""
-    for dirpath, _dirs, files, dirfd in os.fwalk(".", dir_fd=top_fd, follow_symlinks=False):
-        rel_dir = os.path.normpath(dirpath)
-        items = [(rel_dir, dirfd, os.fstat(dirfd))]
+    followed, FIFOs, sockets and devices never opened): ``(relative dir, [(relative
+    path, fd, stat)])`` with the directory itself first, then its regular files.
+    The fds are valid during the yield."""
+    for visit in fdwalk.walk(top_fd, fdwalk.UNBOUNDED):
+        items = [(visit.rel, visit.fd, os.fstat(visit.fd))]
         opened = []
         try:
-            for name in files:
+            for entry in visit.entries:
+                # The listing's type first: a FIFO or a symlink is never opened at
+                # all; fstat below catches a regular file swapped since the listing.
+                if not entry.is_file(follow_symlinks=False):
+                    continue
                 try:
-                    fd = os.open(name, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dirfd)
-                except FileNotFoundError:
+                    fd = os.open(entry.name, fdwalk.PATH_FLAGS, dir_fd=visit.fd)
+                except (FileNotFoundError, NotADirectoryError):
                     continue
                 opened.append(fd)
                 st = os.fstat(fd)
-                if stat.S_ISREG(st.st_mode):  # symlinks, fifos, devices: left alone
-                    items.append((os.path.normpath(os.path.join(rel_dir, name)), fd, st))
-            yield rel_dir, items
+                if stat.S_ISREG(st.st_mode):
+                    items.append((visit.join(entry.name), fd, st))
+            yield visit.rel, items
         finally:
             for fd in opened:
                 os.close(fd)
+
+
+def _left_alone(rel: str, st: os.stat_result, include_private: bool, report: AclWalkReport) -> bool:
+    """Whether a grant must skip ``rel`` (and record why)."""
+    if rel == ".":
+        return False
+    if not include_private and is_private(st):
+        report.private.append(rel)
+        return True
+    if not stat.S_ISDIR(st.st_mode) and st.st_nlink > 1:
+        report.hardlinked.append(rel)
+        return True
+    return False
+
+
+def _below(rel: str, dirs: list[str]) -> bool:
+    return any(rel.startswith(d + "/") for d in dirs)
+
+
+def survey_workspace(top_fd: int, include_private: bool = False) -> AclWalkReport:
+    """What :func:`grant_workspace` would leave alone, without changing anything
+    (for the plan: "stays private: 3 files, e.g. /srv/app/.env")."""
+    report = AclWalkReport()
+    private_dirs: list[str] = []
+    for _rel_dir, items in walk_workspace(top_fd):
+        for rel, _fd, st in items:
+            if _below(rel, private_dirs):
+                continue
+            if _left_alone(rel, st, include_private, report) and stat.S_ISDIR(st.st_mode):
+                private_dirs.append(rel)
+    return report
 
 
 def _setfacl_fds(args: Sequence[str], fds: Sequence[int]) -> None:
@@ -220,24 +288,43 @@ def acl_snapshot(top_fd: int, gid: int) -> dict[str, object]:
     return {"format": ACL_SNAPSHOT_FORMAT, "gid": gid, "entries": entries}
 
 
-def grant_workspace(top_fd: int, gid: int) -> None:
+def grant_workspace(top_fd: int, gid: int, *, include_private: bool = False) -> AclWalkReport:
     """rwX for ``gid`` on every directory and regular file, a default ACL and the
-    setgid bit on every directory (new files inherit both); owners unchanged."""
+    setgid bit on every directory (new files inherit both); owners unchanged.
+
+    Left alone (and returned): what is private to its owner, with everything below
+    a private directory, unless ``include_private``; files with more than one hard
+    link, whose inode is also somewhere else.
+    """
     spec = f"g:{gid}:rwX"
+    report = AclWalkReport()
+    private_dirs: list[str] = []
     for _rel_dir, items in walk_workspace(top_fd):
-        _setfacl_fds(["-m", spec], [fd for _rel, fd, _st in items])
-        dirfd = items[0][1]
+        dir_rel, dirfd, dir_st = items[0]
+        if _below(dir_rel, private_dirs):
+            continue
+        if _left_alone(dir_rel, dir_st, include_private, report):
+            private_dirs.append(dir_rel)
+            continue
+        files = [
+            fd for rel, fd, st in items[1:] if not _left_alone(rel, st, include_private, report)
+        ]
+        _setfacl_fds(["-m", spec], [dirfd, *files])
         _setfacl_fds(["-d", "-m", spec], [dirfd])
         mode = os.fstat(dirfd).st_mode
         if not mode & 0o2000:
             os.fchmod(dirfd, stat.S_IMODE(mode) | 0o2000)
+    return report
 
 
-def revoke_workspace(top_fd: int, snapshot: dict[str, object]) -> int:
+def revoke_workspace(
+    top_fd: int, snapshot: dict[str, object], *, report: AclWalkReport | None = None
+) -> int:
     """Undo :func:`grant_workspace` from its :func:`acl_snapshot`: where the group's
     entry was added, put the old ACL back (and the old group bits); clear setgid bits
     that were added. A path created since gets the group's entries stripped. Never
-    chowns. Returns how many paths changed."""
+    chowns, and never changes a file with more than one hard link (its inode may be
+    outside the workspace too; listed in ``report``). Returns how many paths changed."""
     gid = int(snapshot["gid"])  # type: ignore[call-overload]
     saved_all = snapshot["entries"]
     assert isinstance(saved_all, dict)
@@ -248,6 +335,10 @@ def revoke_workspace(top_fd: int, snapshot: dict[str, object]) -> int:
     changed = 0
     for _rel_dir, items in walk_workspace(top_fd):
         for rel, fd, st in items:
+            if not stat.S_ISDIR(st.st_mode) and st.st_nlink > 1:
+                if report is not None:
+                    report.hardlinked.append(rel)
+                continue
             if _revoke_one(fd, st, gid, saved_all.get(rel), new_dir_setgid):
                 changed += 1
     return changed
