@@ -23,7 +23,6 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 import pytest
-from wizard.accounts import Account, lookup_user
 
 from tests.bash_evidence import BashEvidence, evidence_command, new_marker, parse_evidence
 from tests.claude_run import (
@@ -36,6 +35,7 @@ from tests.claude_run import (
 )
 from tests.fake_api import BashStep, FakeMessagesAPI, Step, TextStep
 from tests.tools import claude_binary, require_root, require_tool
+from wizard.base.accounts import Account, lookup_user
 
 pytestmark = pytest.mark.e2e
 

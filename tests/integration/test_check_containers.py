@@ -21,11 +21,11 @@ from typing import Any
 
 import pytest
 
+from tests.installed import ProjectInstall
 from tests.integration.containers import (
     ContainerConfig,
     HostPlace,
     Place,
-    ProjectInstall,
     RootBwrap,
     RuncContainer,
     Section,
@@ -229,7 +229,9 @@ def _experiment_script(install: ProjectInstall, as_user: str | None) -> str:
     commands["seccomp.available"] = f"cd / && {prefix}{install.python} -c {shlex.quote(SECCOMP_PY)}"
     commands["mountinfo"] = "cat /proc/self/mountinfo"
     commands["status"] = "id; grep -E '^(Cap|NoNewPrivs|Seccomp)' /proc/self/status"
-    check = install.wizard("--check", "--json", *(["--as-user", as_user] if as_user else []))
+    # The experiments run as root or as nobody: so must the check (root's plain --check
+    # would probe as an unprivileged stand-in for the agent).
+    check = install.wizard("--check", "--json", "--as-user", as_user or "root")
     commands["check"] = f'cd / && {shlex.join(check)} 2>"$T/check.err"'
     commands["check_stderr"] = 'cat "$T/check.err"'
     return sectioned_script(commands)

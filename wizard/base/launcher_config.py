@@ -72,6 +72,8 @@ def _require(table: dict[str, Any], key: str, kind: type, where: str, source: st
         raise InputError(
             f"{source}: key '{where}{key}' must be a {kind.__name__}, not {type(value).__name__}"
         )
+    if isinstance(value, str) and "\x00" in value:
+        raise InputError(f"{source}: key '{where}{key}' contains a NUL character")
     return value
 
 
@@ -97,6 +99,8 @@ def _choice(
 
 def absolute_path(value: str, key: str, source: str) -> PurePosixPath:
     """``value`` as an absolute path, or an error naming ``source`` and ``key``."""
+    if "\x00" in value:
+        raise InputError(f"{source}: key '{key}' contains a NUL character")
     path = PurePosixPath(value)
     if not path.is_absolute():
         raise InputError(f"{source}: key '{key}' must be an absolute path, got {value!r}")

@@ -38,6 +38,7 @@ from wizard.launcher.command import (
     user_launch,
 )
 from wizard.launcher.trust import check_trusted_file, find_trusted_tool, read_trusted_text
+from wizard.policy.names import user_name_problem
 
 USAGE = """usage: sandbox-launch [--dry-run] [--config PATH] [--] [claude arguments ...]
 
@@ -108,9 +109,13 @@ def load_config(path: Path, owners: frozenset[int]) -> tuple[Path, LauncherConfi
         raise RefusedError(f"launcher config {path} does not exist; run sandbox-setup to create it")
     real, text = read_trusted_text(path, owners, "launcher config")
     try:
-        return real, parse_launcher_config(text, str(real))
+        config = parse_launcher_config(text, str(real))
     except InputError as exc:  # includes TOML nested too deeply to parse
         raise RefusedError(str(exc)) from None
+    problem = user_name_problem(config.agent_user)
+    if problem is not None:
+        raise RefusedError(f"{real}: key 'agent.user' {problem}")
+    return real, config
 
 
 def resolve_agent(config: LauncherConfig, uid: int) -> Agent:
