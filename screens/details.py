@@ -47,7 +47,7 @@ def fields_for(mode: Mode) -> set[str]:
     return {"inner", "scope"}
 
 
-NETWORK_CHOICES = (Network.HOST, Network.NONE)
+NETWORK_CHOICES = values(Network)
 ChoiceT = TypeVar("ChoiceT", bound=StrEnum)
 
 

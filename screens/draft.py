@@ -35,7 +35,7 @@ class Details:
 
     workspaces: tuple[PurePosixPath, ...] = ()
     agent_user: str = DEFAULT_AGENT_USER
-    network: Network = Network.HOST
+    network: Network = Network.ALLOWLIST  # sandbox mode only
     inner_sandbox: InnerSandbox = InnerSandbox.STRONG
     settings_scope: SettingsScope = SettingsScope.MANAGED
     copy_login: bool = False
@@ -71,7 +71,7 @@ class Draft:
             claude=d.claude,
             settings_scope=d.settings_scope,
             inner_sandbox=d.inner_sandbox,
-            network=d.network,
+            network=d.network if self.mode is Mode.SANDBOX else None,
             copy_login=d.copy_login and not unsafe,
             accept_unsafe_root=unsafe and self.accepted_at is not None,
             accepted_by=self.accepted_by if unsafe else None,

@@ -10,7 +10,7 @@ NPM_PREFIX=${SANDBOX_SETUP_NPM_PREFIX:-/opt/sandbox-setup-test/npm}
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends \
   bubblewrap runc util-linux passwd acl socat ripgrep procps python3 python3-venv \
-  ca-certificates git >/dev/null
+  ca-certificates git iproute2 curl openssl e2fsprogs keyutils tmux >/dev/null
 command -v npm >/dev/null || apt-get install -y -qq --no-install-recommends nodejs npm >/dev/null
 
 # Claude Code (for the root guard and settings tests) and sandbox-runtime (srt), in a
@@ -23,6 +23,7 @@ export PATH="$NPM_PREFIX/node_modules/.bin:$PATH"
 
 # The project and its test tools, in a venv of Debian's Python.
 [ -x .venv/bin/python ] || /usr/bin/python3 -m venv .venv
-.venv/bin/pip install -q --disable-pip-version-check -e ".[test]"
+# (pip's notes about the offline index's missing mirrors are noise: keep only errors)
+.venv/bin/pip install -q --disable-pip-version-check -e ".[test]" 2> >(grep -v "^WARNING: Location" >&2)
 
 exec .venv/bin/python -m pytest -rs "$@"

@@ -8,15 +8,37 @@ Each path is imported only when chosen, so ``--check``, ``--audit``,
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from wizard.base.choices import InnerSandbox, Mode, Network, SettingsScope, values
 from wizard.base.errors import SetupError
 from wizard.base.exitcodes import EXIT_CODES_HELP, ExitCode
 
-MODES = ("sandbox", "user", "unsafe")
+MODES = values(Mode)
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("sandbox-setup")
+    except PackageNotFoundError:
+        return "(not installed)"
+
+
+def _timeout(text: str) -> float:
+    """A finite number of seconds above 0 (argparse reports the error, exit 2)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: must be a finite number of seconds above 0")
+    return value
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -30,7 +52,9 @@ def build_parser() -> argparse.ArgumentParser:
         ),
         epilog=EXIT_CODES_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
+        allow_abbrev=False,  # `--mod` is a typo, not --mode
     )
+    parser.add_argument("--version", action="version", version=f"sandbox-setup {_version()}")
     action = parser.add_mutually_exclusive_group()
     action.add_argument("--check", action="store_true", help="run the host checks")
     action.add_argument("--audit", action="store_true", help="audit an existing setup")
@@ -50,7 +74,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--as-user", metavar="NAME", help="run live probes as this user (the agent user)"
     )
     check.add_argument(
-        "--timeout", type=float, default=10.0, metavar="SECONDS", help="per-probe timeout"
+        "--timeout",
+        type=_timeout,
+        default=10.0,
+        metavar="SECONDS",
+        help="per-probe timeout (default 10)",
     )
 
     headless = parser.add_argument_group("headless options")
@@ -61,11 +89,49 @@ def build_parser() -> argparse.ArgumentParser:
     )
     headless.add_argument("--agent-user", metavar="NAME", help="default: claude-agent")
     headless.add_argument("--claude", metavar="PATH", help="the Claude Code binary")
-    headless.add_argument("--settings-scope", choices=("user", "managed"))
+    headless.add_argument("--settings-scope", choices=values(SettingsScope))
     headless.add_argument(
-        "--inner-sandbox", choices=("strong", "weak", "off"), help="default: from the probes"
+        "--inner-sandbox", choices=values(InnerSandbox), help="default: from the probes"
     )
-    headless.add_argument("--network", choices=("host", "none"), help="default: host")
+    headless.add_argument(
+        "--network", choices=values(Network), help="sandbox mode; default: allowlist"
+    )
+    headless.add_argument(
+        "--allow-domain",
+        action="append",
+        default=[],
+        metavar="PATTERN",
+        help="with --network allowlist: also allow example.com, *.example.com[:PORT] (repeatable)",
+    )
+    headless.add_argument(
+        "--allow-loopback-port",
+        action="append",
+        default=[],
+        metavar="PORT",
+        help="expose this TCP port of the host's loopback inside the sandbox (repeatable)",
+    )
+    headless.add_argument(
+        "--pass-env",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="pass this variable of your environment to Claude, beyond the defaults (repeatable)",
+    )
+    headless.add_argument(
+        "--reuse-account",
+        action="store_true",
+        help="let the existing --agent-user account be the agent (every rule still applies)",
+    )
+    headless.add_argument(
+        "--include-private",
+        action="store_true",
+        help="let workspace ACLs open files that are private to their owner",
+    )
+    headless.add_argument(
+        "--install-claude-shim",
+        action="store_true",
+        help="route root's `claude` on PATH through sandbox-launch",
+    )
     headless.add_argument(
         "--copy-login", action="store_true", help="copy your Claude login to the agent user"
     )
@@ -91,6 +157,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _dispatch(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    if args.root == "":
+        # `--root "$UNSET"` in a build script must not mean the live system.
+        parser.error(
+            "--root '': empty; pass the target root directory (--root / is the live system)"
+        )
     if args.check or args.list_checks:
         from wizard.commands.check import run_check
 

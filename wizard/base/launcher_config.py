@@ -14,8 +14,18 @@ Format (``schema = 1``)::
 
     [sandbox]
     workspaces = ["/srv/project"]
-    network = "host"                 # host | none
+    network = "allowlist"            # allowlist | host | none
+    allowed_domains = ["example.com", "*.example.org:8443"]   # beyond Claude's own
+    loopback_ports = [8080]          # host 127.0.0.1 ports seen inside at the same port
     inner_sandbox = "strong"         # strong | weak | off
+
+    [env]
+    pass = ["ANTHROPIC_API_KEY", ...] # the caller's variables Claude gets (nothing else)
+
+    [limits]
+    tasks = 1024                     # processes + threads of a session
+    memory = "50%"                   # of the host's RAM, or a size ("4G")
+    tmpfs = "512M"                   # each of the sandbox's /tmp, /run, /dev/shm
 
     [unsafe]                         # only in unsafe mode
     accepted_by = "root (uid 0)"
@@ -37,6 +47,7 @@ from typing import Any, TypeVar
 
 from wizard.base.choices import InnerSandbox, Mode, Network, values
 from wizard.base.errors import InputError
+from wizard.base.limits import Limits
 
 SCHEMA = 1
 ChoiceT = TypeVar("ChoiceT", bound=enum.StrEnum)
@@ -58,6 +69,10 @@ class LauncherConfig:
     workspaces: tuple[PurePosixPath, ...] = ()
     network: Network = Network.HOST
     inner_sandbox: InnerSandbox = InnerSandbox.STRONG
+    allowed_domains: tuple[str, ...] = ()
+    loopback_ports: tuple[int, ...] = ()
+    env_pass: tuple[str, ...] = ()
+    limits: Limits = field(default_factory=Limits)
     claude_version: str | None = None
     unsafe: UnsafeAcceptance | None = None
     schema: int = SCHEMA
@@ -95,6 +110,13 @@ def _choice(
             f"{source}: key '{where}{key}' is {value!r}; expected one of "
             + ", ".join(values(choice))
         ) from None
+
+
+def _strings(table: dict[str, Any], key: str, where: str, source: str) -> tuple[str, ...]:
+    value = table.get(key, [])
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise InputError(f"{source}: key '{where}{key}' must be a list of strings")
+    return tuple(value)
 
 
 def absolute_path(value: str, key: str, source: str) -> PurePosixPath:
@@ -146,6 +168,17 @@ def parse_launcher_config(text: str, source: str = "launcher.toml") -> LauncherC
     workspaces = tuple(absolute_path(w, "sandbox.workspaces", source) for w in workspaces_raw)
     network = _choice(sandbox, "network", Network, Network.HOST, "sandbox.", source)
     inner = _choice(sandbox, "inner_sandbox", InnerSandbox, InnerSandbox.STRONG, "sandbox.", source)
+    domains = _strings(sandbox, "allowed_domains", "sandbox.", source)
+    ports = sandbox.get("loopback_ports", [])
+    if not isinstance(ports, list) or not all(
+        isinstance(p, int) and not isinstance(p, bool) and 1 <= p <= 65535 for p in ports
+    ):
+        raise InputError(f"{source}: key 'sandbox.loopback_ports' must be a list of ports 1-65535")
+    env = data.get("env", {})
+    if not isinstance(env, dict):
+        raise InputError(f"{source}: 'env' must be a table")
+    env_pass = _strings(env, "pass", "env.", source)
+    limits = Limits.from_table(data.get("limits", {}), "limits.", source)
     if mode is Mode.SANDBOX and not workspaces:
         raise InputError(f"{source}: sandbox mode needs at least one 'sandbox.workspaces' entry")
     unsafe = None
@@ -161,7 +194,9 @@ def parse_launcher_config(text: str, source: str = "launcher.toml") -> LauncherC
     version = data.get("claude_version")
     if version is not None and not isinstance(version, str):
         raise InputError(f"{source}: key 'claude_version' must be a string")
-    known = {"schema", "mode", "claude", "claude_version", "agent", "sandbox", "unsafe"}
+    known = {
+        "schema", "mode", "claude", "claude_version", "agent", "sandbox", "unsafe", "env", "limits"
+    }  # fmt: skip
     return LauncherConfig(
         mode=mode,
         claude=claude,
@@ -170,6 +205,10 @@ def parse_launcher_config(text: str, source: str = "launcher.toml") -> LauncherC
         workspaces=workspaces,
         network=network,
         inner_sandbox=inner,
+        allowed_domains=domains,
+        loopback_ports=tuple(ports),
+        env_pass=env_pass,
+        limits=limits,
         claude_version=version,
         unsafe=unsafe,
         schema=schema,
@@ -213,7 +252,20 @@ def render_launcher_config(config: LauncherConfig, existing: str | None = None) 
         doc["sandbox"] = sandbox
     sandbox["workspaces"] = [str(w) for w in config.workspaces]
     sandbox["network"] = str(config.network)
+    sandbox["allowed_domains"] = list(config.allowed_domains)
+    sandbox["loopback_ports"] = list(config.loopback_ports)
     sandbox["inner_sandbox"] = str(config.inner_sandbox)
+    env = doc.get("env")
+    if not isinstance(env, dict):
+        env = tomlkit.table()
+        doc["env"] = env
+    env["pass"] = list(config.env_pass)
+    limits = doc.get("limits")
+    if not isinstance(limits, dict):
+        limits = tomlkit.table()
+        doc["limits"] = limits
+    for key, value in config.limits.to_table().items():
+        limits[key] = value
     if config.unsafe is not None:
         unsafe = doc.get("unsafe")
         if not isinstance(unsafe, dict):

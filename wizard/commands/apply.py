@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from wizard.configure.actions import Action
     from wizard.configure.plan import Plan
 from wizard.configure.probes import choose_probe_user, run_live_checks
+from wizard.policy.network import parse_port
 
 _ANSWER_FLAGS = (
     "mode",
@@ -40,6 +41,15 @@ _ANSWER_FLAGS = (
     "settings_scope",
     "inner_sandbox",
     "network",
+    "workspace",
+    "allow_domain",
+    "allow_loopback_port",
+    "pass_env",
+    "reuse_account",
+    "include_private",
+    "install_claude_shim",
+    "copy_login",
+    "accept_unsafe_root",
 )
 
 
@@ -67,9 +77,6 @@ def answers_from_args(args: argparse.Namespace, layout: Layout) -> Answers:
     """The Answers the flags (or ``--answers FILE``) describe."""
     if args.answers:
         given = [f"--{f.replace('_', '-')}" for f in _ANSWER_FLAGS if getattr(args, f, None)]
-        given += ["--workspace"] if args.workspace else []
-        given += ["--copy-login"] if args.copy_login else []
-        given += ["--accept-unsafe-root"] if args.accept_unsafe_root else []
         if given:
             raise InputError(
                 f"--answers {args.answers} cannot be combined with {', '.join(given)}; "
@@ -82,15 +89,30 @@ def answers_from_args(args: argparse.Namespace, layout: Layout) -> Answers:
         mode = Mode(args.mode)
     except ValueError:
         raise InputError(f"--mode {args.mode!r}: expected sandbox, user or unsafe") from None
+    if args.accept_unsafe_root and mode is not Mode.UNSAFE:
+        raise InputError(
+            f"--accept-unsafe-root only applies to --mode unsafe (this is --mode {mode}); drop it"
+        )
+    ports = []
+    for value in args.allow_loopback_port:
+        ports.append(parse_port(value, "--allow-loopback-port"))
     return Answers(
         mode=mode,
-        workspaces=tuple(_target_path(w, "--workspace", layout) for w in args.workspace),
+        workspaces=tuple(
+            dict.fromkeys(_target_path(w, "--workspace", layout) for w in args.workspace)
+        ),
         # An explicit empty value is invalid input, not "use the default".
         agent_user=DEFAULT_AGENT_USER if args.agent_user is None else args.agent_user,
         claude=None if args.claude is None else _target_path(args.claude, "--claude", layout),
         settings_scope=None if args.settings_scope is None else SettingsScope(args.settings_scope),
         inner_sandbox=None if args.inner_sandbox is None else InnerSandbox(args.inner_sandbox),
-        network=Network(args.network or Network.HOST),
+        network=None if args.network is None else Network(args.network),
+        allowed_domains=tuple(dict.fromkeys(args.allow_domain)),
+        loopback_ports=tuple(dict.fromkeys(ports)),
+        pass_env=tuple(dict.fromkeys(args.pass_env)),
+        reuse_account=bool(args.reuse_account),
+        include_private=bool(args.include_private),
+        install_claude_shim=bool(args.install_claude_shim),
         copy_login=bool(args.copy_login),
         accept_unsafe_root=bool(args.accept_unsafe_root),
     )

@@ -22,11 +22,22 @@ Format (``schema = 1``)::
     claude = "/usr/local/bin/claude" # optional: default, `claude` on PATH
     settings_scope = "managed"       # optional: user | managed
     inner_sandbox = "weak"           # optional: strong | weak | off
-    network = "host"                 # host | none
+    network = "allowlist"            # allowlist | host | none (default: allowlist in sandbox)
+    allowed_domains = ["example.com"] # optional: destinations beyond Claude's own
+    loopback_ports = [8080]          # optional: host loopback ports seen inside
+    pass_env = ["MY_TOKEN"]          # optional: variables passed beyond the defaults
+    reuse_account = false            # let an existing account be the agent
+    include_private = false          # let workspace ACLs open owner-only files
+    install_claude_shim = false      # route root's `claude` through sandbox-launch
     copy_login = false
     accept_unsafe_root = false
     accepted_by = "root (uid 0)"     # optional, unsafe mode: recorded acceptance
     accepted_at = "2026-11-30T04:00:00+00:00"
+
+    [limits]                         # optional: the session's limits (defaults shown)
+    tasks = 1024
+    memory = "50%"
+    tmpfs = "512M"
 """
 
 from __future__ import annotations
@@ -40,7 +51,10 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from wizard.base.choices import InnerSandbox, Mode, Network, SettingsScope, values
 from wizard.base.errors import InputError, RefusedError
 from wizard.base.launcher_config import absolute_path, load_toml
+from wizard.base.limits import Limits
+from wizard.policy.environment import validate_pass_names
 from wizard.policy.names import agent_name_problem, user_name_problem, workspace_path_problem
+from wizard.policy.network import SANDBOX_PROXY_PORT, parse_domain_pattern, parse_port
 
 if TYPE_CHECKING:
     from wizard.base.paths import Layout
@@ -60,7 +74,14 @@ class Answers:
     claude: PurePosixPath | None = None  # None: find `claude` on PATH
     settings_scope: SettingsScope | None = None  # None: the default for the mode
     inner_sandbox: InnerSandbox | None = None  # None: what the nested probes verified
-    network: Network = Network.HOST
+    network: Network | None = None  # None: allowlist in sandbox mode, else the host's
+    allowed_domains: tuple[str, ...] = ()
+    loopback_ports: tuple[int, ...] = ()
+    pass_env: tuple[str, ...] = ()
+    reuse_account: bool = False
+    include_private: bool = False
+    install_claude_shim: bool = False
+    limits: Limits | None = None  # None: the defaults
     copy_login: bool = False
     accept_unsafe_root: bool = False
     # Set when acceptance is recorded (who and when); written to launcher.toml [unsafe].
@@ -78,6 +99,13 @@ _KEYS = (
     "settings_scope",
     "inner_sandbox",
     "network",
+    "allowed_domains",
+    "loopback_ports",
+    "pass_env",
+    "reuse_account",
+    "include_private",
+    "install_claude_shim",
+    "limits",
     "copy_login",
     "accept_unsafe_root",
     "accepted_by",
@@ -106,6 +134,22 @@ def _choice(data: dict[str, Any], key: str, choice: type[ChoiceT], source: str) 
         ) from None
 
 
+_FLAGS = (
+    "reuse_account",
+    "include_private",
+    "install_claude_shim",
+    "copy_login",
+    "accept_unsafe_root",
+)
+
+
+def _strings(data: dict[str, Any], key: str, source: str) -> tuple[str, ...]:
+    value = data.get(key, [])
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise InputError(f"{source}: key '{key}' must be a list of strings")
+    return tuple(value)
+
+
 def parse_answers(text: str, source: str = "answers.toml") -> Answers:
     """Parse answers TOML; errors name ``source``, the key (or line) and the problem."""
     data = load_toml(text, source)
@@ -130,9 +174,12 @@ def parse_answers(text: str, source: str = "answers.toml") -> Answers:
     agent_user = DEFAULT_AGENT_USER
     if "agent_user" in data:
         agent_user = _typed(data, "agent_user", str, source)
-    flags = {
-        k: _typed(data, k, bool, source) for k in ("copy_login", "accept_unsafe_root") if k in data
-    }
+    flags = {k: _typed(data, k, bool, source) for k in _FLAGS if k in data}
+    ports = data.get("loopback_ports", [])
+    if not isinstance(ports, list) or not all(
+        isinstance(p, int) and not isinstance(p, bool) for p in ports
+    ):
+        raise InputError(f"{source}: key 'loopback_ports' must be a list of port numbers")
     texts = {k: _typed(data, k, str, source) for k in ("accepted_by", "accepted_at") if k in data}
     answers = Answers(
         mode=mode,
@@ -141,7 +188,14 @@ def parse_answers(text: str, source: str = "answers.toml") -> Answers:
         claude=claude,
         settings_scope=_choice(data, "settings_scope", SettingsScope, source),
         inner_sandbox=_choice(data, "inner_sandbox", InnerSandbox, source),
-        network=_choice(data, "network", Network, source) or Network.HOST,
+        network=_choice(data, "network", Network, source),
+        allowed_domains=_strings(data, "allowed_domains", source),
+        loopback_ports=tuple(ports),
+        pass_env=_strings(data, "pass_env", source),
+        reuse_account=flags.get("reuse_account", False),
+        include_private=flags.get("include_private", False),
+        install_claude_shim=flags.get("install_claude_shim", False),
+        limits=Limits.from_table(data["limits"], "limits.", source) if "limits" in data else None,
         copy_login=flags.get("copy_login", False),
         accept_unsafe_root=flags.get("accept_unsafe_root", False),
         accepted_by=texts.get("accepted_by"),
@@ -177,13 +231,33 @@ def dump_answers(a: Answers) -> str:
         doc["settings_scope"] = str(a.settings_scope)
     if a.inner_sandbox is not None:
         doc["inner_sandbox"] = str(a.inner_sandbox)
-    doc["network"] = str(a.network)
+    if a.network is not None:
+        doc["network"] = str(a.network)
+    for key, items in (
+        ("allowed_domains", list(a.allowed_domains)),
+        ("loopback_ports", list(a.loopback_ports)),
+        ("pass_env", list(a.pass_env)),
+    ):
+        if items:
+            doc[key] = items
+    for key, flag in (
+        ("reuse_account", a.reuse_account),
+        ("include_private", a.include_private),
+        ("install_claude_shim", a.install_claude_shim),
+    ):
+        if flag:
+            doc[key] = True
     doc["copy_login"] = a.copy_login
     doc["accept_unsafe_root"] = a.accept_unsafe_root
     if a.accepted_by is not None:
         doc["accepted_by"] = a.accepted_by
     if a.accepted_at is not None:
         doc["accepted_at"] = a.accepted_at
+    if a.limits is not None:
+        limits = tomlkit.table()
+        for key, value in a.limits.to_table().items():
+            limits[key] = value
+        doc["limits"] = limits
     return tomlkit.dumps(doc)
 
 
@@ -232,6 +306,44 @@ def workspace_problem(ws: PurePosixPath, layout: Layout, mode: Mode, agent_user:
     return None
 
 
+def default_network(mode: Mode) -> Network:
+    """Sandbox mode closes the host's network except what is allowed; the other modes
+    have no network namespace of their own (the agent shares the host's)."""
+    return Network.ALLOWLIST if mode is Mode.SANDBOX else Network.HOST
+
+
+def check_network(a: Answers, source: str = "answers") -> None:
+    """The network choices: only sandbox mode has a network of its own; patterns and
+    ports valid (:mod:`wizard.policy.network`), and only with the allowlist."""
+    network = a.network or default_network(a.mode)
+    if a.mode is not Mode.SANDBOX and network is not Network.HOST:
+        raise InputError(
+            f"{source}: network {network!r} needs sandbox mode; in {a.mode} mode the agent "
+            'shares the host\'s network (network = "host")'
+        )
+    if network is not Network.ALLOWLIST and (a.allowed_domains or a.loopback_ports):
+        what = "allow-domain" if a.allowed_domains else "allow-loopback-port"
+        raise InputError(
+            f'{source}: --{what} needs network "allowlist" (network is {network!r}: '
+            + ("everything is reachable)" if network is Network.HOST else "nothing is)")
+        )
+    for pattern in a.allowed_domains:
+        try:
+            parse_domain_pattern(pattern)
+        except InputError as exc:
+            raise InputError(f"{source}: allowed_domains: {exc}") from None
+    for port in a.loopback_ports:
+        try:
+            parse_port(port, "loopback port")
+        except InputError as exc:
+            raise InputError(f"{source}: loopback_ports: {exc}") from None
+        if port == SANDBOX_PROXY_PORT:
+            raise InputError(
+                f"{source}: loopback_ports: {port} is the port of the launcher's egress proxy "
+                "inside the sandbox; choose another"
+            )
+
+
 def validate_answers(a: Answers, layout: Layout, source: str = "answers") -> None:
     """Validate ``a`` against the target system of ``layout``.
 
@@ -251,6 +363,8 @@ def validate_answers(a: Answers, layout: Layout, source: str = "answers") -> Non
         raise InputError(f"{source}: sandbox mode needs at least one workspace (--workspace DIR)")
     if a.mode is Mode.UNSAFE and a.copy_login:
         raise InputError(f"{source}: copy_login only applies to sandbox and user modes")
+    check_network(a, source)
+    validate_pass_names(a.pass_env, a.mode, f"{source}: pass_env")
     for ws in a.workspaces:
         problem = workspace_problem(ws, layout, a.mode, a.agent_user)
         if problem is not None:

@@ -35,6 +35,7 @@ from wizard.base.accounts import lookup_user
 from wizard.base.choices import InnerSandbox, Mode, SettingsScope
 from wizard.base.errors import InputError, RefusedError
 from wizard.base.launcher_config import LauncherConfig, UnsafeAcceptance, render_launcher_config
+from wizard.base.limits import Limits
 from wizard.base.paths import Layout
 from wizard.configure import fsops, users
 from wizard.configure.actions import (
@@ -46,9 +47,10 @@ from wizard.configure.actions import (
     WriteFile,
 )
 from wizard.configure.agent_account import check_existing_agent
-from wizard.configure.answers import Answers, dump_answers, validate_answers
+from wizard.configure.answers import Answers, default_network, dump_answers, validate_answers
 from wizard.configure.claude_binary import INSTALLED_CLAUDE, ClaudeBinary, find_claude
 from wizard.configure.settings import merge_settings
+from wizard.policy.environment import passed_names
 from wizard.policy.unsafe import UNSAFE_STATEMENT, acceptance_label
 
 
@@ -330,8 +332,16 @@ def build_plan(report: Report, answers: Answers, layout: Layout) -> Plan:
     )
 
     unsafe = None
+    network = answers.network or default_network(answers.mode)
+    limits = answers.limits or Limits()
     resolved = replace(
-        answers, claude=claude.path, settings_scope=scope, inner_sandbox=inner, extra={}
+        answers,
+        claude=claude.path,
+        settings_scope=scope,
+        inner_sandbox=inner,
+        network=network,
+        limits=limits,
+        extra={},
     )
     if answers.mode is Mode.UNSAFE:
         who, when = _acceptance(answers, layout)
@@ -343,8 +353,12 @@ def build_plan(report: Report, answers: Answers, layout: Layout) -> Plan:
         agent_user=agent_name,
         agent_home=agent_home if answers.mode is not Mode.UNSAFE else PurePosixPath(operator.home),
         workspaces=answers.workspaces,
-        network=answers.network,
+        network=network,
         inner_sandbox=inner,
+        allowed_domains=answers.allowed_domains,
+        loopback_ports=answers.loopback_ports,
+        env_pass=passed_names(answers.pass_env),
+        limits=limits,
         claude_version=_claude_version(layout, claude.version, launcher_claude),
         unsafe=unsafe,
     )

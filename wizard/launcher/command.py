@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from wizard.base.choices import Network
 from wizard.base.errors import RefusedError
 from wizard.base.launcher_config import LauncherConfig, UnsafeAcceptance
 from wizard.policy.system_dirs import bind_conflict
@@ -184,7 +185,9 @@ def bwrap_argv(
         "--unshare-uts",
         "--unshare-cgroup-try",
     ]
-    if config.network == "none":
+    if config.network != Network.HOST:
+        # none and allowlist: a network namespace of its own (loopback only); the
+        # allowlist's only way out is the launcher's egress proxy.
         argv.append("--unshare-net")
     argv += ["--die-with-parent", "--cap-drop", "ALL"]
     if facts.legacy_tiocsti:

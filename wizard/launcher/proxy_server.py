@@ -31,7 +31,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from wizard.launcher import proxy_wire as wire
-from wizard.policy.network import Decision, EgressPolicy, normalize_host, parse_address
+from wizard.policy.addresses import parse_address
+from wizard.policy.network import Decision, EgressPolicy, normalize_host
 
 BUFFER = 256 * 1024  # per direction; big reads keep Python's per-chunk cost negligible
 HEAD_TIMEOUT = 30.0  # to send a request head or a SOCKS request

@@ -68,6 +68,11 @@ CLAUDE_ENDPOINTS: tuple[str, ...] = (
     "platform.claude.com:443",
 )
 
+# The launcher's egress proxy, inside the sandbox: 127.0.0.1:SANDBOX_PROXY_PORT (the
+# socat bridge to the proxy's unix socket), also written as Claude's inner sandbox's
+# httpProxyPort/socksProxyPort. So it cannot also be an exposed loopback port.
+SANDBOX_PROXY_PORT = 3128
+
 PATTERN_SYNTAX = (
     "example.com, *.example.com, 203.0.113.7 or [2001:db8::7], each with an optional :PORT"
 )
