@@ -2,14 +2,20 @@
 # Baseline for bench/check.py: the probe commands `sandbox-setup --check` runs,
 # one after another, plus the same file reads. Exit status is ignored on purpose:
 # the point is the time the experiments take, pass or fail.
-#   bash bench/probes.sh [--as-user NAME]
+#   bash bench/probes.sh [--as-user NAME] [--no-claude]
 set -u
 cd /
 export LC_ALL=C
 AS=()
-if [ "${1:-}" = "--as-user" ] && [ -n "${2:-}" ]; then
-  AS=(setpriv "--reuid=$(id -u "$2")" "--regid=$(id -g "$2")" --init-groups --)
-fi
+CLAUDE_TOO=1
+while [ $# -gt 0 ]; do
+  case $1 in
+    --as-user) AS=(setpriv "--reuid=$(id -u "$2")" "--regid=$(id -g "$2")" --init-groups --)
+               shift ;;
+    --no-claude) CLAUDE_TOO=0 ;;
+  esac
+  shift
+done
 B=(bwrap --unshare-user --unshare-pid --ro-bind / / --dev /dev)
 PY=$(readlink -f "$(command -v python3)")
 
@@ -41,8 +47,8 @@ insn = ctypes.create_string_buffer(struct.pack("HBBI", 0x06, 0, 0, 0x7FFF0000))
 libc.prctl(38, 1, 0, 0, 0)
 libc.prctl(22, 2, ctypes.byref(Prog(1, ctypes.cast(insn, ctypes.c_void_p))), 0, 0)
 ' 2>/dev/null
-if CLAUDE=$(command -v claude); then
-  "$CLAUDE" --version >/dev/null 2>&1
+if [ "$CLAUDE_TOO" = 1 ] && CLAUDE=$(command -v claude); then
+  "${AS[@]}" "$CLAUDE" --version >/dev/null 2>&1
   HOME=$(mktemp -d) "${AS[@]}" "$CLAUDE" --dangerously-skip-permissions --print ok \
     </dev/null >/dev/null 2>&1
 fi

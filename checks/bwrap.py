@@ -15,28 +15,22 @@ as Claude Code's own sandbox would there.
 from __future__ import annotations
 
 import os
-import shutil
 import stat
 from dataclasses import replace
 
 from checks.base import Context, Verdict
 from checks.causes import Cause, diagnose
+from checks.experiments import (
+    OUTER_UP,
+    SANDBOX_PROBE,
+    STRONG_INNER,
+    WEAK_INNER,
+    nested_command,
+)
 from checks.facts import HostFacts
 from checks.model import Status
-from checks.probe import SAFE_PATH, ProbeResult, run_probe
+from checks.probe import SAFE_PATH, ProbeResult, run_probe, which
 from wizard.base.accounts import lookup_user
-
-BWRAP_BASE = ("bwrap", "--unshare-user", "--unshare-pid", "--ro-bind", "/", "/", "--dev", "/dev")
-SANDBOX_PROBE = (*BWRAP_BASE, "--proc", "/proc", "true")
-STRONG_INNER = (*BWRAP_BASE, "--proc", "/proc", "true")
-WEAK_INNER = (*BWRAP_BASE, "--bind", "/proc", "/proc", "unshare", "-Ur", "true")
-OUTER_UP = "sandbox-setup:outer-up"
-
-
-def nested_command(inner: tuple[str, ...]) -> tuple[str, ...]:
-    """The outer sandbox running ``inner``; it says on stderr that it came up."""
-    script = 'echo "$0" >&2; exec "$@"'
-    return (*BWRAP_BASE, "--proc", "/proc", "sh", "-c", script, OUTER_UP, *inner)
 
 
 def judge_bwrap_installed(
@@ -159,7 +153,7 @@ def judge_nested_inside_bwrap(
 
 
 def find_bwrap() -> tuple[str | None, int | None]:
-    path = shutil.which("bwrap", path=SAFE_PATH)
+    path = which("bwrap")
     if path is None:
         return None, None
     try:

@@ -9,13 +9,12 @@ guard message; anything else (e.g. "Not logged in") means the guard let it pass.
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
 from pathlib import Path
 
 from checks.base import Context, Verdict
+from checks.experiments import CLAUDE_QUIET_ENV
 from checks.model import Status
-from checks.probe import SAFE_PATH, ProbeResult
+from checks.probe import SAFE_PATH, ProbeResult, which
 
 GUARD_TEXT = "cannot be used with root/sudo privileges"
 GUARD_TIMEOUT = 8.0
@@ -23,13 +22,7 @@ INSTALL_REMEDY = (
     "npm install -g @anthropic-ai/claude-code   "
     "(or: curl -fsSL https://claude.ai/install.sh | bash)"
 )
-# Keep the probe off the network and quiet.
-QUIET_ENV = {
-    "DISABLE_AUTOUPDATER": "1",
-    "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-    "DISABLE_TELEMETRY": "1",
-    "CI": "1",
-}
+QUIET_ENV = CLAUDE_QUIET_ENV  # keep the probe off the network and quiet
 
 
 def claude_candidates(home: Path) -> list[Path]:
@@ -46,7 +39,7 @@ def find_claude(explicit: str | None = None, home: Path | None = None) -> str | 
     if explicit:
         return explicit if os.access(explicit, os.X_OK) else None
     path = os.environ.get("PATH", "") + os.pathsep + SAFE_PATH
-    found = shutil.which("claude", path=path)
+    found = which("claude", path)
     if found:
         return found
     for candidate in claude_candidates(home or Path.home()):
@@ -171,18 +164,19 @@ def check_claude_installed(ctx: Context) -> Verdict:
     path = _claude_for(ctx)
     if path is None:
         return judge_claude_installed(None, None, None)
-    if _untrusted_as_root(ctx, path, as_probe_user=False) is not None:
-        # Never as root: as the (unprivileged) probe user only, or not at all.
-        reason = _untrusted_as_root(ctx, path, as_probe_user=True)
-        if reason is not None:
-            return judge_untrusted_claude(path, reason)
-        version = ctx.run([path, "--version"], env=QUIET_ENV)
-        return judge_claude_installed(path, version, None)
-    version = ctx.run([path, "--version"], env=QUIET_ENV, as_probe_user=False)
-    as_agent = None
-    if ctx.account is not None and version.ok:
+    if ctx.account is not None:
+        # The agent is who must run it: ask as the agent first (one run when it works).
         as_agent = ctx.run([path, "--version"], env=QUIET_ENV)
-    return judge_claude_installed(path, version, as_agent)
+        if as_agent.ok or _untrusted_as_root(ctx, path, as_probe_user=False) is not None:
+            return judge_claude_installed(path, as_agent, None)
+        # The agent cannot run it: does it run at all (as us, trusted)?
+        version = ctx.run([path, "--version"], env=QUIET_ENV, as_probe_user=False)
+        return judge_claude_installed(path, version, as_agent)
+    reason = _untrusted_as_root(ctx, path, as_probe_user=False)
+    if reason is not None:
+        return judge_untrusted_claude(path, reason)  # never as root
+    version = ctx.run([path, "--version"], env=QUIET_ENV, as_probe_user=False)
+    return judge_claude_installed(path, version, None)
 
 
 def check_root_guard(ctx: Context) -> Verdict:
@@ -193,6 +187,9 @@ def check_root_guard(ctx: Context) -> Verdict:
     reason = _untrusted_as_root(ctx, path, as_probe_user=True)
     if reason is not None:
         return judge_untrusted_claude(path, reason)
+    import shutil
+    import tempfile
+
     home = tempfile.mkdtemp(prefix="sandbox-setup-guard-")
     try:
         if ctx.account is not None:
@@ -209,4 +206,4 @@ def check_root_guard(ctx: Context) -> Verdict:
 
 def check_sandbox_deps(ctx: Context) -> Verdict:
     path = os.environ.get("PATH", "") + os.pathsep + SAFE_PATH
-    return judge_sandbox_deps({name: shutil.which(name, path=path) for name in ("socat", "rg")})
+    return judge_sandbox_deps({name: which(name, path) for name in ("socat", "rg")})

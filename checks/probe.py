@@ -10,15 +10,15 @@ from __future__ import annotations
 import contextlib
 import os
 import shlex
-import shutil
 import signal
 import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from checks.prefetch import SAFE_PATH, environment, spawn, switch_prefix, take, which
 from wizard.base.accounts import Account
 
-SAFE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+__all__ = ["SAFE_PATH", "ProbeResult", "as_user_prefix", "probe_env", "run_probe", "which"]
 
 
 @dataclass(frozen=True)
@@ -57,24 +57,12 @@ class ProbeResult:
 
 def as_user_prefix(account: Account) -> list[str]:
     """``setpriv`` argv that switches to ``account`` (real + effective ids, its groups)."""
-    return [
-        "setpriv",
-        f"--reuid={account.uid}",
-        f"--regid={account.gid}",
-        "--init-groups",
-        "--",
-    ]
+    return switch_prefix(account.uid, account.gid)
 
 
 def probe_env(account: Account | None, extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    env = {"PATH": SAFE_PATH, "LC_ALL": "C", "LANG": "C"}
-    if account is not None:
-        env.update(HOME=str(account.home), USER=account.name, LOGNAME=account.name)
-    else:
-        env["HOME"] = os.environ.get("HOME", "/")
-    if extra:
-        env.update(extra)
-    return env
+    user = (account.name, str(account.home)) if account is not None else None
+    return environment(user, extra)
 
 
 def run_probe(
@@ -90,23 +78,17 @@ def run_probe(
     ``env`` adds to the clean probe environment; the caller's environment is not
     passed on, so e.g. an ``IS_SANDBOX`` of the operator cannot leak into a probe.
     """
-    if shutil.which(argv[0], path=SAFE_PATH) is None:
+    if which(argv[0]) is None:
         return ProbeResult(tuple(argv), None, not_found=True)
     full = ([*as_user_prefix(account)] if account is not None else []) + list(argv)
-    try:
-        proc = subprocess.Popen(
-            full,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=probe_env(account, env),
-            cwd=cwd,
-            start_new_session=True,  # so a timeout kills the whole tree
-            text=True,
-            errors="replace",
-        )
-    except FileNotFoundError:
-        return ProbeResult(tuple(argv), None, not_found=True)
+    run_env = probe_env(account, env)
+    # Started already (checks.prefetch) when it is exactly this command, user and env.
+    proc = take(full, run_env) if cwd == "/" else None
+    if proc is None:
+        try:
+            proc = spawn(full, run_env, cwd)
+        except FileNotFoundError:
+            return ProbeResult(tuple(argv), None, not_found=True)
     try:
         out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:

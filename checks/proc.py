@@ -10,12 +10,11 @@ from __future__ import annotations
 
 from checks.base import Context, Verdict
 from checks.causes import cause_fresh_proc, diagnose
+from checks.experiments import FRESH_PROC_PROBE
 from checks.facts import HostFacts
 from checks.model import Status
 from checks.mounts import proc_covers, proc_locked_readonly
 from checks.probe import ProbeResult
-
-FRESH_PROC_PROBE = ("unshare", "-Urmpf", "--mount-proc", "true")
 
 
 def judge_proc_masks(facts: HostFacts, platform: str) -> Verdict:

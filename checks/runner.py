@@ -8,8 +8,6 @@ it), each with its own timeout.
 from __future__ import annotations
 
 import os
-import platform as pyplatform
-import shutil
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
@@ -18,7 +16,7 @@ from checks.base import Check, Context
 from checks.facts import gather_host_facts
 from checks.model import Finding, Report, Status
 from checks.platform import detect_platform
-from checks.probe import SAFE_PATH
+from checks.probe import which
 from checks.recommend import inner_strength, recommend
 from checks.registry import BY_ID, CHECKS
 from wizard.base.accounts import Account, lookup_user
@@ -52,7 +50,7 @@ def resolve_as_user(name: str | None) -> Account | None:
             f"--as-user {name}: running probes as another user needs root (setpriv "
             "switches to it); run sandbox-setup as root or as that user"
         )
-    if shutil.which("setpriv", path=SAFE_PATH) is None:
+    if which("setpriv") is None:
         raise InputError(f"--as-user {name}: setpriv (util-linux) is needed to switch user")
     return account
 
@@ -132,7 +130,7 @@ def run_checks(
         "uid": os.getuid(),
         "euid": os.geteuid(),
         "sudo_user": os.environ.get("SUDO_USER"),
-        "kernel": pyplatform.release(),
+        "kernel": os.uname().release,
         "container": platform.name,
         "container_evidence": list(platform.evidence),
         "probe_uid": ctx.uid,

@@ -7,35 +7,10 @@ filter, then reports its Seccomp mode; nothing is left behind.
 
 from __future__ import annotations
 
-import os
-import sys
-
 from checks.base import Context, Verdict
+from checks.experiments import seccomp_command
 from checks.model import Status
 from checks.probe import ProbeResult
-
-# Runs in a child interpreter (-I -S: only the standard library, no site-packages,
-# so the agent user can run it even when our venv lives in a private home).
-SECCOMP_SCRIPT = r"""
-import ctypes, os, struct, sys
-libc = ctypes.CDLL(None, use_errno=True)
-class Prog(ctypes.Structure):
-    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
-insn = ctypes.create_string_buffer(struct.pack("HBBI", 0x06, 0, 0, 0x7FFF0000))
-prog = Prog(1, ctypes.cast(insn, ctypes.c_void_p))
-if libc.prctl(38, 1, 0, 0, 0) != 0:
-    sys.exit("prctl(PR_SET_NO_NEW_PRIVS): " + os.strerror(ctypes.get_errno()))
-if libc.prctl(22, 2, ctypes.byref(prog), 0, 0) != 0:
-    sys.exit("prctl(PR_SET_SECCOMP, FILTER): " + os.strerror(ctypes.get_errno()))
-for line in open("/proc/self/status"):
-    if line.startswith("Seccomp:"):
-        print(line.strip())
-"""
-
-
-def python_for_probes() -> str:
-    # The real interpreter, not a venv symlink under a home the agent can't enter.
-    return os.path.realpath(sys.executable)
 
 
 def judge_seccomp(result: ProbeResult, status_seccomp: str | None) -> Verdict:
@@ -68,5 +43,5 @@ def judge_seccomp(result: ProbeResult, status_seccomp: str | None) -> Verdict:
 
 
 def check_seccomp(ctx: Context) -> Verdict:
-    result = ctx.run([python_for_probes(), "-I", "-S", "-c", SECCOMP_SCRIPT])
+    result = ctx.run(seccomp_command())
     return judge_seccomp(result, ctx.facts.status.get("Seccomp") if ctx.facts.status else "0")

@@ -10,11 +10,10 @@ from __future__ import annotations
 
 from checks.base import Context, Verdict
 from checks.causes import APPARMOR_BWRAP_PROFILE, cause_userns_sysctls, diagnose
+from checks.experiments import USERNS_PROBE
 from checks.facts import HostFacts
 from checks.model import Status
 from checks.probe import ProbeResult
-
-USERNS_PROBE = ("unshare", "-Ur", "true")
 
 POLICY_SYSCTLS = (
     "user.max_user_namespaces",

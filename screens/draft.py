@@ -14,8 +14,9 @@ from pathlib import PurePosixPath
 from typing import TYPE_CHECKING
 
 from checks.model import Report
+from wizard.base.accounts import DEFAULT_AGENT_USER
 from wizard.base.choices import InnerSandbox, Mode, Network, SettingsScope
-from wizard.configure.answers import DEFAULT_AGENT_USER, Answers
+from wizard.configure.answers import Answers
 
 if TYPE_CHECKING:
     from wizard.configure.apply import ApplyResult

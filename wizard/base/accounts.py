@@ -13,6 +13,9 @@ import pwd
 from dataclasses import dataclass
 from pathlib import Path
 
+# The agent account sandbox-setup creates unless told otherwise.
+DEFAULT_AGENT_USER = "claude-agent"
+
 
 @dataclass(frozen=True)
 class Account:

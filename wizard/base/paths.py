@@ -13,8 +13,6 @@ import os
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-import platformdirs
-
 from wizard.base.accounts import Account, is_live_root, operator_account
 from wizard.base.pathfacts import PathFacts, path_facts
 
@@ -92,12 +90,16 @@ class Layout:
     @property
     def config_dir(self) -> PurePosixPath:
         if self.live:
+            import platformdirs  # only the live system's locations need it
+
             return PurePosixPath(platformdirs.user_config_path(APP))
         return PurePosixPath(self.operator.home) / ".config" / APP
 
     @property
     def state_dir(self) -> PurePosixPath:
         if self.live:
+            import platformdirs
+
             return PurePosixPath(platformdirs.user_state_path(APP))
         return PurePosixPath(self.operator.home) / ".local" / "state" / APP
 

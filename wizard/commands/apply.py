@@ -22,11 +22,12 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
 from checks.model import Report
+from wizard.base.accounts import DEFAULT_AGENT_USER
 from wizard.base.choices import InnerSandbox, Mode, Network, SettingsScope
 from wizard.base.errors import InputError
 from wizard.base.exitcodes import ExitCode
 from wizard.base.paths import Layout
-from wizard.configure.answers import DEFAULT_AGENT_USER, Answers, load_answers, validate_answers
+from wizard.configure.answers import Answers, load_answers, validate_answers
 
 if TYPE_CHECKING:
     from wizard.configure.actions import Action

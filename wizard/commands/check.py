@@ -14,13 +14,11 @@ from pathlib import Path
 from typing import TextIO
 
 from checks.model import Report, Status
-from checks.registry import CHECKS
+from wizard.base.accounts import DEFAULT_AGENT_USER
 from wizard.base.choices import Mode
 from wizard.base.errors import SetupError
 from wizard.base.exitcodes import ExitCode
-from wizard.base.launcher_config import parse_launcher_config
 from wizard.base.paths import Layout
-from wizard.configure.answers import DEFAULT_AGENT_USER
 from wizard.configure.probes import choose_probe_user, run_live_checks
 
 LABEL = {
@@ -33,6 +31,8 @@ LABEL = {
 
 
 def render_list(out: TextIO) -> None:
+    from checks.registry import CHECKS
+
     width = max(len(c.id) for c in CHECKS)
     for check in CHECKS:
         kind = "live" if check.live else "read"
@@ -77,10 +77,12 @@ def probe_user(args: argparse.Namespace) -> tuple[str | None, list[str]]:
         return None, []
     layout = Layout.for_root(args.root)
     mode, agent = None, DEFAULT_AGENT_USER
+    config_path = layout.real(layout.launcher_config)
     try:
+        from wizard.base.launcher_config import parse_launcher_config  # tomllib: only then
+
         config = parse_launcher_config(
-            layout.real(layout.launcher_config).read_text(encoding="utf-8"),
-            str(layout.launcher_config),
+            config_path.read_text(encoding="utf-8"), str(layout.launcher_config)
         )
         mode, agent = config.mode, config.agent_user
     except (OSError, UnicodeDecodeError, SetupError):
@@ -91,11 +93,37 @@ def probe_user(args: argparse.Namespace) -> tuple[str | None, list[str]]:
     return as_user, notes
 
 
+def start_experiments(ids: list[str], as_user: str | None, claude: str | None = None) -> None:
+    """Start the live checks' first experiments now, while the checks are imported
+    (:mod:`checks.prefetch`); each check adopts its own when it gets to it."""
+    from checks.experiments import CLAUDE_QUIET_ENV, first_experiments
+    from checks.prefetch import SAFE_PATH, start, which
+
+    try:
+        with open("/proc/1/comm", encoding="utf-8") as handle:
+            inside_bwrap = handle.read().strip() == "bwrap"
+    except OSError:
+        inside_bwrap = False
+    experiments = first_experiments(inside_bwrap)
+    start([experiments[i] for i in (ids or experiments) if i in experiments], as_user)
+    # bwrap.installed asks bwrap its version as us, never as the probe user.
+    if not ids or "bwrap.installed" in ids:
+        bwrap = which("bwrap")
+        if bwrap is not None:
+            start([(bwrap, "--version")])
+    # claude.installed asks the agent first: an unprivileged run, so never a risk.
+    if as_user is not None and (not ids or "claude.installed" in ids) and claude is None:
+        found = which("claude", os.environ.get("PATH", "") + os.pathsep + SAFE_PATH)
+        if found is not None:
+            start([(found, "--version")], as_user, CLAUDE_QUIET_ENV)
+
+
 def run_check(args: argparse.Namespace) -> int:
     if args.list_checks:
         render_list(sys.stdout)
         return int(ExitCode.OK)
     as_user, notes = probe_user(args)
+    start_experiments(args.ids, as_user, getattr(args, "claude", None))
     report = run_live_checks(
         args.ids or None,
         as_user=as_user,

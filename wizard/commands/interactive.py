@@ -17,10 +17,11 @@ from pathlib import Path, PurePosixPath
 from checks.model import Finding, Report
 from checks.registry import CHECKS
 from wizard.audit.model import AuditReport
+from wizard.base.accounts import DEFAULT_AGENT_USER
 from wizard.base.choices import InnerSandbox, Mode, SettingsScope
 from wizard.base.paths import Layout
 from wizard.configure.actions import Action
-from wizard.configure.answers import DEFAULT_AGENT_USER, Answers, load_answers, workspace_problem
+from wizard.configure.answers import Answers, load_answers, workspace_problem
 from wizard.configure.apply import ApplyResult
 from wizard.configure.plan import (
     Blocker,

@@ -48,6 +48,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from wizard.base.accounts import DEFAULT_AGENT_USER
 from wizard.base.choices import InnerSandbox, Mode, Network, SettingsScope, values
 from wizard.base.errors import InputError, RefusedError
 from wizard.base.launcher_config import absolute_path, load_toml
@@ -59,7 +60,6 @@ from wizard.policy.network import SANDBOX_PROXY_PORT, parse_domain_pattern, pars
 if TYPE_CHECKING:
     from wizard.base.paths import Layout
 
-DEFAULT_AGENT_USER = "claude-agent"
 ChoiceT = TypeVar("ChoiceT", bound=enum.StrEnum)
 SCHEMA = 1
 

@@ -14,12 +14,14 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from checks.model import Finding, Report
 from wizard.base.accounts import lookup_user
 from wizard.base.choices import Mode
 from wizard.base.paths import Layout
-from wizard.policy.trust import untrusted_reason
+
+if TYPE_CHECKING:
+    from checks.model import Finding, Report
 
 STAND_IN = "nobody"
 
@@ -95,6 +97,7 @@ def run_live_checks(
     """The checks as every part of the wizard runs them: with the trust rule
     (:func:`wizard.policy.trust.untrusted_reason`) deciding what root may execute."""
     from checks.runner import run_checks
+    from wizard.policy.trust import untrusted_reason
 
     return run_checks(
         ids,

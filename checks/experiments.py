@@ -1,0 +1,77 @@
+"""The live experiments' commands, as plain data (no dataclasses, no judging).
+
+Each live check starts with one of these; they live here, apart from the checks
+that judge them, so :mod:`checks.prefetch` can start them all while the rest of
+the tool is still being imported.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+USERNS_PROBE = ("unshare", "-Ur", "true")
+FRESH_PROC_PROBE = ("unshare", "-Urmpf", "--mount-proc", "true")
+BWRAP_BASE = ("bwrap", "--unshare-user", "--unshare-pid", "--ro-bind", "/", "/", "--dev", "/dev")
+SANDBOX_PROBE = (*BWRAP_BASE, "--proc", "/proc", "true")
+STRONG_INNER = (*BWRAP_BASE, "--proc", "/proc", "true")
+WEAK_INNER = (*BWRAP_BASE, "--bind", "/proc", "/proc", "unshare", "-Ur", "true")
+OUTER_UP = "sandbox-setup:outer-up"
+
+# Runs in a child interpreter (-I -S: only the standard library, no site-packages,
+# so the agent user can run it even when our venv lives in a private home).
+SECCOMP_SCRIPT = r"""
+import ctypes, os, struct, sys
+libc = ctypes.CDLL(None, use_errno=True)
+class Prog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+insn = ctypes.create_string_buffer(struct.pack("HBBI", 0x06, 0, 0, 0x7FFF0000))
+prog = Prog(1, ctypes.cast(insn, ctypes.c_void_p))
+if libc.prctl(38, 1, 0, 0, 0) != 0:
+    sys.exit("prctl(PR_SET_NO_NEW_PRIVS): " + os.strerror(ctypes.get_errno()))
+if libc.prctl(22, 2, ctypes.byref(prog), 0, 0) != 0:
+    sys.exit("prctl(PR_SET_SECCOMP, FILTER): " + os.strerror(ctypes.get_errno()))
+for line in open("/proc/self/status"):
+    if line.startswith("Seccomp:"):
+        print(line.strip())
+"""
+
+
+def nested_command(inner: tuple[str, ...]) -> tuple[str, ...]:
+    """The outer sandbox running ``inner``; it says on stderr that it came up."""
+    script = 'echo "$0" >&2; exec "$@"'
+    return (*BWRAP_BASE, "--proc", "/proc", "sh", "-c", script, OUTER_UP, *inner)
+
+
+def python_for_probes() -> str:
+    # The real interpreter, not a venv symlink under a home the agent can't enter.
+    return os.path.realpath(sys.executable)
+
+
+def seccomp_command() -> tuple[str, ...]:
+    return (python_for_probes(), "-I", "-S", "-c", SECCOMP_SCRIPT)
+
+
+# Keep the Claude probes off the network and quiet (checks.claude uses the same).
+CLAUDE_QUIET_ENV = {
+    "DISABLE_AUTOUPDATER": "1",
+    "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+    "DISABLE_TELEMETRY": "1",
+    "CI": "1",
+}
+
+
+def first_experiments(inside_bwrap: bool) -> dict[str, tuple[str, ...]]:
+    """Check ID -> the command its check runs first (as the probe user).
+
+    ``inside_bwrap``: this process already runs in a bwrap sandbox, where the nested
+    checks run Claude's inner forms directly (see :mod:`checks.bwrap`).
+    """
+    return {
+        "userns.create": USERNS_PROBE,
+        "proc.fresh_mount": FRESH_PROC_PROBE,
+        "bwrap.sandbox": SANDBOX_PROBE,
+        "bwrap.nested": STRONG_INNER if inside_bwrap else nested_command(STRONG_INNER),
+        "bwrap.nested_weak": WEAK_INNER if inside_bwrap else nested_command(WEAK_INNER),
+        "seccomp.available": seccomp_command(),
+    }
