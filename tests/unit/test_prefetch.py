@@ -1,0 +1,45 @@
+"""checks.prefetch: an experiment started early is adopted by exactly the probe that
+asks for it (same command, user, environment), and nothing else is left running."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import checks.prefetch as prefetch
+from checks.probe import probe_env, run_probe
+
+
+def test_a_started_experiment_is_adopted_by_its_probe(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    marker = tmp_path / "ran"
+    argv = ("sh", "-c", f'echo started >> "{marker}"; echo out')
+    assert prefetch.start([argv]) == 1
+    result = run_probe(argv, timeout=10)
+    assert result.ok and result.stdout == "out\n"
+    assert marker.read_text() == "started\n"  # it ran once: adopted, not started again
+    assert prefetch.take(list(argv), probe_env(None)) is None
+
+
+def test_another_environment_is_not_adopted_and_the_leftover_is_killed(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    pidfile = tmp_path / "pid"
+    argv = ("sh", "-c", f'echo $$ > "{pidfile}"; exec sleep 60')
+    assert prefetch.start([argv], extra={"X": "1"}) == 1
+    result = run_probe(("true",), timeout=10)  # asks for something else
+    assert result.ok
+    for _ in range(200):
+        if pidfile.exists() and pidfile.read_text().strip():
+            break
+        time.sleep(0.01)
+    pid = int(pidfile.read_text())
+    prefetch.discard()
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        pass
+    else:
+        raise AssertionError(f"the unadopted experiment {pid} is still running")
+
+
+def test_an_unknown_user_or_program_starts_nothing() -> None:
+    assert prefetch.start([("true",)], as_user="no-such-user-sandbox-setup") == 0
+    assert prefetch.start([("no-such-program-sandbox-setup",)]) == 0
