@@ -17,6 +17,7 @@ from pathlib import Path
 from wizard.base.choices import InnerSandbox, Mode, Network, SettingsScope, values
 from wizard.base.errors import SetupError
 from wizard.base.exitcodes import EXIT_CODES_HELP, ExitCode
+from wizard.policy.names import path_text_problem, shown
 
 MODES = values(Mode)
 
@@ -162,6 +163,16 @@ def _dispatch(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         parser.error(
             "--root '': empty; pass the target root directory (--root / is the live system)"
         )
+    for flag, given in (
+        ("--root", [args.root]),
+        ("--claude", [args.claude]),
+        ("--answers", [args.answers]),
+        ("--workspace", args.workspace),
+    ):
+        for value in given:
+            problem = path_text_problem(value) if value else None
+            if problem is not None:
+                parser.error(f"{flag} {shown(value)}: {problem}")
     if args.check or args.list_checks:
         from wizard.commands.check import run_check
 

@@ -88,7 +88,7 @@ def drift_findings(
     from wizard.configure.plan import build_plan  # the configuration core
 
     try:
-        plan = build_plan(report, answers, layout)
+        plan = build_plan(report, answers, layout, str(layout.real(layout.answers)))
         return findings_from_plan(plan, layout, reapply, agent_missing)
     except SetupError as exc:
         summary = "cannot compare with the saved answers: the plan is refused now"

@@ -155,9 +155,10 @@ def run_headless(args: argparse.Namespace) -> int:
 
     layout = layout_from_args(args)
     answers = answers_from_args(args, layout)
-    validate_answers(answers, layout)  # fail fast, before the probes
+    source = str(args.answers) if args.answers else "command line"
+    validate_answers(answers, layout, source)  # fail fast, before the probes
     report = gather_report(answers, layout, float(getattr(args, "timeout", 10.0) or 10.0))
-    plan = build_plan(report, answers, layout)
+    plan = build_plan(report, answers, layout, source)
     apply = bool(args.yes) and not args.dry_run
     actions = [
         {**a.to_json(), **({"diff": a.diff()} if args.dry_run else {})} for a in plan.actions

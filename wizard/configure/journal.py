@@ -61,7 +61,14 @@ def _open_in(layout: Layout, target: PurePosixPath, flags: int) -> int:
 @contextlib.contextmanager
 def apply_lock(layout: Layout) -> Iterator[None]:
     """Hold the exclusive apply lock, or raise RefusedError if another run has it."""
-    fd = _open_in(layout, layout.lock, os.O_RDWR | os.O_CREAT)
+    try:
+        fd = _open_in(layout, layout.lock, os.O_RDWR | os.O_CREAT)
+    except OSError as exc:
+        # A read-only or full state directory: nothing can be journaled, so nothing runs.
+        raise JournalError(
+            f"cannot open the apply lock {layout.real(layout.lock)}: {exc.strerror or exc}; "
+            "the state directory must be writable (nothing was changed)"
+        ) from None
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

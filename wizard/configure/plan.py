@@ -24,7 +24,7 @@ from __future__ import annotations
 import datetime
 import os
 import stat
-import tomllib
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
@@ -34,7 +34,12 @@ from checks.model import Report, Status
 from wizard.base.accounts import lookup_user
 from wizard.base.choices import InnerSandbox, Mode, SettingsScope
 from wizard.base.errors import InputError, RefusedError
-from wizard.base.launcher_config import LauncherConfig, UnsafeAcceptance, render_launcher_config
+from wizard.base.launcher_config import (
+    LauncherConfig,
+    UnsafeAcceptance,
+    load_toml,
+    render_launcher_config,
+)
 from wizard.base.limits import Limits
 from wizard.base.paths import Layout
 from wizard.configure import fsops, users
@@ -51,6 +56,7 @@ from wizard.configure.answers import Answers, default_network, dump_answers, val
 from wizard.configure.claude_binary import INSTALLED_CLAUDE, ClaudeBinary, find_claude
 from wizard.configure.settings import merge_settings
 from wizard.policy.environment import passed_names
+from wizard.policy.tool_paths import tools_problem
 from wizard.policy.unsafe import UNSAFE_STATEMENT, acceptance_label
 
 
@@ -164,8 +170,8 @@ def _existing_config(layout: Layout) -> dict[str, Any]:
     action reports a malformed file with its name and line)."""
     try:
         state = fsops.read_file(layout.root, layout.real(layout.launcher_config))
-        return tomllib.loads(state.data.decode("utf-8")) if state else {}
-    except (InputError, tomllib.TOMLDecodeError, UnicodeDecodeError):
+        return load_toml(state.data.decode("utf-8"), "launcher.toml") if state else {}
+    except (InputError, UnicodeDecodeError):
         return {}
 
 
@@ -208,14 +214,36 @@ def _render_launcher(layout: Layout, config: LauncherConfig) -> Callable[[bytes 
             source = str(layout.launcher_config)
             try:
                 text = current.decode("utf-8")
-                tomllib.loads(text)
-            except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+            except UnicodeDecodeError as exc:
                 raise InputError(
-                    f"{source}: invalid TOML: {exc}; fix or remove it (left untouched)"
+                    f"{source}: not UTF-8 ({exc.reason} at byte {exc.start}); fix or remove it "
+                    "(left untouched)"
                 ) from None
+            try:
+                load_toml(text, source)  # the one loader: a bad line or deep nesting
+            except InputError as exc:
+                raise InputError(f"{exc}; fix or remove it (left untouched)") from None
         return render_launcher_config(config, text).encode("utf-8")
 
     return render
+
+
+def root_run_tools(layout: Layout, claude: PurePosixPath) -> dict[str, PurePosixPath]:
+    """The resolved target paths of what root runs for a launch: the Claude binary, the
+    launcher's tools (as found on the target's standard PATH) and this installation."""
+    tools = {"the Claude binary": claude}
+    for name in ("bwrap", "setpriv", "socat", "sandbox-launch", "sandbox-setup"):
+        for directory in ("/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin"):
+            candidate = PurePosixPath(directory) / name
+            if layout.real(candidate).exists():
+                tools[name] = layout.resolve(candidate)
+                break
+    if layout.live:
+        tools["sandbox-setup's installation"] = PurePosixPath(
+            os.path.realpath(Path(__file__).resolve().parents[2])
+        )
+        tools["sandbox-setup's Python environment"] = PurePosixPath(os.path.realpath(sys.prefix))
+    return tools
 
 
 def _check_reachable(layout: Layout, workspace: PurePosixPath) -> None:
@@ -235,9 +263,12 @@ def _check_reachable(layout: Layout, workspace: PurePosixPath) -> None:
             )
 
 
-def build_plan(report: Report, answers: Answers, layout: Layout) -> Plan:
-    """The plan for ``answers`` on the host described by ``report``; see module doc."""
-    validate_answers(answers, layout)
+def build_plan(report: Report, answers: Answers, layout: Layout, source: str = "answers") -> Plan:
+    """The plan for ``answers`` on the host described by ``report``; see module doc.
+
+    ``source`` names where the answers came from in error messages (the answers
+    file, or the command line)."""
+    validate_answers(answers, layout, source)
     _check_mode(report, answers)
     operator = layout.operator
     inner = answers.inner_sandbox or default_inner_sandbox(report, answers.mode)
@@ -268,6 +299,12 @@ def build_plan(report: Report, answers: Answers, layout: Layout) -> Plan:
             "directory above it) can be changed by a user other than root or you; install "
             "Claude Code where only root can write (e.g. npm -g as root) and pass --claude"
         )
+    if answers.mode is not Mode.UNSAFE:
+        tools = root_run_tools(layout, claude.resolved)
+        for ws in answers.workspaces:
+            problem = tools_problem(ws, tools)
+            if problem is not None:
+                raise InputError(f"{source}: {problem}")
     actions: list[Action] = []
     notes: list[str] = []
     if separate and report.as_user != agent_name:
@@ -290,9 +327,9 @@ def build_plan(report: Report, answers: Answers, layout: Layout) -> Plan:
     launcher_claude = claude.path
     if separate and claude.private:
         launcher_claude = INSTALLED_CLAUDE
-        source = layout.real(claude.resolved)
+        original = layout.real(claude.resolved)
 
-        def read_binary(_current: bytes | None, src: Path = source) -> bytes:
+        def read_binary(_current: bytes | None, src: Path = original) -> bytes:
             return src.read_bytes()
 
         actions.append(

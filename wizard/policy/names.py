@@ -48,3 +48,31 @@ def workspace_path_problem(path: PurePosixPath, *, unsafe: bool = False) -> str 
             f"workspace {path} is a system directory; choose a project directory (e.g. /srv/NAME)"
         )
     return None
+
+
+PATH_MAX = 4096  # bytes, with the terminating NUL (linux/limits.h)
+NAME_MAX = 255  # bytes of one path component
+
+
+def path_text_problem(text: str) -> str | None:
+    """Why ``text`` cannot name a file at all (a NUL, or longer than the kernel takes),
+    so it is an input error before any system call fails on it."""
+    if "\x00" in text:
+        return "contains a NUL character"
+    size = len(text.encode("utf-8", errors="surrogateescape"))
+    if size >= PATH_MAX:
+        return f"is {size} bytes long; a path has at most {PATH_MAX - 1}"
+    longest = max(
+        (len(p.encode("utf-8", errors="surrogateescape")) for p in text.split("/")), default=0
+    )
+    if longest > NAME_MAX:
+        return f"has a name of {longest} bytes; a file name has at most {NAME_MAX}"
+    return None
+
+
+def shown(text: str, limit: int = 60) -> str:
+    """``text`` for a message: cut to ``limit`` characters (a 10,000-character path
+    would bury the message)."""
+    return (
+        repr(text) if len(text) <= limit else repr(text[:limit]) + f"... ({len(text)} characters)"
+    )
