@@ -96,4 +96,8 @@ def run_probe(
             os.killpg(proc.pid, signal.SIGKILL)
         out, err = proc.communicate()
         return ProbeResult(tuple(argv), None, out, err, timed_out=True)
+    # What the probe left behind in its session dies with it: Claude Code, for one,
+    # starts `rg --files --hidden /` and exits without waiting for it.
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
     return ProbeResult(tuple(argv), proc.returncode, out, err)

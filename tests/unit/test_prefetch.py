@@ -43,3 +43,21 @@ def test_another_environment_is_not_adopted_and_the_leftover_is_killed(tmp_path)
 def test_an_unknown_user_or_program_starts_nothing() -> None:
     assert prefetch.start([("true",)], as_user="no-such-user-sandbox-setup") == 0
     assert prefetch.start([("no-such-program-sandbox-setup",)]) == 0
+
+
+def test_a_probe_leaves_nothing_running(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A probe whose command starts a background child and exits (as Claude Code
+    does with ripgrep) leaves no process behind."""
+    pidfile = tmp_path / "child"
+    result = run_probe(
+        ("sh", "-c", f'sleep 60 >/dev/null 2>&1 & echo $! > "{pidfile}"; exit 0'), timeout=10
+    )
+    assert result.ok
+    child = int(pidfile.read_text())
+    for _ in range(100):
+        try:
+            os.kill(child, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.02)
+    raise AssertionError(f"the probe's background child {child} is still running")

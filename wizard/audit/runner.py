@@ -53,11 +53,13 @@ from wizard.audit.safety import (
     config_findings,
     managed_settings_findings,
 )
-from wizard.base.accounts import Account, lookup_user
+from wizard.audit.workspace import private_findings
+from wizard.base.accounts import Account, lookup_group_gid, lookup_user
 from wizard.base.claude_version import read_claude_version
 from wizard.base.errors import InputError
 from wizard.base.launcher_config import LauncherConfig, parse_launcher_config
 from wizard.base.paths import Layout
+from wizard.configure import users
 from wizard.configure.answers import Answers
 from wizard.configure.probes import choose_probe_user
 from wizard.configure.probes import run_live_checks as run_probe_suite
@@ -119,6 +121,15 @@ def run_live_checks(
     )
 
 
+def _workspace_findings(
+    layout: Layout, config: LauncherConfig, answers: Answers
+) -> list[AuditFinding]:
+    gid = lookup_group_gid(users.WORKSPACE_GROUP, layout.root)
+    if gid is None or not config.workspaces:
+        return []
+    return private_findings(layout, config.workspaces, gid, answers.include_private)
+
+
 def unsafe_findings(config: LauncherConfig) -> list[AuditFinding]:
     """Unsafe mode is always reported as such, with who accepted it and when."""
     if str(config.mode) != "unsafe":
@@ -175,6 +186,7 @@ def audit(layout: Layout, timeout: float = 10.0, as_user: str | None = None) -> 
     if str(config.mode) in ("sandbox", "user"):
         agent_missing = agent is None
         findings += agent_findings(layout, config, agent)
+        findings += _workspace_findings(layout, config, answers)
     if claude.exists and not claude.trusted:
         # The plan runs `claude --version` (as root): never on a binary others could
         # have written. Fix the binary first; then the drift can be compared.

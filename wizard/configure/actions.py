@@ -22,7 +22,7 @@ import difflib
 import json
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 
 from wizard.base.accounts import lookup_user
@@ -319,6 +319,9 @@ class WorkspaceAccess(Action):
     layout: Layout
     workspace: PurePosixPath
     group: str
+    include_private: bool = False  # also open files private to their owner (--include-private)
+    # What the walk leaves alone, found when planning ("stays private: 3 files, e.g. ...").
+    left_alone: tuple[str, ...] = ()
     kind = "workspace-access"
 
     @property
@@ -326,10 +329,22 @@ class WorkspaceAccess(Action):
         return str(self.workspace)
 
     def describe(self) -> str:
-        return (
+        text = (
             f"let group {self.group} read and write {self.workspace} "
             "(ACLs + default ACLs + setgid directories; owners unchanged)"
         )
+        return "; ".join([text, *self.left_alone])
+
+    def survey(self) -> WorkspaceAccess:
+        """This action with :attr:`left_alone` filled in from the workspace as it is now."""
+        top = fsops.open_dir(self.layout.root, self.layout.real(self.workspace))
+        if top is None:
+            return self
+        try:
+            report = users.survey_workspace(top, include_private=self.include_private)
+        finally:
+            os.close(top)
+        return replace(self, left_alone=tuple(report.lines(self.workspace)))
 
     def _qualifier(self) -> str:
         gid = users.group_gid(self.layout, self.group)
@@ -372,6 +387,6 @@ class WorkspaceAccess(Action):
             saved = json.dumps(users.acl_snapshot(top, gid), sort_keys=True)
             backup = txn.backup(saved.encode("utf-8"), "workspace-acl.json")
             txn.record({"op": "acl", "target": str(self.workspace), "backup": backup})
-            users.grant_workspace(top, gid)
+            users.grant_workspace(top, gid, include_private=self.include_private)
         finally:
             os.close(top)

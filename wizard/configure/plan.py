@@ -322,7 +322,12 @@ def build_plan(report: Report, answers: Answers, layout: Layout, source: str = "
         actions.append(CreateUser(layout, agent_name, agent_home, groups))
         if agent is not None and groups:
             actions.append(AddToGroup(layout, agent_name, users.WORKSPACE_GROUP))
-        actions += [WorkspaceAccess(layout, ws, users.WORKSPACE_GROUP) for ws in answers.workspaces]
+        actions += [
+            WorkspaceAccess(
+                layout, ws, users.WORKSPACE_GROUP, include_private=answers.include_private
+            ).survey()
+            for ws in answers.workspaces
+        ]
 
     launcher_claude = claude.path
     if separate and claude.private:
