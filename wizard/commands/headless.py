@@ -8,7 +8,8 @@ never writes, even with ``--yes``); ``--json`` prints the actions and whether
 anything changed (or would change), for configuration-management tools.
 
 ``run_undo(args)``: shows (or with ``--yes`` reverts) the last apply; exit 1 when
-something could not be undone or was left as it is (it changed since).
+something could not be undone or was left as it is (it changed since). ``--dry-run``
+only shows, even with ``--yes``, as it does for an apply.
 
 Data goes to stdout, diagnostics to stderr. ``--mode unsafe`` without
 ``--accept-unsafe-root`` is refused with exit 3 (DESIGN.md: "refused: unsafe
@@ -186,7 +187,7 @@ def run_undo(args: argparse.Namespace) -> int:
     from wizard.configure.journal import describe_entry, is_left, last_transaction, undo_last
 
     layout = _layout(args)
-    if not args.yes:
+    if not args.yes or args.dry_run:
         found = last_transaction(layout)
         if found is None:
             print("Nothing to undo.")
@@ -197,7 +198,8 @@ def run_undo(args: argparse.Namespace) -> int:
             line = describe_entry(entry)
             if line:
                 print(f"  {line}")
-        print("sandbox-setup: nothing changed; add --yes to undo", file=sys.stderr)
+        hint = "drop --dry-run" if args.dry_run else "add --yes"
+        print(f"sandbox-setup: nothing changed; {hint} to undo", file=sys.stderr)
         return int(ExitCode.OK)
     done = undo_last(layout)
     if not done:

@@ -1,0 +1,66 @@
+"""Faults around ``--undo``: a preview that must not write, a tampered backup, and
+a target without ``/etc/login.defs`` where undo must still remove exactly what the
+apply added (compared byte for byte over the whole tree)."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.core_fixtures import (
+    MANAGED,
+    SANDBOX,
+    STATE,
+    host_passwd_digest,
+    make_target_root,
+    passwd_entry,
+    run_cli,
+    snapshot,
+)
+from tests.faults.conftest import FaultRow
+from tests.tools import require_root, require_tool
+
+pytestmark = pytest.mark.integration
+
+OLD_SETTINGS = '{"model": "opus",   "permissions": {"deny": []}}'
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Iterator[Path]:
+    require_root()
+    for tool in ("useradd", "userdel", "groupadd", "setfacl", "getfacl", "bwrap"):
+        require_tool(tool)
+    host = host_passwd_digest()
+    root = make_target_root(tmp_path / "root")
+    managed = root / MANAGED
+    managed.parent.mkdir(parents=True)
+    managed.write_text(OLD_SETTINGS)
+    os.chmod(managed, 0o600)
+    yield root
+    assert host_passwd_digest() == host, "the host's account files changed"
+
+
+def journal_ops(root: Path) -> list[str]:
+    path = root / STATE / "journal.jsonl"
+    return [json.loads(line)["op"] for line in path.read_text().splitlines()]
+
+
+def test_undo_yes_dry_run_only_previews(root: Path, fault: FaultRow) -> None:
+    fault.expect(
+        "--undo --yes --dry-run after an apply",
+        "a preview only (exit 0, 'would'): no file, account or journal entry changes",
+    )
+    assert run_cli("--headless", "--root", str(root), "--yes", *SANDBOX).returncode == 0
+    applied = snapshot(root)
+    proc = run_cli("--undo", "--yes", "--dry-run", "--root", str(root))
+    assert proc.returncode == 0, proc.stderr
+    assert "would" in proc.stdout, proc.stdout
+    assert snapshot(root) == applied, "--dry-run undid something"
+    assert passwd_entry(root, "claude-agent") is not None
+    fault.saw(f"exit {proc.returncode}, preview printed; tree (journal included) unchanged")
+    assert run_cli("--undo", "--yes", "--root", str(root)).returncode == 0
+    fault.saw("the real --undo --yes afterwards still undoes it")
