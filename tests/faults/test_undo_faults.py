@@ -20,6 +20,7 @@ from tests.core_fixtures import (
     passwd_entry,
     run_cli,
     snapshot,
+    system_state,
 )
 from tests.faults.conftest import FaultRow
 from tests.tools import require_root, require_tool
@@ -64,3 +65,37 @@ def test_undo_yes_dry_run_only_previews(root: Path, fault: FaultRow) -> None:
     fault.saw(f"exit {proc.returncode}, preview printed; tree (journal included) unchanged")
     assert run_cli("--undo", "--yes", "--root", str(root)).returncode == 0
     fault.saw("the real --undo --yes afterwards still undoes it")
+
+
+def test_undo_refuses_a_tampered_backup(root: Path, fault: FaultRow) -> None:
+    fault.expect(
+        "a backup changed after the apply (tampered), then --undo --yes",
+        "exit 1 naming the file; the current file left as it is; the apply stays open in the "
+        "journal, so a second --undo after the backup is put right restores all",
+    )
+    before = system_state(root)
+    assert run_cli("--headless", "--root", str(root), "--yes", *SANDBOX).returncode == 0
+    applied = (root / MANAGED).read_bytes()
+    backups = [p for p in (root / STATE / "backups").rglob("*managed-settings.json")]
+    assert len(backups) == 1, backups
+    backup = backups[0]
+    original = backup.read_bytes()
+    assert original == OLD_SETTINGS.encode()
+    backup.write_text('{"permissions": {"allow": ["Bash(*)"]}}')
+    proc = run_cli("--undo", "--yes", "--root", str(root))
+    assert proc.returncode == 1, (proc.stdout, proc.stderr)
+    assert "Traceback" not in proc.stderr
+    said = proc.stdout + proc.stderr
+    assert "/etc/claude-code/managed-settings.json" in said and "does not match" in said, said
+    assert (root / MANAGED).read_bytes() == applied, "the tampered backup was written back"
+    assert passwd_entry(root, "claude-agent") is None, "the other steps were still undone"
+    assert journal_ops(root)[-1] != "undone", "a failed undo step was marked done"
+    line = next(x for x in said.splitlines() if "does not match" in x)
+    fault.saw(f"exit 1: {line.strip()[:160]}; settings left as the apply wrote them")
+    backup.write_bytes(original)
+    again = run_cli("--undo", "--yes", "--root", str(root))
+    assert again.returncode == 0, (again.stdout, again.stderr)
+    assert "restored /etc/claude-code/managed-settings.json" in again.stdout
+    assert system_state(root) == before
+    assert "Nothing to undo" in run_cli("--undo", "--yes", "--root", str(root)).stdout
+    fault.saw("backup put right: the second --undo restored it (exit 0), state as before")

@@ -184,7 +184,13 @@ def _root_flag(layout: Layout) -> str:
 
 
 def run_undo(args: argparse.Namespace) -> int:
-    from wizard.configure.journal import describe_entry, is_left, last_transaction, undo_last
+    from wizard.configure.journal import (
+        describe_entry,
+        is_failure,
+        is_left,
+        last_transaction,
+        undo_last,
+    )
 
     layout = _layout(args)
     if not args.yes or args.dry_run:
@@ -206,6 +212,16 @@ def run_undo(args: argparse.Namespace) -> int:
         print("Nothing to undo.")
     for line in done:
         print(line)
+    failed = [line for line in done if is_failure(line)]
+    if failed:
+        print(
+            f"sandbox-setup: undo could not finish: {len(failed)} step(s) failed (see above); "
+            "the journal keeps them: run sandbox-setup --undo --yes"
+            + _root_flag(layout)
+            + " again once the cause is fixed",
+            file=sys.stderr,
+        )
+        return int(ExitCode.FINDINGS)
     left = [line for line in done if is_left(line)]
     if left:
         # Exit 1 ("findings"): the undo ran, but the system is not back where it was.

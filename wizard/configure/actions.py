@@ -361,8 +361,16 @@ class WorkspaceAccess(Action):
             raise SetupError(f"workspace {self.workspace} does not exist")
         try:
             saved = json.dumps(users.acl_snapshot(top, gid), sort_keys=True)
-            backup = txn.backup(saved.encode("utf-8"), "workspace-acl.json")
-            txn.record({"op": "acl", "target": str(self.workspace), "backup": backup})
+            data = saved.encode("utf-8")
+            backup = txn.backup(data, "workspace-acl.json")
+            txn.record(
+                {
+                    "op": "acl",
+                    "target": str(self.workspace),
+                    "backup": backup,
+                    "backup_sha256": fsops.sha256(data),
+                }
+            )
             users.grant_workspace(top, gid)
         finally:
             os.close(top)

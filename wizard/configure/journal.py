@@ -11,11 +11,14 @@ point leaves a journal that undo can replay backwards:
 - ``create-group`` / ``create-user`` / ``add-to-group``: accounts created;
 - ``acl``: a snapshot (per path: mode bits, access and default ACL) of the
   workspace before the group's ACLs were added;
-- ``undone`` / ``rolled-back``: the transaction was reverted.
+- ``undone`` / ``rolled-back``: the transaction was reverted;
+- ``undo-incomplete``: an undo ran but some steps failed (``left``); the transaction
+  stays open and the next undo retries them.
 
 :func:`undo_last` reverts the newest transaction that is not yet reverted,
 committed or not, and returns what it restored or removed. A file that changed
-again after the apply (neither old nor new content) is left alone and reported.
+again after the apply (neither old nor new content) is left alone and reported. A
+backup is written back only when it still has the sha256 the journal recorded.
 Backups live in ``layout.backups_dir/<txn>/``.
 
 :func:`apply_lock` is an exclusive ``flock`` on ``layout.lock``: a second
@@ -187,6 +190,14 @@ def _revert_write(layout: Layout, entry: dict[str, Any]) -> str | None:
     backup = fsops.read_file(layout.root, layout.real(entry["backup"]))
     if backup is None:
         return f"cannot restore {target}: backup {entry['backup']} is missing"
+    found = fsops.sha256(backup.data)
+    if found != entry["old_sha256"]:
+        # Never write back bytes the journal did not record: a backup someone changed
+        # (or a torn copy) would replace a working file with whatever it now holds.
+        return (
+            f"cannot restore {target}: its backup {entry['backup']} does not match the "
+            f"journal (sha256 {found}, recorded {entry['old_sha256']}); {target} left as it is"
+        )
     fsops.atomic_write(
         layout.root,
         real,
@@ -235,6 +246,12 @@ def _revert_acl(layout: Layout, entry: dict[str, Any]) -> str | None:
     saved = fsops.read_file(layout.root, layout.real(entry["backup"]))
     if saved is None:
         return f"could not undo the ACLs of {entry['target']}: backup {entry['backup']} is missing"
+    recorded = entry.get("backup_sha256")  # absent in journals of older versions
+    if recorded is not None and fsops.sha256(saved.data) != recorded:
+        return (
+            f"could not undo the ACLs of {entry['target']}: its backup {entry['backup']} does "
+            "not match the journal; the ACLs were left as they are"
+        )
     try:
         snapshot = json.loads(saved.data)
     except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
@@ -298,12 +315,20 @@ def describe_entry(entry: dict[str, Any]) -> str | None:
 
 
 # Lines of :func:`revert` that report something left as it was (undo exits 1).
-LEFT_PREFIXES = ("left ", "could not ", "cannot ")
+# "left ..." is final (the file changed after the apply: undo must not touch it);
+# "could not ..." / "cannot ..." is a step that failed and is retried by the next undo.
+FAILED_PREFIXES = ("could not ", "cannot ")
+LEFT_PREFIXES = ("left ", *FAILED_PREFIXES)
 
 
 def is_left(line: str) -> bool:
     """True when a :func:`revert` line reports something it did not undo."""
     return line.startswith(LEFT_PREFIXES)
+
+
+def is_failure(line: str) -> bool:
+    """True when a :func:`revert` line reports a step that failed (to be retried)."""
+    return line.startswith(FAILED_PREFIXES)
 
 
 def undo_last(layout: Layout) -> list[str]:
@@ -314,9 +339,15 @@ def undo_last(layout: Layout) -> list[str]:
             return []
         last, steps = found
         done = revert(layout, steps)
+        failed = [line for line in done if is_failure(line)]
+        # A step that failed is never marked done: the transaction stays open and the
+        # next --undo retries it (every revert step is idempotent).
+        closing: dict[str, Any] = (
+            {"op": "undo-incomplete", "left": failed} if failed else {"op": "undone"}
+        )
         fd = _open_in(layout, layout.journal, os.O_WRONLY | os.O_APPEND)
         try:
-            line = json.dumps({"txn": last, "op": "undone", "at": _now()}, sort_keys=True)
+            line = json.dumps({"txn": last, **closing, "at": _now()}, sort_keys=True)
             os.write(fd, (line + "\n").encode("utf-8"))
             os.fsync(fd)
         finally:
