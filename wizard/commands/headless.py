@@ -184,13 +184,8 @@ def _root_flag(layout: Layout) -> str:
 
 
 def run_undo(args: argparse.Namespace) -> int:
-    from wizard.configure.journal import (
-        describe_entry,
-        is_failure,
-        is_left,
-        last_transaction,
-        undo_last,
-    )
+    from wizard.configure.journal import last_transaction, undo_last
+    from wizard.configure.revert import describe_entry, is_failure, is_left
 
     layout = _layout(args)
     if not args.yes or args.dry_run:
