@@ -99,3 +99,51 @@ def test_undo_refuses_a_tampered_backup(root: Path, fault: FaultRow) -> None:
     assert system_state(root) == before
     assert "Nothing to undo" in run_cli("--undo", "--yes", "--root", str(root)).stdout
     fault.saw("backup put right: the second --undo restored it (exit 0), state as before")
+
+
+def whole_tree(root: Path) -> dict[str, object]:
+    """Every file, link and directory under ``root`` (content, mode, owner) and the
+    workspace ACLs; only the operator's own state dir (journal, backups) is left out."""
+    state: dict[str, object] = {
+        path: value for path, value in snapshot(root).items() if not path.startswith("root/.local/")
+    }
+    state["<acl srv>"] = system_state(root)["<acl srv>"]
+    return state
+
+
+@pytest.mark.parametrize(
+    "variant", ["no-login-defs", "no-login-defs-no-home", "dash-backups-present"]
+)
+def test_undo_is_byte_exact_over_the_whole_tree(root: Path, variant: str, fault: FaultRow) -> None:
+    fault.expect(
+        {
+            "no-login-defs": "target without /etc/login.defs: apply, undo",
+            "no-login-defs-no-home": "target without /etc/login.defs and without /home: "
+            "apply, undo",
+            "dash-backups-present": "target with shadow-utils' passwd-/group-/shadow-/gshadow- "
+            "backups: apply, undo",
+        }[variant],
+        "undo removes exactly what the apply added: the whole tree byte for byte as before "
+        "(account files, their '-' backups, /home); the same apply then runs again",
+    )
+    if variant.startswith("no-login-defs"):
+        (root / "etc/login.defs").unlink()
+    if variant == "no-login-defs-no-home":
+        (root / "home").rmdir()
+    if variant == "dash-backups-present":
+        for name in ("passwd", "group", "shadow", "gshadow"):
+            dash = root / "etc" / f"{name}-"
+            dash.write_text("# an older copy kept by shadow-utils\n")
+            os.chmod(dash, 0o600)
+    before = whole_tree(root)
+    first = run_cli("--headless", "--root", str(root), "--yes", *SANDBOX)
+    assert first.returncode == 0, first.stderr
+    out = run_cli("--undo", "--yes", "--root", str(root))
+    assert out.returncode == 0, (out.stdout, out.stderr)
+    after = whole_tree(root)
+    differ = sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))
+    assert differ == [], f"undo left differences: {differ}"
+    fault.saw(f"undo exit 0; whole tree identical ({len(before)} entries compared)")
+    again = run_cli("--headless", "--root", str(root), "--yes", *SANDBOX)
+    assert again.returncode == 0, again.stderr
+    fault.saw("second apply exit 0")

@@ -29,6 +29,7 @@ from wizard.base.accounts import lookup_user
 from wizard.base.errors import SetupError
 from wizard.base.paths import Layout
 from wizard.configure import fsops, users
+from wizard.configure.account_files import account_step
 from wizard.configure.journal import Transaction
 
 
@@ -238,8 +239,8 @@ class CreateGroup(Action):
         return [users.groupadd_argv(self.layout, self.name)]
 
     def apply(self, txn: Transaction) -> None:
-        txn.record({"op": "create-group", "name": self.name})
-        users.run_tool(users.groupadd_argv(self.layout, self.name))
+        with account_step(txn, self.layout, {"op": "create-group", "name": self.name}):
+            users.run_tool(users.groupadd_argv(self.layout, self.name))
 
 
 @dataclass(eq=False)
@@ -270,8 +271,9 @@ class CreateUser(Action):
         return [users.useradd_argv(self.layout, self.name, self.home, self.groups)]
 
     def apply(self, txn: Transaction) -> None:
-        txn.record({"op": "create-user", "name": self.name, "home": str(self.home)})
-        users.run_tool(self.commands()[0])
+        entry = {"op": "create-user", "name": self.name, "home": str(self.home)}
+        with account_step(txn, self.layout, entry):
+            users.run_tool(self.commands()[0])
 
 
 @dataclass(eq=False)
@@ -296,8 +298,9 @@ class AddToGroup(Action):
         return [users.add_to_group_argv(self.layout, self.user, self.group)]
 
     def apply(self, txn: Transaction) -> None:
-        txn.record({"op": "add-to-group", "user": self.user, "group": self.group})
-        users.run_tool(self.commands()[0])
+        entry = {"op": "add-to-group", "user": self.user, "group": self.group}
+        with account_step(txn, self.layout, entry):
+            users.run_tool(self.commands()[0])
 
 
 @dataclass(eq=False)

@@ -8,7 +8,11 @@ point leaves a journal that undo can replay backwards:
 - ``write``: target and real path, old/new sha256, backup path (None for a new
   file), old mode/uid/gid, the temp file name;
 - ``mkdir``: a directory created for a write;
-- ``create-group`` / ``create-user`` / ``add-to-group``: accounts created;
+- ``create-group`` / ``create-user`` / ``add-to-group``: accounts created, with a
+  snapshot of the account files (``files``: each one's old sha256, backup, mode and
+  owner) and, for a user, its home (``home_existed``); ``accounts-done`` (same
+  ``step``) records the files' sha256 after the tool ran
+  (:mod:`wizard.configure.account_files`);
 - ``acl``: a snapshot (per path: mode bits, access and default ACL) of the
   workspace before the group's ACLs were added;
 - ``undone`` / ``rolled-back``: the transaction was reverted;
@@ -114,6 +118,8 @@ class Transaction:
         except OSError as exc:
             raise JournalError(f"cannot open the journal {layout.journal}: {exc}") from exc
         self._backups = 0
+        self._steps = 0
+        self._saved: dict[str, str] = {}
         try:
             self._append({"op": "begin", "at": _now(), "root": str(layout.root)})
         except JournalError:
@@ -136,8 +142,19 @@ class Transaction:
         # runs, so a rollback must not try to revert it.
         self.entries.append(entry)
 
+    def next_step(self) -> int:
+        """A number for an entry that a later entry refers back to (``accounts-done``)."""
+        self._steps += 1
+        return self._steps
+
     def backup(self, data: bytes, name: str) -> str:
-        """Save ``data`` under the backups dir; returns the backup's target path."""
+        """Save ``data`` under the backups dir; returns the backup's target path.
+        The same bytes are saved once per transaction (the account files of
+        successive steps are mostly alike)."""
+        digest = fsops.sha256(data)
+        assert digest is not None
+        if digest in self._saved:
+            return self._saved[digest]
         self._backups += 1
         target = self.layout.backups_dir / self.id / f"{self._backups:03d}-{name}"
         op = self.layout.operator
@@ -150,6 +167,7 @@ class Transaction:
             gid=op.gid,
             dirs=_state_dirs(self.layout),
         )
+        self._saved[digest] = str(target)
         return str(target)
 
     def commit(self) -> None:

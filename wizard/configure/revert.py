@@ -18,6 +18,7 @@ from typing import Any
 from wizard.base.errors import SetupError
 from wizard.base.paths import Layout
 from wizard.configure import fsops, users
+from wizard.configure.account_files import revert_account_step
 
 
 def _restore_dirs(layout: Layout) -> fsops.DirSpec:
@@ -62,7 +63,9 @@ def _revert_write(layout: Layout, entry: dict[str, Any]) -> str | None:
     return f"restored {target}"
 
 
-def _revert_one(layout: Layout, entry: dict[str, Any]) -> str | None:
+def _revert_one(
+    layout: Layout, entry: dict[str, Any], done_steps: dict[int, dict[str, str | None] | None]
+) -> str | None:
     op = entry["op"]
     if op == "write":
         return _revert_write(layout, entry)
@@ -70,22 +73,9 @@ def _revert_one(layout: Layout, entry: dict[str, Any]) -> str | None:
         if fsops.remove_empty_dir(layout.root, Path(entry["real"])):
             return f"removed directory {entry['target']}"
         return None
-    if op == "create-user":
-        if users.user_exists(layout, entry["name"]):
-            users.run_tool(users.userdel_argv(layout, entry["name"]))
-            return f"removed user {entry['name']} and its home"
-        return None
-    if op == "create-group":
-        if users.group_gid(layout, entry["name"]) is not None:
-            users.run_tool(users.groupdel_argv(layout, entry["name"]))
-            return f"removed group {entry['name']}"
-        return None
-    if op == "add-to-group":
-        members = users.group_members(entry["group"], layout.root) or []
-        if entry["user"] in members:
-            users.run_tool(users.remove_from_group_argv(layout, entry["user"], entry["group"]))
-            return f"removed {entry['user']} from group {entry['group']}"
-        return None
+    if op in ("create-user", "create-group", "add-to-group"):
+        new = entry["new"] if "new" in entry else done_steps.get(entry.get("step", -1))
+        return revert_account_step(layout, entry, new)
     if op == "acl":
         return _revert_acl(layout, entry)
     return None
@@ -126,11 +116,14 @@ def _revert_acl(layout: Layout, entry: dict[str, Any]) -> str | None:
 def revert(layout: Layout, entries: list[dict[str, Any]]) -> list[str]:
     """Undo ``entries`` newest first; returns a line per thing restored or removed."""
     done = []
+    # What each account step's tool left (recorded after it ran): undo restores the
+    # account files byte for byte only when they are still exactly that.
+    done_steps = {e["step"]: e["new"] for e in entries if e.get("op") == "accounts-done"}
     for entry in reversed(entries):
-        if entry.get("op") in ("begin", "commit"):
+        if entry.get("op") in ("begin", "commit", "accounts-done"):
             continue
         try:
-            line = _revert_one(layout, entry)
+            line = _revert_one(layout, entry, done_steps)
         except (OSError, SetupError) as exc:
             # Keep going: one step that cannot be reverted must not strand the rest.
             line = f"could not undo {describe_entry(entry) or entry.get('op')}: {exc}"
