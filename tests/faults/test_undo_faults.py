@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -147,3 +148,27 @@ def test_undo_is_byte_exact_over_the_whole_tree(root: Path, variant: str, fault:
     again = run_cli("--headless", "--root", str(root), "--yes", *SANDBOX)
     assert again.returncode == 0, again.stderr
     fault.saw("second apply exit 0")
+
+
+def test_undo_after_another_account_change_removes_only_this_setups(
+    root: Path, fault: FaultRow
+) -> None:
+    fault.expect(
+        "no /etc/login.defs; another user added after the apply, then undo",
+        "the account files are not rolled back over the other change: the agent, its own "
+        "group and the workspace group are removed with the tools, the other user stays; "
+        "the same apply then runs again",
+    )
+    (root / "etc/login.defs").unlink()
+    assert run_cli("--headless", "--root", str(root), "--yes", *SANDBOX).returncode == 0
+    subprocess.run(["useradd", "--prefix", str(root), "fl-other"], check=True)
+    out = run_cli("--undo", "--yes", "--root", str(root))
+    assert out.returncode == 0, (out.stdout, out.stderr)
+    assert passwd_entry(root, "claude-agent") is None
+    assert passwd_entry(root, "fl-other") is not None, "undo dropped a user it did not add"
+    groups = (root / "etc/group").read_text()
+    assert "claude-agent:" not in groups and "sandbox-ws:" not in groups, groups
+    fault.saw("agent, its group and sandbox-ws removed by the tools; fl-other kept")
+    again = run_cli("--headless", "--root", str(root), "--yes", *SANDBOX)
+    assert again.returncode == 0, again.stderr
+    fault.saw("second apply exit 0 (no 'group claude-agent exists')")
