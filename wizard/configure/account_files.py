@@ -24,7 +24,7 @@ import contextlib
 import os
 import shutil
 import stat
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
@@ -41,7 +41,7 @@ ACCOUNT_FILES: tuple[PurePosixPath, ...] = tuple(
 )
 
 
-def _snapshot(layout: Layout, backup: Callable[[bytes, str], str]) -> list[dict[str, Any]]:
+def _snapshot(txn: Transaction, layout: Layout) -> list[dict[str, Any]]:
     files = []
     for target in ACCOUNT_FILES:
         real = layout.real(target)
@@ -51,13 +51,40 @@ def _snapshot(layout: Layout, backup: Callable[[bytes, str], str]) -> list[dict[
                 "target": str(target),
                 "real": str(real),
                 "old_sha256": fsops.sha256(state.data) if state else None,
-                "backup": backup(state.data, target.name) if state else None,
+                "backup": txn.backup(state.data, target.name) if state else None,
+                "keep": txn.keep_name(real) if state else None,
                 "old_mode": state.mode if state else None,
                 "old_uid": state.uid if state else None,
                 "old_gid": state.gid if state else None,
             }
         )
     return files
+
+
+def _is_dash_backup(item: dict[str, Any]) -> bool:
+    return str(item["target"]).endswith("-")
+
+
+def _make_restore_points(txn: Transaction, files: list[dict[str, Any]]) -> None:
+    """Restore points beside each file (see :func:`wizard.configure.fsops.keep`): the
+    databases are replaced by a rename, so a hard link keeps the old one; the ``-``
+    backups are truncated and rewritten in place, so they are moved aside."""
+    for item in files:
+        if item["keep"]:
+            txn.keep(Path(item["real"]), item["keep"], move=_is_dash_backup(item))
+
+
+def settle_kept_account_files(layout: Layout, files: list[dict[str, Any]]) -> None:
+    """Drop the restore points of ``files``; a ``-`` backup moved aside goes back
+    where it was when the tool did not write a new one."""
+    for item in files:
+        if not item.get("keep"):
+            continue
+        real = Path(item["real"])
+        if _is_dash_backup(item) and fsops.read_file(layout.root, real) is None:
+            fsops.restore_kept(layout.root, real, item["keep"], item["old_sha256"])
+        else:
+            fsops.remove_file(layout.root, real.parent / item["keep"])
 
 
 def _digests(layout: Layout, files: list[dict[str, Any]]) -> dict[str, str | None]:
@@ -103,11 +130,21 @@ def account_step(txn: Transaction, layout: Layout, entry: dict[str, Any]) -> Ite
             target = "/" + str(path.relative_to(layout.root)) if not layout.live else str(path)
             txn.record({"op": "mkdir", "real": str(path), "target": target})
         entry["home_existed"] = os.path.lexists(layout.real(home))
-    step = {**entry, "step": txn.next_step(), "files": _snapshot(layout, txn.backup)}
+    step = {**entry, "step": txn.next_step(), "files": _snapshot(txn, layout)}
     txn.record(step)
     try:
+        _make_restore_points(txn, step["files"])
         yield
     finally:
+        # A "-" backup the tool did not rewrite goes back at once (a rename).
+        for item in step["files"]:
+            real = Path(item["real"])
+            if (
+                item["keep"]
+                and _is_dash_backup(item)
+                and fsops.read_file(layout.root, real) is None
+            ):
+                fsops.restore_kept(layout.root, real, item["keep"], item["old_sha256"])
         # In memory first: a rollback in this process knows the new state even if
         # the journal line below cannot be written.
         new = _digests(layout, step["files"])
@@ -136,6 +173,10 @@ def _restore_file(layout: Layout, item: dict[str, Any]) -> None:
     real = Path(item["real"])
     if item["old_sha256"] is None:
         fsops.remove_file(layout.root, real)
+        return
+    # The restore point first: a rename, no free space needed (a rollback on a full
+    # disk); the backup in the state dir after a commit removed it.
+    if item.get("keep") and fsops.restore_kept(layout.root, real, item["keep"], item["old_sha256"]):
         return
     backup = fsops.read_file(layout.root, layout.real(item["backup"]))
     if backup is None:
@@ -169,15 +210,27 @@ def revert_account_step(
     files = entry.get("files")
     if files is not None:
         now = _digests(layout, files)
-        changed = [item for item in files if now[item["target"]] != item["old_sha256"]]
-        if not changed and not (entry["op"] == "create-user" and _home_is_ours(layout, entry)):
+        # A "-" backup still moved aside (killed while the tool ran) counts as unchanged.
+        changed = [
+            item
+            for item in files
+            if now[item["target"]] != item["old_sha256"]
+            and not (_is_dash_backup(item) and now[item["target"]] is None and item["keep"])
+        ]
+        ours = entry["op"] == "create-user" and _home_is_ours(layout, entry)
+        if not changed and not ours:
+            settle_kept_account_files(layout, files)
             return None  # the tool never ran (or a previous undo restored it)
         if new is not None and all(now[item["target"]] == new[item["target"]] for item in changed):
             for item in changed:
                 _restore_file(layout, item)
-            if entry["op"] == "create-user" and _home_is_ours(layout, entry):
+            settle_kept_account_files(layout, files)
+            if ours:
                 _remove_home(layout, entry["home"])
             return _what(entry)
+        line = _revert_with_tools(layout, entry)
+        settle_kept_account_files(layout, files)
+        return line
     return _revert_with_tools(layout, entry)
 
 

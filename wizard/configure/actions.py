@@ -192,6 +192,7 @@ class WriteFile(Action):
         if dfd is not None:
             os.close(dfd)
         backup = txn.backup(state.data, self.path.name) if state is not None else None
+        keep = txn.keep_name(self.real) if state is not None else None
         txn.record(
             {
                 "op": "write",
@@ -200,12 +201,17 @@ class WriteFile(Action):
                 "old_sha256": fsops.sha256(state.data) if state else None,
                 "new_sha256": fsops.sha256(data),
                 "backup": backup,
+                "keep": keep,
                 "old_mode": state.mode if state else None,
                 "old_uid": state.uid if state else None,
                 "old_gid": state.gid if state else None,
                 "tmp": fsops.temp_name(self.real),
             }
         )
+        if keep is not None:
+            # The old file stays linked beside the target until the commit: a
+            # rollback puts it back by a rename, even on a full disk.
+            txn.keep(self.real, keep)
         fsops.atomic_write(
             self.layout.root, self.real, data, mode=mode, uid=uid, gid=gid, dirs=dirs
         )

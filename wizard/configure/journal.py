@@ -6,7 +6,8 @@ point leaves a journal that undo can replay backwards:
 
 - ``{"txn", "op": "begin", "at"}`` starts a transaction, ``commit`` ends it;
 - ``write``: target and real path, old/new sha256, backup path (None for a new
-  file), old mode/uid/gid, the temp file name;
+  file), old mode/uid/gid, the temp file name, and ``keep``: the restore point
+  beside the target (a hard link to the old file, removed at commit);
 - ``mkdir``: a directory created for a write;
 - ``create-group`` / ``create-user`` / ``add-to-group``: accounts created, with a
   snapshot of the account files (``files``: each one's old sha256, backup, mode and
@@ -16,6 +17,8 @@ point leaves a journal that undo can replay backwards:
 - ``acl``: a snapshot (per path: mode bits, access and default ACL) of the
   workspace before the group's ACLs were added;
 - ``undone`` / ``rolled-back``: the transaction was reverted;
+- ``rollback-incomplete``: a failed apply's rollback could not revert everything
+  (``left``); the transaction stays open and ``--undo`` finishes it;
 - ``undo-incomplete``: an undo ran but some steps failed (``left``); the transaction
   stays open and the next undo retries them.
 
@@ -39,12 +42,13 @@ import json
 import os
 import secrets
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 from wizard.base.errors import RefusedError, SetupError
 from wizard.base.paths import Layout
 from wizard.configure import fsops
-from wizard.configure.revert import is_failure, revert
+from wizard.configure.revert import drop_restore_points, is_failure, revert
 
 
 def _now() -> str:
@@ -103,8 +107,20 @@ class JournalError(SetupError):
     Exit 2; no step runs without its journal entry on disk."""
 
 
+# Room kept allocated past the journal's end (fallocate) for the lines a rollback
+# writes: it must be able to say what it did, and what it could not do, on a full disk.
+JOURNAL_RESERVE = 8192
+_LEFT_CHARS = 3000  # rollback-incomplete names what is left within the reserve
+
+
 class Transaction:
-    """One apply: journal entries written ahead of each step, plus backups."""
+    """One apply: journal entries written ahead of each step, plus backups.
+
+    Everything a rollback needs is in place before the step that needs it runs: the
+    journal has :data:`JOURNAL_RESERVE` bytes allocated past its end, and a file about
+    to be replaced has a restore point beside it (:meth:`keep`), so undoing a step is
+    a rename of a file already written, never a write that needs free space.
+    """
 
     def __init__(self, layout: Layout) -> None:
         self.layout = layout
@@ -126,10 +142,14 @@ class Transaction:
             self.close()
             raise
 
-    def _append(self, entry: dict[str, Any]) -> None:
-        line = json.dumps({"txn": self.id, **entry}, sort_keys=True) + "\n"
+    def _append(self, entry: dict[str, Any], *, reserve: bool = True) -> None:
+        data = (json.dumps({"txn": self.id, **entry}, sort_keys=True) + "\n").encode("utf-8")
         try:
-            os.write(self._fd, line.encode("utf-8"))
+            if reserve:  # this line, and the reserve again after it
+                fsops.reserve_space(self._fd, len(data) + JOURNAL_RESERVE)
+            view = memoryview(data)
+            while view:
+                view = view[os.write(self._fd, view) :]
             os.fsync(self._fd)
         except OSError as exc:
             # A full or read-only state dir: a clear error (exit 2), not a traceback.
@@ -170,20 +190,47 @@ class Transaction:
         self._saved[digest] = str(target)
         return str(target)
 
+    def keep(self, real: Path, name: str, *, move: bool = False) -> str | None:
+        """A restore point of ``real`` named ``name`` (from :meth:`keep_name`, journaled
+        before this is called): see :func:`wizard.configure.fsops.keep`."""
+        return fsops.keep(self.layout.root, real, name, move=move)
+
+    def keep_name(self, real: Path) -> str:
+        return fsops.keep_name(real, f"{self.id}-{self.next_step()}")
+
     def commit(self) -> None:
         self._append({"op": "commit", "at": _now()})
         self.close()
+        # Committed: the restore points beside the targets are not needed any more
+        # (undo works from the backups); a failure here leaves a stray file, no harm.
+        with contextlib.suppress(OSError, SetupError):
+            drop_restore_points(self.layout, self.entries)
 
-    def rollback(self) -> list[str]:
-        """Revert this transaction's steps (after a failure); returns what was done."""
+    def rollback(self) -> tuple[list[str], bool]:
+        """Revert this transaction's steps (after a failure): what was done, and
+        whether everything was. A rollback that could not finish is journaled as
+        ``rollback-incomplete`` (with what is left), so the transaction stays open
+        and ``--undo`` finishes it later."""
         done = revert(self.layout, self.entries)
+        failed = [line for line in done if is_failure(line)]
+        closing: dict[str, Any] = {"op": "rolled-back"}
+        if failed:
+            left, size = [], 0
+            for line in failed:
+                size += len(line)
+                left.append(line if size <= _LEFT_CHARS else "...")
+                if size > _LEFT_CHARS:
+                    break
+            closing = {"op": "rollback-incomplete", "left": left}
         try:
-            self._append({"op": "rolled-back", "at": _now()})
+            self._append({**closing, "at": _now()}, reserve=False)
         except JournalError as exc:
-            # Everything was reverted; a later --undo finds nothing left to revert.
+            # Not marked rolled back: the transaction stays open and a later --undo
+            # reverts what is left (every revert step is idempotent).
             done.append(f"could not mark the apply rolled back: {exc}")
+            failed.append(done[-1])
         self.close()
-        return done
+        return done, not failed
 
     def close(self) -> None:
         if self._fd >= 0:
@@ -208,7 +255,9 @@ def undo_last(layout: Layout) -> list[str]:
         if found is None:
             return []
         last, steps = found
-        done = revert(layout, steps)
+        done = revert(layout, steps) or [
+            f"apply {last}: nothing was left to undo (now marked undone)"
+        ]
         failed = [line for line in done if is_failure(line)]
         # A step that failed is never marked done: the transaction stays open and the
         # next --undo retries it (every revert step is idempotent).

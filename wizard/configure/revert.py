@@ -18,7 +18,7 @@ from typing import Any
 from wizard.base.errors import SetupError
 from wizard.base.paths import Layout
 from wizard.configure import fsops, users
-from wizard.configure.account_files import revert_account_step
+from wizard.configure.account_files import revert_account_step, settle_kept_account_files
 
 
 def _restore_dirs(layout: Layout) -> fsops.DirSpec:
@@ -26,20 +26,35 @@ def _restore_dirs(layout: Layout) -> fsops.DirSpec:
     return fsops.DirSpec(0o700, layout.operator.uid, layout.operator.gid)
 
 
+def _drop_kept(layout: Layout, real: Path, keep: str | None) -> None:
+    if keep:
+        fsops.remove_file(layout.root, real.parent / keep)
+
+
 def _revert_write(layout: Layout, entry: dict[str, Any]) -> str | None:
     real = Path(entry["real"])
     target = entry["target"]
+    keep = entry.get("keep")  # absent in journals of older versions
     fsops.remove_file(layout.root, real.parent / entry["tmp"])
     state = fsops.read_file(layout.root, real)
     current = fsops.sha256(state.data if state else None)
     attrs_only = entry["old_sha256"] == entry["new_sha256"]  # a mode/owner repair
-    if current == entry["old_sha256"] and not attrs_only:
-        return None  # the new content never landed
+    old_attrs = (entry["old_mode"], entry["old_uid"], entry["old_gid"])
+    if current == entry["old_sha256"] and (
+        not attrs_only or (state is not None and (state.mode, state.uid, state.gid) == old_attrs)
+    ):
+        _drop_kept(layout, real, keep)
+        return None  # the new content never landed (or was already restored)
     if current != entry["new_sha256"]:
+        _drop_kept(layout, real, keep)
         return f"left {target} as it is: it changed after that apply"
     if entry["backup"] is None:
         fsops.remove_file(layout.root, real)
         return f"removed {target}"
+    # The restore point beside the target first: a rename, which needs no free space
+    # (this is what makes a rollback on a full disk possible).
+    if keep and fsops.restore_kept(layout.root, real, keep, entry["old_sha256"]):
+        return f"restored {target}"
     backup = fsops.read_file(layout.root, layout.real(entry["backup"]))
     if backup is None:
         return f"cannot restore {target}: backup {entry['backup']} is missing"
@@ -61,6 +76,16 @@ def _revert_write(layout: Layout, entry: dict[str, Any]) -> str | None:
         dirs=_restore_dirs(layout),
     )
     return f"restored {target}"
+
+
+def drop_restore_points(layout: Layout, entries: list[dict[str, Any]]) -> None:
+    """After a commit: remove the restore points the steps left beside their targets
+    (the account files' moved ``-`` backups go back where they were if still absent)."""
+    for entry in entries:
+        if entry.get("op") == "write":
+            _drop_kept(layout, Path(entry["real"]), entry.get("keep"))
+        elif "files" in entry:
+            settle_kept_account_files(layout, entry["files"])
 
 
 def _revert_one(
