@@ -38,6 +38,10 @@ from wizard.base.choices import Mode
 from wizard.base.errors import InputError
 
 SCHEMA = 1
+# The schemas an apply can upgrade in place (a file without a ``schema`` key counts
+# as older still). Anything else was written by a version this one does not know:
+# rewriting it as schema 1 would keep settings it cannot read and claim they are 1.
+UPGRADABLE_SCHEMAS = (1,)
 INNER_SANDBOX = ("strong", "weak", "off")
 NETWORK = ("host", "none")
 
@@ -169,16 +173,35 @@ HEADER = (
 )
 
 
-def render_launcher_config(config: LauncherConfig, existing: str | None = None) -> str:
+def check_upgradable(data: dict[str, Any], source: str) -> None:
+    """Refuse (InputError naming ``source``) an existing config of a schema this
+    version cannot upgrade; see :data:`UPGRADABLE_SCHEMAS`."""
+    if "schema" not in data:
+        return
+    schema = data["schema"]
+    if type(schema) is not int or schema not in UPGRADABLE_SCHEMAS:
+        raise InputError(
+            f"{source}: key 'schema' is {schema!r}: a schema this version does not know "
+            f"(it reads and upgrades schema {', '.join(map(str, UPGRADABLE_SCHEMAS))}); "
+            "written by another version of sandbox-setup? Use that version, or move the "
+            "file away and apply again (it was left untouched)"
+        )
+
+
+def render_launcher_config(
+    config: LauncherConfig, existing: str | None = None, source: str = "launcher.toml"
+) -> str:
     """The TOML text for ``config``, merged into ``existing`` when given.
 
     Only the keys this tool owns are set; comments and foreign keys in
     ``existing`` are kept. ``existing`` must already be valid TOML (callers
-    parse it first to report errors with the file name).
+    parse it first to report errors with the file name); one of a schema this
+    version does not know is an InputError naming ``source``.
     """
     import tomlkit  # not needed by the launcher, which only reads
 
     doc = tomlkit.parse(existing) if existing else tomlkit.parse(HEADER)
+    check_upgradable(doc.unwrap(), source)
     doc["schema"] = config.schema
     doc["mode"] = str(config.mode)
     doc["claude"] = str(config.claude)

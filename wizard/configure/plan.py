@@ -185,8 +185,8 @@ def _claude_version(layout: Layout, found: str | None, path: PurePosixPath) -> s
 def _render_launcher(layout: Layout, config: LauncherConfig) -> Callable[[bytes | None], bytes]:
     def render(current: bytes | None) -> bytes:
         text = None
+        source = str(layout.launcher_config)
         if current is not None:
-            source = str(layout.launcher_config)
             try:
                 text = current.decode("utf-8")
                 tomllib.loads(text)
@@ -194,7 +194,7 @@ def _render_launcher(layout: Layout, config: LauncherConfig) -> Callable[[bytes 
                 raise InputError(
                     f"{source}: invalid TOML: {exc}; fix or remove it (left untouched)"
                 ) from None
-        return render_launcher_config(config, text).encode("utf-8")
+        return render_launcher_config(config, text, source).encode("utf-8")
 
     return render
 
