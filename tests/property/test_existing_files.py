@@ -65,3 +65,49 @@ def test_launcher_config_of_an_unknown_schema_is_refused(
             # The file (as a target path until the root is named in messages, item 15).
             assert "/root/.config/sandbox-setup/launcher.toml" in run.err, run.err
             assert "'schema'" in run.err, run.err
+
+
+WORKSPACES = ("/srv/project", "/srv/other")
+comments = st.text(
+    st.characters(whitelist_categories=["L", "N", "Zs", "P"], max_codepoint=0x2FF), max_size=20
+).map(lambda text: " ".join(text.split()))
+
+
+def commented_array(values: list[str], notes: list[str]) -> str:
+    lines = [f'    "{value}", # {note}' for value, note in zip(values, notes, strict=True)]
+    return "[\n" + "\n".join(lines) + "\n]"
+
+
+@CLI_SETTINGS
+@given(
+    first=st.lists(st.sampled_from(WORKSPACES), min_size=1, max_size=2, unique=True),
+    second=st.lists(st.sampled_from(WORKSPACES), min_size=1, max_size=2, unique=True),
+    notes=st.lists(comments, min_size=2, max_size=2),
+)
+def test_comments_in_the_launcher_configs_workspace_array_survive(
+    real_report: Report, first: list[str], second: list[str], notes: list[str]
+) -> None:
+    with fresh_root() as root:
+        (root / "srv/other").mkdir()
+
+        def apply(workspaces: list[str]) -> None:
+            argv = ["--headless", "--mode", "sandbox", "--yes", "--root", str(root)]
+            run = run_main(argv + [f"--workspace={w}" for w in workspaces])
+            assert run.code == 0, run.err
+
+        apply(first)
+        config = root / CONFIG / "launcher.toml"
+        text = config.read_text()
+        array = "workspaces = " + tomlkit.dumps({"w": first}).split(" = ", 1)[1].strip()
+        assert array in text, text
+        text = text.replace(array, "workspaces = " + commented_array(first, notes[: len(first)]))
+        text = "# the operator's own note\n" + text
+        config.write_text(text)
+        apply(second)
+        after = config.read_text()
+        assert tomllib.loads(after)["sandbox"]["workspaces"] == second
+        assert after.startswith("# the operator's own note\n"), after
+        for value, note in zip(first, notes, strict=False):
+            if value in second and note:
+                assert f"# {note}" in after, (note, after)
+        assert_valid_setup(root)

@@ -188,6 +188,58 @@ def check_upgradable(data: dict[str, Any], source: str) -> None:
         )
 
 
+def update_array(table: Any, key: str, values: list[str]) -> None:
+    """Set ``table[key]`` to ``values``, changing an existing tomlkit array in place:
+    items that stay keep their comments (``"/srv/ws", # the main one``) and the
+    array its layout. Only when the items that stay changed order is it rebuilt."""
+    import tomlkit.items
+
+    current = table.get(key)
+    if not isinstance(current, tomlkit.items.Array) or any(
+        not isinstance(item, str) for item in current
+    ):
+        table[key] = values
+        return
+    if list(current) == values:
+        return
+    seen: set[str] = set()
+    for index in reversed(range(len(current))):
+        item = str(current[index])
+        if item not in values or item in seen:
+            del current[index]
+        seen.add(item)
+    kept = [str(item) for item in current]
+    if kept != [v for v in values if v in kept]:
+        table[key] = _reordered(current, values)
+        return
+    for index, value in enumerate(values):
+        if index >= len(current) or str(current[index]) != value:
+            current.insert(index, value)
+
+
+def _reordered(current: Any, values: list[str]) -> Any:
+    """A multi-line array of ``values`` carrying each kept item's comment along
+    (tomlkit keeps them in the array's item groups); a plain list when the
+    comments cannot be read (another tomlkit layout)."""
+    import tomlkit
+
+    try:
+        notes = {
+            str(group.value): group.comment.as_string().strip().lstrip("#").strip()
+            for group in current._value
+            if group.value is not None and group.comment is not None
+        }
+    except AttributeError:
+        return values
+    if not notes:
+        return values
+    array = tomlkit.array()
+    for value in values:
+        array.add_line(value, comment=notes.get(value))
+    array.add_line(indent="")
+    return array
+
+
 def render_launcher_config(
     config: LauncherConfig, existing: str | None = None, source: str = "launcher.toml"
 ) -> str:
@@ -219,7 +271,7 @@ def render_launcher_config(
     if not isinstance(sandbox, dict):
         sandbox = tomlkit.table()
         doc["sandbox"] = sandbox
-    sandbox["workspaces"] = [str(w) for w in config.workspaces]
+    update_array(sandbox, "workspaces", [str(w) for w in config.workspaces])
     sandbox["network"] = config.network
     sandbox["inner_sandbox"] = config.inner_sandbox
     if config.unsafe is not None:
