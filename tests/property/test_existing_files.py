@@ -111,3 +111,70 @@ def test_comments_in_the_launcher_configs_workspace_array_survive(
             if value in second and note:
                 assert f"# {note}" in after, (note, after)
         assert_valid_setup(root)
+
+
+ANSWERS_KEYS = {
+    "schema": st.sampled_from([1, 2, 0, "1"]) | schemas,
+    "mode": st.sampled_from(["sandbox", "user", "yolo"]),
+    "workspaces": st.just(["/srv/project"]) | st.just("/srv/project"),
+    "agent_user": st.sampled_from(["claude-agent", "Bad Name"]),
+    "network": st.sampled_from(["host", "none", "bridge"]),
+    "surprise": st.integers(0, 3),
+}
+answers_docs = st.fixed_dictionaries(
+    {},
+    optional=ANSWERS_KEYS,  # type: ignore[arg-type]
+).map(lambda doc: f"# {doc!r}\n" + tomlkit.dumps(doc))
+not_toml = st.sampled_from(
+    ['mode = "sandbox"\nmode = "user"\n', "schema = \n", "[[x]\n", 'mode = "sandbox" # fine\n']
+) | st.text(max_size=40)
+existing_answers = (
+    answers_docs.map(str.encode)
+    | not_toml.map(str.encode)
+    | st.binary(max_size=40)
+    | answers_docs.map(lambda text: text.encode() + b"# \xff\xfe\n")
+)
+
+
+def reads_as_answers(raw: bytes) -> str | None:
+    """None when ``raw`` is an answers file this version reads, else why not."""
+    from wizard.base.errors import InputError
+    from wizard.configure.answers import parse_answers
+
+    try:
+        parse_answers(raw.decode("utf-8"), "answers.toml")
+    except UnicodeDecodeError:
+        return "not UTF-8"
+    except InputError as exc:
+        return str(exc)
+    return None
+
+
+@CLI_SETTINGS
+@given(raw=existing_answers)
+def test_a_malformed_existing_answers_file_is_refused_not_overwritten(
+    real_report: Report, raw: bytes
+) -> None:
+    with fresh_root() as root:
+        answers = root / CONFIG / "answers.toml"
+        answers.parent.mkdir(parents=True)
+        answers.write_bytes(raw)
+        before = snapshot(root)
+        run = run_main([*APPLY, "--root", str(root)])
+        problem = reads_as_answers(raw)
+        if problem is None:
+            assert run.code == 0, run.err
+            assert_valid_setup(root)
+            after = answers.read_text()
+            for line in raw.decode().splitlines():
+                if line.lstrip().startswith("#"):
+                    assert line in after, (line, after)  # the operator's comments stay
+        else:
+            assert_clean_failure(run, before, root)
+            assert run.code == 2, run
+            assert "answers.toml" in run.err, run.err
+            if problem == "not UTF-8":
+                assert "not UTF-8" in run.err and "line" in run.err, run.err
+            elif "invalid TOML" in problem:
+                assert "invalid TOML" in run.err and "line" in run.err, run.err
+            assert answers.read_bytes() == raw

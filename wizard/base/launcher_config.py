@@ -92,7 +92,10 @@ def load_toml(text: str, source: str) -> dict[str, Any]:
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise InputError(f"{source}: invalid TOML: {exc}") from None
+        # tomllib names the line, except at the very end: name that line too.
+        where = f"at end of document, line {text.count(chr(10)) + 1}"
+        message = str(exc).replace("at end of document", where)
+        raise InputError(f"{source}: invalid TOML: {message}") from None
     except RecursionError:
         raise InputError(f"{source}: invalid TOML: nested too deeply") from None
 

@@ -46,7 +46,8 @@ from wizard.configure.actions import (
     WriteFile,
 )
 from wizard.configure.agent_account import check_existing_agent
-from wizard.configure.answers import Answers, dump_answers, validate_answers
+from wizard.configure.answers import Answers, validate_answers
+from wizard.configure.answers_file import render_answers
 from wizard.configure.claude_binary import INSTALLED_CLAUDE, ClaudeBinary, find_claude
 from wizard.configure.settings import merge_settings
 
@@ -342,12 +343,11 @@ def build_plan(report: Report, answers: Answers, layout: Layout) -> Plan:
             dir_mode=op_dirs,
         )
     )
-    answers_text = dump_answers(resolved).encode("utf-8")
     actions.append(
         WriteFile(
             layout,
             layout.answers,
-            lambda _current: answers_text,
+            render_answers(resolved, str(layout.answers)),
             owner=operator.name,
             label="answers",
             dir_mode=op_dirs,
