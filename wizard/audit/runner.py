@@ -61,17 +61,20 @@ from wizard.base.errors import InputError
 from wizard.base.exitcodes import ExitCode
 from wizard.base.launcher_config import LauncherConfig, parse_launcher_config
 from wizard.base.paths import Layout
+from wizard.base.regular_files import read_regular_text
 from wizard.configure.answers import Answers
 from wizard.configure.probe_user import choose_probe_user
 
 
 def _read_setup_file(real: Path, what: str) -> str:
     try:
-        return real.read_text(encoding="utf-8")
+        return read_regular_text(real)  # never blocks on a FIFO
     except FileNotFoundError:
         raise InputError(
             f"no {what} at {real}: nothing to audit (set up first: sandbox-setup)"
         ) from None
+    except InputError as exc:  # a FIFO, a directory, ...
+        raise InputError(f"cannot read the {what}: {exc}") from None
     except (OSError, UnicodeDecodeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         raise InputError(f"cannot read the {what} {real}: {reason}") from None

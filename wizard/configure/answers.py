@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any
 from wizard.base.choices import Mode
 from wizard.base.errors import InputError, RefusedError
 from wizard.base.launcher_config import absolute_path, load_toml
+from wizard.base.regular_files import read_regular_text
 from wizard.policy.system_dirs import is_system_dir
 
 if TYPE_CHECKING:
@@ -159,7 +160,7 @@ def parse_answers(text: str, source: str = "answers.toml") -> Answers:
 def load_answers(path: Path) -> Answers:
     """Read and parse an answers file; a missing or unreadable file is an InputError."""
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        text = read_regular_text(Path(path))  # never blocks on a FIFO
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"{path}: cannot read answers file: {exc}") from None
     return parse_answers(text, str(path))

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from wizard.base.errors import InputError
+from wizard.base.regular_files import not_regular
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
 _MAX_SYMLINKS = 40
@@ -165,10 +166,13 @@ def read_file(root: Path, real_path: Path) -> FileState | None:
                 f"{real_path}: is a symlink (owned by uid {owner}) to {dest}; sandbox-setup "
                 "never writes through a symlink; replace it with a regular file"
             ) from None
+        # fstat before fdopen: a directory here must be an InputError naming the
+        # path, not fdopen's IsADirectoryError.
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            os.close(fd)
+            raise not_regular(real_path, st.st_mode)
         with os.fdopen(fd, "rb") as handle:
-            st = os.fstat(handle.fileno())
-            if not stat.S_ISREG(st.st_mode):
-                raise InputError(f"{real_path}: not a regular file")
             data = handle.read()
         return FileState(data, stat.S_IMODE(st.st_mode), st.st_uid, st.st_gid)
     finally:
