@@ -25,7 +25,8 @@ diff, accepted):
   ``.config_dir``, ``.settings_{owner,mode}``, ``.settings_dir``,
   ``.claude_binary_{owner,mode}``, ``.claude_dir``, ``.agent_missing``,
   ``.agent_home``, ``.workspace_missing``, ``.workspace_mode``,
-  ``.workspace_access``, ``.sudoers``, ``.password``;
+  ``.workspace_access``, ``.sudoers``, ``.password``, ``.settings_unreadable`` (the
+  agent cannot read the Claude settings: :mod:`wizard.audit.readable`);
 - ``audit.unsafe.accepted`` (accepted: reported, does not fail the audit),
   ``audit.unsafe.unaccepted``.
 
@@ -49,6 +50,7 @@ from wizard.audit.drift import drift_findings
 from wizard.audit.grade import grade
 from wizard.audit.mode import claude_findings, claude_version, mode_findings
 from wizard.audit.model import AuditFinding, AuditReport, Severity
+from wizard.audit.readable import settings_readable_findings
 from wizard.audit.render import render_json, render_text
 from wizard.audit.safety import (
     agent_findings,
@@ -178,6 +180,8 @@ def audit(layout: Layout, timeout: float = 10.0, as_user: str | None = None) -> 
     findings += list(claude.findings)
     findings += config_findings(layout)
     findings += managed_settings_findings(layout)
+    if str(config.mode) in ("sandbox", "user"):
+        findings += settings_readable_findings(layout, answers, agent)
     agent_missing = False
     if str(config.mode) in ("sandbox", "user"):
         agent_missing = agent is None

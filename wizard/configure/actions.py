@@ -31,6 +31,7 @@ from wizard.base.paths import Layout
 from wizard.configure import fsops, users
 from wizard.configure.account_files import account_step
 from wizard.configure.journal import Transaction
+from wizard.policy.access import READ, can_access
 
 
 class Action:
@@ -83,6 +84,9 @@ class WriteFile(Action):
     enforce: bool = False
     secret: bool = False
     binary: bool = False
+    # The account that must be able to read the file (Claude Code, run as the
+    # agent, reading its settings): a kept mode that would shut it out is widened.
+    readable_by: str | None = None
     kind: str = field(default="write-file")
     _verb: str | None = field(default=None, init=False, repr=False)
 
@@ -114,7 +118,8 @@ class WriteFile(Action):
         A replaced file keeps its mode and owner, except that group/world write
         bits are dropped and an owner other than root or the planned one is
         replaced: the launcher refuses such a config, and an agent that owns the
-        managed settings could switch its sandbox off.
+        managed settings could switch its sandbox off. A file ``readable_by``
+        someone gets the read bits that account needs (see :meth:`_readable`).
         """
         ids = self._owner_ids()
         if ids is None:
@@ -122,9 +127,21 @@ class WriteFile(Action):
         if state is None or self.enforce:
             return self.mode, *ids
         mode = state.mode & ~0o022
-        if state.uid in (0, ids[0]):
-            return mode, state.uid, state.gid
-        return mode, *ids
+        uid, gid = (state.uid, state.gid) if state.uid in (0, ids[0]) else ids
+        return self._readable(mode, uid, gid), uid, gid
+
+    def _readable(self, mode: int, uid: int, gid: int) -> int:
+        """``mode``, widened by the planned mode's read bits when ``readable_by``
+        could not read the file with it (a managed-settings.json of mode 0000 or
+        0600 would be a policy Claude never sees)."""
+        if self.readable_by is None:
+            return mode
+        reader = lookup_user(self.readable_by, self.layout.root)
+        if reader is not None and can_access(
+            reader.uid, {reader.gid}, owner=uid, group=gid, mode=mode, want=READ
+        ):
+            return mode
+        return mode | (self.mode & 0o644)
 
     def _attrs_wrong(self, state: fsops.FileState) -> bool:
         wanted = self._attrs_for(state)

@@ -309,6 +309,7 @@ def build_plan(report: Report, answers: Answers, layout: Layout) -> Plan:
             owner=settings_owner,
             label=f"Claude settings ({scope} scope)",
             mode=0o644,
+            readable_by=agent_name,
             dir_mode=0o755 if scope == "managed" else 0o700,
         )
     )
