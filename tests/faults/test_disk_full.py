@@ -125,7 +125,8 @@ def test_disk_full_at_every_level_from_0_to_64_kib(tmp_path: Path, fault: FaultR
         require_tool(tool)
     fault.expect(
         "disk full mid-apply: the whole root (account files, settings, journal, backups) on a "
-        "tmpfs with 0 to 64 KiB free, in 4 KiB steps",
+        "tmpfs with 0 KiB free and up in 4 KiB steps (every level to 64 KiB, then on until "
+        "the apply fits)",
         "each level: never started, or rolled back byte for byte (exit 2), or a rollback that "
         "could not finish recorded and reported (exit 1); each file old or new; after freeing "
         "space --undo --yes leaves the whole tree byte for byte as before",
