@@ -168,3 +168,31 @@ def test_the_managed_check_fails_when_the_managed_file_is_broken(
     copy.write_text(json.dumps(data, indent=2))
     problems = settings_problems(claude_doctor(tmp_path / "home"))
     assert any("settings.json" in line for line in problems), problems
+
+
+@pytest.mark.parametrize(
+    "existing",
+    [
+        b'{"model": "sonnet", "myNote": 1e400, "ratio": -0.0, "one": 1.0}\n',
+        b'{"model": "sonnet", "big": ' + b"9" * 5000 + b"}\n",
+        b'{"model": "sonnet", "note": "\\ud800 lone"}\n',
+        b'\xef\xbb\xbf{"model": "sonnet"}\n',
+    ],
+    ids=["1e400", "5000-digit-int", "lone-surrogate", "bom"],
+)
+def test_settings_json_edge_cases_survive_the_merge_for_claude(root: Path, existing: bytes) -> None:
+    """Valid JSON that Python's json would rewrite into a file Claude ignores (issue 15
+    item 2): after the merge, claude doctor still loads it, and the odd tokens stay."""
+    settings = root / "root/.claude/settings.json"
+    settings.parent.mkdir()
+    settings.write_bytes(existing)
+    proc = run_cli(
+        "--headless", "--root", str(root), "--yes", "--mode", "unsafe", "--accept-unsafe-root",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    written = settings.read_bytes()
+    assert b'"sandbox"' in written
+    for token in (b"1e400", b"-0.0", b"1.0", b"9" * 5000, b"\\ud800", b"\xef\xbb\xbf"):
+        if token in existing:
+            assert token in written, token
+    assert settings_problems(claude_doctor(root / "root")) == []

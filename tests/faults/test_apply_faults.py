@@ -315,7 +315,7 @@ def test_disk_full_while_writing_the_settings(root: Path, fault: FaultRow) -> No
     fault.saw("tmpfs files identical before/after; host-side state as before")
 
 
-@pytest.mark.parametrize("leave", [0, 4096], ids=["full", "one-page-free"])
+@pytest.mark.parametrize("leave", [0, 8 * 4096], ids=["full", "eight-pages-free"])
 def test_disk_full_in_the_journal_directory(root: Path, leave: int, fault: FaultRow) -> None:
     if leave:
         fault.expect(

@@ -163,7 +163,7 @@ def test_merge_keeps_foreign_keys_order_and_comments(root: Path) -> None:
             indent=4,
         )
     )
-    os.chmod(managed, 0o640)
+    os.chmod(managed, 0o444)  # not the default mode, and one the agent can read
     config = root / CONFIG / "launcher.toml"
     config.parent.mkdir(parents=True)
     config.write_text(
@@ -179,7 +179,7 @@ def test_merge_keeps_foreign_keys_order_and_comments(root: Path) -> None:
     assert settings["model"] == "opus" and settings["hooks"] == {"Stop": []}
     assert settings["permissions"]["defaultMode"] == "plan"
     assert settings["permissions"]["deny"][0] == "Read(./secrets/**)"
-    assert owner(managed) == (0, 0, 0o640), "mode and owner of a replaced file are kept"
+    assert owner(managed) == (0, 0, 0o444), "mode and owner of a replaced file are kept"
     text = config.read_text()
     for kept in ("# my notes about this launcher", "my_key = 42  # keep me", "# agent comment"):
         assert kept in text

@@ -42,7 +42,7 @@ RULES: dict[str, tuple[str, ...]] = {
         "wizard.commands",
         "checks",
     ),
-    "wizard.cli": ("wizard.base", "wizard.commands", "wizard.app"),
+    "wizard.cli": ("wizard.base", "wizard.policy", "wizard.commands", "wizard.app"),
     "wizard.app": ("wizard.base", "wizard.commands", "screens", "assets"),
     "wizard.__main__": ("wizard.cli",),
     "wizard": (),  # the package's own __init__

@@ -25,7 +25,8 @@ diff, accepted):
   ``.config_dir``, ``.settings_{owner,mode}``, ``.settings_dir``,
   ``.claude_binary_{owner,mode}``, ``.claude_dir``, ``.agent_missing``,
   ``.agent_home``, ``.workspace_missing``, ``.workspace_mode``,
-  ``.workspace_access``, ``.sudoers``, ``.password``;
+  ``.workspace_access``, ``.sudoers``, ``.password``, ``.settings_unreadable`` (the
+  agent cannot read the Claude settings: :mod:`wizard.audit.readable`);
 - ``audit.unsafe.accepted`` (accepted: reported, does not fail the audit),
   ``audit.unsafe.unaccepted``.
 
@@ -47,6 +48,7 @@ from wizard.audit.drift import drift_findings
 from wizard.audit.grade import grade
 from wizard.audit.mode import claude_findings, mode_findings
 from wizard.audit.model import AuditFinding, AuditReport, Severity
+from wizard.audit.readable import settings_readable_findings
 from wizard.audit.safety import (
     agent_findings,
     claude_facts,
@@ -59,6 +61,7 @@ from wizard.base.claude_version import read_claude_version
 from wizard.base.errors import InputError
 from wizard.base.launcher_config import LauncherConfig, parse_launcher_config
 from wizard.base.paths import Layout
+from wizard.base.regular_files import read_regular_text
 from wizard.configure import users
 from wizard.configure.answers import Answers
 from wizard.configure.probes import choose_probe_user
@@ -67,11 +70,13 @@ from wizard.configure.probes import run_live_checks as run_probe_suite
 
 def _read_setup_file(real: Path, what: str) -> str:
     try:
-        return real.read_text(encoding="utf-8")
+        return read_regular_text(real)  # never blocks on a FIFO
     except FileNotFoundError:
         raise InputError(
             f"no {what} at {real}: nothing to audit (set up first: sandbox-setup)"
         ) from None
+    except InputError as exc:  # a FIFO, a directory, ...
+        raise InputError(f"cannot read the {what}: {exc}") from None
     except (OSError, UnicodeDecodeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         raise InputError(f"cannot read the {what} {real}: {reason}") from None
@@ -182,6 +187,8 @@ def audit(layout: Layout, timeout: float = 10.0, as_user: str | None = None) -> 
     findings += list(claude.findings)
     findings += config_findings(layout)
     findings += managed_settings_findings(layout)
+    if str(config.mode) in ("sandbox", "user"):
+        findings += settings_readable_findings(layout, answers, agent)
     agent_missing = False
     if str(config.mode) in ("sandbox", "user"):
         agent_missing = agent is None

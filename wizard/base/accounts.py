@@ -1,7 +1,8 @@
 """Look up accounts in the target system's passwd/group files.
 
 With the live root (``/``) the name service is asked (``pwd``/``grp``); under
-another root (``--root DIR``) ``DIR/etc/passwd`` and ``DIR/etc/group`` are read,
+another root (``--root DIR``) ``DIR/etc/passwd`` and ``DIR/etc/group`` are read
+(non-blocking; anything but a regular file there is an InputError naming it),
 so homes and ids come from the tree being configured, never from the host.
 """
 
@@ -12,6 +13,8 @@ import os
 import pwd
 from dataclasses import dataclass
 from pathlib import Path
+
+from wizard.base.regular_files import read_regular_text
 
 # The agent account sandbox-setup creates unless told otherwise.
 DEFAULT_AGENT_USER = "claude-agent"
@@ -35,7 +38,7 @@ def _parse_passwd_line(line: str) -> Account | None:
 
 def _accounts_in(root: Path) -> list[Account]:
     try:
-        text = (root / "etc/passwd").read_text(encoding="utf-8", errors="replace")
+        text = read_regular_text(root / "etc/passwd", errors="replace")
     except FileNotFoundError:
         return []
     return [a for a in map(_parse_passwd_line, text.splitlines()) if a is not None]
@@ -68,7 +71,7 @@ def lookup_group_gid(name: str, root: Path = Path("/")) -> int | None:
         except KeyError:
             return None
     try:
-        text = (root / "etc/group").read_text(encoding="utf-8", errors="replace")
+        text = read_regular_text(root / "etc/group", errors="replace")
     except FileNotFoundError:
         return None
     for line in text.splitlines():

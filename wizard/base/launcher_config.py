@@ -51,6 +51,10 @@ from wizard.base.limits import Limits
 
 SCHEMA = 1
 ChoiceT = TypeVar("ChoiceT", bound=enum.StrEnum)
+# The schemas an apply can upgrade in place (a file without a ``schema`` key counts
+# as older still). Anything else was written by a version this one does not know:
+# rewriting it as schema 1 would keep settings it cannot read and claim they are 1.
+UPGRADABLE_SCHEMAS = (1,)
 
 
 @dataclass(frozen=True)
@@ -134,7 +138,10 @@ def load_toml(text: str, source: str) -> dict[str, Any]:
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise InputError(f"{source}: invalid TOML: {exc}") from None
+        # tomllib names the line, except at the very end: name that line too.
+        where = f"at end of document, line {text.count(chr(10)) + 1}"
+        message = str(exc).replace("at end of document", where)
+        raise InputError(f"{source}: invalid TOML: {message}") from None
     except RecursionError:
         raise InputError(f"{source}: invalid TOML: nested too deeply") from None
 
@@ -223,16 +230,87 @@ HEADER = (
 )
 
 
-def render_launcher_config(config: LauncherConfig, existing: str | None = None) -> str:
+def check_upgradable(data: dict[str, Any], source: str) -> None:
+    """Refuse (InputError naming ``source``) an existing config of a schema this
+    version cannot upgrade; see :data:`UPGRADABLE_SCHEMAS`."""
+    if "schema" not in data:
+        return
+    schema = data["schema"]
+    if type(schema) is not int or schema not in UPGRADABLE_SCHEMAS:
+        raise InputError(
+            f"{source}: key 'schema' is {schema!r}: a schema this version does not know "
+            f"(it reads and upgrades schema {', '.join(map(str, UPGRADABLE_SCHEMAS))}); "
+            "written by another version of sandbox-setup? Use that version, or move the "
+            "file away and apply again (it was left untouched)"
+        )
+
+
+def update_array(table: Any, key: str, values: list[str]) -> None:
+    """Set ``table[key]`` to ``values``, changing an existing tomlkit array in place:
+    items that stay keep their comments (``"/srv/ws", # the main one``) and the
+    array its layout. Only when the items that stay changed order is it rebuilt."""
+    import tomlkit.items
+
+    current = table.get(key)
+    if not isinstance(current, tomlkit.items.Array) or any(
+        not isinstance(item, str) for item in current
+    ):
+        table[key] = values
+        return
+    if list(current) == values:
+        return
+    seen: set[str] = set()
+    for index in reversed(range(len(current))):
+        item = str(current[index])
+        if item not in values or item in seen:
+            del current[index]
+        seen.add(item)
+    kept = [str(item) for item in current]
+    if kept != [v for v in values if v in kept]:
+        table[key] = _reordered(current, values)
+        return
+    for index, value in enumerate(values):
+        if index >= len(current) or str(current[index]) != value:
+            current.insert(index, value)
+
+
+def _reordered(current: Any, values: list[str]) -> Any:
+    """A multi-line array of ``values`` carrying each kept item's comment along
+    (tomlkit keeps them in the array's item groups); a plain list when the
+    comments cannot be read (another tomlkit layout)."""
+    import tomlkit
+
+    try:
+        notes = {
+            str(group.value): group.comment.as_string().strip().lstrip("#").strip()
+            for group in current._value
+            if group.value is not None and group.comment is not None
+        }
+    except AttributeError:
+        return values
+    if not notes:
+        return values
+    array = tomlkit.array()
+    for value in values:
+        array.add_line(value, comment=notes.get(value))
+    array.add_line(indent="")
+    return array
+
+
+def render_launcher_config(
+    config: LauncherConfig, existing: str | None = None, source: str = "launcher.toml"
+) -> str:
     """The TOML text for ``config``, merged into ``existing`` when given.
 
     Only the keys this tool owns are set; comments and foreign keys in
     ``existing`` are kept. ``existing`` must already be valid TOML (callers
-    parse it first to report errors with the file name).
+    parse it first to report errors with the file name); one of a schema this
+    version does not know is an InputError naming ``source``.
     """
     import tomlkit  # not needed by the launcher, which only reads
 
     doc = tomlkit.parse(existing) if existing else tomlkit.parse(HEADER)
+    check_upgradable(doc.unwrap(), source)
     doc["schema"] = config.schema
     doc["mode"] = str(config.mode)
     doc["claude"] = str(config.claude)
@@ -250,7 +328,7 @@ def render_launcher_config(config: LauncherConfig, existing: str | None = None) 
     if not isinstance(sandbox, dict):
         sandbox = tomlkit.table()
         doc["sandbox"] = sandbox
-    sandbox["workspaces"] = [str(w) for w in config.workspaces]
+    update_array(sandbox, "workspaces", [str(w) for w in config.workspaces])
     sandbox["network"] = str(config.network)
     sandbox["allowed_domains"] = list(config.allowed_domains)
     sandbox["loopback_ports"] = list(config.loopback_ports)

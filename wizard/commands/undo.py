@@ -1,6 +1,7 @@
 """``sandbox-setup --undo [--yes]``: show (or with ``--yes`` revert) the last apply.
 
 Exit 1 when something could not be undone or was left as it is (it changed since).
+``--dry-run`` only shows, even with ``--yes``, as it does for an apply.
 """
 
 from __future__ import annotations
@@ -9,14 +10,15 @@ import argparse
 import sys
 
 from wizard.base.exitcodes import ExitCode
-from wizard.commands.apply import layout_from_args
+from wizard.commands.apply import layout_from_args, root_flag
 
 
 def run_undo(args: argparse.Namespace) -> int:
-    from wizard.configure.journal import describe_entry, is_left, last_transaction, undo_last
+    from wizard.configure.journal import last_transaction, undo_last
+    from wizard.configure.revert import describe_entry, is_failure, is_left
 
     layout = layout_from_args(args)
-    if not args.yes:
+    if not args.yes or args.dry_run:  # --dry-run only shows, even with --yes
         found = last_transaction(layout)
         if found is None:
             print("Nothing to undo.")
@@ -27,13 +29,24 @@ def run_undo(args: argparse.Namespace) -> int:
             line = describe_entry(entry)
             if line:
                 print(f"  {line}")
-        print("sandbox-setup: nothing changed; add --yes to undo", file=sys.stderr)
+        hint = "drop --dry-run" if args.dry_run else "add --yes"
+        print(f"sandbox-setup: nothing changed; {hint} to undo", file=sys.stderr)
         return int(ExitCode.OK)
     done = undo_last(layout)
     if not done:
         print("Nothing to undo.")
     for line in done:
         print(line)
+    failed = [line for line in done if is_failure(line)]
+    if failed:
+        print(
+            f"sandbox-setup: undo could not finish: {len(failed)} step(s) failed (see above); "
+            "the journal keeps them: run sandbox-setup --undo --yes"
+            + root_flag(layout)
+            + " again once the cause is fixed",
+            file=sys.stderr,
+        )
+        return int(ExitCode.FINDINGS)
     left = [line for line in done if is_left(line)]
     if left:
         # Exit 1 ("findings"): the undo ran, but the system is not back where it was.

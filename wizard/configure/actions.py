@@ -29,7 +29,9 @@ from wizard.base.accounts import lookup_user
 from wizard.base.errors import SetupError
 from wizard.base.paths import Layout
 from wizard.configure import fsops, users
+from wizard.configure.account_files import account_step
 from wizard.configure.journal import Transaction
+from wizard.policy.access import READ, can_access
 
 
 class Action:
@@ -87,6 +89,9 @@ class WriteFile(Action):
     enforce: bool = False
     secret: bool = False
     binary: bool = False
+    # The account that must be able to read the file (Claude Code, run as the
+    # agent, reading its settings): a kept mode that would shut it out is widened.
+    readable_by: str | None = None
     kind: str = field(default="write-file")
     writes_file = True
     _verb: str | None = field(default=None, init=False, repr=False)
@@ -122,7 +127,8 @@ class WriteFile(Action):
         A replaced file keeps its mode and owner, except that group/world write
         bits are dropped and an owner other than root or the planned one is
         replaced: the launcher refuses such a config, and an agent that owns the
-        managed settings could switch its sandbox off.
+        managed settings could switch its sandbox off. A file ``readable_by``
+        someone gets the read bits that account needs (see :meth:`_readable`).
         """
         ids = self._owner_ids()
         if ids is None:
@@ -130,9 +136,21 @@ class WriteFile(Action):
         if state is None or self.enforce:
             return self.mode, *ids
         mode = state.mode & ~0o022
-        if state.uid in (0, ids[0]):
-            return mode, state.uid, state.gid
-        return mode, *ids
+        uid, gid = (state.uid, state.gid) if state.uid in (0, ids[0]) else ids
+        return self._readable(mode, uid, gid), uid, gid
+
+    def _readable(self, mode: int, uid: int, gid: int) -> int:
+        """``mode``, widened by the planned mode's read bits when ``readable_by``
+        could not read the file with it (a managed-settings.json of mode 0000 or
+        0600 would be a policy Claude never sees)."""
+        if self.readable_by is None:
+            return mode
+        reader = lookup_user(self.readable_by, self.layout.root)
+        if reader is not None and can_access(
+            reader.uid, {reader.gid}, owner=uid, group=gid, mode=mode, want=READ
+        ):
+            return mode
+        return mode | (self.mode & 0o644)
 
     def _attrs_wrong(self, state: fsops.FileState) -> bool:
         wanted = self._attrs_for(state)
@@ -200,6 +218,7 @@ class WriteFile(Action):
         if dfd is not None:
             os.close(dfd)
         backup = txn.backup(state.data, self.path.name) if state is not None else None
+        keep = txn.keep_name(self.real) if state is not None else None
         txn.record(
             {
                 "op": "write",
@@ -208,12 +227,17 @@ class WriteFile(Action):
                 "old_sha256": fsops.sha256(state.data) if state else None,
                 "new_sha256": fsops.sha256(data),
                 "backup": backup,
+                "keep": keep,
                 "old_mode": state.mode if state else None,
                 "old_uid": state.uid if state else None,
                 "old_gid": state.gid if state else None,
                 "tmp": fsops.temp_name(self.real),
             }
         )
+        if keep is not None:
+            # The old file stays linked beside the target until the commit: a
+            # rollback puts it back by a rename, even on a full disk.
+            txn.keep(self.real, keep)
         fsops.atomic_write(
             self.layout.root, self.real, data, mode=mode, uid=uid, gid=gid, dirs=dirs
         )
@@ -247,8 +271,8 @@ class CreateGroup(Action):
         return [users.groupadd_argv(self.layout, self.name)]
 
     def apply(self, txn: Transaction) -> None:
-        txn.record({"op": "create-group", "name": self.name})
-        users.run_tool(users.groupadd_argv(self.layout, self.name))
+        with account_step(txn, self.layout, {"op": "create-group", "name": self.name}):
+            users.run_tool(users.groupadd_argv(self.layout, self.name))
 
 
 @dataclass(eq=False)
@@ -279,8 +303,9 @@ class CreateUser(Action):
         return [users.useradd_argv(self.layout, self.name, self.home, self.groups)]
 
     def apply(self, txn: Transaction) -> None:
-        txn.record({"op": "create-user", "name": self.name, "home": str(self.home)})
-        users.run_tool(self.commands()[0])
+        entry = {"op": "create-user", "name": self.name, "home": str(self.home)}
+        with account_step(txn, self.layout, entry):
+            users.run_tool(self.commands()[0])
 
 
 @dataclass(eq=False)
@@ -305,8 +330,9 @@ class AddToGroup(Action):
         return [users.add_to_group_argv(self.layout, self.user, self.group)]
 
     def apply(self, txn: Transaction) -> None:
-        txn.record({"op": "add-to-group", "user": self.user, "group": self.group})
-        users.run_tool(self.commands()[0])
+        entry = {"op": "add-to-group", "user": self.user, "group": self.group}
+        with account_step(txn, self.layout, entry):
+            users.run_tool(self.commands()[0])
 
 
 @dataclass(eq=False)
@@ -385,8 +411,16 @@ class WorkspaceAccess(Action):
             raise SetupError(f"workspace {self.workspace} does not exist")
         try:
             saved = json.dumps(users.acl_snapshot(top, gid), sort_keys=True)
-            backup = txn.backup(saved.encode("utf-8"), "workspace-acl.json")
-            txn.record({"op": "acl", "target": str(self.workspace), "backup": backup})
+            data = saved.encode("utf-8")
+            backup = txn.backup(data, "workspace-acl.json")
+            txn.record(
+                {
+                    "op": "acl",
+                    "target": str(self.workspace),
+                    "backup": backup,
+                    "backup_sha256": fsops.sha256(data),
+                }
+            )
             users.grant_workspace(top, gid, include_private=self.include_private)
         finally:
             os.close(top)

@@ -53,6 +53,7 @@ from wizard.base.choices import InnerSandbox, Mode, Network, SettingsScope, valu
 from wizard.base.errors import InputError, RefusedError
 from wizard.base.launcher_config import absolute_path, load_toml
 from wizard.base.limits import Limits
+from wizard.base.regular_files import read_regular_text
 from wizard.policy.environment import validate_pass_names
 from wizard.policy.names import agent_name_problem, user_name_problem, workspace_path_problem
 from wizard.policy.network import SANDBOX_PROXY_PORT, parse_domain_pattern, parse_port
@@ -208,7 +209,7 @@ def parse_answers(text: str, source: str = "answers.toml") -> Answers:
 def load_answers(path: Path) -> Answers:
     """Read and parse an answers file; a missing or unreadable file is an InputError."""
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        text = read_regular_text(Path(path))  # never blocks on a FIFO
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"{path}: cannot read answers file: {exc}") from None
     return parse_answers(text, str(path))

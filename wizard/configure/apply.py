@@ -5,7 +5,10 @@ Public API: :func:`apply_plan` ``(plan, *, progress=None) -> ApplyResult``.
 ``"changed"``, ``"unchanged"`` or ``"failed"`` (the TUI shows per-action
 progress). On any failure every step already done is reverted from the journal
 and the exception is re-raised (an OSError as :class:`ApplyError`, exit 2, its
-message naming the step and listing what was rolled back). A run where nothing
+message naming the step and listing what was rolled back). A rollback needs no free
+space (see :class:`~wizard.configure.journal.Transaction`); one that still could not
+revert everything raises :class:`RollbackIncompleteError` (exit 1) naming what could
+not be restored and the ``--undo`` that finishes it. A run where nothing
 needs to change writes nothing at all: no journal transaction, no file rewritten (mtimes unchanged).
 
 Test hook: with ``SANDBOX_SETUP_TEST_PAUSE_AFTER=N`` set, the apply stops after
@@ -22,9 +25,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from wizard.base.errors import SetupError
+from wizard.base.exitcodes import ExitCode
 from wizard.configure.actions import Action
 from wizard.configure.journal import Transaction, apply_lock
 from wizard.configure.plan import Plan
+from wizard.configure.revert import is_failure
 
 ProgressCallback = Callable[[Action, str], None]
 PAUSE_ENV = "SANDBOX_SETUP_TEST_PAUSE_AFTER"
@@ -33,6 +38,32 @@ PAUSE_ENV = "SANDBOX_SETUP_TEST_PAUSE_AFTER"
 class ApplyError(SetupError):
     """A step failed while applying; everything done before it was rolled back,
     so nothing changed (exit 2, like bad input)."""
+
+
+class RollbackIncompleteError(SetupError):
+    """A step failed and the rollback could not revert everything: the system is
+    neither as before nor as planned. Exit 1 (there is something to act on); the
+    journal keeps the apply open (``rollback-incomplete``) for ``--undo``."""
+
+    exit_code = ExitCode.FINDINGS
+
+
+def _incomplete(plan: Plan, exc: BaseException, undone: list[str]) -> str:
+    failed = [line for line in undone if is_failure(line)]
+    reverted = [line for line in undone if not is_failure(line)]
+    cause = str(exc) or type(exc).__name__
+    root = "" if plan.layout.live else f" --root {plan.layout.root}"
+    when = (
+        "once space is free"
+        if any("No space left" in line for line in failed) or "No space left" in cause
+        else "once the cause above is fixed"
+    )
+    return (
+        f"{cause}; the rollback could not finish: these could not be restored:"
+        + "".join(f"\n  {line}" for line in failed)
+        + ("\n  (rolled back: " + "; ".join(reverted) + ")" if reverted else "")
+        + f"\nthe journal records what is left; run sandbox-setup --undo --yes{root} {when}"
+    )
 
 
 @dataclass
@@ -85,7 +116,9 @@ def apply_plan(plan: Plan, *, progress: ProgressCallback | None = None) -> Apply
                 _test_pause(len(result.changed))
         except BaseException as exc:
             if txn is not None:
-                undone = txn.rollback()
+                undone, complete = txn.rollback()
+                if not complete:
+                    raise RollbackIncompleteError(_incomplete(plan, exc, undone)) from exc
                 if isinstance(exc, SetupError):
                     exc.args = (
                         f"{exc}; rolled back what this apply had done"

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from wizard.base.errors import InputError
+from wizard.base.regular_files import not_regular
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
 _MAX_SYMLINKS = 40
@@ -165,10 +166,13 @@ def read_file(root: Path, real_path: Path) -> FileState | None:
                 f"{real_path}: is a symlink (owned by uid {owner}) to {dest}; sandbox-setup "
                 "never writes through a symlink; replace it with a regular file"
             ) from None
+        # fstat before fdopen: a directory here must be an InputError naming the
+        # path, not fdopen's IsADirectoryError.
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            os.close(fd)
+            raise not_regular(real_path, st.st_mode)
         with os.fdopen(fd, "rb") as handle:
-            st = os.fstat(handle.fileno())
-            if not stat.S_ISREG(st.st_mode):
-                raise InputError(f"{real_path}: not a regular file")
             data = handle.read()
         return FileState(data, stat.S_IMODE(st.st_mode), st.st_uid, st.st_gid)
     finally:
@@ -244,6 +248,109 @@ def atomic_write(
         os.close(dfd)
 
 
+# fallocate(2) flag: allocate blocks beyond the end of the file without changing its
+# size, so later appends land in blocks that are already there.
+_FALLOC_FL_KEEP_SIZE = 0x01
+
+
+def reserve_space(fd: int, length: int) -> bool:
+    """Make sure ``length`` bytes past the end of the file ``fd`` are allocated
+    (fallocate, KEEP_SIZE): appends into them cannot fail with ENOSPC. False where
+    the filesystem cannot preallocate; an OSError (ENOSPC) when there is no room."""
+    import ctypes  # only here: the rest of fsops is plain os calls
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    fallocate = libc.fallocate
+    fallocate.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int64, ctypes.c_int64]
+    fallocate.restype = ctypes.c_int
+    if fallocate(fd, _FALLOC_FL_KEEP_SIZE, os.fstat(fd).st_size, length) == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (errno.EOPNOTSUPP, errno.ENOSYS, errno.EINVAL):
+        return False
+    raise OSError(err, os.strerror(err))
+
+
+def keep_name(real_path: Path, tag: str) -> str:
+    """The name of a restore point of ``real_path`` (same directory; see :func:`keep`)."""
+    return f".{Path(real_path).name}.sandbox-setup-{tag}.keep"
+
+
+def keep(root: Path, real_path: Path, name: str, *, move: bool = False) -> str | None:
+    """Keep the current ``real_path`` under ``name`` in the same directory, so that
+    restoring it later is a rename, which needs no free space.
+
+    ``move=False``: a hard link to the current inode (the file is about to be
+    replaced by a rename, which leaves that inode as it is); where the filesystem
+    refuses a link, a copy with the same mode and owner. ``move=True``: the file
+    itself is renamed (it is about to be rewritten in place, as shadow-utils does
+    with its ``-`` backups). Returns ``"link"``, ``"copy"``, ``"moved"``, or None
+    when there is no file to keep.
+    """
+    real_path = Path(real_path)
+    dfd = open_dir(root, real_path.parent)
+    if dfd is None:
+        return None
+    try:
+        try:
+            st = os.lstat(real_path.name, dir_fd=dfd)
+        except FileNotFoundError:
+            return None
+        if not stat.S_ISREG(st.st_mode):
+            raise InputError(f"{real_path}: exists and is not a regular file; left untouched")
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(name, dir_fd=dfd)  # a stale restore point of a killed run
+        if move:
+            os.rename(real_path.name, name, src_dir_fd=dfd, dst_dir_fd=dfd)
+            os.fsync(dfd)
+            return "moved"
+        try:
+            os.link(real_path.name, name, src_dir_fd=dfd, dst_dir_fd=dfd, follow_symlinks=False)
+            os.fsync(dfd)
+            return "link"
+        except OSError as exc:
+            if exc.errno not in (errno.EPERM, errno.EMLINK, errno.EOPNOTSUPP, errno.EXDEV):
+                raise
+    finally:
+        os.close(dfd)
+    state = read_file(root, real_path)
+    if state is None:
+        return None
+    atomic_write(
+        root,
+        real_path.parent / name,
+        state.data,
+        mode=state.mode,
+        uid=state.uid,
+        gid=state.gid,
+        dirs=DirSpec(0o755, 0, 0),
+    )
+    return "copy"
+
+
+def restore_kept(root: Path, real_path: Path, name: str, sha: str) -> bool:
+    """Put the restore point ``name`` back over ``real_path`` by a rename (no new
+    space needed). False when it is not there; an InputError when it no longer holds
+    the bytes with ``sha`` (it is left where it is)."""
+    real_path = Path(real_path)
+    kept = read_file(root, real_path.parent / name)
+    if kept is None:
+        return False
+    if sha256(kept.data) != sha:
+        raise InputError(
+            f"{real_path.parent / name}: the kept copy of {real_path} does not match the "
+            "journal; left as it is"
+        )
+    dfd = open_dir(root, real_path.parent)
+    assert dfd is not None
+    try:
+        os.rename(name, real_path.name, src_dir_fd=dfd, dst_dir_fd=dfd)
+        os.fsync(dfd)
+    finally:
+        os.close(dfd)
+    return True
+
+
 def remove_file(root: Path, real_path: Path) -> bool:
     """Unlink the regular file (or stray temp) at ``real_path``; False if absent."""
     real_path = Path(real_path)
@@ -251,6 +358,9 @@ def remove_file(root: Path, real_path: Path) -> bool:
     if dfd is None:
         return False
     try:
+        # lstat first: on a read-only filesystem unlink fails with EROFS even for a
+        # name that is not there, and an absent file is nothing to undo.
+        os.lstat(real_path.name, dir_fd=dfd)
         os.unlink(real_path.name, dir_fd=dfd)
         os.fsync(dfd)
         return True
@@ -267,6 +377,7 @@ def remove_empty_dir(root: Path, real_dir: Path) -> bool:
     if dfd is None:
         return False
     try:
+        os.lstat(real_dir.name, dir_fd=dfd)  # absent: nothing to do (see remove_file)
         os.rmdir(real_dir.name, dir_fd=dfd)
         return True
     except OSError as exc:

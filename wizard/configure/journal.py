@@ -1,4 +1,4 @@
-"""The apply journal, the apply lock, and undo.
+"""The apply journal, the apply lock, and undo (the revert steps: :mod:`wizard.configure.revert`).
 
 The journal (``layout.journal``, JSON lines, operator-owned 0600) records every
 step of an apply *before* the step happens, fsynced, so a process killed at any
@@ -6,16 +6,26 @@ point leaves a journal that undo can replay backwards:
 
 - ``{"txn", "op": "begin", "at"}`` starts a transaction, ``commit`` ends it;
 - ``write``: target and real path, old/new sha256, backup path (None for a new
-  file), old mode/uid/gid, the temp file name;
+  file), old mode/uid/gid, the temp file name, and ``keep``: the restore point
+  beside the target (a hard link to the old file, removed at commit);
 - ``mkdir``: a directory created for a write;
-- ``create-group`` / ``create-user`` / ``add-to-group``: accounts created;
+- ``create-group`` / ``create-user`` / ``add-to-group``: accounts created, with a
+  snapshot of the account files (``files``: each one's old sha256, backup, mode and
+  owner) and, for a user, its home (``home_existed``); ``accounts-done`` (same
+  ``step``) records the files' sha256 after the tool ran
+  (:mod:`wizard.configure.account_files`);
 - ``acl``: a snapshot (per path: mode bits, access and default ACL) of the
   workspace before the group's ACLs were added;
-- ``undone`` / ``rolled-back``: the transaction was reverted.
+- ``undone`` / ``rolled-back``: the transaction was reverted;
+- ``rollback-incomplete``: a failed apply's rollback could not revert everything
+  (``left``); the transaction stays open and ``--undo`` finishes it;
+- ``undo-incomplete``: an undo ran but some steps failed (``left``); the transaction
+  stays open and the next undo retries them.
 
 :func:`undo_last` reverts the newest transaction that is not yet reverted,
 committed or not, and returns what it restored or removed. A file that changed
-again after the apply (neither old nor new content) is left alone and reported.
+again after the apply (neither old nor new content) is left alone and reported. A
+backup is written back only when it still has the sha256 the journal recorded.
 Backups live in ``layout.backups_dir/<txn>/``.
 
 :func:`apply_lock` is an exclusive ``flock`` on ``layout.lock``: a second
@@ -37,7 +47,8 @@ from typing import Any
 
 from wizard.base.errors import RefusedError, SetupError
 from wizard.base.paths import Layout
-from wizard.configure import fsops, users
+from wizard.configure import fsops
+from wizard.configure.revert import drop_restore_points, is_failure, revert
 
 
 def _now() -> str:
@@ -103,8 +114,20 @@ class JournalError(SetupError):
     Exit 2; no step runs without its journal entry on disk."""
 
 
+# Room kept allocated past the journal's end (fallocate) for the lines a rollback
+# writes: it must be able to say what it did, and what it could not do, on a full disk.
+JOURNAL_RESERVE = 8192
+_LEFT_CHARS = 3000  # rollback-incomplete names what is left within the reserve
+
+
 class Transaction:
-    """One apply: journal entries written ahead of each step, plus backups."""
+    """One apply: journal entries written ahead of each step, plus backups.
+
+    Everything a rollback needs is in place before the step that needs it runs: the
+    journal has :data:`JOURNAL_RESERVE` bytes allocated past its end, and a file about
+    to be replaced has a restore point beside it (:meth:`keep`), so undoing a step is
+    a rename of a file already written, never a write that needs free space.
+    """
 
     def __init__(self, layout: Layout) -> None:
         self.layout = layout
@@ -118,16 +141,22 @@ class Transaction:
         except OSError as exc:
             raise JournalError(f"cannot open the journal {layout.journal}: {exc}") from exc
         self._backups = 0
+        self._steps = 0
+        self._saved: dict[str, str] = {}
         try:
             self._append({"op": "begin", "at": _now(), "root": str(layout.root)})
         except JournalError:
             self.close()
             raise
 
-    def _append(self, entry: dict[str, Any]) -> None:
-        line = json.dumps({"txn": self.id, **entry}, sort_keys=True) + "\n"
+    def _append(self, entry: dict[str, Any], *, reserve: bool = True) -> None:
+        data = (json.dumps({"txn": self.id, **entry}, sort_keys=True) + "\n").encode("utf-8")
         try:
-            os.write(self._fd, line.encode("utf-8"))
+            if reserve:  # this line, and the reserve again after it
+                fsops.reserve_space(self._fd, len(data) + JOURNAL_RESERVE)
+            view = memoryview(data)
+            while view:
+                view = view[os.write(self._fd, view) :]
             os.fsync(self._fd)
         except OSError as exc:
             # A full or read-only state dir: a clear error (exit 2), not a traceback.
@@ -140,8 +169,19 @@ class Transaction:
         # runs, so a rollback must not try to revert it.
         self.entries.append(entry)
 
+    def next_step(self) -> int:
+        """A number for an entry that a later entry refers back to (``accounts-done``)."""
+        self._steps += 1
+        return self._steps
+
     def backup(self, data: bytes, name: str) -> str:
-        """Save ``data`` under the backups dir; returns the backup's target path."""
+        """Save ``data`` under the backups dir; returns the backup's target path.
+        The same bytes are saved once per transaction (the account files of
+        successive steps are mostly alike)."""
+        digest = fsops.sha256(data)
+        assert digest is not None
+        if digest in self._saved:
+            return self._saved[digest]
         self._backups += 1
         target = self.layout.backups_dir / self.id / f"{self._backups:03d}-{name}"
         op = self.layout.operator
@@ -154,127 +194,55 @@ class Transaction:
             gid=op.gid,
             dirs=_state_dirs(self.layout),
         )
+        self._saved[digest] = str(target)
         return str(target)
+
+    def keep(self, real: Path, name: str, *, move: bool = False) -> str | None:
+        """A restore point of ``real`` named ``name`` (from :meth:`keep_name`, journaled
+        before this is called): see :func:`wizard.configure.fsops.keep`."""
+        return fsops.keep(self.layout.root, real, name, move=move)
+
+    def keep_name(self, real: Path) -> str:
+        return fsops.keep_name(real, f"{self.id}-{self.next_step()}")
 
     def commit(self) -> None:
         self._append({"op": "commit", "at": _now()})
         self.close()
+        # Committed: the restore points beside the targets are not needed any more
+        # (undo works from the backups); a failure here leaves a stray file, no harm.
+        with contextlib.suppress(OSError, SetupError):
+            drop_restore_points(self.layout, self.entries)
 
-    def rollback(self) -> list[str]:
-        """Revert this transaction's steps (after a failure); returns what was done."""
+    def rollback(self) -> tuple[list[str], bool]:
+        """Revert this transaction's steps (after a failure): what was done, and
+        whether everything was. A rollback that could not finish is journaled as
+        ``rollback-incomplete`` (with what is left), so the transaction stays open
+        and ``--undo`` finishes it later."""
         done = revert(self.layout, self.entries)
+        failed = [line for line in done if is_failure(line)]
+        closing: dict[str, Any] = {"op": "rolled-back"}
+        if failed:
+            left, size = [], 0
+            for line in failed:
+                size += len(line)
+                left.append(line if size <= _LEFT_CHARS else "...")
+                if size > _LEFT_CHARS:
+                    break
+            closing = {"op": "rollback-incomplete", "left": left}
         try:
-            self._append({"op": "rolled-back", "at": _now()})
+            self._append({**closing, "at": _now()}, reserve=False)
         except JournalError as exc:
-            # Everything was reverted; a later --undo finds nothing left to revert.
+            # Not marked rolled back: the transaction stays open and a later --undo
+            # reverts what is left (every revert step is idempotent).
             done.append(f"could not mark the apply rolled back: {exc}")
+            failed.append(done[-1])
         self.close()
-        return done
+        return done, not failed
 
     def close(self) -> None:
         if self._fd >= 0:
             os.close(self._fd)
             self._fd = -1
-
-
-def _revert_write(layout: Layout, entry: dict[str, Any]) -> str | None:
-    real = Path(entry["real"])
-    target = entry["target"]
-    fsops.remove_file(layout.root, real.parent / entry["tmp"])
-    state = fsops.read_file(layout.root, real)
-    current = fsops.sha256(state.data if state else None)
-    attrs_only = entry["old_sha256"] == entry["new_sha256"]  # a mode/owner repair
-    if current == entry["old_sha256"] and not attrs_only:
-        return None  # the new content never landed
-    if current != entry["new_sha256"]:
-        return f"left {target} as it is: it changed after that apply"
-    if entry["backup"] is None:
-        fsops.remove_file(layout.root, real)
-        return f"removed {target}"
-    backup = fsops.read_file(layout.root, layout.real(entry["backup"]))
-    if backup is None:
-        return f"cannot restore {target}: backup {entry['backup']} is missing"
-    fsops.atomic_write(
-        layout.root,
-        real,
-        backup.data,
-        mode=entry["old_mode"],
-        uid=entry["old_uid"],
-        gid=entry["old_gid"],
-        dirs=_state_dirs(layout),
-    )
-    return f"restored {target}"
-
-
-def _revert_one(layout: Layout, entry: dict[str, Any]) -> str | None:
-    op = entry["op"]
-    if op == "write":
-        return _revert_write(layout, entry)
-    if op == "mkdir":
-        if fsops.remove_empty_dir(layout.root, Path(entry["real"])):
-            return f"removed directory {entry['target']}"
-        return None
-    if op == "create-user":
-        if users.user_exists(layout, entry["name"]):
-            users.run_tool(users.userdel_argv(layout, entry["name"]))
-            return f"removed user {entry['name']} and its home"
-        return None
-    if op == "create-group":
-        if users.group_gid(layout, entry["name"]) is not None:
-            users.run_tool(users.groupdel_argv(layout, entry["name"]))
-            return f"removed group {entry['name']}"
-        return None
-    if op == "add-to-group":
-        members = users.group_members(entry["group"], layout.root) or []
-        if entry["user"] in members:
-            users.run_tool(users.remove_from_group_argv(layout, entry["user"], entry["group"]))
-            return f"removed {entry['user']} from group {entry['group']}"
-        return None
-    if op == "acl":
-        return _revert_acl(layout, entry)
-    return None
-
-
-def _revert_acl(layout: Layout, entry: dict[str, Any]) -> str | None:
-    """Take the group's ACL entries and setgid bits off the workspace, walking it by
-    fd. Never ``setfacl --restore``: it follows symlinks the agent may have planted
-    and would chmod/chown their targets as root."""
-    saved = fsops.read_file(layout.root, layout.real(entry["backup"]))
-    if saved is None:
-        return f"could not undo the ACLs of {entry['target']}: backup {entry['backup']} is missing"
-    try:
-        snapshot = json.loads(saved.data)
-    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
-        snapshot = None  # a getfacl backup from an older version
-    if not isinstance(snapshot, dict) or snapshot.get("format") != users.ACL_SNAPSHOT_FORMAT:
-        gid = users.group_gid(layout, users.WORKSPACE_GROUP)
-        if gid is None:
-            return None
-        snapshot = {"gid": gid, "entries": {}}  # strip the group's entries everywhere
-    top = fsops.open_dir(layout.root, layout.real(entry["target"]))
-    if top is None:
-        return None
-    try:
-        changed = users.revoke_workspace(top, snapshot)
-    finally:
-        os.close(top)
-    return f"restored ACLs and setgid bits of {entry['target']}" if changed else None
-
-
-def revert(layout: Layout, entries: list[dict[str, Any]]) -> list[str]:
-    """Undo ``entries`` newest first; returns a line per thing restored or removed."""
-    done = []
-    for entry in reversed(entries):
-        if entry.get("op") in ("begin", "commit"):
-            continue
-        try:
-            line = _revert_one(layout, entry)
-        except (OSError, SetupError) as exc:
-            # Keep going: one step that cannot be reverted must not strand the rest.
-            line = f"could not undo {describe_entry(entry) or entry.get('op')}: {exc}"
-        if line:
-            done.append(line)
-    return done
 
 
 def last_transaction(layout: Layout) -> tuple[str, list[dict[str, Any]]] | None:
@@ -287,32 +255,6 @@ def last_transaction(layout: Layout) -> tuple[str, list[dict[str, Any]]] | None:
     return txns[-1], [e for e in entries if e["txn"] == txns[-1]]
 
 
-def describe_entry(entry: dict[str, Any]) -> str | None:
-    """What undoing ``entry`` would do, in words (None for bookkeeping entries)."""
-    op = entry.get("op")
-    if op == "write":
-        verb = "remove" if entry.get("backup") is None else "restore"
-        return f"{verb} {entry['target']}"
-    if op == "mkdir":
-        return f"remove directory {entry['target']} if empty"
-    if op in ("create-user", "create-group"):
-        return f"remove {op.split('-')[1]} {entry['name']}"
-    if op == "add-to-group":
-        return f"remove {entry['user']} from group {entry['group']}"
-    if op == "acl":
-        return f"restore ACLs of {entry['target']}"
-    return None
-
-
-# Lines of :func:`revert` that report something left as it was (undo exits 1).
-LEFT_PREFIXES = ("left ", "could not ", "cannot ")
-
-
-def is_left(line: str) -> bool:
-    """True when a :func:`revert` line reports something it did not undo."""
-    return line.startswith(LEFT_PREFIXES)
-
-
 def undo_last(layout: Layout) -> list[str]:
     """Revert the newest apply that is not yet reverted; [] when there is none."""
     with apply_lock(layout):
@@ -320,10 +262,18 @@ def undo_last(layout: Layout) -> list[str]:
         if found is None:
             return []
         last, steps = found
-        done = revert(layout, steps)
+        done = revert(layout, steps) or [
+            f"apply {last}: nothing was left to undo (now marked undone)"
+        ]
+        failed = [line for line in done if is_failure(line)]
+        # A step that failed is never marked done: the transaction stays open and the
+        # next --undo retries it (every revert step is idempotent).
+        closing: dict[str, Any] = (
+            {"op": "undo-incomplete", "left": failed} if failed else {"op": "undone"}
+        )
         fd = _open_in(layout, layout.journal, os.O_WRONLY | os.O_APPEND)
         try:
-            line = json.dumps({"txn": last, "op": "undone", "at": _now()}, sort_keys=True)
+            line = json.dumps({"txn": last, **closing, "at": _now()}, sort_keys=True)
             os.write(fd, (line + "\n").encode("utf-8"))
             os.fsync(fd)
         finally:

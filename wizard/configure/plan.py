@@ -52,7 +52,8 @@ from wizard.configure.actions import (
     WriteFile,
 )
 from wizard.configure.agent_account import check_existing_agent
-from wizard.configure.answers import Answers, default_network, dump_answers, validate_answers
+from wizard.configure.answers import Answers, default_network, validate_answers
+from wizard.configure.answers_file import render_answers
 from wizard.configure.claude_binary import INSTALLED_CLAUDE, ClaudeBinary, find_claude
 from wizard.configure.settings import merge_settings
 from wizard.policy.environment import passed_names
@@ -210,8 +211,8 @@ def _claude_version(layout: Layout, found: str | None, path: PurePosixPath) -> s
 def _render_launcher(layout: Layout, config: LauncherConfig) -> Callable[[bytes | None], bytes]:
     def render(current: bytes | None) -> bytes:
         text = None
+        source = str(layout.launcher_config)
         if current is not None:
-            source = str(layout.launcher_config)
             try:
                 text = current.decode("utf-8")
             except UnicodeDecodeError as exc:
@@ -223,7 +224,7 @@ def _render_launcher(layout: Layout, config: LauncherConfig) -> Callable[[bytes 
                 load_toml(text, source)  # the one loader: a bad line or deep nesting
             except InputError as exc:
                 raise InputError(f"{exc}; fix or remove it (left untouched)") from None
-        return render_launcher_config(config, text).encode("utf-8")
+        return render_launcher_config(config, text, source).encode("utf-8")
 
     return render
 
@@ -369,6 +370,7 @@ def build_plan(report: Report, answers: Answers, layout: Layout, source: str = "
             owner=settings_owner,
             label=f"Claude settings ({scope} scope)",
             mode=0o644,
+            readable_by=agent_name,
             dir_mode=0o755 if scope == "managed" else 0o700,
         )
     )
@@ -415,12 +417,11 @@ def build_plan(report: Report, answers: Answers, layout: Layout, source: str = "
             dir_mode=op_dirs,
         )
     )
-    answers_text = dump_answers(resolved).encode("utf-8")
     actions.append(
         WriteFile(
             layout,
             layout.answers,
-            lambda _current: answers_text,
+            render_answers(resolved, str(layout.answers)),
             owner=operator.name,
             label="answers",
             dir_mode=op_dirs,

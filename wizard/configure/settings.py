@@ -12,14 +12,24 @@ Owned keys (everything else, and the order of every key, is kept as it was):
 ``permissions.disableBypassPermissionsMode`` and every other key are left as the
 user had them. When the merged value equals the existing one, the existing
 bytes are returned unchanged, so an apply that changes nothing rewrites nothing.
+
+The file is read and written as Claude Code's parser reads it
+(:mod:`wizard.configure.claude_json`): every number keeps its token (``1e400``
+stays ``1e400``, never ``Infinity``), ``NaN``/``Infinity`` are refused naming the
+position, a lone surrogate escape stays an escape, a BOM stays, and of duplicate
+keys the last one counts (as in node; the rewrite drops the earlier ones, which
+Claude Code never saw). The rendered bytes are parsed again before they are handed
+to the writer.
 """
 
 from __future__ import annotations
 
+import copy
 import json
 from typing import Any
 
 from wizard.base.errors import InputError
+from wizard.configure import claude_json
 
 # Claude Code permission rules (gitignore-style paths; "~/" is the home of the
 # user running Claude) that keep keys and cloud credentials out of the agent's reads.
@@ -37,21 +47,34 @@ CREDENTIAL_DENY_RULES: tuple[str, ...] = (
 )
 
 
+def _decode(text: bytes | str, source: str) -> str:
+    if isinstance(text, str):
+        return text
+    try:
+        return text.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{source}: not UTF-8 (byte {exc.start}); left untouched") from None
+
+
 def parse_settings(text: bytes | str, source: str) -> dict[str, Any]:
-    """Parse a settings file; invalid JSON names the file, line and column."""
-    if isinstance(text, bytes):
-        try:
-            text = text.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise InputError(f"{source}: not UTF-8 (byte {exc.start}); left untouched") from None
+    """Parse a settings file as Claude Code does (:mod:`wizard.configure.claude_json`:
+    numbers kept as their tokens, no NaN/Infinity, a BOM dropped); invalid JSON
+    names the file, line and column."""
+    text = _decode(text, source).removeprefix(claude_json.BOM)
     if not text.strip(" \t\n\r"):  # JSON's whitespace only: "\x1c" is not an empty file
         return {}
     try:
-        data = json.loads(text)
+        data = claude_json.loads(text)
     except json.JSONDecodeError as exc:
         raise InputError(
             f"{source}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}; "
             "fix or remove the file (it was left untouched)"
+        ) from None
+    except claude_json.NotJsonError as exc:
+        raise InputError(
+            f"{source}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.token} "
+            "is not a JSON number (Claude Code's parser refuses the whole file); fix or "
+            "remove the file (it was left untouched)"
         ) from None
     except RecursionError:
         raise InputError(
@@ -91,7 +114,7 @@ def _merge(
     inner_sandbox: str,
     deny_rules: bool,
 ) -> bytes:
-    merged = json.loads(json.dumps(original))  # deep copy, same key order
+    merged = copy.deepcopy(original)  # same key order, number tokens kept
     sandbox = _table(merged, "sandbox", source)
     sandbox["enabled"] = inner_sandbox != "off"
     if inner_sandbox == "weak":
@@ -106,4 +129,10 @@ def _merge(
         deny.extend(rule for rule in CREDENTIAL_DENY_RULES if rule not in deny)
     if existing is not None and merged == original:
         return existing
-    return (json.dumps(merged, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+    bom = existing is not None and _decode(existing, source).startswith(claude_json.BOM)
+    rendered = claude_json.dumps(merged, bom=bom).encode("utf-8")
+    try:  # what Claude Code will read, before it goes anywhere near the disk
+        claude_json.check_strict(rendered, merged)
+    except ValueError as exc:
+        raise InputError(f"{source}: the merged settings would not read back ({exc})") from None
+    return rendered

@@ -24,6 +24,7 @@ from wizard.base import fdwalk
 from wizard.base.accounts import lookup_group_gid, lookup_user
 from wizard.base.errors import SetupError
 from wizard.base.paths import Layout
+from wizard.base.regular_files import read_regular_text
 
 # The group that gives the agent user rwX on the workspaces.
 WORKSPACE_GROUP = "sandbox-ws"
@@ -93,7 +94,7 @@ def group_members(name: str, root: Path) -> list[str] | None:
         except KeyError:
             return None
     try:
-        text = (Path(root) / "etc/group").read_text(encoding="utf-8", errors="replace")
+        text = read_regular_text(Path(root) / "etc/group", errors="replace")
     except FileNotFoundError:
         return None
     for line in text.splitlines():
