@@ -266,16 +266,21 @@ def run_launcher(
     dry_run: bool = False,
     timeout: float = 120,
     preexec_user: int | None = None,
+    cwd: Path | None = None,
+    options: Sequence[str] = (),
 ) -> subprocess.CompletedProcess[str]:
     """Run ``sandbox-launch`` as a separate process: this checkout's, or, as another
-    user (``preexec_user``), the session's world-readable installed copy."""
+    user (``preexec_user``), the session's world-readable installed copy.
+
+    ``cwd``: where the operator is (Claude starts there when it is in a workspace);
+    ``options``: more of the launcher's own options (``--quiet``)."""
     argv = [sys.executable, "-m", "wizard.launcher"]
-    cwd = REPO
+    run_cwd = cwd or REPO
     run_env = dict(env if env is not None else launcher_env())
     if preexec_user is not None:
         run_env.pop("PYTHONPATH", None)  # the copy, never the checkout
         argv = [str(installed_copy().python), "-m", "wizard.launcher"]
-        cwd = Path("/")
+        run_cwd = cwd or Path("/")
         argv = [
             "/usr/bin/setpriv",
             f"--reuid={preexec_user}",
@@ -286,11 +291,11 @@ def run_launcher(
         ]
     if dry_run:
         argv.append("--dry-run")
-    argv += ["--config", str(config), "--", *claude_args]
+    argv += [*options, "--config", str(config), "--", *claude_args]
     return subprocess.run(
         argv,
         env=run_env,
-        cwd=cwd,
+        cwd=run_cwd,
         capture_output=True,
         text=True,
         timeout=timeout,
