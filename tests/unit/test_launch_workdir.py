@@ -106,3 +106,12 @@ def test_network_policy_in_words(mode: Mode, network: Network, words: str) -> No
 def test_unsafe_notice_says_the_environment_is_inherited() -> None:
     line = launch_notice(Mode.UNSAFE, "root (uid 0)", "/root", "network of the host")
     assert "environment inherited" in line
+
+
+def test_quiet_is_the_launchers_option_only_before_claudes_arguments() -> None:
+    from wizard.launcher.main import parse_args
+
+    options = parse_args(["--quiet", "--dry-run", "--", "-p", "hi"])
+    assert options is not None and options.quiet and options.claude_args == ("-p", "hi")
+    later = parse_args(["-p", "--quiet"])
+    assert later is not None and not later.quiet and later.claude_args == ("-p", "--quiet")

@@ -37,7 +37,7 @@ from wizard.launcher.command import (
     unsafe_launch,
     user_launch,
 )
-from wizard.launcher.notice import launch_notice, network_policy
+from wizard.launcher.notice import config_notice
 from wizard.launcher.trust import (
     check_trusted_file,
     find_trusted_tool,
@@ -211,18 +211,7 @@ def build_launch(
 
 
 def _with_notice(launch: Launch, config: LauncherConfig, agent: str, workdir: WorkDir) -> Launch:
-    network = network_policy(
-        config.mode, config.network, config.allowed_domains, config.loopback_ports
-    )
-    notice = launch_notice(
-        config.mode,
-        agent,
-        workdir.path,
-        network,
-        moved_from=workdir.moved_from,
-        passed=launch.passed,
-    )
-    return replace(launch, notice=notice)
+    return replace(launch, notice=config_notice(config, agent, workdir, launch.passed))
 
 
 def describe(launch: Launch, config_path: Path, mode: Mode) -> str:

@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from wizard.base.choices import Mode, Network
+from wizard.base.launcher_config import LauncherConfig
+from wizard.launcher.workdir import WorkDir
 
 PREFIX = "sandbox-launch: "
 
@@ -60,3 +62,25 @@ def launch_notice(
         parts.append("passes none of your variables")
     parts += [note for note in notes if note]
     return PREFIX + "; ".join(parts)
+
+
+def config_notice(
+    config: LauncherConfig,
+    agent: str,
+    workdir: WorkDir,
+    passed: Sequence[str],
+    notes: Sequence[str] = (),
+) -> str:
+    """:func:`launch_notice` for a launch of ``config``."""
+    network = network_policy(
+        config.mode, config.network, config.allowed_domains, config.loopback_ports
+    )
+    return launch_notice(
+        config.mode,
+        agent,
+        workdir.path,
+        network,
+        moved_from=workdir.moved_from,
+        passed=passed,
+        notes=notes,
+    )
