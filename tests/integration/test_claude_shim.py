@@ -153,6 +153,22 @@ def test_root_signals_reach_claude_and_its_status_comes_back(world: ShimWorld) -
     assert proc.returncode == 128 + signal.SIGTERM
 
 
+def test_root_never_runs_a_sandbox_launch_others_could_change(world: ShimWorld) -> None:
+    open_dir = world.tree.base / "open-bin"
+    open_dir.mkdir()
+    open_dir.chmod(0o777)  # anyone could swap the launcher in here
+    planted = open_dir / "sandbox-launch"
+    planted.write_text(f"#!/bin/sh\ntouch {world.tree.marker}\n")
+    planted.chmod(0o755)
+    world.shim.write_bytes(render_shim(str(planted), str(world.config)))
+    result = run_shim(world, ["--print", "ok"])
+    assert result.returncode == 3 and "refused" in result.stderr, result.stderr
+    assert not world.tree.marker.exists()
+    # The control: the same shim with the real launcher runs.
+    world.shim.write_bytes(render_shim(str(find_sandbox_launch()), str(world.config)))
+    assert run_shim(world, ["--print", "ok"]).returncode == 7
+
+
 def test_root_with_is_sandbox_0_keeps_the_guard_the_shim_steps_aside(world: ShimWorld) -> None:
     env = {"PATH": world.path, "IS_SANDBOX": "0", "LANG": "C.UTF-8"}
     result = run_shim(world, ARGS, env=env)

@@ -3,9 +3,12 @@ that nothing ever mistakes it for the real Claude Code (fake target roots only).
 
 from __future__ import annotations
 
+import os
 import sys
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path, PurePosixPath
+from typing import Any
 
 import pytest
 
@@ -14,12 +17,14 @@ from tests.unit.test_plan import report
 from wizard.base.accounts import Account
 from wizard.base.choices import Mode, Network
 from wizard.base.errors import InputError
+from wizard.base.pathfacts import resolved_chain
 from wizard.base.paths import Layout
 from wizard.configure.answers import Answers
 from wizard.configure.claude_binary import find_claude
 from wizard.configure.claude_shim import SHIM_KIND, find_sandbox_launch, render_shim
 from wizard.configure.plan import build_plan
 from wizard.policy.claude_shim import SHIM_PATH, is_claude_shim
+from wizard.policy.trust import chain_problems
 
 WS = (PurePosixPath("/srv/project"),)
 SHIMMED = Answers(Mode.SANDBOX, workspaces=WS, install_claude_shim=True)
@@ -145,3 +150,54 @@ def test_the_plan_names_the_loopback_port_a_local_base_url_needs(
     assert not any("8317" in note for note in build_plan(report(), allowed, layout).notes)
     host = Answers(Mode.SANDBOX, workspaces=WS, network=Network.HOST)
     assert not any("8317" in note for note in build_plan(report(), host, layout).notes)
+
+
+def _shim_trusted() -> Callable[[str], bool]:
+    """The shim's own copy of the trust rule, taken from the rendered text."""
+    namespace: dict[str, Any] = {"__name__": "claude_shim_under_test"}
+    exec(compile(render_shim("/x", "/y"), "claude-shim", "exec"), namespace)
+    check: Callable[[str], bool] = namespace["trusted"]
+    return check
+
+
+def test_the_shims_copy_of_the_trust_rule_agrees_with_the_rule(tmp_path: Path) -> None:
+    base = tmp_path / "t"
+    base.mkdir(mode=0o755)
+    cases: dict[str, Path] = {}
+
+    def make(name: str, mode: int = 0o755, owner: int = 0, parent: Path = base) -> Path:
+        path = parent / name
+        path.write_text("#!/bin/sh\n")
+        os.chmod(path, mode)
+        os.chown(path, owner, owner)
+        cases[name] = path
+        return path
+
+    make("good")
+    make("world-writable", 0o757)
+    make("group-writable", 0o775)
+    make("not-roots", owner=65534)
+    dirs = [("open-dir", 0o777, 0), ("sticky-root", 0o1777, 0),
+            ("sticky-nobody", 0o1777, 65534), ("nobodys-dir", 0o755, 65534)]  # fmt: skip
+    for name, mode, owner in dirs:
+        directory = base / name
+        directory.mkdir()
+        os.chmod(directory, mode)
+        os.chown(directory, owner, owner)
+        make("inside-" + name, parent=directory)
+    link = base / "link-to-good"
+    link.symlink_to(cases["good"])
+    cases["link"] = link
+    cases["missing"] = base / "missing"
+    shim_trusted = _shim_trusted()
+    verdicts = {}
+    for name, path in cases.items():
+        real = Path(os.path.realpath(path))
+        rule = not chain_problems(*resolved_chain(real), frozenset({0}))
+        assert shim_trusted(str(path)) is rule, name
+        verdicts[name] = rule
+    # The cases cover both answers, so the agreement means something.
+    assert verdicts["good"] and verdicts["inside-sticky-root"] and verdicts["link"]
+    refused = ("world-writable", "group-writable", "not-roots", "inside-open-dir",
+               "inside-sticky-nobody", "inside-nobodys-dir", "missing")  # fmt: skip
+    assert not any(verdicts[n] for n in refused)

@@ -15,6 +15,11 @@ stops them. The shim is an executable at :data:`~wizard.policy.claude_shim.SHIM_
 * for every other user, execs the next ``claude`` on PATH with the environment
   exactly as it was given, so nothing changes for them.
 
+Before it runs sandbox-launch as root, the shim applies the launcher's trust rule
+(:mod:`wizard.policy.trust`, root the only owner) to it: a standalone script
+cannot import the rule, so it carries a copy, and a unit test holds the copy to
+the rule over the same paths.
+
 It is Python (``/usr/bin/python3 -IS``: no ``PYTHON*`` variables, no site
 packages) rather than sh because a shell rewrites the environment it passes on
 (dash sets ``PWD`` and resets ``IFS``; Python's locale coercion sets
@@ -64,6 +69,7 @@ SHIM_TEMPLATE = """#!/usr/bin/python3 -IS
 #         guard: the shim steps aside and runs the real claude as if it were not here.
 # others: the next `claude` on PATH, with the environment exactly as given.
 import os
+import stat
 import sys
 
 LAUNCHER = {launcher!r}
@@ -93,6 +99,28 @@ def is_shim(path):
             return MARKER in handle.read({window})
     except OSError:
         return True  # unreadable: nothing to exec
+
+
+def trusted(path):
+    # What root executes must pass the launcher's trust rule (wizard/policy/trust.py,
+    # with root the only owner): the file and every directory above it owned by root
+    # and not group/world-writable, a root-owned sticky directory (/tmp) excepted.
+    try:
+        real = os.path.realpath(path)
+        st = os.lstat(real)
+        if not stat.S_ISREG(st.st_mode) or st.st_uid != 0 or st.st_mode & 0o022:
+            return False
+        parent = real
+        while parent != "/":
+            parent = os.path.dirname(parent)
+            st = os.lstat(parent)
+            if not stat.S_ISDIR(st.st_mode) or st.st_uid != 0:
+                return False
+            if st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX:
+                return False
+        return True
+    except OSError:
+        return False
 
 
 def exec_real_claude(env):
@@ -127,6 +155,13 @@ def main():
             "aside: the real claude runs as root, unsandboxed, and its root guard applies\\n"
         )
         exec_real_claude(env)
+    if not trusted(LAUNCHER):
+        sys.stderr.write(
+            f"claude: refused: {{LAUNCHER}} (sandbox-launch) or a directory above it is not "
+            "root's alone (owned by another user, or group/world-writable); root's claude "
+            "was not started. Reinstall sandbox-setup where only root can write\\n"
+        )
+        sys.exit(3)
     args = [LAUNCHER, "--config", CONFIG, "--", *sys.argv[1:]]
     try:
         os.execve(LAUNCHER, [os.fsencode(a) for a in args], env)
@@ -135,7 +170,8 @@ def main():
         sys.exit(126)
 
 
-main()
+if __name__ == "__main__":
+    main()
 """
 
 
