@@ -65,6 +65,7 @@ def test_the_plan_installs_it_last_as_root_0755_running_this_sandbox_launch(
     assert data == render_shim(str(find_sandbox_launch()), str(layout.launcher_config))
     assert Path(sys.executable).parent / "sandbox-launch" == find_sandbox_launch()
     assert any("this host's path" in note for note in plan.notes)
+    assert any("/usr/bin/python3" in note for note in plan.notes)  # not in the fake root
     assert plan.answers.install_claude_shim
 
 

@@ -58,8 +58,10 @@ from wizard.policy.claude_shim import (
 from wizard.policy.trust import chain_problems, trusted_owners
 
 SHIM_KIND = "claude-shim"
+# The shim's interpreter (its first line): the system's, never a venv's or pyenv's.
+SHIM_PYTHON = PurePosixPath("/usr/bin/python3")
 
-SHIM_TEMPLATE = """#!/usr/bin/python3 -IS
+SHIM_TEMPLATE = """#!{python} -IS
 # {marker}: installed by `sandbox-setup --install-claude-shim`;
 # `sandbox-setup --undo` removes it. Do not edit: `sandbox-setup --audit` reports changes.
 #
@@ -178,6 +180,7 @@ if __name__ == "__main__":
 def render_shim(launcher: str, config: str) -> bytes:
     """The shim's text for ``launcher`` (sandbox-launch) and ``config`` (launcher.toml)."""
     text = SHIM_TEMPLATE.format(
+        python=SHIM_PYTHON,
         marker=SHIM_MARKER.decode(),
         marker_bytes=SHIM_MARKER,
         launcher=launcher,
@@ -265,6 +268,13 @@ def shim_actions(
         )
     launcher = find_sandbox_launch()
     _check_launcher_trusted(launcher, layout.operator.uid)
+    if not os.path.isfile(layout.real(SHIM_PYTHON)):
+        if layout.live:
+            raise InputError(
+                f"--install-claude-shim: the shim runs with {SHIM_PYTHON}, which this host "
+                "does not have; install python3 (Debian: apt-get install python3)"
+            )
+        notes.append(f"the claude shim runs with {SHIM_PYTHON}: the target system needs it")
     existing = fsops.read_file(layout.root, layout.real(SHIM_PATH))
     if existing is not None and not is_claude_shim(existing.data[:MARKER_WINDOW]):
         notes.append(
