@@ -165,6 +165,8 @@ class LaunchTree:
         workspaces: Sequence[Path] | None = None,
         name: str = "launcher.toml",
         directory: Path | None = None,
+        env_pass: Sequence[str] = (),
+        loopback_ports: Sequence[int] = (),
     ) -> Path:
         config = LauncherConfig(
             mode=Mode(mode) if mode in {m.value for m in Mode} else Mode.SANDBOX,
@@ -174,6 +176,8 @@ class LaunchTree:
             workspaces=tuple(PurePosixPath(w) for w in (workspaces or [self.workspace])),
             network=network,
             inner_sandbox=inner_sandbox,
+            env_pass=tuple(env_pass),
+            loopback_ports=tuple(loopback_ports),
             unsafe=UnsafeAcceptance("root (uid 0)", "2026-11-30T04:00:00+00:00", "I accept")
             if accepted
             else None,
@@ -266,16 +270,21 @@ def run_launcher(
     dry_run: bool = False,
     timeout: float = 120,
     preexec_user: int | None = None,
+    cwd: Path | None = None,
+    options: Sequence[str] = (),
 ) -> subprocess.CompletedProcess[str]:
     """Run ``sandbox-launch`` as a separate process: this checkout's, or, as another
-    user (``preexec_user``), the session's world-readable installed copy."""
+    user (``preexec_user``), the session's world-readable installed copy.
+
+    ``cwd``: where the operator is (Claude starts there when it is in a workspace);
+    ``options``: more of the launcher's own options (``--quiet``)."""
     argv = [sys.executable, "-m", "wizard.launcher"]
-    cwd = REPO
+    run_cwd = cwd or REPO
     run_env = dict(env if env is not None else launcher_env())
     if preexec_user is not None:
         run_env.pop("PYTHONPATH", None)  # the copy, never the checkout
         argv = [str(installed_copy().python), "-m", "wizard.launcher"]
-        cwd = Path("/")
+        run_cwd = cwd or Path("/")
         argv = [
             "/usr/bin/setpriv",
             f"--reuid={preexec_user}",
@@ -286,11 +295,11 @@ def run_launcher(
         ]
     if dry_run:
         argv.append("--dry-run")
-    argv += ["--config", str(config), "--", *claude_args]
+    argv += [*options, "--config", str(config), "--", *claude_args]
     return subprocess.run(
         argv,
         env=run_env,
-        cwd=cwd,
+        cwd=run_cwd,
         capture_output=True,
         text=True,
         timeout=timeout,

@@ -35,7 +35,8 @@ def _claude(tree: LaunchTree) -> Path:
 def _refused(
     tree: LaunchTree, config: Path, *needles: str, env: dict[str, str] | None = None
 ) -> str:
-    result = run_launcher(config, ["--print", "ok"], env=env)
+    # From the workspace: with several, the launcher refuses (exit 2) a directory in none.
+    result = run_launcher(config, ["--print", "ok"], env=env, cwd=tree.workspace)
     assert result.returncode == 3, (result.returncode, result.stdout, result.stderr)
     assert "sandbox-launch: refused:" in result.stderr
     for needle in needles:

@@ -194,17 +194,19 @@ def test_dry_run_prints_the_clean_environment_and_is_sandbox_only_for_bwrap(
     }
     assert "must-not-leak" not in result.stdout and "SECRET_TOKEN" not in result.stdout
     # IS_SANDBOX appears in the command exactly once: bwrap's --setenv, among
-    # bwrap's options (after --clearenv, before the sandbox's command).
+    # bwrap's options (before the sandbox's command).
     command = next(line for line in result.stdout.splitlines() if line.startswith("command: "))
     argv = shlex.split(command.removeprefix("command: "))
     assert argv.count("IS_SANDBOX") == 1 and not any("IS_SANDBOX=" in a for a in argv), argv
     at = argv.index("IS_SANDBOX")
     assert argv[at - 1 : at + 2] == ["--setenv", "IS_SANDBOX", "1"]
     bwrap = argv.index("/usr/bin/bwrap")
-    assert bwrap < argv.index("--clearenv") < at < argv.index("--", bwrap)
-    # What bwrap sets is the printed block plus IS_SANDBOX, nothing else.
+    assert bwrap < at < argv.index("--", bwrap)
+    # The printed block is bwrap's whole environment (no --reset-env rebuilds it);
+    # bwrap adds IS_SANDBOX, nothing else.
+    assert "--reset-env" not in argv and "--clearenv" not in argv
     setenv = {argv[i + 1]: argv[i + 2] for i, arg in enumerate(argv) if arg == "--setenv"}
-    assert setenv == {**block, "IS_SANDBOX": "1"}
+    assert setenv == {"IS_SANDBOX": "1"}
     assert not tree.marker.exists()
 
 

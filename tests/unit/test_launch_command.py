@@ -75,7 +75,6 @@ def test_sandbox_drops_to_the_agent_before_bwrap() -> None:
         "--reuid=1001",
         "--regid=1001",
         "--init-groups",
-        "--reset-env",
         "--no-new-privs",
         "--",
     )
@@ -152,18 +151,75 @@ def test_binary_under_usr_needs_no_extra_mount() -> None:
 def test_environment_is_clean_and_is_sandbox_only_inside() -> None:
     launch = sandbox()
     argv = launch.argv
-    clear = argv.index("--clearenv")
-    setenv = {p[0]: p[1] for p in pairs(argv, "--setenv")}
-    assert setenv == {
+    # bwrap's own environment is the sandbox's: exactly the launcher's, plus the claim.
+    assert launch.env == {
         "HOME": "/home/claude-agent",
         "PATH": "/usr/local/bin:/usr/bin:/bin",
         "TERM": "xterm",
         "LANG": "de_DE.UTF-8",
-        "IS_SANDBOX": "1",
     }
-    assert all(i > clear for i, a in enumerate(argv) if a == "--setenv")
+    assert "--reset-env" not in argv  # setpriv would rebuild it from passwd
+    assert {p[0]: p[1] for p in pairs(argv, "--setenv")} == {"IS_SANDBOX": "1"}
+    assert tuple(argv[i + 1] for i, a in enumerate(argv) if a == "--unsetenv") == (
+        "CLAUDE_CODE_BUBBLEWRAP",
+    )
     # The processes outside bwrap (setpriv, bwrap) never carry IS_SANDBOX or the caller's env.
     assert "IS_SANDBOX" not in launch.env and "SECRET" not in launch.env
+
+
+PASSING = {
+    **ENV,
+    "ANTHROPIC_API_KEY": "sk-secret-value",
+    "ANTHROPIC_BASE_URL": "http://127.0.0.1:8317",
+    "GITHUB_TOKEN": "ghp-decoy",
+    "MY_EXTRA": "extra-value",
+    "CLAUDE_CODE_BUBBLEWRAP": "1",
+}
+
+
+@pytest.mark.parametrize("mode", [Mode.SANDBOX, Mode.USER])
+def test_exactly_the_pass_list_reaches_claude_and_never_through_argv(mode: Mode) -> None:
+    cfg = config(
+        mode=mode,
+        env_pass=("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "ANTHROPIC_MODEL", "MY_EXTRA"),
+    )
+    if mode is Mode.SANDBOX:
+        launch = sandbox_launch(
+            cfg, AGENT, "/c", "/usr/bin/bwrap", "/usr/bin/setpriv", FACTS, PASSING, [],
+            switch_user=True,
+        )  # fmt: skip
+    else:
+        launch = user_launch(cfg, AGENT, "/c", "/usr/bin/setpriv", PASSING, [], True)
+    assert launch.passed == ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "MY_EXTRA")
+    for name in launch.passed:
+        assert launch.env[name] == PASSING[name]
+    assert "GITHUB_TOKEN" not in launch.env and "CLAUDE_CODE_BUBBLEWRAP" not in launch.env
+    assert "ANTHROPIC_MODEL" not in launch.env  # listed, but not set here
+    assert not any("sk-secret-value" in a for a in launch.argv)
+
+
+def test_a_hand_edited_pass_list_never_passes_a_sandbox_claim() -> None:
+    cfg = config(env_pass=("IS_SANDBOX", "CLAUDE_CODE_BUBBLEWRAP", "LD_PRELOAD", "HOME"))
+    env = {**PASSING, "IS_SANDBOX": "0", "LD_PRELOAD": "/x.so", "HOME": "/root"}
+    launch = sandbox_launch(
+        cfg, AGENT, "/c", "/usr/bin/bwrap", "/usr/bin/setpriv", FACTS, env, [], switch_user=True
+    )
+    assert launch.passed == ()
+    assert launch.env["HOME"] == "/home/claude-agent" and "LD_PRELOAD" not in launch.env
+    assert "IS_SANDBOX" not in launch.env
+    ignored = [n for n in launch.notes if n.startswith("[env] pass lists")]
+    assert len(ignored) == 4 and "sandbox claim" in ignored[0]
+
+
+def test_workdir_is_the_chdir_and_the_cwd() -> None:
+    assert pairs(sandbox_launch(
+        config(), AGENT, "/c", "/usr/bin/bwrap", "/usr/bin/setpriv", FACTS, ENV, [],
+        switch_user=True, workdir="/srv/b/sub",
+    ).argv, "--chdir")[0][0] == "/srv/b/sub"  # fmt: skip
+    user = user_launch(
+        config(mode=Mode.USER), AGENT, "/c", "/usr/bin/setpriv", ENV, [], True, workdir="/srv/b"
+    )
+    assert user.cwd == "/srv/b"
 
 
 def test_chdir_status_block_and_claude_last() -> None:

@@ -17,6 +17,7 @@ from pathlib import Path, PurePosixPath
 from wizard.base.claude_version import read_claude_version
 from wizard.base.errors import InputError
 from wizard.base.paths import CLAUDE_INSTALL_DIR, Layout
+from wizard.policy.claude_shim import MARKER_WINDOW, is_claude_shim, shim_refusal
 from wizard.policy.trust import chain_problems, trusted_owners
 
 INSTALLED_CLAUDE = CLAUDE_INSTALL_DIR / "claude"
@@ -74,16 +75,34 @@ def is_trusted(layout: Layout, resolved: PurePosixPath) -> bool:
     return not chain_problems(*layout.chain(resolved), owners)
 
 
+def _is_shim(real: Path) -> bool:
+    """Whether ``real`` is sandbox-setup's claude shim (never "the real Claude")."""
+    try:
+        with open(real, "rb") as handle:
+            return is_claude_shim(handle.read(MARKER_WINDOW))
+    except OSError:
+        return False
+
+
 def find_claude(layout: Layout, given: PurePosixPath | None = None) -> ClaudeBinary:
-    """The binary at ``given`` or the first ``claude`` on the search path, in the target."""
+    """The binary at ``given`` or the first ``claude`` on the search path, in the target.
+
+    The search skips sandbox-setup's claude shim (it comes first on root's PATH
+    once installed); a ``given`` shim is an input error.
+    """
     candidates = [given] if given is not None else [d / "claude" for d in _search_dirs(layout)]
     for candidate in candidates:
         real = layout.real(candidate)
         try:
-            if real.is_file():
-                break
+            if not real.is_file():
+                continue
         except OSError:  # a PATH entry this user cannot search: not ours to use
             continue
+        if _is_shim(real):
+            if given is not None:
+                raise InputError(f"--claude {given}: {shim_refusal(str(given))}")
+            continue
+        break
     else:
         if given is not None:
             raise InputError(f"--claude {given}: no such file under {layout.root}")

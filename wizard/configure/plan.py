@@ -16,7 +16,8 @@ Public API (the TUI, the audit and the headless path build on it):
 
 Order of actions: workspace group, agent user, group membership, workspace
 ACLs, Claude binary copy, login copy, Claude settings, launcher.toml,
-answers.toml.
+answers.toml, and (``install_claude_shim``) the claude shim
+(:mod:`wizard.configure.claude_shim`).
 """
 
 from __future__ import annotations
@@ -55,8 +56,9 @@ from wizard.configure.agent_account import check_existing_agent
 from wizard.configure.answers import Answers, default_network, validate_answers
 from wizard.configure.answers_file import render_answers
 from wizard.configure.claude_binary import INSTALLED_CLAUDE, ClaudeBinary, find_claude
+from wizard.configure.claude_shim import leftover_shim_note, shim_actions
 from wizard.configure.settings import merge_settings
-from wizard.policy.environment import passed_names
+from wizard.policy.environment import loopback_port_hint, passed_names
 from wizard.policy.tool_paths import tools_problem
 from wizard.policy.unsafe import UNSAFE_STATEMENT, acceptance_label
 
@@ -406,6 +408,9 @@ def build_plan(report: Report, answers: Answers, layout: Layout, source: str = "
         claude_version=_claude_version(layout, claude.version, launcher_claude),
         unsafe=unsafe,
     )
+    hint = loopback_port_hint(os.environ, config.env_pass, network, config.loopback_ports)
+    if answers.mode is Mode.SANDBOX and hint is not None:
+        notes.append(hint)  # from the operator's environment now; the launch says it again
     op_dirs = 0o700
     actions.append(
         WriteFile(
@@ -427,6 +432,13 @@ def build_plan(report: Report, answers: Answers, layout: Layout, source: str = "
             dir_mode=op_dirs,
         )
     )
+    # Last: root's claude is routed only once the config it runs exists.
+    if answers.install_claude_shim:
+        actions += shim_actions(layout, claude, answers.mode, notes)
+    else:
+        leftover = leftover_shim_note(layout)
+        if leftover is not None:
+            notes.append(leftover)
     # Render every file now: a malformed existing file or a symlink is an input
     # error before anything is written.
     for action in actions:

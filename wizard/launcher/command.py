@@ -15,6 +15,7 @@ from pathlib import Path, PurePosixPath
 from wizard.base.choices import Network
 from wizard.base.errors import RefusedError
 from wizard.base.launcher_config import LauncherConfig, UnsafeAcceptance
+from wizard.policy.environment import SANDBOX_CLAIMS, select_passed
 from wizard.policy.system_dirs import bind_conflict
 from wizard.policy.unsafe import ACCEPTANCE_KEYS, acceptance_problem
 
@@ -87,6 +88,10 @@ class Launch:
     new_session: bool = False
     warning: str | None = None
     notes: tuple[str, ...] = ()
+    # Names in ``env`` that came from the caller (``[env] pass``): their values are
+    # never printed. ``notice`` is the launch's one stderr line (wizard.launcher.notice).
+    passed: tuple[str, ...] = ()
+    notice: str | None = None
 
 
 def gather_host_facts(root: Path = Path("/"), binds: Sequence[PurePosixPath] = ()) -> HostFacts:
@@ -143,6 +148,21 @@ def base_env(agent: Agent, environ: Mapping[str, str]) -> dict[str, str]:
     return env
 
 
+def launch_env(
+    config: LauncherConfig, agent: Agent, environ: Mapping[str, str]
+) -> tuple[dict[str, str], tuple[str, ...], tuple[str, ...]]:
+    """:func:`base_env` plus exactly the caller's ``[env] pass`` variables that are set.
+
+    Returns ``(env, passed names, notes)``; a name the policy refuses is ignored
+    with a note (:func:`wizard.policy.environment.select_passed`).
+    """
+    env = base_env(agent, environ)
+    passed, ignored = select_passed(config.env_pass, environ, config.mode)
+    env.update(passed)
+    notes = tuple(f"[env] pass lists {name}, not passed: {why}" for name, why in ignored)
+    return env, tuple(passed), notes
+
+
 def _check_writable_bind(path: PurePosixPath | str, what: str) -> None:
     # The wizard's list (wizard.policy.system_dirs), so the launcher refuses at least as much.
     system = bind_conflict(path)
@@ -161,7 +181,8 @@ def _privilege_drop(setpriv: str, agent: Agent, switch_user: bool) -> list[str]:
         f"--reuid={agent.uid}",
         f"--regid={agent.gid}",
         "--init-groups",
-        "--reset-env",
+        # No --reset-env: the launcher gives the exact environment (launch_env), and
+        # setpriv must neither rebuild it from passwd nor drop the passed variables.
         "--no-new-privs",
         "--",
     ]
@@ -175,8 +196,15 @@ def bwrap_argv(
     facts: HostFacts,
     environ: Mapping[str, str],
     claude_args: Sequence[str],
+    workdir: str | None = None,
 ) -> list[str]:
-    """bwrap's options: new namespaces, read-only system, writable home and workspaces."""
+    """bwrap's options: new namespaces, read-only system, writable home and workspaces.
+
+    The sandbox's environment is bwrap's own, which the launcher sets exactly
+    (:func:`launch_env`): passed variables carry secrets, and bwrap's argv, where
+    ``--setenv`` would put them, is world-readable in /proc. Only the sandbox claim
+    is added here, inside.
+    """
     argv = [
         bwrap,
         "--unshare-user",
@@ -210,11 +238,11 @@ def bwrap_argv(
     if not claude_dir.startswith("/usr/"):
         # Last, so the binary stays read-only even inside a writable directory.
         argv += ["--ro-bind", claude_dir, claude_dir]
-    argv.append("--clearenv")
-    for key, value in base_env(agent, environ).items():
-        argv += ["--setenv", key, value]
+    # Never the caller's claims (launch_env does not pass them either), then our own.
+    for claim in sorted(SANDBOX_CLAIMS - {"IS_SANDBOX"}):
+        argv += ["--unsetenv", claim]
     argv += ["--setenv", "IS_SANDBOX", "1"]
-    argv += ["--chdir", str(config.workspaces[0])]
+    argv += ["--chdir", workdir or str(config.workspaces[0])]
     argv += ["--json-status-fd", STATUS_FD, "--block-fd", BLOCK_FD]
     argv += ["--", *gate_argv(), claude, *claude_args]
     return argv
@@ -235,25 +263,33 @@ def sandbox_launch(
     environ: Mapping[str, str],
     claude_args: Sequence[str],
     switch_user: bool,
+    workdir: str | None = None,
 ) -> Launch:
-    """Drop to the agent (root only), then bwrap as the agent; verified before release."""
+    """Drop to the agent (root only), then bwrap as the agent; verified before release.
+
+    ``workdir``: where Claude starts inside (:mod:`wizard.launcher.workdir`); the
+    first workspace when not given.
+    """
     real = dict(facts.real_paths)
     for what, path in [("agent home", agent.home)] + [("workspace", w) for w in config.workspaces]:
         _check_writable_bind(path, what)
         if real.get(str(path), str(path)) != str(path):
             _check_writable_bind(real[str(path)], f"{what} {path}, a symlink to")
     argv = _privilege_drop(setpriv, agent, switch_user)
-    argv += bwrap_argv(config, agent, claude, bwrap, facts, environ, claude_args)
+    argv += bwrap_argv(config, agent, claude, bwrap, facts, environ, claude_args, workdir)
+    env, passed, env_notes = launch_env(config, agent, environ)
     return Launch(
         argv=tuple(argv),
-        env=base_env(agent, environ),
+        env=env,
         cwd=None,
         supervised=True,
         notes=(
             f"{STATUS_FD}, {BLOCK_FD} and {GATE_FD} are pipe fds chosen at launch; "
             "IS_SANDBOX=1 is set only inside bwrap; the gate execs Claude only when the "
             f"launcher, after verifying the sandbox, writes {GATE_TOKEN!r} to {GATE_FD}",
+            *env_notes,
         ),
+        passed=passed,
     )
 
 
@@ -266,23 +302,22 @@ def user_launch(
     claude_args: Sequence[str],
     switch_user: bool,
     new_session: bool = True,
+    workdir: str | None = None,
 ) -> Launch:
     """setpriv to the agent with a clean environment and no_new_privs, in the workspace.
 
     ``new_session`` (pass ``HostFacts.legacy_tiocsti``): run it in its own
     session so it cannot inject keystrokes into the operator's terminal.
+    ``workdir``: where Claude starts (:mod:`wizard.launcher.workdir`); the first
+    workspace (or the agent's home) when not given.
     """
     argv = _privilege_drop(setpriv, agent, switch_user)
-    if switch_user:
-        # The environment is given explicitly (it keeps LANG and the configured home),
-        # so setpriv must not rebuild it from passwd.
-        argv.remove("--reset-env")
-    env = base_env(agent, environ)
+    env, passed, env_notes = launch_env(config, agent, environ)
     env["USER"] = env["LOGNAME"] = agent.name
-    cwd = str(config.workspaces[0]) if config.workspaces else str(agent.home)
-    notes: tuple[str, ...] = ()
+    cwd = workdir or (str(config.workspaces[0]) if config.workspaces else str(agent.home))
+    notes: tuple[str, ...] = env_notes
     if new_session:
-        notes = (
+        notes += (
             "runs in a new session (setsid) under sandbox-launch, which forwards signals and "
             "returns Claude's status: dev.tty.legacy_tiocsti is on, and the agent must not "
             "own this terminal (TIOCSTI)",
@@ -294,6 +329,7 @@ def user_launch(
         supervised=False,
         new_session=new_session,
         notes=notes,
+        passed=passed,
     )
 
 

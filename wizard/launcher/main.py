@@ -22,7 +22,7 @@ import os
 import shlex
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from wizard.base.choices import Mode
@@ -37,23 +37,34 @@ from wizard.launcher.command import (
     unsafe_launch,
     user_launch,
 )
-from wizard.launcher.trust import check_trusted_file, find_trusted_tool, read_trusted_text
+from wizard.launcher.notice import config_notice
+from wizard.launcher.trust import (
+    check_trusted_file,
+    find_trusted_tool,
+    read_trusted_text,
+    refuse_claude_shim,
+)
+from wizard.launcher.workdir import WorkDir, choose_workdir, current_directory, real_paths
+from wizard.policy.environment import loopback_port_hint
 from wizard.policy.names import user_name_problem
 
-USAGE = """usage: sandbox-launch [--dry-run] [--config PATH] [--] [claude arguments ...]
+USAGE = """usage: sandbox-launch [--dry-run] [--quiet] [--config PATH] [--] [claude arguments ...]
 
 Start Claude Code as launcher.toml says (sandbox, user or unsafe mode), or refuse.
 
 options:
   --dry-run      print the command line and environment it would use; start nothing
+  --quiet        no launch notice on stderr (warnings and refusals are still printed)
   --config PATH  launcher config (default: ~/.config/sandbox-setup/launcher.toml)
   -h, --help     show this help
 
-Arguments after the options (or after --) go to Claude Code unchanged.
+Arguments after the options (or after --) go to Claude Code unchanged. Claude Code
+starts in the directory you are in when that is inside a workspace; elsewhere, in
+the only workspace (with several, cd into one first).
 
 exit codes:
   0    ok (or Claude Code's own status)
-  2    usage error
+  2    usage error, or you are in none of several workspaces
   3    refused, fail-closed (untrusted or invalid config, sandbox not verified,
        unsafe without recorded acceptance, missing agent user or tool)
   70   internal error (a bug; the traceback is in the state directory's crash.log)
@@ -66,11 +77,12 @@ class Options:
     dry_run: bool
     config: Path | None
     claude_args: tuple[str, ...]
+    quiet: bool = False
 
 
 def parse_args(argv: Sequence[str]) -> Options | None:
     """Our options come first; the first other argument (or ``--``) starts Claude's."""
-    dry_run, config = False, None
+    dry_run, quiet, config = False, False, None
     args = list(argv)
     while args:
         arg = args[0]
@@ -81,6 +93,8 @@ def parse_args(argv: Sequence[str]) -> Options | None:
             return None
         if arg == "--dry-run":
             dry_run = True
+        elif arg == "--quiet":
+            quiet = True
         elif arg == "--config" or arg.startswith("--config="):
             if arg == "--config":
                 if len(args) < 2:
@@ -94,7 +108,7 @@ def parse_args(argv: Sequence[str]) -> Options | None:
         else:
             break
         args.pop(0)
-    return Options(dry_run=dry_run, config=config, claude_args=tuple(args))
+    return Options(dry_run=dry_run, config=config, claude_args=tuple(args), quiet=quiet)
 
 
 def default_config_path() -> Path:
@@ -151,11 +165,17 @@ def build_launch(
     claude = check_trusted_file(config.claude, owners, "Claude binary")
     if not os.access(claude, os.X_OK):
         raise RefusedError(f"Claude binary {claude} is not executable")
+    refuse_claude_shim(claude)
     path_env = environ.get("PATH")
     if config.mode is Mode.UNSAFE:
         who = "root (uid 0)" if uid == 0 else f"uid {uid}"
-        return unsafe_launch(config, str(claude), environ, claude_args, uid, who), None
+        launch = unsafe_launch(config, str(claude), environ, claude_args, uid, who)
+        here = current_directory() or "a directory that no longer exists"
+        return _with_notice(launch, config, who, WorkDir(here)), None
     agent = resolve_agent(config, uid)
+    workdir = choose_workdir(
+        config.workspaces, real_paths(config.workspaces), current_directory(), agent.home
+    )
     if config.mode is Mode.SANDBOX:
         bwrap = find_trusted_tool("bwrap", owners, path_env)
         setpriv = find_trusted_tool("setpriv", owners, path_env)
@@ -169,8 +189,12 @@ def build_launch(
             environ,
             claude_args,
             switch_user=uid == 0,
+            workdir=workdir.path,
         )
-        return launch, agent
+        hint = loopback_port_hint(environ, launch.passed, config.network, config.loopback_ports)
+        if hint is not None:
+            launch = replace(launch, warning=f"sandbox-launch: {hint}")
+        return _with_notice(launch, config, agent.name, workdir), agent
     setpriv = find_trusted_tool("setpriv", owners, path_env)
     launch = user_launch(
         config,
@@ -181,8 +205,13 @@ def build_launch(
         claude_args,
         switch_user=uid == 0,
         new_session=gather_host_facts().legacy_tiocsti,
+        workdir=workdir.path,
     )
-    return launch, agent
+    return _with_notice(launch, config, agent.name, workdir), agent
+
+
+def _with_notice(launch: Launch, config: LauncherConfig, agent: str, workdir: WorkDir) -> Launch:
+    return replace(launch, notice=config_notice(config, agent, workdir, launch.passed))
 
 
 def describe(launch: Launch, config_path: Path, mode: Mode) -> str:
@@ -195,8 +224,12 @@ def describe(launch: Launch, config_path: Path, mode: Mode) -> str:
         lines.append("environment: inherited from this shell unchanged, except as noted")
     else:
         lines.append("environment (nothing else is inherited):")
-        lines += [f"  {key}={value}" for key, value in launch.env.items()]
+        for key, value in launch.env.items():
+            shown = "<set, not shown>" if key in launch.passed else value
+            lines.append(f"  {key}={shown}")
     lines += [f"note: {note}" for note in launch.notes]
+    if launch.notice:
+        lines.append(f"notice (on stderr at launch): {launch.notice}")
     return "\n".join(lines)
 
 
@@ -210,6 +243,8 @@ def run(options: Options, environ: Mapping[str, str]) -> int:
     launch, agent = build_launch(config, options.claude_args, uid, environ, owners)
     if launch.warning:
         print(launch.warning, file=sys.stderr)
+    if launch.notice and not options.quiet and not options.dry_run:
+        print(launch.notice, file=sys.stderr)
     if options.dry_run:
         print(describe(launch, real, config.mode))
         return int(ExitCode.OK)

@@ -16,6 +16,7 @@ from pathlib import Path, PurePosixPath
 
 from wizard.base.errors import RefusedError
 from wizard.base.pathfacts import resolved_chain
+from wizard.policy.claude_shim import MARKER_WINDOW, is_claude_shim, shim_refusal
 from wizard.policy.trust import TrustProblem, chain_problems
 
 # Used when PATH is unset; the same directories Debian's login.defs gives root.
@@ -120,3 +121,22 @@ def find_trusted_tool(name: str, owners: Iterable[int], path_env: str | None) ->
         f"{name} not found on PATH ({search}); the sandbox cannot be built without it. "
         f"Install it (Debian: apt-get install {package})"
     )
+
+
+def refuse_claude_shim(path: Path) -> None:
+    """Refuse a configured Claude binary that is sandbox-setup's own claude shim.
+
+    The shim runs root's ``claude`` through sandbox-launch; the launcher exec'ing it
+    would start itself again, forever. Read from the checked path, without
+    following a symlink (it is already resolved).
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+    except OSError as exc:
+        raise RefusedError(f"Claude binary: cannot open {path}: {exc.strerror}") from None
+    try:
+        head = os.read(fd, MARKER_WINDOW)
+    finally:
+        os.close(fd)
+    if is_claude_shim(head):
+        raise RefusedError(f"Claude binary: {shim_refusal(str(path))}")
