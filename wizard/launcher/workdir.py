@@ -64,6 +64,7 @@ def choose_workdir(
     home: PurePosixPath,
 ) -> WorkDir:
     """Apply the module's rules; :class:`InputError` when several workspaces leave it open."""
+    workspaces = list(dict.fromkeys(workspaces))  # a workspace listed twice is one
     if cwd is not None:
         here = PurePosixPath(cwd)
         best: tuple[int, PurePosixPath] | None = None
