@@ -50,13 +50,19 @@ class SeccompHelper:
 def has_builtin_helper(path: str) -> bool:
     """Does this (Claude Code) binary carry the helper, started as ``ARGV0=apply-seccomp``?"""
     try:
-        with (
-            open(path, "rb") as handle,
-            mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as image,
-        ):
+        # O_NONBLOCK: a FIFO planted where the binary should be must not hang the check
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return False
+        with mmap.mmap(fd, 0, access=mmap.ACCESS_READ) as image:
             return image.find(BUILTIN_MARK) != -1
     except (OSError, ValueError):  # unreadable, or empty (mmap refuses length 0)
         return False
+    finally:
+        os.close(fd)
 
 
 def _node_modules_above(path: str) -> Path | None:

@@ -51,6 +51,9 @@ def test_builtin_helper_is_recognised_by_its_own_text(tmp_path: Path) -> None:
     assert has_builtin_helper(str(with_it))
     assert not has_builtin_helper(str(without))
     assert not has_builtin_helper(str(empty)) and not has_builtin_helper(str(tmp_path / "none"))
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    assert not has_builtin_helper(str(fifo))  # and it did not block
 
 
 def test_the_builtin_helper_wins_and_runs_as_claude_does(tmp_path: Path) -> None:
