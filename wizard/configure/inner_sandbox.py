@@ -35,8 +35,9 @@ def check_sandbox_deps(report: Report, inner: str) -> None:
     )
     remedy = finding.remedy if finding and finding.remedy else "apt-get install -y socat ripgrep"
     raise RefusedError(
-        f"inner sandbox {inner!r} needs socat and ripgrep, but {found}; without them Claude "
-        f"Code would run every command unsandboxed. Remedy: {remedy}  "
+        f"inner sandbox {inner!r} needs socat and ripgrep, but {found}; without them "
+        "Claude Code's own sandbox cannot start (Claude refuses to start, or runs every "
+        f"command unsandboxed). Remedy: {remedy}  "
         "(or choose --inner-sandbox off: the launcher's own sandbox or user still applies)"
     )
 
