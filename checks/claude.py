@@ -204,6 +204,24 @@ def check_root_guard(ctx: Context) -> Verdict:
     return judge_root_guard(result, uid=ctx.uid, operator_is_sandbox=operator_is_sandbox)
 
 
+# The binaries Claude Code's own sandbox runs (``bwrapPath``/``socatPath`` name two).
+SANDBOX_BINARIES = ("bwrap", "socat", "rg")
+
+
+def sandbox_binaries() -> dict[str, str | None]:
+    """Where ``bwrap``, ``socat`` and ``rg`` are on the probes' PATH (the one the
+    launcher gives Claude is a part of it), symlinks resolved; None when absent.
+
+    The nested probes run this bwrap; the plan writes these paths into managed
+    settings, so Claude's sandbox runs exactly the binaries that were probed.
+    """
+    found: dict[str, str | None] = {}
+    for name in SANDBOX_BINARIES:
+        path = which(name, SAFE_PATH)
+        found[name] = os.path.realpath(path) if path else None
+    return found
+
+
 def check_sandbox_deps(ctx: Context) -> Verdict:
-    path = os.environ.get("PATH", "") + os.pathsep + SAFE_PATH
-    return judge_sandbox_deps({name: which(name, path) for name in ("socat", "rg")})
+    found = sandbox_binaries()
+    return judge_sandbox_deps({name: found[name] for name in ("socat", "rg")})

@@ -14,8 +14,6 @@ USERNS_PROBE = ("unshare", "-Ur", "true")
 FRESH_PROC_PROBE = ("unshare", "-Urmpf", "--mount-proc", "true")
 BWRAP_BASE = ("bwrap", "--unshare-user", "--unshare-pid", "--ro-bind", "/", "/", "--dev", "/dev")
 SANDBOX_PROBE = (*BWRAP_BASE, "--proc", "/proc", "true")
-STRONG_INNER = (*BWRAP_BASE, "--proc", "/proc", "true")
-WEAK_INNER = (*BWRAP_BASE, "--bind", "/proc", "/proc", "unshare", "-Ur", "true")
 OUTER_UP = "sandbox-setup:outer-up"
 
 # Runs in a child interpreter (-I -S: only the standard library, no site-packages,
@@ -37,12 +35,6 @@ for line in open("/proc/self/status"):
 """
 
 
-def nested_command(inner: tuple[str, ...]) -> tuple[str, ...]:
-    """The outer sandbox running ``inner``; it says on stderr that it came up."""
-    script = 'echo "$0" >&2; exec "$@"'
-    return (*BWRAP_BASE, "--proc", "/proc", "sh", "-c", script, OUTER_UP, *inner)
-
-
 def python_for_probes() -> str:
     # The real interpreter, not a venv symlink under a home the agent can't enter.
     return os.path.realpath(sys.executable)
@@ -61,17 +53,13 @@ CLAUDE_QUIET_ENV = {
 }
 
 
-def first_experiments(inside_bwrap: bool) -> dict[str, tuple[str, ...]]:
-    """Check ID -> the command its check runs first (as the probe user).
-
-    ``inside_bwrap``: this process already runs in a bwrap sandbox, where the nested
-    checks run Claude's inner forms directly (see :mod:`checks.bwrap`).
-    """
+def first_experiments() -> dict[str, tuple[str, ...]]:
+    """Check ID -> the command its check runs first (as the probe user). The nested
+    checks are not here: their commands depend on Claude's seccomp helper, found by
+    :mod:`checks.bwrap` itself."""
     return {
         "userns.create": USERNS_PROBE,
         "proc.fresh_mount": FRESH_PROC_PROBE,
         "bwrap.sandbox": SANDBOX_PROBE,
-        "bwrap.nested": STRONG_INNER if inside_bwrap else nested_command(STRONG_INNER),
-        "bwrap.nested_weak": WEAK_INNER if inside_bwrap else nested_command(WEAK_INNER),
         "seccomp.available": seccomp_command(),
     }

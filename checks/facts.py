@@ -16,6 +16,8 @@ from pathlib import Path
 
 from checks.mounts import Mount, parse_mountinfo
 
+CAP_SETFCAP = 31  # linux/capability.h
+
 SYSCTLS = (
     "user.max_user_namespaces",
     "kernel.unprivileged_userns_clone",
@@ -47,6 +49,9 @@ class HostFacts:
     mounts: tuple[Mount, ...] = ()
     sysctl: dict[str, str | None] = field(default_factory=dict)
     bwrap_profiles: tuple[str, ...] = ()  # AppArmor profiles that let bwrap use userns
+    # ... and of those, the ones that confine bwrap's children to a profile without
+    # capabilities (Ubuntu's bwrap-userns-restrict: ``unpriv_bwrap``)
+    bwrap_restricting_profiles: tuple[str, ...] = ()
     markers: dict[str, str] = field(default_factory=dict)  # marker path -> content
     env: dict[str, str] = field(default_factory=dict)  # the few variables we judge
 
@@ -67,6 +72,15 @@ class HostFacts:
     @property
     def no_new_privs(self) -> bool:
         return self.status.get("NoNewPrivs", "0").strip() == "1"
+
+    def has_bounding_cap(self, cap: int) -> bool:
+        """Is ``cap`` in this process's capability bounding set (``CapBnd``)? True when
+        the status does not say (a kernel without it bounds nothing)."""
+        value = self.status.get("CapBnd")
+        try:
+            return value is None or bool(int(value, 16) >> cap & 1)
+        except ValueError:
+            return True
 
 
 def read_text(root: Path, path: str) -> str | None:
@@ -95,25 +109,41 @@ def read_sysctl(root: Path, name: str) -> str | None:
 def profile_allows_bwrap_userns(text: str) -> bool:
     """Does an AppArmor profile attach to /usr/bin/bwrap and grant ``userns``?"""
     names_bwrap = "/usr/bin/bwrap" in text or "profile bwrap " in text
-    grants = any(line.strip().rstrip(",").strip() == "userns" for line in text.splitlines())
+    grants = any(
+        line.strip().rstrip(",").strip() in ("userns", "allow userns") for line in text.splitlines()
+    )
     return names_bwrap and grants
 
 
-def find_bwrap_profiles(root: Path) -> tuple[str, ...]:
+def profile_restricts_bwrap_children(text: str) -> bool:
+    """Ubuntu's ``bwrap-userns-restrict``: bwrap may use user namespaces, but what it
+    runs is stacked with ``unpriv_bwrap``, which grants no capabilities (so a nested
+    sandbox, or Claude's seccomp helper, gets none in its own namespace)."""
+    return profile_allows_bwrap_userns(text) and "unpriv_bwrap" in text
+
+
+def _apparmor_profiles(root: Path) -> list[tuple[str, str]]:
     directory = root / "etc/apparmor.d"
     try:
         entries = sorted(p for p in directory.iterdir() if p.is_file())
     except OSError:
-        return ()
+        return []
     found = []
     for entry in entries:
         try:
-            text = entry.read_text(encoding="utf-8", errors="replace")
+            found.append(("/etc/apparmor.d/" + entry.name, entry.read_text("utf-8", "replace")))
         except OSError:
             continue
-        if profile_allows_bwrap_userns(text):
-            found.append("/etc/apparmor.d/" + entry.name)
-    return tuple(found)
+    return found
+
+
+def find_bwrap_profiles(root: Path) -> tuple[str, ...]:
+    return tuple(p for p, text in _apparmor_profiles(root) if profile_allows_bwrap_userns(text))
+
+
+def find_bwrap_restricting_profiles(root: Path) -> tuple[str, ...]:
+    profiles = _apparmor_profiles(root)
+    return tuple(p for p, text in profiles if profile_restricts_bwrap_children(text))
 
 
 def gather_host_facts(
@@ -138,6 +168,7 @@ def gather_host_facts(
         mounts=parse_mountinfo(read_text(system, "/proc/self/mountinfo") or ""),
         sysctl={name: read_sysctl(system, name) for name in SYSCTLS},
         bwrap_profiles=find_bwrap_profiles(root),
+        bwrap_restricting_profiles=find_bwrap_restricting_profiles(root),
         markers=markers,
         env={k: env[k] for k in ("KUBERNETES_SERVICE_HOST", "container", "IS_SANDBOX") if k in env},
     )

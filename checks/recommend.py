@@ -48,6 +48,13 @@ def recommend(
             if probed
             else "the nested probes were not run"
         )
+        deps = by_id.get("claude.sandbox_deps")
+        if strength != "off" and deps is not None and deps.status is not Status.PASS:
+            # the plan refuses the inner sandbox until they are there (or it is off)
+            inner += (
+                f", but it needs socat and ripgrep first (claude.sandbox_deps: {deps.summary}; "
+                f"{deps.remedy or 'install them'}, or choose --inner-sandbox off)"
+            )
         caveat = ""
         if euid == 0 and not as_user:
             caveat = " Probed as root: re-check with --as-user <agent-user> once it exists."

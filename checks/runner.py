@@ -13,6 +13,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 from checks.base import Check, Context
+from checks.claude import sandbox_binaries
 from checks.facts import gather_host_facts
 from checks.model import Finding, Report, Status
 from checks.platform import detect_platform
@@ -140,6 +141,8 @@ def run_checks(
             if {"bwrap.nested", "bwrap.nested_weak"} & set(results)
             else None
         ),
+        # What Claude's sandbox would run (the plan writes these into managed settings).
+        "binaries": sandbox_binaries(),
     }
     return Report(
         host=host,

@@ -149,7 +149,7 @@ def _drop_to(account: Account) -> list[str]:
     return ["/usr/bin/setpriv", f"--reuid={account.uid}", f"--regid={account.gid}", groups, "--"]
 
 
-def _with_managed_settings(argv: list[str], settings: Mapping[str, Any], base: Path) -> list[str]:
+def with_managed_settings(argv: list[str], settings: Mapping[str, Any], base: Path) -> list[str]:
     """``argv`` run where /etc/claude-code/managed-settings.json holds ``settings``.
 
     Root only. The overlay exists in a private mount namespace (``unshare
@@ -245,7 +245,7 @@ def run_claude_turn(
     if as_user is not None:
         argv = _drop_to(as_user) + argv
     if managed_settings is not None:
-        argv = _with_managed_settings(argv, managed_settings, home.parent)
+        argv = with_managed_settings(argv, managed_settings, home.parent)
     return _run(argv, env, cwd, timeout)
 
 

@@ -192,8 +192,9 @@ class LaunchTree:
 
 
 @contextmanager
-def make_launch_tree() -> Iterator[LaunchTree]:
-    base = Path(tempfile.mkdtemp(prefix="sandbox-launch-test-", dir="/tmp"))
+def make_launch_tree(directory: str = "/tmp") -> Iterator[LaunchTree]:
+    """A fresh tree under ``directory`` (a test that mounts over /tmp passes /var/tmp)."""
+    base = Path(tempfile.mkdtemp(prefix="sandbox-launch-test-", dir=directory))
     try:
         base.chmod(0o755)
         tree = LaunchTree(

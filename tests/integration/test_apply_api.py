@@ -23,7 +23,7 @@ pytestmark = pytest.mark.integration
 def passing_report() -> Report:
     findings = [
         Finding(cid, cid, Status.PASS, "ok")
-        for cid in ("bwrap.sandbox", "bwrap.nested", "bwrap.nested_weak")
+        for cid in ("bwrap.sandbox", "bwrap.nested", "bwrap.nested_weak", "claude.sandbox_deps")
     ]
     return Report(host={}, findings=findings, recommendation=Recommendation(Mode.SANDBOX, "ok"))
 

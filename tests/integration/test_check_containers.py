@@ -12,6 +12,7 @@ non-pass names the right cause.
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
 from collections.abc import Callable
@@ -57,17 +58,47 @@ if libc.prctl(38, 1, 0, 0, 0) != 0:  # PR_SET_NO_NEW_PRIVS
 if libc.prctl(22, 2, ctypes.byref(prog), 0, 0) != 0:  # PR_SET_SECCOMP, FILTER
     sys.exit("seccomp: " + os.strerror(ctypes.get_errno()))
 """
-# What each live check stands for, as the raw experiment (DESIGN.md, issue 2).
-EXPERIMENTS = {
-    "userns.create": "unshare -Ur true",
-    "proc.fresh_mount": "unshare -Urmpf --mount-proc true",
-    "bwrap.sandbox": f"{BWRAP} --proc /proc true",
-    "bwrap.nested": f"{BWRAP} --proc /proc {BWRAP} --proc /proc true",
-    "bwrap.nested_weak": f"{BWRAP} --proc /proc {BWRAP} --bind /proc /proc unshare -Ur true",
-    # Not checks: Claude's inner sandbox forms started right here, no outer bwrap.
-    "strong_here": f"{BWRAP} --proc /proc true",
-    "weak_here": f"{BWRAP} --bind /proc /proc unshare -Ur true",
-}
+CLAUDE = NPM_PREFIX / "node_modules/.bin/claude"
+# The outer sandbox as the launcher starts it by default (its own network namespace).
+OUTER = f"{BWRAP} --unshare-net --proc /proc"
+
+
+def inner(weak: bool, uid: int, helper: bool) -> str:
+    """Claude's inner sandbox as its sandbox-runtime starts it (what checks.bwrap models):
+    its own network namespace, --cap-drop ALL (+ CAP_SETFCAP for uid 0), the command run
+    through Claude's built-in seccomp helper, or ``unshare -Ur`` standing in for it."""
+    caps = "--cap-drop ALL" + (" --cap-add CAP_SETFCAP" if uid == 0 else "")
+    proc = "--bind /proc /proc" if weak else "--proc /proc"
+    run = f"env ARGV0=apply-seccomp {os.path.realpath(CLAUDE)}" if helper else "unshare -Ur"
+    return (
+        f"bwrap --unshare-net --ro-bind / / --dev /dev --unshare-pid --unshare-user {caps} "
+        f"{proc} -- {run} true"
+    )
+
+
+def experiments(uid: int) -> dict[str, str]:
+    """What each live check stands for, as the raw experiment (DESIGN.md, issue 2), for
+    a probe user of ``uid``. The nested ones come twice: with Claude's seccomp helper and
+    with its stand-in; the check's detail says which it ran."""
+    found = {
+        "userns.create": "unshare -Ur true",
+        "proc.fresh_mount": "unshare -Urmpf --mount-proc true",
+        "bwrap.sandbox": f"{BWRAP} --proc /proc true",
+    }
+    for helper, suffix in ((True, ""), (False, "-stand-in")):
+        strong, weak = inner(False, uid, helper), inner(True, uid, helper)
+        found |= {
+            f"bwrap.nested{suffix}": f"{OUTER} {strong}",
+            f"bwrap.nested_weak{suffix}": f"{OUTER} {weak}",
+            # Not checks: Claude's inner sandbox forms started right here, no outer bwrap.
+            f"strong_here{suffix}": strong,
+            f"weak_here{suffix}": weak,
+        }
+    return found
+
+
+HELPER_RAN = "ran through claude code's built-in seccomp helper"
+STAND_IN_RAN = "unshare -ur stood in"
 LIVE_IDS = (
     "userns.create",
     "proc.fresh_mount",
@@ -100,15 +131,24 @@ class Scenario:
     # Inside a bwrap sandbox already (pid 1 is bwrap): that is the outer sandbox,
     # so Claude's inner forms are judged as they run right here.
     inside_bwrap: bool = False
+    # The cause both nested checks must name, where it differs from ``cause``.
+    inner_cause: str | None = None
 
-    def experiment_for(self, check_id: str) -> str:
-        """The raw experiment that is the ground truth of ``check_id`` here."""
+    def experiment_for(self, check_id: str, helper: bool = True) -> str:
+        """The raw experiment that is the ground truth of ``check_id`` here (for the
+        nested checks: with Claude's seccomp helper, or with its stand-in)."""
+        suffix = "" if helper else "-stand-in"
         if self.inside_bwrap:
             inner_here = {"bwrap.nested": "strong_here", "bwrap.nested_weak": "weak_here"}
-            return inner_here.get(check_id, check_id)
+            if check_id in inner_here:
+                return inner_here[check_id] + suffix
+        if check_id in ("bwrap.nested", "bwrap.nested_weak"):
+            return check_id + suffix
         return check_id
 
     def cause_of(self, check_id: str) -> str | None:
+        if check_id in ("bwrap.nested", "bwrap.nested_weak") and self.inner_cause:
+            return self.inner_cause
         if check_id == "bwrap.nested" and self.nested_cause:
             return self.nested_cause
         return self.cause
@@ -189,8 +229,9 @@ SCENARIOS: dict[str, Scenario] = {
         cause="seccomp",
     ),
     # (5b) a seccomp profile that refuses new seccomp filters (seccomp(2) and
-    # prctl(PR_SET_SECCOMP) fail with EPERM); user namespaces work, so
-    # seccomp.available is the only live check that may fail.
+    # prctl(PR_SET_SECCOMP) fail with EPERM); user namespaces work, so besides
+    # seccomp.available only the nested checks may fail: Claude's seccomp helper
+    # cannot install its filter there, so neither can Claude's Bash tool start.
     "seccomp-no-filters": Scenario(
         _runc(ContainerConfig(seccomp=seccomp_blocking_filters()).unmasked(), "seccomp-no-filters"),
         known=(
@@ -198,7 +239,10 @@ SCENARIOS: dict[str, Scenario] = {
             ("userns.create", True),
             ("proc.fresh_mount", True),
             ("bwrap.sandbox", True),
+            ("bwrap.nested", False),
+            ("bwrap.nested-stand-in", True),
         ),
+        inner_cause="seccomp-filter",
     ),
     # (6) inside an outer bwrap started by root: its read-only covers over /proc
     # make a fresh /proc impossible, so every probe that starts a bwrap with --proc
@@ -224,7 +268,8 @@ SCENARIOS: dict[str, Scenario] = {
 def _experiment_script(install: ProjectInstall, as_user: str | None) -> str:
     prefix = NOBODY + " " if as_user == "nobody" else ""
     commands = {
-        name: f"cd / && {prefix}sh -c {shlex.quote(cmd)}" for name, cmd in EXPERIMENTS.items()
+        name: f"cd / && {prefix}sh -c {shlex.quote(cmd)}"
+        for name, cmd in experiments(65534 if as_user == "nobody" else 0).items()
     }
     commands["seccomp.available"] = f"cd / && {prefix}{install.python} -c {shlex.quote(SECCOMP_PY)}"
     commands["mountinfo"] = "cat /proc/self/mountinfo"
@@ -248,6 +293,12 @@ class Observed:
 
     def works(self, experiment: str) -> bool:
         return self.sections[experiment].returncode == 0
+
+    def ran_helper(self, check_id: str) -> bool:
+        """Whether the check ran Claude's seccomp helper (else its stand-in): it says so."""
+        detail = self.finding(check_id)["detail"].lower()
+        assert (HELPER_RAN in detail) != (STAND_IN_RAN in detail), detail
+        return HELPER_RAN in detail
 
     def finding(self, check_id: str) -> dict[str, Any]:
         found = [c for c in self.report["checks"] if c["id"] == check_id]
@@ -302,7 +353,10 @@ def _assert_verdict(obs: Observed, check_id: str) -> dict[str, Any]:
     """The check passes exactly when its raw experiment worked there."""
     finding = obs.finding(check_id)
     status = finding["status"]
-    experiment = obs.scenario.experiment_for(check_id)
+    nested = check_id in ("bwrap.nested", "bwrap.nested_weak")
+    experiment = obs.scenario.experiment_for(
+        check_id, helper=not nested or obs.ran_helper(check_id)
+    )
     if obs.works(experiment):
         assert status == "pass", (
             f"{check_id} says {status}, but it works\n{obs.context(experiment)}"
@@ -331,6 +385,9 @@ def _assert_cause(obs: Observed, check_id: str, finding: dict[str, Any]) -> None
         assert "mask" in cause and named, f"{check_id} does not name the /proc masks: {finding}"
         assert "seccomp" not in cause, f"{check_id} blames seccomp: {finding}"
         assert "systempaths=unconfined" in finding["remedy"], finding
+    elif expected == "seccomp-filter":
+        assert "seccomp" in cause and "filter" in cause, f"{check_id}: {finding}"
+        assert finding["detail"].endswith("cause: seccomp-filter-refused"), finding
     elif expected == "root-covers":
         # bwrap started by root covers /proc/irq, /proc/bus, ... read-only
         assert "cover" in cause, f"{check_id} does not name the covers over /proc: {finding}"
@@ -380,7 +437,7 @@ def test_nested_checks_match_reality(observed: Observed, check_id: str) -> None:
 
 @pytest.mark.parametrize(
     ("check_id", "inner_alone"),
-    [("bwrap.nested", "bwrap.sandbox"), ("bwrap.nested_weak", "weak_here")],
+    [("bwrap.nested", "strong_here"), ("bwrap.nested_weak", "weak_here")],
 )
 def test_nested_says_whether_the_inner_form_alone_works(
     observed: Observed, check_id: str, inner_alone: str
@@ -398,6 +455,8 @@ def test_nested_says_whether_the_inner_form_alone_works(
         return
     said = re.search(r"inner form alone.*?\b(works|fails)\b", detail, re.S)
     assert said, f"{check_id} does not say how the inner form alone fares: {detail}"
+    if not observed.ran_helper(check_id):
+        inner_alone += "-stand-in"
     assert (said[1] == "works") is observed.works(inner_alone), observed.context(inner_alone)
 
 

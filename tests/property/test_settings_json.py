@@ -32,7 +32,7 @@ from tests.property.conftest import (
 from tests.property.node_json import NodeJson
 from tests.tools import require_tool
 from wizard.base.errors import InputError
-from wizard.configure.settings import merge_settings, parse_settings
+from wizard.configure.settings import SandboxKeys, merge_settings, parse_settings
 
 SOURCE = "/etc/claude-code/managed-settings.json"
 OWNED = ("sandbox", "permissions")
@@ -107,7 +107,7 @@ def test_the_merge_reads_and_writes_json_as_node_does(
 ) -> None:
     verdict = node.parse(raw)
     try:
-        merged = merge_settings(raw, SOURCE, inner_sandbox=inner)
+        merged = merge_settings(raw, SOURCE, SandboxKeys(inner))
     except InputError as exc:
         assert SOURCE in str(exc), exc
         if verdict["ok"] and verdict["object"]:
@@ -122,7 +122,7 @@ def test_the_merge_reads_and_writes_json_as_node_does(
     # Token for token, not just value for value: 1e400 stays 1e400, "\ud800" stays.
     assert foreign(parse_settings(merged, SOURCE)) == foreign(parse_settings(raw, SOURCE))
     assert parse_settings(merged, SOURCE)["sandbox"]["enabled"] is (inner != "off")
-    assert merge_settings(merged, SOURCE, inner_sandbox=inner) == merged
+    assert merge_settings(merged, SOURCE, SandboxKeys(inner)) == merged
 
 
 @pytest.mark.parametrize(
@@ -135,7 +135,7 @@ def test_the_merge_reads_and_writes_json_as_node_does(
 )
 def test_not_a_number_is_refused_with_its_position(text: str, where: str) -> None:
     with pytest.raises(InputError) as caught:
-        merge_settings(text.encode(), SOURCE, inner_sandbox="strong")
+        merge_settings(text.encode(), SOURCE, SandboxKeys("strong"))
     assert SOURCE in str(caught.value) and where in str(caught.value), caught.value
 
 

@@ -23,7 +23,7 @@ from tests.property.conftest import (
     run_main,
 )
 from wizard.base.errors import InputError
-from wizard.configure.settings import merge_settings
+from wizard.configure.settings import SandboxKeys, merge_settings
 
 SOURCE = "/root/.claude/settings.json"
 JSON_SPACE = b" \t\n\r"  # the only bytes JSON counts as whitespace
@@ -39,7 +39,13 @@ owned_shapes = st.fixed_dictionaries(
     {},
     optional={
         "sandbox": json_values | st.dictionaries(
-            st.sampled_from(["enabled", "enableWeakerNestedSandbox", "other"]), json_values
+            st.sampled_from(
+                ["enabled", "enableWeakerNestedSandbox", "failIfUnavailable",
+                 "allowUnsandboxedCommands", "bwrapPath", "credentials", "network", "other"]
+            ),
+            json_values | st.fixed_dictionaries(
+                {}, optional={"envVars": json_values, "httpProxyPort": json_values}
+            ),
         ),
         "permissions": json_values | st.fixed_dictionaries(
             {}, optional={"deny": json_values | st.lists(st.text(max_size=12), max_size=3)}
@@ -60,23 +66,33 @@ def foreign(data: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in data.items() if k not in ("sandbox", "permissions")}
 
 
+sandbox_keys = st.builds(
+    SandboxKeys,
+    inner_sandbox=st.sampled_from(["strong", "weak", "off"]),
+    managed=st.booleans(),
+    bwrap_path=st.just("/usr/bin/bwrap"),
+    socat_path=st.just("/usr/bin/socat"),
+    proxy_port=st.none() | st.integers(1, 65535),
+)
+
+
 @PURE_SETTINGS
-@given(raw=raw_files, inner=st.sampled_from(["strong", "weak", "off"]))
-def test_merge_keeps_foreign_keys_or_refuses_by_name(raw: bytes, inner: str) -> None:
+@given(raw=raw_files, keys=sandbox_keys)
+def test_merge_keeps_foreign_keys_or_refuses_by_name(raw: bytes, keys: SandboxKeys) -> None:
     try:
-        merged = merge_settings(raw, SOURCE, inner_sandbox=inner)
+        merged = merge_settings(raw, SOURCE, keys)
     except InputError as exc:
         assert SOURCE in str(exc)
         return
     data = json.loads(merged)
     assert isinstance(data, dict)
-    assert data["sandbox"]["enabled"] is (inner != "off")
+    assert data["sandbox"]["enabled"] is keys.on
     try:
         original = json.loads(raw) if raw.strip(JSON_SPACE) else {}
     except ValueError:
         raise AssertionError("invalid JSON was merged instead of refused") from None
     assert foreign(data) == foreign(original)
-    assert merge_settings(merged, SOURCE, inner_sandbox=inner) == merged
+    assert merge_settings(merged, SOURCE, keys) == merged
 
 
 @CLI_SETTINGS

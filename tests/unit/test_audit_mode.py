@@ -71,18 +71,43 @@ def config(mode: str = "sandbox", inner: str = "strong", version: str | None = N
     ],
 )
 def test_mode_needs(mode: str, inner: str, statuses: dict, ids: list[str]) -> None:
-    found = mode_findings(report(**statuses), config(mode, inner))
+    found = mode_findings(report(claude__sandbox_deps=P, **statuses), config(mode, inner))
     assert [f.id for f in found] == ids
 
 
+@pytest.mark.parametrize(
+    ("mode", "inner", "ids"),
+    [
+        ("sandbox", "strong", ["audit.mode.sandbox_deps"]),
+        ("sandbox", "weak", ["audit.mode.sandbox_deps"]),
+        ("user", "strong", ["audit.mode.sandbox_deps"]),
+        ("unsafe", "weak", ["audit.mode.sandbox_deps"]),
+        ("sandbox", "off", []),
+        ("user", "off", []),
+    ],
+)
+def test_an_inner_sandbox_that_is_on_needs_socat_in_every_mode(
+    mode: str, inner: str, ids: list[str]
+) -> None:
+    statuses = dict(bwrap__sandbox=P, bwrap__nested=P, bwrap__nested_weak=P)
+    found = mode_findings(report(claude__sandbox_deps=F, **statuses), config(mode, inner))
+    assert [f.id for f in found] == ids
+    for finding in found:
+        assert "claude.sandbox_deps is now fail" in finding.summary
+        assert finding.remedy == "fix claude__sandbox_deps"
+
+
 def test_mode_finding_carries_the_checks_cause_and_remedy() -> None:
-    (found,) = mode_findings(report(bwrap__sandbox=F, bwrap__nested=P), config())
+    (found,) = mode_findings(
+        report(bwrap__sandbox=F, bwrap__nested=P, claude__sandbox_deps=P), config()
+    )
     assert "bwrap__sandbox said fail" in found.summary
     assert found.remedy == "fix bwrap__sandbox"
 
 
 def test_strong_failing_with_weak_passing_names_the_weak_way_out() -> None:
-    found = mode_findings(report(bwrap__sandbox=P, bwrap__nested=F, bwrap__nested_weak=P), config())
+    statuses = dict(bwrap__sandbox=P, bwrap__nested=F, bwrap__nested_weak=P)
+    found = mode_findings(report(claude__sandbox_deps=P, **statuses), config())
     assert 'inner_sandbox = "weak"' in found[0].remedy
 
 

@@ -61,3 +61,12 @@ def test_unsafe_is_never_recommended_only_explained(sandbox) -> None:
     rec = recommend(findings(**given), euid=0)
     assert rec.mode is not Mode.UNSAFE
     assert "unsafe" in rec.reason and "never recommended" in rec.reason
+
+
+def test_a_missing_socat_is_named_before_the_inner_sandbox_is_promised() -> None:
+    given = findings(bwrap__sandbox=P, bwrap__nested=P, claude__sandbox_deps=F)
+    rec = recommend(given, as_user="claude-agent")
+    assert rec.mode is Mode.SANDBOX
+    assert "claude.sandbox_deps" in rec.reason and "--inner-sandbox off" in rec.reason
+    fine = recommend(findings(bwrap__sandbox=P, bwrap__nested=P, claude__sandbox_deps=P))
+    assert "claude.sandbox_deps" not in fine.reason

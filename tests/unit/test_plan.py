@@ -23,7 +23,12 @@ WS = (PurePosixPath("/srv/project"),)
 
 def report(**statuses: str) -> Report:
     """A report with the given check statuses (``bwrap_sandbox="fail"``)."""
-    base = {"bwrap.sandbox": "pass", "bwrap.nested": "pass", "bwrap.nested_weak": "pass"}
+    base = {
+        "bwrap.sandbox": "pass",
+        "bwrap.nested": "pass",
+        "bwrap.nested_weak": "pass",
+        "claude.sandbox_deps": "pass",
+    }
     base.update({k.replace("_", ".", 1): v for k, v in statuses.items()})
     findings = [
         Finding(cid, cid, Status(st), f"{cid} says {st}", remedy=f"fix {cid} like this")

@@ -3,25 +3,44 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from wizard.base.errors import InputError
-from wizard.configure.settings import CREDENTIAL_DENY_RULES, merge_settings
+from wizard.configure.settings import (
+    CREDENTIAL_DENY_RULES,
+    CREDENTIAL_ENV_VARS,
+    SandboxKeys,
+    merge_settings,
+    owned_changes,
+)
 
 SOURCE = "/home/a/.claude/settings.json"
+BWRAP, SOCAT = "/usr/bin/bwrap", "/usr/bin/socat"
+ENV_DENY = [{"name": name, "mode": "deny"} for name in CREDENTIAL_ENV_VARS]
 
 
-def merged(existing: object, inner: str = "strong") -> dict:
+def keys(inner: str = "strong", managed: bool = False, **more: object) -> SandboxKeys:
+    paths = {"bwrap_path": BWRAP, "socat_path": SOCAT} if managed else {}
+    return SandboxKeys(inner, managed=managed, **{**paths, **more})  # type: ignore[arg-type]
+
+
+def merged(existing: object, inner: str = "strong", **options: object) -> dict:
     raw = None if existing is None else json.dumps(existing, indent=4).encode()
-    return json.loads(merge_settings(raw, SOURCE, inner_sandbox=inner))
+    return json.loads(merge_settings(raw, SOURCE, keys(inner, **options)))  # type: ignore[arg-type]
 
 
 def test_new_file_gets_sandbox_and_deny_rules() -> None:
     data = merged(None)
-    assert data["sandbox"] == {"enabled": True}
+    assert data["sandbox"] == {
+        "enabled": True,
+        "failIfUnavailable": True,
+        "allowUnsandboxedCommands": False,
+        "credentials": {"envVars": ENV_DENY},
+    }
     assert data["permissions"]["deny"] == list(CREDENTIAL_DENY_RULES)
     assert any("~/.ssh" in r for r in data["permissions"]["deny"])
     assert any(".env" in r for r in data["permissions"]["deny"])
@@ -40,7 +59,140 @@ def test_inner_strength_sets_owned_keys(inner: str, enabled: bool, weak: bool | 
 
 def test_weaker_nested_is_turned_off_only_where_present() -> None:
     data = merged({"sandbox": {"enableWeakerNestedSandbox": True}}, "strong")
-    assert data["sandbox"] == {"enableWeakerNestedSandbox": False, "enabled": True}
+    assert data["sandbox"]["enableWeakerNestedSandbox"] is False
+    assert "enableWeakerNestedSandbox" not in merged({}, "strong")["sandbox"]
+
+
+@pytest.mark.parametrize("inner", ["strong", "weak"])
+def test_an_inner_sandbox_that_is_on_cannot_vanish_or_be_bypassed(inner: str) -> None:
+    sandbox = merged(
+        {"sandbox": {"failIfUnavailable": False, "allowUnsandboxedCommands": True}}, inner
+    )["sandbox"]
+    assert sandbox["failIfUnavailable"] is True
+    assert sandbox["allowUnsandboxedCommands"] is False
+
+
+def test_off_sets_the_sandbox_only_keys_back_where_present() -> None:
+    on = merged({}, "strong", managed=True)
+    off = merged(on, "off", managed=True)["sandbox"]
+    assert off["enabled"] is False
+    assert off["failIfUnavailable"] is False and off["allowUnsandboxedCommands"] is True
+    assert "bwrapPath" not in off and "socatPath" not in off
+    # the deny entries stay: harmless without a sandbox, and maybe the user's
+    assert off["credentials"]["envVars"] == ENV_DENY
+    assert merged({}, "off")["sandbox"] == {"enabled": False}
+
+
+def test_managed_scope_names_the_probed_binaries() -> None:
+    sandbox = merged({}, "weak", managed=True)["sandbox"]
+    assert (sandbox["bwrapPath"], sandbox["socatPath"]) == (BWRAP, SOCAT)
+    replaced = merged({"sandbox": {"bwrapPath": "/tmp/evil/bwrap"}}, "strong", managed=True)
+    assert replaced["sandbox"]["bwrapPath"] == BWRAP
+
+
+def test_user_scope_leaves_binary_paths_alone() -> None:
+    # Claude ignores them outside managed settings; they are the user's there.
+    mine = {"sandbox": {"bwrapPath": "/opt/bwrap"}}
+    assert merged(mine, "strong")["sandbox"]["bwrapPath"] == "/opt/bwrap"
+    assert merged(mine, "off")["sandbox"]["bwrapPath"] == "/opt/bwrap"
+    assert "bwrapPath" not in merged({}, "strong")["sandbox"]
+
+
+def test_managed_on_without_binaries_is_a_programming_error() -> None:
+    with pytest.raises(ValueError, match="both binaries"):
+        SandboxKeys("strong", managed=True, bwrap_path=BWRAP)
+    with pytest.raises(ValueError, match="inner_sandbox"):
+        SandboxKeys("medium")
+
+
+def test_credential_env_vars_are_appended_once_next_to_the_users() -> None:
+    mine = {"name": "GITHUB_TOKEN", "mode": "deny"}
+    existing = {"sandbox": {"credentials": {"files": [], "envVars": [mine, ENV_DENY[0]]}}}
+    credentials = merged(existing)["sandbox"]["credentials"]
+    assert credentials["files"] == []
+    assert credentials["envVars"] == [mine, *ENV_DENY]
+
+
+def test_proxy_port_sets_both_ports_and_none_leaves_them() -> None:
+    network = merged({"sandbox": {"network": {"allowedDomains": ["x.org"]}}}, proxy_port=3128)
+    assert network["sandbox"]["network"] == {
+        "allowedDomains": ["x.org"],
+        "httpProxyPort": 3128,
+        "socksProxyPort": 3128,
+    }
+    mine = {"sandbox": {"network": {"httpProxyPort": 8080}}}
+    assert merged(mine)["sandbox"]["network"] == {"httpProxyPort": 8080}
+
+
+def _drop(path: str) -> Callable[[dict], None]:
+    *tables, key = path.split(".")
+
+    def change(data: dict) -> None:
+        for table in tables:
+            data = data[table]
+        del data[key]
+
+    return change
+
+
+def _set(path: str, value: object) -> Callable[[dict], None]:
+    *tables, key = path.split(".")
+
+    def change(data: dict) -> None:
+        for table in tables:
+            data = data[table]
+        data[key] = value
+
+    return change
+
+
+# What the agent (or anyone) could do to a file an apply wrote, and how drift names it.
+EDITS = [
+    (_set("sandbox.enabled", False), "sandbox.enabled is false, should be true"),
+    (
+        _set("sandbox.enableWeakerNestedSandbox", True),
+        "sandbox.enableWeakerNestedSandbox is true, should be false",
+    ),
+    (
+        _set("sandbox.failIfUnavailable", False),
+        "sandbox.failIfUnavailable is false, should be true",
+    ),
+    (_drop("sandbox.failIfUnavailable"), "sandbox.failIfUnavailable is absent, should be true"),
+    (
+        _set("sandbox.allowUnsandboxedCommands", True),
+        "sandbox.allowUnsandboxedCommands is true, should be false",
+    ),
+    (
+        _set("sandbox.bwrapPath", "/tmp/bwrap"),
+        'sandbox.bwrapPath is "/tmp/bwrap", should be "/usr/bin/bwrap"',
+    ),
+    (_drop("sandbox.socatPath"), 'sandbox.socatPath is absent, should be "/usr/bin/socat"'),
+    (
+        _set("sandbox.credentials.envVars", ENV_DENY[1:]),
+        'sandbox.credentials.envVars lacks [{"name": "ANTHROPIC_API_KEY", "mode": "deny"}]',
+    ),
+    (_set("permissions.deny", []), 'permissions.deny lacks ["Read(~/.ssh/**)"'),
+]
+
+
+@pytest.mark.parametrize(("edit", "line"), EDITS, ids=[line.split()[0] for _, line in EDITS])
+def test_owned_changes_name_each_key(edit: Callable[[dict], None], line: str) -> None:
+    written = merge_settings(None, SOURCE, keys("strong", managed=True))
+    current = json.loads(written)
+    edit(current)
+    raw = json.dumps(current).encode()
+    desired = merge_settings(raw, SOURCE, keys("strong", managed=True))  # what the audit does
+    changes = owned_changes(raw, desired)
+    assert len(changes) == 1 and changes[0].startswith(line), changes
+    assert owned_changes(written, written) == []
+
+
+def test_owned_changes_ignore_foreign_keys_and_survive_garbage() -> None:
+    desired = merge_settings(None, SOURCE, keys())
+    current = json.loads(desired) | {"model": "opus"}
+    assert owned_changes(json.dumps(current).encode(), desired) == []
+    assert "sandbox.enabled is absent, should be true" in owned_changes(b"{nope", desired)
+    assert owned_changes(None, desired)
 
 
 def test_foreign_keys_values_and_order_are_kept() -> None:
@@ -57,6 +209,7 @@ def test_foreign_keys_values_and_order_are_kept() -> None:
     }
     data = merged(existing, "weak")
     assert list(data) == ["model", "permissions", "env", "sandbox", "zzz"]
+    assert list(data["sandbox"])[:2] == ["excludedCommands", "enabled"]
     assert (
         data["model"] == "opus" and data["env"] == {"FOO": "1"} and data["zzz"] == existing["zzz"]
     )
@@ -68,11 +221,8 @@ def test_foreign_keys_values_and_order_are_kept() -> None:
     assert perms["deny"][:2] == ["Read(./secrets/**)", "Read(~/.ssh/**)"]
     assert perms["deny"].count("Read(~/.ssh/**)") == 1
     assert set(CREDENTIAL_DENY_RULES) <= set(perms["deny"])
-    assert data["sandbox"] == {
-        "excludedCommands": ["docker"],
-        "enabled": True,
-        "enableWeakerNestedSandbox": True,
-    }
+    assert data["sandbox"]["excludedCommands"] == ["docker"]
+    assert data["sandbox"]["enableWeakerNestedSandbox"] is True
 
 
 json_values = st.recursive(
@@ -93,11 +243,11 @@ json_values = st.recursive(
     inner=st.sampled_from(["strong", "weak", "off"]),
 )
 def test_merge_is_idempotent_and_keeps_bytes_when_nothing_changes(foreign, inner) -> None:
-    once = merge_settings(json.dumps(foreign).encode(), SOURCE, inner_sandbox=inner)
+    once = merge_settings(json.dumps(foreign).encode(), SOURCE, keys(inner))
     # Reformat (different indentation): semantically equal, so bytes are kept as they are.
     reformatted = json.dumps(json.loads(once), indent=8).encode()
-    assert merge_settings(reformatted, SOURCE, inner_sandbox=inner) == reformatted
-    assert merge_settings(once, SOURCE, inner_sandbox=inner) == once
+    assert merge_settings(reformatted, SOURCE, keys(inner)) == reformatted
+    assert merge_settings(once, SOURCE, keys(inner)) == once
     data = json.loads(once)
     assert {k: v for k, v in data.items() if k in foreign} == foreign
 
@@ -112,7 +262,7 @@ def test_merge_is_idempotent_and_keeps_bytes_when_nothing_changes(foreign, inner
 )
 def test_invalid_json_names_file_line_and_column(text: str, where: str) -> None:
     with pytest.raises(InputError) as err:
-        merge_settings(text.encode(), SOURCE, inner_sandbox="strong")
+        merge_settings(text.encode(), SOURCE, keys())
     assert SOURCE in str(err.value) and where in str(err.value)
     assert "invalid JSON" in str(err.value)
 
@@ -123,8 +273,13 @@ def test_invalid_json_names_file_line_and_column(text: str, where: str) -> None:
         ("[1, 2]", "top level must be a JSON object"),
         ('{"sandbox": true}', "key 'sandbox' must be an object"),
         ('{"permissions": {"deny": "all"}}', "'permissions.deny' must be a list"),
+        ('{"sandbox": {"credentials": []}}', "'sandbox.credentials' must be an object"),
+        (
+            '{"sandbox": {"credentials": {"envVars": {}}}}',
+            "'sandbox.credentials.envVars' must be a list",
+        ),
     ],
 )
 def test_wrong_shapes_are_refused(text: str, problem: str) -> None:
     with pytest.raises(InputError, match=problem):
-        merge_settings(text.encode(), SOURCE, inner_sandbox="strong")
+        merge_settings(text.encode(), SOURCE, keys())

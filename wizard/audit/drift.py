@@ -18,7 +18,9 @@ from wizard.base.paths import Layout
 
 if TYPE_CHECKING:
     from wizard.configure.plan import Plan
+from wizard.configure.actions import WriteFile
 from wizard.configure.answers import Answers
+from wizard.configure.settings import owned_changes
 
 FILE_KINDS = ("write-file",)
 # Non-file changes already reported, more precisely, as audit.safety.agent_missing.
@@ -68,6 +70,8 @@ def findings_from_plan(
             if is_file
             else f"a re-apply would {action.describe()}"
         )
+        if finding_id == "audit.drift.settings" and isinstance(action, WriteFile):
+            what = _settings_summary(action, what)
         found.append(
             AuditFinding(
                 id=finding_id,
@@ -79,6 +83,17 @@ def findings_from_plan(
             )
         )
     return found
+
+
+def _settings_summary(action: WriteFile, fallback: str) -> str:
+    """Name each owned key that differs (``sandbox.failIfUnavailable is false,
+    should be true``), so the one line says what the agent or a hand edit changed;
+    the diff stays in the finding. A file whose owned keys agree (only its owner
+    or mode drifted) keeps the general summary."""
+    changes = owned_changes(action.current(), action.desired())
+    if not changes:
+        return fallback
+    return f"{action.real} (owned keys): " + "; ".join(changes)
 
 
 def drift_findings(

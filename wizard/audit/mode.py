@@ -42,10 +42,21 @@ def _need(report: Report, check_id: str, audit_id: str, purpose: str) -> list[Au
     ]
 
 
+# Claude's inner sandbox in any mode: without socat it runs commands unsandboxed
+# (or, with the failIfUnavailable the settings carry, refuses to start).
+DEPS_NEEDS = (
+    "claude.sandbox_deps",
+    "audit.mode.sandbox_deps",
+    "Claude's inner sandbox (socat and ripgrep; without them Claude refuses to start)",
+)
+
+
 def mode_findings(report: Report, config: LauncherConfig) -> list[AuditFinding]:
-    """Sandbox mode needs bwrap.sandbox, and the nested probe of its inner strength."""
+    """Sandbox mode needs bwrap.sandbox, and the nested probe of its inner strength;
+    an inner sandbox that is on, in any mode, needs its dependencies."""
+    deps = _need(report, *DEPS_NEEDS) if config.inner_sandbox != "off" else []
     if str(config.mode) != "sandbox":
-        return []
+        return deps
     found = _need(report, *SANDBOX_NEEDS)
     inner = INNER_NEEDS.get(config.inner_sandbox)
     if inner is not None:
@@ -65,7 +76,7 @@ def mode_findings(report: Report, config: LauncherConfig) -> list[AuditFinding]:
                 )
             ]
         found += need
-    return found
+    return found + deps
 
 
 def claude_findings(

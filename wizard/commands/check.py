@@ -99,12 +99,7 @@ def start_experiments(ids: list[str], as_user: str | None, claude: str | None = 
     from checks.experiments import CLAUDE_QUIET_ENV, first_experiments
     from checks.prefetch import SAFE_PATH, start, which
 
-    try:
-        with open("/proc/1/comm", encoding="utf-8") as handle:
-            inside_bwrap = handle.read().strip() == "bwrap"
-    except OSError:
-        inside_bwrap = False
-    experiments = first_experiments(inside_bwrap)
+    experiments = first_experiments()
     start([experiments[i] for i in (ids or experiments) if i in experiments], as_user)
     # bwrap.installed asks bwrap its version as us, never as the probe user.
     if not ids or "bwrap.installed" in ids:

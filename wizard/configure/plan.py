@@ -7,9 +7,9 @@ Public API (the TUI, the audit and the headless path build on it):
   raises :class:`~wizard.base.errors.RefusedError` (exit 3) with the reason and the
   remedy when the report rules the choice out (sandbox mode where
   ``bwrap.sandbox`` failed, an inner sandbox strength the nested probes did not
-  verify, unsafe without acceptance) and :class:`~wizard.base.errors.InputError`
-  (exit 2) for bad input (a workspace that does not exist, a settings file that
-  is not valid JSON or is a symlink, ...).
+  verify or whose ``claude.sandbox_deps`` failed, unsafe without acceptance) and
+  :class:`~wizard.base.errors.InputError` (exit 2) for bad input (a workspace
+  that does not exist, a settings file that is not valid JSON or is a symlink, ...).
 - :class:`Plan`: ``.actions`` (see :mod:`wizard.configure.actions`), ``.launcher_config``,
   ``.answers`` (resolved: every default filled in, what answers.toml records so
   a replay is byte-identical), ``.layout``, ``.notes``; ``.changes()``.
@@ -57,6 +57,7 @@ from wizard.configure.answers import Answers, default_network, validate_answers
 from wizard.configure.answers_file import render_answers
 from wizard.configure.claude_binary import INSTALLED_CLAUDE, ClaudeBinary, find_claude
 from wizard.configure.claude_shim import leftover_shim_note, shim_actions
+from wizard.configure.inner_sandbox import check_sandbox_deps, sandbox_keys
 from wizard.configure.settings import merge_settings
 from wizard.policy.environment import loopback_port_hint, passed_names
 from wizard.policy.tool_paths import tools_problem
@@ -276,7 +277,9 @@ def build_plan(report: Report, answers: Answers, layout: Layout, source: str = "
     operator = layout.operator
     inner = answers.inner_sandbox or default_inner_sandbox(report, answers.mode)
     _check_inner(report, answers.mode, inner)
+    check_sandbox_deps(report, inner)
     scope = _settings_scope(answers, layout)
+    keys = sandbox_keys(report, inner, scope)
 
     separate = answers.mode is not Mode.UNSAFE and answers.agent_user != operator.name
     agent_name = answers.agent_user if answers.mode is not Mode.UNSAFE else operator.name
@@ -368,7 +371,7 @@ def build_plan(report: Report, answers: Answers, layout: Layout, source: str = "
         WriteFile(
             layout,
             settings_path,
-            lambda current: merge_settings(current, source_name, inner_sandbox=inner),
+            lambda current: merge_settings(current, source_name, keys),
             owner=settings_owner,
             label=f"Claude settings ({scope} scope)",
             mode=0o644,

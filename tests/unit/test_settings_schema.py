@@ -1,0 +1,70 @@
+"""Every settings file the merge can write validates against SchemaStore's
+claude-code-settings.json, and the validation can fail."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from typing import Any
+
+import pytest
+
+from tests.settings_schema import schema_errors
+from wizard.configure.settings import SandboxKeys, merge_settings
+
+SOURCE = "/etc/claude-code/managed-settings.json"
+# Existing files a user may have, with keys sandbox-setup does not own.
+EXISTING: list[dict[str, Any] | None] = [
+    None,
+    {},
+    {
+        "model": "opus",
+        "env": {"FOO": "1"},
+        "permissions": {"allow": ["Bash(make:*)"], "deny": ["Read(./secrets/**)"]},
+        "sandbox": {
+            "excludedCommands": ["docker"],
+            "network": {"allowedDomains": ["pypi.org"]},
+            "credentials": {"envVars": [{"name": "GITHUB_TOKEN", "mode": "deny"}]},
+        },
+    },
+    {"sandbox": {"enabled": True, "enableWeakerNestedSandbox": True, "failIfUnavailable": True}},
+]
+KEYS = [
+    SandboxKeys(inner, managed=managed, **paths, proxy_port=port)  # type: ignore[arg-type]
+    for inner, (managed, paths), port in itertools.product(
+        ("strong", "weak", "off"),
+        (
+            (False, {}),
+            (True, {"bwrap_path": "/usr/bin/bwrap", "socat_path": "/usr/bin/socat"}),
+        ),
+        (None, 3128),
+    )
+]
+
+
+@pytest.mark.parametrize("existing", EXISTING, ids=["new", "empty", "foreign", "weak-before"])
+@pytest.mark.parametrize(
+    "keys", KEYS, ids=[f"{k.inner_sandbox}-{'managed' if k.managed else 'user'}-{k.proxy_port}"
+                       for k in KEYS]
+)  # fmt: skip
+def test_every_merge_validates(existing: dict[str, Any] | None, keys: SandboxKeys) -> None:
+    raw = None if existing is None else json.dumps(existing).encode()
+    merged = json.loads(merge_settings(raw, SOURCE, keys))
+    assert schema_errors(merged) == []
+
+
+@pytest.mark.parametrize(
+    ("settings", "where"),
+    [
+        ({"sandbox": {"failIfUnavailable": "yes"}}, "sandbox.failIfUnavailable"),
+        ({"sandbox": {"failIfUnavailible": True}}, "sandbox"),  # a misspelled owned key
+        ({"sandbox": {"credentials": {"envVars": [{"name": "K", "mode": "hide"}]}}}, "mode"),
+        ({"sandbox": {"network": {"httpProxyPort": 0}}}, "sandbox.network.httpProxyPort"),
+        ({"permissions": {"deny": ["Reed(~/.ssh/**)"]}}, "permissions.deny.0"),
+    ],
+)
+def test_the_schema_rejects_what_claude_would_not_take(
+    settings: dict[str, Any], where: str
+) -> None:
+    errors = schema_errors(settings)
+    assert errors and any(where in error for error in errors), errors
