@@ -11,7 +11,15 @@ point leaves a journal that undo can replay backwards:
 - ``create-group`` / ``create-user`` / ``add-to-group``: accounts created;
 - ``acl``: a snapshot (per path: mode bits, access and default ACL) of the
   workspace before the group's ACLs were added;
-- ``undone`` / ``rolled-back``: the transaction was reverted.
+- ``remove-from-group``: an agent taken out of a group (the legacy shared one);
+- ``undone`` / ``rolled-back``: the transaction was reverted;
+- ``step-undone`` (``step``: the step's index among the transaction's steps): one
+  step an undo reverted. An undo marks each step as it succeeds and marks the
+  transaction ``undone`` only when every step did, so a step that failed (a
+  ``userdel`` refused while the agent still ran) is retried by the next ``--undo``.
+
+Account steps (users, groups) are reverted by :mod:`wizard.configure.account_undo`:
+it stops the agent's processes first and keeps what another setup still uses.
 
 :func:`undo_last` reverts the newest transaction that is not yet reverted,
 committed or not, and returns what it restored or removed. A file that changed
@@ -31,13 +39,14 @@ import fcntl
 import json
 import os
 import secrets
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from wizard.base.errors import RefusedError, SetupError
 from wizard.base.paths import Layout
-from wizard.configure import fsops, users
+from wizard.configure import account_undo, fsops, users
+from wizard.policy.accounts import LEGACY_WORKSPACE_GROUP
 
 
 def _now() -> str:
@@ -207,16 +216,6 @@ def _revert_one(layout: Layout, entry: dict[str, Any]) -> str | None:
         if fsops.remove_empty_dir(layout.root, Path(entry["real"])):
             return f"removed directory {entry['target']}"
         return None
-    if op == "create-user":
-        if users.user_exists(layout, entry["name"]):
-            users.run_tool(users.userdel_argv(layout, entry["name"]))
-            return f"removed user {entry['name']} and its home"
-        return None
-    if op == "create-group":
-        if users.group_gid(layout, entry["name"]) is not None:
-            users.run_tool(users.groupdel_argv(layout, entry["name"]))
-            return f"removed group {entry['name']}"
-        return None
     if op == "add-to-group":
         members = users.group_members(entry["group"], layout.root) or []
         if entry["user"] in members:
@@ -240,7 +239,7 @@ def _revert_acl(layout: Layout, entry: dict[str, Any]) -> str | None:
     except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
         snapshot = None  # a getfacl backup from an older version
     if not isinstance(snapshot, dict) or snapshot.get("format") != users.ACL_SNAPSHOT_FORMAT:
-        gid = users.group_gid(layout, users.WORKSPACE_GROUP)
+        gid = users.group_gid(layout, LEGACY_WORKSPACE_GROUP)
         if gid is None:
             return None
         snapshot = {"gid": gid, "entries": {}}  # strip the group's entries everywhere
@@ -254,30 +253,69 @@ def _revert_acl(layout: Layout, entry: dict[str, Any]) -> str | None:
     return f"restored ACLs and setgid bits of {entry['target']}" if changed else None
 
 
-def revert(layout: Layout, entries: list[dict[str, Any]]) -> list[str]:
-    """Undo ``entries`` newest first; returns a line per thing restored or removed."""
+def revert(
+    layout: Layout,
+    entries: list[dict[str, Any]],
+    on_done: Callable[[dict[str, Any]], None] | None = None,
+) -> list[str]:
+    """Undo ``entries`` newest first; returns a line per thing restored or removed.
+    ``on_done(entry)`` is called for each step that did not fail."""
     done = []
     for entry in reversed(entries):
-        if entry.get("op") in ("begin", "commit"):
+        if entry.get("op") in BOOKKEEPING:
             continue
         try:
-            line = _revert_one(layout, entry)
+            if entry.get("op") in account_undo.OPS:
+                line = account_undo.revert_step(layout, entry, entries)
+            else:
+                line = _revert_one(layout, entry)
         except (OSError, SetupError) as exc:
             # Keep going: one step that cannot be reverted must not strand the rest.
             line = f"could not undo {describe_entry(entry) or entry.get('op')}: {exc}"
+        else:
+            if on_done is not None:
+                on_done(entry)
         if line:
             done.append(line)
     return done
 
 
-def last_transaction(layout: Layout) -> tuple[str, list[dict[str, Any]]] | None:
-    """The newest transaction not yet reverted, with its entries, or None."""
+# Entries about the journal itself, not steps of an apply.
+BOOKKEEPING = ("begin", "commit", "undone", "rolled-back", "step-undone")
+CLOSED = ("undone", "rolled-back")
+
+
+def pending_steps(txn_entries: list[dict[str, Any]]) -> list[tuple[int, dict[str, Any]]]:
+    """The steps of one transaction no undo has reverted yet, with their index."""
+    steps = [e for e in txn_entries if e.get("op") not in BOOKKEEPING]
+    done = {e.get("step") for e in txn_entries if e.get("op") == "step-undone"}
+    return [(index, entry) for index, entry in enumerate(steps) if index not in done]
+
+
+def _open_transactions(entries: list[dict[str, Any]]) -> list[str]:
+    closed = {e["txn"] for e in entries if e.get("op") in CLOSED}
+    return [e["txn"] for e in entries if e.get("op") == "begin" and e["txn"] not in closed]
+
+
+def open_steps(layout: Layout) -> list[dict[str, Any]]:
+    """Every step, of every transaction not yet reverted, that is still in effect."""
     entries = read_journal(layout)
-    closed = {e["txn"] for e in entries if e.get("op") in ("undone", "rolled-back")}
-    txns = [e["txn"] for e in entries if e.get("op") == "begin" and e["txn"] not in closed]
+    found = []
+    for txn in _open_transactions(entries):
+        found += [e for _, e in pending_steps([e for e in entries if e["txn"] == txn])]
+    return found
+
+
+def last_transaction(layout: Layout) -> tuple[str, list[dict[str, Any]]] | None:
+    """The newest transaction not yet reverted, with its entries (only the steps
+    still to undo, after its ``begin``), or None."""
+    entries = read_journal(layout)
+    txns = _open_transactions(entries)
     if not txns:
         return None
-    return txns[-1], [e for e in entries if e["txn"] == txns[-1]]
+    mine = [e for e in entries if e["txn"] == txns[-1]]
+    begin = [e for e in mine if e.get("op") == "begin"]
+    return txns[-1], begin + [e for _, e in pending_steps(mine)]
 
 
 def describe_entry(entry: dict[str, Any]) -> str | None:
@@ -292,6 +330,8 @@ def describe_entry(entry: dict[str, Any]) -> str | None:
         return f"remove {op.split('-')[1]} {entry['name']}"
     if op == "add-to-group":
         return f"remove {entry['user']} from group {entry['group']}"
+    if op == "remove-from-group":
+        return f"add {entry['user']} back to group {entry['group']}"
     if op == "acl":
         return f"restore ACLs of {entry['target']}"
     return None
@@ -309,16 +349,43 @@ def is_left(line: str) -> bool:
 def undo_last(layout: Layout) -> list[str]:
     """Revert the newest apply that is not yet reverted; [] when there is none."""
     with apply_lock(layout):
-        found = last_transaction(layout)
-        if found is None:
+        entries = read_journal(layout)
+        txns = _open_transactions(entries)
+        if not txns:
             return []
-        last, steps = found
-        done = revert(layout, steps)
+        last = txns[-1]
+        pending = pending_steps([e for e in entries if e["txn"] == last])
+        index = {id(entry): number for number, entry in pending}
+        steps = [entry for _, entry in pending]
         fd = _open_in(layout, layout.journal, os.O_WRONLY | os.O_APPEND)
+
+        def mark(entry: dict[str, Any]) -> None:
+            # Durable at once: an undo killed half-way keeps what it did.
+            _append_line(fd, {"txn": last, "op": "step-undone", "step": index[id(entry)]})
+
         try:
-            line = json.dumps({"txn": last, "op": "undone", "at": _now()}, sort_keys=True)
-            os.write(fd, (line + "\n").encode("utf-8"))
-            os.fsync(fd)
+            # The agent first: nothing of it may run while its access is taken away.
+            done = account_undo.stop_agents(layout, steps)
+            reverted: list[dict[str, Any]] = []
+
+            def step_done(entry: dict[str, Any]) -> None:
+                mark(entry)
+                reverted.append(entry)
+
+            done += revert(layout, steps, on_done=step_done)
+            if len(reverted) == len(steps):
+                _append_line(fd, {"txn": last, "op": "undone", "at": _now()})
+            else:
+                left = len(steps) - len(reverted)
+                done.append(
+                    f"could not undo {left} step(s) of apply {last}; they stay recorded and "
+                    "the next --undo retries them"
+                )
         finally:
             os.close(fd)
         return done
+
+
+def _append_line(fd: int, entry: dict[str, Any]) -> None:
+    os.write(fd, (json.dumps(entry, sort_keys=True) + "\n").encode("utf-8"))
+    os.fsync(fd)

@@ -14,8 +14,11 @@ Public API (the TUI, the audit and the headless path build on it):
   ``.answers`` (resolved: every default filled in, what answers.toml records so
   a replay is byte-identical), ``.layout``, ``.notes``; ``.changes()``.
 
-Order of actions: workspace group, agent user, group membership, workspace
-ACLs, Claude binary copy, login copy, Claude settings, launcher.toml,
+Order of actions: workspace group (one per setup, :func:`wizard.policy.accounts.
+workspace_group`), agent user (created, or an existing one the account rules
+accept: :mod:`wizard.configure.agent_account`), group membership, leaving the
+legacy shared group, workspace ACLs, Claude binary copy, login copy, Claude
+settings, launcher.toml, the setup ledger (:mod:`wizard.configure.ledger`),
 answers.toml.
 """
 
@@ -38,18 +41,14 @@ from wizard.base.launcher_config import LauncherConfig, UnsafeAcceptance, render
 from wizard.base.limits import Limits
 from wizard.base.paths import Layout
 from wizard.configure import fsops, users
-from wizard.configure.actions import (
-    Action,
-    AddToGroup,
-    CreateGroup,
-    CreateUser,
-    WorkspaceAccess,
-    WriteFile,
-)
-from wizard.configure.agent_account import check_existing_agent
+from wizard.configure.actions import Action, WorkspaceAccess, WriteFile
+from wizard.configure.agent_account import check_agent_account
+from wizard.configure.agent_setup import account_actions, ledger_action
 from wizard.configure.answers import Answers, default_network, dump_answers, validate_answers
 from wizard.configure.claude_binary import INSTALLED_CLAUDE, ClaudeBinary, find_claude
+from wizard.configure.ledger import SetupRecord
 from wizard.configure.settings import merge_settings
+from wizard.policy.accounts import workspace_group
 from wizard.policy.environment import passed_names
 from wizard.policy.unsafe import UNSAFE_STATEMENT, acceptance_label
 
@@ -249,8 +248,9 @@ def build_plan(report: Report, answers: Answers, layout: Layout) -> Plan:
     agent = lookup_user(agent_name, layout.root)
     if agent is not None and agent.uid == 0 and answers.mode is not Mode.UNSAFE:
         raise RefusedError(f"agent user {agent_name} has uid 0; choose a non-root agent user")
-    if separate and agent is not None:
-        check_existing_agent(layout, agent)
+    agent_facts = None
+    if separate:
+        agent_facts = check_agent_account(layout, agent_name, agent, reuse=answers.reuse_account)
     if separate and agent is None and operator.uid != 0:
         raise RefusedError(
             f"agent user {agent_name} does not exist and creating users needs root; run as "
@@ -276,16 +276,17 @@ def build_plan(report: Report, answers: Answers, layout: Layout) -> Plan:
             f"{agent_name}"
         )
 
+    group = workspace_group(agent_name) if separate and answers.workspaces else None
     if separate:
         for ws in answers.workspaces:
             _check_reachable(layout, ws)
-        if answers.workspaces:
-            actions.append(CreateGroup(layout, users.WORKSPACE_GROUP))
-        groups = (users.WORKSPACE_GROUP,) if answers.workspaces else ()
-        actions.append(CreateUser(layout, agent_name, agent_home, groups))
-        if agent is not None and groups:
-            actions.append(AddToGroup(layout, agent_name, users.WORKSPACE_GROUP))
-        actions += [WorkspaceAccess(layout, ws, users.WORKSPACE_GROUP) for ws in answers.workspaces]
+        actions += account_actions(layout, agent_name, agent_home, agent_facts, group, notes)
+        assert group is not None or not answers.workspaces
+        actions += [
+            WorkspaceAccess(layout, ws, group, agent=agent_name)
+            for ws in answers.workspaces
+            if group is not None
+        ]
 
     launcher_claude = claude.path
     if separate and claude.private:
@@ -373,6 +374,20 @@ def build_plan(report: Report, answers: Answers, layout: Layout) -> Plan:
             dir_mode=op_dirs,
         )
     )
+    if separate and operator.uid == 0:
+        actions.append(
+            ledger_action(
+                layout,
+                SetupRecord(
+                    agent=agent_name,
+                    mode=str(answers.mode),
+                    group=group,
+                    workspaces=tuple(str(w) for w in answers.workspaces),
+                    created_user=agent is None,
+                    created_group=group is not None and users.group_gid(layout, group) is None,
+                ),
+            )
+        )
     answers_text = dump_answers(resolved).encode("utf-8")
     actions.append(
         WriteFile(
