@@ -69,6 +69,13 @@ def headless(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return run_cli("--headless", "--root", str(root), *args)
 
 
+def audit_ids(root: Path) -> list[str]:
+    """The finding IDs of ``--audit --json`` (exit 0 or 1: it could audit)."""
+    done = run_cli("--audit", "--json", "--root", str(root))
+    assert done.returncode in (0, 1), done.stderr
+    return [f["id"] for f in json.loads(done.stdout)["findings"]]
+
+
 def refused(root: Path, *args: str) -> str:
     """Run an apply that must be refused: exit 3 and nothing written. Its stderr."""
     before = snapshot(root)
@@ -149,6 +156,12 @@ def test_an_existing_regular_account_is_the_agent_only_when_reused(root: Path) -
                     "--workspace", "/srv/a")  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert group_entry(root, "sandbox-ws-alice")[3] == "alice"  # type: ignore[index]
+    assert not [i for i in audit_ids(root) if i.startswith("audit.accounts")]
+    # Later someone turns the account into a service's: the audit judges it by the
+    # same rules the plan applied.
+    subprocess.run(["usermod", "--prefix", str(root), "--shell", "/usr/sbin/nologin", "alice"],
+                   check=True)  # fmt: skip
+    assert "audit.accounts.service" in audit_ids(root)
     undo = run_cli("--undo", "--yes", "--root", str(root))
     assert undo.returncode == 0, undo.stderr
     # Not created by this setup: undo takes its access away but keeps the account.
@@ -291,8 +304,7 @@ def test_an_old_setup_with_the_shared_group_still_reads_and_is_upgraded(root: Pa
     before = system_state(root)
     assert group_entry(root, "sandbox-ws")[3] == "claude-agent,other"  # type: ignore[index]
 
-    audit = run_cli("--audit", "--json", "--root", str(root))
-    assert audit.returncode in (0, 1), audit.stderr  # the old config reads
+    assert "audit.accounts.legacy_group" in audit_ids(root)  # the old config reads
 
     args = ("--mode", "user", "--workspace", "/srv/a", "--settings-scope", "user")
     plan = headless(root, *args)

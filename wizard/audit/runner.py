@@ -27,7 +27,10 @@ diff, accepted):
   ``.agent_home``, ``.workspace_missing``, ``.workspace_mode``,
   ``.workspace_access``, ``.sudoers``, ``.password``;
 - ``audit.unsafe.accepted`` (accepted: reported, does not fail the audit),
-  ``audit.unsafe.unaccepted``.
+  ``audit.unsafe.unaccepted``;
+- accounts and sessions (:mod:`wizard.audit.accounts`): ``audit.accounts.system``,
+  ``.service``, ``.admin_group``, ``.root``, ``.outlived``, ``.legacy_group``; the
+  session limits (and whether this host enforces memory) are a note.
 
 Python API (the TUI's audit view): :func:`audit` ``(layout, timeout, as_user)
 -> AuditReport``. The report ends with a posture grade (:mod:`wizard.audit.grade`). Exit 0 when
@@ -43,6 +46,7 @@ import shlex
 from pathlib import Path
 
 from checks.model import Report
+from wizard.audit.accounts import account_findings, limits_note
 from wizard.audit.drift import drift_findings
 from wizard.audit.grade import grade
 from wizard.audit.mode import claude_findings, mode_findings
@@ -175,6 +179,10 @@ def audit(layout: Layout, timeout: float = 10.0, as_user: str | None = None) -> 
     if str(config.mode) in ("sandbox", "user"):
         agent_missing = agent is None
         findings += agent_findings(layout, config, agent)
+    findings += account_findings(layout, config, agent)
+    limits = limits_note(config)
+    if limits is not None:
+        notes = [*notes, limits]
     if claude.exists and not claude.trusted:
         # The plan runs `claude --version` (as root): never on a binary others could
         # have written. Fix the binary first; then the drift can be compared.

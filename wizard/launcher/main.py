@@ -37,6 +37,7 @@ from wizard.launcher.command import (
     unsafe_launch,
     user_launch,
 )
+from wizard.launcher.containment import Containment, contain
 from wizard.launcher.trust import check_trusted_file, find_trusted_tool, read_trusted_text
 from wizard.policy.names import user_name_problem
 
@@ -147,15 +148,32 @@ def build_launch(
     uid: int,
     environ: Mapping[str, str],
     owners: frozenset[int],
-) -> tuple[Launch, Agent | None]:
+) -> tuple[Launch, Agent | None, Containment | None]:
     claude = check_trusted_file(config.claude, owners, "Claude binary")
     if not os.access(claude, os.X_OK):
         raise RefusedError(f"Claude binary {claude} is not executable")
     path_env = environ.get("PATH")
     if config.mode is Mode.UNSAFE:
         who = "root (uid 0)" if uid == 0 else f"uid {uid}"
-        return unsafe_launch(config, str(claude), environ, claude_args, uid, who), None
+        return unsafe_launch(config, str(claude), environ, claude_args, uid, who), None, None
     agent = resolve_agent(config, uid)
+    launch, containment = contain(
+        config, agent, _separate_launch(config, agent, claude, claude_args, uid, environ, owners),
+        uid, owners, path_env,
+    )  # fmt: skip
+    return launch, agent, containment
+
+
+def _separate_launch(
+    config: LauncherConfig,
+    agent: Agent,
+    claude: Path,
+    claude_args: Sequence[str],
+    uid: int,
+    environ: Mapping[str, str],
+    owners: frozenset[int],
+) -> Launch:
+    path_env = environ.get("PATH")
     if config.mode is Mode.SANDBOX:
         bwrap = find_trusted_tool("bwrap", owners, path_env)
         setpriv = find_trusted_tool("setpriv", owners, path_env)
@@ -170,9 +188,9 @@ def build_launch(
             claude_args,
             switch_user=uid == 0,
         )
-        return launch, agent
+        return launch
     setpriv = find_trusted_tool("setpriv", owners, path_env)
-    launch = user_launch(
+    return user_launch(
         config,
         agent,
         str(claude),
@@ -180,9 +198,7 @@ def build_launch(
         environ,
         claude_args,
         switch_user=uid == 0,
-        new_session=gather_host_facts().legacy_tiocsti,
     )
-    return launch, agent
 
 
 def describe(launch: Launch, config_path: Path, mode: Mode) -> str:
@@ -207,26 +223,23 @@ def run(options: Options, environ: Mapping[str, str]) -> int:
     owners = frozenset({0, uid})
     config_path = options.config or default_config_path()
     real, config = load_config(config_path, owners)
-    launch, agent = build_launch(config, options.claude_args, uid, environ, owners)
+    launch, agent, containment = build_launch(config, options.claude_args, uid, environ, owners)
     if launch.warning:
         print(launch.warning, file=sys.stderr)
     if options.dry_run:
         print(describe(launch, real, config.mode))
         return int(ExitCode.OK)
-    if launch.supervised:
-        from wizard.launcher.supervise import run_supervised
-
-        assert agent is not None
-        return run_supervised(launch, agent.uid, environ)
     if launch.cwd:
         try:
             os.chdir(launch.cwd)
         except OSError as exc:
             raise RefusedError(f"cannot enter {launch.cwd}: {exc.strerror}") from None
-    if launch.new_session:
-        from wizard.launcher.session import run_in_new_session
+    if agent is not None and containment is not None:
+        from wizard.launcher.session_runner import run_session, session_end_hooks
 
-        return run_in_new_session(launch)
+        return run_session(
+            launch, agent, containment, environ, switch_user=uid == 0, hooks=session_end_hooks()
+        )
     sys.stdout.flush()
     sys.stderr.flush()
     try:
