@@ -5,7 +5,7 @@ IDs are stable and never renamed (DESIGN.md); new checks get new IDs.
 
 from __future__ import annotations
 
-from checks import bwrap, claude, container, identity, proc, seccomp, tty, userns
+from checks import bwrap, cgroup, claude, container, identity, proc, seccomp, tty, userns
 from checks.base import Check
 
 CHECKS: tuple[Check, ...] = (
@@ -48,6 +48,12 @@ CHECKS: tuple[Check, ...] = (
     ),
     Check("seccomp.available", "seccomp filters can be installed", True, seccomp.check_seccomp),
     Check("tty.tiocsti", "TIOCSTI terminal injection", False, tty.check_tiocsti),
+    Check(
+        "cgroup.delegation",
+        "A cgroup for each session's task and memory limits",
+        False,
+        cgroup.check_cgroup_delegation,
+    ),
     Check("claude.installed", "Claude Code installed", False, claude.check_claude_installed),
     Check("claude.root_guard", "Claude Code's root guard", True, claude.check_root_guard),
     Check(

@@ -336,7 +336,7 @@ def test_disk_full_in_the_journal_directory(root: Path, leave: int, fault: Fault
     no_traceback(stderr)
     assert "No space left on device" in stderr, stderr
     if leave:
-        assert "rolled back" in stderr and "removed group sandbox-ws" in stderr, stderr
+        assert "rolled back" in stderr and "removed group sandbox-ws-claude-agent" in stderr, stderr
     else:
         assert "cannot write the journal" in stderr, stderr
     assert system_state(root) == before

@@ -198,6 +198,7 @@ def test_bwrap_killed_during_verification(tree: LaunchTree, fault: FaultRow) -> 
     log = tree.outside / "killed.log"  # the stand-in runs as the agent (nobody)
     tree.write_script(KILLING_BWRAP.replace("{log!r}", repr(str(log))), "bwrap", fake_bin)
     (fake_bin / "setpriv").symlink_to("/usr/bin/setpriv")
+    (fake_bin / "prlimit").symlink_to("/usr/bin/prlimit")  # the session's task limit
     result = run_launcher(config, ["--print", "ok"], env=launcher_env({"PATH": str(fake_bin)}))
     assert log.exists() and log.read_text().startswith("killed"), result.stderr
     assert result.returncode == 3, (result.returncode, result.stdout, result.stderr)

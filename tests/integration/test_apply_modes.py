@@ -78,7 +78,7 @@ def test_sandbox_mode_files_user_and_workspace_access(root: Path) -> None:
     ]
     assert shadow and shadow[0].split(":")[1].startswith("!"), "password must be locked"
     assert group_entry(root, "claude-agent") is not None  # its own group
-    ws_group = group_entry(root, "sandbox-ws")
+    ws_group = group_entry(root, "sandbox-ws-claude-agent")
     assert ws_group is not None and "claude-agent" in ws_group[3].split(",")
     assert owner(root / "home/claude-agent") == (uid, gid, 0o700)
     # Workspace: ACLs for the group, owners untouched, setgid dirs, default ACL.
@@ -263,7 +263,7 @@ def test_workspace_acls_do_not_follow_symlinks_out_of_the_workspace(root: Path) 
     (outside / "secret.txt").write_text("not for the agent\n")
     (root / "srv/project/escape").symlink_to("../outside")
     apply(root, "--mode", "sandbox", "--workspace", "/srv/project")
-    ws_group = group_entry(root, "sandbox-ws")
+    ws_group = group_entry(root, "sandbox-ws-claude-agent")
     assert ws_group is not None
     assert f"group:{ws_group[2]}:" in acl(root / "srv/project/README.md")
     assert f"group:{ws_group[2]}:" not in acl(outside)

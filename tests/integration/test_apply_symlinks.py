@@ -78,7 +78,7 @@ def state_of(path: Path) -> list[tuple[str, int, int, int, str]]:
 def as_agent(root: Path, script: str) -> None:
     """Run ``script`` as the agent user of ``root`` (its uid, its groups)."""
     agent = passwd_entry(root, "claude-agent")
-    ws_group = group_entry(root, "sandbox-ws")
+    ws_group = group_entry(root, "sandbox-ws-claude-agent")
     assert agent is not None and ws_group is not None
     subprocess.run(
         ["setpriv", "--reuid", agent[2], "--regid", agent[3], "--groups", ws_group[2],

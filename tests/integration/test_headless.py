@@ -42,7 +42,7 @@ def test_dry_run_shows_diffs_and_commands_and_writes_nothing_even_with_yes(root:
     proc = run_cli("--headless", "--root", str(root), "--dry-run", "--yes", *SANDBOX)
     assert proc.returncode == 0, proc.stderr
     assert f"$ useradd --prefix {root} --create-home" in proc.stdout
-    assert f"$ setfacl -R -d -m g:sandbox-ws:rwX {root}/srv/project" in proc.stdout
+    assert f"$ setfacl -R -d -m g:sandbox-ws-claude-agent:rwX {root}/srv/project" in proc.stdout
     assert "+++ /etc/claude-code/managed-settings.json (planned)" in proc.stdout
     assert '+mode = "sandbox"' in proc.stdout
     assert snapshot(root) == before
@@ -102,7 +102,15 @@ def symlinked_settings(root: Path) -> tuple[str, ...]:
     link = home / ".claude/settings.json"
     link.symlink_to(root / "etc/shadow")
     os.lchown(link, 4242, 4242)
-    return ("--mode", "user", "--agent-user", "agent", "--settings-scope", "user")
+    return (
+        "--mode",
+        "user",
+        "--agent-user",
+        "agent",
+        "--reuse-account",
+        "--settings-scope",
+        "user",
+    )
 
 
 CASES = {

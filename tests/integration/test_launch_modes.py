@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import subprocess
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -66,7 +65,13 @@ def test_user_mode_switches_to_the_agent_with_a_clean_environment(
     assert report["cwd"] == str(tree.workspace)
     assert report["args"] == ["--print", "ok"]
     # Not a sandbox, and it does not claim one: the caller's IS_SANDBOX is dropped.
-    assert report["ns"] == host_namespaces()
+    # Only a pid namespace (and the mount namespace of its fresh /proc) of its own,
+    # so that nothing of the session outlives it.
+    host = host_namespaces()
+    assert {k: v for k, v in report["ns"].items() if k not in ("pid", "mnt")} == {
+        k: v for k, v in host.items() if k not in ("pid", "mnt")
+    }
+    assert report["ns"]["pid"] != host["pid"] and report["ns"]["mnt"] != host["mnt"]
     assert report["is_sandbox"] is None
     assert set(report["env"]) <= {"HOME", "PATH", "TERM", "LANG", "USER", "LOGNAME"}
     assert report["env"]["HOME"] == str(tree.home)
@@ -83,19 +88,18 @@ def test_user_mode_exit_status_is_claudes(tree: LaunchTree) -> None:
     assert run_launcher(config).returncode == 128 + 9
 
 
-def test_user_mode_runs_claude_in_a_session_of_its_own_where_tiocsti_works(
+def test_user_mode_runs_claude_in_a_session_of_its_own_under_its_reaper(
     tree: LaunchTree,
 ) -> None:
-    if Path("/proc/sys/dev/tty/legacy_tiocsti").read_text().strip() == "0":
-        pytest.skip("legacy_tiocsti is 0 here: user mode execs in the caller's session")
     claude = tree.write_script(
         "#!/usr/bin/python3\nimport os\nprint(os.getpid(), os.getsid(0), os.getppid())\n"
     )
     result = run_launcher(tree.write_config(claude, mode="user"))
     assert result.returncode == 0, result.stderr
-    pid, sid, ppid = map(int, result.stdout.split())
-    assert sid == pid  # a session leader: the caller's terminal is not its terminal
-    assert ppid != 1  # supervised by the launcher, which waits for it
+    pid, sid, ppid = map(int, result.stdout.splitlines()[-1].split())
+    # The session's first process (pid 1 of its pid namespace) leads a session of
+    # its own: the caller's terminal is never the agent's terminal.
+    assert (sid, ppid) == (1, 1) and pid != 1
 
 
 @pytest.mark.parametrize(

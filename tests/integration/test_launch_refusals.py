@@ -66,6 +66,7 @@ def test_bwrap_failing_to_start(tree: LaunchTree) -> None:
     fake_bin.mkdir(mode=0o755)
     tree.write_script("#!/bin/sh\necho 'bwrap: simulated failure' >&2\nexit 1\n", "bwrap", fake_bin)
     (fake_bin / "setpriv").symlink_to("/usr/bin/setpriv")
+    (fake_bin / "prlimit").symlink_to("/usr/bin/prlimit")  # the session's task limit
     env = launcher_env({"PATH": str(fake_bin)})
     stderr = _refused(tree, tree.write_config(_claude(tree)), "bwrap failed to start", env=env)
     assert "simulated failure" in stderr

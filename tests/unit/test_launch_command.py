@@ -121,7 +121,12 @@ def test_mounts() -> None:
     assert ("/run/systemd/resolve", "/run/systemd/resolve") in ro
     assert pairs(argv, "--proc")[0][0] == "/proc"
     assert pairs(argv, "--dev")[0][0] == "/dev"
-    assert [p[0] for p in pairs(argv, "--tmpfs")] == ["/tmp", "/run"]
+    assert [p[0] for p in pairs(argv, "--tmpfs")] == ["/dev/shm", "/tmp", "/run"]
+    assert [p[0] for p in pairs(argv, "--size")] == [str(512 * 1024**2)] * 3
+    # Each size is right before its --tmpfs; /dev itself read-only after /dev/shm.
+    assert all(argv[argv.index(p[1]) - 0] == "--tmpfs" for p in pairs(argv, "--size"))
+    assert argv.index("--remount-ro") > argv.index("/dev/shm")
+    assert argv[argv.index("--remount-ro") + 1] == "/dev"
     # The resolver dir comes back after the /run tmpfs hides it.
     assert argv.index("/run/systemd/resolve") > argv.index("/run")
     writable = [p[0] for p in pairs(argv, "--bind")]

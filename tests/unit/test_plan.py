@@ -57,11 +57,14 @@ def test_sandbox_plan_order_targets_and_nothing_written(layout: Layout) -> None:
         "write-file",
         "write-file",
         "write-file",
+        "write-file",
     ]
     targets = [a.target for a in plan.actions]
+    assert targets[0] == "sandbox-ws-claude-agent"  # the setup's own group
     assert targets[3:] == [
         "/etc/claude-code/managed-settings.json",
         "/root/.config/sandbox-setup/launcher.toml",
+        "/root/.local/state/sandbox-setup/setups.json",
         "/root/.config/sandbox-setup/answers.toml",
     ]
     assert all(a.is_change() for a in plan.actions)
@@ -219,7 +222,7 @@ def test_untrusted_directory_symlink_on_the_path_is_refused(layout: Layout) -> N
     os.lchown(home / ".claude", 4242, 4242)
     with open(layout.real(PurePosixPath("/etc/passwd")), "a") as passwd:
         passwd.write("mallory:x:4242:4242::/home/mallory:/bin/sh\n")
-    answers = Answers(Mode.USER, agent_user="mallory", settings_scope="user")
+    answers = Answers(Mode.USER, agent_user="mallory", settings_scope="user", reuse_account=True)
     with pytest.raises(InputError, match="symlink owned by uid 4242"):
         build_plan(report(), answers, layout)
 
@@ -359,10 +362,20 @@ def test_an_existing_agent_that_can_become_root_is_refused(
     assert snapshot(layout.root) == before
 
 
-def test_a_locked_existing_agent_is_accepted_and_uid_0_is_refused(layout: Layout) -> None:
+def test_a_locked_existing_agent_is_accepted_only_when_reused_and_uid_0_is_refused(
+    layout: Layout,
+) -> None:
     _existing_agent(layout)
-    plan = build_plan(report(), Answers(Mode.USER, workspaces=WS, agent_user="bob"), layout)
+    before = snapshot(layout.root)
+    with pytest.raises(RefusedError, match=r"\[existing account\] bob already exists"):
+        build_plan(report(), Answers(Mode.USER, workspaces=WS, agent_user="bob"), layout)
+    assert snapshot(layout.root) == before
+    answers = Answers(Mode.USER, workspaces=WS, agent_user="bob", reuse_account=True)
+    plan = build_plan(report(), answers, layout)
     assert plan.launcher_config.agent_user == "bob"
+    user = next(a for a in plan.actions if a.kind == "create-user")
+    assert not user.is_change()
+    assert user.describe() == ("user bob already exists (reused: --reuse-account); it is the agent")
     passwd = layout.real(PurePosixPath("/etc/passwd"))
     passwd.write_text(passwd.read_text() + "toor:x:0:0::/root:/bin/sh\n")
     with pytest.raises(RefusedError, match="uid 0"):

@@ -28,7 +28,10 @@ diff, accepted):
   ``.workspace_access``, ``.sudoers``, ``.password``, ``.settings_unreadable`` (the
   agent cannot read the Claude settings: :mod:`wizard.audit.readable`);
 - ``audit.unsafe.accepted`` (accepted: reported, does not fail the audit),
-  ``audit.unsafe.unaccepted``.
+  ``audit.unsafe.unaccepted``;
+- accounts and sessions (:mod:`wizard.audit.accounts`): ``audit.accounts.system``,
+  ``.service``, ``.admin_group``, ``.root``, ``.outlived``, ``.legacy_group``; the
+  session limits (and whether this host enforces memory) are a note.
 
 Python API (the TUI's audit view): :func:`audit` ``(layout, timeout, as_user)
 -> AuditReport``. The report ends with a posture grade (:mod:`wizard.audit.grade`). Exit 0 when
@@ -44,6 +47,7 @@ import shlex
 from pathlib import Path
 
 from checks.model import Report
+from wizard.audit.accounts import account_findings, limits_note
 from wizard.audit.drift import drift_findings
 from wizard.audit.grade import grade
 from wizard.audit.mode import claude_findings, mode_findings
@@ -66,6 +70,7 @@ from wizard.configure import users
 from wizard.configure.answers import Answers
 from wizard.configure.probes import choose_probe_user
 from wizard.configure.probes import run_live_checks as run_probe_suite
+from wizard.policy.accounts import workspace_group
 
 
 def _read_setup_file(real: Path, what: str) -> str:
@@ -129,10 +134,12 @@ def run_live_checks(
 def _workspace_findings(
     layout: Layout, config: LauncherConfig, answers: Answers
 ) -> list[AuditFinding]:
-    gid = lookup_group_gid(users.WORKSPACE_GROUP, layout.root)
-    if gid is None or not config.workspaces:
-        return []
-    return private_findings(layout, config.workspaces, gid, answers.include_private)
+    found = []
+    for group in (workspace_group(config.agent_user), users.LEGACY_WORKSPACE_GROUP):
+        gid = lookup_group_gid(group, layout.root)
+        if gid is not None and config.workspaces:
+            found += private_findings(layout, config.workspaces, gid, answers.include_private)
+    return found
 
 
 def unsafe_findings(config: LauncherConfig) -> list[AuditFinding]:
@@ -194,6 +201,10 @@ def audit(layout: Layout, timeout: float = 10.0, as_user: str | None = None) -> 
         agent_missing = agent is None
         findings += agent_findings(layout, config, agent)
         findings += _workspace_findings(layout, config, answers)
+    findings += account_findings(layout, config, agent)
+    limits = limits_note(config)
+    if limits is not None:
+        notes = [*notes, limits]
     if claude.exists and not claude.trusted:
         # The plan runs `claude --version` (as root): never on a binary others could
         # have written. Fix the binary first; then the drift can be compared.

@@ -6,7 +6,8 @@ Public shape (the audit and the TUI rely on it):
 
 - ``.kind``: ``write-file`` | ``copy-login`` | ``install-claude`` (file actions,
   subclasses of :class:`WriteFile`, with ``.desired()`` and ``.current()``),
-  ``create-group`` | ``create-user`` | ``add-to-group`` | ``workspace-access``;
+  ``create-group`` | ``create-user`` | ``add-to-group`` | ``leave-group`` |
+  ``workspace-access``;
 - ``.target``: a target-system path or an account name;
 - ``.describe()``, ``.is_change()``, ``.diff()`` (unified diff, "" for
   non-files; secrets and binaries are summarized, never printed),
@@ -250,19 +251,36 @@ class WriteFile(Action):
         return record
 
 
+def members_text(layout: Layout, group: str) -> str:
+    """``members: a, b`` (or ``no members``) of ``group`` as the target system has it
+    now: the review shows who else a group it touches lets in."""
+    members = users.group_members(group, layout.root)
+    if not members:
+        return "no members"
+    return "members: " + ", ".join(members)
+
+
 @dataclass(eq=False)
 class CreateGroup(Action):
     layout: Layout
     name: str
     why: str = "workspace access"
     kind = "create-group"
+    _verb: str | None = field(default=None, init=False, repr=False)
 
     @property
     def target(self) -> str:  # type: ignore[override]
         return self.name
 
     def describe(self) -> str:
-        return f"create group {self.name} ({self.why})"
+        # Fixed at the first call, like WriteFile's verb: the plan as shown.
+        if self._verb is None:
+            self._verb = "create" if self.is_change() else "exists"
+        if self._verb == "create":
+            return f"create group {self.name} ({self.why})"
+        return (
+            f"group {self.name} already exists ({self.why}; {members_text(self.layout, self.name)})"
+        )
 
     def is_change(self) -> bool:
         return users.group_gid(self.layout, self.name) is None
@@ -283,13 +301,21 @@ class CreateUser(Action):
     name: str
     home: PurePosixPath
     groups: tuple[str, ...] = ()
+    # Why an existing account may be the agent (shown instead of "create"): it is
+    # the setup's own, or the operator reused it explicitly.
+    existing_because: str = "created by sandbox-setup"
     kind = "create-user"
+    _verb: str | None = field(default=None, init=False, repr=False)
 
     @property
     def target(self) -> str:  # type: ignore[override]
         return self.name
 
     def describe(self) -> str:
+        if self._verb is None:
+            self._verb = "create" if self.is_change() else "exists"
+        if self._verb == "exists":
+            return f"user {self.name} already exists ({self.existing_because}); it is the agent"
         extra = f", member of {', '.join(self.groups)}" if self.groups else ""
         return (
             f"create user {self.name} (locked password, home {self.home} mode 0700, "
@@ -320,7 +346,9 @@ class AddToGroup(Action):
         return self.user
 
     def describe(self) -> str:
-        return f"add user {self.user} to group {self.group}"
+        return (
+            f"add user {self.user} to group {self.group} ({members_text(self.layout, self.group)})"
+        )
 
     def is_change(self) -> bool:
         members = users.group_members(self.group, self.layout.root)
@@ -336,6 +364,39 @@ class AddToGroup(Action):
 
 
 @dataclass(eq=False)
+class LeaveGroup(Action):
+    """Take the agent out of a group: the legacy ``sandbox-ws`` that every setup
+    shared before each had its own (its other members could write this agent's
+    workspaces, and it theirs). Undo puts it back."""
+
+    layout: Layout
+    user: str
+    group: str
+    why: str = "the workspace group every setup used to share"
+    kind = "leave-group"
+
+    @property
+    def target(self) -> str:  # type: ignore[override]
+        return self.user
+
+    def describe(self) -> str:
+        return (
+            f"remove user {self.user} from group {self.group} ({self.why}; "
+            f"{members_text(self.layout, self.group)})"
+        )
+
+    def is_change(self) -> bool:
+        return self.user in (users.group_members(self.group, self.layout.root) or [])
+
+    def commands(self) -> list[list[str]]:
+        return [users.remove_from_group_argv(self.layout, self.user, self.group)]
+
+    def apply(self, txn: Transaction) -> None:
+        txn.record({"op": "remove-from-group", "user": self.user, "group": self.group})
+        users.run_tool(self.commands()[0])
+
+
+@dataclass(eq=False)
 class WorkspaceAccess(Action):
     """Give ``group`` rwX on a workspace without chowning anything: an access ACL
     on every existing entry, a default ACL and the setgid bit on every directory
@@ -345,6 +406,7 @@ class WorkspaceAccess(Action):
     layout: Layout
     workspace: PurePosixPath
     group: str
+    agent: str | None = None  # the member the plan adds, shown with the current ones
     include_private: bool = False  # also open files private to their owner (--include-private)
     # What the walk leaves alone, found when planning ("stays private: 3 files, e.g. ...").
     left_alone: tuple[str, ...] = ()
@@ -355,8 +417,12 @@ class WorkspaceAccess(Action):
         return str(self.workspace)
 
     def describe(self) -> str:
+        members = set(users.group_members(self.group, self.layout.root) or [])
+        if self.agent:
+            members.add(self.agent)
+        who = "members: " + ", ".join(sorted(members)) if members else "no members"
         text = (
-            f"let group {self.group} read and write {self.workspace} "
+            f"let group {self.group} ({who}) read and write {self.workspace} "
             "(ACLs + default ACLs + setgid directories; owners unchanged)"
         )
         return "; ".join([text, *self.left_alone])

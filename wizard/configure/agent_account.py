@@ -1,8 +1,10 @@
-"""Whether an existing account may become the agent user (DESIGN.md invariant 5).
+"""Whether an account may be the agent user (DESIGN.md invariants 5 and 9).
 
-The rules of :mod:`wizard.policy.accounts` and :mod:`wizard.policy.sudoers` (the
-audit judges with the same ones), run before an apply instead of after it, so a
-plan never hands Claude Code an account that can become root or be logged into.
+The facts (uid range from login.defs, passwd entry, groups, sudoers, shadow,
+running processes, whether sandbox-setup created it) are gathered here and judged
+by :func:`wizard.policy.accounts.agent_account_problems`, the rule the audit
+applies too. A refusal (exit 3) names every rule broken and the fix, before
+anything is written.
 """
 
 from __future__ import annotations
@@ -10,40 +12,79 @@ from __future__ import annotations
 from wizard.base.account_files import agent_groups, read_text_or_none, sudoers_files
 from wizard.base.accounts import Account
 from wizard.base.errors import RefusedError
+from wizard.base.login_defs import read_uid_range
 from wizard.base.paths import Layout
+from wizard.base.processes import processes_of_uid
 from wizard.configure import users
-from wizard.policy.accounts import PasswordState, admin_memberships, password_state
+from wizard.configure.ledger import created_accounts
+from wizard.policy.accounts import (
+    AccountFacts,
+    AccountProblem,
+    AccountRule,
+    agent_account_problems,
+    new_agent_name_problem,
+    password_state,
+)
 from wizard.policy.sudoers import find_sudoers_rules
 
 
-def check_existing_agent(layout: Layout, agent: Account) -> None:
-    """An existing account becomes the agent only if it cannot become root and cannot
-    be logged into. Refused (exit 3) with what was found and the fix."""
+def account_facts(layout: Layout, agent: Account) -> AccountFacts:
+    """Everything the account rules judge, read from the target system."""
     groups = agent_groups(layout, agent)
-    problems = []
-    for hit in find_sudoers_rules(sudoers_files(layout), agent.name, agent.uid, groups):
-        nopasswd = " with NOPASSWD" if hit.nopasswd else ""
-        problems.append(
-            f"sudoers rule for the agent {agent.name}{nopasswd}: {hit.path}:{hit.line}: "
-            f"{hit.text} (fix: visudo -f {hit.path}  # delete line {hit.line})"
-        )
-    shadow = layout.real("/etc/shadow")
-    state = password_state(read_text_or_none(shadow), agent.name)
-    if state in (PasswordState.EMPTY, PasswordState.USABLE):  # not "cannot read"
-        prefix = "" if layout.live else f"--prefix {layout.root} "
-        what = "an EMPTY" if state is PasswordState.EMPTY else "a usable"
-        problems.append(
-            f"the agent {agent.name} has {what} password in {shadow} "
-            f"(fix: usermod {prefix}--lock {agent.name})"
-        )
-    problems += [
-        f"the agent {agent.name} is in group {name} (fix: "
-        f"{' '.join(users.remove_from_group_argv(layout, agent.name, name))})"
-        for name in admin_memberships(groups)
-    ]
+    uid_range = read_uid_range(layout)
+    processes = len(processes_of_uid(agent.uid)) if layout.live else None
+    return AccountFacts(
+        name=agent.name,
+        uid=agent.uid,
+        home=str(agent.home),
+        shell=agent.shell,
+        password=password_state(read_text_or_none(layout.real("/etc/shadow")), agent.name),
+        groups=groups,
+        sudoers=tuple(find_sudoers_rules(sudoers_files(layout), agent.name, agent.uid, groups)),
+        uid_min=uid_range.uid_min,
+        uid_max=uid_range.uid_max,
+        processes=processes,
+        created_by_setup=agent.name in created_accounts(layout),
+    )
+
+
+def problem_fix(layout: Layout, problem: AccountProblem, name: str) -> str:
+    """The command (or choice) that fixes ``problem``."""
+    prefix = "" if layout.live else f"--prefix {layout.root} "
+    if problem.rule is AccountRule.PASSWORD:
+        return f"usermod {prefix}--lock {name}"
+    if problem.rule is AccountRule.SUDO and problem.hit is not None:
+        return f"visudo -f {problem.hit.path}  # delete line {problem.hit.line}"
+    if problem.rule is AccountRule.ADMIN_GROUP and problem.group is not None:
+        return " ".join(users.remove_from_group_argv(layout, name, problem.group))
+    if problem.rule is AccountRule.NOT_OURS:
+        return "pass --reuse-account to make it the agent (it must pass every rule)"
+    if problem.rule is AccountRule.PROCESSES:
+        return "stop them, or pass --reuse-account if this account is meant for the agent"
+    return "choose another --agent-user (sandbox-setup creates a new one, locked)"
+
+
+def refusal(layout: Layout, name: str, problems: list[AccountProblem]) -> RefusedError:
+    parts = [f"[{p.rule}] {p.text} (fix: {problem_fix(layout, p, name)})" for p in problems]
+    return RefusedError(
+        f"the account {name} cannot be the agent user: "
+        + "; ".join(parts)
+        + "; or pick a new --agent-user (sandbox-setup creates it locked)"
+    )
+
+
+def check_agent_account(
+    layout: Layout, name: str, agent: Account | None, *, reuse: bool
+) -> AccountFacts | None:
+    """Refuse (exit 3) an agent account that breaks a rule; return its facts (None
+    when the account does not exist yet and sandbox-setup will create it)."""
+    if agent is None:
+        problem = new_agent_name_problem(name)
+        if problem is not None:
+            raise RefusedError(f"agent user {name}: {problem}")
+        return None
+    facts = account_facts(layout, agent)
+    problems = agent_account_problems(facts, reuse=reuse)
     if problems:
-        raise RefusedError(
-            f"the existing account {agent.name} cannot be the agent user: "
-            + "; ".join(problems)
-            + "; or pick a new --agent-user (sandbox-setup creates it locked)"
-        )
+        raise refusal(layout, name, problems)
+    return facts

@@ -16,11 +16,18 @@ point leaves a journal that undo can replay backwards:
   (:mod:`wizard.configure.account_files`);
 - ``acl``: a snapshot (per path: mode bits, access and default ACL) of the
   workspace before the group's ACLs were added;
+- ``remove-from-group``: an agent taken out of a group (the legacy shared one);
 - ``undone`` / ``rolled-back``: the transaction was reverted;
+- ``step-undone`` (``step``: the step's index among the transaction's steps): one
+  step an undo reverted, written as it succeeds, so a later undo redoes only what
+  is left (and its preview shows only that);
 - ``rollback-incomplete``: a failed apply's rollback could not revert everything
   (``left``); the transaction stays open and ``--undo`` finishes it;
 - ``undo-incomplete``: an undo ran but some steps failed (``left``); the transaction
   stays open and the next undo retries them.
+
+Account steps are guarded by :mod:`wizard.configure.account_undo`: the agent's
+processes are stopped first, and a group another setup still uses is kept.
 
 :func:`undo_last` reverts the newest transaction that is not yet reverted,
 committed or not, and returns what it restored or removed. A file that changed
@@ -47,7 +54,7 @@ from typing import Any
 
 from wizard.base.errors import RefusedError, SetupError
 from wizard.base.paths import Layout
-from wizard.configure import fsops
+from wizard.configure import account_undo, fsops
 from wizard.configure.revert import drop_restore_points, is_failure, revert
 
 
@@ -245,37 +252,92 @@ class Transaction:
             self._fd = -1
 
 
-def last_transaction(layout: Layout) -> tuple[str, list[dict[str, Any]]] | None:
-    """The newest transaction not yet reverted, with its entries, or None."""
+# Entries about the journal itself, not steps of an apply.
+BOOKKEEPING = (
+    "begin",
+    "commit",
+    "undone",
+    "rolled-back",
+    "step-undone",
+    "undo-incomplete",
+    "rollback-incomplete",
+    "accounts-done",
+)
+CLOSED = ("undone", "rolled-back")
+
+
+def pending_steps(txn_entries: list[dict[str, Any]]) -> list[tuple[int, dict[str, Any]]]:
+    """The steps of one transaction no undo has reverted yet, with their index."""
+    steps = [e for e in txn_entries if e.get("op") not in BOOKKEEPING]
+    done = {e.get("step") for e in txn_entries if e.get("op") == "step-undone"}
+    return [(index, entry) for index, entry in enumerate(steps) if index not in done]
+
+
+def _open_transactions(entries: list[dict[str, Any]]) -> list[str]:
+    closed = {e["txn"] for e in entries if e.get("op") in CLOSED}
+    return [e["txn"] for e in entries if e.get("op") == "begin" and e["txn"] not in closed]
+
+
+def open_steps(layout: Layout) -> list[dict[str, Any]]:
+    """Every step, of every transaction not yet reverted, that is still in effect."""
     entries = read_journal(layout)
-    closed = {e["txn"] for e in entries if e.get("op") in ("undone", "rolled-back")}
-    txns = [e["txn"] for e in entries if e.get("op") == "begin" and e["txn"] not in closed]
+    found = []
+    for txn in _open_transactions(entries):
+        found += [e for _, e in pending_steps([e for e in entries if e["txn"] == txn])]
+    return found
+
+
+def _last_open(layout: Layout) -> tuple[str, list[dict[str, Any]], dict[int, int]] | None:
+    entries = read_journal(layout)
+    txns = _open_transactions(entries)
     if not txns:
         return None
-    return txns[-1], [e for e in entries if e["txn"] == txns[-1]]
+    mine = [e for e in entries if e["txn"] == txns[-1]]
+    index = {id(entry): number for number, entry in pending_steps(mine)}
+    kept = [e for e in mine if e.get("op") in ("begin", "accounts-done") or id(e) in index]
+    return txns[-1], kept, index
+
+
+def last_transaction(layout: Layout) -> tuple[str, list[dict[str, Any]]] | None:
+    """The newest transaction not yet reverted, with its ``begin``, what its account
+    steps left (``accounts-done``, for a byte-exact undo) and the steps still to
+    undo, in journal order; or None."""
+    found = _last_open(layout)
+    return None if found is None else (found[0], found[1])
 
 
 def undo_last(layout: Layout) -> list[str]:
     """Revert the newest apply that is not yet reverted; [] when there is none."""
     with apply_lock(layout):
-        found = last_transaction(layout)
+        found = _last_open(layout)
         if found is None:
             return []
-        last, steps = found
-        done = revert(layout, steps) or [
-            f"apply {last}: nothing was left to undo (now marked undone)"
-        ]
-        failed = [line for line in done if is_failure(line)]
-        # A step that failed is never marked done: the transaction stays open and the
-        # next --undo retries it (every revert step is idempotent).
-        closing: dict[str, Any] = (
-            {"op": "undo-incomplete", "left": failed} if failed else {"op": "undone"}
-        )
+        last, entries, index = found
+        steps = [e for e in entries if id(e) in index]
         fd = _open_in(layout, layout.journal, os.O_WRONLY | os.O_APPEND)
         try:
-            line = json.dumps({"txn": last, **closing, "at": _now()}, sort_keys=True)
-            os.write(fd, (line + "\n").encode("utf-8"))
-            os.fsync(fd)
+
+            def mark(entry: dict[str, Any]) -> None:
+                # Durable at once: an undo killed half-way keeps what it did.
+                _append_line(fd, {"txn": last, "op": "step-undone", "step": index[id(entry)]})
+
+            # The agent first: nothing of it may run while its access is taken away.
+            done = account_undo.stop_agents(layout, steps)
+            done += revert(layout, entries, on_done=mark) or [
+                f"apply {last}: nothing was left to undo (now marked undone)"
+            ]
+            failed = [line for line in done if is_failure(line)]
+            # A step that failed is never marked done: the transaction stays open and
+            # the next --undo retries it (every revert step is idempotent).
+            closing: dict[str, Any] = (
+                {"op": "undo-incomplete", "left": failed} if failed else {"op": "undone"}
+            )
+            _append_line(fd, {"txn": last, **closing, "at": _now()})
         finally:
             os.close(fd)
         return done
+
+
+def _append_line(fd: int, entry: dict[str, Any]) -> None:
+    os.write(fd, (json.dumps(entry, sort_keys=True) + "\n").encode("utf-8"))
+    os.fsync(fd)

@@ -14,8 +14,11 @@ Public API (the TUI, the audit and the headless path build on it):
   ``.answers`` (resolved: every default filled in, what answers.toml records so
   a replay is byte-identical), ``.layout``, ``.notes``; ``.changes()``.
 
-Order of actions: workspace group, agent user, group membership, workspace
-ACLs, Claude binary copy, login copy, Claude settings, launcher.toml,
+Order of actions: workspace group (one per setup, :func:`wizard.policy.accounts.
+workspace_group`), agent user (created, or an existing one the account rules
+accept: :mod:`wizard.configure.agent_account`), group membership, leaving the
+legacy shared group, workspace ACLs, Claude binary copy, login copy, Claude
+settings, launcher.toml, the setup ledger (:mod:`wizard.configure.ledger`),
 answers.toml, and (``install_claude_shim``) the claude shim
 (:mod:`wizard.configure.claude_shim`).
 """
@@ -44,21 +47,17 @@ from wizard.base.launcher_config import (
 from wizard.base.limits import Limits
 from wizard.base.paths import Layout
 from wizard.configure import fsops, users
-from wizard.configure.actions import (
-    Action,
-    AddToGroup,
-    CreateGroup,
-    CreateUser,
-    WorkspaceAccess,
-    WriteFile,
-)
-from wizard.configure.agent_account import check_existing_agent
+from wizard.configure.actions import Action, WorkspaceAccess, WriteFile
+from wizard.configure.agent_account import check_agent_account
+from wizard.configure.agent_setup import account_actions, ledger_action
 from wizard.configure.answers import Answers, default_network, validate_answers
 from wizard.configure.answers_file import render_answers
 from wizard.configure.claude_binary import INSTALLED_CLAUDE, ClaudeBinary, find_claude
 from wizard.configure.claude_shim import leftover_shim_note, shim_actions
 from wizard.configure.inner_sandbox import check_sandbox_deps, sandbox_keys
+from wizard.configure.ledger import SetupRecord
 from wizard.configure.settings import merge_settings
+from wizard.policy.accounts import workspace_group
 from wizard.policy.environment import loopback_port_hint, passed_names
 from wizard.policy.tool_paths import tools_problem
 from wizard.policy.unsafe import UNSAFE_STATEMENT, acceptance_label
@@ -286,8 +285,9 @@ def build_plan(report: Report, answers: Answers, layout: Layout, source: str = "
     agent = lookup_user(agent_name, layout.root)
     if agent is not None and agent.uid == 0 and answers.mode is not Mode.UNSAFE:
         raise RefusedError(f"agent user {agent_name} has uid 0; choose a non-root agent user")
-    if separate and agent is not None:
-        check_existing_agent(layout, agent)
+    agent_facts = None
+    if separate:
+        agent_facts = check_agent_account(layout, agent_name, agent, reuse=answers.reuse_account)
     if separate and agent is None and operator.uid != 0:
         raise RefusedError(
             f"agent user {agent_name} does not exist and creating users needs root; run as "
@@ -319,20 +319,18 @@ def build_plan(report: Report, answers: Answers, layout: Layout, source: str = "
             f"{agent_name}"
         )
 
+    group = workspace_group(agent_name) if separate and answers.workspaces else None
     if separate:
         for ws in answers.workspaces:
             _check_reachable(layout, ws)
-        if answers.workspaces:
-            actions.append(CreateGroup(layout, users.WORKSPACE_GROUP))
-        groups = (users.WORKSPACE_GROUP,) if answers.workspaces else ()
-        actions.append(CreateUser(layout, agent_name, agent_home, groups))
-        if agent is not None and groups:
-            actions.append(AddToGroup(layout, agent_name, users.WORKSPACE_GROUP))
+        actions += account_actions(layout, agent_name, agent_home, agent_facts, group, notes)
+        assert group is not None or not answers.workspaces
         actions += [
             WorkspaceAccess(
-                layout, ws, users.WORKSPACE_GROUP, include_private=answers.include_private
+                layout, ws, group, agent=agent_name, include_private=answers.include_private
             ).survey()
             for ws in answers.workspaces
+            if group is not None
         ]
 
     launcher_claude = claude.path
@@ -425,6 +423,20 @@ def build_plan(report: Report, answers: Answers, layout: Layout, source: str = "
             dir_mode=op_dirs,
         )
     )
+    if separate and operator.uid == 0:
+        actions.append(
+            ledger_action(
+                layout,
+                SetupRecord(
+                    agent=agent_name,
+                    mode=str(answers.mode),
+                    group=group,
+                    workspaces=tuple(str(w) for w in answers.workspaces),
+                    created_user=agent is None,
+                    created_group=group is not None and users.group_gid(layout, group) is None,
+                ),
+            )
+        )
     actions.append(
         WriteFile(
             layout,

@@ -12,13 +12,15 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from wizard.base.errors import SetupError
 from wizard.base.paths import Layout
-from wizard.configure import fsops, users
+from wizard.configure import account_undo, fsops, users
 from wizard.configure.account_files import revert_account_step, settle_kept_account_files
+from wizard.policy.accounts import LEGACY_WORKSPACE_GROUP
 
 
 def _restore_dirs(layout: Layout) -> fsops.DirSpec:
@@ -89,7 +91,10 @@ def drop_restore_points(layout: Layout, entries: list[dict[str, Any]]) -> None:
 
 
 def _revert_one(
-    layout: Layout, entry: dict[str, Any], done_steps: dict[int, dict[str, str | None] | None]
+    layout: Layout,
+    entry: dict[str, Any],
+    done_steps: dict[int, dict[str, str | None] | None],
+    entries: list[dict[str, Any]],
 ) -> str | None:
     op = entry["op"]
     if op == "write":
@@ -99,8 +104,13 @@ def _revert_one(
             return f"removed directory {entry['target']}"
         return None
     if op in ("create-user", "create-group", "add-to-group"):
+        kept = account_undo.guard(layout, entry, entries)  # raises: retried next time
+        if kept is not None:
+            return kept
         new = entry["new"] if "new" in entry else done_steps.get(entry.get("step", -1))
         return revert_account_step(layout, entry, new)
+    if op == "remove-from-group":
+        return account_undo.revert_step(layout, entry, entries)
     if op == "acl":
         return _revert_acl(layout, entry)
     return None
@@ -124,7 +134,7 @@ def _revert_acl(layout: Layout, entry: dict[str, Any]) -> str | None:
     except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
         snapshot = None  # a getfacl backup from an older version
     if not isinstance(snapshot, dict) or snapshot.get("format") != users.ACL_SNAPSHOT_FORMAT:
-        gid = users.group_gid(layout, users.WORKSPACE_GROUP)
+        gid = users.group_gid(layout, LEGACY_WORKSPACE_GROUP)
         if gid is None:
             return None
         snapshot = {"gid": gid, "entries": {}}  # strip the group's entries everywhere
@@ -138,20 +148,39 @@ def _revert_acl(layout: Layout, entry: dict[str, Any]) -> str | None:
     return f"restored ACLs and setgid bits of {entry['target']}" if changed else None
 
 
-def revert(layout: Layout, entries: list[dict[str, Any]]) -> list[str]:
-    """Undo ``entries`` newest first; returns a line per thing restored or removed."""
+# The ops that are steps of an apply (everything else is the journal's bookkeeping).
+STEP_OPS = (
+    "write",
+    "mkdir",
+    "create-user",
+    "create-group",
+    "add-to-group",
+    "remove-from-group",
+    "acl",
+)
+
+
+def revert(
+    layout: Layout,
+    entries: list[dict[str, Any]],
+    on_done: Callable[[dict[str, Any]], None] | None = None,
+) -> list[str]:
+    """Undo ``entries`` newest first; returns a line per thing restored or removed.
+    ``on_done(entry)`` is called for each step that did not fail (it is not retried)."""
     done = []
     # What each account step's tool left (recorded after it ran): undo restores the
     # account files byte for byte only when they are still exactly that.
     done_steps = {e["step"]: e["new"] for e in entries if e.get("op") == "accounts-done"}
     for entry in reversed(entries):
-        if entry.get("op") in ("begin", "commit", "accounts-done"):
+        if entry.get("op") not in STEP_OPS:
             continue
         try:
-            line = _revert_one(layout, entry, done_steps)
+            line = _revert_one(layout, entry, done_steps, entries)
         except (OSError, SetupError) as exc:
             # Keep going: one step that cannot be reverted must not strand the rest.
             line = f"could not undo {describe_entry(entry) or entry.get('op')}: {exc}"
+        if on_done is not None and not (line and is_failure(line)):
+            on_done(entry)
         if line:
             done.append(line)
     return done
@@ -169,6 +198,8 @@ def describe_entry(entry: dict[str, Any]) -> str | None:
         return f"remove {op.split('-')[1]} {entry['name']}"
     if op == "add-to-group":
         return f"remove {entry['user']} from group {entry['group']}"
+    if op == "remove-from-group":
+        return f"add {entry['user']} back to group {entry['group']}"
     if op == "acl":
         return f"restore ACLs of {entry['target']}"
     return None

@@ -26,8 +26,10 @@ from wizard.base.errors import SetupError
 from wizard.base.paths import Layout
 from wizard.base.regular_files import read_regular_text
 
-# The group that gives the agent user rwX on the workspaces.
-WORKSPACE_GROUP = "sandbox-ws"
+# The group that gives one setup's agent rwX on its workspaces is
+# wizard.policy.accounts.workspace_group(agent); this one was shared by all setups
+# before (kept for old setups' undo and upgrade).
+LEGACY_WORKSPACE_GROUP = "sandbox-ws"
 AGENT_SHELL = "/bin/bash"
 
 

@@ -15,6 +15,7 @@ from pathlib import Path, PurePosixPath
 from wizard.base.choices import Network
 from wizard.base.errors import RefusedError
 from wizard.base.launcher_config import LauncherConfig, UnsafeAcceptance
+from wizard.base.limits import size_bytes
 from wizard.policy.environment import SANDBOX_CLAIMS, select_passed
 from wizard.policy.system_dirs import bind_conflict
 from wizard.policy.unsafe import ACCEPTANCE_KEYS, acceptance_problem
@@ -228,7 +229,12 @@ def bwrap_argv(
             argv += ["--ro-bind", path, path]
         else:
             argv += ["--symlink", target, path]
-    argv += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--tmpfs", "/run"]
+    # Each tmpfs has the configured size ([limits] tmpfs): unsized, each may take half
+    # the host's RAM. /dev is bwrap's own small tmpfs: read-only once /dev/shm is on it.
+    size = str(size_bytes(config.limits.tmpfs))
+    argv += ["--proc", "/proc", "--dev", "/dev", "--size", size, "--tmpfs", "/dev/shm"]
+    argv += ["--remount-ro", "/dev", "--size", size, "--tmpfs", "/tmp"]
+    argv += ["--size", size, "--tmpfs", "/run"]
     for resolver in facts.resolver_dirs:
         argv += ["--ro-bind", resolver, resolver]
     real = dict(facts.real_paths)

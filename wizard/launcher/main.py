@@ -37,6 +37,7 @@ from wizard.launcher.command import (
     unsafe_launch,
     user_launch,
 )
+from wizard.launcher.containment import Containment, contain
 from wizard.launcher.notice import config_notice
 from wizard.launcher.trust import (
     check_trusted_file,
@@ -161,7 +162,7 @@ def build_launch(
     uid: int,
     environ: Mapping[str, str],
     owners: frozenset[int],
-) -> tuple[Launch, Agent | None]:
+) -> tuple[Launch, Agent | None, Containment | None]:
     claude = check_trusted_file(config.claude, owners, "Claude binary")
     if not os.access(claude, os.X_OK):
         raise RefusedError(f"Claude binary {claude} is not executable")
@@ -171,11 +172,27 @@ def build_launch(
         who = "root (uid 0)" if uid == 0 else f"uid {uid}"
         launch = unsafe_launch(config, str(claude), environ, claude_args, uid, who)
         here = current_directory() or "a directory that no longer exists"
-        return _with_notice(launch, config, who, WorkDir(here)), None
+        return _with_notice(launch, config, who, WorkDir(here)), None, None
     agent = resolve_agent(config, uid)
     workdir = choose_workdir(
         config.workspaces, real_paths(config.workspaces), current_directory(), agent.home
     )
+    separate = _separate_launch(config, agent, claude, claude_args, uid, environ, owners, workdir)
+    launch, containment = contain(config, agent, separate, uid, owners, path_env)
+    return _with_notice(launch, config, agent.name, workdir), agent, containment
+
+
+def _separate_launch(
+    config: LauncherConfig,
+    agent: Agent,
+    claude: Path,
+    claude_args: Sequence[str],
+    uid: int,
+    environ: Mapping[str, str],
+    owners: frozenset[int],
+    workdir: WorkDir,
+) -> Launch:
+    path_env = environ.get("PATH")
     if config.mode is Mode.SANDBOX:
         bwrap = find_trusted_tool("bwrap", owners, path_env)
         setpriv = find_trusted_tool("setpriv", owners, path_env)
@@ -194,9 +211,9 @@ def build_launch(
         hint = loopback_port_hint(environ, launch.passed, config.network, config.loopback_ports)
         if hint is not None:
             launch = replace(launch, warning=f"sandbox-launch: {hint}")
-        return _with_notice(launch, config, agent.name, workdir), agent
+        return launch
     setpriv = find_trusted_tool("setpriv", owners, path_env)
-    launch = user_launch(
+    return user_launch(
         config,
         agent,
         str(claude),
@@ -204,10 +221,8 @@ def build_launch(
         environ,
         claude_args,
         switch_user=uid == 0,
-        new_session=gather_host_facts().legacy_tiocsti,
         workdir=workdir.path,
     )
-    return _with_notice(launch, config, agent.name, workdir), agent
 
 
 def _with_notice(launch: Launch, config: LauncherConfig, agent: str, workdir: WorkDir) -> Launch:
@@ -240,7 +255,7 @@ def run(options: Options, environ: Mapping[str, str]) -> int:
     owners = frozenset({0, uid})
     config_path = options.config or default_config_path()
     real, config = load_config(config_path, owners)
-    launch, agent = build_launch(config, options.claude_args, uid, environ, owners)
+    launch, agent, containment = build_launch(config, options.claude_args, uid, environ, owners)
     if launch.warning:
         print(launch.warning, file=sys.stderr)
     if launch.notice and not options.quiet and not options.dry_run:
@@ -248,20 +263,17 @@ def run(options: Options, environ: Mapping[str, str]) -> int:
     if options.dry_run:
         print(describe(launch, real, config.mode))
         return int(ExitCode.OK)
-    if launch.supervised:
-        from wizard.launcher.supervise import run_supervised
-
-        assert agent is not None
-        return run_supervised(launch, agent.uid, environ)
     if launch.cwd:
         try:
             os.chdir(launch.cwd)
         except OSError as exc:
             raise RefusedError(f"cannot enter {launch.cwd}: {exc.strerror}") from None
-    if launch.new_session:
-        from wizard.launcher.session import run_in_new_session
+    if agent is not None and containment is not None:
+        from wizard.launcher.session_runner import run_session, session_end_hooks
 
-        return run_in_new_session(launch)
+        return run_session(
+            launch, agent, containment, environ, switch_user=uid == 0, hooks=session_end_hooks()
+        )
     sys.stdout.flush()
     sys.stderr.flush()
     try:

@@ -1,0 +1,158 @@
+"""The agent-account rules (DESIGN.md invariant 9), table-tested as pure functions, and
+the pieces around them: the per-setup group name, login.defs, the ledger's merge."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from wizard.base.errors import InputError
+from wizard.base.login_defs import uid_range_from_text
+from wizard.configure.ledger import SetupRecord, parse_ledger, render_ledger, users_of
+from wizard.policy.accounts import (
+    AccountFacts,
+    AccountRule,
+    PasswordState,
+    agent_account_problems,
+    new_agent_name_problem,
+    service_signs,
+    workspace_group,
+)
+from wizard.policy.sudoers import SudoersHit
+
+
+def facts(**changes: object) -> AccountFacts:
+    base: dict[str, object] = {
+        "name": "agent",
+        "uid": 1500,
+        "home": "/home/agent",
+        "shell": "/bin/bash",
+        "password": PasswordState.LOCKED,
+        "groups": {"agent": 1500},
+        "sudoers": (),
+        "uid_min": 1000,
+        "uid_max": 60000,
+        "processes": 0,
+        "created_by_setup": False,
+    }
+    base.update(changes)
+    return AccountFacts(**base)  # type: ignore[arg-type]
+
+
+def rules(found: AccountFacts, reuse: bool = False) -> set[AccountRule]:
+    return {p.rule for p in agent_account_problems(found, reuse=reuse)}
+
+
+CASES = {
+    # The accounts of the issue: each refused for what it is, even with --reuse-account.
+    "postgres": (
+        facts(name="postgres", uid=105, home="/var/lib/postgresql"),
+        {AccountRule.SYSTEM, AccountRule.SERVICE},
+    ),
+    "nobody": (
+        facts(name="nobody", uid=65534, home="/nonexistent", shell="/usr/sbin/nologin"),
+        {AccountRule.SYSTEM, AccountRule.SERVICE},
+    ),
+    "daemon": (
+        facts(name="daemon", uid=1, home="/usr/sbin", shell="/usr/sbin/nologin"),
+        {AccountRule.SYSTEM, AccountRule.SERVICE},
+    ),
+    "password": (facts(password=PasswordState.USABLE), {AccountRule.PASSWORD}),
+    "empty-password": (facts(password=PasswordState.EMPTY), {AccountRule.PASSWORD}),
+    "sudo-group": (facts(groups={"agent": 1500, "sudo": 27}), {AccountRule.ADMIN_GROUP}),
+    "gid-0": (facts(groups={"agent": 1500, "wheel": 0}), {AccountRule.ADMIN_GROUP}),
+    "sudoers": (
+        facts(sudoers=(SudoersHit("/etc/sudoers", 3, "agent ALL=(ALL) ALL", False),)),
+        {AccountRule.SUDO},
+    ),
+    "root": (facts(uid=0), {AccountRule.ROOT}),
+    "service-home-regular-uid": (facts(home="/srv/app"), {AccountRule.SERVICE}),
+    "service-name-regular-uid": (facts(name="www-data"), {AccountRule.SERVICE}),
+    "nologin-regular-uid": (facts(shell="/bin/false"), {AccountRule.SERVICE}),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_absolute_rules_hold_even_for_a_reused_account(case: str) -> None:
+    found, expected = CASES[case]
+    assert rules(found, reuse=True) == expected
+    assert expected <= rules(found, reuse=False)
+
+
+def test_an_existing_account_needs_the_explicit_reuse() -> None:
+    assert rules(facts()) == {AccountRule.NOT_OURS}
+    assert rules(facts(), reuse=True) == set()
+
+
+def test_running_processes_count_unless_reused_or_the_setups_own() -> None:
+    busy = facts(processes=3)
+    problems = agent_account_problems(busy, reuse=False)
+    assert {p.rule for p in problems} == {AccountRule.PROCESSES, AccountRule.NOT_OURS}
+    assert "3 running processes" in next(
+        p.text for p in problems if p.rule is AccountRule.PROCESSES
+    )
+    assert rules(busy, reuse=True) == set()
+    # The setup's own agent has its sessions' processes: not a reason to refuse.
+    assert rules(facts(processes=3, created_by_setup=True)) == set()
+
+
+def test_login_defs_range_and_its_defaults() -> None:
+    text = "# comment\nUID_MIN\t\t 2000\nUID_MAX 3000 # trailing\nSYS_UID_MAX 999\n"
+    parsed = uid_range_from_text(text, "/etc/login.defs")
+    assert (parsed.uid_min, parsed.uid_max) == (2000, 3000)
+    assert (uid_range_from_text(None, "x").uid_min, uid_range_from_text("", "x").uid_max) == (
+        1000,
+        60000,
+    )
+    # A uid regular on Debian is a system account where UID_MIN is higher.
+    assert AccountRule.SYSTEM in rules(facts(uid=1500, uid_min=parsed.uid_min))
+
+
+def test_service_signs_name_what_they_saw() -> None:
+    assert service_signs("alice", "/home/alice", "/bin/zsh") == []
+    signs = service_signs("postgres", "/var/lib/postgresql", "/usr/sbin/nologin")
+    assert len(signs) == 3 and "/var" in signs[0]
+    assert new_agent_name_problem("postgres") is not None
+    assert new_agent_name_problem("claude-agent") is None
+
+
+def test_each_agent_gets_its_own_group_within_groupadds_limit() -> None:
+    assert workspace_group("claude-agent") == "sandbox-ws-claude-agent"
+    assert workspace_group("a") != workspace_group("b")
+    long_a, long_b = "x" * 30 + "a", "x" * 30 + "b"
+    assert len(workspace_group(long_a)) == 32 and workspace_group(long_a) != workspace_group(long_b)
+
+
+def record(agent: str, **changes: object) -> SetupRecord:
+    base: dict[str, object] = {
+        "agent": agent,
+        "mode": "sandbox",
+        "group": workspace_group(agent),
+        "workspaces": ("/srv/a",),
+        "created_user": True,
+        "created_group": True,
+    }
+    base.update(changes)
+    return SetupRecord(**base)  # type: ignore[arg-type]
+
+
+def test_ledger_keeps_other_setups_and_what_was_created() -> None:
+    first = render_ledger(None, record("a"), "setups.json")
+    both = render_ledger(first, record("b", mode="user", workspaces=("/srv/b",)), "setups.json")
+    # A re-apply finds the account already there; it stays recorded as created.
+    again = render_ledger(both, record("a", created_user=False, created_group=False), "x")
+    records = parse_ledger(again, "x")
+    assert sorted(records) == ["a", "b"]
+    assert records["a"].created_user and records["a"].created_group
+    assert records["b"].workspaces == ("/srv/b",)
+    assert users_of(records, group="sandbox-ws-b") == ["b"]
+    assert json.loads(again)["format"] == "sandbox-setup-setups-1"
+    assert render_ledger(again, record("a", created_user=False), "x") == again
+
+
+def test_a_malformed_ledger_is_an_input_error_naming_the_file() -> None:
+    with pytest.raises(InputError, match=r"setups\.json: invalid JSON"):
+        render_ledger(b"{not json", record("a"), "setups.json")
+    with pytest.raises(InputError, match="not a sandbox-setup ledger"):
+        parse_ledger(b'{"format": "other"}', "setups.json")
