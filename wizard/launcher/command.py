@@ -15,6 +15,13 @@ from pathlib import Path, PurePosixPath
 from wizard.base.choices import Network
 from wizard.base.errors import RefusedError
 from wizard.base.launcher_config import LauncherConfig, UnsafeAcceptance
+from wizard.launcher.network import (
+    network_binds,
+    network_env,
+    network_gate,
+    network_notes,
+    network_notice,
+)
 from wizard.policy.system_dirs import bind_conflict
 from wizard.policy.unsafe import ACCEPTANCE_KEYS, acceptance_problem
 
@@ -175,8 +182,12 @@ def bwrap_argv(
     facts: HostFacts,
     environ: Mapping[str, str],
     claude_args: Sequence[str],
+    socat: str | None = None,
 ) -> list[str]:
-    """bwrap's options: new namespaces, read-only system, writable home and workspaces."""
+    """bwrap's options: new namespaces, read-only system, writable home and workspaces.
+
+    With network allowlist, ``socat`` runs the bridges (:mod:`wizard.launcher.network`).
+    """
     argv = [
         bwrap,
         "--unshare-user",
@@ -203,6 +214,7 @@ def bwrap_argv(
     argv += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--tmpfs", "/run"]
     for resolver in facts.resolver_dirs:
         argv += ["--ro-bind", resolver, resolver]
+    argv += network_binds(config)
     real = dict(facts.real_paths)
     for writable in map(str, (agent.home, *config.workspaces)):
         argv += ["--bind", real.get(writable, writable), writable]
@@ -211,12 +223,12 @@ def bwrap_argv(
         # Last, so the binary stays read-only even inside a writable directory.
         argv += ["--ro-bind", claude_dir, claude_dir]
     argv.append("--clearenv")
-    for key, value in base_env(agent, environ).items():
+    for key, value in (base_env(agent, environ) | network_env(config)).items():
         argv += ["--setenv", key, value]
     argv += ["--setenv", "IS_SANDBOX", "1"]
     argv += ["--chdir", str(config.workspaces[0])]
     argv += ["--json-status-fd", STATUS_FD, "--block-fd", BLOCK_FD]
-    argv += ["--", *gate_argv(), claude, *claude_args]
+    argv += ["--", *gate_argv(), *network_gate(config, socat), claude, *claude_args]
     return argv
 
 
@@ -235,6 +247,7 @@ def sandbox_launch(
     environ: Mapping[str, str],
     claude_args: Sequence[str],
     switch_user: bool,
+    socat: str | None = None,
 ) -> Launch:
     """Drop to the agent (root only), then bwrap as the agent; verified before release."""
     real = dict(facts.real_paths)
@@ -243,16 +256,18 @@ def sandbox_launch(
         if real.get(str(path), str(path)) != str(path):
             _check_writable_bind(real[str(path)], f"{what} {path}, a symlink to")
     argv = _privilege_drop(setpriv, agent, switch_user)
-    argv += bwrap_argv(config, agent, claude, bwrap, facts, environ, claude_args)
+    argv += bwrap_argv(config, agent, claude, bwrap, facts, environ, claude_args, socat)
     return Launch(
         argv=tuple(argv),
         env=base_env(agent, environ),
         cwd=None,
         supervised=True,
+        warning=network_notice(config),
         notes=(
             f"{STATUS_FD}, {BLOCK_FD} and {GATE_FD} are pipe fds chosen at launch; "
             "IS_SANDBOX=1 is set only inside bwrap; the gate execs Claude only when the "
             f"launcher, after verifying the sandbox, writes {GATE_TOKEN!r} to {GATE_FD}",
+            *network_notes(config),
         ),
     )
 

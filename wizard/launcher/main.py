@@ -22,7 +22,7 @@ import os
 import shlex
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from wizard.base.choices import Mode
@@ -37,6 +37,7 @@ from wizard.launcher.command import (
     unsafe_launch,
     user_launch,
 )
+from wizard.launcher.network import check_socat_visible, egress_session, is_allowlist, state_dir
 from wizard.launcher.trust import check_trusted_file, find_trusted_tool, read_trusted_text
 from wizard.policy.names import user_name_problem
 
@@ -159,6 +160,10 @@ def build_launch(
     if config.mode is Mode.SANDBOX:
         bwrap = find_trusted_tool("bwrap", owners, path_env)
         setpriv = find_trusted_tool("setpriv", owners, path_env)
+        socat = None
+        if is_allowlist(config):
+            socat = str(find_trusted_tool("socat", owners, path_env))
+            check_socat_visible(socat)
         launch = sandbox_launch(
             config,
             agent,
@@ -169,6 +174,7 @@ def build_launch(
             environ,
             claude_args,
             switch_user=uid == 0,
+            socat=socat,
         )
         return launch, agent
     setpriv = find_trusted_tool("setpriv", owners, path_env)
@@ -217,7 +223,11 @@ def run(options: Options, environ: Mapping[str, str]) -> int:
         from wizard.launcher.supervise import run_supervised
 
         assert agent is not None
-        return run_supervised(launch, agent.uid, environ)
+        with egress_session(config, agent.uid, agent.gid, environ, state_dir()) as egress:
+            if egress is None:
+                return run_supervised(launch, agent.uid, environ)
+            launch = replace(launch, argv=egress.bind(launch.argv))
+            return run_supervised(launch, agent.uid, environ, before_release=egress.ready)
     if launch.cwd:
         try:
             os.chdir(launch.cwd)
