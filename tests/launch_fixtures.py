@@ -165,6 +165,8 @@ class LaunchTree:
         workspaces: Sequence[Path] | None = None,
         name: str = "launcher.toml",
         directory: Path | None = None,
+        allowed_domains: Sequence[str] = (),
+        loopback_ports: Sequence[int] = (),
     ) -> Path:
         config = LauncherConfig(
             mode=Mode(mode) if mode in {m.value for m in Mode} else Mode.SANDBOX,
@@ -174,6 +176,8 @@ class LaunchTree:
             workspaces=tuple(PurePosixPath(w) for w in (workspaces or [self.workspace])),
             network=network,
             inner_sandbox=inner_sandbox,
+            allowed_domains=tuple(allowed_domains),
+            loopback_ports=tuple(loopback_ports),
             unsafe=UnsafeAcceptance("root (uid 0)", "2026-11-30T04:00:00+00:00", "I accept")
             if accepted
             else None,

@@ -97,7 +97,7 @@ BRIDGE_SCRIPT = (
 
 
 def is_allowlist(config: LauncherConfig) -> bool:
-    return config.mode is Mode.SANDBOX and config.network is Network.ALLOWLIST
+    return config.mode == Mode.SANDBOX and config.network == Network.ALLOWLIST
 
 
 def exposed_ports(config: LauncherConfig) -> tuple[int, ...]:
@@ -165,7 +165,7 @@ def check_socat_visible(socat: str) -> None:
 
 def network_notice(config: LauncherConfig) -> str | None:
     """The line on stderr at each launch for a sandbox without the allowlist, else None."""
-    if config.mode is not Mode.SANDBOX or config.network is Network.ALLOWLIST:
+    if config.mode != Mode.SANDBOX or config.network == Network.ALLOWLIST:
         return None
     from wizard.policy.network import network_exposure
 
@@ -174,11 +174,11 @@ def network_notice(config: LauncherConfig) -> str | None:
 
 def network_notes(config: LauncherConfig) -> tuple[str, ...]:
     """What ``--dry-run`` says about the network."""
-    if config.mode is not Mode.SANDBOX:
+    if config.mode != Mode.SANDBOX:
         return ()
     from wizard.policy.network import CLAUDE_ENDPOINTS, network_exposure
 
-    if config.network is not Network.ALLOWLIST:
+    if config.network != Network.ALLOWLIST:
         return (f"network {config.network}: {network_exposure(config.network)}",)
     ports = exposed_ports(config)
     allowed = ", ".join((*CLAUDE_ENDPOINTS, *config.allowed_domains))

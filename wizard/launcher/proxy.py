@@ -25,6 +25,10 @@ port (``sandbox.network.socksProxyPort``); when only the HTTP port is external i
 starts a SOCKS proxy of its own, which would bypass this policy. Both ports point at
 the one bridge; the first byte tells the protocols apart.
 
+Test hook: ``SANDBOX_LAUNCH_TEST_BREAK_PROXY=1`` makes the proxy process exit after its
+privilege drop, before it is ready: a proxy that cannot start, as the launcher sees it.
+It can only make a launch fail.
+
 Test hook: ``SANDBOX_LAUNCH_TEST_RESOLVE`` names a JSON file ``{"name": ["addr", ...]}``
 read once when the proxy starts. It replaces DNS (a name it lacks does not resolve)
 and only maps names: every address it gives still passes the address rules, so it can
@@ -49,6 +53,7 @@ from wizard.policy.addresses import parse_address
 from wizard.policy.network import REFUSED_PREFIX, EgressPolicy
 
 TEST_RESOLVE_ENV = "SANDBOX_LAUNCH_TEST_RESOLVE"
+TEST_BREAK_ENV = "SANDBOX_LAUNCH_TEST_BREAK_PROXY"
 START_TIMEOUT = 5.0
 PROBE_TIMEOUT = 5.0
 # Always refused, whatever the operator allowed: the unspecified address means "this
@@ -106,7 +111,7 @@ def bind_socket(
         sock.listen(128)
     except OSError as exc:
         sock.close()
-        raise RefusedError(f"sandbox-launch: egress proxy socket {path}: {exc.strerror}") from None
+        raise RefusedError(f"egress proxy socket {path}: {exc.strerror}") from None
     return sock
 
 
@@ -133,7 +138,7 @@ class ProxyProcess:
         if not ready:
             self.stop()
             raise RefusedError(
-                "sandbox-launch: the egress proxy did not start; refusing to launch "
+                "the egress proxy did not start; refusing to launch "
                 "(nothing falls back to the host's network)"
             )
 
@@ -207,8 +212,9 @@ def fork_proxy(
     whose connections go to ``127.0.0.1:PORT``: ``--allow-loopback-port``.
     """
     if uid == 0 or gid == 0:
-        raise RefusedError("sandbox-launch: the egress proxy never runs as root")
+        raise RefusedError("the egress proxy never runs as root")
     test_resolve = load_test_resolver(environ)  # read as the launcher: the file may be 0600
+    broken = environ.get(TEST_BREAK_ENV) == "1"
     owner = socket_owner or (uid, gid)
     sock = listener or bind_socket(socket_path, owner, socket_mode)
     paths = [] if listener is not None else [str(socket_path)]
@@ -237,6 +243,8 @@ def fork_proxy(
             _preload()
             keep = {sock.fileno(), ready_w, *_fds(log_fd), *(f.fileno() for f, _ in bound)}
             _become_proxy(uid, gid, parent, keep=keep)
+            if broken:
+                os._exit(70)
             serve(socket_path, policy, log_fd, ready_w, sock=sock, test_resolve=test_resolve,
                   forwards=bound)  # fmt: skip
             code = 0
@@ -306,21 +314,21 @@ def _become_proxy(uid: int, gid: int, parent: int, keep: set[int]) -> None:
         os.setresgid(gid, gid, gid)
         os.setresuid(uid, uid, uid)
     else:
-        raise RefusedError("sandbox-launch: only root can start the proxy as another account")
+        raise RefusedError("only root can start the proxy as another account")
     if os.getresuid() != (uid, uid, uid) or os.getresgid() != (gid, gid, gid):
-        raise RefusedError("sandbox-launch: the egress proxy's privilege drop did not stick")
+        raise RefusedError("the egress proxy's privilege drop did not stick")
     if _can_become_root():
-        raise RefusedError("sandbox-launch: the egress proxy could regain root")
+        raise RefusedError("the egress proxy could regain root")
     libc = ctypes.CDLL(None, use_errno=True)
     # After the uid change: changing credentials clears the parent-death signal.
     if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
-        raise RefusedError("sandbox-launch: PR_SET_NO_NEW_PRIVS failed for the egress proxy")
+        raise RefusedError("PR_SET_NO_NEW_PRIVS failed for the egress proxy")
     if libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
-        raise RefusedError("sandbox-launch: PR_SET_PDEATHSIG failed for the egress proxy")
+        raise RefusedError("PR_SET_PDEATHSIG failed for the egress proxy")
     armed = ctypes.c_int(0)
     libc.prctl(PR_GET_PDEATHSIG, ctypes.byref(armed), 0, 0, 0)
     if armed.value != signal.SIGKILL:
-        raise RefusedError("sandbox-launch: the egress proxy's parent-death signal is not armed")
+        raise RefusedError("the egress proxy's parent-death signal is not armed")
     if os.getppid() != parent:
         os._exit(0)  # the launcher died before the signal was armed: nobody to serve
     _close_other_fds(keep)
@@ -358,16 +366,14 @@ def load_test_resolver(environ: Mapping[str, str]) -> dict[str, list[str]] | Non
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
-        raise RefusedError(f"sandbox-launch: {TEST_RESOLVE_ENV}={path}: {exc}") from None
+        raise RefusedError(f"{TEST_RESOLVE_ENV}={path}: {exc}") from None
     if not isinstance(data, dict) or not all(
         isinstance(k, str)
         and isinstance(v, list)
         and all(isinstance(a, str) and parse_address(a) is not None for a in v)
         for k, v in data.items()
     ):
-        raise RefusedError(
-            f"sandbox-launch: {TEST_RESOLVE_ENV}={path}: expected {{name: [address, ...]}}"
-        )
+        raise RefusedError(f"{TEST_RESOLVE_ENV}={path}: expected {{name: [address, ...]}}")
     return data
 
 
@@ -432,8 +438,7 @@ def probe_proxy(socket_path: str | Path, timeout: float = PROBE_TIMEOUT) -> None
         and body.startswith(REFUSED_PREFIX.encode())
     ):
         raise RefusedError(
-            f"sandbox-launch: the egress proxy probe over HTTP got {answer[:120]!r}, "
-            "not the proxy's refusal"
+            f"the egress proxy probe over HTTP got {answer[:120]!r}, not the proxy's refusal"
         )
     socks = _probe_exchange(
         socket_path,
@@ -442,7 +447,7 @@ def probe_proxy(socket_path: str | Path, timeout: float = PROBE_TIMEOUT) -> None
     )
     if socks[:2] != b"\x05\x00" or socks[2:4] != b"\x05\x02":
         raise RefusedError(
-            f"sandbox-launch: the egress proxy probe over SOCKS5 got {socks[:12]!r}, "
+            f"the egress proxy probe over SOCKS5 got {socks[:12]!r}, "
             "not 'connection not allowed by ruleset'"
         )
 
@@ -460,9 +465,7 @@ def _probe_exchange(socket_path: str | Path, messages: list[bytes], timeout: flo
             while chunk := sock.recv(65536):
                 answer += chunk
     except OSError as exc:
-        raise RefusedError(
-            f"sandbox-launch: the egress proxy at {socket_path} does not answer: {exc}"
-        ) from None
+        raise RefusedError(f"the egress proxy at {socket_path} does not answer: {exc}") from None
     return answer
 
 
