@@ -32,12 +32,13 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 
@@ -45,6 +46,7 @@ from tests.tools import REPO, require_root, require_tool
 from wizard.launcher.proxy import TEST_RESOLVE_ENV, bridge_argv
 
 NOBODY = 65534
+T = TypeVar("T")
 WORLD_GREETING = "hello from the world\n"
 BIG_SIZE = 4 * 1024 * 1024
 HOST_SECRET = "host-loopback-secret"
@@ -383,3 +385,37 @@ def egress(world: World) -> Iterator[Proxy]:
         bridge.kill()
         bridge.wait()
         stand_in.stop()
+
+
+def in_netns(netns: str, work: Callable[[], T]) -> T:
+    """``work()`` run in a thread that joined the network namespace ``netns`` (``ip netns``).
+
+    A namespace is per thread: sockets ``work`` creates belong to ``netns`` for good
+    (a server bound there serves there), and no other thread of this process moves.
+    """
+    import ctypes
+
+    result: list[T] = []
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            fd = os.open(f"/run/netns/{netns}", os.O_RDONLY | os.O_CLOEXEC)
+            try:
+                if libc.setns(fd, 0x40000000) != 0:  # CLONE_NEWNET
+                    raise OSError(ctypes.get_errno(), f"setns into {netns}")
+            finally:
+                os.close(fd)
+            if os.readlink("/proc/thread-self/ns/net") == os.readlink("/proc/self/ns/net"):
+                raise RuntimeError(f"setns into {netns} left the thread in the host's namespace")
+            result.append(work())
+        except BaseException as exc:
+            errors.append(exc)
+
+    thread = threading.Thread(target=run, name=f"in-{netns}")
+    thread.start()
+    thread.join()
+    if errors:
+        raise errors[0]
+    return result[0]

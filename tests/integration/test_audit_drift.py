@@ -272,9 +272,9 @@ def test_managed_settings_given_to_the_agent(sandbox_setup: Setup) -> None:
 
 def test_launcher_config_edited(sandbox_setup: Setup) -> None:
     text = sandbox_setup.config.read_text()
-    sandbox_setup.config.write_text(text.replace('network = "host"', 'network = "none"'))
+    sandbox_setup.config.write_text(text.replace('network = "allowlist"', 'network = "none"'))
     run = assert_found(sandbox_setup, "audit.drift.launcher_config")
-    assert 'network = "host"' in run.finding("audit.drift.launcher_config")["diff"]
+    assert 'network = "allowlist"' in run.finding("audit.drift.launcher_config")["diff"]
     fixed_by_reapply(sandbox_setup)
 
 

@@ -49,6 +49,7 @@ from wizard.configure.actions import (
 from wizard.configure.agent_account import check_existing_agent
 from wizard.configure.answers import Answers, default_network, dump_answers, validate_answers
 from wizard.configure.claude_binary import INSTALLED_CLAUDE, ClaudeBinary, find_claude
+from wizard.configure.network_settings import merge_network_settings
 from wizard.configure.settings import merge_settings
 from wizard.policy.environment import passed_names
 from wizard.policy.unsafe import UNSAFE_STATEMENT, acceptance_label
@@ -319,11 +320,17 @@ def build_plan(report: Report, answers: Answers, layout: Layout) -> Plan:
     )
     settings_owner = "root" if scope == "managed" else (agent_name if separate else operator.name)
     source_name = str(layout.real(settings_path))  # the file the operator can open
+    network = answers.network or default_network(answers.mode)
+
+    def settings(current: bytes | None) -> bytes:
+        merged = merge_settings(current, source_name, inner_sandbox=inner)
+        return merge_network_settings(merged, source_name, answers.mode, network, inner)
+
     actions.append(
         WriteFile(
             layout,
             settings_path,
-            lambda current: merge_settings(current, source_name, inner_sandbox=inner),
+            settings,
             owner=settings_owner,
             label=f"Claude settings ({scope} scope)",
             mode=0o644,
@@ -332,7 +339,6 @@ def build_plan(report: Report, answers: Answers, layout: Layout) -> Plan:
     )
 
     unsafe = None
-    network = answers.network or default_network(answers.mode)
     limits = answers.limits or Limits()
     resolved = replace(
         answers,
