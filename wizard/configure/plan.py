@@ -49,6 +49,7 @@ from wizard.configure.actions import (
 from wizard.configure.agent_account import check_existing_agent
 from wizard.configure.answers import Answers, default_network, dump_answers, validate_answers
 from wizard.configure.claude_binary import INSTALLED_CLAUDE, ClaudeBinary, find_claude
+from wizard.configure.network_plan import check_egress, plan_network
 from wizard.configure.network_settings import merge_network_settings
 from wizard.configure.settings import merge_settings
 from wizard.policy.environment import passed_names
@@ -64,6 +65,8 @@ class Plan:
     launcher_config: LauncherConfig
     actions: list[Action]
     notes: list[str] = field(default_factory=list)
+    # What the agent's network is (wizard.configure.network_plan), shown with the actions.
+    network: list[str] = field(default_factory=list)
 
     def changes(self) -> list[Action]:
         """The actions that would change something now."""
@@ -243,6 +246,7 @@ def build_plan(report: Report, answers: Answers, layout: Layout) -> Plan:
     operator = layout.operator
     inner = answers.inner_sandbox or default_inner_sandbox(report, answers.mode)
     _check_inner(report, answers.mode, inner)
+    check_egress(report, answers.mode, answers.network or default_network(answers.mode))
     scope = _settings_scope(answers, layout)
 
     separate = answers.mode is not Mode.UNSAFE and answers.agent_user != operator.name
@@ -395,7 +399,10 @@ def build_plan(report: Report, answers: Answers, layout: Layout) -> Plan:
     for action in actions:
         if isinstance(action, WriteFile) and not action.binary:
             action.desired()
-    return Plan(resolved, layout, config, actions, notes)
+    network_lines, network_notes = plan_network(
+        answers.mode, network, answers.allowed_domains, answers.loopback_ports, os.environ
+    )
+    return Plan(resolved, layout, config, actions, notes + network_notes, network_lines)
 
 
 def _login_copies(layout: Layout, agent: str, agent_home: PurePosixPath) -> list[Action]:
