@@ -12,6 +12,7 @@ they run as ``nobody``, an unprivileged account every Debian has.
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
@@ -22,6 +23,10 @@ from wizard.base.paths import Layout
 from wizard.policy.trust import untrusted_reason
 
 STAND_IN = "nobody"
+# net.egress starts the launcher's egress proxy with this (as root, dropping to the
+# probe user): a separate process, so the checks need not import the launcher. -P: the
+# working directory is not on sys.path (the probes run from /, but never trust it).
+EGRESS_PROBE = (sys.executable, "-P", "-m", "wizard.launcher.egress_probe")
 
 
 def uid_mapped(uid: int, uid_map: str | None = None) -> bool:
@@ -105,4 +110,5 @@ def run_live_checks(
         on_finding=on_finding,
         system_root=system_root,
         untrusted=untrusted_reason,
+        egress_probe=EGRESS_PROBE,
     )
