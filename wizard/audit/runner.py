@@ -27,7 +27,11 @@ diff, accepted):
   ``.agent_home``, ``.workspace_missing``, ``.workspace_mode``,
   ``.workspace_access``, ``.sudoers``, ``.password``;
 - ``audit.unsafe.accepted`` (accepted: reported, does not fail the audit),
-  ``audit.unsafe.unaccepted``.
+  ``audit.unsafe.unaccepted``;
+- network (:mod:`wizard.audit.network`): ``audit.network.host`` (medium: sandbox mode
+  sharing the host's network), ``audit.network.egress`` (high: allowlist, but net.egress
+  fails now). What the network allows, and what the egress proxy's decision log refused
+  lately, are the report's ``network`` lines (JSON ``"network"``), not findings.
 
 Python API (the TUI's audit view): :func:`audit` ``(layout, timeout, as_user)
 -> AuditReport``. The report ends with a posture grade (:mod:`wizard.audit.grade`). Exit 0 when
@@ -47,6 +51,13 @@ from wizard.audit.drift import drift_findings
 from wizard.audit.grade import grade
 from wizard.audit.mode import claude_findings, mode_findings
 from wizard.audit.model import AuditFinding, AuditReport, Severity
+from wizard.audit.network import (
+    EGRESS_LOG,
+    network_findings,
+    network_lines,
+    read_log_tail,
+    refusal_lines,
+)
 from wizard.audit.safety import (
     agent_findings,
     claude_facts,
@@ -164,6 +175,9 @@ def audit(layout: Layout, timeout: float = 10.0, as_user: str | None = None) -> 
 
     findings = unsafe_findings(config)
     findings += mode_findings(report, config)
+    findings += network_findings(config, report, str(layout.real(layout.answers)), reapply)
+    egress_log = layout.real(layout.state_dir / EGRESS_LOG)
+    network = network_lines(config) + refusal_lines(read_log_tail(egress_log), str(egress_log))
     version = read_claude_version(claude.real, timeout) if claude.trusted else None
     findings += claude_findings(
         config, str(claude.real), claude.exists, claude.trusted, version, reapply
@@ -209,4 +223,5 @@ def audit(layout: Layout, timeout: float = 10.0, as_user: str | None = None) -> 
         checks=[f.to_json() for f in report.findings],
         unsafe=unsafe,
         report=report,
+        network=network,
     )
