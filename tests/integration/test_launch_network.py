@@ -536,3 +536,25 @@ def test_a_proxy_that_cannot_start_refuses_the_launch(
     assert not marker.exists(), "Claude ran without its proxy"
     assert not list(RUN_BASE.glob(f"net-{launcher.pid}-*"))
     assert not launcher_processes(config)
+
+
+@pytest.mark.parametrize(
+    ("network", "line"),
+    [
+        ("host", "sandbox-launch: network host: the agent shares the host's network: loopback "
+                 "services, the cloud metadata address 169.254.169.254 and abstract unix "
+                 "sockets are reachable"),
+        ("none", "sandbox-launch: network none: no network at all: Claude cannot reach its API"),
+    ],
+)  # fmt: skip
+def test_host_and_none_say_so_at_each_launch(
+    host: HostSide, tree: LaunchTree, network: str, line: str
+) -> None:
+    claude = tree.write_script("#!/bin/sh\nreadlink /proc/self/ns/net\n", name="claude-says")
+    config = tree.write_config(claude, network=network, name=f"says-{network}.toml")
+    launcher = start_launcher(host, tree, config)
+    stdout, stderr = launcher.communicate(timeout=60)
+    assert launcher.returncode == 0, stderr
+    assert stderr.splitlines().count(line) == 1, stderr
+    host_netns = host.run(["readlink", "/proc/self/ns/net"]).stdout.strip()
+    assert (stdout.strip() == host_netns) is (network == "host")
