@@ -6,7 +6,11 @@ sandbox mode (setpriv -> bwrap -> verification -> the same Claude, which stops
 at the same message). Runs alternate, one after the other, in the same process;
 the result is the ratio of the medians. Target: <= 1.10.
 
-    .venv/bin/python bench/launch.py [--runs 15]
+    .venv/bin/python bench/launch.py [--runs 15] [--network host|allowlist|none]
+
+``--network allowlist`` measures the launch with the egress proxy (forked as nobody,
+probed before release) and the socat bridges in the gate; the decision log goes to a
+temp state directory.
 
 Needs root, bwrap, setpriv and Claude Code from npm (tests/run.sh installs it).
 """
@@ -26,7 +30,7 @@ from pathlib import Path, PurePosixPath
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from wizard.base.choices import Mode  # noqa: E402
+from wizard.base.choices import Mode, Network  # noqa: E402
 from wizard.base.launcher_config import LauncherConfig, render_launcher_config  # noqa: E402
 
 NPM_CLAUDE = Path("/opt/sandbox-setup-test/npm/node_modules/.bin/claude")
@@ -47,6 +51,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=15)
     parser.add_argument("--claude", default=str(shutil.which("claude") or NPM_CLAUDE))
+    parser.add_argument("--network", choices=[n.value for n in Network], default="host")
     args = parser.parse_args()
     if os.geteuid() != 0:
         raise SystemExit("run as root (the launcher drops to nobody)")
@@ -68,6 +73,7 @@ def main() -> int:
                     agent_user="nobody",
                     agent_home=PurePosixPath(home),
                     workspaces=(PurePosixPath(workspace),),
+                    network=Network(args.network),
                 )
             )
         )
@@ -78,7 +84,8 @@ def main() -> int:
         launched = (
             [sys.executable, "-m", "wizard.launcher", "--config", str(config), "--", "--print",
              "ok"],
-            {"PATH": path, "PYTHONPATH": str(REPO), "TERM": "dumb"},
+            {"PATH": path, "PYTHONPATH": str(REPO), "TERM": "dumb",
+             "XDG_STATE_HOME": str(base / "state")},
         )  # fmt: skip
         _timed(*direct), _timed(*launched)  # warm the page cache for both
         base_times, launch_times = [], []

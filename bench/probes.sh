@@ -4,13 +4,14 @@
 # the point is the time the experiments take, pass or fail.
 #   bash bench/probes.sh [--as-user NAME] [--no-claude]
 set -u
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd /
 export LC_ALL=C
 AS=()
 CLAUDE_TOO=1
 while [ $# -gt 0 ]; do
   case $1 in
-    --as-user) AS=(setpriv "--reuid=$(id -u "$2")" "--regid=$(id -g "$2")" --init-groups --)
+    --as-user) AS_USER=$2; AS=(setpriv "--reuid=$(id -u "$2")" "--regid=$(id -g "$2")" --init-groups --)
                shift ;;
     --no-claude) CLAUDE_TOO=0 ;;
   esac
@@ -18,6 +19,8 @@ while [ $# -gt 0 ]; do
 done
 B=(bwrap --unshare-user --unshare-pid --ro-bind / / --dev /dev)
 PY=$(readlink -f "$(command -v python3)")
+VENV_PY="$REPO/.venv/bin/python"
+[ -x "$VENV_PY" ] || VENV_PY=$PY
 
 # file reads (identity, platform, proc.masks, userns.policy, tty.tiocsti)
 cat /proc/self/status /proc/self/mountinfo >/dev/null
@@ -47,6 +50,13 @@ insn = ctypes.create_string_buffer(struct.pack("HBBI", 0x06, 0, 0, 0x7FFF0000))
 libc.prctl(38, 1, 0, 0, 0)
 libc.prctl(22, 2, ctypes.byref(Prog(1, ctypes.cast(insn, ctypes.c_void_p))), 0, 0)
 ' 2>/dev/null
+# net.egress: a sandbox with its own network namespace, then the launcher's egress proxy
+# (the same command the check runs: python code, there is no sh equivalent)
+"${AS[@]}" "${B[@]}" --unshare-net --proc /proc cat /proc/net/route /proc/net/ipv6_route \
+  >/dev/null 2>&1
+EGRESS_UID=$(id -u "${AS_USER:-nobody}" 2>/dev/null || id -u nobody)
+PYTHONPATH="$REPO" "$VENV_PY" -P -m wizard.launcher.egress_probe --uid "$EGRESS_UID" \
+  --gid "$EGRESS_UID" >/dev/null 2>&1
 if [ "$CLAUDE_TOO" = 1 ] && CLAUDE=$(command -v claude); then
   "${AS[@]}" "$CLAUDE" --version >/dev/null 2>&1
   HOME=$(mktemp -d) "${AS[@]}" "$CLAUDE" --dangerously-skip-permissions --print ok \

@@ -51,6 +51,9 @@ class Context:
     # Why root must not run a file (None: it may): the trust rule, handed in by the
     # caller (wizard.policy.trust.untrusted_reason). Without one, root runs nothing.
     untrusted: Callable[[str], str | None] = field(default=lambda _path: NO_TRUST_RULE)
+    # The command that starts the launcher's egress proxy as ``--uid U --gid G`` and
+    # reports as JSON (net.egress), handed in by the caller; None: not tried.
+    egress_probe: tuple[str, ...] | None = None
 
     @property
     def uid(self) -> int:

@@ -5,7 +5,7 @@ IDs are stable and never renamed (DESIGN.md); new checks get new IDs.
 
 from __future__ import annotations
 
-from checks import bwrap, cgroup, claude, container, identity, proc, seccomp, tty, userns
+from checks import bwrap, cgroup, claude, container, identity, net, proc, seccomp, tty, userns
 from checks.base import Check
 
 CHECKS: tuple[Check, ...] = (
@@ -61,6 +61,12 @@ CHECKS: tuple[Check, ...] = (
         "socat and ripgrep for Claude's sandbox",
         False,
         claude.check_sandbox_deps,
+    ),
+    Check(
+        "net.egress",
+        "The sandbox's network: loopback only, egress through the proxy",
+        True,
+        net.check_egress,
     ),
 )
 

@@ -8,7 +8,7 @@ it), each with its own timeout.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
@@ -75,6 +75,7 @@ def run_checks(
     on_finding: Callable[[Finding], object] | None = None,
     system_root: Path = Path("/"),
     untrusted: Callable[[str], str | None] | None = None,
+    egress_probe: Sequence[str] | None = None,
 ) -> Report:
     """Run the checks ``ids`` (all by default) and judge them into a Report.
 
@@ -85,7 +86,8 @@ def run_checks(
 
     ``untrusted(path)`` says why root must not run a binary (the trust rule of
     :mod:`wizard.policy.trust`, which checks cannot import); without it no binary
-    is run as root.
+    is run as root. ``egress_probe`` is the command net.egress starts the egress proxy
+    with (the launcher's, which checks cannot import); without it the proxy is not tried.
 
     ``on_finding`` is called in this thread with each finding as it is ready
     (file checks first, then live probes as they finish), for progress displays.
@@ -110,6 +112,7 @@ def run_checks(
         claude=claude,
         euid=os.geteuid(),
         **({"untrusted": untrusted} if untrusted is not None else {}),
+        egress_probe=tuple(egress_probe) if egress_probe is not None else None,
     )
     live = [c for c in selected if c.live]
     results: dict[str, Finding] = {}

@@ -166,6 +166,7 @@ class LaunchTree:
         name: str = "launcher.toml",
         directory: Path | None = None,
         env_pass: Sequence[str] = (),
+        allowed_domains: Sequence[str] = (),
         loopback_ports: Sequence[int] = (),
     ) -> Path:
         config = LauncherConfig(
@@ -177,6 +178,7 @@ class LaunchTree:
             network=network,
             inner_sandbox=inner_sandbox,
             env_pass=tuple(env_pass),
+            allowed_domains=tuple(allowed_domains),
             loopback_ports=tuple(loopback_ports),
             unsafe=UnsafeAcceptance("root (uid 0)", "2026-11-30T04:00:00+00:00", "I accept")
             if accepted

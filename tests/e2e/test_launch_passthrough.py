@@ -130,7 +130,9 @@ def test_exported_endpoint_and_key_complete_the_turn_and_decoys_stay_out(
         assert evidence.user_ns != host_namespaces()["user"] and env["IS_SANDBOX"] == "1"
     else:
         assert evidence.user_ns == host_namespaces()["user"] and "IS_SANDBOX" not in env
-    notice = [line for line in turn.result.stderr.splitlines() if "sandbox-launch:" in line]
+    # The launch notice once (the session's notes, e.g. on limits, are lines of their own).
+    lines = turn.result.stderr.splitlines()
+    notice = [line for line in lines if "sandbox-launch:" in line and " mode; " in line]
     assert len(notice) == 1 and f"{mode} mode" in notice[0], turn.result.stderr
 
 

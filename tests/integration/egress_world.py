@@ -9,7 +9,12 @@ Two namespaces joined by a veth pair, so nothing of the real host's network chan
 * ``np-w-TAG``, "the internet": HTTP on :80 and HTTPS on :443 (a self-signed
   certificate made with openssl for ``allowed.test``, ``*.allowed.test`` and
   ``denied.test``) at 203.0.113.10, 2001:db8::10 and the "private" 10.77.0.10, serving
-  :data:`WORLD_GREETING` and a git repository over dumb HTTP.
+  :data:`WORLD_GREETING` and a git repository over dumb HTTP. With ``metadata=True`` it
+  is also the cloud metadata service at 169.254.169.254 (the host end gets 169.254.0.1),
+  serving :data:`METADATA_SECRET` at :data:`METADATA_PATH`.
+
+``prefix`` names the namespaces, veths and the temp dir (``np`` for the proxy's tests;
+each suite its own, so suites running at once never share a name).
 
 Names reach the proxy only through the test resolver map (:data:`RESOLVE`); it has
 no other DNS. The host's own network namespace never routes to these addresses:
@@ -27,12 +32,13 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 
@@ -40,12 +46,16 @@ from tests.tools import REPO, require_root, require_tool
 from wizard.launcher.proxy import TEST_RESOLVE_ENV, bridge_argv
 
 NOBODY = 65534
+T = TypeVar("T")
 WORLD_GREETING = "hello from the world\n"
 BIG_SIZE = 4 * 1024 * 1024
 HOST_SECRET = "host-loopback-secret"
 HOST_LOOPBACK_PORT = 18320  # in np-h only; the real host's loopback is never used for it
 WORLD_V4, WORLD_V6, WORLD_PRIVATE = "203.0.113.10", "2001:db8::10", "10.77.0.10"
 HOST_SIDE_V4 = "203.0.113.1"
+METADATA = "169.254.169.254"
+METADATA_PATH = "/latest/meta-data/iam/security-credentials/role"
+METADATA_SECRET = "instance-credentials-from-the-metadata-service"
 ALLOWED_PATTERNS = ("allowed.test", "*.allowed.test")
 RESOLVE = {
     "allowed.test": [WORLD_V4],
@@ -273,11 +283,12 @@ def _wait_for_host_service(world: World) -> None:
 
 
 @contextmanager
-def make_world() -> Iterator[World]:
+def make_world(prefix: str = "np", metadata: bool = False) -> Iterator[World]:
     """Build the two namespaces, the servers and the certificate; remove all of it after."""
     tag = secrets.token_hex(3)
-    host_ns, world_ns = f"np-h-{tag}", f"np-w-{tag}"
-    base = Path(tempfile.mkdtemp(prefix=f"np-egress-{tag}-", dir="/var/tmp"))
+    host_ns, world_ns = f"{prefix}-h-{tag}", f"{prefix}-w-{tag}"
+    host_dev, world_dev = f"{prefix}-a-{tag}", f"{prefix}-b-{tag}"
+    base = Path(tempfile.mkdtemp(prefix=f"{prefix}-egress-{tag}-", dir="/var/tmp"))
     processes: list[subprocess.Popen[Any]] = []
     try:
         base.chmod(0o755)
@@ -285,6 +296,10 @@ def make_world() -> Iterator[World]:
         docroot.mkdir()
         (docroot / "hello.txt").write_text(WORLD_GREETING)
         (docroot / "big.bin").write_bytes(os.urandom(BIG_SIZE))
+        if metadata:
+            served = docroot / METADATA_PATH.lstrip("/")
+            served.parent.mkdir(parents=True)
+            served.write_text(METADATA_SECRET)
         repo_head = _make_repository(base, docroot)
         cert, key = _make_certificate(base)
         resolve_map = base / "resolve.json"
@@ -292,12 +307,14 @@ def make_world() -> Iterator[World]:
 
         run(["ip", "netns", "add", host_ns])
         run(["ip", "netns", "add", world_ns])
-        run(["ip", "link", "add", f"np-a-{tag}", "netns", host_ns, "type", "veth",
-             "peer", "name", f"np-b-{tag}", "netns", world_ns])  # fmt: skip
+        run(["ip", "link", "add", host_dev, "netns", host_ns, "type", "veth",
+             "peer", "name", world_dev, "netns", world_ns])  # fmt: skip
+        link_local = (("169.254.0.1/16",), (f"{METADATA}/16",)) if metadata else ((), ())
         for netns, dev, addresses in (
-            (host_ns, f"np-a-{tag}", (f"{HOST_SIDE_V4}/24", "10.77.0.1/24", "2001:db8::1/64")),
-            (world_ns, f"np-b-{tag}", (f"{WORLD_V4}/24", f"{WORLD_PRIVATE}/24",
-                                       f"{WORLD_V6}/64")),
+            (host_ns, host_dev, (f"{HOST_SIDE_V4}/24", "10.77.0.1/24", "2001:db8::1/64",
+                                 *link_local[0])),
+            (world_ns, world_dev, (f"{WORLD_V4}/24", f"{WORLD_PRIVATE}/24", f"{WORLD_V6}/64",
+                                   *link_local[1])),
         ):  # fmt: skip
             run(["ip", "-n", netns, "link", "set", "lo", "up"])
             for address in addresses:
@@ -305,7 +322,7 @@ def make_world() -> Iterator[World]:
                 run(["ip", "-n", netns, "addr", "add", address, "dev", dev, *extra])
             run(["ip", "-n", netns, "link", "set", dev, "up"])
 
-        _static_neighbours(host_ns, f"np-a-{tag}", world_ns, f"np-b-{tag}")
+        _static_neighbours(host_ns, host_dev, world_ns, world_dev)
         world = subprocess.Popen(
             ["ip", "netns", "exec", world_ns, sys.executable, "-c", WORLD_SERVER,
              str(docroot), str(cert), str(key)],
@@ -368,3 +385,37 @@ def egress(world: World) -> Iterator[Proxy]:
         bridge.kill()
         bridge.wait()
         stand_in.stop()
+
+
+def in_netns(netns: str, work: Callable[[], T]) -> T:
+    """``work()`` run in a thread that joined the network namespace ``netns`` (``ip netns``).
+
+    A namespace is per thread: sockets ``work`` creates belong to ``netns`` for good
+    (a server bound there serves there), and no other thread of this process moves.
+    """
+    import ctypes
+
+    result: list[T] = []
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            fd = os.open(f"/run/netns/{netns}", os.O_RDONLY | os.O_CLOEXEC)
+            try:
+                if libc.setns(fd, 0x40000000) != 0:  # CLONE_NEWNET
+                    raise OSError(ctypes.get_errno(), f"setns into {netns}")
+            finally:
+                os.close(fd)
+            if os.readlink("/proc/thread-self/ns/net") == os.readlink("/proc/self/ns/net"):
+                raise RuntimeError(f"setns into {netns} left the thread in the host's namespace")
+            result.append(work())
+        except BaseException as exc:
+            errors.append(exc)
+
+    thread = threading.Thread(target=run, name=f"in-{netns}")
+    thread.start()
+    thread.join()
+    if errors:
+        raise errors[0]
+    return result[0]

@@ -379,3 +379,28 @@ def test_user_mode_clean_and_graded_medium(
         assert_found(setup, "audit.safety.workspace_mode")
     finally:
         shutil.rmtree(setup.root.parent, ignore_errors=True)
+
+
+def test_sandbox_on_the_hosts_network_is_an_exposure_fixed_by_the_allowlist(
+    integration_workdir: Path, tools: dict[str, str]
+) -> None:
+    setup = make_setup(
+        integration_workdir, tools["claude"], "--mode", "sandbox", "--workspace",
+        "/srv/project", "--network", "host",
+    )  # fmt: skip
+    try:
+        run = assert_found(setup, "audit.network.host")
+        finding = run.finding("audit.network.host")
+        assert finding["severity"] == "medium"
+        assert "169.254.169.254" in finding["summary"]
+        assert 'network = "allowlist"' in finding["remedy"]
+        assert run.data["grade"]["label"] == "MEDIUM"
+        assert run.data["network"][0].startswith("host: the agent shares the host's network")
+        text = setup.answers.read_text().replace('network = "host"', 'network = "allowlist"')
+        setup.answers.write_text(text)
+        reapply(setup)
+        clean = assert_clean(setup)
+        assert clean.data["network"][0].startswith("allowlist: ")
+        assert clean.data["grade"]["label"] == "OK"
+    finally:
+        shutil.rmtree(setup.root.parent, ignore_errors=True)

@@ -96,6 +96,8 @@ class AuditReport:
     # The live check report the audit judged (for a re-apply from the TUI); its
     # findings are in ``checks`` for JSON.
     report: Report | None = field(default=None, compare=False, repr=False)
+    # What the agent's network is and what the egress proxy refused (wizard.audit.network).
+    network: list[str] = field(default_factory=list)
 
     @property
     def clean(self) -> bool:
@@ -112,6 +114,7 @@ class AuditReport:
             "probes_as": self.probes_as,
             "unsafe": self.unsafe,
             "notes": list(self.notes),
+            "network": list(self.network),
             "findings": [f.to_json() for f in self.findings],
             "checks": list(self.checks),
             "grade": self.grade.to_json(),

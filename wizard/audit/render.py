@@ -38,6 +38,7 @@ def render_text(report: AuditReport) -> str:
             f"  UNSAFE mode accepted by {report.unsafe.get('accepted_by', '?')} "
             f"at {report.unsafe.get('accepted_at', '?')}"
         )
+    out += [f"  network: {line}" for line in report.network]
     out += [f"  note: {line}" for line in report.notes]
     out.append("")
     findings = sorted(report.findings, key=lambda f: -f.severity)

@@ -32,6 +32,10 @@ diff, accepted):
 - accounts and sessions (:mod:`wizard.audit.accounts`): ``audit.accounts.system``,
   ``.service``, ``.admin_group``, ``.root``, ``.outlived``, ``.legacy_group``; the
   session limits (and whether this host enforces memory) are a note.
+- network (:mod:`wizard.audit.network`): ``audit.network.host`` (medium: sandbox mode
+  sharing the host's network), ``audit.network.egress`` (high: allowlist, but net.egress
+  fails now). What the network allows, and what the egress proxy's decision log refused
+  lately, are the report's ``network`` lines (JSON ``"network"``), not findings.
 
 Python API (the TUI's audit view): :func:`audit` ``(layout, timeout, as_user)
 -> AuditReport``. The report ends with a posture grade (:mod:`wizard.audit.grade`). Exit 0 when
@@ -52,6 +56,13 @@ from wizard.audit.drift import drift_findings
 from wizard.audit.grade import grade
 from wizard.audit.mode import claude_findings, mode_findings
 from wizard.audit.model import AuditFinding, AuditReport, Severity
+from wizard.audit.network import (
+    EGRESS_LOG,
+    network_findings,
+    network_lines,
+    read_log_tail,
+    refusal_lines,
+)
 from wizard.audit.readable import settings_readable_findings
 from wizard.audit.safety import (
     agent_findings,
@@ -187,6 +198,9 @@ def audit(layout: Layout, timeout: float = 10.0, as_user: str | None = None) -> 
 
     findings = unsafe_findings(config)
     findings += mode_findings(report, config)
+    findings += network_findings(config, report, str(layout.real(layout.answers)), reapply)
+    egress_log = layout.real(layout.state_dir / EGRESS_LOG)
+    network = network_lines(config) + refusal_lines(read_log_tail(egress_log), str(egress_log))
     version = read_claude_version(claude.real, timeout) if claude.trusted else None
     findings += claude_findings(
         config, str(claude.real), claude.exists, claude.trusted, version, reapply
@@ -239,4 +253,5 @@ def audit(layout: Layout, timeout: float = 10.0, as_user: str | None = None) -> 
         checks=[f.to_json() for f in report.findings],
         unsafe=unsafe,
         report=report,
+        network=network,
     )

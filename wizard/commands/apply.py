@@ -145,6 +145,8 @@ def _print_plan(plan: Plan, *, dry_run: bool) -> None:
             if diff:
                 for line in diff.splitlines():
                     print(f"      {line}", file=out)
+    for line in plan.network:
+        print(f"  network: {line}", file=out)
     for note in plan.notes:
         print(f"note: {note}", file=sys.stderr)
 
@@ -172,6 +174,7 @@ def run_headless(args: argparse.Namespace) -> int:
                 "changed": any(a["change"] for a in actions),
                 "actions": actions,
                 "notes": plan.notes,
+                "network": plan.network,
             }
             print(json.dumps(data, indent=2))
         else:

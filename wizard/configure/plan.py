@@ -56,9 +56,11 @@ from wizard.configure.claude_binary import INSTALLED_CLAUDE, ClaudeBinary, find_
 from wizard.configure.claude_shim import leftover_shim_note, shim_actions
 from wizard.configure.inner_sandbox import check_sandbox_deps, sandbox_keys
 from wizard.configure.ledger import SetupRecord
+from wizard.configure.network_plan import check_egress, plan_network
 from wizard.configure.settings import merge_settings
 from wizard.policy.accounts import workspace_group
 from wizard.policy.environment import loopback_port_hint, passed_names
+from wizard.policy.network import inner_proxy_port
 from wizard.policy.tool_paths import tools_problem
 from wizard.policy.unsafe import UNSAFE_STATEMENT, acceptance_label
 
@@ -72,6 +74,8 @@ class Plan:
     launcher_config: LauncherConfig
     actions: list[Action]
     notes: list[str] = field(default_factory=list)
+    # What the agent's network is (wizard.configure.network_plan), shown with the actions.
+    network: list[str] = field(default_factory=list)
 
     def changes(self) -> list[Action]:
         """The actions that would change something now."""
@@ -277,8 +281,13 @@ def build_plan(report: Report, answers: Answers, layout: Layout, source: str = "
     inner = answers.inner_sandbox or default_inner_sandbox(report, answers.mode)
     _check_inner(report, answers.mode, inner)
     check_sandbox_deps(report, inner)
+    check_egress(report, answers.mode, answers.network or default_network(answers.mode))
     scope = _settings_scope(answers, layout)
-    keys = sandbox_keys(report, inner, scope)
+    network = answers.network or default_network(answers.mode)
+    keys = replace(
+        sandbox_keys(report, inner, scope),
+        proxy_port=inner_proxy_port(answers.mode, network, inner),
+    )
 
     separate = answers.mode is not Mode.UNSAFE and answers.agent_user != operator.name
     agent_name = answers.agent_user if answers.mode is not Mode.UNSAFE else operator.name
@@ -379,7 +388,6 @@ def build_plan(report: Report, answers: Answers, layout: Layout, source: str = "
     )
 
     unsafe = None
-    network = answers.network or default_network(answers.mode)
     limits = answers.limits or Limits()
     resolved = replace(
         answers,
@@ -459,7 +467,10 @@ def build_plan(report: Report, answers: Answers, layout: Layout, source: str = "
     for action in actions:
         if isinstance(action, WriteFile) and not action.binary:
             action.desired()
-    return Plan(resolved, layout, config, actions, notes)
+    network_lines, network_notes = plan_network(
+        answers.mode, network, answers.allowed_domains, answers.loopback_ports, os.environ
+    )
+    return Plan(resolved, layout, config, actions, notes + network_notes, network_lines)
 
 
 def _login_copies(layout: Layout, agent: str, agent_home: PurePosixPath) -> list[Action]:

@@ -12,6 +12,7 @@ they run as ``nobody``, an unprivileged account every Debian has.
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -24,6 +25,10 @@ if TYPE_CHECKING:
     from checks.model import Finding, Report
 
 STAND_IN = "nobody"
+# net.egress starts the launcher's egress proxy with this (as root, dropping to the
+# probe user): a separate process, so the checks need not import the launcher. -P: the
+# working directory is not on sys.path (the probes run from /, but never trust it).
+EGRESS_PROBE = (sys.executable, "-P", "-m", "wizard.launcher.egress_probe")
 
 
 def uid_mapped(uid: int, uid_map: str | None = None) -> bool:
@@ -108,4 +113,5 @@ def run_live_checks(
         on_finding=on_finding,
         system_root=system_root,
         untrusted=untrusted_reason,
+        egress_probe=EGRESS_PROBE,
     )

@@ -22,7 +22,10 @@ from one :class:`SandboxKeys` value:
 - ``sandbox.network.httpProxyPort`` and ``socksProxyPort``, when
   :attr:`SandboxKeys.proxy_port` is given (the allowlist network: the port of the
   launcher's proxy inside the sandbox, which Claude's inner sandbox must use
-  instead of starting its own); left as they are otherwise;
+  instead of starting its own, :func:`~wizard.policy.network.inner_proxy_port`);
+  otherwise removed where they hold that port (this tool wrote them: elsewhere,
+  127.0.0.1:3128 is nobody's proxy of ours) and kept where the user set another
+  value; a ``sandbox.network`` table emptied that way is removed;
 - ``permissions.deny``: rules that hide credentials (:data:`CREDENTIAL_DENY_RULES`)
   are appended when missing; existing rules stay, in their order.
 
@@ -58,6 +61,9 @@ from typing import Any
 
 from wizard.base.errors import InputError
 from wizard.configure import claude_json
+from wizard.policy.network import SANDBOX_PROXY_PORT
+
+PROXY_PORT_KEYS = ("httpProxyPort", "socksProxyPort")
 
 # Claude Code permission rules (gitignore-style paths; "~/" is the home of the
 # user running Claude) that keep keys and cloud credentials out of the agent's reads.
@@ -206,8 +212,18 @@ def _merge_sandbox(sandbox: dict[str, Any], source: str, keys: SandboxKeys) -> N
         )
     if keys.proxy_port is not None:
         network = _table(sandbox, "network", source, "sandbox.")
-        network["httpProxyPort"] = keys.proxy_port
-        network["socksProxyPort"] = keys.proxy_port
+        port = claude_json.JsonNumber(str(keys.proxy_port))  # as a parsed file holds it
+        for key in PROXY_PORT_KEYS:
+            network[key] = port
+    elif "network" in sandbox:
+        network = _table(sandbox, "network", source, "sandbox.")
+        had = bool(network)
+        ours = (SANDBOX_PROXY_PORT, claude_json.JsonNumber(str(SANDBOX_PROXY_PORT)))
+        for key in PROXY_PORT_KEYS:
+            if network.get(key) in ours:
+                del network[key]
+        if had and not network:
+            del sandbox["network"]
 
 
 def _merge(

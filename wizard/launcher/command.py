@@ -16,6 +16,13 @@ from wizard.base.choices import Network
 from wizard.base.errors import RefusedError
 from wizard.base.launcher_config import LauncherConfig, UnsafeAcceptance
 from wizard.base.limits import size_bytes
+from wizard.launcher.network import (
+    network_binds,
+    network_env,
+    network_gate,
+    network_notes,
+    network_notice,
+)
 from wizard.policy.environment import SANDBOX_CLAIMS, select_passed
 from wizard.policy.system_dirs import bind_conflict
 from wizard.policy.unsafe import ACCEPTANCE_KEYS, acceptance_problem
@@ -198,13 +205,16 @@ def bwrap_argv(
     environ: Mapping[str, str],
     claude_args: Sequence[str],
     workdir: str | None = None,
+    socat: str | None = None,
 ) -> list[str]:
     """bwrap's options: new namespaces, read-only system, writable home and workspaces.
 
     The sandbox's environment is bwrap's own, which the launcher sets exactly
     (:func:`launch_env`): passed variables carry secrets, and bwrap's argv, where
     ``--setenv`` would put them, is world-readable in /proc. Only the sandbox claim
-    is added here, inside.
+    and, with network allowlist, the proxy variables (no secrets) are added here,
+    inside. With network allowlist, ``socat`` runs the bridges
+    (:mod:`wizard.launcher.network`).
     """
     argv = [
         bwrap,
@@ -237,6 +247,7 @@ def bwrap_argv(
     argv += ["--size", size, "--tmpfs", "/run"]
     for resolver in facts.resolver_dirs:
         argv += ["--ro-bind", resolver, resolver]
+    argv += network_binds(config)
     real = dict(facts.real_paths)
     for writable in map(str, (agent.home, *config.workspaces)):
         argv += ["--bind", real.get(writable, writable), writable]
@@ -247,10 +258,13 @@ def bwrap_argv(
     # Never the caller's claims (launch_env does not pass them either), then our own.
     for claim in sorted(SANDBOX_CLAIMS - {"IS_SANDBOX"}):
         argv += ["--unsetenv", claim]
+    # The proxy variables override any the caller passed: inside, the proxy is ours.
+    for key, value in network_env(config).items():
+        argv += ["--setenv", key, value]
     argv += ["--setenv", "IS_SANDBOX", "1"]
     argv += ["--chdir", workdir or str(config.workspaces[0])]
     argv += ["--json-status-fd", STATUS_FD, "--block-fd", BLOCK_FD]
-    argv += ["--", *gate_argv(), claude, *claude_args]
+    argv += ["--", *gate_argv(), *network_gate(config, socat), claude, *claude_args]
     return argv
 
 
@@ -270,6 +284,7 @@ def sandbox_launch(
     claude_args: Sequence[str],
     switch_user: bool,
     workdir: str | None = None,
+    socat: str | None = None,
 ) -> Launch:
     """Drop to the agent (root only), then bwrap as the agent; verified before release.
 
@@ -282,18 +297,20 @@ def sandbox_launch(
         if real.get(str(path), str(path)) != str(path):
             _check_writable_bind(real[str(path)], f"{what} {path}, a symlink to")
     argv = _privilege_drop(setpriv, agent, switch_user)
-    argv += bwrap_argv(config, agent, claude, bwrap, facts, environ, claude_args, workdir)
+    argv += bwrap_argv(config, agent, claude, bwrap, facts, environ, claude_args, workdir, socat)
     env, passed, env_notes = launch_env(config, agent, environ)
     return Launch(
         argv=tuple(argv),
         env=env,
         cwd=None,
         supervised=True,
+        warning=network_notice(config),
         notes=(
             f"{STATUS_FD}, {BLOCK_FD} and {GATE_FD} are pipe fds chosen at launch; "
             "IS_SANDBOX=1 is set only inside bwrap; the gate execs Claude only when the "
             f"launcher, after verifying the sandbox, writes {GATE_TOKEN!r} to {GATE_FD}",
             *env_notes,
+            *network_notes(config),
         ),
         passed=passed,
     )

@@ -38,6 +38,7 @@ from wizard.launcher.command import (
     user_launch,
 )
 from wizard.launcher.containment import Containment, contain
+from wizard.launcher.network import check_socat_visible, is_allowlist
 from wizard.launcher.notice import config_notice
 from wizard.launcher.trust import (
     check_trusted_file,
@@ -196,6 +197,10 @@ def _separate_launch(
     if config.mode is Mode.SANDBOX:
         bwrap = find_trusted_tool("bwrap", owners, path_env)
         setpriv = find_trusted_tool("setpriv", owners, path_env)
+        socat = None
+        if is_allowlist(config):
+            socat = str(find_trusted_tool("socat", owners, path_env))
+            check_socat_visible(socat)
         launch = sandbox_launch(
             config,
             agent,
@@ -207,10 +212,12 @@ def _separate_launch(
             claude_args,
             switch_user=uid == 0,
             workdir=workdir.path,
+            socat=socat,
         )
         hint = loopback_port_hint(environ, launch.passed, config.network, config.loopback_ports)
         if hint is not None:
-            launch = replace(launch, warning=f"sandbox-launch: {hint}")
+            warnings = [w for w in (launch.warning, f"sandbox-launch: {hint}") if w]
+            launch = replace(launch, warning="\n".join(warnings))
         return launch
     setpriv = find_trusted_tool("setpriv", owners, path_env)
     return user_launch(
@@ -272,7 +279,13 @@ def run(options: Options, environ: Mapping[str, str]) -> int:
         from wizard.launcher.session_runner import run_session, session_end_hooks
 
         return run_session(
-            launch, agent, containment, environ, switch_user=uid == 0, hooks=session_end_hooks()
+            launch,
+            agent,
+            containment,
+            environ,
+            switch_user=uid == 0,
+            hooks=session_end_hooks(),
+            network=config if launch.supervised and is_allowlist(config) else None,
         )
     sys.stdout.flush()
     sys.stderr.flush()

@@ -25,6 +25,10 @@ port (``sandbox.network.socksProxyPort``); when only the HTTP port is external i
 starts a SOCKS proxy of its own, which would bypass this policy. Both ports point at
 the one bridge; the first byte tells the protocols apart.
 
+Test hook: ``SANDBOX_LAUNCH_TEST_BREAK_PROXY=1`` makes the proxy process exit after its
+privilege drop, before it is ready: a proxy that cannot start, as the launcher sees it.
+It can only make a launch fail.
+
 Test hook: ``SANDBOX_LAUNCH_TEST_RESOLVE`` names a JSON file ``{"name": ["addr", ...]}``
 read once when the proxy starts. It replaces DNS (a name it lacks does not resolve)
 and only maps names: every address it gives still passes the address rules, so it can
@@ -40,7 +44,7 @@ import signal
 import socket
 import sys
 import traceback
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from wizard.base.errors import RefusedError
@@ -49,6 +53,7 @@ from wizard.policy.addresses import parse_address
 from wizard.policy.network import REFUSED_PREFIX, EgressPolicy
 
 TEST_RESOLVE_ENV = "SANDBOX_LAUNCH_TEST_RESOLVE"
+TEST_BREAK_ENV = "SANDBOX_LAUNCH_TEST_BREAK_PROXY"
 START_TIMEOUT = 5.0
 PROBE_TIMEOUT = 5.0
 # Always refused, whatever the operator allowed: the unspecified address means "this
@@ -67,23 +72,24 @@ def serve(
     *,
     sock: socket.socket | None = None,
     test_resolve: Mapping[str, list[str]] | None = None,
+    forwards: Sequence[tuple[socket.socket, int]] = (),
 ) -> None:
     """Serve the proxy on ``socket_path`` (or the already bound ``sock``) until killed.
 
     Writes one byte to ``ready_fd`` (and closes it) once accepting connections.
     Decisions go to ``log_fd``, one JSON line each. Without ``test_resolve`` the
     test hook's file is read from the environment, as in :func:`start_proxy_process`.
+    ``forwards``: listening sockets whose connections go to ``127.0.0.1:PORT`` of this
+    network namespace, unfiltered (``--allow-loopback-port``).
     """
-    import asyncio  # here, not at the top: the launcher itself never pays for it
-
-    from wizard.launcher import proxy_server
+    from wizard.launcher import proxy_server  # here: the launcher itself never pays for it
 
     if sock is None:
         sock = bind_socket(socket_path)
     if test_resolve is None:
         test_resolve = load_test_resolver(os.environ)
     proxy = proxy_server.EgressProxy(policy, log_fd, test_resolve, read_host_addresses())
-    asyncio.run(proxy_server.run(sock, proxy, ready_fd, read_host_addresses))
+    proxy_server.run(sock, proxy, ready_fd, read_host_addresses, forwards=forwards)
 
 
 def bind_socket(
@@ -105,8 +111,52 @@ def bind_socket(
         sock.listen(128)
     except OSError as exc:
         sock.close()
-        raise RefusedError(f"sandbox-launch: egress proxy socket {path}: {exc.strerror}") from None
+        raise RefusedError(f"egress proxy socket {path}: {exc.strerror}") from None
     return sock
+
+
+class ProxyProcess:
+    """A proxy process forked by :func:`fork_proxy`: wait until it serves, then stop it."""
+
+    def __init__(self, pid: int, ready_fd: int, paths: Sequence[str], remove: bool) -> None:
+        self.pid = pid
+        self._ready_fd: int | None = ready_fd
+        self._paths = tuple(paths)
+        self._remove = remove  # the sockets are ours to unlink at the end
+        self._reaped = False
+
+    def wait_ready(self, timeout: float = START_TIMEOUT) -> None:
+        """Return once the proxy accepts connections; else stop it and :class:`RefusedError`."""
+        fd, self._ready_fd = self._ready_fd, None
+        if fd is None:
+            return
+        try:
+            readable, _, _ = select.select([fd], [], [], timeout)
+            ready = bool(readable) and os.read(fd, 1) == b"R"
+        finally:
+            os.close(fd)
+        if not ready:
+            self.stop()
+            raise RefusedError(
+                "the egress proxy did not start; refusing to launch "
+                "(nothing falls back to the host's network)"
+            )
+
+    def stop(self) -> None:
+        """Kill and reap the proxy (idempotent); remove its sockets when it made them."""
+        if self._ready_fd is not None:
+            os.close(self._ready_fd)
+            self._ready_fd = None
+        if not self._reaped:
+            with _suppress():
+                os.kill(self.pid, signal.SIGKILL)
+            with _suppress():
+                os.waitpid(self.pid, 0)
+            self._reaped = True
+        if self._remove:
+            for path in self._paths:
+                with _suppress():
+                    os.unlink(path)
 
 
 def start_proxy_process(
@@ -121,6 +171,7 @@ def start_proxy_process(
     timeout: float = START_TIMEOUT,
     environ: Mapping[str, str] = os.environ,
     listener: socket.socket | None = None,
+    forwards: Mapping[int, str | Path] | None = None,
 ) -> int:
     """Fork the proxy as ``uid:gid``; its pid once it is accepting, else :class:`RefusedError`.
 
@@ -130,11 +181,56 @@ def start_proxy_process(
     connects (default ``uid:gid``). ``listener``: serve this listening socket instead
     of binding ``socket_path`` (e.g. a TCP socket the launcher made inside the
     sandbox's network namespace); it is closed in the caller either way.
+    ``forwards``: ``{port: socket path}``, see :func:`fork_proxy`.
+    """
+    process = fork_proxy(
+        socket_path, policy, log_fd, uid, gid, socket_owner=socket_owner,
+        socket_mode=socket_mode, environ=environ, listener=listener, forwards=forwards,
+    )  # fmt: skip
+    process.wait_ready(timeout)
+    return process.pid
+
+
+def fork_proxy(
+    socket_path: str | Path,
+    policy: EgressPolicy,
+    log_fd: int | None,
+    uid: int,
+    gid: int,
+    *,
+    socket_owner: tuple[int, int] | None = None,
+    socket_mode: int = 0o600,
+    environ: Mapping[str, str] = os.environ,
+    listener: socket.socket | None = None,
+    forwards: Mapping[int, str | Path] | None = None,
+) -> ProxyProcess:
+    """Bind the sockets and fork the proxy as ``uid:gid``, without waiting for it.
+
+    The launcher starts the sandbox meanwhile and calls :meth:`ProxyProcess.wait_ready`
+    (then :func:`probe_proxy`) before it releases Claude. ``forwards`` maps a port of
+    this namespace's loopback to the unix socket (bound here, like ``socket_path``)
+    whose connections go to ``127.0.0.1:PORT``: ``--allow-loopback-port``.
     """
     if uid == 0 or gid == 0:
-        raise RefusedError("sandbox-launch: the egress proxy never runs as root")
+        raise RefusedError("the egress proxy never runs as root")
     test_resolve = load_test_resolver(environ)  # read as the launcher: the file may be 0600
-    sock = listener or bind_socket(socket_path, socket_owner or (uid, gid), socket_mode)
+    broken = environ.get(TEST_BREAK_ENV) == "1"
+    owner = socket_owner or (uid, gid)
+    sock = listener or bind_socket(socket_path, owner, socket_mode)
+    paths = [] if listener is not None else [str(socket_path)]
+    bound: list[tuple[socket.socket, int]] = []
+    try:
+        for port, path in (forwards or {}).items():
+            bound.append((bind_socket(path, owner, socket_mode), port))
+            paths.append(str(path))
+    except BaseException:
+        for forward, _ in bound:
+            forward.close()
+        sock.close()
+        for path in paths:
+            with _suppress():
+                os.unlink(path)
+        raise
     parent = os.getpid()
     ready_r, ready_w = os.pipe()
     sys.stdout.flush()
@@ -145,8 +241,12 @@ def start_proxy_process(
         try:
             os.close(ready_r)
             _preload()
-            _become_proxy(uid, gid, parent, keep={sock.fileno(), ready_w, *_fds(log_fd)})
-            serve(socket_path, policy, log_fd, ready_w, sock=sock, test_resolve=test_resolve)
+            keep = {sock.fileno(), ready_w, *_fds(log_fd), *(f.fileno() for f, _ in bound)}
+            _become_proxy(uid, gid, parent, keep=keep)
+            if broken:
+                os._exit(70)
+            serve(socket_path, policy, log_fd, ready_w, sock=sock, test_resolve=test_resolve,
+                  forwards=bound)  # fmt: skip
             code = 0
         except BaseException:
             if log_fd is not None:
@@ -156,25 +256,10 @@ def start_proxy_process(
         finally:
             os._exit(code)
     sock.close()
+    for forward, _ in bound:
+        forward.close()
     os.close(ready_w)
-    try:
-        readable, _, _ = select.select([ready_r], [], [], timeout)
-        ready = bool(readable) and os.read(ready_r, 1) == b"R"
-    finally:
-        os.close(ready_r)
-    if not ready:
-        with _suppress():
-            os.kill(pid, signal.SIGKILL)
-        with _suppress():
-            os.waitpid(pid, 0)
-        if listener is None:
-            with _suppress():
-                os.unlink(socket_path)
-        raise RefusedError(
-            "sandbox-launch: the egress proxy did not start; refusing to launch "
-            "(nothing falls back to the host's network)"
-        )
-    return pid
+    return ProxyProcess(pid, ready_r, paths, remove=True)
 
 
 def _preload() -> None:
@@ -183,10 +268,9 @@ def _preload() -> None:
     After the drop the proxy's account may not be able to read the Python install
     (a venv under /root is 0700): a lazy import or codec lookup there would fail.
     """
-    import asyncio  # noqa: F401
     import codecs
-    import concurrent.futures.thread  # noqa: F401  (loop.getaddrinfo's executor, lazy)
     import ctypes  # noqa: F401
+    import threading  # noqa: F401
 
     from wizard.launcher import proxy_server  # noqa: F401
 
@@ -230,21 +314,21 @@ def _become_proxy(uid: int, gid: int, parent: int, keep: set[int]) -> None:
         os.setresgid(gid, gid, gid)
         os.setresuid(uid, uid, uid)
     else:
-        raise RefusedError("sandbox-launch: only root can start the proxy as another account")
+        raise RefusedError("only root can start the proxy as another account")
     if os.getresuid() != (uid, uid, uid) or os.getresgid() != (gid, gid, gid):
-        raise RefusedError("sandbox-launch: the egress proxy's privilege drop did not stick")
+        raise RefusedError("the egress proxy's privilege drop did not stick")
     if _can_become_root():
-        raise RefusedError("sandbox-launch: the egress proxy could regain root")
+        raise RefusedError("the egress proxy could regain root")
     libc = ctypes.CDLL(None, use_errno=True)
     # After the uid change: changing credentials clears the parent-death signal.
     if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
-        raise RefusedError("sandbox-launch: PR_SET_NO_NEW_PRIVS failed for the egress proxy")
+        raise RefusedError("PR_SET_NO_NEW_PRIVS failed for the egress proxy")
     if libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
-        raise RefusedError("sandbox-launch: PR_SET_PDEATHSIG failed for the egress proxy")
+        raise RefusedError("PR_SET_PDEATHSIG failed for the egress proxy")
     armed = ctypes.c_int(0)
     libc.prctl(PR_GET_PDEATHSIG, ctypes.byref(armed), 0, 0, 0)
     if armed.value != signal.SIGKILL:
-        raise RefusedError("sandbox-launch: the egress proxy's parent-death signal is not armed")
+        raise RefusedError("the egress proxy's parent-death signal is not armed")
     if os.getppid() != parent:
         os._exit(0)  # the launcher died before the signal was armed: nobody to serve
     _close_other_fds(keep)
@@ -282,16 +366,14 @@ def load_test_resolver(environ: Mapping[str, str]) -> dict[str, list[str]] | Non
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
-        raise RefusedError(f"sandbox-launch: {TEST_RESOLVE_ENV}={path}: {exc}") from None
+        raise RefusedError(f"{TEST_RESOLVE_ENV}={path}: {exc}") from None
     if not isinstance(data, dict) or not all(
         isinstance(k, str)
         and isinstance(v, list)
         and all(isinstance(a, str) and parse_address(a) is not None for a in v)
         for k, v in data.items()
     ):
-        raise RefusedError(
-            f"sandbox-launch: {TEST_RESOLVE_ENV}={path}: expected {{name: [address, ...]}}"
-        )
+        raise RefusedError(f"{TEST_RESOLVE_ENV}={path}: expected {{name: [address, ...]}}")
     return data
 
 
@@ -356,8 +438,7 @@ def probe_proxy(socket_path: str | Path, timeout: float = PROBE_TIMEOUT) -> None
         and body.startswith(REFUSED_PREFIX.encode())
     ):
         raise RefusedError(
-            f"sandbox-launch: the egress proxy probe over HTTP got {answer[:120]!r}, "
-            "not the proxy's refusal"
+            f"the egress proxy probe over HTTP got {answer[:120]!r}, not the proxy's refusal"
         )
     socks = _probe_exchange(
         socket_path,
@@ -366,7 +447,7 @@ def probe_proxy(socket_path: str | Path, timeout: float = PROBE_TIMEOUT) -> None
     )
     if socks[:2] != b"\x05\x00" or socks[2:4] != b"\x05\x02":
         raise RefusedError(
-            f"sandbox-launch: the egress proxy probe over SOCKS5 got {socks[:12]!r}, "
+            f"the egress proxy probe over SOCKS5 got {socks[:12]!r}, "
             "not 'connection not allowed by ruleset'"
         )
 
@@ -384,9 +465,7 @@ def _probe_exchange(socket_path: str | Path, messages: list[bytes], timeout: flo
             while chunk := sock.recv(65536):
                 answer += chunk
     except OSError as exc:
-        raise RefusedError(
-            f"sandbox-launch: the egress proxy at {socket_path} does not answer: {exc}"
-        ) from None
+        raise RefusedError(f"the egress proxy at {socket_path} does not answer: {exc}") from None
     return answer
 
 

@@ -30,11 +30,12 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import FrameType
 
 from wizard.base.errors import RefusedError
+from wizard.base.launcher_config import LauncherConfig
 from wizard.base.processes import descendants, read_process
 from wizard.launcher.command import Agent, Launch
 from wizard.launcher.containment import Containment, SessionCgroup
@@ -226,6 +227,21 @@ def run_user_session(launch: Launch) -> tuple[int, str]:
     return (code if code >= 0 else 128 - code), state.how
 
 
+def _run_sandbox(
+    launch: Launch, agent: Agent, environ: Mapping[str, str], network: LauncherConfig | None
+) -> int:
+    from wizard.launcher.supervise import run_supervised
+
+    if network is None:
+        return run_supervised(launch, agent.uid, environ)
+    from wizard.launcher.network import egress_session, state_dir
+
+    with egress_session(network, agent.uid, agent.gid, environ, state_dir()) as egress:
+        assert egress is not None
+        launch = replace(launch, argv=egress.bind(launch.argv))
+        return run_supervised(launch, agent.uid, environ, before_release=egress.ready)
+
+
 def run_session(
     launch: Launch,
     agent: Agent,
@@ -234,8 +250,13 @@ def run_session(
     *,
     switch_user: bool,
     hooks: Sequence[SessionHook] = (),
+    network: LauncherConfig | None = None,
 ) -> int:
-    """Run the session ``launch`` describes; see the module doc. Returns Claude's status."""
+    """Run the session ``launch`` describes; see the module doc. Returns Claude's status.
+
+    ``network``: the config of a sandbox with network allowlist, whose egress proxy
+    runs for the session (started before bwrap, probed before Claude is released,
+    stopped before the session's leftovers are killed)."""
     _prctl(PR_SET_CHILD_SUBREAPER, 1)
     keyring = join_new_session_keyring(agent.uid, agent.gid, switch_user=switch_user)
     cgroup = None
@@ -258,11 +279,9 @@ def run_session(
     how = "error"
     try:
         if launch.supervised:
-            from wizard.launcher.supervise import run_supervised
-
             terminal = TerminalState.save()
             try:
-                code = run_supervised(launch, agent.uid, environ)
+                code = _run_sandbox(launch, agent, environ, network)
             finally:
                 kill_descendants()  # nothing may touch the terminal once it is restored
                 terminal.restore()

@@ -29,7 +29,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import FrameType
 
@@ -38,14 +38,15 @@ from wizard.base.exitcodes import ExitCode
 from wizard.launcher.command import BLOCK_FD, GATE_FD, GATE_TOKEN, STATUS_FD, Launch
 
 NAMESPACES = ("user", "mnt", "pid", "ipc", "uts")
+NETWORK_NAMESPACE = "net"  # verified too when bwrap was asked for one (--unshare-net)
 CORRUPT_HOOK = "SANDBOX_LAUNCH_TEST_CORRUPT_VERIFY"
 VERIFY_TIMEOUT = 10.0
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGWINCH, signal.SIGQUIT)
 
 
-def read_namespaces(pid: int | str) -> dict[str, str]:
+def read_namespaces(pid: int | str, kinds: Sequence[str] = NAMESPACES) -> dict[str, str]:
     """``{"user": "user:[4026531837]", ...}`` for ``/proc/PID/ns``."""
-    return {kind: os.readlink(f"/proc/{pid}/ns/{kind}") for kind in NAMESPACES}
+    return {kind: os.readlink(f"/proc/{pid}/ns/{kind}") for kind in kinds}
 
 
 def parse_status(text: str) -> dict[str, str]:
@@ -63,10 +64,11 @@ def judge_sandbox(
     child: Mapping[str, str],
     status: Mapping[str, str],
     expected_uid: int,
+    kinds: Sequence[str] = NAMESPACES,
 ) -> list[str]:
     """Why the process is not a verified sandbox; empty when it is."""
     problems = []
-    for kind in NAMESPACES:
+    for kind in kinds:
         if kind not in child:
             problems.append(f"{kind} namespace of the sandbox could not be read")
         elif child[kind] == own.get(kind):
@@ -117,6 +119,7 @@ class _Supervision:
     released: bool = False
     new_session: bool = False
     interrupted: int | None = None
+    namespaces: tuple[str, ...] = NAMESPACES  # what verification compares
 
     def on_signal(self, signum: int, _frame: FrameType | None) -> None:
         if not self.released or self.child_pid is None:
@@ -184,16 +187,17 @@ def _wait_caps_dropped(pid: int, state: _Supervision, deadline: float) -> dict[s
 def verify(
     child_pid: int, expected_uid: int, environ: Mapping[str, str], state: _Supervision
 ) -> None:
+    kinds = state.namespaces
     deadline = time.monotonic() + VERIFY_TIMEOUT
     status = _wait_caps_dropped(child_pid, state, deadline)
     if state.interrupted is not None:
         raise RefusedError("interrupted before the sandbox was verified")
     try:
-        child = read_namespaces(child_pid)
+        child = read_namespaces(child_pid, kinds)
     except OSError as exc:
         raise RefusedError(f"cannot read the sandbox's namespaces: {exc}") from None
-    own = dict(child) if environ.get(CORRUPT_HOOK) == "1" else read_namespaces("self")
-    problems = judge_sandbox(own, child, status, expected_uid)
+    own = dict(child) if environ.get(CORRUPT_HOOK) == "1" else read_namespaces("self", kinds)
+    problems = judge_sandbox(own, child, status, expected_uid, kinds)
     if problems:
         raise RefusedError("sandbox verification failed: " + "; ".join(problems))
 
@@ -211,15 +215,23 @@ def _low_fd(fd: int) -> int:
     return low
 
 
-def run_supervised(launch: Launch, expected_uid: int, environ: Mapping[str, str]) -> int:
+def run_supervised(
+    launch: Launch,
+    expected_uid: int,
+    environ: Mapping[str, str],
+    before_release: Callable[[], None] | None = None,
+) -> int:
     """Start, verify, release; then wait and return Claude's exit status.
 
     Claude starts only after the launcher wrote the gate's token, which it does
-    only after verification passed. On any failure (any exception, even one
+    only after verification passed (and ``before_release``, e.g. the egress
+    proxy's probe, returned). On any failure (any exception, even one
     not foreseen) bwrap is killed before the pipes close, and a launcher that
     dies outright leaves the gate reading EOF, which means refuse.
     """
     state = _Supervision(new_session="--new-session" in launch.argv)
+    if "--unshare-net" in launch.argv:
+        state.namespaces = (*NAMESPACES, NETWORK_NAMESPACE)
     gate_r, gate_w = os.pipe()
     to_close = [gate_w]
     try:
@@ -254,6 +266,10 @@ def run_supervised(launch: Launch, expected_uid: int, environ: Mapping[str, str]
             deadline = time.monotonic() + VERIFY_TIMEOUT
             state.child_pid = _read_child_pid(status_r, state, deadline)
             verify(state.child_pid, expected_uid, environ, state)
+            if before_release is not None:
+                before_release()
+                if state.interrupted is not None:
+                    raise RefusedError("interrupted before the sandbox was released")
             os.write(gate_w, f"{GATE_TOKEN}\n".encode())
             os.write(block_w, b"1")
             state.released = True

@@ -33,6 +33,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from wizard.base.choices import Network
 from wizard.base.errors import InputError
 from wizard.policy.addresses import (
     RULE_ORDER,
@@ -46,9 +47,14 @@ from wizard.policy.addresses import (
 
 __all__ = [
     "CLAUDE_ENDPOINTS",
+    "HOST_EXPOSURE",
     "Decision",
     "DomainPattern",
     "EgressPolicy",
+    "describe_network",
+    "inner_proxy_port",
+    "loopback_base_url_port",
+    "network_exposure",
     "normalize_host",
     "parse_domain_pattern",
     "parse_port",
@@ -72,6 +78,21 @@ CLAUDE_ENDPOINTS: tuple[str, ...] = (
 # socat bridge to the proxy's unix socket), also written as Claude's inner sandbox's
 # httpProxyPort/socksProxyPort. So it cannot also be an exposed loopback port.
 SANDBOX_PROXY_PORT = 3128
+
+
+def inner_proxy_port(mode: str, network: str | None, inner_sandbox: str) -> int | None:
+    """The port Claude's inner sandbox must use as its HTTP and SOCKS proxy, or None.
+
+    Claude Code's Bash sandbox (sandbox-runtime) starts proxies of its own unless
+    ``sandbox.network.httpProxyPort``/``socksProxyPort`` name one; inside our allowlist
+    sandbox those would apply *its* rules, not ours. So where the launcher gives the
+    sandbox the allowlist network and the inner sandbox is on, both are the launcher's
+    bridge (one port: the proxy tells HTTP from SOCKS5 by the first byte).
+    """
+    if mode == "sandbox" and network == "allowlist" and inner_sandbox != "off":
+        return SANDBOX_PROXY_PORT
+    return None
+
 
 PATTERN_SYNTAX = (
     "example.com, *.example.com, 203.0.113.7 or [2001:db8::7], each with an optional :PORT"
@@ -405,3 +426,73 @@ def _plausible_host(name: str) -> bool:
     if parse_address(name) is not None:
         return True
     return name.isascii() and all(_LABEL.match(label) for label in name.split("."))
+
+
+# --- what each network choice means, in words (plan, --dry-run, audit, launcher) ----
+
+HOST_EXPOSURE = (
+    "the agent shares the host's network: loopback services, the cloud metadata address "
+    "169.254.169.254 and abstract unix sockets are reachable"
+)
+NONE_EXPOSURE = "no network at all: Claude cannot reach its API"
+ALLOWLIST_SUMMARY = (
+    "a network namespace of its own; egress only through the launcher's proxy, which "
+    "refuses loopback, link-local and metadata, this host's own addresses and private "
+    "ranges unless one is allowed exactly"
+)
+
+
+def network_exposure(network: Network | str) -> str:
+    """One phrase for what ``network`` leaves reachable."""
+    if network == Network.HOST:
+        return HOST_EXPOSURE
+    if network == Network.NONE:
+        return NONE_EXPOSURE
+    return ALLOWLIST_SUMMARY
+
+
+def describe_network(
+    network: Network | str, allowed_domains: Sequence[str], loopback_ports: Sequence[int]
+) -> list[str]:
+    """The lines a plan, a review and an audit show for the sandbox's network."""
+    if network != Network.ALLOWLIST:
+        return [f"{network}: {network_exposure(network)}"]
+    lines = [
+        f"allowlist: {ALLOWLIST_SUMMARY}",
+        "allowed: Claude Code's endpoints " + ", ".join(CLAUDE_ENDPOINTS),
+    ]
+    if allowed_domains:
+        lines.append("allowed by you (--allow-domain): " + ", ".join(allowed_domains))
+    if loopback_ports:
+        lines.append(
+            "host loopback ports seen inside at 127.0.0.1 (--allow-loopback-port): "
+            + ", ".join(str(p) for p in loopback_ports)
+        )
+    return lines
+
+
+def loopback_base_url_port(url: str) -> int | None:
+    """The port of an ``ANTHROPIC_BASE_URL`` on this host's loopback, else None.
+
+    ``http://127.0.0.1:8082`` -> 8082, ``http://localhost`` -> 80, ``https://[::1]/`` ->
+    443; a name or address elsewhere (or no URL) -> None.
+    """
+    scheme, sep, rest = url.strip().partition("://")
+    if not sep or scheme.lower() not in ("http", "https"):
+        return None
+    authority = rest.split("/", 1)[0].split("?", 1)[0].split("#", 1)[0].rpartition("@")[2]
+    if authority.startswith("["):
+        host, _, tail = authority[1:].partition("]")
+        port_text = tail[1:] if tail.startswith(":") else ""
+    else:
+        host, _, port_text = authority.partition(":")
+    name = normalize_host(host)
+    address = parse_address(name)
+    loopback = name == "localhost" or name.endswith(".localhost")
+    if address is not None:
+        loopback = refusal_reason(address) in ("loopback", "unspecified")
+    if not loopback:
+        return None
+    if not port_text:
+        return 443 if scheme.lower() == "https" else 80
+    return int(port_text) if port_text.isdigit() and 1 <= int(port_text) <= 65535 else None

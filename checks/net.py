@@ -1,0 +1,151 @@
+"""net.egress: what sandbox mode's allowlist network really does on this host.
+
+Three experiments, judged together (:func:`judge_egress`, pure):
+
+1. a bwrap sandbox with ``--unshare-net``, as the probe user, lists its routes: it
+   must start, and have nothing but loopback (no route to any address);
+2. socat is installed (the sandbox's bridge to the proxy);
+3. the launcher's own egress proxy is started as the probe user (as ``nobody`` when
+   the probes run as root: the proxy never runs as root), probed, and asked for the
+   cloud metadata address: both must be refused by the proxy. That command comes from
+   the caller (:attr:`checks.base.Context.egress_probe`, handed in by
+   :mod:`wizard.configure.probes`): checks do not import the launcher.
+
+No experiment connects anywhere: the sandbox only reads its route table and every
+destination asked of the proxy is refused before it would dial.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from dataclasses import dataclass
+
+from checks.base import Context, Verdict
+from checks.causes import diagnose
+from checks.experiments import BWRAP_BASE
+from checks.facts import HostFacts
+from checks.model import Status
+from checks.probe import SAFE_PATH, ProbeResult
+from wizard.base.accounts import lookup_user
+
+ROUTES = "/proc/net/route"
+ROUTES_V6 = "/proc/net/ipv6_route"
+NETNS_PROBE = (*BWRAP_BASE, "--unshare-net", "--proc", "/proc", "cat", ROUTES, ROUTES_V6)
+SOCAT_REMEDY = "apt-get install -y socat"
+
+
+@dataclass(frozen=True)
+class EgressFacts:
+    """What the three experiments gave (see the module docstring)."""
+
+    netns: ProbeResult
+    socat: str | None
+    proxy: dict[str, object] | None  # the egress probe's JSON; None: not tried
+    proxy_run: ProbeResult | None = None
+    proxy_user: str = ""
+
+
+def routes_out(text: str) -> list[str]:
+    """The routes of ``cat /proc/net/route /proc/net/ipv6_route`` that leave loopback.
+
+    IPv4 lines (after the header) start with the device; IPv6 lines end with it.
+    """
+    found = []
+    for line in text.splitlines():
+        fields = line.split()
+        if not fields or fields[0] == "Iface":
+            continue
+        device = fields[0] if len(fields) == 11 else fields[-1]
+        if device != "lo":
+            found.append(line.strip())
+    return found
+
+
+def judge_egress(facts: EgressFacts, host: HostFacts, *, uid: int, platform: str) -> Verdict:
+    """Pure: can the allowlist network work here, and does it hold?"""
+    if not facts.netns.ok:
+        cause = diagnose(facts.netns, host, uid=uid, platform=platform)
+        return Verdict(
+            Status.FAIL,
+            "a sandbox with a network namespace of its own does not start here: " + cause.summary,
+            facts.netns.describe() + f"\ncause: {cause.key}",
+            cause.remedy or "sandbox-setup --check bwrap.sandbox",
+        )
+    leaks = routes_out(facts.netns.stdout)
+    if leaks:
+        return Verdict(
+            Status.FAIL,
+            "the sandbox's own network namespace has routes that leave loopback",
+            "\n".join(leaks),
+            "report this: bwrap --unshare-net should give loopback only",
+        )
+    if facts.socat is None:
+        return Verdict(
+            Status.FAIL,
+            "socat is not installed: the sandbox has no bridge to the egress proxy",
+            f"not found on {SAFE_PATH}",
+            SOCAT_REMEDY,
+        )
+    if facts.proxy is None:
+        if facts.proxy_run is None:
+            return Verdict(
+                Status.WARN,
+                "the sandbox's network namespace has only loopback; the egress proxy was "
+                "not tried (no egress probe was given to the checks)",
+                remedy="sandbox-setup --check net.egress",
+            )
+        return Verdict(
+            Status.FAIL,
+            "the egress proxy probe did not report (a launch with network allowlist would "
+            "be refused)",
+            facts.proxy_run.describe(),
+            "sandbox-setup --check net.egress",
+        )
+    state = facts.proxy.get("proxy")
+    refused = facts.proxy.get("refused")
+    refusals = refused if isinstance(refused, dict) else {}
+    if state != "ok":
+        return Verdict(
+            Status.FAIL,
+            f"the egress proxy cannot run as {facts.proxy_user}: {state}",
+            json.dumps(facts.proxy, sort_keys=True),
+            "a launch with network allowlist would be refused; until this is fixed, "
+            "--network none keeps the sandbox closed (Claude then cannot reach its API)",
+        )
+    detail = "\n".join(f"{where}: {why}" for where, why in sorted(refusals.items()))
+    return Verdict(
+        Status.PASS,
+        f"a sandbox with --unshare-net has only loopback; the egress proxy runs as "
+        f"{facts.proxy_user} and refuses what it must (0.0.0.0, the metadata address)",
+        f"socat: {facts.socat}\n{detail}",
+    )
+
+
+def check_egress(ctx: Context) -> Verdict:
+    netns = ctx.run(NETNS_PROBE)
+    socat = shutil.which("socat", path=SAFE_PATH)
+    uid, gid, user = ctx.uid, ctx.uid, ctx.probe_user
+    if ctx.account is not None:
+        gid = ctx.account.gid
+    elif uid == 0:
+        stand_in = lookup_user("nobody")
+        if stand_in is not None:
+            uid, gid = stand_in.uid, stand_in.gid
+            user = f"nobody (uid {uid}, a stand-in: the proxy never runs as root)"
+    else:
+        import os
+
+        gid = os.getegid()
+    proxy: dict[str, object] | None = None
+    run = None
+    if ctx.egress_probe is not None and netns.ok and socat is not None:
+        run = ctx.run([*ctx.egress_probe, "--uid", str(uid), "--gid", str(gid)],
+                      as_probe_user=False)  # fmt: skip
+        try:
+            parsed = json.loads(run.stdout) if run.ok else None
+        except ValueError:
+            parsed = None
+        proxy = parsed if isinstance(parsed, dict) else None
+    facts = EgressFacts(netns, socat, proxy, run, user)
+    return judge_egress(facts, ctx.facts, uid=ctx.uid, platform=ctx.platform.name)

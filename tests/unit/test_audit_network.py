@@ -1,0 +1,120 @@
+"""The audit's network findings, the grade they give, and the decision log summary."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path, PurePosixPath
+
+import pytest
+
+from checks.model import Finding, Recommendation, Report, Status
+from wizard.audit.grade import grade
+from wizard.audit.model import Severity
+from wizard.audit.network import (
+    network_findings,
+    network_lines,
+    read_log_tail,
+    refusal_lines,
+)
+from wizard.base.choices import Mode, Network
+from wizard.base.launcher_config import LauncherConfig
+from wizard.policy.network import HOST_EXPOSURE
+
+ANSWERS = "/root/.config/sandbox-setup/answers.toml"
+REAPPLY = f"sandbox-setup --headless --answers {ANSWERS} --yes"
+
+
+def config(mode: Mode = Mode.SANDBOX, network: Network = Network.ALLOWLIST) -> LauncherConfig:
+    return LauncherConfig(
+        mode, PurePosixPath("/usr/bin/claude"), "claude-agent",
+        PurePosixPath("/home/claude-agent"), (PurePosixPath("/srv/p"),), network=network,
+        allowed_domains=("example.com",), loopback_ports=(8082,),
+    )  # fmt: skip
+
+
+def report(egress: str | None = "pass") -> Report:
+    findings = [] if egress is None else [
+        Finding("net.egress", "net", Status(egress), f"net.egress {egress}", remedy="fix it")
+    ]  # fmt: skip
+    return Report(host={}, findings=findings, recommendation=Recommendation(Mode.USER, "t"))
+
+
+def ids(found: list) -> list[str]:  # type: ignore[type-arg]
+    return [f.id for f in found]
+
+
+def test_sandbox_on_the_hosts_network_is_a_medium_exposure_with_the_reapply() -> None:
+    (finding,) = network_findings(config(network=Network.HOST), report(), ANSWERS, REAPPLY)
+    assert finding.id == "audit.network.host" and finding.severity is Severity.MEDIUM
+    assert HOST_EXPOSURE in finding.summary
+    assert 'network = "allowlist"' in finding.remedy and REAPPLY in finding.remedy
+    assert "--network allowlist" in finding.remedy
+    assert grade("sandbox", [finding]).label == "MEDIUM"  # 1.0 + 1.0
+    assert grade("sandbox", []).label == "OK"
+
+
+def test_the_allowlist_is_reported_with_what_it_allows_and_is_no_finding() -> None:
+    assert network_findings(config(), report(), ANSWERS, REAPPLY) == []
+    lines = network_lines(config())
+    assert lines[0].startswith("allowlist: a network namespace of its own")
+    assert "api.anthropic.com:443" in lines[1] and "example.com" in lines[2]
+    assert lines[3].endswith(": 8082")
+
+
+@pytest.mark.parametrize("status", ["fail", "error", None])
+def test_the_allowlist_without_a_working_egress_proxy_is_high(status: str | None) -> None:
+    (finding,) = network_findings(config(), report(status), ANSWERS, REAPPLY)
+    assert finding.id == "audit.network.egress" and finding.severity is Severity.HIGH
+    assert finding.counts
+    if status is not None:
+        assert finding.remedy == "fix it"
+
+
+def test_none_and_the_other_modes_are_described_not_found() -> None:
+    assert network_findings(config(network=Network.NONE), report(), ANSWERS, REAPPLY) == []
+    assert network_lines(config(network=Network.NONE)) == [
+        "none: no network at all: Claude cannot reach its API"
+    ]
+    user = config(Mode.USER, Network.HOST)
+    assert network_findings(user, report(), ANSWERS, REAPPLY) == []
+    assert network_lines(user) == [f"user mode: {HOST_EXPOSURE}"]
+
+
+def decision(host: str, allowed: bool, port: int = 443, rule: str = "not allowlisted") -> str:
+    return json.dumps({"event": "decision", "host": host, "port": port, "allowed": allowed,
+                       "rule": rule})  # fmt: skip
+
+
+def test_the_refusals_in_the_log_are_summarized(tmp_path: Path) -> None:
+    log = tmp_path / "egress.log"
+    log.write_text("\n".join([
+        json.dumps({"event": "session start"}),
+        decision("0.0.0.0", False, 9, "unspecified"),  # the launcher's own probe
+        decision("api.anthropic.com", True),
+        decision("evil.test", False), decision("evil.test", False),
+        decision("metadata.example", False, 80, "cloud metadata"),
+        "not json",
+    ]) + "\n")  # fmt: skip
+    first, *rest = refusal_lines(read_log_tail(log), str(log))
+    assert "refused 3 connection(s) to 2 destination(s) and allowed 1" in first
+    assert rest == [
+        "  2x evil.test:443 (not allowlisted)",
+        "  1x metadata.example:80 (cloud metadata)",
+    ]
+
+
+def test_only_the_end_of_a_large_log_is_read_and_a_cut_line_skipped(tmp_path: Path) -> None:
+    log = tmp_path / "egress.log"
+    log.write_text("\n".join(decision(f"h{i}.test", False) for i in range(100)) + "\n")
+    entries = read_log_tail(log, limit=200)
+    assert entries and all(e["host"] != "h0.test" for e in entries)
+    assert entries[-1]["host"] == "h99.test"
+
+
+def test_a_log_that_is_a_symlink_or_missing_gives_nothing(tmp_path: Path) -> None:
+    real = tmp_path / "real"
+    real.write_text(decision("x.test", False) + "\n")
+    (tmp_path / "egress.log").symlink_to(real)
+    assert read_log_tail(tmp_path / "egress.log") == []
+    assert read_log_tail(tmp_path / "missing") == []
+    assert refusal_lines([], "log") == []

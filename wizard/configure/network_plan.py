@@ -1,0 +1,63 @@
+"""What a plan says about the agent's network: the lines of the plan and its notes.
+
+The words are the policy's (:func:`wizard.policy.network.describe_network`), so the plan,
+``--dry-run``, the review screen (through the plan) and the audit say the same thing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from checks.model import Report, Status
+from wizard.base.choices import Mode, Network
+from wizard.base.errors import RefusedError
+from wizard.policy.network import describe_network, loopback_base_url_port
+
+BASE_URL = "ANTHROPIC_BASE_URL"
+EGRESS_CHECK = "net.egress"
+
+
+def check_egress(report: Report, mode: Mode, network: Network) -> None:
+    """The allowlist needs what net.egress tries; refused (exit 3) when it failed here.
+
+    A launch would refuse anyway (the proxy cannot start, nothing falls back to the
+    host's network): better to say so before anything is written.
+    """
+    if mode is not Mode.SANDBOX or network is not Network.ALLOWLIST:
+        return
+    finding = report.get(EGRESS_CHECK)
+    if finding is None or finding.status is not Status.FAIL:
+        return
+    raise RefusedError(
+        f"network allowlist needs the egress proxy, but {EGRESS_CHECK} failed: "
+        f"{finding.summary}. Remedy: {finding.remedy or 'sandbox-setup --check net.egress'}; "
+        "or choose --network none (closed, and Claude cannot reach its API)."
+    )
+
+
+def plan_network(
+    mode: Mode,
+    network: Network,
+    allowed_domains: Sequence[str],
+    loopback_ports: Sequence[int],
+    environ: Mapping[str, str],
+) -> tuple[list[str], list[str]]:
+    """``(lines, notes)``: what the network is, and what the operator should know."""
+    if mode is not Mode.SANDBOX:
+        # user and unsafe modes have no network namespace of their own
+        return describe_network(Network.HOST, (), ()), []
+    lines = describe_network(network, allowed_domains, loopback_ports)
+    notes: list[str] = []
+    url = environ.get(BASE_URL, "")
+    port = loopback_base_url_port(url)
+    if port is not None and network is Network.ALLOWLIST and port not in loopback_ports:
+        notes.append(
+            f"{BASE_URL}={url} is on this host's loopback: inside the sandbox Claude reaches "
+            f"it only with --allow-loopback-port {port}"
+        )
+    elif port is not None and network is Network.NONE:
+        notes.append(
+            f"{BASE_URL}={url} is on this host's loopback, which network none cannot reach "
+            f"(use --network allowlist --allow-loopback-port {port})"
+        )
+    return lines, notes
