@@ -101,6 +101,11 @@ class AuditReport:
     def clean(self) -> bool:
         return not any(f.counts for f in self.findings)
 
+    def worst_first(self) -> list[AuditFinding]:
+        """The findings, most severe first (report order within a severity): the one
+        order the CLI and the TUI show them in."""
+        return sorted(self.findings, key=lambda f: -f.severity)
+
     def to_json(self) -> dict[str, Any]:
         return {
             "schema": SCHEMA,

@@ -40,7 +40,7 @@ def render_text(report: AuditReport) -> str:
         )
     out += [f"  note: {line}" for line in report.notes]
     out.append("")
-    findings = sorted(report.findings, key=lambda f: -f.severity)
+    findings = report.worst_first()
     if not findings:
         out.append("No findings: the setup is as the saved answers describe it.")
     for finding in findings:

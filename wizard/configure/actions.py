@@ -38,8 +38,23 @@ class Action:
     kind = "action"
     target = ""
     writes_file = False  # a file's content (its diff is the change)
+    # Fixed at the first describe() (the plan as shown), so progress reports after
+    # the step still say "create" for what it created.
+    _description: str | None = None
 
     def describe(self) -> str:
+        """What the step does, or, when nothing needs doing, what already exists
+        ("user x already exists"), never "create ... unchanged"."""
+        if self._description is None:
+            self._description = (
+                self.describe_change() if self.is_change() else self.describe_existing()
+            )
+        return self._description
+
+    def describe_change(self) -> str:
+        raise NotImplementedError
+
+    def describe_existing(self) -> str:
         raise NotImplementedError
 
     def is_change(self) -> bool:
@@ -89,7 +104,6 @@ class WriteFile(Action):
     binary: bool = False
     kind: str = field(default="write-file")
     writes_file = True
-    _verb: str | None = field(default=None, init=False, repr=False)
 
     @property
     def target(self) -> str:  # type: ignore[override]
@@ -144,13 +158,12 @@ class WriteFile(Action):
             return True
         return self.render(state.data) != state.data or self._attrs_wrong(state)
 
-    def describe(self) -> str:
-        # The verb is fixed at the first call (the plan as shown), so progress
-        # reports after the write still say "create" for a file it created.
-        if self._verb is None:
-            self._verb = "create" if self.state() is None else "update"
-        verb = self._verb
+    def describe_change(self) -> str:
+        verb = "create" if self.state() is None else "update"
         return f"{verb} {self.label} {self.path} (owner {self.owner}, mode {self.mode:04o})"
+
+    def describe_existing(self) -> str:
+        return f"{self.label} {self.path} already exists as planned"
 
     def diff(self) -> str:
         state = self.state()
@@ -237,8 +250,11 @@ class CreateGroup(Action):
     def target(self) -> str:  # type: ignore[override]
         return self.name
 
-    def describe(self) -> str:
+    def describe_change(self) -> str:
         return f"create group {self.name} ({self.why})"
+
+    def describe_existing(self) -> str:
+        return f"group {self.name} already exists ({self.why})"
 
     def is_change(self) -> bool:
         return users.group_gid(self.layout, self.name) is None
@@ -265,12 +281,15 @@ class CreateUser(Action):
     def target(self) -> str:  # type: ignore[override]
         return self.name
 
-    def describe(self) -> str:
+    def describe_change(self) -> str:
         extra = f", member of {', '.join(self.groups)}" if self.groups else ""
         return (
             f"create user {self.name} (locked password, home {self.home} mode 0700, "
             f"own group{extra})"
         )
+
+    def describe_existing(self) -> str:
+        return f"user {self.name} already exists"
 
     def is_change(self) -> bool:
         return not users.user_exists(self.layout, self.name)
@@ -294,8 +313,11 @@ class AddToGroup(Action):
     def target(self) -> str:  # type: ignore[override]
         return self.user
 
-    def describe(self) -> str:
+    def describe_change(self) -> str:
         return f"add user {self.user} to group {self.group}"
+
+    def describe_existing(self) -> str:
+        return f"user {self.user} is already in group {self.group}"
 
     def is_change(self) -> bool:
         members = users.group_members(self.group, self.layout.root)
@@ -325,11 +347,14 @@ class WorkspaceAccess(Action):
     def target(self) -> str:  # type: ignore[override]
         return str(self.workspace)
 
-    def describe(self) -> str:
+    def describe_change(self) -> str:
         return (
             f"let group {self.group} read and write {self.workspace} "
             "(ACLs + default ACLs + setgid directories; owners unchanged)"
         )
+
+    def describe_existing(self) -> str:
+        return f"group {self.group} can already read and write {self.workspace}"
 
     def _qualifier(self) -> str:
         gid = users.group_gid(self.layout, self.group)

@@ -56,6 +56,14 @@ def _search_dirs(layout: Layout) -> list[PurePosixPath]:
     return seen
 
 
+def search_description(layout: Layout) -> str:
+    """Where :func:`find_claude` looks without a given path, in words: the same
+    text wherever a lookup is reported (the checks screen, the review, the CLI)."""
+    places = ", ".join(str(d) for d in _search_dirs(layout))
+    where = "" if layout.live else f" under the root {layout.root}"
+    return f"looked for 'claude' in {places}{where}"
+
+
 def is_private(layout: Layout, resolved: PurePosixPath) -> bool:
     """True when others (the agent) cannot traverse to ``resolved`` or read and run it."""
     for parent in resolved.parents:
@@ -74,23 +82,30 @@ def is_trusted(layout: Layout, resolved: PurePosixPath) -> bool:
     return not chain_problems(*layout.chain(resolved), owners)
 
 
-def find_claude(layout: Layout, given: PurePosixPath | None = None) -> ClaudeBinary:
-    """The binary at ``given`` or the first ``claude`` on the search path, in the target."""
+def locate_claude(layout: Layout, given: PurePosixPath | None = None) -> PurePosixPath | None:
+    """The target path of the binary :func:`find_claude` would use (``given`` or the
+    first ``claude`` on the search path), without running it; None: not found."""
     candidates = [given] if given is not None else [d / "claude" for d in _search_dirs(layout)]
     for candidate in candidates:
-        real = layout.real(candidate)
         try:
-            if real.is_file():
-                break
+            if layout.real(candidate).is_file():
+                return candidate
         except OSError:  # a PATH entry this user cannot search: not ours to use
             continue
-    else:
+    return None
+
+
+def find_claude(layout: Layout, given: PurePosixPath | None = None) -> ClaudeBinary:
+    """The binary at ``given`` or the first ``claude`` on the search path, in the target."""
+    candidate = locate_claude(layout, given)
+    if candidate is None:
         if given is not None:
             raise InputError(f"--claude {given}: no such file under {layout.root}")
         raise InputError(
-            "Claude Code not found (looked for 'claude' on PATH and in "
-            f"{', '.join(_FALLBACK_DIRS)}); install it or pass --claude PATH"
+            f"Claude Code not found ({search_description(layout)}); install it or pass "
+            "--claude PATH"
         )
+    real = layout.real(candidate)
     resolved_real = os.path.realpath(real)
     if not layout.live and not resolved_real.startswith(str(layout.root) + "/"):
         raise InputError(f"{candidate}: its symlinks lead outside {layout.root}")
