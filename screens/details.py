@@ -211,11 +211,9 @@ class DetailsScreen(StepScreen[Details]):
     def _limit_fields(self) -> list[Field]:
         limits = self.details.limits
         found = [
-            self._field("tasks", "Tasks (processes)", TextField(str(limits.tasks), id="tasks")),
-            self._field(
-                "memory", "Memory (4G, or 50% of RAM)", TextField(limits.memory, id="memory")
-            ),
-            self._field("tmpfs", "Each tmpfs (/tmp, /run)", TextField(limits.tmpfs, id="tmpfs")),
+            self._field("tasks", "Tasks", TextField(str(limits.tasks), id="tasks")),
+            self._field("memory", "Memory (4G, 50%)", TextField(limits.memory, id="memory")),
+            self._field("tmpfs", "Each tmpfs", TextField(limits.tmpfs, id="tmpfs")),
         ]
         return [f for f in found if f is not None]
 
@@ -226,7 +224,11 @@ class DetailsScreen(StepScreen[Details]):
             yield from (f for f in self._all_fields() if f is not None)
             limits = self._limit_fields()
             if limits:
-                yield Static("Session limits", classes="field-label section")
+                yield Static(
+                    "Session limits: tasks (processes and threads), memory (a size or a "
+                    "share of the RAM), the size of each tmpfs (/tmp, /run, /dev/shm)",
+                    classes="field-label section",
+                )
                 with Horizontal(id="limits"):
                     yield from limits
             yield from (f for f in self._later_fields() if f is not None)
@@ -280,8 +282,13 @@ class DetailsScreen(StepScreen[Details]):
         network = self._chosen("network", d.network)
         domains, ports = d.allowed_domains, d.loopback_ports
         if "network" in self.fields:
+            # The domain and port fields are off (greyed) without the allowlist.
+            allowlist = network is Network.ALLOWLIST
             domains, ports, error, at = self.core.validate_network(
-                self.mode, network, self._text("domains"), self._text("ports")
+                self.mode,
+                network,
+                self._text("domains") if allowlist else "",
+                self._text("ports") if allowlist else "",
             )
             if error:
                 errors[at or "domains"] = error

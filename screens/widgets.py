@@ -99,6 +99,10 @@ class ChoiceSet(RadioSet):
     ]
 
     def on_mount(self) -> None:
+        # After RadioSet's own mount handler, which highlights the first option.
+        self.call_later(self._highlight_pressed)
+
+    def _highlight_pressed(self) -> None:
         if self.pressed_index >= 0:
             self._selected = self.pressed_index
 
