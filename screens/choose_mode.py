@@ -12,9 +12,9 @@ from textual.widgets import Footer, OptionList, Static
 from textual.widgets.option_list import Option
 
 from checks.model import Report
+from screens.controls import ChoiceList
 from screens.core import Core
 from screens.step import StepScreen
-from screens.widgets import ChoiceList
 from wizard.base.choices import Mode
 
 if TYPE_CHECKING:

@@ -21,10 +21,10 @@ from checks.model import Finding, Report
 from wizard.base.choices import InnerSandbox, Mode, Network, SettingsScope
 from wizard.base.limits import Limits
 from wizard.base.paths import Layout
-from wizard.configure.answers import Answers
 
 if TYPE_CHECKING:
     from wizard.audit.model import AuditReport
+    from wizard.configure.answers import Answers
     from wizard.configure.apply import ApplyResult
     from wizard.configure.plan import Blocker, Plan
 

@@ -22,11 +22,12 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.widget import Widget
 from textual.widgets import Footer, Input, RadioSet, Static
 
+from screens.controls import ChoiceButton, ChoiceSet, TextField, Toggle
 from screens.core import Core
 from screens.draft import Details
 from screens.form import Field
 from screens.step import StepScreen
-from screens.widgets import ActionButton, ChoiceButton, ChoiceSet, TextField, Toggle
+from screens.widgets import ActionButton
 from wizard.base.choices import InnerSandbox, Mode, Network, SettingsScope, values
 from wizard.base.limits import Limits
 

@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING
 from checks.model import Report
 from wizard.base.choices import InnerSandbox, Mode, Network, SettingsScope
 from wizard.base.limits import Limits
-from wizard.configure.answers import DEFAULT_AGENT_USER, Answers
 
 if TYPE_CHECKING:
+    from wizard.configure.answers import Answers
     from wizard.configure.apply import ApplyResult
     from wizard.configure.plan import Plan
 
@@ -28,6 +28,13 @@ class Nav(enum.Enum):
 
     BACK = "back"
     QUIT = "quit"
+
+
+def default_agent_user() -> str:
+    # Imported when a Details is first made, not when the wizard starts.
+    from wizard.configure.answers import DEFAULT_AGENT_USER
+
+    return DEFAULT_AGENT_USER
 
 
 @dataclass(frozen=True)
@@ -44,7 +51,7 @@ class Details:
     """The mode details screen's fields."""
 
     workspaces: tuple[PurePosixPath, ...] = ()
-    agent_user: str = DEFAULT_AGENT_USER
+    agent_user: str = field(default_factory=lambda: default_agent_user())
     reuse_account: bool = False
     network: Network = Network.ALLOWLIST  # sandbox mode only
     allowed_domains: tuple[str, ...] = ()  # with the allowlist network
@@ -78,6 +85,8 @@ class Draft:
     def answers(self) -> Answers:
         """The :class:`Answers` the core plans from; every value explicit so
         the written answers.toml replays to the same files."""
+        from wizard.configure.answers import Answers
+
         assert self.mode is not None and self.details is not None
         unsafe = self.mode is Mode.UNSAFE
         d = self.details

@@ -19,8 +19,9 @@ from textual.message import Message
 from textual.widgets.option_list import Option
 
 from checks.model import Finding, Status, cause_key
+from screens.controls import ChoiceList
 from screens.plan_view import diff_renderable
-from screens.widgets import MOVE, ChoiceList
+from screens.widgets import MOVE
 
 if TYPE_CHECKING:
     from wizard.audit.model import AuditFinding

@@ -4,6 +4,9 @@ Steps are a table; a step that does not apply is skipped by data
 (:attr:`Step.applies`), not by branches inside screens. Escape on a step
 returns :data:`Nav.BACK` and the flow goes to the previous step that applies,
 which is shown prefilled from the :class:`Draft`.
+
+Each step's screen module is imported when the step is first shown, not when the
+wizard starts: the first paint waits only for the welcome screen (bench/tui.py).
 """
 
 from __future__ import annotations
@@ -17,24 +20,23 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 from textual.app import App
 
 from checks.model import Report
-from screens.apply import ApplyScreen
-from screens.audit import AuditChoice, AuditScreen
-from screens.checks import ChecksScreen
-from screens.choose_mode import ChooseModeScreen
 from screens.core import Core
-from screens.details import DetailsScreen
-from screens.done import DoneScreen, done_text
 from screens.draft import Details, Draft, Nav, Outcome
-from screens.review import ReviewScreen
 from screens.step import StepScreen
-from screens.unsafe import UnsafeScreen
 from screens.welcome import WelcomeScreen, welcome_text
 from wizard.base.choices import Mode
 from wizard.base.errors import SetupError
 from wizard.base.exitcodes import ExitCode
-from wizard.configure.answers import Answers
 
 if TYPE_CHECKING:
+    from screens.apply import ApplyScreen
+    from screens.checks import ChecksScreen
+    from screens.choose_mode import ChooseModeScreen
+    from screens.details import DetailsScreen
+    from screens.done import DoneScreen
+    from screens.review import ReviewScreen
+    from screens.unsafe import UnsafeScreen
+    from wizard.configure.answers import Answers
     from wizard.configure.apply import ApplyResult
     from wizard.configure.plan import Plan
 
@@ -73,7 +75,15 @@ def _store_report(core: Core, draft: Draft, report: Report) -> None:
     draft.report = report
 
 
+def _checks_screen(core: Core, draft: Draft) -> ChecksScreen:
+    from screens.checks import ChecksScreen
+
+    return ChecksScreen(core, draft.report)
+
+
 def _mode_screen(core: Core, draft: Draft) -> ChooseModeScreen:
+    from screens.choose_mode import ChooseModeScreen
+
     assert draft.report is not None
     return ChooseModeScreen(core, draft.report, draft.mode)
 
@@ -110,6 +120,8 @@ def claude_hint(core: Core) -> str:
 
 
 def _details_screen(core: Core, draft: Draft) -> DetailsScreen:
+    from screens.details import DetailsScreen
+
     assert draft.mode is not None and draft.details is not None and draft.report is not None
     preset = core.inner_sandbox_preset(draft.report, draft.mode)
     return DetailsScreen(core, draft.mode, draft.details, preset, claude_hint(core))
@@ -123,7 +135,15 @@ def _store_acceptance(core: Core, draft: Draft, accepted: bool) -> None:
     draft.accept_unsafe(core.acceptance_label())
 
 
+def _unsafe_screen(core: Core, draft: Draft) -> UnsafeScreen:
+    from screens.unsafe import UnsafeScreen
+
+    return UnsafeScreen()
+
+
 def _review_screen(core: Core, draft: Draft) -> ReviewScreen:
+    from screens.review import ReviewScreen
+
     assert draft.report is not None
     return ReviewScreen(core, draft.report, draft.answers())
 
@@ -133,6 +153,8 @@ def _store_plan(core: Core, draft: Draft, plan: Plan) -> None:
 
 
 def _apply_screen(core: Core, draft: Draft) -> ApplyScreen:
+    from screens.apply import ApplyScreen
+
     assert draft.plan is not None
     return ApplyScreen(core, draft.plan)
 
@@ -142,6 +164,8 @@ def _store_result(core: Core, draft: Draft, result: ApplyResult) -> None:
 
 
 def _done_screen(core: Core, draft: Draft) -> DoneScreen:
+    from screens.done import DoneScreen, done_text
+
     layout = core.layout
     mode = draft.mode.value if draft.mode else "?"
     note = core.login_note(draft.answers()) if draft.mode and draft.details else None
@@ -158,12 +182,10 @@ def _ignore(core: Core, draft: Draft, value: str) -> None:
 # takes T); the table itself holds steps of different T, hence Step[Any].
 STEPS: tuple[Step[Any], ...] = (
     Step[str]("welcome", _always, _welcome, _ignore),
-    Step[Report]("checks", _always, lambda c, d: ChecksScreen(c, d.report), _store_report),
+    Step[Report]("checks", _always, _checks_screen, _store_report),
     Step[Mode]("mode", _always, _mode_screen, _store_mode),
     Step[Details]("details", _always, _details_screen, _store_details),
-    Step[bool](
-        "unsafe", lambda d: d.mode is Mode.UNSAFE, lambda c, d: UnsafeScreen(), _store_acceptance
-    ),
+    Step[bool]("unsafe", lambda d: d.mode is Mode.UNSAFE, _unsafe_screen, _store_acceptance),
     Step["Plan"]("review", _always, _review_screen, _store_plan),
     Step["ApplyResult"]("apply", _always, _apply_screen, _store_result),
     Step[str]("done", _always, _done_screen, _ignore),
@@ -224,7 +246,10 @@ async def run_steps(
         result = await app.push_screen_wait(screen)
         if result is Nav.QUIT:
             failed = False
-            if isinstance(screen, ApplyScreen):  # quit asked for while it applied
+            if step.name == "apply":  # quit asked for while it applied
+                from screens.apply import ApplyScreen
+
+                assert isinstance(screen, ApplyScreen)
                 draft.result = screen.result
                 failed = screen.error is not None
             return quit_outcome(draft, failed)
@@ -249,6 +274,8 @@ async def run_flow(app: App[Any], core: Core) -> Outcome:
     """The audit view when a launcher config exists, else the wizard."""
     draft = Draft()
     if core.existing_setup():
+        from screens.audit import AuditChoice, AuditScreen
+
         while True:
             screen = AuditScreen(core)
             choice = await app.push_screen_wait(screen)

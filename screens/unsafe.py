@@ -8,8 +8,9 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Footer, Input, Static
 
+from screens.controls import TextField
 from screens.step import StepScreen
-from screens.widgets import ActionButton, TextField
+from screens.widgets import ActionButton
 
 UNSAFE_PHRASE = "run claude as root without a sandbox"
 

@@ -1,19 +1,17 @@
-"""The wizard's small widgets: the step indicator, and Textual's controls with the
-keys that matter shown in the footer and their state shown by more than colour.
+"""The wizard's small widgets every step uses: the step indicator, a button and a
+reading pane that name their keys in the footer (form controls: :mod:`screens.controls`).
 
-A control's footer keys are its own bindings with ``show=True`` (the footer shows
+A widget's footer keys are its own bindings with ``show=True`` (the footer shows
 the focused widget's bindings first), so every screen's footer says how to move,
 choose, select and toggle where the focus is.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
 from rich.text import Text
 from textual.binding import Binding
 from textual.containers import VerticalScroll
-from textual.widgets import Button, Checkbox, Input, OptionList, RadioButton, RadioSet, Static
+from textual.widgets import Button, Static
 
 # The wizard's steps, in order (the step indicator's words).
 STEP_NAMES = ("welcome", "checks", "path", "details", "review", "apply", "done")
@@ -72,83 +70,10 @@ class StepBar(Static):
         return text
 
 
-class ChoiceButton(RadioButton):
-    """A radio option: ● when chosen, ○ when not (not only a colour)."""
-
-    def __init__(self, label: str, value: bool = False, id: str | None = None) -> None:
-        super().__init__(label, value, id=id)
-        self.BUTTON_INNER = "●" if value else "○"
-
-    def watch_value(self) -> None:
-        self.BUTTON_INNER = "●" if self.value else "○"
-        super().watch_value()
-        self.refresh()
-
-
-class ChoiceSet(RadioSet):
-    """A row of options; ←/→ move, Space chooses. The highlighted option starts
-    on the chosen one (Textual's starts on the first, which then disagrees)."""
-
-    BINDINGS = [
-        Binding("left", "previous_button", "Move", group=MOVE, key_display="←"),
-        Binding("right", "next_button", "Move", group=MOVE, key_display="→"),
-        Binding("space", "toggle_button", "Choose", key_display="Space"),
-        Binding("enter", "toggle_button", "Choose", show=False),
-        Binding("up", "previous_button", show=False),
-        Binding("down", "next_button", show=False),
-    ]
-
-    def on_mount(self) -> None:
-        # After RadioSet's own mount handler, which highlights the first option.
-        self.call_later(self._highlight_pressed)
-
-    def _highlight_pressed(self) -> None:
-        if self.pressed_index >= 0:
-            self._selected = self.pressed_index
-
-
-class Toggle(Checkbox):
-    """A checkbox showing X when ticked and nothing when not; Space toggles."""
-
-    BINDINGS = [
-        Binding("space", "toggle_button", "Toggle", key_display="Space"),
-        Binding("enter", "toggle_button", "Toggle", show=False),
-    ]
-
-    def __init__(self, label: str, value: bool = False, id: str | None = None) -> None:
-        super().__init__(label, value, id=id)
-        self.BUTTON_INNER = "X" if value else " "
-
-    def watch_value(self) -> None:
-        self.BUTTON_INNER = "X" if self.value else " "
-        super().watch_value()
-        self.refresh()
-
-
-class TextField(Input):
-    """A one-line text field (compact); Enter goes on (the screen validates first)."""
-
-    BINDINGS = [Binding("enter", "submit", "Next", key_display="Enter")]
-
-    def __init__(self, value: str = "", **kwargs: Any) -> None:
-        kwargs.setdefault("compact", True)
-        super().__init__(value, **kwargs)
-
-
 class ActionButton(Button):
     """A button that names Enter in the footer."""
 
     BINDINGS = [Binding("enter", "press", "Press", key_display="Enter")]
-
-
-class ChoiceList(OptionList):
-    """A list to choose from: ↑/↓ move, Enter chooses."""
-
-    BINDINGS = [
-        Binding("up", "cursor_up", "Move", group=MOVE, key_display="↑"),
-        Binding("down", "cursor_down", "Move", group=MOVE, key_display="↓"),
-        Binding("enter", "select", "Choose", key_display="Enter"),
-    ]
 
 
 class ReadingPane(VerticalScroll):

@@ -26,10 +26,8 @@ from textual.screen import Screen
 from textual.widgets import Input
 
 from assets import ASSETS_DIR
-from screens.confirm import ConfirmQuit
 from screens.core import Core
 from screens.flow import run_flow
-from screens.help import HelpScreen, screen_keys
 from screens.step import StepScreen
 from wizard.base.errors import InputError
 from wizard.base.exitcodes import ExitCode
@@ -73,6 +71,8 @@ class SetupApp(App[int]):
         return None
 
     def action_help(self) -> None:
+        from screens.help import HelpScreen, screen_keys
+
         if isinstance(self.screen, HelpScreen):
             self.screen.dismiss(None)
             return
@@ -81,6 +81,8 @@ class SetupApp(App[int]):
         self.push_screen(HelpScreen(screen_keys(below), title))
 
     async def action_quit_wizard(self) -> None:
+        from screens.confirm import ConfirmQuit
+
         step = self._step()
         if step is None:
             self.exit(int(ExitCode.OK))

@@ -53,14 +53,22 @@ async def _settle(pilot: Pilot[Any], done: Any) -> None:
     """Wait for ``done``, then for animations (the progress bar) and pending
     refreshes: under load a snapshot must not catch a frame in between."""
     await wait_until(pilot, done)
+    for field in pilot.app.screen.query(Input):
+        field.cursor_blink = False  # a blinking cursor is in one frame, not the next
     await pilot.wait_for_scheduled_animations()
     await pilot.pause()
     await pilot.pause()
 
 
+async def focused(pilot: Pilot[Any]) -> None:
+    """A screen that opened: its focus set (and, under load, painted)."""
+    await _settle(pilot, lambda: pilot.app.focused is not None)
+
+
 def test_welcome(snap_compare: Any) -> None:
     text = welcome_text("root", 0, None, "/", None)
-    assert snap_compare(ScreenHarness(lambda: WelcomeScreen(text)), terminal_size=SIZE)
+    app = ScreenHarness(lambda: WelcomeScreen(text))
+    assert snap_compare(app, run_before=focused, terminal_size=SIZE)
 
 
 def test_checks_running(snap_compare: Any, tmp_path: Path) -> None:
@@ -126,7 +134,7 @@ def test_step_indicator(snap_compare: Any) -> None:
 def test_choose_mode_with_a_disabled_option(snap_compare: Any, tmp_path: Path) -> None:
     report = report_of(CONTAINER_HOST)
     app = ScreenHarness(lambda: ChooseModeScreen(_backend(tmp_path), report))
-    assert snap_compare(app, terminal_size=SIZE)
+    assert snap_compare(app, run_before=focused, terminal_size=SIZE)
 
 
 def test_details_sandbox(snap_compare: Any, tmp_path: Path) -> None:
@@ -136,7 +144,8 @@ def test_details_sandbox(snap_compare: Any, tmp_path: Path) -> None:
     app = ScreenHarness(
         lambda: DetailsScreen(backend, Mode.SANDBOX, details, InnerSandbox.STRONG, CLAUDE_HINT)
     )
-    assert snap_compare(app, terminal_size=SIZE)
+
+    assert snap_compare(app, run_before=focused, terminal_size=SIZE)
 
 
 def test_details_invalid_field(snap_compare: Any, tmp_path: Path) -> None:
@@ -151,13 +160,14 @@ def test_details_invalid_field(snap_compare: Any, tmp_path: Path) -> None:
         await pilot.pause()
         pilot.app.screen.query_one("#workspaces", Input).value = "relative/path"
         await pilot.press("ctrl+n")
-        await pilot.pause()
+        field = pilot.app.screen.query_one("#field-workspaces")
+        await _settle(pilot, lambda: field.has_class("invalid"))
 
     assert snap_compare(app, run_before=run_before, terminal_size=SIZE)
 
 
 def test_unsafe_acceptance(snap_compare: Any) -> None:
-    assert snap_compare(ScreenHarness(UnsafeScreen), terminal_size=SIZE)
+    assert snap_compare(ScreenHarness(UnsafeScreen), run_before=focused, terminal_size=SIZE)
 
 
 def test_review(snap_compare: Any, tmp_path: Path) -> None:
@@ -215,7 +225,8 @@ def test_apply_failed_rolled_back(snap_compare: Any, tmp_path: Path) -> None:
 def test_done(snap_compare: Any) -> None:
     note = "The agent claude-agent has no Claude login yet; start Claude and type /login."
     text = done_text("sandbox", f"{CONFIG}/answers.toml", f"{CONFIG}/launcher.toml", "/", note)
-    assert snap_compare(ScreenHarness(lambda: DoneScreen(text)), terminal_size=SIZE)
+    app = ScreenHarness(lambda: DoneScreen(text))
+    assert snap_compare(app, run_before=focused, terminal_size=SIZE)
 
 
 def test_audit_with_drift(snap_compare: Any, tmp_path: Path) -> None:

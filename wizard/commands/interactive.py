@@ -21,37 +21,25 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
 
 from checks.model import Finding, Report, Status
-from checks.registry import CHECKS
-from wizard.audit.model import AuditReport
 from wizard.base.accounts import lookup_user
 from wizard.base.choices import InnerSandbox, Mode, Network, SettingsScope
 from wizard.base.errors import InputError, SetupError
 from wizard.base.limits import Limits, parse_size, parse_tasks
 from wizard.base.paths import Layout
-from wizard.commands.wording import tui_words
-from wizard.configure.actions import Action
-from wizard.configure.answers import (
-    DEFAULT_AGENT_USER,
-    Answers,
-    check_network,
-    load_answers,
-    workspace_problem,
-)
-from wizard.configure.apply import ApplyResult
-from wizard.configure.claude_binary import locate_claude, search_description
-from wizard.configure.plan import (
-    Blocker,
-    Plan,
-    default_inner_sandbox,
-    default_settings_scope,
-    mode_blocker,
-)
-from wizard.configure.probes import choose_probe_user, run_live_checks
-from wizard.policy.environment import validate_pass_names
-from wizard.policy.names import agent_name_problem
-from wizard.policy.unsafe import acceptance_label
+
+if TYPE_CHECKING:
+    from wizard.audit.model import AuditReport
+    from wizard.configure.actions import Action
+    from wizard.configure.answers import Answers
+    from wizard.configure.apply import ApplyResult
+    from wizard.configure.plan import Blocker, Plan
+
+# The rest of the core is imported where it is first used: the wizard's first
+# screen waits for none of it (bench/tui.py), and the probes, the plan and the
+# audit load in the worker threads that run them.
 
 FindingCallback = Callable[[Finding], object]
 ReportProvider = Callable[[FindingCallback], Report]
@@ -70,15 +58,33 @@ def live_report_provider(
     probe as root would not speak for the agent. ``claude`` is the binary the plan
     would use (see :meth:`InteractiveCore.run_checks`).
     """
+    from wizard.configure.answers import DEFAULT_AGENT_USER
+    from wizard.configure.probes import choose_probe_user
+
     as_user = None
     if layout is not None:
         as_user, _ = choose_probe_user(None, DEFAULT_AGENT_USER, layout)
     return run_live_checks(on_finding=on_finding, as_user=as_user, claude=claude)
 
 
+def run_live_checks(**kwargs: object) -> Report:
+    """:func:`wizard.configure.probes.run_live_checks` (imported when first run)."""
+    from wizard.configure.probes import run_live_checks as run
+
+    return run(**kwargs)  # type: ignore[arg-type]
+
+
 def check_titles() -> list[tuple[str, str]]:
     """(id, title) of every registered check, for placeholder rows."""
+    from checks.registry import CHECKS
+
     return [(check.id, check.title) for check in CHECKS]
+
+
+def tui_words(text: str) -> str:
+    from wizard.commands.wording import tui_words as words
+
+    return words(text)
 
 
 def _in_words(finding: Finding) -> Finding:
@@ -116,7 +122,9 @@ class InteractiveCore:
 
     layout: Layout
     report_provider: ReportProvider = live_report_provider
-    pending: list[tuple[str, str]] = field(default_factory=list)
+    # The rows the checks screen shows as "running"; None: every registered check,
+    # read when first asked for (see pending).
+    pending_checks: list[tuple[str, str]] | None = field(default_factory=list)
     last_audit: AuditReport | None = None
     # Set by for_root for the live probes: they take the binary the plan will use.
     probes_take_claude: bool = False
@@ -128,8 +136,19 @@ class InteractiveCore:
         layout = Layout.for_root(root)
         if report_provider is None:
             provider = partial(live_report_provider, layout=layout)
-            return cls(layout, provider, check_titles(), probes_take_claude=True)
+            return cls(layout, provider, None, probes_take_claude=True)
         return cls(layout, report_provider, [])
+
+    @property
+    def pending(self) -> list[tuple[str, str]]:
+        """(id, title) of every check the probes will report."""
+        if self.pending_checks is None:
+            self.pending_checks = check_titles()
+        return self.pending_checks
+
+    @pending.setter
+    def pending(self, rows: list[tuple[str, str]]) -> None:
+        self.pending_checks = list(rows)
 
     @property
     def operator_is_root(self) -> bool:
@@ -141,6 +160,8 @@ class InteractiveCore:
     # -- Claude Code: one lookup for the checks, the details and the plan ----
     def claude_lookup(self) -> tuple[PurePosixPath | None, str]:
         """(the binary the plan would use when no path is entered, where it looked)."""
+        from wizard.configure.claude_binary import locate_claude, search_description
+
         return locate_claude(self.layout), search_description(self.layout)
 
     def _claude_finding(self, finding: Finding, found: PurePosixPath | None, where: str) -> Finding:
@@ -181,6 +202,8 @@ class InteractiveCore:
         return report
 
     def mode_blocker(self, report: Report, mode: Mode) -> Blocker | None:
+        from wizard.configure.plan import mode_blocker
+
         blocker = mode_blocker(report, mode)
         if blocker is None:
             return None
@@ -189,9 +212,13 @@ class InteractiveCore:
         )
 
     def inner_sandbox_preset(self, report: Report, mode: Mode) -> InnerSandbox:
+        from wizard.configure.plan import default_inner_sandbox
+
         return default_inner_sandbox(report, mode)
 
     def default_settings_scope(self, mode: Mode) -> SettingsScope:
+        from wizard.configure.plan import default_settings_scope
+
         return default_settings_scope(mode, self.operator_is_root)
 
     # -- answers (the same rules as the headless path) -------------------
@@ -199,6 +226,8 @@ class InteractiveCore:
         self, text: str, mode: Mode, agent_user: str
     ) -> tuple[tuple[PurePosixPath, ...], str | None]:
         """Parse a comma-separated list; the error names the path and why."""
+        from wizard.configure.answers import workspace_problem
+
         paths: list[PurePosixPath] = []
         for raw in (part.strip() for part in text.split(",")):
             if not raw:
@@ -215,6 +244,8 @@ class InteractiveCore:
         """The name's rules, then, for an account that exists already and would be
         a separate agent: reused only when asked to, and only if it passes every
         rule (the refusal's reasons are the message)."""
+        from wizard.policy.names import agent_name_problem
+
         problem = agent_name_problem(name, unsafe=mode is Mode.UNSAFE)
         if problem is not None:
             return _words(problem)
@@ -253,6 +284,7 @@ class InteractiveCore:
     ) -> tuple[tuple[str, ...], tuple[int, ...], str | None, str | None]:
         """(patterns, ports, error, the field at fault: "domains" or "ports"), by
         the rules of the flags (:func:`wizard.configure.answers.check_network`)."""
+        from wizard.configure.answers import Answers, check_network
         from wizard.policy.network import parse_port
 
         patterns = tuple(dict.fromkeys(_items(domains)))
@@ -277,6 +309,8 @@ class InteractiveCore:
         return answers.allowed_domains, answers.loopback_ports, None, None
 
     def validate_pass_env(self, text: str, mode: Mode) -> tuple[tuple[str, ...], str | None]:
+        from wizard.policy.environment import validate_pass_names
+
         try:
             return validate_pass_names(_items(text), mode, "variable"), None
         except InputError as exc:
@@ -302,11 +336,15 @@ class InteractiveCore:
         return Limits(number, mem, tmp), None, None
 
     def acceptance_label(self) -> str:
+        from wizard.policy.unsafe import acceptance_label
+
         operator = self.layout.operator
         return acceptance_label(operator.name, operator.uid, os.environ)
 
     def saved_answers(self) -> Answers | None:
         """The answers of the last apply, if any (for the audit's fix)."""
+        from wizard.configure.answers import load_answers
+
         path = self.layout.real(self.layout.answers)
         if not path.is_file():
             return None
