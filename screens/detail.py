@@ -42,6 +42,8 @@ class DetailScreen(ModalScreen[None]):
         Binding("pageup", "scroll('page_up')", show=False),
         Binding("pagedown", "scroll('page_down')", show=False),
         Binding("q", "close", show=False),
+        # The app's Ctrl+Q works here too (a priority binding); the footer says so.
+        Binding("ctrl+q", "app.quit_wizard", "Quit", key_display="^q"),
     ]
 
     def __init__(self, row: Row) -> None:
