@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -19,6 +20,16 @@ class Status(enum.StrEnum):
     FAIL = "fail"
     SKIP = "skip"
     ERROR = "error"
+
+    @property
+    def rank(self) -> int:
+        """Worst first: the one order of severity every listing uses (CLI and TUI)."""
+        return STATUS_ORDER.index(self)
+
+
+# Worst first: a check that crashed, one that failed, a warning, one that could
+# not run, a pass.
+STATUS_ORDER = (Status.ERROR, Status.FAIL, Status.WARN, Status.SKIP, Status.PASS)
 
 
 @dataclass(frozen=True)
@@ -47,6 +58,19 @@ class Finding:
             detail=str(data.get("detail", "")),
             remedy=str(data.get("remedy", "")),
         )
+
+
+def worst_first(findings: Iterable[Finding]) -> list[Finding]:
+    """``findings`` by :data:`STATUS_ORDER`, report order kept within a status."""
+    return sorted(findings, key=lambda f: f.status.rank)
+
+
+def cause_key(finding: Finding) -> str | None:
+    """The named cause a check found (the ``cause: KEY`` line its detail ends with)."""
+    for line in reversed(finding.detail.splitlines()):
+        if line.startswith("cause: "):
+            return line.removeprefix("cause: ").strip() or None
+    return None
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,12 @@
 """Apply: progress per action and a log while the core applies in a thread
-worker; on failure the core has rolled back and the screen says so."""
+worker; on failure the core has rolled back and the screen says so.
+
+The log has one line per action, written when it has finished; the status line
+names the one running. The screen is ``locked`` while applying: quitting then
+asks first and happens once the apply has finished (:meth:`quit_when_done`).
+After a successful apply there is no way back to the review (it would show a
+plan with nothing left to do): Continue goes on to the done screen.
+"""
 
 from __future__ import annotations
 
@@ -10,10 +17,11 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import Horizontal
 from textual.message import Message
-from textual.widgets import Button, Footer, Header, ProgressBar, RichLog, Static
+from textual.widgets import Footer, ProgressBar, RichLog, Static
 
 from screens.core import Core
 from screens.step import StepScreen
+from screens.widgets import ActionButton
 
 if TYPE_CHECKING:
     from wizard.configure.apply import ApplyResult
@@ -21,7 +29,11 @@ if TYPE_CHECKING:
 
 
 class ApplyScreen(StepScreen["ApplyResult"]):
-    """Returns the apply result; on failure ``Nav.BACK`` returns to the review."""
+    """Returns the apply result; on failure ``Nav.BACK`` returns to the review;
+    ``Nav.QUIT`` when the operator asked to quit while it ran (:attr:`result`
+    then says whether it was applied)."""
+
+    STEP = "apply"
 
     class Progress(Message):
         def __init__(self, line: str, finished: bool) -> None:
@@ -43,18 +55,20 @@ class ApplyScreen(StepScreen["ApplyResult"]):
         self.error: str | None = None
         self.busy = True
         self.locked = True  # a half-done apply must not be abandoned by a keypress
+        self.quit_requested = False
 
     def compose(self) -> ComposeResult:
-        yield Header()
+        yield self.step_bar(f"{self.plan.answers.mode.value} mode")
         yield Static("Applying…", id="apply-status", classes="status-line")
         yield ProgressBar(total=max(1, len(self.plan.actions)), show_eta=False, id="progress")
         yield RichLog(id="apply-log", wrap=True, markup=False, highlight=False)
         with Horizontal(classes="buttons"):
-            yield Button("Continue", id="continue", variant="primary", disabled=True, compact=True)
-        yield Footer()
+            yield ActionButton(
+                "Continue", id="continue", variant="primary", disabled=True, compact=True
+            )
+        yield Footer(compact=True, show_command_palette=False)
 
     def on_mount(self) -> None:
-        self.sub_title = "apply"
         self.run_apply()
 
     @work(thread=True, exclusive=True, group="apply", exit_on_error=False)
@@ -68,10 +82,27 @@ class ApplyScreen(StepScreen["ApplyResult"]):
             return
         self.post_message(self.Finished(result, None))
 
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "back":
+            return not self.busy and self.error is not None  # only back to a failed plan
+        return super().check_action(action, parameters)
+
+    def quit_when_done(self) -> None:
+        if not self.busy:
+            self.quit_now()
+            return
+        self.quit_requested = True
+        self.query_one("#apply-status", Static).update(
+            "Applying… the wizard quits as soon as the apply has finished."
+        )
+
     @on(Progress)
     def _progress(self, message: Progress) -> None:
-        if message.finished:
-            self.query_one("#progress", ProgressBar).advance(1)
+        if not message.finished:
+            if not self.quit_requested:
+                self.query_one("#apply-status", Static).update(f"Applying: {message.line}")
+            return
+        self.query_one("#progress", ProgressBar).advance(1)
         self.query_one("#apply-log", RichLog).write(Text(message.line))
 
     @on(Finished)
@@ -80,14 +111,17 @@ class ApplyScreen(StepScreen["ApplyResult"]):
         self.locked = False
         self.result = message.result
         self.error = message.error
+        if self.quit_requested:
+            self.quit_now()
+            return
         status = self.query_one("#apply-status", Static)
         log = self.query_one("#apply-log", RichLog)
-        button = self.query_one("#continue", Button)
+        button = self.query_one("#continue", ActionButton)
         bar = self.query_one("#progress", ProgressBar)
         if message.error is None:
+            self.can_go_back = False
             bar.update(progress=bar.total or 0)
             status.update(Text("Applied. Every change is in the journal.", style="bold"))
-            log.write(Text("done"))
         else:
             status.update(Text("Apply failed; the changes made were rolled back.", style="bold"))
             log.write(Text("error: " + message.error))
@@ -96,7 +130,7 @@ class ApplyScreen(StepScreen["ApplyResult"]):
         button.focus()
         self.refresh_bindings()
 
-    @on(Button.Pressed, "#continue")
+    @on(ActionButton.Pressed, "#continue")
     def _continue(self) -> None:
         if self.error is not None:
             self.action_back()

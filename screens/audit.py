@@ -1,28 +1,33 @@
-"""The audit view: the grade, what the audit found (drift with its diff), the
-host checks; ``f`` fixes by re-applying the saved answers."""
+"""The audit view: the grade and its scale, what the audit found (worst first, the
+same order as ``sandbox-setup --audit``), the host checks; Enter opens a row's
+full text (with a drift's diff), ``f`` fixes by re-applying the saved answers.
+
+The list has the focus: Fix is a button among others and is enabled only when
+there is something to fix.
+"""
 
 from __future__ import annotations
 
 import enum
 from typing import TYPE_CHECKING
 
-from rich.console import Group, RenderableType
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, VerticalScroll
-from textual.markup import escape
+from textual.containers import Horizontal
 from textual.message import Message
-from textual.widgets import Button, Collapsible, Footer, Header, Static
+from textual.widgets import Footer, Static
 
+from checks.model import worst_first
 from screens.core import Core
-from screens.findings_view import FindingRow
-from screens.plan_view import diff_renderable
+from screens.detail import DetailScreen, copy_remedy
+from screens.findings_view import FindingList, Row, audit_row, finding_row
 from screens.step import StepScreen
+from screens.widgets import ActionButton
 
 if TYPE_CHECKING:
-    from wizard.audit.model import AuditFinding, AuditReport
+    from wizard.audit.model import AuditReport
 
 
 class AuditChoice(enum.StrEnum):
@@ -38,6 +43,9 @@ def grade_text(audit: AuditReport) -> Text:
     text.append(f"Mode: {audit.mode}", style="bold")
     text.append(f"   exposure {grade.exposure:.1f}/10 {grade.label}", style="bold")
     text.append("   no drift or problems" if audit.clean else "   needs attention")
+    # The scale, so "1.0/10 OK" means something (the CLI says the same).
+    bands = grade.legend.split(": ", 1)[-1]
+    text.append(f"\n{grade.meaning}; {bands}", style="dim")
     if audit.unsafe:
         text.append(
             f"\nUnsafe mode accepted by {audit.unsafe.get('accepted_by', '?')} "
@@ -46,15 +54,12 @@ def grade_text(audit: AuditReport) -> Text:
     return text
 
 
-def audit_finding_body(finding: AuditFinding) -> RenderableType:
-    parts: list[RenderableType] = []
-    if finding.detail:
-        parts.append(Text(finding.detail.rstrip()))
-    if finding.diff:
-        parts.append(diff_renderable(finding.diff))
-    if finding.remedy:
-        parts.append(Text("Fix: " + finding.remedy.rstrip()))
-    return Group(*parts) if parts else Text("Nothing more to say.")
+def audit_rows(audit: AuditReport) -> list[Row]:
+    """The audit's findings worst first, then the host checks worst first."""
+    rows = [audit_row(finding) for finding in audit.worst_first()]
+    checks = audit.report.findings if audit.report is not None else []
+    rows += [finding_row(finding) for finding in worst_first(checks)]
+    return rows
 
 
 class AuditScreen(StepScreen[AuditChoice]):
@@ -80,22 +85,26 @@ class AuditScreen(StepScreen[AuditChoice]):
         self.audit: AuditReport | None = None
 
     def compose(self) -> ComposeResult:
-        yield Header()
+        yield self.step_bar("audit of the existing setup")
         yield Static("Auditing…", id="audit-status", classes="status-line")
-        yield VerticalScroll(id="audit-body")
+        yield FindingList(id="audit-body")
         with Horizontal(classes="buttons"):
-            yield Button("Fix", id="fix", variant="primary", disabled=True, compact=True)
-            yield Button("Re-run", id="rerun", disabled=True, compact=True)
-            yield Button("Wizard", id="wizard", compact=True)
-        yield Footer()
+            yield ActionButton("Fix", id="fix", variant="primary", disabled=True, compact=True)
+            yield ActionButton("Re-run", id="rerun", disabled=True, compact=True)
+            yield ActionButton("Wizard", id="wizard", compact=True)
+        yield Footer(compact=True, show_command_palette=False)
 
     def on_mount(self) -> None:
-        self.sub_title = "audit"
+        self.query_one(FindingList).focus()
         self.action_rerun()
+
+    @property
+    def fixable(self) -> bool:
+        return self.audit is not None and not self.audit.clean and not self.busy
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "fix":
-            return self.audit is not None and not self.busy
+            return self.fixable
         if action == "rerun":
             return not self.busy
         return super().check_action(action, parameters)
@@ -104,8 +113,8 @@ class AuditScreen(StepScreen[AuditChoice]):
         self.busy = True
         self.audit = None
         self.query_one("#audit-status", Static).update("Auditing… (running the host checks)")
-        self.query_one("#fix", Button).disabled = True
-        self.query_one("#rerun", Button).disabled = True
+        self.query_one("#fix", ActionButton).disabled = True
+        self.query_one("#rerun", ActionButton).disabled = True
         self.refresh_bindings()
         self.run_audit()
 
@@ -119,63 +128,47 @@ class AuditScreen(StepScreen[AuditChoice]):
         self.post_message(self.Audited(audit, None))
 
     @on(Audited)
-    async def _audited(self, message: Audited) -> None:
-        try:
-            await self._show(message)
-        finally:
-            # only now: until the rows are mounted the screen is still busy
-            self.busy = False
-            self.refresh_bindings()
-
-    async def _show(self, message: Audited) -> None:
-        body = self.query_one("#audit-body", VerticalScroll)
-        await body.remove_children()
-        self.query_one("#rerun", Button).disabled = False
+    def _audited(self, message: Audited) -> None:
+        self.busy = False
+        self.query_one("#rerun", ActionButton).disabled = False
         status = self.query_one("#audit-status", Static)
+        rows = self.query_one(FindingList)
         if message.error is not None:
             status.update(Text("The audit could not run: " + message.error))
-            return
-        assert message.audit is not None
-        self.audit = audit = message.audit
-        status.update(grade_text(audit))
-        rows: list[Collapsible] = []
-        for finding in audit.findings:
-            marker = "accepted" if finding.accepted else finding.severity.label
-            rows.append(
-                Collapsible(
-                    Static(audit_finding_body(finding)),
-                    title=escape(f"{marker} {finding.id}: {finding.summary}"),
-                    collapsed=True,
-                    classes=f"audit-row severity-{finding.severity.label}",
-                )
-            )
-        checks = audit.report.findings if audit.report is not None else []
-        await body.mount_all(rows)
-        if checks:
-            await body.mount(Static(Text("Host checks", style="bold"), classes="section"))
-            check_rows = [FindingRow(f.id, f.title) for f in checks]
-            await body.mount_all(check_rows)
-            for row, check in zip(check_rows, checks, strict=True):
-                row.show(check)
-        fix = self.query_one("#fix", Button)
-        fix.disabled = False
-        fix.focus()
+            rows.set_rows([])
+        else:
+            assert message.audit is not None
+            self.audit = message.audit
+            status.update(grade_text(message.audit))
+            rows.set_rows(audit_rows(message.audit))
+        self.query_one("#fix", ActionButton).disabled = not self.fixable
+        if self.focused is None or self.focused.disabled:
+            rows.focus()
+        self.refresh_bindings()
 
     def action_fix(self) -> None:
-        if self.audit is not None and not self.busy:
+        if self.fixable:
             self.dismiss(AuditChoice.FIX)
 
     def action_wizard(self) -> None:
         self.dismiss(AuditChoice.WIZARD)
 
-    @on(Button.Pressed, "#fix")
+    @on(ActionButton.Pressed, "#fix")
     def _fix(self) -> None:
         self.action_fix()
 
-    @on(Button.Pressed, "#rerun")
+    @on(ActionButton.Pressed, "#rerun")
     def _rerun(self) -> None:
         self.action_rerun()
 
-    @on(Button.Pressed, "#wizard")
+    @on(ActionButton.Pressed, "#wizard")
     def _wizard(self) -> None:
         self.action_wizard()
+
+    @on(FindingList.Open)
+    def _open(self, message: FindingList.Open) -> None:
+        self.app.push_screen(DetailScreen(message.row))
+
+    @on(FindingList.CopyRemedy)
+    def _copy(self, message: FindingList.CopyRemedy) -> None:
+        copy_remedy(self, message.row)

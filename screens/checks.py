@@ -1,4 +1,10 @@
-"""Host checks: findings fill in live while the probes run in a thread worker."""
+"""Host checks: findings fill in live while the probes run in a thread worker.
+
+The list has the focus from the start, so the keys pressed while the probes run
+do what they say: ↑/↓ move, Enter opens a row's full text, ``c`` copies its fix,
+and Next (``n``) is remembered and taken as soon as the checks are done. When
+they are, the rows are put in the one order of severity (worst first).
+"""
 
 from __future__ import annotations
 
@@ -9,17 +15,19 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.message import Message
-from textual.widgets import Button, Footer, Header, Static
+from textual.widgets import Footer, Static
 
-from checks.model import Finding, Report
+from checks.model import STATUS_ORDER, Finding, Report, worst_first
 from screens.core import Core
-from screens.findings_view import FindingsView
+from screens.detail import DetailScreen, copy_remedy
+from screens.findings_view import FindingList, Row, finding_row, pending_row
 from screens.step import StepScreen
+from screens.widgets import ActionButton
 
 
 def summarize(report: Report) -> str:
-    counts = Counter(f.status.value for f in report.findings)
-    parts = [f"{counts[s]} {s}" for s in ("pass", "warn", "fail", "error", "skip") if counts[s]]
+    counts = Counter(f.status for f in report.findings)
+    parts = [f"{counts[s]} {s.value}" for s in STATUS_ORDER if counts[s]]
     rec = report.recommendation
     return f"{len(report.findings)} checks: {', '.join(parts)}. Recommended: {rec.mode.value}."
 
@@ -27,6 +35,7 @@ def summarize(report: Report) -> str:
 class ChecksScreen(StepScreen[Report]):
     """Returns the :class:`Report` once the probes finished and the operator continues."""
 
+    STEP = "checks"
     BINDINGS = [
         Binding("r", "rerun", "Re-run"),
         Binding("n", "next", "Next"),
@@ -48,32 +57,31 @@ class ChecksScreen(StepScreen[Report]):
         self.core = core
         self.report = report
         self._arrived = 0
+        self.next_when_done = False
 
     def compose(self) -> ComposeResult:
-        yield Header()
+        yield self.step_bar()
         yield Static("", id="checks-status", classes="status-line")
-        yield FindingsView(self._rows(), id="findings")
+        yield FindingList(self._rows(), id="findings")
         with Horizontal(classes="buttons"):
-            yield Button("Next", id="next", variant="primary", disabled=True, compact=True)
-            yield Button("Re-run", id="rerun", disabled=True, compact=True)
-        yield Footer()
+            yield ActionButton("Next", id="next", variant="primary", disabled=True, compact=True)
+            yield ActionButton("Re-run", id="rerun", disabled=True, compact=True)
+        yield Footer(compact=True, show_command_palette=False)
 
-    def _rows(self) -> list[tuple[str, str]]:
+    def _rows(self) -> list[Row]:
         if self.report is not None:
-            return [(f.id, f.title) for f in self.report.findings]
-        return list(self.core.pending)
+            return [finding_row(f) for f in worst_first(self.report.findings)]
+        return [pending_row(check_id, title) for check_id, title in self.core.pending]
 
     def on_mount(self) -> None:
-        self.sub_title = "host checks"
+        self.query_one(FindingList).focus()
         if self.report is None:
             self.action_rerun(force=True)
         else:  # back from a later step: keep the findings, no new probe run
-            for finding in self.report.findings:
-                self.query_one(FindingsView).add_finding(finding)
             self._finished(self.report)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action in ("rerun", "next"):
+        if action == "rerun":
             return not self.busy
         return super().check_action(action, parameters)
 
@@ -81,11 +89,12 @@ class ChecksScreen(StepScreen[Report]):
         if self.busy and not force:
             return
         self.busy = True
+        self.next_when_done = False
         self.report = None
         self._arrived = 0
-        self.query_one(FindingsView).reset(list(self.core.pending))
-        self.query_one("#next", Button).disabled = True
-        self.query_one("#rerun", Button).disabled = True
+        self.query_one(FindingList).set_rows(self._rows())
+        self.query_one("#next", ActionButton).disabled = True
+        self.query_one("#rerun", ActionButton).disabled = True
         self.query_one("#checks-status", Static).update("Running checks…")
         self.refresh_bindings()
         self.run_probes()
@@ -102,50 +111,60 @@ class ChecksScreen(StepScreen[Report]):
             return
         self.post_message(self.ChecksFinished(report))
 
+    def _status(self, text: str) -> None:
+        if self.next_when_done and self.busy:
+            text += "  (Next: as soon as they are done)"
+        self.query_one("#checks-status", Static).update(text)
+
     @on(FindingArrived)
     def _arrive(self, message: FindingArrived) -> None:
         self._arrived += 1
-        self.query_one(FindingsView).add_finding(message.finding)
+        self.query_one(FindingList).put(finding_row(message.finding))
         total = len(self.core.pending)
         done = f"{self._arrived}/{total}" if total else str(self._arrived)
-        self.query_one("#checks-status", Static).update(f"Running checks… {done} done")
+        self._status(f"Running checks… {done} done")
 
     @on(ChecksFinished)
     def _done(self, message: ChecksFinished) -> None:
         self.busy = False
-        self.query_one("#rerun", Button).disabled = False
+        self.query_one("#rerun", ActionButton).disabled = False
         if message.report is None:
-            self.query_one("#checks-status", Static).update(
-                f"The checks could not run: {message.error}"
-            )
+            self.next_when_done = False
+            self._status(f"The checks could not run: {message.error}")
             self.refresh_bindings()
             return
-        view = self.query_one(FindingsView)
-        for finding in message.report.findings:
-            row = view.row(finding.id)
-            if row is None or row.finding is None:
-                view.add_finding(finding)
-        view.prune({f.id for f in message.report.findings})
         self._finished(message.report)
 
     def _finished(self, report: Report) -> None:
         self.report = report
         self.busy = False
-        self.query_one("#checks-status", Static).update(summarize(report))
-        next_button = self.query_one("#next", Button)
-        next_button.disabled = False
-        self.query_one("#rerun", Button).disabled = False
-        next_button.focus()
+        self.query_one(FindingList).set_rows(self._rows())
+        self._status(summarize(report))
+        self.query_one("#next", ActionButton).disabled = False
+        self.query_one("#rerun", ActionButton).disabled = False
         self.refresh_bindings()
+        if self.next_when_done:
+            self.action_next()
 
     def action_next(self) -> None:
         if self.report is not None and not self.busy:
             self.dismiss(self.report)
+        elif self.busy:  # remembered, not lost
+            self.next_when_done = True
+            self._status(f"Running checks… {self._arrived} done")
 
-    @on(Button.Pressed, "#next")
+    @on(ActionButton.Pressed, "#next")
     def _next(self) -> None:
         self.action_next()
 
-    @on(Button.Pressed, "#rerun")
+    @on(ActionButton.Pressed, "#rerun")
     def _rerun(self) -> None:
         self.action_rerun()
+
+    @on(FindingList.Open)
+    def _open(self, message: FindingList.Open) -> None:
+        self.app.push_screen(DetailScreen(message.row))
+
+    @on(FindingList.CopyRemedy)
+    def _copy(self, message: FindingList.CopyRemedy) -> None:
+        copy_remedy(self, message.row)

@@ -8,10 +8,11 @@ from typing import TYPE_CHECKING
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
-from textual.widgets import Footer, Header, OptionList, Static
+from textual.widgets import Footer, OptionList, Static
 from textual.widgets.option_list import Option
 
 from checks.model import Report
+from screens.controls import ChoiceList
 from screens.core import Core
 from screens.step import StepScreen
 from wizard.base.choices import Mode
@@ -59,6 +60,8 @@ def mode_prompt(mode: Mode, recommended: str | None, blocker: Blocker | None) ->
 class ChooseModeScreen(StepScreen[Mode]):
     """Returns the chosen :class:`Mode`; disabled options cannot be selected."""
 
+    STEP = "path"
+
     def __init__(self, core: Core, report: Report, current: Mode | None = None) -> None:
         super().__init__()
         self.report = report
@@ -66,7 +69,7 @@ class ChooseModeScreen(StepScreen[Mode]):
         self.blockers = {mode: core.mode_blocker(report, mode) for mode in Mode}
 
     def compose(self) -> ComposeResult:
-        yield Header()
+        yield self.step_bar()
         yield Static("Choose how Claude Code will run on this host:", classes="status-line")
         rec = self.report.recommendation
         options = [
@@ -77,11 +80,10 @@ class ChooseModeScreen(StepScreen[Mode]):
             )
             for mode in Mode
         ]
-        yield OptionList(*options, id="modes")
-        yield Footer()
+        yield ChoiceList(*options, id="modes")
+        yield Footer(compact=True, show_command_palette=False)
 
     def on_mount(self) -> None:
-        self.sub_title = "choose a path"
         modes = self.query_one("#modes", OptionList)
         preferred = [self.current, self.report.recommendation.mode, *Mode]
         for mode in preferred:

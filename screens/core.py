@@ -1,6 +1,8 @@
 """The one seam between the screens and the core: a typed :class:`Core` protocol.
 
-Screens never import the probes, the plan, the apply or the audit themselves;
+Screens never import the probes, the plan, the apply, the audit or the rules of
+``wizard.policy`` themselves (every field is validated here, by the headless
+path's rules, and every message comes in the wizard's words, never a CLI flag);
 they get a ``Core`` and call it (from thread workers: every method may block).
 :class:`wizard.commands.interactive.InteractiveCore` is the real one; tests hand
 in one with fixed findings, plans and audits. Every value crossing the seam is
@@ -16,12 +18,13 @@ from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Protocol
 
 from checks.model import Finding, Report
-from wizard.base.choices import InnerSandbox, Mode, SettingsScope
+from wizard.base.choices import InnerSandbox, Mode, Network, SettingsScope
+from wizard.base.limits import Limits
 from wizard.base.paths import Layout
-from wizard.configure.answers import Answers
 
 if TYPE_CHECKING:
     from wizard.audit.model import AuditReport
+    from wizard.configure.answers import Answers
     from wizard.configure.apply import ApplyResult
     from wizard.configure.plan import Blocker, Plan
 
@@ -58,9 +61,30 @@ class Core(Protocol):
         self, text: str, mode: Mode, agent_user: str
     ) -> tuple[tuple[PurePosixPath, ...], str | None]: ...
 
-    def validate_agent_user(self, name: str, mode: Mode) -> str | None: ...
+    def validate_agent_user(self, name: str, mode: Mode, reuse: bool = False) -> str | None:
+        """Why ``name`` cannot be the agent (an existing account: the reasons it was
+        refused), or None."""
+        ...
 
     def validate_claude(self, text: str) -> tuple[PurePosixPath | None, str | None]: ...
+
+    def claude_lookup(self) -> tuple[PurePosixPath | None, str]:
+        """(the Claude Code the plan uses when no path is entered, where it looked)."""
+        ...
+
+    def validate_network(
+        self, mode: Mode, network: Network, domains: str, ports: str
+    ) -> tuple[tuple[str, ...], tuple[int, ...], str | None, str | None]:
+        """(patterns, ports, error, field at fault: "domains" or "ports")."""
+        ...
+
+    def validate_pass_env(self, text: str, mode: Mode) -> tuple[tuple[str, ...], str | None]: ...
+
+    def validate_limits(
+        self, tasks: str, memory: str, tmpfs: str
+    ) -> tuple[Limits | None, str | None, str | None]:
+        """(limits, error, field at fault: "tasks", "memory" or "tmpfs")."""
+        ...
 
     def acceptance_label(self) -> str: ...
 
@@ -69,6 +93,11 @@ class Core(Protocol):
     def build_plan(self, report: Report, answers: Answers) -> Plan: ...
 
     def apply(self, plan: Plan, progress: ProgressCallback) -> ApplyResult: ...
+
+    def login_note(self, answers: Answers) -> str | None:
+        """Said on the done screen when the agent has no Claude login (and how to
+        give it one)."""
+        ...
 
     def audit(self) -> AuditReport: ...
 

@@ -5,15 +5,21 @@ from __future__ import annotations
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
-from textual.containers import Horizontal, VerticalScroll
-from textual.widgets import Button, Footer, Header, Static
+from textual.containers import Horizontal
+from textual.widgets import Footer, Static
 
 from screens.step import StepScreen
+from screens.widgets import ActionButton, ReadingPane
 
 
-def done_text(mode: str, answers_path: str, config_path: str, root: str) -> Text:
+def done_text(
+    mode: str, answers_path: str, config_path: str, root: str, login_note: str | None = None
+) -> Text:
     text = Text()
     text.append(f"{mode} mode is set up.\n\n", style="bold")
+    if login_note:
+        text.append("No Claude login yet: ", style="bold")
+        text.append(login_note.removeprefix("No Claude login yet: ") + "\n\n")
     text.append("Launch Claude Code:\n", style="bold")
     text.append("  sandbox-launch -- --dangerously-skip-permissions\n")
     text.append("  sandbox-launch --dry-run   (show what it would run)\n\n")
@@ -35,6 +41,7 @@ def done_text(mode: str, answers_path: str, config_path: str, root: str) -> Text
 class DoneScreen(StepScreen[str]):
     """Returns ``"exit"``."""
 
+    STEP = "done"
     can_go_back = False
 
     def __init__(self, text: Text) -> None:
@@ -42,17 +49,16 @@ class DoneScreen(StepScreen[str]):
         self._text = text
 
     def compose(self) -> ComposeResult:
-        yield Header()
-        with VerticalScroll(classes="step-body"):
+        yield self.step_bar()
+        with ReadingPane(classes="step-body", id="done-pane"):
             yield Static(self._text, id="done-text")
         with Horizontal(classes="buttons"):
-            yield Button("Exit", id="exit", variant="primary", compact=True)
-        yield Footer()
+            yield ActionButton("Exit", id="exit", variant="primary", compact=True)
+        yield Footer(compact=True, show_command_palette=False)
 
     def on_mount(self) -> None:
-        self.sub_title = "done"
-        self.query_one("#exit", Button).focus()
+        self.query_one("#exit", ActionButton).focus()
 
-    @on(Button.Pressed, "#exit")
+    @on(ActionButton.Pressed, "#exit")
     def _exit(self) -> None:
         self.dismiss("exit")

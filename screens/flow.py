@@ -4,10 +4,14 @@ Steps are a table; a step that does not apply is skipped by data
 (:attr:`Step.applies`), not by branches inside screens. Escape on a step
 returns :data:`Nav.BACK` and the flow goes to the previous step that applies,
 which is shown prefilled from the :class:`Draft`.
+
+Each step's screen module is imported when the step is first shown, not when the
+wizard starts: the first paint waits only for the welcome screen (bench/tui.py).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -16,24 +20,23 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 from textual.app import App
 
 from checks.model import Report
-from screens.apply import ApplyScreen
-from screens.audit import AuditChoice, AuditScreen
-from screens.checks import ChecksScreen
-from screens.choose_mode import ChooseModeScreen
 from screens.core import Core
-from screens.details import DetailsScreen
-from screens.done import DoneScreen, done_text
-from screens.draft import Details, Draft, Nav
-from screens.review import ReviewScreen
+from screens.draft import Details, Draft, Nav, Outcome
 from screens.step import StepScreen
-from screens.unsafe import UnsafeScreen
 from screens.welcome import WelcomeScreen, welcome_text
 from wizard.base.choices import Mode
 from wizard.base.errors import SetupError
 from wizard.base.exitcodes import ExitCode
-from wizard.configure.answers import Answers
 
 if TYPE_CHECKING:
+    from screens.apply import ApplyScreen
+    from screens.checks import ChecksScreen
+    from screens.choose_mode import ChooseModeScreen
+    from screens.details import DetailsScreen
+    from screens.done import DoneScreen
+    from screens.review import ReviewScreen
+    from screens.unsafe import UnsafeScreen
+    from wizard.configure.answers import Answers
     from wizard.configure.apply import ApplyResult
     from wizard.configure.plan import Plan
 
@@ -72,7 +75,15 @@ def _store_report(core: Core, draft: Draft, report: Report) -> None:
     draft.report = report
 
 
+def _checks_screen(core: Core, draft: Draft) -> ChecksScreen:
+    from screens.checks import ChecksScreen
+
+    return ChecksScreen(core, draft.report)
+
+
 def _mode_screen(core: Core, draft: Draft) -> ChooseModeScreen:
+    from screens.choose_mode import ChooseModeScreen
+
     assert draft.report is not None
     return ChooseModeScreen(core, draft.report, draft.mode)
 
@@ -89,22 +100,31 @@ def _store_mode(core: Core, draft: Draft, mode: Mode) -> None:
             # the agent unless they name an existing one.
             operator = core.layout.operator
             old = Details() if core.operator_is_root else Details(agent_user=operator.name)
-        draft.details = Details(
-            workspaces=old.workspaces,
-            agent_user=old.agent_user,
-            network=old.network,
+        draft.details = dataclasses.replace(
+            old,
             inner_sandbox=core.inner_sandbox_preset(draft.report, mode),
             settings_scope=core.default_settings_scope(mode),
-            copy_login=old.copy_login,
-            claude=old.claude,
         )
         draft.details_mode = mode
 
 
+def claude_hint(core: Core) -> str:
+    """What an empty Claude Code field means: the binary the checks probed and the
+    plan will use, or where the lookup looked (under the root, when there is one)."""
+    found, where = core.claude_lookup()
+    layout = core.layout
+    if found is None:
+        return f"empty: not found ({where})"
+    under = "" if layout.live else f" under the root {layout.root}"
+    return f"empty: {found}{under}, the one the checks found"
+
+
 def _details_screen(core: Core, draft: Draft) -> DetailsScreen:
+    from screens.details import DetailsScreen
+
     assert draft.mode is not None and draft.details is not None and draft.report is not None
     preset = core.inner_sandbox_preset(draft.report, draft.mode)
-    return DetailsScreen(core, draft.mode, draft.details, preset)
+    return DetailsScreen(core, draft.mode, draft.details, preset, claude_hint(core))
 
 
 def _store_details(core: Core, draft: Draft, details: Details) -> None:
@@ -115,7 +135,15 @@ def _store_acceptance(core: Core, draft: Draft, accepted: bool) -> None:
     draft.accept_unsafe(core.acceptance_label())
 
 
+def _unsafe_screen(core: Core, draft: Draft) -> UnsafeScreen:
+    from screens.unsafe import UnsafeScreen
+
+    return UnsafeScreen()
+
+
 def _review_screen(core: Core, draft: Draft) -> ReviewScreen:
+    from screens.review import ReviewScreen
+
     assert draft.report is not None
     return ReviewScreen(core, draft.report, draft.answers())
 
@@ -125,6 +153,8 @@ def _store_plan(core: Core, draft: Draft, plan: Plan) -> None:
 
 
 def _apply_screen(core: Core, draft: Draft) -> ApplyScreen:
+    from screens.apply import ApplyScreen
+
     assert draft.plan is not None
     return ApplyScreen(core, draft.plan)
 
@@ -134,10 +164,13 @@ def _store_result(core: Core, draft: Draft, result: ApplyResult) -> None:
 
 
 def _done_screen(core: Core, draft: Draft) -> DoneScreen:
+    from screens.done import DoneScreen, done_text
+
     layout = core.layout
     mode = draft.mode.value if draft.mode else "?"
+    note = core.login_note(draft.answers()) if draft.mode and draft.details else None
     return DoneScreen(
-        done_text(mode, str(layout.answers), str(layout.launcher_config), str(layout.root))
+        done_text(mode, str(layout.answers), str(layout.launcher_config), str(layout.root), note)
     )
 
 
@@ -149,12 +182,10 @@ def _ignore(core: Core, draft: Draft, value: str) -> None:
 # takes T); the table itself holds steps of different T, hence Step[Any].
 STEPS: tuple[Step[Any], ...] = (
     Step[str]("welcome", _always, _welcome, _ignore),
-    Step[Report]("checks", _always, lambda c, d: ChecksScreen(c, d.report), _store_report),
+    Step[Report]("checks", _always, _checks_screen, _store_report),
     Step[Mode]("mode", _always, _mode_screen, _store_mode),
     Step[Details]("details", _always, _details_screen, _store_details),
-    Step[bool](
-        "unsafe", lambda d: d.mode is Mode.UNSAFE, lambda c, d: UnsafeScreen(), _store_acceptance
-    ),
+    Step[bool]("unsafe", lambda d: d.mode is Mode.UNSAFE, _unsafe_screen, _store_acceptance),
     Step["Plan"]("review", _always, _review_screen, _store_plan),
     Step["ApplyResult"]("apply", _always, _apply_screen, _store_result),
     Step[str]("done", _always, _done_screen, _ignore),
@@ -171,20 +202,39 @@ def draft_from_answers(answers: Answers, report: Report | None = None) -> Draft:
         details=Details(
             workspaces=answers.workspaces,
             agent_user=answers.agent_user,
+            reuse_account=answers.reuse_account,
             network=answers.network or defaults.network,
+            allowed_domains=answers.allowed_domains,
+            loopback_ports=answers.loopback_ports,
             inner_sandbox=answers.inner_sandbox or defaults.inner_sandbox,
             settings_scope=answers.settings_scope or defaults.settings_scope,
             copy_login=answers.copy_login,
+            include_private=answers.include_private,
+            pass_env=answers.pass_env,
+            limits=answers.limits or defaults.limits,
+            install_claude_shim=answers.install_claude_shim,
             claude=answers.claude,
         ),
     )
 
 
+NOTHING_CHANGED = "sandbox-setup: quit before applying; nothing was changed"
+ROLLED_BACK = "sandbox-setup: quit; the apply failed and was rolled back, nothing was changed"
+
+
+def quit_outcome(draft: Draft, failed_apply: bool = False) -> Outcome:
+    """A deliberate quit is exit 0; what it says depends on whether anything was applied."""
+    if draft.result is not None:
+        return Outcome(int(ExitCode.OK), quit=True)
+    message = ROLLED_BACK if failed_apply else NOTHING_CHANGED
+    return Outcome(int(ExitCode.OK), message, quit=True)
+
+
 async def run_steps(
     app: App[Any], core: Core, draft: Draft, steps: tuple[Step[Any], ...]
-) -> int | None:
-    """Walk ``steps``; returns the exit code, or ``None`` when the operator
-    went back from the first step."""
+) -> Outcome | None:
+    """Walk ``steps``; returns how it ended, or ``None`` when the operator went
+    back from the first step."""
     index = 0
     direction = 1
     while 0 <= index < len(steps):
@@ -192,9 +242,17 @@ async def run_steps(
         if not step.applies(draft):
             index += direction
             continue
-        result = await app.push_screen_wait(step.screen(core, draft))
+        screen = step.screen(core, draft)
+        result = await app.push_screen_wait(screen)
         if result is Nav.QUIT:
-            return int(ExitCode.INTERRUPTED)
+            failed = False
+            if step.name == "apply":  # quit asked for while it applied
+                from screens.apply import ApplyScreen
+
+                assert isinstance(screen, ApplyScreen)
+                draft.result = screen.result
+                failed = screen.error is not None
+            return quit_outcome(draft, failed)
         if result is Nav.BACK:
             if step.name == "unsafe":
                 draft.accepted_by = draft.accepted_at = None
@@ -206,16 +264,18 @@ async def run_steps(
         step.store(core, draft, result)
         direction = 1
         index += 1
-    return int(ExitCode.OK)
+    return Outcome(int(ExitCode.OK))
 
 
 FIX_STEPS = tuple(s for s in STEPS if s.name in ("review", "apply", "done"))
 
 
-async def run_flow(app: App[Any], core: Core) -> int:
+async def run_flow(app: App[Any], core: Core) -> Outcome:
     """The audit view when a launcher config exists, else the wizard."""
     draft = Draft()
     if core.existing_setup():
+        from screens.audit import AuditChoice, AuditScreen
+
         while True:
             screen = AuditScreen(core)
             choice = await app.push_screen_wait(screen)
@@ -230,9 +290,9 @@ async def run_flow(app: App[Any], core: Core) -> int:
                     continue
                 fix = draft_from_answers(saved, core.report_for_fix())
                 fix.accepted_by, fix.accepted_at = saved.accepted_by, saved.accepted_at
-                code = await run_steps(app, core, fix, FIX_STEPS)
-                if code == ExitCode.INTERRUPTED:
-                    return code
+                outcome = await run_steps(app, core, fix, FIX_STEPS)
+                if outcome is not None and outcome.quit:
+                    return outcome  # quit in the middle of the fix
                 continue  # back to a fresh audit
             if choice is AuditChoice.WIZARD:
                 try:
@@ -242,7 +302,8 @@ async def run_flow(app: App[Any], core: Core) -> int:
                 if saved is not None:
                     draft = draft_from_answers(saved)
                 break
+            # Quit from the audit view: its result is the exit code, as --audit's.
             clean = screen.audit is None or screen.audit.clean
-            return int(ExitCode.OK if clean else ExitCode.FINDINGS)
-    code = await run_steps(app, core, draft, STEPS)
-    return int(ExitCode.INTERRUPTED) if code is None else code
+            return Outcome(int(ExitCode.OK if clean else ExitCode.FINDINGS))
+    outcome = await run_steps(app, core, draft, STEPS)
+    return quit_outcome(draft) if outcome is None else outcome

@@ -31,7 +31,8 @@ def action_renderable(index: int, action: Action, backups_dir: str) -> Renderabl
     head.append(f"{index}. ", style="bold")
     head.append(action.describe(), style="bold")
     if not action.is_change():
-        head.append("\n   unchanged, nothing to do", style="dim")
+        head.append("  (nothing to do)")
+        head.stylize("dim")
         return head
     parts: list[RenderableType] = [head]
     diff = action.diff()
@@ -47,6 +48,10 @@ def action_renderable(index: int, action: Action, backups_dir: str) -> Renderabl
 def plan_summary(plan: Plan, backups_dir: str) -> Text:
     changes = len(plan.changes())
     text = Text()
+    if not changes:
+        text.append("Nothing to change: ", style="bold")
+        text.append("everything is already as planned, so there is nothing to apply.")
+        return text
     text.append(f"{changes} change(s) in {len(plan.actions)} action(s). ", style="bold")
     text.append(
         f"Every file replaced is backed up under {backups_dir} first; "

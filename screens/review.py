@@ -9,14 +9,15 @@ from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, VerticalScroll
+from textual.containers import Horizontal
 from textual.message import Message
-from textual.widgets import Button, Footer, Header, Static
+from textual.widgets import Footer, Static
 
 from checks.model import Report
 from screens.core import Core
 from screens.plan_view import action_renderable, plan_summary
 from screens.step import StepScreen
+from screens.widgets import ActionButton, ReadingPane
 from wizard.configure.answers import Answers
 
 if TYPE_CHECKING:
@@ -24,8 +25,10 @@ if TYPE_CHECKING:
 
 
 class ReviewScreen(StepScreen["Plan"]):
-    """Returns the plan to apply; the core builds it in a thread worker."""
+    """Returns the plan to apply; the core builds it in a thread worker. A plan
+    with nothing to change cannot be applied (the review says so)."""
 
+    STEP = "review"
     BINDINGS = [Binding("a", "apply", "Apply")]
 
     class Planned(Message):
@@ -43,19 +46,22 @@ class ReviewScreen(StepScreen["Plan"]):
         self.report = report
         self.answers = answers
         self.plan: Plan | None = None
+        self.changes = 0
         self.busy = True
 
     def compose(self) -> ComposeResult:
-        yield Header()
+        yield self.step_bar(f"{self.answers.mode.value} mode")
         yield Static("Planning…", id="plan-summary", classes="status-line")
-        yield VerticalScroll(id="plan")
+        yield ReadingPane(id="plan")
         with Horizontal(classes="buttons"):
-            yield Button("Apply", id="apply", variant="primary", disabled=True, compact=True)
-            yield Button("Back", id="back", compact=True)
-        yield Footer()
+            yield ActionButton("Apply", id="apply", variant="primary", disabled=True, compact=True)
+            yield ActionButton("Back", id="back", compact=True)
+        yield Footer(compact=True, show_command_palette=False)
 
     def on_mount(self) -> None:
-        self.sub_title = f"review: {self.answers.mode.value} mode"
+        # The plan is long: the reading pane has the focus (its border shows it), so
+        # ↑/↓ and PgUp/PgDn read it first; `a` applies, Tab reaches the buttons.
+        self.query_one("#plan", ReadingPane).focus()
         self.make_plan()
 
     @work(thread=True, exclusive=True, group="plan", exit_on_error=False)
@@ -77,37 +83,34 @@ class ReviewScreen(StepScreen["Plan"]):
     def _planned(self, message: Planned) -> None:
         self.busy = False
         summary = self.query_one("#plan-summary", Static)
-        body = self.query_one("#plan", VerticalScroll)
+        body = self.query_one("#plan", ReadingPane)
         if message.error is not None:
             summary.update(Text("This plan cannot be applied.", style="bold"))
             body.mount(Static(Text(message.error), classes="error"))
-            self.query_one("#back", Button).focus()
+            self.query_one("#back", ActionButton).focus()
             self.refresh_bindings()
             return
         assert message.plan is not None
         self.plan = message.plan
+        self.changes = len(message.plan.changes())
         summary.update(plan_summary(message.plan, str(self.core.layout.backups_dir)))
         body.mount_all(Static(part, classes="plan-action") for part in message.parts)
-        button = self.query_one("#apply", Button)
-        button.disabled = False
-        # The plan is long: focus the scroller so arrows/PageDown read it first.
-        body.can_focus = True
-        body.focus()
+        self.query_one("#apply", ActionButton).disabled = not self.changes
         self.refresh_bindings()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "apply":
-            return self.plan is not None
+            return self.plan is not None and self.changes > 0
         return super().check_action(action, parameters)
 
     def action_apply(self) -> None:
-        if self.plan is not None:
+        if self.plan is not None and self.changes:
             self.dismiss(self.plan)
 
-    @on(Button.Pressed, "#apply")
+    @on(ActionButton.Pressed, "#apply")
     def _apply(self) -> None:
         self.action_apply()
 
-    @on(Button.Pressed, "#back")
+    @on(ActionButton.Pressed, "#back")
     def _back(self) -> None:
         self.action_back()

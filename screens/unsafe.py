@@ -6,9 +6,11 @@ from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.containers import Horizontal, VerticalScroll
-from textual.widgets import Button, Footer, Header, Input, Static
+from textual.widgets import Footer, Input, Static
 
+from screens.controls import TextField
 from screens.step import StepScreen
+from screens.widgets import ActionButton
 
 UNSAFE_PHRASE = "run claude as root without a sandbox"
 
@@ -26,23 +28,26 @@ RISK = (
 class UnsafeScreen(StepScreen[bool]):
     """Returns ``True`` only once the phrase was typed exactly."""
 
+    STEP = "details"
+
     def compose(self) -> ComposeResult:
-        yield Header()
-        with VerticalScroll(classes="step-body"):
+        yield self.step_bar("unsafe mode: acceptance")
+        with VerticalScroll(classes="step-body", can_focus=False):
             text = Text(RISK)
             text.append("To accept, type: ", style="bold")
             text.append(UNSAFE_PHRASE, style="bold reverse")
             yield Static(text, id="risk")
             # Empty every time the screen opens, also when coming back to it.
-            yield Input("", placeholder="type the phrase above", id="phrase")
+            yield TextField("", placeholder="type the phrase above", id="phrase")
         yield Static("", id="unsafe-error", classes="error")
         with Horizontal(classes="buttons"):
-            yield Button("I accept", id="accept", variant="error", disabled=True, compact=True)
-            yield Button("Back", id="back", compact=True)
-        yield Footer()
+            yield ActionButton(
+                "I accept", id="accept", variant="error", disabled=True, compact=True
+            )
+            yield ActionButton("Back", id="back", compact=True)
+        yield Footer(compact=True, show_command_palette=False)
 
     def on_mount(self) -> None:
-        self.sub_title = "unsafe mode: acceptance"
         self.query_one("#phrase", Input).focus()
 
     def _matches(self) -> bool:
@@ -50,14 +55,14 @@ class UnsafeScreen(StepScreen[bool]):
 
     @on(Input.Changed, "#phrase")
     def _changed(self) -> None:
-        self.query_one("#accept", Button).disabled = not self._matches()
+        self.query_one("#accept", ActionButton).disabled = not self._matches()
         self.query_one("#unsafe-error", Static).update("")
 
     @on(Input.Submitted, "#phrase")
     def _submitted(self) -> None:
         self._accept()
 
-    @on(Button.Pressed, "#accept")
+    @on(ActionButton.Pressed, "#accept")
     def _accept(self) -> None:
         if not self._matches():
             self.query_one("#unsafe-error", Static).update(
@@ -66,6 +71,6 @@ class UnsafeScreen(StepScreen[bool]):
             return
         self.dismiss(True)
 
-    @on(Button.Pressed, "#back")
+    @on(ActionButton.Pressed, "#back")
     def _back(self) -> None:
         self.action_back()

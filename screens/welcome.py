@@ -6,9 +6,10 @@ from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.containers import Horizontal, VerticalScroll
-from textual.widgets import Button, Footer, Header, Static
+from textual.widgets import Footer, Static
 
 from screens.step import StepScreen
+from screens.widgets import ActionButton
 
 
 def welcome_text(
@@ -30,7 +31,9 @@ def welcome_text(
         "Next: real probes find out what this host can do (user namespaces, "
         "bubblewrap, /proc, Claude Code). Then you choose one of three paths, "
         "fill in the details, review every file and command, and apply. "
-        "Nothing is written before the review.\n"
+        "Nothing is written before the review.\n\n"
+        "Keys: Tab moves between fields and buttons, Enter chooses, Esc goes back, "
+        "? or F1 lists every key of a screen, Ctrl+Q quits.\n"
     )
     if uid == 0:
         text.append(
@@ -43,34 +46,29 @@ def welcome_text(
 class WelcomeScreen(StepScreen[str]):
     """Returns ``"start"``."""
 
+    STEP = "welcome"
     can_go_back = False
-    BINDINGS = [("enter", "start", "Start checks")]
 
     def __init__(self, text: Text) -> None:
         super().__init__()
         self._text = text
 
     def compose(self) -> ComposeResult:
-        yield Header(show_clock=False)
-        with VerticalScroll(classes="step-body"):
+        yield self.step_bar()
+        with VerticalScroll(classes="step-body", can_focus=False):
             yield Static(self._text, id="welcome-text")
         with Horizontal(classes="buttons"):
-            yield Button("Start host checks", id="start", variant="primary", compact=True)
-            yield Button("Quit", id="quit", compact=True)
-        yield Footer()
+            yield ActionButton("Start host checks", id="start", variant="primary", compact=True)
+            yield ActionButton("Quit", id="quit", compact=True)
+        yield Footer(compact=True, show_command_palette=False)
 
     def on_mount(self) -> None:
-        self.title = "sandbox-setup"
-        self.sub_title = "welcome"
-        self.query_one("#start", Button).focus()
+        self.query_one("#start", ActionButton).focus()
 
-    def action_start(self) -> None:
-        self.dismiss("start")
-
-    @on(Button.Pressed, "#start")
+    @on(ActionButton.Pressed, "#start")
     def _start(self) -> None:
         self.dismiss("start")
 
-    @on(Button.Pressed, "#quit")
-    def _quit(self) -> None:
-        self.action_quit_wizard()
+    @on(ActionButton.Pressed, "#quit")
+    async def _quit(self) -> None:
+        await self.run_action("app.quit_wizard")

@@ -7,15 +7,18 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import Any, cast
 
-from textual.app import App
+from textual.app import App, ComposeResult
 from textual.screen import Screen
 
 from assets import ASSETS_DIR
-from checks.model import Report
+from checks.model import Finding, Report
 from screens.core import ProgressCallback
+from screens.widgets import StepBar
 from tests.tui.fake_findings import FakeProvider, fake_report
+from wizard.app import SetupApp
+from wizard.audit.grade import LEGEND
 from wizard.audit.model import AuditFinding, AuditReport, Grade, Severity
 from wizard.base.accounts import Account
 from wizard.base.choices import Mode
@@ -148,7 +151,7 @@ FAKE_AUDIT = AuditReport(
         ),
         AuditFinding("audit.safety.sudoers", Severity.INFO, "no sudoers entry for claude-agent"),
     ],
-    grade=Grade(3.0, "MEDIUM", "0 = nothing exposed, 10 = the whole machine"),
+    grade=Grade(3.0, "MEDIUM", LEGEND),
     checks=[],
 )
 
@@ -158,6 +161,13 @@ class FakeCore(InteractiveCore):
 
     fail: bool = False
     gate: threading.Event | None = None
+
+    def claude_lookup(self) -> tuple[PurePosixPath | None, str]:
+        # Fixed: the real lookup reads this process's PATH (the screens are not the core).
+        return PurePosixPath("/usr/local/bin/claude"), "looked for 'claude' in /usr/local/bin"
+
+    def _claude_finding(self, finding: Finding, found: Any, where: str) -> Finding:
+        return finding
 
     def build_plan(self, report: Report, answers: Answers) -> Plan:
         return fake_plan(self.layout)
@@ -191,7 +201,6 @@ class ScreenHarness(App[None]):
 
     CSS_PATH = str(ASSETS_DIR / "wizard.tcss")
     TITLE = "sandbox-setup"
-    ENABLE_COMMAND_PALETTE = False  # as in wizard.app.SetupApp
 
     def __init__(
         self, make_screen: Callable[[], Screen[Any]], on_exit: Callable[[], object] | None = None
@@ -207,3 +216,30 @@ class ScreenHarness(App[None]):
         # Release a worker a test holds mid-run, so shutdown need not wait for it.
         if self.on_exit is not None:
             self.on_exit()
+
+
+class WizardHarness(SetupApp):
+    """One screen in the real app (its keys: help, quit, the palette), no flow."""
+
+    def __init__(self, make_screen: Callable[[], Screen[Any]]) -> None:
+        super().__init__(cast(Any, None))
+        self.make_screen = make_screen
+
+    def flow(self) -> None:  # type: ignore[override]
+        """No flow: the one screen below is all there is."""
+
+    def on_mount(self) -> None:
+        self.push_screen(self.make_screen())
+
+
+class StepBarHarness(App[None]):
+    """The step indicator alone."""
+
+    CSS_PATH = str(ASSETS_DIR / "wizard.tcss")
+
+    def __init__(self, step: str, context: str) -> None:
+        super().__init__()
+        self.step, self.context = step, context
+
+    def compose(self) -> ComposeResult:
+        yield StepBar(self.step, self.context)

@@ -87,3 +87,22 @@ def tree(root: Path, skip: Sequence[str] = ()) -> dict[str, bytes]:
         if path.is_file() and not path.is_symlink() and not rel.startswith(tuple(skip)):
             files[rel] = path.read_bytes()
     return files
+
+
+def plain(renderable: Any, width: int = 200) -> str:
+    """The text of a Rich renderable (a row's body, a plan part), without styles."""
+    import io
+
+    from rich.console import Console
+
+    console = Console(width=width, file=io.StringIO(), color_system=None, record=True)
+    console.print(renderable)
+    return console.export_text()
+
+
+def screen_lines(app: Any) -> list[str]:
+    """What the terminal shows now, line by line (the compositor's last frame)."""
+    return [
+        "".join(segment.text for segment in strip)
+        for strip in app.screen._compositor.render_strips()
+    ]

@@ -7,16 +7,17 @@ import json
 from pathlib import Path
 
 import pytest
-from textual.widgets import Collapsible, Static
+from textual.widgets import Static
 
 import wizard.audit.runner
 from screens.apply import ApplyScreen
 from screens.audit import AuditScreen
 from screens.done import DoneScreen
+from screens.findings_view import FindingList, Row
 from screens.review import ReviewScreen
 from screens.welcome import WelcomeScreen
 from tests.tui.fake_findings import SANDBOX_HOST, fake_report
-from tests.tui.helpers import make_app, wait_for, wait_until
+from tests.tui.helpers import make_app, plain, wait_for, wait_until
 from tests.tui.test_modes import run_mode
 from wizard.base.choices import Mode
 
@@ -31,8 +32,8 @@ def fake_audit_probes(monkeypatch: pytest.MonkeyPatch) -> None:
     )
 
 
-def _drift_rows(screen: AuditScreen) -> list[Collapsible]:
-    return [row for row in screen.query(".audit-row") if "audit.drift" in str(row.title)]  # type: ignore[misc]
+def _drift_rows(screen: AuditScreen) -> list[Row]:
+    return [row for row in screen.query_one(FindingList).rows if row.id.startswith("audit.drift")]
 
 
 async def test_audit_view_shows_drift_and_fix_reapplies(
@@ -52,11 +53,10 @@ async def test_audit_view_shows_drift_and_fix_reapplies(
         assert screen.audit is not None, status
         assert "Mode: user" in status and "exposure" in status
         drift = _drift_rows(screen)
-        assert drift, [str(r.title) for r in screen.query(".audit-row")]
-        body = str(drift[0].query_one(Static).render())
-        assert "managed-settings.json" in body
+        assert drift, [r.id for r in screen.query_one(FindingList).rows]
+        assert "managed-settings.json" in plain(drift[0].body)
         # The host checks are listed too.
-        assert screen.query("#finding-bwrap-sandbox")
+        assert screen.query_one(FindingList).row("bwrap.sandbox") is not None
 
         await pilot.press("f")
         review = await wait_for(pilot, ReviewScreen)

@@ -17,21 +17,31 @@ from screens.apply import ApplyScreen
 from screens.audit import AuditScreen
 from screens.checks import ChecksScreen
 from screens.choose_mode import ChooseModeScreen
+from screens.detail import DetailScreen
 from screens.details import DetailsScreen
 from screens.done import DoneScreen, done_text
 from screens.draft import Details
-from screens.findings_view import FindingRow
+from screens.findings_view import FindingList
+from screens.help import HelpScreen
 from screens.review import ReviewScreen
 from screens.unsafe import UnsafeScreen
 from screens.welcome import WelcomeScreen, welcome_text
 from tests.tui.fake_findings import CONTAINER_HOST, SANDBOX_HOST
-from tests.tui.fake_screens import FAKE_PLAN, ScreenHarness, fake_core, report_of
+from tests.tui.fake_screens import (
+    FAKE_PLAN,
+    ScreenHarness,
+    StepBarHarness,
+    WizardHarness,
+    fake_core,
+    report_of,
+)
 from tests.tui.helpers import wait_until
 from wizard.base.choices import InnerSandbox, Mode, SettingsScope
 from wizard.configure.answers import Answers
 
 SIZE = (80, 24)
 CONFIG = "/root/.config/sandbox-setup"
+CLAUDE_HINT = "empty: /usr/local/bin/claude, the one the checks found"
 
 
 def _backend(tmp_path: Path, findings: list[Any] = SANDBOX_HOST) -> Any:
@@ -43,14 +53,22 @@ async def _settle(pilot: Pilot[Any], done: Any) -> None:
     """Wait for ``done``, then for animations (the progress bar) and pending
     refreshes: under load a snapshot must not catch a frame in between."""
     await wait_until(pilot, done)
+    for field in pilot.app.screen.query(Input):
+        field.cursor_blink = False  # a blinking cursor is in one frame, not the next
     await pilot.wait_for_scheduled_animations()
     await pilot.pause()
     await pilot.pause()
 
 
+async def focused(pilot: Pilot[Any]) -> None:
+    """A screen that opened: its focus set (and, under load, painted)."""
+    await _settle(pilot, lambda: pilot.app.focused is not None)
+
+
 def test_welcome(snap_compare: Any) -> None:
     text = welcome_text("root", 0, None, "/", None)
-    assert snap_compare(ScreenHarness(lambda: WelcomeScreen(text)), terminal_size=SIZE)
+    app = ScreenHarness(lambda: WelcomeScreen(text))
+    assert snap_compare(app, run_before=focused, terminal_size=SIZE)
 
 
 def test_checks_running(snap_compare: Any, tmp_path: Path) -> None:
@@ -59,49 +77,97 @@ def test_checks_running(snap_compare: Any, tmp_path: Path) -> None:
     backend.pending = [(f.id, f.title) for f in SANDBOX_HOST]
 
     async def run_before(pilot: Pilot[Any]) -> None:
-        await _settle(pilot, lambda: pilot.app.screen.query(".status-pass"))
+        rows = pilot.app.screen.query_one(FindingList)
+        await _settle(pilot, lambda: any(row.marker == "pass" for row in rows.rows))
 
     app = ScreenHarness(lambda: ChecksScreen(backend), on_exit=gate.set)
     assert snap_compare(app, run_before=run_before, terminal_size=SIZE)
 
 
-def test_checks_container_host_expanded(snap_compare: Any, tmp_path: Path) -> None:
+def test_checks_container_host(snap_compare: Any, tmp_path: Path) -> None:
+    """The rows worst first, one line each, the marker word first."""
     backend = _backend(tmp_path, CONTAINER_HOST)
 
     async def run_before(pilot: Pilot[Any]) -> None:
-        screen = pilot.app.screen
-        await _settle(pilot, lambda: screen.report is not None)
-        row = screen.query_one("#finding-bwrap-sandbox", FindingRow)
-        row.collapsed = False
-        row.scroll_visible(animate=False)
-        await pilot.pause()
+        await _settle(pilot, lambda: pilot.app.screen.report is not None)
 
     app = ScreenHarness(lambda: ChecksScreen(backend))
     assert snap_compare(app, run_before=run_before, terminal_size=SIZE)
 
 
+def test_detail_pane(snap_compare: Any, tmp_path: Path) -> None:
+    """A row's full text: summary, detail, cause, the fix and the key to copy it."""
+    backend = _backend(tmp_path, CONTAINER_HOST)
+
+    async def run_before(pilot: Pilot[Any]) -> None:
+        screen = pilot.app.screen
+        await _settle(pilot, lambda: screen.report is not None)
+        rows = screen.query_one(FindingList)
+        rows.highlighted = [r.id for r in rows.rows].index("bwrap.sandbox")
+        await pilot.press("enter")
+        await _settle(pilot, lambda: isinstance(pilot.app.screen, DetailScreen))
+
+    app = ScreenHarness(lambda: ChecksScreen(backend))
+    assert snap_compare(app, run_before=run_before, terminal_size=SIZE)
+
+
+def test_help_screen(snap_compare: Any, tmp_path: Path) -> None:
+    """? on the checks screen: every key of that screen, then the ones everywhere."""
+    backend = _backend(tmp_path, CONTAINER_HOST)
+
+    async def run_before(pilot: Pilot[Any]) -> None:
+        screen = pilot.app.screen
+        await _settle(pilot, lambda: screen.report is not None)
+        await pilot.press("question_mark")
+        await _settle(pilot, lambda: isinstance(pilot.app.screen, HelpScreen))
+
+    assert snap_compare(
+        WizardHarness(lambda: ChecksScreen(backend)), run_before=run_before, terminal_size=SIZE
+    )
+
+
+def test_step_indicator(snap_compare: Any) -> None:
+    """The step indicator on its own, at the review step: done ✓, current ●, to come ○."""
+    assert snap_compare(StepBarHarness("review", "sandbox mode"), terminal_size=(80, 3))
+
+
 def test_choose_mode_with_a_disabled_option(snap_compare: Any, tmp_path: Path) -> None:
     report = report_of(CONTAINER_HOST)
     app = ScreenHarness(lambda: ChooseModeScreen(_backend(tmp_path), report))
-    assert snap_compare(app, terminal_size=SIZE)
+    assert snap_compare(app, run_before=focused, terminal_size=SIZE)
 
 
 def test_details_sandbox(snap_compare: Any, tmp_path: Path) -> None:
+    """The details screen as it opens: the Workspaces label in view."""
     backend = _backend(tmp_path)
     details = Details(inner_sandbox=InnerSandbox.STRONG, settings_scope=SettingsScope.MANAGED)
-    app = ScreenHarness(lambda: DetailsScreen(backend, Mode.SANDBOX, details, InnerSandbox.STRONG))
+    app = ScreenHarness(
+        lambda: DetailsScreen(backend, Mode.SANDBOX, details, InnerSandbox.STRONG, CLAUDE_HINT)
+    )
+
+    assert snap_compare(app, run_before=focused, terminal_size=SIZE)
+
+
+def test_details_invalid_field(snap_compare: Any, tmp_path: Path) -> None:
+    """An invalid field is marked where it is: its label, its edge, ✗ and the reason."""
+    backend = _backend(tmp_path)
+    details = Details(inner_sandbox=InnerSandbox.STRONG, settings_scope=SettingsScope.MANAGED)
+    app = ScreenHarness(
+        lambda: DetailsScreen(backend, Mode.SANDBOX, details, InnerSandbox.STRONG, CLAUDE_HINT)
+    )
 
     async def run_before(pilot: Pilot[Any]) -> None:
         await pilot.pause()
         pilot.app.screen.query_one("#workspaces", Input).value = "relative/path"
         await pilot.press("ctrl+n")
-        await pilot.pause()
+        field = pilot.app.screen.query_one("#field-workspaces")
+        await _settle(pilot, lambda: field.has_class("invalid"))
 
     assert snap_compare(app, run_before=run_before, terminal_size=SIZE)
 
 
 def test_unsafe_acceptance(snap_compare: Any) -> None:
-    assert snap_compare(ScreenHarness(UnsafeScreen), terminal_size=SIZE)
+    assert snap_compare(ScreenHarness(UnsafeScreen), run_before=focused, terminal_size=SIZE)
 
 
 def test_review(snap_compare: Any, tmp_path: Path) -> None:
@@ -138,7 +204,8 @@ def test_apply_in_progress(snap_compare: Any, tmp_path: Path) -> None:
     backend.gate = gate = threading.Event()
 
     async def run_before(pilot: Pilot[Any]) -> None:
-        await _settle(pilot, lambda: len(pilot.app.screen.query_one("#apply-log").lines) >= 5)
+        # Two actions done (one log line each), the third held running.
+        await _settle(pilot, lambda: len(pilot.app.screen.query_one("#apply-log").lines) >= 2)
 
     app = ScreenHarness(lambda: ApplyScreen(backend, FAKE_PLAN), on_exit=gate.set)
     assert snap_compare(app, run_before=run_before, terminal_size=SIZE)
@@ -156,8 +223,10 @@ def test_apply_failed_rolled_back(snap_compare: Any, tmp_path: Path) -> None:
 
 
 def test_done(snap_compare: Any) -> None:
-    text = done_text("sandbox", f"{CONFIG}/answers.toml", f"{CONFIG}/launcher.toml", "/")
-    assert snap_compare(ScreenHarness(lambda: DoneScreen(text)), terminal_size=SIZE)
+    note = "The agent claude-agent has no Claude login yet; start Claude and type /login."
+    text = done_text("sandbox", f"{CONFIG}/answers.toml", f"{CONFIG}/launcher.toml", "/", note)
+    app = ScreenHarness(lambda: DoneScreen(text))
+    assert snap_compare(app, run_before=focused, terminal_size=SIZE)
 
 
 def test_audit_with_drift(snap_compare: Any, tmp_path: Path) -> None:
@@ -166,9 +235,6 @@ def test_audit_with_drift(snap_compare: Any, tmp_path: Path) -> None:
     async def run_before(pilot: Pilot[Any]) -> None:
         screen = pilot.app.screen
         await _settle(pilot, lambda: screen.audit is not None)
-        row = screen.query(".audit-row").first()
-        row.collapsed = False  # type: ignore[attr-defined]
-        await pilot.pause()
 
     app = ScreenHarness(lambda: AuditScreen(backend))
     assert snap_compare(app, run_before=run_before, terminal_size=SIZE)

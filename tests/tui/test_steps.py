@@ -10,13 +10,14 @@ from textual.widgets import Button, Input, OptionList, RadioSet, Static
 
 from screens.checks import ChecksScreen
 from screens.choose_mode import ChooseModeScreen
+from screens.detail import DetailScreen
 from screens.details import DetailsScreen
-from screens.findings_view import FindingRow
+from screens.findings_view import FindingList
 from screens.review import ReviewScreen
 from screens.unsafe import UNSAFE_PHRASE, UnsafeScreen
 from screens.welcome import WelcomeScreen
 from tests.tui.fake_findings import CONTAINER_HOST, SANDBOX_HOST, FakeProvider
-from tests.tui.helpers import make_app, make_root, type_text, wait_for, wait_until
+from tests.tui.helpers import make_app, make_root, plain, type_text, wait_for, wait_until
 from wizard.base.choices import Mode
 
 
@@ -38,22 +39,30 @@ async def test_findings_fill_in_while_probes_run(tmp_path: Path) -> None:
         await wait_for(pilot, WelcomeScreen)
         await pilot.press("enter")
         screen = await wait_for(pilot, ChecksScreen)
+        rows = screen.query_one(FindingList)
         # The provider is blocked after its first finding: one row shown, no Next.
-        await wait_until(pilot, lambda: len(screen.query(FindingRow)) == 1)
+        await wait_until(pilot, lambda: len(rows.rows) == 1)
         assert screen.query_one("#next", Button).disabled
         assert "1 done" in str(screen.query_one("#checks-status", Static).render())
-        # The UI is not frozen: the row expands to its detail and remedy.
-        row = screen.query_one(FindingRow)
-        row.query_one("CollapsibleTitle").focus()
+        # The list has the focus from the start: the keys work while the probes run.
+        assert app.focused is rows
         await pilot.press("enter")
-        assert not row.collapsed
-        await pilot.press("n")  # Next is not possible while probes run
+        detail = await wait_for(pilot, DetailScreen)
+        assert detail.row.id == SANDBOX_HOST[0].id
+        await pilot.press("escape")
+        await wait_for(pilot, ChecksScreen)
+        # Next pressed while they run is remembered, not lost...
+        await pilot.press("n")
         assert isinstance(app.screen, ChecksScreen)
+        assert "as soon as" in str(screen.query_one("#checks-status", Static).render())
         provider.gate.set()
-        await wait_until(pilot, lambda: screen.report is not None)
-        assert len(screen.query(FindingRow)) == len(SANDBOX_HOST)
-        assert not screen.query_one("#next", Button).disabled
-        # Re-run runs the provider again.
+        # ...and taken as soon as the checks are done.
+        await wait_for(pilot, ChooseModeScreen)
+        assert screen.report is not None
+        assert len(rows.rows) == len(SANDBOX_HOST)
+        # Back on the checks, Re-run runs the provider again.
+        await pilot.press("escape")
+        screen = await wait_for(pilot, ChecksScreen)
         await pilot.press("r")
         await wait_until(pilot, lambda: provider.runs == 2 and screen.report is not None)
 
@@ -65,10 +74,9 @@ async def test_failing_check_shows_remedy(tmp_path: Path) -> None:
         await pilot.press("enter")
         screen = await wait_for(pilot, ChecksScreen)
         await wait_until(pilot, lambda: screen.report is not None)
-        row = screen.query_one("#finding-bwrap-sandbox", FindingRow)
-        assert "FAIL" in str(row.title)
-        body = str(row.body.render())
-        assert "systempaths=unconfined" in body
+        row = screen.query_one(FindingList).row("bwrap.sandbox")
+        assert row is not None and row.marker == "FAIL"
+        assert "systempaths=unconfined" in plain(row.body)
 
 
 async def test_disabled_mode_cannot_be_chosen(tmp_path: Path) -> None:
@@ -244,13 +252,32 @@ async def test_tab_reaches_every_field_then_the_buttons(tmp_path: Path) -> None:
         await _to_mode_screen(pilot, app)
         await pilot.press("enter")  # sandbox
         details = await wait_for(pilot, DetailsScreen)
+        expected = [
+            "workspaces",
+            "agent-user",
+            "reuse-account",
+            "network",
+            "domains",
+            "ports",
+            "inner",
+            "scope",
+            "copy-login",
+            "include-private",
+            "pass-env",
+            "tasks",
+            "memory",
+            "tmpfs",
+            "install-shim",
+            "claude",
+            "next",
+            "back",
+        ]
         order = []
-        for _ in range(10):
+        for _ in range(len(expected) + 1):
             order.append(app.focused.id if app.focused else None)
             await pilot.press("tab")
-        expected = ["workspaces", "agent-user", "network", "inner", "scope", "copy-login"]
-        assert order[:9] == [*expected, "claude", "next", "back"]
-        assert order[9] == "workspaces"  # wraps around
+        assert order[:-1] == expected
+        assert order[-1] == "workspaces"  # wraps around
         assert details.query_one("#next", Button).has_class("-textual-compact")
 
 
@@ -266,10 +293,16 @@ async def test_live_probes_fill_the_checks_screen(tmp_path: Path) -> None:
         await wait_for(pilot, WelcomeScreen)
         await pilot.press("enter")
         screen = await wait_for(pilot, ChecksScreen)
-        rows = screen.query(FindingRow)
-        assert [r.check_id for r in rows] == [c.id for c in CHECKS]
+        rows = screen.query_one(FindingList)
+        # A row for every check from the start ("running" until its finding comes).
+        assert [check_id for check_id, _ in app.core.pending] == [c.id for c in CHECKS]
+        assert sorted(r.id for r in rows.rows) == sorted(c.id for c in CHECKS)
         await wait_until(pilot, lambda: screen.report is not None, tries=3000)
-        assert all(row.finding is not None for row in screen.query(FindingRow))
+        assert sorted(r.id for r in rows.rows) == sorted(c.id for c in CHECKS)
+        assert all(row.marker != "...." for row in rows.rows)
+        # Worst first, the one order of severity.
+        ranks = [screen.report.get(r.id).status.rank for r in rows.rows]  # type: ignore[union-attr]
+        assert ranks == sorted(ranks)
         assert screen.report.get("identity.root") is not None
 
 

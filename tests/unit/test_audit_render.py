@@ -67,7 +67,8 @@ def test_json_carries_everything_the_text_shows() -> None:
         "label": r.grade.label,
         "legend": r.grade.legend,
     }
-    assert r.grade.legend in text
+    # The legend's bands, and what the number measures.
+    assert r.grade.legend.split(": ", 1)[1] in text and r.grade.meaning in text
     assert "accepted by root (uid 0) at 2026-11-30T04:00:00+00:00" in text
     assert data["unsafe"]["accepted_by"] == "root (uid 0)"
     assert data["config"] in text and data["answers"] in text

@@ -66,6 +66,10 @@ class AuditFinding:
         }
 
 
+# What the exposure number measures (the CLI and the TUI say it beside the number).
+EXPOSURE_MEANING = "how much of this machine the agent could reach: 0.0 nothing, 10.0 all of it"
+
+
 @dataclass(frozen=True)
 class Grade:
     """A posture grade in the style of ``systemd-analyze security``."""
@@ -73,6 +77,10 @@ class Grade:
     exposure: float  # 0.0 (nothing exposed) .. 10.0 (fully exposed)
     label: str  # OK | MEDIUM | EXPOSED | UNSAFE
     legend: str
+
+    @property
+    def meaning(self) -> str:
+        return EXPOSURE_MEANING
 
     def to_json(self) -> dict[str, Any]:
         return {"exposure": self.exposure, "label": self.label, "legend": self.legend}
@@ -102,6 +110,11 @@ class AuditReport:
     @property
     def clean(self) -> bool:
         return not any(f.counts for f in self.findings)
+
+    def worst_first(self) -> list[AuditFinding]:
+        """The findings, most severe first (report order within a severity): the one
+        order the CLI and the TUI show them in."""
+        return sorted(self.findings, key=lambda f: -f.severity)
 
     def to_json(self) -> dict[str, Any]:
         return {

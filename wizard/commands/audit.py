@@ -8,10 +8,11 @@ from __future__ import annotations
 import argparse
 import sys
 
-from wizard.audit.render import render_json, render_text
+from wizard.audit.render import render_json, render_lines
 from wizard.audit.runner import audit
 from wizard.base.exitcodes import ExitCode
 from wizard.base.paths import Layout
+from wizard.base.styled import emit, output_width
 
 
 def run_audit(args: argparse.Namespace) -> int:
@@ -22,5 +23,8 @@ def run_audit(args: argparse.Namespace) -> int:
         timeout=float(getattr(args, "timeout", 10.0) or 10.0),
         as_user=getattr(args, "as_user", None),
     )
-    sys.stdout.write(render_json(result) if args.json else render_text(result))
+    if args.json:
+        sys.stdout.write(render_json(result))
+    else:  # coloured on a terminal, plain on a pipe or with NO_COLOR
+        emit(render_lines(result, output_width(sys.stdout)), sys.stdout)
     return int(ExitCode.OK if result.clean else ExitCode.FINDINGS)

@@ -10,22 +10,24 @@ import argparse
 import json
 import os
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
-from checks.model import Report, Status
+from checks.model import Finding, Report, Status, cause_key, worst_first
 from wizard.base.accounts import DEFAULT_AGENT_USER
 from wizard.base.choices import Mode
 from wizard.base.errors import SetupError
 from wizard.base.exitcodes import ExitCode
 from wizard.base.paths import Layout
+from wizard.base.styled import Line, emit, output_width, wrapped
 from wizard.configure.probes import choose_probe_user, run_live_checks
 
 LABEL = {
-    Status.PASS: "PASS ",
-    Status.WARN: "WARN ",
-    Status.FAIL: "FAIL ",
-    Status.SKIP: "SKIP ",
+    Status.PASS: "PASS",
+    Status.WARN: "WARN",
+    Status.FAIL: "FAIL",
+    Status.SKIP: "SKIP",
     Status.ERROR: "ERROR",
 }
 
@@ -39,30 +41,73 @@ def render_list(out: TextIO) -> None:
         out.write(f"{check.id:<{width}}  {kind}  {check.title}\n")
 
 
-def render_report(report: Report, out: TextIO) -> None:
+@dataclass
+class CauseGroup:
+    """One cause and every check it breaks: its remedy is printed once."""
+
+    label: str
+    remedy: str
+    ids: list[str] = field(default_factory=list)
+
+
+def cause_groups(findings: list[Finding]) -> list[CauseGroup]:
+    """The non-passing findings with a remedy, grouped by the cause they name (or,
+    without one, by their remedy), worst first: a masked /proc is one entry listing
+    proc.fresh_mount, bwrap.sandbox, ..., not the same remedy five times."""
+    groups: dict[str, CauseGroup] = {}
+    for finding in worst_first(findings):
+        if finding.status is Status.PASS or not finding.remedy.strip():
+            continue
+        key = cause_key(finding) or "remedy:" + finding.remedy.strip()
+        group = groups.setdefault(key, CauseGroup(finding.summary, finding.remedy.strip()))
+        group.ids.append(finding.id)
+    return list(groups.values())
+
+
+def report_lines(report: Report, width: int) -> list[Line]:
+    """The --check report for ``width`` columns: a row per check (worst first),
+    then each cause once with the checks it breaks and its remedy."""
     host = report.host
     probe = f"as {report.as_user}" if report.as_user else f"as uid {host.get('probe_uid')}"
-    out.write(
-        f"sandbox-setup --check: kernel {host.get('kernel')}, container: "
-        f"{host.get('container')}, live probes {probe}\n\n"
+    lines = wrapped(
+        [("sandbox-setup --check: ", "head")],
+        f"kernel {host.get('kernel')}, container: {host.get('container')}, live probes {probe}",
+        width,
+        2,
     )
-    width = max((len(f.id) for f in report.findings), default=0)
-    for finding in report.findings:
-        out.write(f"{LABEL[finding.status]} {finding.id:<{width}}  {finding.summary}\n")
-        if finding.remedy and finding.status is not Status.PASS:
-            lines = finding.remedy.splitlines()
-            out.write(f"      {'':<{width}}  remedy: {lines[0]}\n")
-            for line in lines[1:]:
-                out.write(f"      {'':<{width}}          {line}\n")
-    for note in host.get("probe_notes") or []:
-        out.write(f"note: {note}\n")
-    if host.get("probe_notes"):
-        out.write("\n")
+    lines.append(Line())
+    findings = worst_first(report.findings)
+    id_width = min(max((len(f.id) for f in findings), default=0), 22)
+    indent = 5 + 2 + id_width + 2
+    for finding in findings:
+        head = [(f"{LABEL[finding.status]:<5}", finding.status.value), ("  ", "")]
+        head.append((f"{finding.id:<{id_width}}  ", "id"))
+        lines += wrapped(head, " ".join(finding.summary.split()), width, indent)
+    groups = cause_groups(report.findings)
+    if groups:
+        lines += [Line(), Line().add("What to fix, each cause once:", "head")]
+    for number, group in enumerate(groups):
+        if number:
+            lines.append(Line())
+        lines += wrapped([("  ", "")], " ".join(group.label.split()), width, 4)
+        lines += wrapped([("    -> ", "dim")], ", ".join(group.ids), width, 7, "id")
+        lines += wrapped([("    remedy: ", "")], group.remedy, width, 12, "remedy")
+    notes = host.get("probe_notes") or []
+    if notes:
+        lines.append(Line())
+    for note in notes:
+        lines += wrapped([("note: ", "dim")], note, width, 6)
     rec = report.recommendation
     inner = host.get("inner_sandbox")
     suffix = f" (inner sandbox: {inner})" if rec.mode == "sandbox" and inner else ""
-    out.write(f"\nRecommended: {rec.mode}{suffix}\n")
-    out.write(f"  {rec.reason}\n")
+    lines += [Line(), Line().add("Recommended: ", "head").add(f"{rec.mode}{suffix}", "pass")]
+    lines += wrapped([("  ", "")], rec.reason, width, 2)
+    return lines
+
+
+def render_report(report: Report, out: TextIO) -> None:
+    """The readable report: coloured on a terminal (Rich), plain on a pipe."""
+    emit(report_lines(report, output_width(out)), out)
 
 
 def probe_user(args: argparse.Namespace) -> tuple[str | None, list[str]]:

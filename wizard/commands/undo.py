@@ -1,5 +1,8 @@
 """``sandbox-setup --undo [--yes]``: show (or with ``--yes`` revert) the last apply.
 
+Without ``--yes`` it prints what the undo would do; on a terminal it then asks
+``Undo it? [y/N]`` (anything but y/yes, or end of input, changes nothing). With
+no terminal (a script, a pipe) it only prints the preview, as before.
 Exit 1 when something could not be undone or was left as it is (it changed since).
 ``--dry-run`` only shows, even with ``--yes``, as it does for an apply.
 """
@@ -11,6 +14,16 @@ import sys
 
 from wizard.base.exitcodes import ExitCode
 from wizard.commands.apply import layout_from_args, root_flag
+
+
+def confirm(question: str) -> bool:
+    """Ask on the terminal; only y or yes (any case) is a yes."""
+    try:
+        answer = input(f"{question} [y/N] ")
+    except EOFError:
+        print()
+        return False
+    return answer.strip().lower() in ("y", "yes")
 
 
 def run_undo(args: argparse.Namespace) -> int:
@@ -29,9 +42,12 @@ def run_undo(args: argparse.Namespace) -> int:
             line = describe_entry(entry)
             if line:
                 print(f"  {line}")
-        hint = "drop --dry-run" if args.dry_run else "add --yes"
-        print(f"sandbox-setup: nothing changed; {hint} to undo", file=sys.stderr)
-        return int(ExitCode.OK)
+        if args.dry_run:
+            print("sandbox-setup: nothing changed; drop --dry-run to undo", file=sys.stderr)
+            return int(ExitCode.OK)
+        if not (sys.stdin.isatty() and sys.stdout.isatty()) or not confirm("Undo it?"):
+            print("sandbox-setup: nothing changed; add --yes to undo", file=sys.stderr)
+            return int(ExitCode.OK)
     done = undo_last(layout)
     if not done:
         print("Nothing to undo.")

@@ -41,8 +41,23 @@ class Action:
     kind = "action"
     target = ""
     writes_file = False  # a file's content (its diff is the change)
+    # Fixed at the first describe() (the plan as shown), so progress reports after
+    # the step still say "create" for what it created.
+    _description: str | None = None
 
     def describe(self) -> str:
+        """What the step does, or, when nothing needs doing, what already exists
+        ("user x already exists"), never "create ... unchanged"."""
+        if self._description is None:
+            self._description = (
+                self.describe_change() if self.is_change() else self.describe_existing()
+            )
+        return self._description
+
+    def describe_change(self) -> str:
+        raise NotImplementedError
+
+    def describe_existing(self) -> str:
         raise NotImplementedError
 
     def is_change(self) -> bool:
@@ -95,7 +110,6 @@ class WriteFile(Action):
     readable_by: str | None = None
     kind: str = field(default="write-file")
     writes_file = True
-    _verb: str | None = field(default=None, init=False, repr=False)
 
     @property
     def target(self) -> str:  # type: ignore[override]
@@ -163,13 +177,12 @@ class WriteFile(Action):
             return True
         return self.render(state.data) != state.data or self._attrs_wrong(state)
 
-    def describe(self) -> str:
-        # The verb is fixed at the first call (the plan as shown), so progress
-        # reports after the write still say "create" for a file it created.
-        if self._verb is None:
-            self._verb = "create" if self.state() is None else "update"
-        verb = self._verb
+    def describe_change(self) -> str:
+        verb = "create" if self.state() is None else "update"
         return f"{verb} {self.label} {self.path} (owner {self.owner}, mode {self.mode:04o})"
+
+    def describe_existing(self) -> str:
+        return f"{self.label} {self.path} already exists as planned"
 
     def diff(self) -> str:
         state = self.state()
@@ -266,18 +279,15 @@ class CreateGroup(Action):
     name: str
     why: str = "workspace access"
     kind = "create-group"
-    _verb: str | None = field(default=None, init=False, repr=False)
 
     @property
     def target(self) -> str:  # type: ignore[override]
         return self.name
 
-    def describe(self) -> str:
-        # Fixed at the first call, like WriteFile's verb: the plan as shown.
-        if self._verb is None:
-            self._verb = "create" if self.is_change() else "exists"
-        if self._verb == "create":
-            return f"create group {self.name} ({self.why})"
+    def describe_change(self) -> str:
+        return f"create group {self.name} ({self.why})"
+
+    def describe_existing(self) -> str:
         return (
             f"group {self.name} already exists ({self.why}; {members_text(self.layout, self.name)})"
         )
@@ -305,22 +315,20 @@ class CreateUser(Action):
     # the setup's own, or the operator reused it explicitly.
     existing_because: str = "created by sandbox-setup"
     kind = "create-user"
-    _verb: str | None = field(default=None, init=False, repr=False)
 
     @property
     def target(self) -> str:  # type: ignore[override]
         return self.name
 
-    def describe(self) -> str:
-        if self._verb is None:
-            self._verb = "create" if self.is_change() else "exists"
-        if self._verb == "exists":
-            return f"user {self.name} already exists ({self.existing_because}); it is the agent"
+    def describe_change(self) -> str:
         extra = f", member of {', '.join(self.groups)}" if self.groups else ""
         return (
             f"create user {self.name} (locked password, home {self.home} mode 0700, "
             f"own group{extra})"
         )
+
+    def describe_existing(self) -> str:
+        return f"user {self.name} already exists ({self.existing_because}); it is the agent"
 
     def is_change(self) -> bool:
         return not users.user_exists(self.layout, self.name)
@@ -345,10 +353,13 @@ class AddToGroup(Action):
     def target(self) -> str:  # type: ignore[override]
         return self.user
 
-    def describe(self) -> str:
+    def describe_change(self) -> str:
         return (
             f"add user {self.user} to group {self.group} ({members_text(self.layout, self.group)})"
         )
+
+    def describe_existing(self) -> str:
+        return f"user {self.user} is already in group {self.group}"
 
     def is_change(self) -> bool:
         members = users.group_members(self.group, self.layout.root)
@@ -416,13 +427,15 @@ class WorkspaceAccess(Action):
     def target(self) -> str:  # type: ignore[override]
         return str(self.workspace)
 
-    def describe(self) -> str:
+    def _members(self) -> str:
         members = set(users.group_members(self.group, self.layout.root) or [])
         if self.agent:
             members.add(self.agent)
-        who = "members: " + ", ".join(sorted(members)) if members else "no members"
+        return "members: " + ", ".join(sorted(members)) if members else "no members"
+
+    def describe_change(self) -> str:
         text = (
-            f"let group {self.group} ({who}) read and write {self.workspace} "
+            f"let group {self.group} ({self._members()}) read and write {self.workspace} "
             "(ACLs + default ACLs + setgid directories; owners unchanged)"
         )
         return "; ".join([text, *self.left_alone])
@@ -437,6 +450,10 @@ class WorkspaceAccess(Action):
         finally:
             os.close(top)
         return replace(self, left_alone=tuple(report.lines(self.workspace)))
+
+    def describe_existing(self) -> str:
+        text = f"group {self.group} ({self._members()}) can already read and write {self.workspace}"
+        return "; ".join([text, *self.left_alone])
 
     def _qualifier(self) -> str:
         gid = users.group_gid(self.layout, self.group)

@@ -57,6 +57,14 @@ def _search_dirs(layout: Layout) -> list[PurePosixPath]:
     return seen
 
 
+def search_description(layout: Layout) -> str:
+    """Where :func:`find_claude` looks without a given path, in words: the same
+    text wherever a lookup is reported (the checks screen, the review, the CLI)."""
+    places = ", ".join(str(d) for d in _search_dirs(layout))
+    where = "" if layout.live else f" under the root {layout.root}"
+    return f"looked for 'claude' in {places}{where}"
+
+
 def is_private(layout: Layout, resolved: PurePosixPath) -> bool:
     """True when others (the agent) cannot traverse to ``resolved`` or read and run it."""
     for parent in resolved.parents:
@@ -84,16 +92,17 @@ def _is_shim(real: Path) -> bool:
         return False
 
 
-def find_claude(layout: Layout, given: PurePosixPath | None = None) -> ClaudeBinary:
-    """The binary at ``given`` or the first ``claude`` on the search path, in the target.
+def locate_claude(layout: Layout, given: PurePosixPath | None = None) -> PurePosixPath | None:
+    """The target path of the binary :func:`find_claude` would use (``given`` or the
+    first ``claude`` on the search path), without running it; None: not found.
 
     The search skips sandbox-setup's claude shim (it comes first on root's PATH
     once installed); a ``given`` shim is an input error.
     """
     candidates = [given] if given is not None else [d / "claude" for d in _search_dirs(layout)]
     for candidate in candidates:
-        real = layout.real(candidate)
         try:
+            real = layout.real(candidate)
             if not real.is_file():
                 continue
         except OSError:  # a PATH entry this user cannot search: not ours to use
@@ -102,14 +111,21 @@ def find_claude(layout: Layout, given: PurePosixPath | None = None) -> ClaudeBin
             if given is not None:
                 raise InputError(f"--claude {given}: {shim_refusal(str(given))}")
             continue
-        break
-    else:
+        return candidate
+    return None
+
+
+def find_claude(layout: Layout, given: PurePosixPath | None = None) -> ClaudeBinary:
+    """The binary at ``given`` or the first ``claude`` on the search path, in the target."""
+    candidate = locate_claude(layout, given)
+    if candidate is None:
         if given is not None:
             raise InputError(f"--claude {given}: no such file under {layout.root}")
         raise InputError(
-            "Claude Code not found (looked for 'claude' on PATH and in "
-            f"{', '.join(_FALLBACK_DIRS)}); install it or pass --claude PATH"
+            f"Claude Code not found ({search_description(layout)}); install it or pass "
+            "--claude PATH"
         )
+    real = layout.real(candidate)
     resolved_real = os.path.realpath(real)
     if not layout.live and not resolved_real.startswith(str(layout.root) + "/"):
         raise InputError(f"{candidate}: its symlinks lead outside {layout.root}")
