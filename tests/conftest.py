@@ -2,7 +2,43 @@
 
 from __future__ import annotations
 
+import os
+import pwd
+from pathlib import Path
+
 import pytest
+
+# The real state directory of the user running the suite (root in CI): what a test
+# that forgot XDG_STATE_HOME would change (session snapshots, quarantine, crash.log).
+HOST_STATE = Path(pwd.getpwuid(os.getuid()).pw_dir) / ".local/state/sandbox-setup"
+
+
+def _state_listing() -> dict[str, int]:
+    found: dict[str, int] = {}
+    for path in sorted(HOST_STATE.rglob("*")) if HOST_STATE.is_dir() else []:
+        try:
+            found[str(path)] = path.lstat().st_mtime_ns
+        except OSError:
+            continue
+    return found
+
+
+_BEFORE: dict[str, int] = {}
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    _BEFORE.update(_state_listing())
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Tests never change the host: the host's sandbox-setup state is as it was."""
+    after = _state_listing()
+    if after != _BEFORE:
+        changed = sorted(set(after.items()) ^ set(_BEFORE.items()))
+        print(f"\nERROR: the suite changed the host's state directory {HOST_STATE}:")
+        for path, _ in changed[:20]:
+            print(f"  {path}")
+        session.exitstatus = 1
 
 
 @pytest.fixture(autouse=True)

@@ -18,6 +18,7 @@ sandbox is the reason (``/root`` is 0700, which would refuse ``nobody`` anyway).
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import shutil
@@ -266,6 +267,22 @@ def launcher_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     return env
 
 
+_STATE_HOMES: dict[int, Path] = {}
+
+
+def state_home(uid: int = 0) -> Path:
+    """An XDG_STATE_HOME of ``uid``'s for launches (the launcher keeps the session
+    snapshots, the quarantine and the egress log there): never the host's
+    ~/.local/state. One per uid and test process, in /tmp (another user reaches
+    it), removed at exit."""
+    if uid not in _STATE_HOMES:
+        path = Path(tempfile.mkdtemp(prefix=f"sandbox-launch-state-{uid}-"))
+        os.chown(path, uid, uid)
+        _STATE_HOMES[uid] = path
+        atexit.register(shutil.rmtree, path, True)
+    return _STATE_HOMES[uid]
+
+
 def run_launcher(
     config: Path,
     claude_args: Sequence[str] = (),
@@ -284,6 +301,7 @@ def run_launcher(
     argv = [sys.executable, "-m", "wizard.launcher"]
     run_cwd = cwd or REPO
     run_env = dict(env if env is not None else launcher_env())
+    run_env.setdefault("XDG_STATE_HOME", str(state_home(preexec_user or 0)))
     if preexec_user is not None:
         run_env.pop("PYTHONPATH", None)  # the copy, never the checkout
         argv = [str(installed_copy().python), "-m", "wizard.launcher"]

@@ -47,6 +47,7 @@ No Textual import on this path.
 
 from __future__ import annotations
 
+import os
 import shlex
 from pathlib import Path
 
@@ -215,6 +216,13 @@ def audit(layout: Layout, timeout: float = 10.0, as_user: str | None = None) -> 
         agent_missing = agent is None
         findings += agent_findings(layout, config, agent)
         findings += _workspace_findings(layout, config, answers)
+    if str(config.mode) in ("sandbox", "user") and config.workspaces:
+        from wizard.audit.workspace_scan import scan_findings
+
+        real = [os.path.realpath(layout.real(w)) for w in config.workspaces]
+        scanned, scan_notes = scan_findings(real, layout.real(layout.state_dir))
+        findings += scanned
+        notes = [*notes, *scan_notes]
     findings += account_findings(layout, config, agent)
     limits = limits_note(config)
     if limits is not None:

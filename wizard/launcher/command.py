@@ -206,6 +206,7 @@ def bwrap_argv(
     claude_args: Sequence[str],
     workdir: str | None = None,
     socat: str | None = None,
+    workspace_binds: Sequence[str] = (),
 ) -> list[str]:
     """bwrap's options: new namespaces, read-only system, writable home and workspaces.
 
@@ -251,6 +252,9 @@ def bwrap_argv(
     real = dict(facts.real_paths)
     for writable in map(str, (agent.home, *config.workspaces)):
         argv += ["--bind", real.get(writable, writable), writable]
+    # The workspace boundary: what root's git and Claude obey, read-only inside
+    # (wizard.launcher.boundary); after the workspaces' own binds, which they cover.
+    argv += workspace_binds
     claude_dir = str(PurePosixPath(claude).parent)
     if not claude_dir.startswith("/usr/"):
         # Last, so the binary stays read-only even inside a writable directory.
@@ -285,6 +289,7 @@ def sandbox_launch(
     switch_user: bool,
     workdir: str | None = None,
     socat: str | None = None,
+    workspace_binds: Sequence[str] = (),
 ) -> Launch:
     """Drop to the agent (root only), then bwrap as the agent; verified before release.
 
@@ -297,7 +302,9 @@ def sandbox_launch(
         if real.get(str(path), str(path)) != str(path):
             _check_writable_bind(real[str(path)], f"{what} {path}, a symlink to")
     argv = _privilege_drop(setpriv, agent, switch_user)
-    argv += bwrap_argv(config, agent, claude, bwrap, facts, environ, claude_args, workdir, socat)
+    argv += bwrap_argv(
+        config, agent, claude, bwrap, facts, environ, claude_args, workdir, socat, workspace_binds
+    )
     env, passed, env_notes = launch_env(config, agent, environ)
     return Launch(
         argv=tuple(argv),

@@ -24,6 +24,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from wizard.base.choices import Mode
 from wizard.base.errors import InputError, RefusedError, SetupError
@@ -49,6 +50,9 @@ from wizard.launcher.trust import (
 from wizard.launcher.workdir import WorkDir, choose_workdir, current_directory, real_paths
 from wizard.policy.environment import loopback_port_hint
 from wizard.policy.names import user_name_problem
+
+if TYPE_CHECKING:
+    from wizard.launcher.boundary import Boundary
 
 USAGE = """usage: sandbox-launch [--dry-run] [--quiet] [--config PATH] [--] [claude arguments ...]
 
@@ -163,6 +167,7 @@ def build_launch(
     uid: int,
     environ: Mapping[str, str],
     owners: frozenset[int],
+    workspace_binds: Sequence[str] = (),
 ) -> tuple[Launch, Agent | None, Containment | None]:
     claude = check_trusted_file(config.claude, owners, "Claude binary")
     if not os.access(claude, os.X_OK):
@@ -178,7 +183,9 @@ def build_launch(
     workdir = choose_workdir(
         config.workspaces, real_paths(config.workspaces), current_directory(), agent.home
     )
-    separate = _separate_launch(config, agent, claude, claude_args, uid, environ, owners, workdir)
+    separate = _separate_launch(
+        config, agent, claude, claude_args, uid, environ, owners, workdir, workspace_binds
+    )
     launch, containment = contain(config, agent, separate, uid, owners, path_env)
     return _with_notice(launch, config, agent.name, workdir), agent, containment
 
@@ -192,6 +199,7 @@ def _separate_launch(
     environ: Mapping[str, str],
     owners: frozenset[int],
     workdir: WorkDir,
+    workspace_binds: Sequence[str] = (),
 ) -> Launch:
     path_env = environ.get("PATH")
     if config.mode is Mode.SANDBOX:
@@ -213,6 +221,7 @@ def _separate_launch(
             switch_user=uid == 0,
             workdir=workdir.path,
             socat=socat,
+            workspace_binds=workspace_binds,
         )
         hint = loopback_port_hint(environ, launch.passed, config.network, config.loopback_ports)
         if hint is not None:
@@ -234,6 +243,26 @@ def _separate_launch(
 
 def _with_notice(launch: Launch, config: LauncherConfig, agent: str, workdir: WorkDir) -> Launch:
     return replace(launch, notice=config_notice(config, agent, workdir, launch.passed))
+
+
+def start_boundary(config: LauncherConfig, dry_run: bool) -> Boundary | None:
+    """The workspace boundary of a session with an agent of its own (not unsafe
+    mode); see :mod:`wizard.launcher.boundary`."""
+    if config.mode is Mode.UNSAFE:
+        return None
+    from wizard.launcher.boundary import Boundary
+    from wizard.launcher.network import state_dir
+
+    real = dict(real_paths(config.workspaces))
+    pairs = [(str(w), real.get(str(w), str(w))) for w in config.workspaces]
+    try:
+        return Boundary.start(
+            pairs, state_dir(), sandbox=config.mode is Mode.SANDBOX, dry_run=dry_run
+        )
+    except OSError as exc:
+        raise RefusedError(
+            f"cannot set up the workspace boundary ({exc}); refusing to launch without it"
+        ) from None
 
 
 def describe(launch: Launch, config_path: Path, mode: Mode) -> str:
@@ -262,7 +291,21 @@ def run(options: Options, environ: Mapping[str, str]) -> int:
     owners = frozenset({0, uid})
     config_path = options.config or default_config_path()
     real, config = load_config(config_path, owners)
-    launch, agent, containment = build_launch(config, options.claude_args, uid, environ, owners)
+    boundary = start_boundary(config, options.dry_run)
+    try:
+        launch, agent, containment = build_launch(
+            config,
+            options.claude_args,
+            uid,
+            environ,
+            owners,
+            boundary.bind_args if boundary is not None else (),
+        )
+    except BaseException:
+        if boundary is not None:
+            boundary.end()  # nothing ran: the placeholders go, nothing is new
+        raise
+    hooks = [boundary.end] if boundary is not None else []
     if launch.warning:
         print(launch.warning, file=sys.stderr)
     if launch.notice and not options.quiet and not options.dry_run:
@@ -284,7 +327,7 @@ def run(options: Options, environ: Mapping[str, str]) -> int:
             containment,
             environ,
             switch_user=uid == 0,
-            hooks=session_end_hooks(),
+            hooks=[*hooks, *session_end_hooks()],
             network=config if launch.supervised and is_allowlist(config) else None,
         )
     sys.stdout.flush()
