@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import atexit
 import os
 import pwd
+import shutil
+import subprocess
+import tempfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -24,6 +29,23 @@ def _state_listing() -> dict[str, int]:
 
 
 _BEFORE: dict[str, int] = {}
+_STATE_HOME = tempfile.mkdtemp(prefix="sandbox-setup-test-state-")
+atexit.register(shutil.rmtree, _STATE_HOME, True)
+_popen_init = subprocess.Popen.__init__
+
+
+def _popen_with_state_home(self: Any, args: Any, *rest: Any, **kwargs: Any) -> None:
+    """A child given an environment without XDG_STATE_HOME or HOME would keep its
+    state in its account's real home (root's ~/.local/state: session snapshots,
+    the quarantine, crash.log): give it the suite's own instead. Explicit values
+    (a test's temp HOME or state directory) are left as they are."""
+    env = kwargs.get("env")
+    if env is not None and "XDG_STATE_HOME" not in env and "HOME" not in env:
+        kwargs["env"] = {**env, "XDG_STATE_HOME": _STATE_HOME}
+    _popen_init(self, args, *rest, **kwargs)
+
+
+subprocess.Popen.__init__ = _popen_with_state_home  # type: ignore[method-assign]
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:

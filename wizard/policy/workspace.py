@@ -110,6 +110,12 @@ TREE_PROTECTED: Mapping[str, str] = {
 _READ_BY_CLAUDE_INSIDE = frozenset(
     {".claude/settings.json", ".claude/settings.local.json", ".mcp.json"}
 )
+# Claude Code's own Bash sandbox (sandbox-runtime) binds its deny list inside these
+# directories, creating mount points for missing entries (``.claude/settings.json``
+# among them): an empty read-only placeholder for a missing one makes every sandboxed
+# command fail ("bwrap: Can't create file at .../.claude/settings.json: Read-only file
+# system", seen with Claude Code 2.1). A missing one is left to the end-of-session scan.
+_INNER_SANDBOX_BINDS_BELOW = frozenset({".claude"})
 # Also at the top of the workspace only (sandbox-runtime's list): read by shells
 # and tools when the workspace is also someone's home directory.
 WORKSPACE_DOTFILES: Mapping[str, str] = {
@@ -237,7 +243,11 @@ def _tree_candidates(tree: TreeFacts) -> list[tuple[str, str | None, str, str]]:
         rel = _join(tree.rel, name)
         kind = tree.present.get(name)
         if kind is None and parent_kind != "dir":
-            if parent_kind is None and tree.workspace_root:
+            if (
+                parent_kind is None
+                and tree.workspace_root
+                and parent not in _INNER_SANDBOX_BINDS_BELOW
+            ):
                 # The parent is missing too: one empty read-only directory there
                 # blocks everything below it (as the runtime does).
                 out.append((_join(tree.rel, parent), None, "empty-dir", why))
