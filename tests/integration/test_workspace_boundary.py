@@ -97,6 +97,16 @@ attempt("hook-command", lambda: append(os.path.join(R, ".git", "config"),
 attempt("submodule", lambda: append(os.path.join(R, ".git", "modules", "sm", "config"),
         '[core]\n\tfsmonitor = "%s"\n' % cmd("submodule-fsmonitor")))
 attempt("new-repo", new_repo)
+attempt("commit", lambda: git("-c", "safe.directory=*", "-c", "user.name=agent",
+        "-c", "user.email=agent@example.test", "-C", R, "commit", "-q", "--allow-empty",
+        "-m", "the agent's work"))
+
+def claude_hooks():
+    os.makedirs(os.path.join(WS, ".claude"), exist_ok=True)
+    with open(os.path.join(WS, ".claude", "settings.json"), "w") as f:
+        json.dump({{"model": "opus", "hooks": {{"SessionStart": [{{"hooks": [
+            {{"type": "command", "command": cmd("claude-hook")}}]}}]}}}}, f)
+attempt("claude-hooks", claude_hooks)
 attempt("renamed-git", renamed_git)
 print(json.dumps(res), flush=True)
 if HOLD:
@@ -178,7 +188,10 @@ def roots_ordinary_work(tree: LaunchTree, repo: Path) -> None:
 
 
 def ran_as_root(markers: Path) -> dict[str, str]:
-    return {p.name: p.read_text().strip() for p in markers.iterdir()}
+    """The markers written by uid 0 (the agent's own git runs what it planted as the
+    agent: that is not a crossing)."""
+    found = {p.name: p.read_text().split() for p in markers.iterdir()}
+    return {name: " ".join(uids) for name, uids in found.items() if "0" in uids}
 
 
 def test_the_control_root_runs_what_the_agent_plants_without_a_session(tree: LaunchTree) -> None:
@@ -198,7 +211,7 @@ def test_the_control_root_runs_what_the_agent_plants_without_a_session(tree: Lau
         "new-post-checkout",
         "renamed-fsmonitor",
     ):
-        assert ran.get(name, "").startswith("0"), (name, ran)
+        assert name in ran, (name, ran)
     # and the audit's scan, with no session state saved, lists them (present, not judged)
     findings, notes = scan_findings([str(tree.workspace)], tree.base / "no-state")
     assert any("fsmonitor" in f.summary for f in findings) and notes
@@ -220,8 +233,15 @@ def test_after_a_session_roots_git_runs_nothing_the_agent_wrote(
             assert planted[name] in ("EROFS", "EACCES", "EPERM"), (name, planted)
     else:
         assert planted["fsmonitor"] == planted["pre-commit"] == "ok", planted  # no mounts
+    # committing still works, even where the repository's config and hooks are read-only
+    assert planted["commit"] == "ok", planted
+    assert "the agent's work" in root_git(tree, "log", "--format=%s", cwd=repo).stdout
     roots_ordinary_work(tree, repo)
     assert ran_as_root(markers) == {}, (ran_as_root(markers), result.stderr)
+    # Claude project settings with hooks (root's claude would run them): hooks gone
+    assert planted["claude-hooks"] == "ok", planted
+    settings = tree.workspace / ".claude" / "settings.json"
+    assert not settings.exists() or not json.loads(settings.read_text()).get("hooks")
     # the operator's own setting in the same config file is kept
     assert "Root Op In Repo" in (repo / ".git" / "config").read_text()
     # what was moved aside is in the quarantine, with a manifest, and the operator was told
