@@ -26,7 +26,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import threading
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -39,7 +38,8 @@ from checks.claude import sandbox_binaries
 from tests.bash_evidence import BashEvidence, evidence_command, new_marker, parse_evidence
 from tests.claude_run import FAKE_API_KEY, ClaudeRun, with_managed_settings
 from tests.fake_api import BashStep, FakeMessagesAPI, TextStep
-from tests.launch_fixtures import REPO, LaunchTree, launcher_env, make_launch_tree
+from tests.installed import installed_copy
+from tests.launch_fixtures import LaunchTree, launcher_env, make_launch_tree
 from tests.tools import claude_binary, require_root, require_tool
 from wizard.configure.settings import SandboxKeys, merge_settings
 
@@ -171,7 +171,10 @@ def launch(
     """``sandbox-launch`` as root, in a private mount namespace with ``settings`` as the
     managed settings, a fresh /tmp, and (``hide_socat``) socat gone from /usr/bin."""
     config = tree.write_config(claude_binary(), mode=mode, inner_sandbox=inner, network="host")
-    launcher = [sys.executable, "-m", "wizard.launcher", "--config", str(config), "--"]
+    # The installed copy under /var/tmp: the fresh /tmp below hides a checkout cloned
+    # under /tmp (as CI's is).
+    python = str(installed_copy().python)
+    launcher = [python, "-m", "wizard.launcher", "--config", str(config), "--"]
     launcher += claude_args(api.base_url)
     prepare = "mount -t tmpfs -o mode=1777 tmpfs /tmp"
     if hide_socat:
@@ -179,10 +182,12 @@ def launch(
         prepare += f" && mount --bind /dev/null {socat}"  # as if uninstalled after the apply
     argv = ["/bin/sh", "-c", prepare + ' && exec "$@"', "sh", *launcher]
     argv = with_managed_settings(argv, settings, tree.base)
+    env = launcher_env()
+    env.pop("PYTHONPATH", None)  # the copy, never the checkout
     proc = subprocess.run(
         argv,
-        env=launcher_env(),
-        cwd=REPO,
+        env=env,
+        cwd="/",
         capture_output=True,
         text=True,
         timeout=timeout,

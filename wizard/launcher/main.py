@@ -60,7 +60,8 @@ Start Claude Code as launcher.toml says (sandbox, user or unsafe mode), or refus
 
 options:
   --dry-run      print the command line and environment it would use; start nothing
-  --quiet        no launch notice on stderr (warnings and refusals are still printed)
+  --quiet        no launch notice or notes on stderr (warnings, refusals and what the
+                 end-of-session workspace scan moved aside are still printed)
   --config PATH  launcher config (default: ~/.config/sandbox-setup/launcher.toml)
   -h, --help     show this help
 
@@ -329,6 +330,7 @@ def run(options: Options, environ: Mapping[str, str]) -> int:
             switch_user=uid == 0,
             hooks=[*hooks, *session_end_hooks()],
             network=config if launch.supervised and is_allowlist(config) else None,
+            quiet=options.quiet,
         )
     sys.stdout.flush()
     sys.stderr.flush()

@@ -251,6 +251,7 @@ def run_session(
     switch_user: bool,
     hooks: Sequence[SessionHook] = (),
     network: LauncherConfig | None = None,
+    quiet: bool = False,
 ) -> int:
     """Run the session ``launch`` describes; see the module doc. Returns Claude's status.
 
@@ -273,7 +274,7 @@ def run_session(
             raise RefusedError(
                 f"cannot make the session's cgroup {cgroup.path}: {exc.strerror}"
             ) from None
-    if containment.notice:
+    if containment.notice and not quiet:  # a note, like the launch notice (--quiet)
         print(containment.notice, file=sys.stderr)
     code: int | None = None
     how = "error"
