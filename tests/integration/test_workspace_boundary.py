@@ -348,3 +348,20 @@ def test_the_quarantine_is_out_of_the_agents_reach(tree: LaunchTree) -> None:
         assert info.st_uid == 0 and info.st_mode & 0o077 == 0, path
     listing = as_nobody(["ls", str(sessions[0])])
     assert listing.returncode != 0 and "Permission denied" in listing.stderr
+
+
+def test_a_launch_refused_after_the_snapshot_leaves_no_session_behind(tree: LaunchTree) -> None:
+    # Refused in build_launch (the agent does not exist), after the boundary started:
+    # no session file stays for the audit to call unfinished, no placeholder stays.
+    repo, markers = prepare_workspace(tree)
+    config = tree.write_config(plant_script(tree, markers), agent_user="h12-no-such-user")
+    state = tree.base / "state"
+    result = run_launcher(config, env=launcher_env({"XDG_STATE_HOME": str(state)}))
+    assert result.returncode == 3, result.stderr
+    assert list((state / "sandbox-setup" / "workspace-sessions").iterdir()) == []
+    assert (state / "sandbox-setup" / "workspace-baseline.json").is_file()
+    found, _ = scan_findings([str(tree.workspace)], state / "sandbox-setup")
+    assert not [
+        f for f in found if f.id.startswith(("audit.workspace.planted", "audit.workspace.unf"))
+    ]
+    assert not (repo / ".git" / "commondir").exists()  # the prepared placeholder went

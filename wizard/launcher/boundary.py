@@ -248,8 +248,17 @@ class Boundary:
         self.ended = True
         for host, plan, prepared in self.binds:
             finish(host, plan, prepared)
-        lines = end_scan(self.workspaces, self.before, self.state, self.session)
-        with contextlib.suppress(OSError):
-            self.record.unlink()
+        try:
+            lines = end_scan(self.workspaces, self.before, self.state, self.session)
+        except OSError as exc:
+            # The session file stays: the next launch scans against it again.
+            lines = [
+                f"WARNING: the end-of-session workspace scan could not finish ({exc}); "
+                "the next launch retries it; until then run sandbox-setup --audit before "
+                "you use git in the workspace as root"
+            ]
+        else:
+            with contextlib.suppress(OSError):
+                self.record.unlink()
         for line in lines:
             print(PREFIX + line, file=sys.stderr)

@@ -293,6 +293,9 @@ def run(options: Options, environ: Mapping[str, str]) -> int:
     config_path = options.config or default_config_path()
     real, config = load_config(config_path, owners)
     boundary = start_boundary(config, options.dry_run)
+    # However the launch ends (refused before bwrap, a session that could not start,
+    # an error), the boundary ends too: placeholders out, the scan, the baseline.
+    # (A session's own end hook has done it already: then this does nothing.)
     try:
         launch, agent, containment = build_launch(
             config,
@@ -302,36 +305,35 @@ def run(options: Options, environ: Mapping[str, str]) -> int:
             owners,
             boundary.bind_args if boundary is not None else (),
         )
-    except BaseException:
-        if boundary is not None:
-            boundary.end()  # nothing ran: the placeholders go, nothing is new
-        raise
-    hooks = [boundary.end] if boundary is not None else []
-    if launch.warning:
-        print(launch.warning, file=sys.stderr)
-    if launch.notice and not options.quiet and not options.dry_run:
-        print(launch.notice, file=sys.stderr)
-    if options.dry_run:
-        print(describe(launch, real, config.mode))
-        return int(ExitCode.OK)
-    if launch.cwd:
-        try:
-            os.chdir(launch.cwd)
-        except OSError as exc:
-            raise RefusedError(f"cannot enter {launch.cwd}: {exc.strerror}") from None
-    if agent is not None and containment is not None:
-        from wizard.launcher.session_runner import run_session, session_end_hooks
+        hooks = [boundary.end] if boundary is not None else []
+        if launch.warning:
+            print(launch.warning, file=sys.stderr)
+        if launch.notice and not options.quiet and not options.dry_run:
+            print(launch.notice, file=sys.stderr)
+        if options.dry_run:
+            print(describe(launch, real, config.mode))
+            return int(ExitCode.OK)
+        if launch.cwd:
+            try:
+                os.chdir(launch.cwd)
+            except OSError as exc:
+                raise RefusedError(f"cannot enter {launch.cwd}: {exc.strerror}") from None
+        if agent is not None and containment is not None:
+            from wizard.launcher.session_runner import run_session, session_end_hooks
 
-        return run_session(
-            launch,
-            agent,
-            containment,
-            environ,
-            switch_user=uid == 0,
-            hooks=[*hooks, *session_end_hooks()],
-            network=config if launch.supervised and is_allowlist(config) else None,
-            quiet=options.quiet,
-        )
+            return run_session(
+                launch,
+                agent,
+                containment,
+                environ,
+                switch_user=uid == 0,
+                hooks=[*hooks, *session_end_hooks()],
+                network=config if launch.supervised and is_allowlist(config) else None,
+                quiet=options.quiet,
+            )
+    finally:
+        if boundary is not None:
+            boundary.end()
     sys.stdout.flush()
     sys.stderr.flush()
     try:
