@@ -35,12 +35,18 @@ _popen_init = subprocess.Popen.__init__
 
 
 def _popen_with_state_home(self: Any, args: Any, *rest: Any, **kwargs: Any) -> None:
-    """A child given an environment without XDG_STATE_HOME or HOME would keep its
-    state in its account's real home (root's ~/.local/state: session snapshots,
-    the quarantine, crash.log): give it the suite's own instead. Explicit values
-    (a test's temp HOME or state directory) are left as they are."""
+    """sandbox-setup or sandbox-launch, given an environment without XDG_STATE_HOME
+    or HOME, would keep its state in its account's real home (root's ~/.local/state:
+    session snapshots, the quarantine, crash.log): give it the suite's own instead.
+    Explicit values (a test's temp HOME or state directory) are left as they are; a
+    launch hidden in a shell string is the test's to point elsewhere."""
     env = kwargs.get("env")
-    if env is not None and "XDG_STATE_HOME" not in env and "HOME" not in env:
+    words = [] if isinstance(args, (str, bytes)) else [str(a) for a in args]
+    ours = any(
+        w in ("wizard", "wizard.launcher") or w.endswith(("/sandbox-launch", "/sandbox-setup"))
+        for w in words
+    )
+    if ours and env is not None and "XDG_STATE_HOME" not in env and "HOME" not in env:
         kwargs["env"] = {**env, "XDG_STATE_HOME": _STATE_HOME}
     _popen_init(self, args, *rest, **kwargs)
 

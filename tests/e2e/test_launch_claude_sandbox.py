@@ -184,6 +184,7 @@ def launch(
     argv = with_managed_settings(argv, settings, tree.base)
     env = launcher_env()
     env.pop("PYTHONPATH", None)  # the copy, never the checkout
+    env["XDG_STATE_HOME"] = str(tree.base / "state")  # never root's real state directory
     proc = subprocess.run(
         argv,
         env=env,

@@ -96,6 +96,11 @@ def world() -> Iterator[ShimWorld]:
         yield ShimWorld(made, shim, next_dir, config)
 
 
+def default_env(world: ShimWorld) -> dict[str, str]:
+    """A small environment; the real sandbox-launch keeps its state in the tree."""
+    return {"PATH": world.path, "LANG": "C.UTF-8", "XDG_STATE_HOME": str(world.tree.base / "st")}
+
+
 def run_shim(
     world: ShimWorld,
     args: list[str],
@@ -109,7 +114,7 @@ def run_shim(
                 "--clear-groups", "--", *argv]  # fmt: skip
     return subprocess.run(
         argv,
-        env=dict(env if env is not None else {"PATH": world.path, "LANG": "C.UTF-8"}),
+        env=dict(env if env is not None else default_env(world)),
         cwd=world.tree.workspace,
         input=stdin,
         capture_output=True,
@@ -137,7 +142,8 @@ def test_root_runs_claude_through_sandbox_launch_unchanged(world: ShimWorld) -> 
 def test_root_signals_reach_claude_and_its_status_comes_back(world: ShimWorld) -> None:
     world.tree.write_script(SLEEPER.format(marker=world.tree.marker))
     proc = subprocess.Popen(
-        [str(world.shim)], env={"PATH": world.path}, cwd=world.tree.workspace,
+        [str(world.shim)], cwd=world.tree.workspace,
+        env={"PATH": world.path, "XDG_STATE_HOME": str(world.tree.base / "st")},
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     try:
