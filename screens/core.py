@@ -24,6 +24,7 @@ from wizard.base.paths import Layout
 
 if TYPE_CHECKING:
     from wizard.audit.model import AuditReport
+    from wizard.configure.actions import Action
     from wizard.configure.answers import Answers
     from wizard.configure.apply import ApplyResult
     from wizard.configure.plan import Blocker, Plan
@@ -90,7 +91,13 @@ class Core(Protocol):
 
     def saved_answers(self) -> Answers | None: ...
 
-    def build_plan(self, report: Report, answers: Answers) -> Plan: ...
+    def build_plan(self, report: Report, answers: Answers) -> Plan:
+        """The plan; its notes (and errors) come in the wizard's words."""
+        ...
+
+    def describe(self, action: Action) -> str:
+        """What a plan step does, in the wizard's words (the review and the apply log)."""
+        ...
 
     def apply(self, plan: Plan, progress: ProgressCallback) -> ApplyResult: ...
 

@@ -147,10 +147,9 @@ class FindingList(ChoiceList):
         self.rows: list[Row] = list(rows or [])
 
     def on_mount(self) -> None:
-        self._render_rows()
+        self._render_rows(None)
 
-    def _render_rows(self) -> None:
-        keep = self.current()
+    def _render_rows(self, keep: Row | None) -> None:
         self.clear_options()
         self.add_options([Option(row.line(), id=row.id) for row in self.rows])
         if self.rows:
@@ -158,9 +157,13 @@ class FindingList(ChoiceList):
             self.highlighted = index
 
     def set_rows(self, rows: list[Row]) -> None:
-        """Replace every row, keeping the highlighted one where it went."""
+        """Replace every row. The top stays on top (worst first, the first row to
+        read); a row the operator moved to stays highlighted where it went (the
+        rows are put worst first when the checks are done, while they read)."""
+        # Of the rows as they were, before they are replaced.
+        keep = self.current() if self.highlighted else None
         self.rows = list(rows)
-        self._render_rows()
+        self._render_rows(keep)
 
     def put(self, row: Row) -> None:
         """Fill in (or append) the row with this id."""

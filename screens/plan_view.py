@@ -22,14 +22,17 @@ def diff_renderable(diff: str) -> RenderableType:
     return Syntax(diff.rstrip("\n"), "diff", theme="ansi_dark", word_wrap=True)
 
 
-def action_renderable(index: int, action: Action, backups_dir: str) -> RenderableType:
-    """One action: what it does, its diff, the commands it runs, its backup.
+def action_renderable(
+    index: int, action: Action, backups_dir: str, description: str | None = None
+) -> RenderableType:
+    """One action: what it does (``description``, the core's words for it; by
+    default its own), its diff, the commands it runs, its backup.
 
     Reads the files it compares: call it off the UI thread.
     """
     head = Text()
     head.append(f"{index}. ", style="bold")
-    head.append(action.describe(), style="bold")
+    head.append(action.describe() if description is None else description, style="bold")
     if not action.is_change():
         head.append("  (nothing to do)")
         head.stylize("dim")

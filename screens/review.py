@@ -71,7 +71,8 @@ class ReviewScreen(StepScreen["Plan"]):
             plan = self.core.build_plan(self.report, self.answers)
             # Diffs read the current files: render them here, off the UI thread.
             parts = [
-                action_renderable(i, action, backups) for i, action in enumerate(plan.actions, 1)
+                action_renderable(i, action, backups, self.core.describe(action))
+                for i, action in enumerate(plan.actions, 1)
             ]
             parts += [Text("Note: " + note) for note in plan.notes]
         except Exception as exc:  # RefusedError/InputError carry reason and remedy

@@ -278,17 +278,43 @@ async def test_options_show_their_state_by_more_than_colour(tmp_path: Path) -> N
         assert "▐X▌" in text_of(app, toggle)
 
 
-async def test_unsafe_details_selected_and_highlighted_option_agree(tmp_path: Path) -> None:
+def highlighted_label(app: Any, choices: RadioSet) -> str:
+    """The option drawn highlighted: the one label on another background than the
+    rest of the control."""
+    labels: dict[str, Any] = {}
+    blank = None
+    for row in look(app, choices):
+        for text, style in row:
+            if not text.strip():
+                blank = style.bgcolor if style else None
+            elif text.strip() not in "●○▐▌":
+                labels[text.strip()] = style.bgcolor if style else None
+    odd = [label for label, bg in labels.items() if bg != blank]
+    assert len(odd) == 1, (labels, blank)
+    return odd[0]
+
+
+@pytest.mark.parametrize("size", [(80, 24), (60, 20)], ids=["80x24", "60x20"])
+async def test_unsafe_details_selected_and_highlighted_option_agree(
+    tmp_path: Path, size: tuple[int, int]
+) -> None:
     app = fake_app(make_root(tmp_path))
-    async with app.run_test(size=SIZE) as pilot:
+    async with app.run_test(size=size) as pilot:
         details = await to_details(pilot, Mode.UNSAFE)
         scope = details.query_one("#scope", RadioSet)
         pressed = scope.pressed_button
         assert pressed is not None and str(pressed.label) == "user"  # unsafe: user scope
         assert scope._selected == scope.pressed_index  # the highlight is on it too
-        scope.focus()
+        while app.focused is not scope:  # as the operator gets there: Tab
+            await pilot.press("tab")
+        await settle(pilot)
+        assert "●▌ user" in text_of(app, scope)  # chosen...
+        assert highlighted_label(app, scope) == "user"  # ...and drawn highlighted
         await pilot.press("space")  # choosing the highlighted option keeps "user"
         assert str(scope.pressed_button.label) == "user"  # type: ignore[union-attr]
+        await pilot.press("left")
+        await settle(pilot)
+        assert highlighted_label(app, scope) == "managed"  # the highlight shows, and moves
 
 
 async def test_ctrl_n_right_after_typing_validates_what_was_typed(tmp_path: Path) -> None:

@@ -5,6 +5,8 @@ exists instead of "create ... unchanged"."""
 
 from __future__ import annotations
 
+import ast
+import re
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -13,6 +15,7 @@ import pytest
 import wizard.commands.interactive as interactive
 from checks.model import Finding, Status
 from tests.core_fixtures import make_target_root
+from tests.tools import REPO
 from tests.tui.fake_findings import SANDBOX_HOST, FakeProvider, fake_report
 from wizard.base.choices import Mode
 from wizard.base.errors import SetupError
@@ -54,19 +57,125 @@ def test_every_option_has_the_wizards_words() -> None:
         ("sandbox mode needs ... Or choose --mode user (a dedicated non-root user).",
          "choose the dedicated user path"),
         ("inner sandbox 'strong' was not verified. Choose --inner-sandbox off (what ...)",
-         "choose the inner sandbox 'off'"),
+         "Choose the inner sandbox 'off'"),
         ("answers: --allow-domain needs network \"allowlist\" (network is 'host': ...)",
          "allowed domains need"),
         ("agent user bob does not exist and creating users needs root; run as root or pass "
          "--agent-user alice (your own account)", "enter alice as the agent user"),
         ("install Claude Code where only root can write and pass that path as --claude",
          "enter that path in the Claude Code field"),
+        # The ones below read as nonsense or lost their value before (issue 17).
+        ("...: pass --reuse-account to make it the agent (it must pass every rule)",
+         "tick 'Reuse an existing account' to make it the agent"),
+        ("user bob already exists (reused: --reuse-account); it is the agent",
+         "(reused: 'Reuse an existing account' is ticked)"),
+        ("a service account name; choose another --agent-user", "pick a new agent user name"),
+        ("Live probes run as root here: re-check with --as-user <agent-user> once it exists.",
+         "re-run the checks once the agent user exists."),
+        ("install Claude Code elsewhere (npm -g ...) and pass --claude PATH",
+         "and enter its path in the Claude Code field"),
+        ("ANTHROPIC_BASE_URL points at 127.0.0.1 port 8080 ...; the sandbox (network allowlist) "
+         "reaches it only through --allow-loopback-port 8080: re-run sandbox-setup with "
+         "--allow-loopback-port 8080",
+         "reaches it only when 8080 is in the loopback ports field"),
+        ("... which network none cannot reach (use --network allowlist --allow-loopback-port 8080)",
+         "(choose the network 'allowlist' and enter 8080 in the loopback ports field)"),
+        ("set network = \"allowlist\" in /a.toml (--network allowlist of a headless apply), then "
+         "re-apply: sandbox-setup --headless --answers /a.toml --yes",
+         'set network = "allowlist" in /a.toml, then re-apply: sandbox-setup --headless'),
+        ("10.0.0.5:443: an IP address the operator did not allow (sandbox-setup --allow-domain "
+         "ADDRESS[:PORT] allows one)", "(an allowed domain ADDRESS[:PORT] allows it)"),
+        ("--pass-env LD_PRELOAD: the dynamic loader runs it", "variable LD_PRELOAD: the dynamic"),
+        ("--include-private was not given: pass --include-private to open them",
+         "tick 'Include private files' to open them"),
+        ("--allow-domain 169.254.169.254: link-local", "allowed domain 169.254.169.254: link"),
     ],
 )  # fmt: skip
 def test_core_messages_come_in_the_wizards_words(message: str, words: str) -> None:
     shown = tui_words(message)
     assert words in shown, shown
     assert names_a_flag(shown) == [], shown
+
+
+# What a flag put in words must not turn into: a verb before the words for a field
+# ("choose another the agent user field"), a metavar after them ("field PATH").
+GARBLED = re.compile(
+    r"\b(?:another|pass|use|choose|add) the [\w ]+ (?:field|choice)\b"
+    r"|\b(?:field|choice) [A-Z][A-Z_]+\b"
+)
+# Where messages are only the command line's: argparse, the headless output.
+CLI_ONLY = ("wizard/cli.py", "wizard/commands/")
+
+
+def _string(node: ast.AST) -> str | None:
+    """The text of a string literal, an f-string (each value as "7") or a + of them."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.JoinedStr):
+        return "".join(v.value if isinstance(v, ast.Constant) else "7" for v in node.values)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        left, right = _string(node.left), _string(node.right)
+        return None if left is None or right is None else left + right
+    return None
+
+
+def core_messages() -> dict[str, str]:
+    """Every whole string in the core (checks/, wizard/ but the CLI's own output, no
+    docstrings) that names one of sandbox-setup's options: text -> where it is."""
+    flag = re.compile(r"--(?:[a-z][a-z-]*[a-z]|7\b)")
+    found: dict[str, str] = {}
+    for path in sorted([*REPO.glob("checks/**/*.py"), *REPO.glob("wizard/**/*.py")]):
+        rel = str(path.relative_to(REPO))
+        if rel.startswith(CLI_ONLY):
+            continue
+        tree = ast.parse(path.read_text(), rel)
+        parts: set[int] = set()  # pieces of a larger string, and docstrings
+        for node in ast.walk(tree):
+            if isinstance(node, ast.JoinedStr):
+                parts.update(id(value) for value in node.values)
+            elif isinstance(node, ast.BinOp) and _string(node) is not None:
+                parts.update((id(node.left), id(node.right)))
+            elif isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef)) and node.body:
+                first = node.body[0]
+                if isinstance(first, ast.Expr):
+                    parts.add(id(first.value))
+        for node in ast.walk(tree):
+            text = _string(node)
+            if text is None or id(node) in parts:
+                continue
+            # "--7": an option whose name is filled in (check_network's f"--{what}").
+            named = {m for m in flag.findall(text) if m in FIELD_WORDS or m == "--7"}
+            if named:
+                found.setdefault(text, f"{rel}:{getattr(node, 'lineno', 0)}")
+    return found
+
+
+def test_every_flag_bearing_message_of_the_core_comes_without_a_flag() -> None:
+    """A new message in the core that names an option reaches the screens with no
+    option in it (commands to paste, ``sandbox-setup --headless ...``, are kept)."""
+    messages = core_messages()
+    named = {m for text in messages for m in re.findall(r"--[a-z-]+", text)}
+    # Not vacuous: the options the issue found on screens, and more, are there.
+    for option in ("--claude", "--copy-login", "--allow-domain", "--allow-loopback-port",
+                   "--reuse-account", "--agent-user", "--inner-sandbox", "--network",
+                   "--as-user", "--accept-unsafe-root", "--workspace"):  # fmt: skip
+        assert option in named, option
+    assert any("--7" in text for text in messages)  # check_network's f"--{what} needs"
+    left = {}
+    for text, where in messages.items():
+        # An option named by a value ("--7") may be any of them.
+        for filled in {text.replace("--7", option) for option in FIELD_WORDS}:
+            shown = tui_words(filled)
+            if names_a_flag(shown) or GARBLED.search(shown):
+                left[where] = shown
+    assert not left, "\n".join(f"{where}: {shown}" for where, shown in left.items())
+
+
+@pytest.mark.parametrize("flag", ["--pass-env", "--include-private", "--install-claude-shim"])
+def test_options_no_message_names_yet_come_in_words_too(flag: str) -> None:
+    for message in (f"pass {flag}", f"drop {flag}", f"{flag} NAME: refused", f"see {flag}"):
+        shown = tui_words(message)
+        assert names_a_flag(shown) == [] and not GARBLED.search(shown), shown
 
 
 def test_commands_to_paste_and_other_programs_flags_are_kept() -> None:

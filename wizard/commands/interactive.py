@@ -6,7 +6,8 @@ from thread workers). The report provider is injectable: the real one runs the
 live probes, tests hand in fixed fake findings (the TUI is not the probe).
 
 Two things the screens get only from here: the core's messages in the wizard's
-words (:func:`wizard.commands.wording.tui_words`: no CLI flags on a screen), and
+words (:func:`wizard.commands.wording.tui_words`: no CLI flags on a screen; that is
+errors, findings, the recommendation, plan notes and plan steps), and
 one answer to "where is Claude Code" (:meth:`InteractiveCore.claude_lookup`), the
 one the plan will use, so the checks screen and the review never disagree.
 """
@@ -199,6 +200,9 @@ class InteractiveCore:
             provider = partial(provider, claude=str(self.layout.real(found)))  # type: ignore[call-arg]
         report = provider(lambda finding: on_finding(shown(finding)))
         report.findings = [shown(finding) for finding in report.findings]
+        # The path step shows the recommendation's reason ("re-check with --as-user").
+        rec = report.recommendation
+        report.recommendation = dataclasses.replace(rec, reason=tui_words(rec.reason))
         return report
 
     def mode_blocker(self, report: Report, mode: Mode) -> Blocker | None:
@@ -348,7 +352,8 @@ class InteractiveCore:
         path = self.layout.real(self.layout.answers)
         if not path.is_file():
             return None
-        return load_answers(path)
+        with _in_tui_words():  # the audit view shows why a file is refused
+            return load_answers(path)
 
     # -- plan and apply --------------------------------------------------
     def build_plan(self, report: Report, answers: Answers) -> Plan:
@@ -357,7 +362,15 @@ class InteractiveCore:
         from wizard.configure.plan import build_plan
 
         with _in_tui_words():
-            return build_plan(report, answers, self.layout)
+            plan = build_plan(report, answers, self.layout)
+        # Notes are only shown (the review), never applied: in the wizard's words.
+        plan.notes = [tui_words(note) for note in plan.notes]
+        return plan
+
+    def describe(self, action: Action) -> str:
+        """What a plan step does, in the wizard's words ("reused: --reuse-account"
+        is the CLI's); the review and the apply log say the same."""
+        return tui_words(action.describe())
 
     def apply(self, plan: Plan, progress: ProgressCallback) -> ApplyResult:
         """Apply ``plan``; on failure the core rolls back and re-raises. Progress
@@ -366,9 +379,9 @@ class InteractiveCore:
 
         def report_progress(action: Action, status: str) -> None:
             if status == "running":
-                progress(action.describe(), False)
+                progress(self.describe(action), False)
             else:
-                progress(f"{status:>9}  {action.describe()}", True)
+                progress(f"{status:>9}  {self.describe(action)}", True)
 
         with _in_tui_words():
             return apply_plan(plan, progress=report_progress)

@@ -4,8 +4,9 @@ The core speaks to the command line: its errors say "pass --claude PATH" or "dro
 --copy-login". In the TUI there are no flags, only fields on the details step, so
 :func:`tui_words` rewrites a message the core raised (or a finding it reports)
 before a screen shows it. What it never touches: a command to paste, that is a line
-from ``sandbox-setup --`` on (the audit's "sandbox-setup --headless --answers ...
---yes"), and other programs' flags (docker's ``--security-opt``, usermod's
+from ``sandbox-setup --ACTION`` on (the audit's "sandbox-setup --headless --answers
+... --yes"; ACTION is one of its actions, --headless, --check, --audit, --undo), and
+other programs' flags (docker's ``--security-opt``, usermod's
 ``--lock``): only sandbox-setup's own options are rewritten.
 
 :data:`FIELD_WORDS` has an entry for every option of the headless path; a unit test
@@ -16,7 +17,42 @@ from __future__ import annotations
 
 import re
 
-# Phrases the core uses, first (they read as sentences), then any flag left over.
+# The options that are a tick box on the details step: "pass" one is "tick" it.
+TOGGLE_WORDS: dict[str, str] = {
+    "--reuse-account": "'Reuse an existing account'",
+    "--include-private": "'Include private files'",
+    "--install-claude-shim": "'Route root's claude through sandbox-launch'",
+    "--copy-login": "'Copy my Claude login'",
+}
+# The options that are a text field: "pass --claude PATH" is "fill in" the field.
+TEXT_FIELD_WORDS: dict[str, str] = {
+    "--workspace": "the workspaces field",
+    "--agent-user": "the agent user field",
+    "--claude": "the Claude Code field",
+    "--allow-domain": "the allowed domains field",
+    "--allow-loopback-port": "the loopback ports field",
+    "--pass-env": "the variables to pass field",
+}
+# The options that are a choice: "choose --network none" is "choose the network 'none'".
+CHOICE_NOUNS: dict[str, str] = {
+    "--inner-sandbox": "inner sandbox",
+    "--network": "network",
+    "--settings-scope": "settings scope",
+}
+# "--pass-env LD_PRELOAD: ..." (a value refused, named by its flag): what it is instead.
+VALUE_NOUNS: dict[str, str] = {
+    "--claude": "Claude Code",
+    "--workspace": "workspace",
+    "--agent-user": "agent user",
+    "--allow-domain": "allowed domain",
+    "--allow-loopback-port": "loopback port",
+    "--pass-env": "variable",
+    "--as-user": "probe user",
+    "--root": "target root",
+}
+
+# Phrases the core uses, first (they read as sentences), then the options by kind,
+# then any flag left over (FIELD_WORDS).
 PHRASES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
     (re.compile(pattern), replacement)
     for pattern, replacement in (
@@ -25,26 +61,59 @@ PHRASES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
             "install it, or enter its path in the Claude Code field",
         ),
         (r"pass that path as --claude\b", "enter that path in the Claude Code field"),
-        (r"and pass --claude\b", "and enter its path in the Claude Code field"),
-        (r"--claude (\S+?): ", r"Claude Code \1: "),
-        (r"pick a new --agent-user\b", "pick a new agent user name"),
+        (r"and pass --claude(?: PATH)?\b", "and enter its path in the Claude Code field"),
+        (r"(?:pick a new|choose another) --agent-user\b", "pick a new agent user name"),
         (r"pass --agent-user (\S+)", r"enter \1 as the agent user"),
-        (r"[Cc]hoose --mode user\b", "choose the dedicated user path"),
-        (r"[Cc]hoose --inner-sandbox (\w+)", r"choose the inner sandbox '\1'"),
-        (r"use --settings-scope user\b", "choose the settings scope 'user'"),
+        (r"(C|c)hoose --mode user\b", r"\1hoose the dedicated user path"),
         (r"pass that as --workspace\b", "enter that as the workspace"),
         (r" \(--workspace DIR\)", ""),
-        (r"drop --copy-login\b", "untick 'Copy my Claude login'"),
+        (r"reused: --reuse-account\b", "reused: 'Reuse an existing account' is ticked"),
         (
             r"add --accept-unsafe-root \(or accept_unsafe_root = true in answers\)",
             "type the acceptance phrase",
         ),
-        (r"re-check with --as-user <agent-user>", "re-run the checks once the agent user exists"),
+        (
+            r"re-check with --as-user <agent-user>(?: once it exists)?",
+            "re-run the checks once the agent user exists",
+        ),
         (r"--allow-domain needs", "allowed domains need"),
         (r"--allow-loopback-port needs", "loopback ports need"),
-        (r"--allow-domain (\S+) allows one", r"an allowed domain \1 allows it"),
-        (r"--allow-domain PATTERN allows more", "allowed domains allow more"),
-        (r"use --allow-loopback-port\b", "use a loopback port"),
+        (r"(?:sandbox-setup )?--allow-domain (\S+) allows one", r"an allowed domain \1 allows it"),
+        (r"(?:sandbox-setup )?--allow-domain PATTERN allows more", "allowed domains allow more"),
+        # The host's loopback for ANTHROPIC_BASE_URL: the port is what matters.
+        (
+            r"use --network allowlist --allow-loopback-port (\d+)",
+            r"choose the network 'allowlist' and enter \1 in the loopback ports field",
+        ),
+        (
+            r"only (?:through|with) --allow-loopback-port (\d+)",
+            r"only when \1 is in the loopback ports field",
+        ),
+        (r": re-run sandbox-setup with --allow-loopback-port \d+", ""),
+        (r"use --allow-loopback-port\b(?! \d)", "use a loopback port"),
+        (r" \(--network allowlist of a headless apply\)", ""),
+        (r"--install-claude-shim routes root's claude", "Routing root's claude"),
+        *((rf"(?:pass|add) {flag}\b", f"tick {words}") for flag, words in TOGGLE_WORDS.items()),
+        *((rf"drop {flag}\b", f"untick {words}") for flag, words in TOGGLE_WORDS.items()),
+        *(
+            pair
+            for flag, noun in CHOICE_NOUNS.items()
+            for pair in (
+                (rf"(C|c)hoose {flag} ([a-z][\w-]*)", rf"\1hoose the {noun} '\2'"),
+                (rf"(?:use|pass) {flag} ([a-z][\w-]*)", rf"choose the {noun} '\1'"),
+                (rf"{flag} ([a-z][\w-]*)\b", rf"the {noun} '\1'"),
+            )
+        ),
+        *(
+            pair
+            for flag, words in TEXT_FIELD_WORDS.items()
+            for pair in (
+                (rf"(?:pass|use|add) {flag}(?: [A-Z][A-Z_]*)\b", f"fill in {words}"),
+                (rf"(?:pass|use|add) {flag} ([^\s:;,)]+)", rf"enter \1 in {words}"),
+                (rf"(?:pass|use|add) {flag}\b", f"fill in {words}"),
+            )
+        ),
+        *((rf"{flag} (\S+?): ", rf"{noun} \1: ") for flag, noun in VALUE_NOUNS.items()),
     )
 )
 
@@ -52,19 +121,11 @@ PHRASES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
 FIELD_WORDS: dict[str, str] = {
     "--mode": "the path (sandbox, user or unsafe)",
     "--answers": "the saved answers",
-    "--workspace": "the workspaces field",
-    "--agent-user": "the agent user field",
-    "--claude": "the Claude Code field",
+    **TEXT_FIELD_WORDS,
     "--settings-scope": "the settings scope",
     "--inner-sandbox": "the inner sandbox choice",
     "--network": "the network choice",
-    "--allow-domain": "the allowed domains field",
-    "--allow-loopback-port": "the loopback ports field",
-    "--pass-env": "the variables to pass field",
-    "--reuse-account": "'Reuse an existing account'",
-    "--include-private": "'Include private files'",
-    "--install-claude-shim": "'Route root's claude through sandbox-launch'",
-    "--copy-login": "'Copy my Claude login'",
+    **TOGGLE_WORDS,
     "--accept-unsafe-root": "the acceptance phrase",
     "--yes": "Apply",
     "--dry-run": "the review",
@@ -73,7 +134,12 @@ FIELD_WORDS: dict[str, str] = {
     "--root": "the target root",
 }
 _FLAG = re.compile(r"--[a-z][a-z-]*[a-z](?: [A-Z][A-Z_]*\b)?")
-_COMMAND = re.compile(r"sandbox-(?:setup|launch) +--[^\n]*")
+# A command to paste: one of sandbox-setup's actions (not a setting's flag named in
+# prose, "sandbox-setup --allow-domain PATTERN allows more"), or sandbox-launch.
+_COMMAND = re.compile(
+    r"sandbox-setup +--(?:headless|check|audit|undo|version|help)\b[^\n]*"
+    r"|sandbox-launch +--[^\n]*"
+)
 
 
 def _fields(text: str) -> str:
