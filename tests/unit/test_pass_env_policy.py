@@ -75,7 +75,7 @@ def test_passed_names_keeps_defaults_first() -> None:
         ("http://user:token@127.0.0.1", ("127.0.0.1", 80)),
         ("https://api.anthropic.com", None),
         ("http://10.0.0.5:8080", None),
-        ("http://0.0.0.0:8080", None),
+        ("http://0.0.0.0:8080", ("0.0.0.0", 8080)),  # connecting to it reaches this host
         ("http://localhost.example.com:1", None),
         ("http://127.0.0.1:99999", None),
         ("ftp://127.0.0.1", None),

@@ -11,9 +11,8 @@ from collections.abc import Mapping, Sequence
 from checks.model import Report, Status
 from wizard.base.choices import Mode, Network
 from wizard.base.errors import RefusedError
-from wizard.policy.network import describe_network, loopback_base_url_port
+from wizard.policy.network import describe_network
 
-BASE_URL = "ANTHROPIC_BASE_URL"
 EGRESS_CHECK = "net.egress"
 
 
@@ -47,17 +46,6 @@ def plan_network(
         # user and unsafe modes have no network namespace of their own
         return describe_network(Network.HOST, (), ()), []
     lines = describe_network(network, allowed_domains, loopback_ports)
-    notes: list[str] = []
-    url = environ.get(BASE_URL, "")
-    port = loopback_base_url_port(url)
-    if port is not None and network is Network.ALLOWLIST and port not in loopback_ports:
-        notes.append(
-            f"{BASE_URL}={url} is on this host's loopback: inside the sandbox Claude reaches "
-            f"it only with --allow-loopback-port {port}"
-        )
-    elif port is not None and network is Network.NONE:
-        notes.append(
-            f"{BASE_URL}={url} is on this host's loopback, which network none cannot reach "
-            f"(use --network allowlist --allow-loopback-port {port})"
-        )
-    return lines, notes
+    # The ANTHROPIC_BASE_URL note is the policy's (wizard.policy.environment.
+    # loopback_port_hint), added by the plan: one rule, and never the URL (a token).
+    return lines, []

@@ -148,7 +148,8 @@ def loopback_endpoint(url: str) -> tuple[str, int] | None:
     """``(host, port)`` when ``url`` points at this host's loopback, else None.
 
     Loopback is 127.0.0.0/8, ::1 (also IPv4-mapped), ``localhost`` and names under
-    ``.localhost`` (RFC 6761). The port is the URL's, or the scheme's default.
+    ``.localhost`` (RFC 6761), and the unspecified address. The port is the URL's,
+    or the scheme's default.
     """
     import urllib.parse
 
@@ -162,8 +163,9 @@ def loopback_endpoint(url: str) -> tuple[str, int] | None:
         return None
     host = host.rstrip(".").lower()
     address = parse_address(host)
+    # The unspecified address (0.0.0.0, ::) counts: connecting to it reaches this host.
     loopback = (
-        address.is_loopback
+        address.is_loopback or address.is_unspecified
         if address is not None
         else host == "localhost" or host.endswith(".localhost")
     )

@@ -53,7 +53,6 @@ __all__ = [
     "EgressPolicy",
     "describe_network",
     "inner_proxy_port",
-    "loopback_base_url_port",
     "network_exposure",
     "normalize_host",
     "parse_domain_pattern",
@@ -469,30 +468,3 @@ def describe_network(
             + ", ".join(str(p) for p in loopback_ports)
         )
     return lines
-
-
-def loopback_base_url_port(url: str) -> int | None:
-    """The port of an ``ANTHROPIC_BASE_URL`` on this host's loopback, else None.
-
-    ``http://127.0.0.1:8082`` -> 8082, ``http://localhost`` -> 80, ``https://[::1]/`` ->
-    443; a name or address elsewhere (or no URL) -> None.
-    """
-    scheme, sep, rest = url.strip().partition("://")
-    if not sep or scheme.lower() not in ("http", "https"):
-        return None
-    authority = rest.split("/", 1)[0].split("?", 1)[0].split("#", 1)[0].rpartition("@")[2]
-    if authority.startswith("["):
-        host, _, tail = authority[1:].partition("]")
-        port_text = tail[1:] if tail.startswith(":") else ""
-    else:
-        host, _, port_text = authority.partition(":")
-    name = normalize_host(host)
-    address = parse_address(name)
-    loopback = name == "localhost" or name.endswith(".localhost")
-    if address is not None:
-        loopback = refusal_reason(address) in ("loopback", "unspecified")
-    if not loopback:
-        return None
-    if not port_text:
-        return 443 if scheme.lower() == "https" else 80
-    return int(port_text) if port_text.isdigit() and 1 <= int(port_text) <= 65535 else None
