@@ -70,7 +70,13 @@ class ReviewScreen(StepScreen["Plan"]):
         try:
             plan = self.core.build_plan(self.report, self.answers)
             # Diffs read the current files: render them here, off the UI thread.
-            parts = [
+            # What the agent's network is comes first: it is the boundary the plan
+            # cannot show as a file (host: what it exposes; allowlist: what it allows).
+            network = Text("Network\n", style="bold")
+            for line in plan.network:
+                network.append(f"  {line}\n")
+            parts: list[RenderableType] = [network] if plan.network else []
+            parts += [
                 action_renderable(i, action, backups, self.core.describe(action))
                 for i, action in enumerate(plan.actions, 1)
             ]

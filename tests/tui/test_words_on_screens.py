@@ -108,7 +108,7 @@ async def test_the_review_gives_notes_and_steps_in_the_wizards_words(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The real core's plan for a reused account, with ANTHROPIC_BASE_URL on the
-    host's loopback: a step ("reused: --reuse-account") and two notes
+    host's loopback: a step ("reused: --reuse-account") and a note
     ("--allow-loopback-port 8080") name flags in the core; the review does not."""
     require_root()  # bob's home belongs to bob
     monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:8080")
@@ -128,6 +128,10 @@ async def test_the_review_gives_notes_and_steps_in_the_wizards_words(
     assert names_a_flag(shown) == [], shown
     assert "user bob already exists (reused: 'Reuse an existing account' is ticked)" in shown
     assert "only when 8080 is in the loopback ports field" in shown
+    assert shown.count("only when 8080 is in the loopback ports field") == 1, shown  # once
+    # the review says what the agent's network is (issue 11), before the steps
+    assert "Network" in shown and "allowlist: a network namespace of its own" in shown
+    assert "api.anthropic.com:443" in shown
 
 
 async def test_the_apply_log_gives_each_step_once_in_the_wizards_words(

@@ -365,6 +365,7 @@ class InteractiveCore:
             plan = build_plan(report, answers, self.layout)
         # Notes are only shown (the review), never applied: in the wizard's words.
         plan.notes = [tui_words(note) for note in plan.notes]
+        plan.network = [tui_words(line) for line in plan.network]
         return plan
 
     def describe(self, action: Action) -> str:
