@@ -18,8 +18,8 @@ def done_text(
     text = Text()
     text.append(f"{mode} mode is set up.\n\n", style="bold")
     if login_note:
-        text.append("No Claude login yet: ", style="bold")
-        text.append(login_note.removeprefix("No Claude login yet: ") + "\n\n")
+        text.append("Before the first launch:\n", style="bold")
+        text.append(f"  {login_note}\n\n")
     text.append("Launch Claude Code:\n", style="bold")
     text.append("  sandbox-launch -- --dangerously-skip-permissions\n")
     text.append("  sandbox-launch --dry-run   (show what it would run)\n\n")

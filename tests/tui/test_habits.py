@@ -728,7 +728,9 @@ def test_the_done_screen_says_when_the_agent_has_no_claude_login(tmp_path: Path)
     assert note is not None and "no Claude login" in note and "/login" in note
     assert "--" not in note  # no CLI flags on a screen
     text = done_text("sandbox", "/a", "/b", str(root), note)
-    assert "No Claude login yet" in Text.assemble(text).plain
+    plain_text = Text.assemble(text).plain
+    assert "Before the first launch" in plain_text and "has no Claude login yet" in plain_text
+    assert plain_text.count("no Claude login") == 1  # said once
     login = root / "home/claude-agent/.claude/.credentials.json"
     login.parent.mkdir(parents=True)
     login.write_text("{}")

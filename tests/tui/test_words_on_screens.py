@@ -188,7 +188,7 @@ async def test_the_done_screen_says_the_agent_has_no_claude_login_and_how_to_giv
         lines = screen_lines(app)
     shown = "\n".join(lines)
     # In view at 80x24 without scrolling, right below the heading.
-    assert "No Claude login yet" in shown, shown
+    assert "Before the first launch" in shown and "has no Claude login yet" in shown, shown
     words = " ".join(" ".join(lines).split())
     assert "/login" in words and "'Copy my Claude login' ticked" in words, words
     assert names_a_flag(words) == [], words
