@@ -262,6 +262,8 @@ def launcher_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
         "LANG": "C.UTF-8",
         "SECRET_TOKEN": "must-not-leak",
         "PYTHONPATH": str(REPO),
+        # the launcher's state (session snapshots, quarantine, egress log): never root's
+        "XDG_STATE_HOME": str(state_home(0)),
     }
     env.update(extra or {})
     return env
@@ -301,7 +303,8 @@ def run_launcher(
     argv = [sys.executable, "-m", "wizard.launcher"]
     run_cwd = cwd or REPO
     run_env = dict(env if env is not None else launcher_env())
-    run_env.setdefault("XDG_STATE_HOME", str(state_home(preexec_user or 0)))
+    if run_env.get("XDG_STATE_HOME", str(state_home(0))) == str(state_home(0)):
+        run_env["XDG_STATE_HOME"] = str(state_home(preexec_user or 0))  # one the user can write
     if preexec_user is not None:
         run_env.pop("PYTHONPATH", None)  # the copy, never the checkout
         argv = [str(installed_copy().python), "-m", "wizard.launcher"]

@@ -215,8 +215,15 @@ def test_apply_failed_rolled_back(snap_compare: Any, tmp_path: Path) -> None:
     backend = _backend(tmp_path)
     backend.fail = True
 
+    def relabelled(pilot: Pilot[Any]) -> bool:
+        # The button's new label takes one more layout pass: under load a snapshot
+        # caught "Back to " in the old, narrower button.
+        button = pilot.app.screen.query_one("#continue")
+        label = str(button.label)  # type: ignore[attr-defined]
+        return label == "Back to review" and button.region.width >= len(label) + 2
+
     async def run_before(pilot: Pilot[Any]) -> None:
-        await _settle(pilot, lambda: not pilot.app.screen.busy)
+        await _settle(pilot, lambda: not pilot.app.screen.busy and relabelled(pilot))
 
     app = ScreenHarness(lambda: ApplyScreen(backend, FAKE_PLAN))
     assert snap_compare(app, run_before=run_before, terminal_size=SIZE)
