@@ -18,6 +18,7 @@ from wizard.base.cgroups import (
     judge_delegation,
     parse_mountinfo_cgroups,
     parse_own_cgroup,
+    v1_dirs,
 )
 from wizard.base.choices import Mode
 from wizard.base.limits import Limits
@@ -62,6 +63,8 @@ def test_mountinfo_and_own_cgroup_are_parsed() -> None:
     assert parse_own_cgroup("0::/\n") == "/"
 
 
+V1_DIRS = (("memory", "/sys/fs/cgroup/memory/vm"), ("pids", "/sys/fs/cgroup/pids"))
+
 CASES = {
     "systemd": (v2(systemd=True), "systemd", ""),
     "root-delegated": (v2(), "cgroup2", ""),
@@ -82,6 +85,32 @@ CASES = {
         "Delegate=yes",
     ),
     "not-writable": (v2(writable=False), "none", "chown"),
+    # v2 unusable, but memory and pids are writable cgroup v1 hierarchies (this CI host)
+    "v1-hierarchies": (
+        v2(
+            controllers=frozenset({"hugetlb"}),
+            v1_controllers=frozenset({"pids", "memory"}),
+            v1_dirs=V1_DIRS,
+            v1_writable=True,
+        ),
+        "cgroup1",
+        "",
+    ),
+    "v1-not-writable": (
+        v2(
+            controllers=frozenset({"hugetlb"}),
+            v1_controllers=frozenset({"pids", "memory"}),
+            v1_dirs=V1_DIRS,
+            v1_writable=False,
+        ),
+        "none",
+        "systemd.unified_cgroup_hierarchy=1",
+    ),
+    "v1-memory-only": (
+        CgroupFacts(systemd=False, v1_dirs=V1_DIRS[:1], v1_writable=True),
+        "none",
+        "mount -t cgroup2",
+    ),
 }
 
 
@@ -164,6 +193,30 @@ def test_a_delegated_cgroup2_subtree_is_used_by_the_runner_not_the_argv() -> Non
     assert found.cgroup_parent == "/sys/fs/cgroup" and found.memory == 2 * GIB
     assert found.prefix == ("/usr/bin/unshare", *PID_NS, "--")
     assert found.notice is None
+
+
+def test_cgroup_v1_hierarchies_are_used_by_the_runner_not_the_argv() -> None:
+    parents = ("/sys/fs/cgroup/memory/vm", "/sys/fs/cgroup/pids")
+    found = plan(Delegation("cgroup1", "v1", v1_parents=parents), limits=Limits(memory="2G"))
+    assert found.cgroup_v1 == parents and found.cgroup_parent is None
+    assert found.memory == 2 * GIB and found.tasks_by == "cgroup"
+    assert "/usr/bin/prlimit" not in found.prefix and found.notice is None
+    assert any("memory.limit_in_bytes" in note for note in found.notes)
+
+
+def test_v1_cgroup_dirs_are_read_from_mountinfo_and_proc_self_cgroup() -> None:
+    mountinfo = (
+        "30 25 0:26 / /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory\n"
+        "31 25 0:27 / /sys/fs/cgroup/pids rw,relatime - cgroup cgroup rw,pids\n"
+        "32 25 0:28 /outer /sys/fs/cgroup/cpu rw - cgroup cgroup rw,cpu\n"
+    )
+    own = "8:pids:/\n4:memory:/process_api/abc\n1:cpu:/outer/x\n0::/\n"
+    assert v1_dirs(mountinfo, own) == (
+        ("memory", "/sys/fs/cgroup/memory/process_api/abc"),
+        ("pids", "/sys/fs/cgroup/pids"),
+    )
+    hidden = "30 25 0:26 /other /sys/fs/cgroup/memory rw - cgroup cgroup rw,memory\n"
+    assert v1_dirs(hidden, own) == ()  # our cgroup is outside what the mount shows
 
 
 def test_user_argv_is_contained_in_order() -> None:

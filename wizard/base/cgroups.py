@@ -15,8 +15,12 @@ Three outcomes, in the order the launcher prefers them:
   and may be written: the launcher makes a child cgroup per session. The kernel
   lets a cgroup with processes of its own do that only at the root, so this is
   the root cgroup of a host without systemd;
-- ``none``: neither; tasks are then limited with ``RLIMIT_NPROC`` on the agent's
-  uid, and memory is not limited (the launch notice and the audit say so).
+- ``cgroup1``: no usable cgroup v2, but the ``memory`` and ``pids`` controllers are
+  mounted as cgroup v1 hierarchies (a hybrid host without systemd, many containers
+  and VMs) and this process's cgroups there may be written: the launcher makes a
+  child in each per session (``memory.limit_in_bytes``, ``pids.max``);
+- ``none``: none of these; tasks are then limited with ``RLIMIT_NPROC`` on the
+  agent's uid, and memory is not limited (the launch notice and the audit say so).
 """
 
 from __future__ import annotations
@@ -40,6 +44,10 @@ class CgroupFacts:
     subtree: frozenset[str] = field(default_factory=frozenset)  # cgroup.subtree_control
     writable: bool = False  # may create a child cgroup there
     v1_controllers: frozenset[str] = field(default_factory=frozenset)  # mounted as cgroup v1
+    # cgroup v1: (controller, this process's cgroup directory) for memory and pids,
+    # and whether both may be written (a child made there)
+    v1_dirs: tuple[tuple[str, str], ...] = ()
+    v1_writable: bool = False
 
     @property
     def own_dir(self) -> str | None:
@@ -59,6 +67,7 @@ class Delegation:
     reason: str
     remedy: str = ""
     parent: str | None = None  # cgroup2: the directory session cgroups are made in
+    v1_parents: tuple[str, str] | None = None  # cgroup1: the memory and pids directories
 
 
 def _read(path: Path) -> str | None:
@@ -88,6 +97,47 @@ def parse_mountinfo_cgroups(text: str) -> tuple[str | None, str, frozenset[str]]
     return v2, v2_root, frozenset(v1)
 
 
+def parse_v1_mounts(text: str) -> dict[str, tuple[str, str]]:
+    """controller -> (mount point, the cgroup that mount shows) of its cgroup v1 mount."""
+    found: dict[str, tuple[str, str]] = {}
+    for line in text.splitlines():
+        left, sep, right = line.partition(" - ")
+        fields, extra = left.split(), right.split()
+        if not sep or len(fields) < 5 or len(extra) < 3 or extra[0] != "cgroup":
+            continue
+        for opt in extra[2].split(","):
+            if opt in CONTROLLERS:
+                found.setdefault(opt, (fields[4], fields[3]))
+    return found
+
+
+def parse_v1_cgroups(text: str) -> dict[str, str]:
+    """controller -> this process's cgroup v1 path, from /proc/self/cgroup."""
+    found: dict[str, str] = {}
+    for line in text.splitlines():
+        parts = line.split(":", 2)
+        if len(parts) == 3 and parts[1]:
+            for controller in parts[1].split(","):
+                if controller in CONTROLLERS:
+                    found[controller] = parts[2].strip() or "/"
+    return found
+
+
+def v1_dirs(mountinfo: str, own: str) -> tuple[tuple[str, str], ...]:
+    """(controller, directory of this process's cgroup) for memory and pids on cgroup v1."""
+    mounts, paths = parse_v1_mounts(mountinfo), parse_v1_cgroups(own)
+    dirs = []
+    for controller in sorted(CONTROLLERS):
+        if controller not in mounts or controller not in paths:
+            continue
+        mount, root = mounts[controller]
+        path, root = paths[controller], root.rstrip("/")
+        if root and not (path == root or path.startswith(root + "/")):
+            continue  # outside what the mount shows
+        dirs.append((controller, os.path.normpath(mount + "/" + path[len(root) :])))
+    return tuple(dirs)
+
+
 def parse_own_cgroup(text: str) -> str | None:
     """This process's cgroup v2 path from /proc/self/cgroup (the ``0::`` line)."""
     for line in text.splitlines():
@@ -101,11 +151,18 @@ def read_cgroup_facts(
 ) -> CgroupFacts:
     """Gather the facts (reads only; nothing is created)."""
     systemd = (run / "systemd/system").is_dir()
-    v2, v2_root, v1 = parse_mountinfo_cgroups(_read(proc_self / "mountinfo") or "")
-    own = parse_own_cgroup(_read(proc_self / "cgroup") or "")
-    facts = CgroupFacts(
-        systemd=systemd, v2_mount=v2, v2_root=v2_root, own_path=own, v1_controllers=v1
+    mountinfo = _read(proc_self / "mountinfo") or ""
+    own_text = _read(proc_self / "cgroup") or ""
+    v2, v2_root, v1 = parse_mountinfo_cgroups(mountinfo)
+    own = parse_own_cgroup(own_text)
+    dirs = v1_dirs(mountinfo, own_text)
+    writable = len(dirs) == len(CONTROLLERS) and all(
+        os.access(d, os.W_OK | os.X_OK) for _, d in dirs
     )
+    facts = CgroupFacts(
+        systemd=systemd, v2_mount=v2, v2_root=v2_root, own_path=own, v1_controllers=v1,
+        v1_dirs=dirs, v1_writable=writable,
+    )  # fmt: skip
     own_dir = facts.own_dir
     if own_dir is None:
         return facts
@@ -119,11 +176,33 @@ def read_cgroup_facts(
         subtree=frozenset((_read(directory / "cgroup.subtree_control") or "").split()),
         writable=os.access(directory, os.W_OK | os.X_OK),
         v1_controllers=v1,
+        v1_dirs=dirs,
+        v1_writable=writable,
     )
 
 
 def judge_delegation(facts: CgroupFacts) -> Delegation:
-    """Pure: which of systemd / cgroup2 / none applies, and why."""
+    """Pure: which of systemd / cgroup2 / cgroup1 / none applies, and why."""
+    found = _judge_v2(facts)
+    dirs = dict(facts.v1_dirs)
+    if found.kind != "none" or not set(dirs) >= CONTROLLERS:
+        return found
+    memory, pids = dirs["memory"], dirs["pids"]
+    if not facts.v1_writable:
+        return Delegation(
+            "none",
+            found.reason + f"; the cgroup v1 directories {memory} and {pids} are not writable",
+            found.remedy,
+        )
+    return Delegation(
+        "cgroup1",
+        f"cgroup v1: each session gets a child cgroup of {memory} (memory.limit_in_bytes) "
+        f"and of {pids} (pids.max)",
+        v1_parents=(memory, pids),
+    )
+
+
+def _judge_v2(facts: CgroupFacts) -> Delegation:
     if facts.systemd:
         return Delegation(
             "systemd",

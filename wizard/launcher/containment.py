@@ -86,6 +86,7 @@ class Containment:
     notes: tuple[str, ...] = ()
     notice: str | None = None  # the launch notice line: what is NOT limited here
     cgroup_parent: str | None = None  # cgroup2: where the session's cgroup is made
+    cgroup_v1: tuple[str, str] | None = None  # cgroup1: the memory and pids parents
 
     @property
     def memory_limited(self) -> bool:
@@ -200,6 +201,14 @@ def plan_containment(
             f"the session runs in a cgroup of its own below {delegation.parent} "
             f"(pids.max {limits.tasks}" + (f", memory.max {memory})" if memory else ")")
         )
+    elif kind == "cgroup1" and delegation.v1_parents is not None:
+        tasks_by = "cgroup"
+        memory_dir, pids_dir = delegation.v1_parents
+        notes.append(
+            f"the session runs in cgroups of its own below {pids_dir} (pids.max "
+            f"{limits.tasks})"
+            + (f" and {memory_dir} (memory.limit_in_bytes {memory})" if memory else "")
+        )
     else:
         memory = None
         tasks_by = "none"
@@ -243,6 +252,7 @@ def plan_containment(
         notes=tuple(notes),
         notice=notice,
         cgroup_parent=delegation.parent if kind == "cgroup2" else None,
+        cgroup_v1=delegation.v1_parents if kind == "cgroup1" else None,
     )
 
 
@@ -321,6 +331,101 @@ def contain(
     return replace(launch, argv=argv, notes=notes), containment
 
 
+def remove_stale_cgroups(parent: Path) -> None:
+    """Empty ``sandbox-launch-PID`` cgroups of launchers that are gone (one SIGKILLed
+    before it could remove its own): a cgroup without processes can only be rmdir'ed."""
+    try:
+        names = os.listdir(parent)
+    except OSError:
+        return
+    for name in names:
+        pid = name.removeprefix(SESSION_CGROUP_PREFIX)
+        gone = name.startswith(SESSION_CGROUP_PREFIX) and pid.isdigit()
+        if gone and not os.path.exists(f"/proc/{pid}"):
+            with contextlib.suppress(OSError):
+                os.rmdir(parent / name)
+
+
+SESSION_CGROUP_PREFIX = "sandbox-launch-"
+
+
+def _drain(directory: Path, deadline: float) -> list[int]:
+    """SIGKILL what is in the cgroup ``directory`` until it is empty; the pids found."""
+    left: list[int] = []
+    while time.monotonic() < deadline:
+        try:
+            pids = [int(p) for p in (directory / "cgroup.procs").read_text().split()]
+        except OSError:
+            break
+        if not pids:
+            break
+        left = left or pids
+        for pid in pids:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        time.sleep(0.02)
+    return left
+
+
+def _rmdir(directory: Path, deadline: float) -> None:
+    while time.monotonic() < deadline:
+        try:
+            directory.rmdir()
+            return
+        except OSError as exc:
+            if exc.errno != errno.EBUSY:
+                return
+            time.sleep(0.02)
+
+
+@dataclass
+class SessionCgroupV1:
+    """The cgroup v1 form of :class:`SessionCgroup`: a child in the memory and in the
+    pids hierarchy, both joined by the launcher, both emptied and removed at the end."""
+
+    memory_parent: Path
+    pids_parent: Path
+    name: str
+    tasks: int
+    memory: int | None
+    path: Path = field(init=False)  # the pids one (the one every session has)
+
+    def __post_init__(self) -> None:
+        self.path = self.pids_parent / self.name
+
+    def _dirs(self) -> list[tuple[Path, Path]]:
+        pairs = [(self.pids_parent, self.path)]
+        if self.memory is not None:
+            pairs.append((self.memory_parent, self.memory_parent / self.name))
+        return pairs
+
+    def enter(self) -> None:
+        for parent, _ in self._dirs():
+            remove_stale_cgroups(parent)
+        self.path.mkdir(mode=0o755)
+        (self.path / "pids.max").write_text(f"{self.tasks}\n")
+        if self.memory is not None:
+            memory = self.memory_parent / self.name
+            memory.mkdir(mode=0o755)
+            (memory / "memory.limit_in_bytes").write_text(f"{self.memory}\n")
+            with contextlib.suppress(OSError):  # swap accounting (swapaccount=1) only
+                (memory / "memory.memsw.limit_in_bytes").write_text(f"{self.memory}\n")
+        for _, directory in self._dirs():
+            (directory / "cgroup.procs").write_text(f"{os.getpid()}\n")
+
+    def close(self, timeout: float = 5.0) -> list[int]:
+        """Leave both, kill everything still in them, remove them; the pids left."""
+        deadline = time.monotonic() + timeout
+        left: list[int] = []
+        for parent, _ in self._dirs():
+            with contextlib.suppress(OSError):
+                (parent / "cgroup.procs").write_text(f"{os.getpid()}\n")
+        for _, directory in self._dirs():
+            left += [p for p in _drain(directory, deadline) if p not in left]
+            _rmdir(directory, deadline)
+        return left
+
+
 @dataclass
 class SessionCgroup:
     """A cgroup v2 child made for one session; the launcher joins it, so everything
@@ -336,6 +441,7 @@ class SessionCgroup:
         self.path = self.parent / self.name
 
     def enter(self) -> None:
+        remove_stale_cgroups(self.parent)
         self.path.mkdir(mode=0o755)
         (self.path / "pids.max").write_text(f"{self.tasks}\n")
         if self.memory is not None:

@@ -38,7 +38,12 @@ from wizard.base.errors import RefusedError
 from wizard.base.launcher_config import LauncherConfig
 from wizard.base.processes import descendants, read_process
 from wizard.launcher.command import Agent, Launch
-from wizard.launcher.containment import Containment, SessionCgroup
+from wizard.launcher.containment import (
+    SESSION_CGROUP_PREFIX,
+    Containment,
+    SessionCgroup,
+    SessionCgroupV1,
+)
 from wizard.launcher.keyring import SessionKeyring, join_new_session_keyring
 from wizard.launcher.pty_relay import PtyRelay, TerminalState, install_winch
 
@@ -260,11 +265,20 @@ def run_session(
     stopped before the session's leftovers are killed)."""
     _prctl(PR_SET_CHILD_SUBREAPER, 1)
     keyring = join_new_session_keyring(agent.uid, agent.gid, switch_user=switch_user)
-    cgroup = None
+    cgroup: SessionCgroup | SessionCgroupV1 | None = None
     if containment.cgroup_parent is not None:
         cgroup = SessionCgroup(
             Path(containment.cgroup_parent),
-            f"sandbox-launch-{os.getpid()}",
+            f"{SESSION_CGROUP_PREFIX}{os.getpid()}",
+            containment.tasks,
+            containment.memory,
+        )
+    elif containment.cgroup_v1 is not None:
+        memory_parent, pids_parent = containment.cgroup_v1
+        cgroup = SessionCgroupV1(
+            Path(memory_parent),
+            Path(pids_parent),
+            f"{SESSION_CGROUP_PREFIX}{os.getpid()}",
             containment.tasks,
             containment.memory,
         )
