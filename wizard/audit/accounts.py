@@ -116,8 +116,10 @@ def limits_note(config: LauncherConfig) -> str | None:
         if delegation.remedy:
             memory += f" (fix: {delegation.remedy})"
     else:
-        tasks = f"tasks {limits.tasks} ({delegation.kind} cgroup)"
-        memory = f"memory {limits.memory} ({delegation.kind} cgroup)"
+        by = {"systemd": "a systemd scope", "cgroup2": "a cgroup v2", "cgroup1": "cgroup v1"}
+        how = by.get(delegation.kind, delegation.kind)
+        tasks = f"tasks {limits.tasks} ({how})"
+        memory = f"memory {limits.memory} ({how})"
     return f"session limits: {tasks}; {memory}; tmpfs {limits.tmpfs} each for /tmp, /run, /dev/shm"
 
 
