@@ -292,14 +292,15 @@ def test_the_audit_reports_a_plant_while_the_session_runs_and_not_after_its_end(
     assert ran_as_root(markers) == {}
 
 
+@pytest.mark.parametrize("mode", ["sandbox", "user"])
 def test_a_session_whose_launcher_was_killed_is_scanned_by_the_next_launch(
-    tree: LaunchTree,
+    tree: LaunchTree, mode: str
 ) -> None:
     repo, markers = prepare_workspace(tree)
-    hold = tree.base / "hold"
+    hold = tree.workspace / "hold"  # the sandbox sees only the workspace
     hold.mkdir()
     hold.chmod(0o777)
-    config = tree.write_config(plant_script(tree, markers, hold), mode="user")
+    config = tree.write_config(plant_script(tree, markers, hold), mode=mode)
     state = tree.base / "state"
     env = launcher_env({"XDG_STATE_HOME": str(state)})
     launcher = subprocess.Popen(_launcher_argv(config), env=env, stdout=subprocess.PIPE,
@@ -311,14 +312,20 @@ def test_a_session_whose_launcher_was_killed_is_scanned_by_the_next_launch(
         deadline -= 1
     launcher.kill()  # no end hook: the plants stay
     launcher.communicate(timeout=60)
+    if mode == "sandbox":  # bwrap's mount points for the placeholders stay on the host
+        assert (tree.workspace / ".bashrc").is_dir() and (repo / ".git" / "commondir").exists()
     found, _ = scan_findings([str(tree.workspace)], state / "sandbox-setup")
     assert any(f.id == "audit.workspace.unfinished" for f in found), found
     assert any(f.id == "audit.workspace.planted" for f in found), found
     (hold / "go").write_text("")  # the next session's agent does not wait
     quiet = tree.write_script("#!/bin/sh\nexit 0\n", name="claude-quiet")
-    result = run_launcher(tree.write_config(quiet, mode="user", name="next.toml"), env=env)
+    result = run_launcher(tree.write_config(quiet, mode=mode, name="next.toml"), env=env)
     assert result.returncode == 0, result.stderr
     assert "ended without its workspace scan" in result.stderr, result.stderr
+    # the dead session's placeholders went with the recovery (else this session would
+    # have taken them for the operator's and left them)
+    assert not (tree.workspace / ".bashrc").exists()
+    assert not (repo / ".git" / "commondir").exists()
     roots_ordinary_work(tree, repo)
     assert ran_as_root(markers) == {}
     found, _ = scan_findings([str(tree.workspace)], state / "sandbox-setup")

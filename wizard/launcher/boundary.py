@@ -29,6 +29,7 @@ is followed and nothing but regular files and directories is opened.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import stat
 import sys
@@ -40,7 +41,7 @@ from pathlib import Path
 from wizard.launcher.scan_model import Snapshot
 from wizard.launcher.workspace_binds import Prepared, finish, prepare, ro_bind_argv
 from wizard.launcher.workspace_scan import scan, snapshot
-from wizard.policy.workspace import BindPlan, plan_ro_binds
+from wizard.policy.workspace import BindPlan, RoBind, plan_ro_binds
 
 SESSIONS_DIR = "workspace-sessions"
 BASELINE = "workspace-baseline.json"
@@ -166,6 +167,22 @@ def end_scan(workspaces: Sequence[str], before: Snapshot, state: Path, session: 
     return lines
 
 
+def _finish_placeholders(path: Path) -> None:
+    """Remove what a dead session's bwrap and prepare() left on the host (mount
+    points, the prepared commondir/config.worktree), as its end would have."""
+    try:
+        data = json.loads(path.read_text())
+        placeholders = data.get("placeholders", {})
+        items = [
+            (host, [RoBind(*b) for b in entry["binds"]], list(entry["prepared"]))
+            for host, entry in placeholders.items()
+        ]
+    except (OSError, ValueError, TypeError, KeyError, AttributeError):
+        return
+    for host, binds, created in items:
+        finish(host, BindPlan(tuple(binds), ()), Prepared(host, created))
+
+
 def recover(state: Path) -> list[str]:
     """Scan for every session that ended without its end scan (its launcher is gone)."""
     lines: list[str] = []
@@ -173,15 +190,16 @@ def recover(state: Path) -> list[str]:
         if record.alive:
             continue  # a session running now: its own end scans it
         before = read_state(record.path)
+        _finish_placeholders(record.path)
         if before is not None:
             # Its own workspaces (another setup's may differ): against a snapshot
             # without a workspace, everything in it would count as new.
             theirs = sorted(before.marks)
             found = end_scan(theirs, before, state, f"recovered-{record.path.stem}")
+            done = f"{len(found)} line(s) follow" if found else "nothing to move aside"
             lines.append(
-                f"the session of launcher pid {record.pid} ended without its workspace scan; "
-                f"scanned now: {len(found) or 'nothing'} "
-                f"{'action' if len(found) == 1 else 'actions'}"
+                f"the session of launcher pid {record.pid} ended without its workspace "
+                f"scan; scanned now: {done}"
             )
             lines += found
         with contextlib.suppress(OSError):
@@ -234,11 +252,24 @@ class Boundary:
             me = os.getpid()
             boundary.session = f"{time.strftime('%Y%m%dT%H%M%S')}-{me}"
             record = state / SESSIONS_DIR / f"{me}-{_starttime(me) or 0}.json"
-            write_state(record, before.to_json())
+            write_state(record, boundary.record_json())
             boundary.record = record
         for line in lines:
             print(PREFIX + line, file=sys.stderr)
         return boundary
+
+    def record_json(self) -> str:
+        """The session file: the snapshot, and the placeholders made on the host, so
+        a recovery (:func:`recover`) removes them as :meth:`end` would."""
+        data = json.loads(self.before.to_json())
+        data["placeholders"] = {
+            host: {
+                "binds": [[b.rel, b.source, b.why] for b in plan.binds if b.source != "self"],
+                "prepared": list(prepared.created) if prepared is not None else [],
+            }
+            for host, plan, prepared in self.binds
+        }
+        return json.dumps(data, sort_keys=True)
 
     def end(self, _session_end: object = None) -> None:
         """The end-of-session hook: placeholders out, scan, neutralize, tell, baseline.
