@@ -242,3 +242,21 @@ def test_the_masked_report_is_what_a_real_masked_proc_gives() -> None:
     finding = Finding("bwrap.sandbox", "t", verdict.status, verdict.summary, verdict.detail)
     assert dataclasses.replace(finding).detail.endswith(MASKED)
     assert json.dumps(finding.to_json())
+
+
+def test_the_version_is_looked_up_only_when_asked_for() -> None:
+    # importlib.metadata costs ~25 ms of every start (bench/report's check row).
+    code = (
+        "import sys\nfrom wizard.cli import main\n"
+        "main(['--check', '--json', 'identity.root'])\n"
+        "print('METADATA', 'importlib.metadata' in sys.modules)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120
+    ).stdout
+    assert out.strip().splitlines()[-1] == "METADATA False", out
+    version = subprocess.run(
+        [sys.executable, "-m", "wizard", "--version"], cwd=REPO, capture_output=True,
+        text=True, timeout=60,
+    )  # fmt: skip
+    assert version.returncode == 0 and version.stdout.startswith("sandbox-setup "), version
