@@ -24,7 +24,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from wizard.base.accounts import lookup_user
+from wizard.base.accounts import Account, lookup_user
 from wizard.base.errors import SetupError
 from wizard.base.paths import Layout
 from wizard.base.processes import processes_of_uid
@@ -86,29 +86,25 @@ def stop_agents(layout: Layout, steps: Sequence[dict[str, Any]]) -> list[str]:
     return lines
 
 
-def _revert_create_user(layout: Layout, name: str) -> str | None:
-    account = lookup_user(name, layout.root)
-    if account is None:
-        return None
+def _stop_agent(layout: Layout, account: Account) -> None:
+    """The agent's processes end before its account goes; raises (the step stays
+    recorded, the next --undo retries) while any still runs."""
     if layout.live and account.uid != 0:
         _signalled, alive = stop_processes_of(account.uid)
         if alive:
             raise SetupError(
-                f"{len(alive)} process(es) of {name} still run (pids "
+                f"{len(alive)} process(es) of {account.name} still run (pids "
                 f"{', '.join(map(str, alive[:8]))}); the next --undo retries"
             )
-    users.run_tool(users.userdel_argv(layout, name))
-    return f"removed user {name} and its home"
 
 
-def _revert_create_group(layout: Layout, name: str, steps: Sequence[dict[str, Any]]) -> str | None:
-    if users.group_gid(layout, name) is None:
-        return None
+def _why_group_stays(layout: Layout, name: str, steps: Sequence[dict[str, Any]]) -> str | None:
+    """Why the group ``name`` (it exists) must be kept, or None when it may go;
+    raises while this transaction's own agent is still in it (its removal failed)."""
     members = users.group_members(name, layout.root) or []
     created_here = {str(e["name"]) for e in steps if e.get("op") == "create-user"}
     stranded = [m for m in members if m in created_here]
     if stranded:
-        # Its own agent is still in it: that user's removal failed. Not done: retried.
         raise SetupError(
             f"group {name} still has {', '.join(stranded)}, whose removal did not succeed; "
             "the next --undo retries"
@@ -123,6 +119,24 @@ def _revert_create_group(layout: Layout, name: str, steps: Sequence[dict[str, An
     ]
     if others:
         return f"kept group {name}: the setup of {', '.join(sorted(others))} still uses it"
+    return None
+
+
+def _revert_create_user(layout: Layout, name: str) -> str | None:
+    account = lookup_user(name, layout.root)
+    if account is None:
+        return None
+    _stop_agent(layout, account)
+    users.run_tool(users.userdel_argv(layout, name))
+    return f"removed user {name} and its home"
+
+
+def _revert_create_group(layout: Layout, name: str, steps: Sequence[dict[str, Any]]) -> str | None:
+    if users.group_gid(layout, name) is None:
+        return None
+    kept = _why_group_stays(layout, name, steps)
+    if kept is not None:
+        return kept
     users.run_tool(users.groupdel_argv(layout, name))
     return f"removed group {name}"
 
@@ -160,34 +174,10 @@ def guard(layout: Layout, entry: dict[str, Any], steps: Sequence[dict[str, Any]]
     op = entry.get("op")
     if op == "create-user":
         account = lookup_user(str(entry["name"]), layout.root)
-        if account is not None and layout.live and account.uid != 0:
-            _signalled, alive = stop_processes_of(account.uid)
-            if alive:
-                raise SetupError(
-                    f"{len(alive)} process(es) of {account.name} still run (pids "
-                    f"{', '.join(map(str, alive[:8]))}); the next --undo retries"
-                )
-        return None
-    if op == "create-group":
+        if account is not None:
+            _stop_agent(layout, account)
+    elif op == "create-group":
         name = str(entry["name"])
-        if users.group_gid(layout, name) is None:
-            return None
-        members = users.group_members(name, layout.root) or []
-        created_here = {str(e["name"]) for e in steps if e.get("op") == "create-user"}
-        stranded = [m for m in members if m in created_here]
-        if stranded:
-            raise SetupError(
-                f"group {name} still has {', '.join(stranded)}, whose removal did not "
-                "succeed; the next --undo retries"
-            )
-        if members:
-            return f"kept group {name}: other setups' agents are still in it ({', '.join(members)})"
-        agents_here = created_here | {str(e["user"]) for e in steps if "user" in e}
-        others = [
-            r.agent
-            for r in read_ledger(layout).values()
-            if r.group == name and r.agent not in agents_here
-        ]
-        if others:
-            return f"kept group {name}: the setup of {', '.join(sorted(others))} still uses it"
+        if users.group_gid(layout, name) is not None:
+            return _why_group_stays(layout, name, steps)
     return None
