@@ -9,12 +9,17 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Sequence
 
 USERNS_PROBE = ("unshare", "-Ur", "true")
 FRESH_PROC_PROBE = ("unshare", "-Urmpf", "--mount-proc", "true")
 BWRAP_BASE = ("bwrap", "--unshare-user", "--unshare-pid", "--ro-bind", "/", "/", "--dev", "/dev")
 SANDBOX_PROBE = (*BWRAP_BASE, "--proc", "/proc", "true")
 OUTER_UP = "sandbox-setup:outer-up"
+ROUTES = "/proc/net/route"
+ROUTES_V6 = "/proc/net/ipv6_route"
+NETNS_PROBE = (*BWRAP_BASE, "--unshare-net", "--proc", "/proc", "cat", ROUTES, ROUTES_V6)
+PROXY_STAND_IN = "nobody"
 
 # Runs in a child interpreter (-I -S: only the standard library, no site-packages,
 # so the agent user can run it even when our venv lives in a private home).
@@ -53,6 +58,28 @@ CLAUDE_QUIET_ENV = {
 }
 
 
+def egress_ids(probe: tuple[int, int] | None) -> tuple[int, int] | None:
+    """The ``(uid, gid)`` net.egress starts the egress proxy as: the probe user's
+    (``probe``, None when the probes run as us); ours when we are not root; for root,
+    ``nobody``'s, since the proxy never runs as root (None: there is no nobody)."""
+    if probe is not None:
+        return probe
+    if os.geteuid() != 0:
+        return os.geteuid(), os.getegid()
+    import pwd
+
+    try:
+        entry = pwd.getpwnam(PROXY_STAND_IN)
+    except KeyError:
+        return None
+    return entry.pw_uid, entry.pw_gid
+
+
+def egress_command(probe: Sequence[str], ids: tuple[int, int]) -> tuple[str, ...]:
+    """The egress probe's argv (``probe`` from the caller) for ``ids``."""
+    return (*probe, "--uid", str(ids[0]), "--gid", str(ids[1]))
+
+
 def first_experiments() -> dict[str, tuple[str, ...]]:
     """Check ID -> the command its check runs first (as the probe user). The nested
     checks are not here: their commands depend on Claude's seccomp helper, found by
@@ -62,4 +89,5 @@ def first_experiments() -> dict[str, tuple[str, ...]]:
         "proc.fresh_mount": FRESH_PROC_PROBE,
         "bwrap.sandbox": SANDBOX_PROBE,
         "seccomp.available": seccomp_command(),
+        "net.egress": NETNS_PROBE,
     }

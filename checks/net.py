@@ -23,15 +23,11 @@ from dataclasses import dataclass
 
 from checks.base import Context, Verdict
 from checks.causes import diagnose
-from checks.experiments import BWRAP_BASE
+from checks.experiments import NETNS_PROBE, PROXY_STAND_IN, egress_command, egress_ids
 from checks.facts import HostFacts
 from checks.model import Status
 from checks.probe import SAFE_PATH, ProbeResult
-from wizard.base.accounts import lookup_user
 
-ROUTES = "/proc/net/route"
-ROUTES_V6 = "/proc/net/ipv6_route"
-NETNS_PROBE = (*BWRAP_BASE, "--unshare-net", "--proc", "/proc", "cat", ROUTES, ROUTES_V6)
 SOCAT_REMEDY = "apt-get install -y socat"
 
 
@@ -125,23 +121,18 @@ def judge_egress(facts: EgressFacts, host: HostFacts, *, uid: int, platform: str
 def check_egress(ctx: Context) -> Verdict:
     netns = ctx.run(NETNS_PROBE)
     socat = shutil.which("socat", path=SAFE_PATH)
-    uid, gid, user = ctx.uid, ctx.uid, ctx.probe_user
-    if ctx.account is not None:
-        gid = ctx.account.gid
-    elif uid == 0:
-        stand_in = lookup_user("nobody")
-        if stand_in is not None:
-            uid, gid = stand_in.uid, stand_in.gid
-            user = f"nobody (uid {uid}, a stand-in: the proxy never runs as root)"
-    else:
-        import os
-
-        gid = os.getegid()
+    account = ctx.account
+    ids = egress_ids(None if account is None else (account.uid, account.gid))
+    user = ctx.probe_user
+    if account is None and ctx.uid == 0 and ids is not None:
+        user = f"{PROXY_STAND_IN} (uid {ids[0]}, a stand-in: the proxy never runs as root)"
     proxy: dict[str, object] | None = None
     run = None
     if ctx.egress_probe is not None and netns.ok and socat is not None:
-        run = ctx.run([*ctx.egress_probe, "--uid", str(uid), "--gid", str(gid)],
-                      as_probe_user=False)  # fmt: skip
+        # Started already, while the tool was imported (wizard.commands.check), when
+        # it is exactly this command: the proxy's start-up is the slowest probe.
+        command = egress_command(ctx.egress_probe, ids if ids is not None else (0, 0))
+        run = ctx.run(command, as_probe_user=False)
         try:
             parsed = json.loads(run.stdout) if run.ok else None
         except ValueError:

@@ -83,6 +83,22 @@ def key(full: Sequence[str], env: Mapping[str, str]) -> Key:
     return tuple(full), tuple(sorted(env.items()))
 
 
+def probe_ids(as_user: str | None) -> tuple[int, int] | None:
+    """``(uid, gid)`` of the account the probes switch to for ``as_user``, or None
+    when they run as us (no such user, or it is us: the runner's rule)."""
+    if as_user is None:
+        return None
+    import pwd
+
+    try:
+        entry = pwd.getpwnam(as_user)
+    except KeyError:
+        return None
+    if entry.pw_uid == os.geteuid() and entry.pw_uid == os.getuid():
+        return None
+    return entry.pw_uid, entry.pw_gid
+
+
 def start(
     commands: Iterable[Sequence[str]],
     as_user: str | None = None,

@@ -35,3 +35,41 @@ def test_the_egress_probe_never_starts_the_proxy_as_root() -> None:
         cwd="/", capture_output=True, text=True, timeout=60, check=True,
     )  # fmt: skip
     assert json.loads(result.stdout)["proxy"] == "the egress proxy never runs as root"
+
+
+ADOPTION = r"""
+import json, sys
+from pathlib import Path
+import checks.prefetch as prefetch
+from checks.registry import CHECKS
+from wizard.commands.check import start_experiments
+from wizard.configure.probes import run_live_checks
+
+ids = [c.id for c in CHECKS if not c.id.startswith("claude.")]
+as_user = sys.argv[1] or None
+start_experiments(ids, as_user)
+started = [" ".join(key[0]) for key in prefetch._started]
+report = run_live_checks(ids, as_user=as_user)
+left = [" ".join(key[0]) for key in prefetch._started]
+print(json.dumps({"started": started, "left": left,
+                  "egress": next(f.status.value for f in report.findings if f.id == "net.egress")}))
+"""
+
+
+@pytest.mark.parametrize("as_user", ["nobody", ""])
+def test_every_experiment_started_early_is_adopted_by_its_check(as_user: str) -> None:
+    """``--check`` starts the live checks' first experiments (the egress proxy's probe
+    among them) before the checks are imported; each must be the exact command its
+    check then runs, or the early start is wasted (and the proxy started twice)."""
+    require_root()
+    for tool in ("bwrap", "socat", "setpriv"):
+        require_tool(tool)
+    result = subprocess.run(
+        [sys.executable, "-c", ADOPTION, as_user],
+        cwd="/", capture_output=True, text=True, timeout=120, check=True,
+    )  # fmt: skip
+    seen = json.loads(result.stdout)
+    assert any("wizard.launcher.egress_probe --uid 65534" in c for c in seen["started"]), seen
+    assert any("--unshare-net" in c for c in seen["started"]), seen
+    assert seen["left"] == [], seen
+    assert seen["egress"] == "pass", seen

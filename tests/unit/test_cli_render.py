@@ -21,7 +21,7 @@ from wizard.audit.model import AuditFinding, AuditReport, Grade, Severity
 from wizard.audit.render import render_lines, render_text
 from wizard.base.choices import Mode
 from wizard.base.styled import emit
-from wizard.commands.check import cause_groups, render_report, report_lines
+from wizard.commands.check_report import cause_groups, render_report, report_lines
 
 MASKED = "cause: proc-masked"
 REMEDY = "docker run --security-opt systempaths=unconfined --security-opt apparmor=unconfined ..."

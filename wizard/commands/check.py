@@ -7,29 +7,17 @@ diagnostics go to stderr. No Textual import on this path.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
-from checks.model import Finding, Report, Status, cause_key, worst_first
 from wizard.base.accounts import DEFAULT_AGENT_USER
 from wizard.base.choices import Mode
 from wizard.base.errors import SetupError
 from wizard.base.exitcodes import ExitCode
 from wizard.base.paths import Layout
-from wizard.base.styled import Line, emit, output_width, wrapped
-from wizard.configure.probes import choose_probe_user, run_live_checks
-
-LABEL = {
-    Status.PASS: "PASS",
-    Status.WARN: "WARN",
-    Status.FAIL: "FAIL",
-    Status.SKIP: "SKIP",
-    Status.ERROR: "ERROR",
-}
+from wizard.configure.probes import EGRESS_PROBE, choose_probe_user, run_live_checks
 
 
 def render_list(out: TextIO) -> None:
@@ -39,75 +27,6 @@ def render_list(out: TextIO) -> None:
     for check in CHECKS:
         kind = "live" if check.live else "read"
         out.write(f"{check.id:<{width}}  {kind}  {check.title}\n")
-
-
-@dataclass
-class CauseGroup:
-    """One cause and every check it breaks: its remedy is printed once."""
-
-    label: str
-    remedy: str
-    ids: list[str] = field(default_factory=list)
-
-
-def cause_groups(findings: list[Finding]) -> list[CauseGroup]:
-    """The non-passing findings with a remedy, grouped by the cause they name (or,
-    without one, by their remedy), worst first: a masked /proc is one entry listing
-    proc.fresh_mount, bwrap.sandbox, ..., not the same remedy five times."""
-    groups: dict[str, CauseGroup] = {}
-    for finding in worst_first(findings):
-        if finding.status is Status.PASS or not finding.remedy.strip():
-            continue
-        key = cause_key(finding) or "remedy:" + finding.remedy.strip()
-        group = groups.setdefault(key, CauseGroup(finding.summary, finding.remedy.strip()))
-        group.ids.append(finding.id)
-    return list(groups.values())
-
-
-def report_lines(report: Report, width: int) -> list[Line]:
-    """The --check report for ``width`` columns: a row per check (worst first),
-    then each cause once with the checks it breaks and its remedy."""
-    host = report.host
-    probe = f"as {report.as_user}" if report.as_user else f"as uid {host.get('probe_uid')}"
-    lines = wrapped(
-        [("sandbox-setup --check: ", "head")],
-        f"kernel {host.get('kernel')}, container: {host.get('container')}, live probes {probe}",
-        width,
-        2,
-    )
-    lines.append(Line())
-    findings = worst_first(report.findings)
-    id_width = min(max((len(f.id) for f in findings), default=0), 22)
-    indent = 5 + 2 + id_width + 2
-    for finding in findings:
-        head = [(f"{LABEL[finding.status]:<5}", finding.status.value), ("  ", "")]
-        head.append((f"{finding.id:<{id_width}}  ", "id"))
-        lines += wrapped(head, " ".join(finding.summary.split()), width, indent)
-    groups = cause_groups(report.findings)
-    if groups:
-        lines += [Line(), Line().add("What to fix, each cause once:", "head")]
-    for number, group in enumerate(groups):
-        if number:
-            lines.append(Line())
-        lines += wrapped([("  ", "")], " ".join(group.label.split()), width, 4)
-        lines += wrapped([("    -> ", "dim")], ", ".join(group.ids), width, 7, "id")
-        lines += wrapped([("    remedy: ", "")], group.remedy, width, 12, "remedy")
-    notes = host.get("probe_notes") or []
-    if notes:
-        lines.append(Line())
-    for note in notes:
-        lines += wrapped([("note: ", "dim")], note, width, 6)
-    rec = report.recommendation
-    inner = host.get("inner_sandbox")
-    suffix = f" (inner sandbox: {inner})" if rec.mode == "sandbox" and inner else ""
-    lines += [Line(), Line().add("Recommended: ", "head").add(f"{rec.mode}{suffix}", "pass")]
-    lines += wrapped([("  ", "")], rec.reason, width, 2)
-    return lines
-
-
-def render_report(report: Report, out: TextIO) -> None:
-    """The readable report: coloured on a terminal (Rich), plain on a pipe."""
-    emit(report_lines(report, output_width(out)), out)
 
 
 def probe_user(args: argparse.Namespace) -> tuple[str | None, list[str]]:
@@ -124,11 +43,10 @@ def probe_user(args: argparse.Namespace) -> tuple[str | None, list[str]]:
     mode, agent = None, DEFAULT_AGENT_USER
     config_path = layout.real(layout.launcher_config)
     try:
+        text = config_path.read_text(encoding="utf-8")
         from wizard.base.launcher_config import parse_launcher_config  # tomllib: only then
 
-        config = parse_launcher_config(
-            config_path.read_text(encoding="utf-8"), str(layout.launcher_config)
-        )
+        config = parse_launcher_config(text, str(layout.launcher_config))
         mode, agent = config.mode, config.agent_user
     except (OSError, UnicodeDecodeError, SetupError):
         pass  # no setup yet (or a broken one, which --audit reports): the default agent
@@ -141,11 +59,17 @@ def probe_user(args: argparse.Namespace) -> tuple[str | None, list[str]]:
 def start_experiments(ids: list[str], as_user: str | None, claude: str | None = None) -> None:
     """Start the live checks' first experiments now, while the checks are imported
     (:mod:`checks.prefetch`); each check adopts its own when it gets to it."""
-    from checks.experiments import CLAUDE_QUIET_ENV, first_experiments
-    from checks.prefetch import SAFE_PATH, start, which
+    from checks.experiments import CLAUDE_QUIET_ENV, egress_command, egress_ids, first_experiments
+    from checks.prefetch import SAFE_PATH, probe_ids, start, which
 
     experiments = first_experiments()
     start([experiments[i] for i in (ids or experiments) if i in experiments], as_user)
+    # net.egress's second experiment, the launcher's proxy started and probed, is the
+    # slowest: start it too (as root, dropping to the ids its check would use).
+    if (not ids or "net.egress" in ids) and which("socat") is not None:
+        proxy_ids = egress_ids(probe_ids(as_user))
+        if proxy_ids is not None:
+            start([egress_command(EGRESS_PROBE, proxy_ids)])
     # bwrap.installed asks bwrap its version as us, never as the probe user.
     if not ids or "bwrap.installed" in ids:
         bwrap = which("bwrap")
@@ -164,6 +88,10 @@ def run_check(args: argparse.Namespace) -> int:
         return int(ExitCode.OK)
     as_user, notes = probe_user(args)
     start_experiments(args.ids, as_user, getattr(args, "claude", None))
+    # Imported while the experiments run.
+    from checks.model import Status
+    from wizard.commands.check_report import render_report
+
     report = run_live_checks(
         args.ids or None,
         as_user=as_user,
@@ -176,6 +104,8 @@ def run_check(args: argparse.Namespace) -> int:
     )
     report.host["probe_notes"] = notes
     if args.json:
+        import json
+
         json.dump(report.to_json(), sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
