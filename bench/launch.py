@@ -8,9 +8,9 @@ the result is the ratio of the medians. Target: <= 1.10.
 
     .venv/bin/python bench/launch.py [--runs 15] [--network host|allowlist|none]
 
-``--network allowlist`` measures the launch with the egress proxy (forked as nobody,
-probed before release) and the socat bridges in the gate; the decision log goes to a
-temp state directory.
+``--network allowlist`` measures the launch with the egress proxy (its listeners made in
+the sandbox's namespace, forked as nobody, probed from inside before release); the
+decision log goes to a temp state directory.
 
 Needs root, bwrap, setpriv and Claude Code from npm (tests/run.sh installs it).
 """

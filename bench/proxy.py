@@ -2,26 +2,29 @@
 
 Baseline: ``curl http://127.0.0.1:S/blob`` from a local server (sendfile, so the
 server is not what is measured). Candidate: the same download the way a sandboxed
-client makes it: curl -> ``127.0.0.1:B`` (the socat bridge of
-:func:`wizard.launcher.proxy.bridge_argv`) -> the proxy's unix socket -> the proxy
-(started by :func:`start_proxy_process`, as ``nobody`` when run as root) -> the
-server. The policy allows the server's exact address, so the decision path runs as
-in a session. Runs alternate; the result is the ratio of median throughputs.
+client makes it: a bwrap sandbox with a network namespace of its own is started as
+``nobody`` (held before its release, as a launch holds it), the session's listeners are
+made in its namespace (:func:`wizard.launcher.netns.open_in_sandbox`), the proxy is
+forked on them as ``nobody`` (:func:`wizard.launcher.proxy.fork_proxy`, as
+:class:`wizard.launcher.network.EgressSession` does), and curl runs in the sandbox's
+namespace (``nsenter --net``) through ``127.0.0.1:3128`` -> the proxy -> the server. The
+baseline's curl runs under the same ``nsenter``, into the host's own namespace, so both
+start alike. The policy allows the server's exact address, so the decision path runs
+as in a session. Runs alternate; the result is the ratio of median throughputs.
 Target: >= 0.8.
 
     .venv/bin/python bench/proxy.py [--runs 11] [--size-mb 50] [--mode connect|http]
 
 ``connect`` (default) tunnels with CONNECT, the path every TLS download takes;
-``http`` uses plain forwarding. Needs curl and socat.
+``http`` uses plain forwarding. Needs root, bwrap, setpriv, nsenter and curl.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
-import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -32,7 +35,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from wizard.launcher.proxy import bridge_argv, probe_proxy, start_proxy_process  # noqa: E402
+from wizard.launcher.netns import open_in_sandbox  # noqa: E402
+from wizard.launcher.network import SANDBOX_PROXY_PORT  # noqa: E402
+from wizard.launcher.proxy import fork_proxy  # noqa: E402
 from wizard.policy.network import EgressPolicy  # noqa: E402
 
 TARGET = 0.8
@@ -61,20 +66,34 @@ server.serve_forever()
 """
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def wait_for_port(port: int, timeout: float = 5.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        with socket.socket() as sock:
-            if sock.connect_ex(("127.0.0.1", port)) == 0:
-                return
-        time.sleep(0.02)
-    raise SystemExit(f"nothing listens on 127.0.0.1:{port}")
+def held_sandbox(children: list[subprocess.Popen[str]]) -> int:
+    """A bwrap sandbox with its own network namespace, as nobody, held before its
+    release (its command never runs); the pid of its init once it dropped its caps."""
+    status_r, status_w = os.pipe()
+    block_r, _held = os.pipe()  # never written: the sandbox stays held until we exit
+    sandbox = subprocess.Popen(
+        ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "--",
+         "bwrap", "--unshare-user", "--unshare-pid", "--unshare-net", "--die-with-parent",
+         "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
+         "--json-status-fd", str(status_w), "--block-fd", str(block_r), "--", "true"],
+        pass_fds=(status_w, block_r), text=True,
+    )  # fmt: skip
+    children.append(sandbox)
+    os.close(status_w)
+    os.close(block_r)
+    line = b""
+    while not line.endswith(b"\n"):
+        chunk = os.read(status_r, 1)
+        if not chunk:
+            raise SystemExit("bwrap did not start the sandbox")
+        line += chunk
+    pid = int(json.loads(line)["child-pid"])
+    deadline = time.monotonic() + 5
+    while "CapEff:\t0000000000000000" not in Path(f"/proc/{pid}/status").read_text():
+        if time.monotonic() > deadline:
+            raise SystemExit("the sandbox did not drop its capabilities")
+        time.sleep(0.001)
+    return pid
 
 
 def timed_download(argv: list[str], size: int) -> float:
@@ -94,23 +113,16 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=11)
     parser.add_argument("--size-mb", type=int, default=50)
     parser.add_argument("--mode", choices=("connect", "http"), default="connect")
-    parser.add_argument(
-        "--bridge",
-        choices=("socat", "none"),
-        default="socat",
-        help="none: the proxy accepts TCP itself (a listener the launcher would create "
-        "inside the sandbox's network namespace), to show what the socat hop costs",
-    )
     args = parser.parse_args()
-    for tool in ("curl", "socat"):
+    for tool in ("curl", "bwrap", "setpriv", "nsenter"):
         if not shutil.which(tool):
             raise SystemExit(f"{tool} is not installed")
-    as_root = os.geteuid() == 0
-    uid, gid = (NOBODY, NOBODY) if as_root else (os.getuid(), os.getgid())
+    if os.geteuid() != 0:
+        raise SystemExit("run as root (the sandbox and the proxy run as nobody)")
 
     base = Path(tempfile.mkdtemp(prefix="np-bench-proxy-", dir="/tmp"))
     children: list[subprocess.Popen[str]] = []
-    proxy_pid = None
+    proxy = None
     try:
         base.chmod(0o755)
         blob = base / "blob"
@@ -127,39 +139,30 @@ def main() -> int:
 
         policy = EgressPolicy.build([f"127.0.0.1:{server_port}"])
         log_fd = os.open(base / "decisions.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-        sock_path = str(base / "egress.sock")
-        if args.bridge == "socat":
-            proxy_pid = start_proxy_process(sock_path, policy, log_fd, uid, gid)
-            probe_proxy(sock_path)
-            bridge_port = free_port()
-            bridge = subprocess.Popen(bridge_argv("socat", bridge_port, sock_path), text=True)
-            children.append(bridge)
-        else:
-            listener = socket.socket()
-            listener.bind(("127.0.0.1", 0))
-            listener.listen(128)
-            bridge_port = listener.getsockname()[1]
-            proxy_pid = start_proxy_process(sock_path, policy, log_fd, uid, gid, listener=listener)
-            listener.close()
+        pid = held_sandbox(children)
+        sockets = open_in_sandbox(pid, SANDBOX_PROXY_PORT)
+        for probe in sockets.probes:
+            probe.close()
+        proxy = fork_proxy(None, policy, log_fd, NOBODY, NOBODY, listeners=sockets.proxy)
+        proxy.wait_ready()
         os.close(log_fd)
-        wait_for_port(bridge_port)
 
-        direct = ["curl", url]
-        proxied = ["curl", "-x", f"http://127.0.0.1:{bridge_port}", url]
+        direct = ["nsenter", f"--net=/proc/{os.getpid()}/ns/net", "curl", url]
+        proxied = ["nsenter", f"--net=/proc/{pid}/ns/net", "curl",
+                   "-x", f"http://127.0.0.1:{SANDBOX_PROXY_PORT}", url]  # fmt: skip
         if args.mode == "connect":
-            proxied.insert(1, "--proxytunnel")
+            proxied.insert(3, "--proxytunnel")
         timed_download(direct, size), timed_download(proxied, size)  # warm up
         direct_s, proxied_s = [], []
         for _ in range(args.runs):
             direct_s.append(timed_download(direct, size))
             proxied_s.append(timed_download(proxied, size))
     finally:
+        if proxy is not None:
+            proxy.stop()
         for child in children:
             child.kill()
             child.wait()
-        if proxy_pid is not None:
-            os.kill(proxy_pid, signal.SIGKILL)
-            os.waitpid(proxy_pid, 0)
         shutil.rmtree(base, ignore_errors=True)
 
     mb = size / 1e6
@@ -167,8 +170,8 @@ def main() -> int:
     proxied_rate = mb / statistics.median(proxied_s)
     ratio = proxied_rate / direct_rate
     print(f"direct              median {direct_rate:8.1f} MB/s over {args.runs} runs")
-    via = "via the socat bridge" if args.bridge == "socat" else "TCP straight to the proxy"
-    print(f"through the proxy   median {proxied_rate:8.1f} MB/s ({args.mode}, {via})")
+    print(f"through the proxy   median {proxied_rate:8.1f} MB/s ({args.mode}, from the "
+          "sandbox's network namespace)")  # fmt: skip
     print(f"ratio {ratio:.3f} (target >= {TARGET}) -> {'ok' if ratio >= TARGET else 'UNDER'}")
     return 0 if ratio >= TARGET else 1
 

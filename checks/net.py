@@ -1,11 +1,10 @@
 """net.egress: what sandbox mode's allowlist network really does on this host.
 
-Three experiments, judged together (:func:`judge_egress`, pure):
+Two experiments, judged together (:func:`judge_egress`, pure):
 
 1. a bwrap sandbox with ``--unshare-net``, as the probe user, lists its routes: it
    must start, and have nothing but loopback (no route to any address);
-2. socat is installed (the sandbox's bridge to the proxy);
-3. the launcher's own egress proxy is started as the probe user (as ``nobody`` when
+2. the launcher's own egress proxy is started as the probe user (as ``nobody`` when
    the probes run as root: the proxy never runs as root), probed, and asked for the
    cloud metadata address: both must be refused by the proxy. That command comes from
    the caller (:attr:`checks.base.Context.egress_probe`, handed in by
@@ -18,7 +17,6 @@ destination asked of the proxy is refused before it would dial.
 from __future__ import annotations
 
 import json
-import shutil
 from dataclasses import dataclass
 
 from checks.base import Context, Verdict
@@ -26,9 +24,7 @@ from checks.causes import diagnose
 from checks.experiments import NETNS_PROBE, PROXY_STAND_IN, egress_command, egress_ids
 from checks.facts import HostFacts
 from checks.model import Status
-from checks.probe import SAFE_PATH, ProbeResult
-
-SOCAT_REMEDY = "apt-get install -y socat"
+from checks.probe import ProbeResult
 
 
 @dataclass(frozen=True)
@@ -36,7 +32,6 @@ class EgressFacts:
     """What the three experiments gave (see the module docstring)."""
 
     netns: ProbeResult
-    socat: str | None
     proxy: dict[str, object] | None  # the egress probe's JSON; None: not tried
     proxy_run: ProbeResult | None = None
     proxy_user: str = ""
@@ -76,13 +71,6 @@ def judge_egress(facts: EgressFacts, host: HostFacts, *, uid: int, platform: str
             "\n".join(leaks),
             "report this: bwrap --unshare-net should give loopback only",
         )
-    if facts.socat is None:
-        return Verdict(
-            Status.FAIL,
-            "socat is not installed: the sandbox has no bridge to the egress proxy",
-            f"not found on {SAFE_PATH}",
-            SOCAT_REMEDY,
-        )
     if facts.proxy is None:
         if facts.proxy_run is None:
             return Verdict(
@@ -114,13 +102,12 @@ def judge_egress(facts: EgressFacts, host: HostFacts, *, uid: int, platform: str
         Status.PASS,
         f"a sandbox with --unshare-net has only loopback; the egress proxy runs as "
         f"{facts.proxy_user} and refuses what it must (0.0.0.0, the metadata address)",
-        f"socat: {facts.socat}\n{detail}",
+        detail,
     )
 
 
 def check_egress(ctx: Context) -> Verdict:
     netns = ctx.run(NETNS_PROBE)
-    socat = shutil.which("socat", path=SAFE_PATH)
     account = ctx.account
     ids = egress_ids(None if account is None else (account.uid, account.gid))
     user = ctx.probe_user
@@ -128,7 +115,7 @@ def check_egress(ctx: Context) -> Verdict:
         user = f"{PROXY_STAND_IN} (uid {ids[0]}, a stand-in: the proxy never runs as root)"
     proxy: dict[str, object] | None = None
     run = None
-    if ctx.egress_probe is not None and netns.ok and socat is not None:
+    if ctx.egress_probe is not None and netns.ok:
         # Started already, while the tool was imported (wizard.commands.check), when
         # it is exactly this command: the proxy's start-up is the slowest probe.
         command = egress_command(ctx.egress_probe, ids if ids is not None else (0, 0))
@@ -138,5 +125,5 @@ def check_egress(ctx: Context) -> Verdict:
         except ValueError:
             parsed = None
         proxy = parsed if isinstance(parsed, dict) else None
-    facts = EgressFacts(netns, socat, proxy, run, user)
+    facts = EgressFacts(netns, proxy, run, user)
     return judge_egress(facts, ctx.facts, uid=ctx.uid, platform=ctx.platform.name)

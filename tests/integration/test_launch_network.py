@@ -16,6 +16,7 @@ twins) check that they are not in the real host's network namespace.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
@@ -43,7 +44,7 @@ from tests.integration.egress_world import (
 )
 from tests.launch_fixtures import NOBODY, LaunchTree, launch_tree, launcher_env
 from tests.tools import REPO, require_tool
-from wizard.launcher.network import RUN_BASE
+from wizard.launcher.network import SANDBOX_PROXY_PORT
 from wizard.launcher.proxy import TEST_BREAK_ENV, TEST_RESOLVE_ENV
 
 pytestmark = pytest.mark.integration
@@ -403,7 +404,7 @@ def launcher_processes(config: Path) -> list[int]:
 
 
 def cmdline(pid: int) -> list[str]:
-    """The process's argv; [""] for one that exited meanwhile (a bridge's short-lived sh)."""
+    """The process's argv; [""] for one that exited meanwhile."""
     try:
         return Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")
     except (FileNotFoundError, ProcessLookupError):
@@ -415,7 +416,6 @@ class Session:
     launcher: subprocess.Popen[str]
     config: Path
     pidns: str
-    sockets: Path  # the session's socket directory on the host
 
     def sandbox_pids(self) -> list[int]:
         return processes_in_pid_namespace(self.pidns)
@@ -435,16 +435,43 @@ def start_held_session(host: HostSide, tree: LaunchTree, name: str) -> Session:
         assert time.monotonic() < deadline, "the sandbox did not start"
         time.sleep(0.05)
     pidns = (tree.workspace / "pidns").read_text().strip()
-    (directory,) = RUN_BASE.glob(f"net-{launcher.pid}-*")  # named after its launcher
-    session = Session(launcher, config, pidns, directory)
-    # Everything is up: the proxy (forked from the launcher), the bridges (socat on
-    # 127.0.0.1 and ::1 for the proxy and the exposed port) and Claude in the sandbox.
-    inside = [cmdline(pid)[0] for pid in session.sandbox_pids()]
-    assert sum(1 for c in inside if c.endswith("socat")) == 4, inside
-    proxies = [p for p in launcher_processes(config) if p != launcher.pid]
-    assert proxies and all(os.stat(f"/proc/{p}").st_uid == NOBODY for p in proxies)
-    assert (directory / "egress.sock").is_socket()
+    session = Session(launcher, config, pidns)
+    # Everything is up: the proxy (forked from the launcher, as the agent) and Claude in
+    # the sandbox, with no bridge process inside: the proxy outside holds the sandbox's
+    # listeners (127.0.0.1 and ::1, for the proxy and the exposed port).
+    inside = session.sandbox_pids()
+    assert not [p for p in inside if cmdline(p)[0].endswith("socat")], inside
+    (proxy,) = [p for p in launcher_processes(config) if p != launcher.pid]
+    assert os.stat(f"/proc/{proxy}").st_uid == NOBODY
+    listening = listeners(inside[0])
+    assert sorted(listening) == sorted(
+        (family, port) for family in (4, 6) for port in (SANDBOX_PROXY_PORT, EXPOSED_PORT)
+    ), listening
+    held = socket_inodes(proxy)
+    assert set(listening.values()) <= held, "a listener inside is not the proxy's"
     return session
+
+
+def listeners(pid: int) -> dict[tuple[int, int], str]:
+    """``{(4 or 6, port): socket inode}`` of the TCP listeners in ``pid``'s network
+    namespace (on loopback)."""
+    found = {}
+    for family, name in ((4, "tcp"), (6, "tcp6")):
+        for line in Path(f"/proc/{pid}/net/{name}").read_text().splitlines()[1:]:
+            fields = line.split()
+            if fields[3] == "0A":
+                found[(family, int(fields[1].rsplit(":", 1)[1], 16))] = fields[9]
+    return found
+
+
+def socket_inodes(pid: int) -> set[str]:
+    inodes = set()
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        with contextlib.suppress(OSError):
+            target = os.readlink(fd)
+            if target.startswith("socket:["):
+                inodes.add(target[len("socket:[") : -1])
+    return inodes
 
 
 def assert_nothing_left(session: Session) -> None:
@@ -468,7 +495,6 @@ def normal_session(host: HostSide, tree: LaunchTree) -> None:
     session.launcher.communicate(timeout=60)
     assert session.launcher.returncode == 0
     assert_nothing_left(session)
-    assert not session.sockets.exists()
 
 
 def test_nothing_is_left_after_a_normal_exit(host: HostSide, tree: LaunchTree) -> None:
@@ -481,7 +507,6 @@ def test_nothing_is_left_when_claude_is_killed(host: HostSide, tree: LaunchTree)
     session.launcher.communicate(timeout=60)
     assert session.launcher.returncode == 128 + signal.SIGKILL
     assert_nothing_left(session)
-    assert not session.sockets.exists()
 
 
 def test_nothing_is_left_when_bwrap_is_killed(host: HostSide, tree: LaunchTree) -> None:
@@ -491,7 +516,6 @@ def test_nothing_is_left_when_bwrap_is_killed(host: HostSide, tree: LaunchTree) 
     os.kill(bwrap, signal.SIGKILL)
     session.launcher.communicate(timeout=60)
     assert_nothing_left(session)
-    assert not session.sockets.exists()
 
 
 def test_nothing_is_left_when_the_launcher_is_killed(host: HostSide, tree: LaunchTree) -> None:
@@ -499,10 +523,7 @@ def test_nothing_is_left_when_the_launcher_is_killed(host: HostSide, tree: Launc
     os.kill(session.launcher.pid, signal.SIGKILL)
     session.launcher.communicate(timeout=60)
     assert_nothing_left(session)
-    # The socket directory outlives a SIGKILLed launcher; the next launch removes it.
-    assert session.sockets.exists()
-    normal_session(host, tree)
-    assert not session.sockets.exists()
+    normal_session(host, tree)  # and the next launch works
 
 
 def processes_children(pid: int) -> list[int]:
@@ -539,7 +560,6 @@ def test_a_proxy_that_cannot_start_refuses_the_launch(
     assert stderr.splitlines()[-1].startswith("sandbox-launch: refused: "), stderr
     assert ("egress proxy did not start" if hook == TEST_BREAK_ENV else hook) in stderr
     assert not marker.exists(), "Claude ran without its proxy"
-    assert not list(RUN_BASE.glob(f"net-{launcher.pid}-*"))
     assert not launcher_processes(config)
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import subprocess
 from pathlib import Path, PurePosixPath
 
 import pytest
@@ -14,23 +13,17 @@ from wizard.base.launcher_config import LauncherConfig
 from wizard.launcher import network
 from wizard.launcher.command import GATE_FD, GATE_SCRIPT, Agent, HostFacts, Launch, sandbox_launch
 from wizard.launcher.network import (
-    BRIDGE_SCRIPT,
-    INSIDE_DIR,
-    NET_DIR,
-    bridge_specs,
     build_policy,
-    check_socat_visible,
+    exposed_ports,
     network_env,
     network_notice,
     open_egress_log,
-    remove_stale_dirs,
 )
 from wizard.launcher.supervise import NAMESPACES, NETWORK_NAMESPACE, judge_sandbox
 from wizard.policy.network import HOST_EXPOSURE, SANDBOX_PROXY_PORT
 
 AGENT = Agent("claude-agent", 1001, 1001, PurePosixPath("/home/claude-agent"))
 FACTS = HostFacts(legacy_tiocsti=False)
-SOCAT = "/usr/bin/socat"
 PROXY = f"http://127.0.0.1:{SANDBOX_PROXY_PORT}"
 
 
@@ -47,7 +40,7 @@ def config(**changes: object) -> LauncherConfig:
     return LauncherConfig(**values)  # type: ignore[arg-type]
 
 
-def launch(cfg: LauncherConfig | None = None, socat: str | None = SOCAT) -> Launch:
+def launch(cfg: LauncherConfig | None = None) -> Launch:
     return sandbox_launch(
         cfg or config(),
         AGENT,
@@ -58,7 +51,6 @@ def launch(cfg: LauncherConfig | None = None, socat: str | None = SOCAT) -> Laun
         {"TERM": "xterm", "HTTPS_PROXY": "http://operator-proxy:8080"},
         ["--print", "ok"],
         switch_user=True,
-        socat=socat,
     )
 
 
@@ -66,13 +58,13 @@ def setenv(argv: tuple[str, ...]) -> dict[str, str]:
     return {argv[i + 1]: argv[i + 2] for i, a in enumerate(argv) if a == "--setenv"}
 
 
-def test_allowlist_has_its_own_namespace_and_the_socket_directory_read_only() -> None:
+def test_allowlist_has_its_own_namespace_and_nothing_of_the_host_bound_for_it() -> None:
+    """The proxy listens inside the namespace (wizard.launcher.netns): no socket
+    directory of the host is bound into the sandbox for it."""
     argv = launch().argv
     assert "--unshare-net" in argv
-    at = argv.index(NET_DIR)
-    assert argv[at - 1 : at + 2] == ("--ro-bind", NET_DIR, INSIDE_DIR)
-    # after the /run tmpfs, which would hide it
-    assert at > argv.index("--tmpfs", argv.index("/tmp") + 1)
+    assert "/run/sandbox-launch" not in " ".join(argv)
+    assert argv.count("--ro-bind") == launch(config(network=Network.NONE)).argv.count("--ro-bind")
 
 
 def test_allowlist_environment_points_every_client_at_the_bridge() -> None:
@@ -86,24 +78,17 @@ def test_allowlist_environment_points_every_client_at_the_bridge() -> None:
     assert "operator-proxy" not in " ".join(launch().argv)
 
 
-def test_the_gate_releases_into_the_bridges_which_exec_claude() -> None:
+def test_the_gate_releases_straight_into_claude() -> None:
     argv = launch(config(loopback_ports=(8082, 8082, 9000))).argv
     gate = argv.index(GATE_SCRIPT)
     assert argv[gate - 2 : gate + 3] == ("/bin/sh", "-c", GATE_SCRIPT, "sandbox-gate", GATE_FD)
-    rest = argv[gate + 3 :]
-    assert rest == (
-        "/bin/sh", "-c", BRIDGE_SCRIPT, "sandbox-bridges", SOCAT,
-        f"3128:0C38:{INSIDE_DIR}/egress.sock",
-        f"8082:1F92:{INSIDE_DIR}/loopback-8082.sock",
-        f"9000:2328:{INSIDE_DIR}/loopback-9000.sock",
-        "--", "/opt/claude/bin/claude", "--print", "ok",
-    )  # fmt: skip
+    assert argv[gate + 3 :] == ("/opt/claude/bin/claude", "--print", "ok")
+    assert "socat" not in " ".join(argv)
 
 
 def test_none_is_an_empty_namespace_and_says_so() -> None:
-    result = launch(config(network=Network.NONE), socat=None)
+    result = launch(config(network=Network.NONE))
     assert "--unshare-net" in result.argv
-    assert NET_DIR not in result.argv and BRIDGE_SCRIPT not in result.argv
     assert "HTTPS_PROXY" not in setenv(result.argv)
     assert result.warning == (
         "sandbox-launch: network none: no network at all: Claude cannot reach its API"
@@ -111,9 +96,9 @@ def test_none_is_an_empty_namespace_and_says_so() -> None:
 
 
 def test_host_shares_the_namespace_and_says_what_that_exposes() -> None:
-    result = launch(config(network=Network.HOST), socat=None)
+    result = launch(config(network=Network.HOST))
     assert "--unshare-net" not in result.argv
-    assert NET_DIR not in result.argv and "HTTPS_PROXY" not in setenv(result.argv)
+    assert "HTTPS_PROXY" not in setenv(result.argv)
     assert result.warning == f"sandbox-launch: network host: {HOST_EXPOSURE}"
     assert "169.254.169.254" in result.warning and "abstract unix sockets" in result.warning
 
@@ -123,7 +108,7 @@ def test_allowlist_prints_no_notice_and_dry_run_notes_say_what_is_allowed() -> N
     assert result.warning is None
     notes = " ".join(result.notes)
     assert "api.anthropic.com:443" in notes and "example.com" in notes
-    assert "127.0.0.1:PORT: 8082" in notes and NET_DIR in notes
+    assert "127.0.0.1:PORT: 8082" in notes and f"listening at {PROXY} inside" in notes
 
 
 def test_user_and_unsafe_modes_have_no_network_notice() -> None:
@@ -132,20 +117,10 @@ def test_user_and_unsafe_modes_have_no_network_notice() -> None:
     assert network_env(config(mode=Mode.USER)) == {}
 
 
-def test_allowlist_without_socat_is_refused() -> None:
-    with pytest.raises(RefusedError, match="needs socat"):
-        launch(socat=None)
-
-
 def test_the_proxy_port_cannot_be_an_exposed_port() -> None:
     with pytest.raises(RefusedError, match="egress proxy"):
-        bridge_specs(config(loopback_ports=(SANDBOX_PROXY_PORT,)))
-
-
-def test_socat_must_be_where_the_sandbox_sees_it() -> None:
-    check_socat_visible("/usr/bin/socat")
-    with pytest.raises(RefusedError, match="outside /usr"):
-        check_socat_visible("/opt/tools/socat")
+        exposed_ports(config(loopback_ports=(SANDBOX_PROXY_PORT,)))
+    assert exposed_ports(config(loopback_ports=(8082, 8082, 9000))) == (8082, 9000)
 
 
 def test_a_bad_pattern_in_a_hand_edited_config_refuses_the_launch() -> None:
@@ -155,10 +130,6 @@ def test_a_bad_pattern_in_a_hand_edited_config_refuses_the_launch() -> None:
 
 def test_the_launcher_knows_the_proxy_port_without_importing_the_policy() -> None:
     assert network.SANDBOX_PROXY_PORT == SANDBOX_PROXY_PORT
-
-
-def test_the_bridge_script_is_valid_sh() -> None:
-    subprocess.run(["/bin/sh", "-n", "-c", BRIDGE_SCRIPT], check=True)
 
 
 def test_verification_includes_the_network_namespace_when_asked() -> None:
@@ -172,7 +143,7 @@ def test_verification_includes_the_network_namespace_when_asked() -> None:
     ]
 
 
-# --- the decision log and the socket directory ------------------------------------------
+# --- the decision log ---------------------------------------------------------------------
 
 
 def test_the_log_is_created_0600_and_appended(tmp_path: Path) -> None:
@@ -209,16 +180,3 @@ def test_a_large_log_is_rotated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     os.close(open_egress_log(tmp_path))
     assert (tmp_path / "egress.log.1").read_text() == "x" * 11
     assert (tmp_path / "egress.log").read_text() == ""
-
-
-def test_stale_socket_directories_of_dead_launchers_are_removed(tmp_path: Path) -> None:
-    dead = subprocess.Popen(["true"])
-    dead.wait()
-    stale = tmp_path / f"net-{dead.pid}-abc"
-    live = tmp_path / f"net-{os.getpid()}-def"
-    other = tmp_path / "unrelated"
-    for directory in (stale, live, other):
-        directory.mkdir()
-    remove_stale_dirs(tmp_path)
-    assert not stale.exists()
-    assert live.exists() and other.exists()

@@ -66,7 +66,7 @@ def start_experiments(ids: list[str], as_user: str | None, claude: str | None = 
     start([experiments[i] for i in (ids or experiments) if i in experiments], as_user)
     # net.egress's second experiment, the launcher's proxy started and probed, is the
     # slowest: start it too (as root, dropping to the ids its check would use).
-    if (not ids or "net.egress" in ids) and which("socat") is not None:
+    if not ids or "net.egress" in ids:
         proxy_ids = egress_ids(probe_ids(as_user))
         if proxy_ids is not None:
             start([egress_command(EGRESS_PROBE, proxy_ids)])

@@ -239,7 +239,7 @@ def root_run_tools(layout: Layout, claude: PurePosixPath) -> dict[str, PurePosix
     """The resolved target paths of what root runs for a launch: the Claude binary, the
     launcher's tools (as found on the target's standard PATH) and this installation."""
     tools = {"the Claude binary": claude}
-    for name in ("bwrap", "setpriv", "socat", "sandbox-launch", "sandbox-setup"):
+    for name in ("bwrap", "setpriv", "sandbox-launch", "sandbox-setup"):
         for directory in ("/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin"):
             candidate = PurePosixPath(directory) / name
             if layout.real(candidate).exists():

@@ -16,13 +16,7 @@ from wizard.base.choices import Network
 from wizard.base.errors import RefusedError
 from wizard.base.launcher_config import LauncherConfig, UnsafeAcceptance
 from wizard.base.limits import size_bytes
-from wizard.launcher.network import (
-    network_binds,
-    network_env,
-    network_gate,
-    network_notes,
-    network_notice,
-)
+from wizard.launcher.network import network_env, network_notes, network_notice
 from wizard.policy.environment import SANDBOX_CLAIMS, select_passed
 from wizard.policy.system_dirs import bind_conflict
 from wizard.policy.unsafe import ACCEPTANCE_KEYS, acceptance_problem
@@ -205,7 +199,6 @@ def bwrap_argv(
     environ: Mapping[str, str],
     claude_args: Sequence[str],
     workdir: str | None = None,
-    socat: str | None = None,
     workspace_binds: Sequence[str] = (),
 ) -> list[str]:
     """bwrap's options: new namespaces, read-only system, writable home and workspaces.
@@ -214,8 +207,7 @@ def bwrap_argv(
     (:func:`launch_env`): passed variables carry secrets, and bwrap's argv, where
     ``--setenv`` would put them, is world-readable in /proc. Only the sandbox claim
     and, with network allowlist, the proxy variables (no secrets) are added here,
-    inside. With network allowlist, ``socat`` runs the bridges
-    (:mod:`wizard.launcher.network`).
+    inside (:mod:`wizard.launcher.network`).
     """
     argv = [
         bwrap,
@@ -248,7 +240,6 @@ def bwrap_argv(
     argv += ["--size", size, "--tmpfs", "/run"]
     for resolver in facts.resolver_dirs:
         argv += ["--ro-bind", resolver, resolver]
-    argv += network_binds(config)
     real = dict(facts.real_paths)
     for writable in map(str, (agent.home, *config.workspaces)):
         argv += ["--bind", real.get(writable, writable), writable]
@@ -268,7 +259,7 @@ def bwrap_argv(
     argv += ["--setenv", "IS_SANDBOX", "1"]
     argv += ["--chdir", workdir or str(config.workspaces[0])]
     argv += ["--json-status-fd", STATUS_FD, "--block-fd", BLOCK_FD]
-    argv += ["--", *gate_argv(), *network_gate(config, socat), claude, *claude_args]
+    argv += ["--", *gate_argv(), claude, *claude_args]
     return argv
 
 
@@ -288,7 +279,6 @@ def sandbox_launch(
     claude_args: Sequence[str],
     switch_user: bool,
     workdir: str | None = None,
-    socat: str | None = None,
     workspace_binds: Sequence[str] = (),
 ) -> Launch:
     """Drop to the agent (root only), then bwrap as the agent; verified before release.
@@ -303,7 +293,7 @@ def sandbox_launch(
             _check_writable_bind(real[str(path)], f"{what} {path}, a symlink to")
     argv = _privilege_drop(setpriv, agent, switch_user)
     argv += bwrap_argv(
-        config, agent, claude, bwrap, facts, environ, claude_args, workdir, socat, workspace_binds
+        config, agent, claude, bwrap, facts, environ, claude_args, workdir, workspace_binds
     )
     env, passed, env_notes = launch_env(config, agent, environ)
     return Launch(

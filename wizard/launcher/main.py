@@ -39,7 +39,7 @@ from wizard.launcher.command import (
     user_launch,
 )
 from wizard.launcher.containment import Containment, contain
-from wizard.launcher.network import check_socat_visible, is_allowlist
+from wizard.launcher.network import is_allowlist
 from wizard.launcher.notice import config_notice
 from wizard.launcher.trust import (
     check_trusted_file,
@@ -206,10 +206,6 @@ def _separate_launch(
     if config.mode is Mode.SANDBOX:
         bwrap = find_trusted_tool("bwrap", owners, path_env)
         setpriv = find_trusted_tool("setpriv", owners, path_env)
-        socat = None
-        if is_allowlist(config):
-            socat = str(find_trusted_tool("socat", owners, path_env))
-            check_socat_visible(socat)
         launch = sandbox_launch(
             config,
             agent,
@@ -221,7 +217,6 @@ def _separate_launch(
             claude_args,
             switch_user=uid == 0,
             workdir=workdir.path,
-            socat=socat,
             workspace_binds=workspace_binds,
         )
         hint = loopback_port_hint(environ, launch.passed, config.network, config.loopback_ports)

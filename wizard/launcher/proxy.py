@@ -44,7 +44,7 @@ import signal
 import socket
 import sys
 import traceback
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from wizard.base.errors import RefusedError
@@ -73,6 +73,7 @@ def serve(
     sock: socket.socket | None = None,
     test_resolve: Mapping[str, list[str]] | None = None,
     forwards: Sequence[tuple[socket.socket, int]] = (),
+    more: Sequence[socket.socket] = (),
 ) -> None:
     """Serve the proxy on ``socket_path`` (or the already bound ``sock``) until killed.
 
@@ -80,7 +81,8 @@ def serve(
     Decisions go to ``log_fd``, one JSON line each. Without ``test_resolve`` the
     test hook's file is read from the environment, as in :func:`start_proxy_process`.
     ``forwards``: listening sockets whose connections go to ``127.0.0.1:PORT`` of this
-    network namespace, unfiltered (``--allow-loopback-port``).
+    network namespace, unfiltered (``--allow-loopback-port``). ``more``: further
+    listening sockets served like ``sock`` (the sandbox's ``[::1]`` listener).
     """
     from wizard.launcher import proxy_server  # here: the launcher itself never pays for it
 
@@ -89,7 +91,7 @@ def serve(
     if test_resolve is None:
         test_resolve = load_test_resolver(os.environ)
     proxy = proxy_server.EgressProxy(policy, log_fd, test_resolve, read_host_addresses())
-    proxy_server.run(sock, proxy, ready_fd, read_host_addresses, forwards=forwards)
+    proxy_server.run(sock, proxy, ready_fd, read_host_addresses, forwards=forwards, more=more)
 
 
 def bind_socket(
@@ -192,7 +194,7 @@ def start_proxy_process(
 
 
 def fork_proxy(
-    socket_path: str | Path,
+    socket_path: str | Path | None,
     policy: EgressPolicy,
     log_fd: int | None,
     uid: int,
@@ -203,34 +205,52 @@ def fork_proxy(
     environ: Mapping[str, str] = os.environ,
     listener: socket.socket | None = None,
     forwards: Mapping[int, str | Path] | None = None,
+    listeners: Sequence[socket.socket] = (),
+    forward_listeners: Sequence[tuple[socket.socket, int]] = (),
 ) -> ProxyProcess:
     """Bind the sockets and fork the proxy as ``uid:gid``, without waiting for it.
 
-    The launcher starts the sandbox meanwhile and calls :meth:`ProxyProcess.wait_ready`
-    (then :func:`probe_proxy`) before it releases Claude. ``forwards`` maps a port of
-    this namespace's loopback to the unix socket (bound here, like ``socket_path``)
-    whose connections go to ``127.0.0.1:PORT``: ``--allow-loopback-port``.
+    The caller then calls :meth:`ProxyProcess.wait_ready` (and :func:`probe_proxy`)
+    before it releases Claude. The proxy serves ``socket_path`` (a unix socket bound
+    here), or ``listener``, and every socket of ``listeners``. ``forwards`` maps a port
+    of this namespace's loopback to a unix socket (bound here, like ``socket_path``)
+    whose connections go to ``127.0.0.1:PORT``; ``forward_listeners`` are listening
+    sockets made elsewhere for the same (``(socket, PORT)``): a session's are in the
+    sandbox's network namespace (:mod:`wizard.launcher.netns`). The given sockets are
+    the proxy's after the call: closed here, in the caller, either way.
     """
-    if uid == 0 or gid == 0:
-        raise RefusedError("the egress proxy never runs as root")
-    test_resolve = load_test_resolver(environ)  # read as the launcher: the file may be 0600
+    given = [*([listener] if listener is not None else []), *listeners,
+             *(s for s, _ in forward_listeners)]  # fmt: skip
+    try:
+        if uid == 0 or gid == 0:
+            raise RefusedError("the egress proxy never runs as root")
+        if socket_path is None and not given:
+            raise RefusedError("the egress proxy has nothing to listen on")
+        test_resolve = load_test_resolver(environ)  # read as the launcher: may be 0600
+    except BaseException:
+        for sock in given:
+            sock.close()
+        raise
     broken = environ.get(TEST_BREAK_ENV) == "1"
     owner = socket_owner or (uid, gid)
-    sock = listener or bind_socket(socket_path, owner, socket_mode)
-    paths = [] if listener is not None else [str(socket_path)]
+    paths: list[str] = []
+    serving: list[socket.socket] = [*given[: len(given) - len(forward_listeners)]]
     bound: list[tuple[socket.socket, int]] = []
     try:
+        if socket_path is not None and listener is None:
+            serving.insert(0, bind_socket(socket_path, owner, socket_mode))
+            paths.append(str(socket_path))
         for port, path in (forwards or {}).items():
             bound.append((bind_socket(path, owner, socket_mode), port))
             paths.append(str(path))
     except BaseException:
-        for forward, _ in bound:
-            forward.close()
-        sock.close()
+        for sock in (*serving, *(f for f, _ in bound), *(s for s, _ in forward_listeners)):
+            sock.close()
         for path in paths:
             with _suppress():
                 os.unlink(path)
         raise
+    bound += list(forward_listeners)
     parent = os.getpid()
     ready_r, ready_w = os.pipe()
     sys.stdout.flush()
@@ -241,12 +261,13 @@ def fork_proxy(
         try:
             os.close(ready_r)
             _preload()
-            keep = {sock.fileno(), ready_w, *_fds(log_fd), *(f.fileno() for f, _ in bound)}
+            keep = {ready_w, *_fds(log_fd), *(s.fileno() for s in serving),
+                    *(f.fileno() for f, _ in bound)}  # fmt: skip
             _become_proxy(uid, gid, parent, keep=keep)
             if broken:
                 os._exit(70)
-            serve(socket_path, policy, log_fd, ready_w, sock=sock, test_resolve=test_resolve,
-                  forwards=bound)  # fmt: skip
+            serve(socket_path or "", policy, log_fd, ready_w, sock=serving[0],
+                  test_resolve=test_resolve, forwards=bound, more=serving[1:])  # fmt: skip
             code = 0
         except BaseException:
             if log_fd is not None:
@@ -255,9 +276,8 @@ def fork_proxy(
                     os.write(log_fd, (line + "\n").encode())
         finally:
             os._exit(code)
-    sock.close()
-    for forward, _ in bound:
-        forward.close()
+    for sock in (*serving, *(f for f, _ in bound)):
+        sock.close()
     os.close(ready_w)
     return ProxyProcess(pid, ready_r, paths, remove=True)
 
@@ -418,8 +438,14 @@ def parse_if_inet6(text: str) -> set[str]:
     return found
 
 
-def probe_proxy(socket_path: str | Path, timeout: float = PROBE_TIMEOUT) -> None:
+Target = str | Path | Callable[[], socket.socket]
+
+
+def probe_proxy(target: Target, timeout: float = PROBE_TIMEOUT) -> None:
     """Check, before Claude is released, that *this* proxy answers and refuses.
+
+    ``target`` is the proxy's unix socket, or a function returning a new socket
+    connected to it (a session's: from inside the sandbox's network namespace).
 
     Both protocols ask for :data:`PROBE_DESTINATION`, which every policy refuses: HTTP
     must answer ``403`` with the proxy's marker header and message, SOCKS5 must answer
@@ -428,7 +454,7 @@ def probe_proxy(socket_path: str | Path, timeout: float = PROBE_TIMEOUT) -> None
     """
     host, port = PROBE_DESTINATION
     answer = _probe_exchange(
-        socket_path, [f"CONNECT {host}:{port} HTTP/1.1\r\nHost: {host}:{port}\r\n\r\n".encode()],
+        target, [f"CONNECT {host}:{port} HTTP/1.1\r\nHost: {host}:{port}\r\n\r\n".encode()],
         timeout,
     )  # fmt: skip
     head, _, body = answer.partition(b"\r\n\r\n")
@@ -441,7 +467,7 @@ def probe_proxy(socket_path: str | Path, timeout: float = PROBE_TIMEOUT) -> None
             f"the egress proxy probe over HTTP got {answer[:120]!r}, not the proxy's refusal"
         )
     socks = _probe_exchange(
-        socket_path,
+        target,
         [b"\x05\x01\x00", b"\x05\x01\x00\x01" + socket.inet_aton(host) + port.to_bytes(2, "big")],
         timeout,
     )
@@ -452,12 +478,18 @@ def probe_proxy(socket_path: str | Path, timeout: float = PROBE_TIMEOUT) -> None
         )
 
 
-def _probe_exchange(socket_path: str | Path, messages: list[bytes], timeout: float) -> bytes:
+def _probe_exchange(target: Target, messages: list[bytes], timeout: float) -> bytes:
     answer = b""
+    where = "in the sandbox" if callable(target) else f"at {target}"
     try:
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        if callable(target):
+            sock = target()
+        else:
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
             sock.settimeout(timeout)
-            sock.connect(str(socket_path))
+            sock.connect(str(target))
+        with sock:
+            sock.settimeout(timeout)
             for message in messages:
                 sock.sendall(message)
                 if message is not messages[-1]:
@@ -465,7 +497,7 @@ def _probe_exchange(socket_path: str | Path, messages: list[bytes], timeout: flo
             while chunk := sock.recv(65536):
                 answer += chunk
     except OSError as exc:
-        raise RefusedError(f"the egress proxy at {socket_path} does not answer: {exc}") from None
+        raise RefusedError(f"the egress proxy {where} does not answer: {exc}") from None
     return answer
 
 

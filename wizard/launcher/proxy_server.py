@@ -477,27 +477,8 @@ def _accept_forwards(proxy: EgressProxy, listener: socket.socket, port: int) -> 
             client.close()
 
 
-def run(
-    sock: socket.socket,
-    proxy: EgressProxy,
-    ready_fd: int | None,
-    read_host_addresses: object = None,
-    forwards: Sequence[tuple[socket.socket, int]] = (),
-) -> None:
-    """Accept on ``sock`` forever; one byte on ``ready_fd`` once accepting.
-
-    ``forwards``: listening sockets whose connections :func:`forward` passes to
-    ``127.0.0.1:PORT`` (the exposed loopback ports), each accepted in a thread.
-    """
-    threading.stack_size(THREAD_STACK)
-    sock.setblocking(True)
-    for listener, port in forwards:
-        listener.setblocking(True)
-        threading.Thread(target=_accept_forwards, args=(proxy, listener, port),
-                         name=f"egress-accept-{port}", daemon=True).start()  # fmt: skip
-    if ready_fd is not None:
-        os.write(ready_fd, b"R")
-        os.close(ready_fd)
+def _accept_clients(proxy: EgressProxy, sock: socket.socket, read_host_addresses: object) -> None:
+    """Accept proxy clients on ``sock`` forever, each handled in a thread of its own."""
     next_refresh = time.monotonic() + HOST_ADDRESS_REFRESH
     while True:
         client = _accept(sock)
@@ -510,3 +491,32 @@ def run(
             next_refresh = time.monotonic() + HOST_ADDRESS_REFRESH
         if not _start(proxy.handle, client, name="egress-client"):
             client.close()
+
+
+def run(
+    sock: socket.socket,
+    proxy: EgressProxy,
+    ready_fd: int | None,
+    read_host_addresses: object = None,
+    forwards: Sequence[tuple[socket.socket, int]] = (),
+    more: Sequence[socket.socket] = (),
+) -> None:
+    """Accept on ``sock`` (and each of ``more``, in threads) forever; one byte on
+    ``ready_fd`` once accepting.
+
+    ``forwards``: listening sockets whose connections :func:`forward` passes to
+    ``127.0.0.1:PORT`` (the exposed loopback ports), each accepted in a thread.
+    """
+    threading.stack_size(THREAD_STACK)
+    for listener in (sock, *more, *(f for f, _ in forwards)):
+        listener.setblocking(True)
+    for listener, port in forwards:
+        threading.Thread(target=_accept_forwards, args=(proxy, listener, port),
+                         name=f"egress-accept-{port}", daemon=True).start()  # fmt: skip
+    for listener in more:
+        threading.Thread(target=_accept_clients, args=(proxy, listener, read_host_addresses),
+                         name="egress-accept", daemon=True).start()  # fmt: skip
+    if ready_fd is not None:
+        os.write(ready_fd, b"R")
+        os.close(ready_fd)
+    _accept_clients(proxy, sock, read_host_addresses)

@@ -30,7 +30,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
 
@@ -243,7 +243,6 @@ def _run_sandbox(
 
     with egress_session(network, agent.uid, agent.gid, environ, state_dir()) as egress:
         assert egress is not None
-        launch = replace(launch, argv=egress.bind(launch.argv))
         return run_supervised(launch, agent.uid, environ, before_release=egress.ready)
 
 
@@ -261,8 +260,9 @@ def run_session(
     """Run the session ``launch`` describes; see the module doc. Returns Claude's status.
 
     ``network``: the config of a sandbox with network allowlist, whose egress proxy
-    runs for the session (started before bwrap, probed before Claude is released,
-    stopped before the session's leftovers are killed)."""
+    runs for the session (started in the sandbox's network namespace and probed from
+    inside before Claude is released, stopped before the session's leftovers are
+    killed)."""
     _prctl(PR_SET_CHILD_SUBREAPER, 1)
     keyring = join_new_session_keyring(agent.uid, agent.gid, switch_user=switch_user)
     cgroup: SessionCgroup | SessionCgroupV1 | None = None

@@ -219,15 +219,16 @@ def run_supervised(
     launch: Launch,
     expected_uid: int,
     environ: Mapping[str, str],
-    before_release: Callable[[], None] | None = None,
+    before_release: Callable[[int], None] | None = None,
 ) -> int:
     """Start, verify, release; then wait and return Claude's exit status.
 
     Claude starts only after the launcher wrote the gate's token, which it does
-    only after verification passed (and ``before_release``, e.g. the egress
-    proxy's probe, returned). On any failure (any exception, even one
-    not foreseen) bwrap is killed before the pipes close, and a launcher that
-    dies outright leaves the gate reading EOF, which means refuse.
+    only after verification passed (and ``before_release(sandbox_pid)``, e.g. the
+    egress proxy's start in the sandbox's network namespace and its probe, returned).
+    On any failure (any exception, even one not foreseen) bwrap is killed before the
+    pipes close, and a launcher that dies outright leaves the gate reading EOF, which
+    means refuse.
     """
     state = _Supervision(new_session="--new-session" in launch.argv)
     if "--unshare-net" in launch.argv:
@@ -267,7 +268,7 @@ def run_supervised(
             state.child_pid = _read_child_pid(status_r, state, deadline)
             verify(state.child_pid, expected_uid, environ, state)
             if before_release is not None:
-                before_release()
+                before_release(state.child_pid)
                 if state.interrupted is not None:
                     raise RefusedError("interrupted before the sandbox was released")
             os.write(gate_w, f"{GATE_TOKEN}\n".encode())

@@ -5,7 +5,7 @@ here: by default the ones that say where Claude's API is, how to log in to it
 and which models to ask for (:data:`DEFAULT_PASS`), plus whatever the operator
 lists (``--pass-env NAME``, ``[env] pass``). Some names are never taken from the
 caller: the ones the launcher sets itself, the ones that claim a sandbox, and
-the ones that would make the launcher's own tools (the dynamic loader, socat,
+the ones that would make the sandbox's tools (the dynamic loader, socat,
 bwrap) run other code.
 
 How the defaults were chosen (Claude Code's documented environment variables,

@@ -74,7 +74,7 @@ CLAUDE_ENDPOINTS: tuple[str, ...] = (
 )
 
 # The launcher's egress proxy, inside the sandbox: 127.0.0.1:SANDBOX_PROXY_PORT (the
-# socat bridge to the proxy's unix socket), also written as Claude's inner sandbox's
+# proxy's listener in the sandbox's network namespace), also written as Claude's inner sandbox's
 # httpProxyPort/socksProxyPort. So it cannot also be an exposed loopback port.
 SANDBOX_PROXY_PORT = 3128
 

@@ -1,7 +1,7 @@
 """The programs root runs for the agent must stay out of the agent's reach.
 
 A workspace becomes writable by the agent (ACLs, or a writable bind in the
-sandbox). If it contained the Claude binary, the bwrap/setpriv/socat the launcher
+sandbox). If it contained the Claude binary, the bwrap/setpriv the launcher
 runs, or sandbox-setup's own installation, the agent could replace what root
 executes next (DESIGN.md invariant 2). So no workspace may be, or be above, any of
 them. Pure: the plan gathers the resolved paths and asks this.

@@ -1,0 +1,224 @@
+"""Sockets made inside the sandbox's network namespace, for the egress proxy outside it.
+
+In ``allowlist`` mode the sandbox's network namespace has loopback only. Its way out is
+the egress proxy, which runs on the host side (as the agent) but listens *inside*: on
+``127.0.0.1:PORT`` (and ``[::1]:PORT`` where the namespace has IPv6 loopback) of the
+sandbox's own namespace. A socket belongs to the namespace it was made in, wherever its
+fd goes afterwards, so :func:`open_in_sandbox` makes them in a short-lived helper that
+joins the namespace and hands the fds back (``SCM_RIGHTS``); the proxy then accepts on
+them from the host side and dials out from there. No bridge process runs in the sandbox
+and no socket of the host is bound into it.
+
+The helper is a fork of the launcher. As root it joins the network namespace only
+(``setns(CLONE_NEWNET)``); a launcher that is not root (its own account is the agent)
+first joins the user namespace that owns the network namespace (``NS_GET_USERNS``),
+where it holds the capabilities ``setns`` needs. It makes the listeners, plus unconnected
+TCP sockets for the launcher's probe (:func:`wizard.launcher.proxy.probe_proxy`), which
+therefore connects from inside the sandbox's namespace exactly as Claude will, sends
+them and exits. The launcher checks that every socket it got really lives in the
+sandbox's namespace (``SIOCGSKNS``) and listens where it should, or refuses the launch.
+
+It runs while the sandbox waits on its release (after verification, before Claude
+starts): bwrap has brought the namespace's loopback up by then.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import errno
+import fcntl
+import json
+import os
+import socket
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from wizard.base.errors import RefusedError
+
+CLONE_NEWNET = 0x40000000
+CLONE_NEWUSER = 0x10000000
+NS_GET_USERNS = 0xB701  # ioctl on a namespace fd: the user namespace that owns it
+SIOCGSKNS = 0x894C  # ioctl on a socket: an fd of its network namespace
+HELPER_TIMEOUT = 5.0
+BACKLOG = 128
+PROBE_SOCKETS = 2  # probe_proxy makes two connections (HTTP, then SOCKS5)
+# The namespace has no IPv6 loopback (ipv6.disable=1, or no ::1 on lo): IPv4 only.
+NO_IPV6 = frozenset({errno.EADDRNOTAVAIL, errno.EAFNOSUPPORT})
+
+
+@dataclass
+class SandboxSockets:
+    """What :func:`open_in_sandbox` made, all in the sandbox's network namespace."""
+
+    proxy: list[socket.socket] = field(default_factory=list)  # the proxy port, v4 (+v6)
+    forwards: list[tuple[socket.socket, int]] = field(default_factory=list)  # exposed ports
+    probes: list[socket.socket] = field(default_factory=list)  # unconnected TCP (IPv4)
+
+    def all(self) -> list[socket.socket]:
+        return [*self.proxy, *(s for s, _ in self.forwards), *self.probes]
+
+    def close(self) -> None:
+        for sock in self.all():
+            sock.close()
+
+
+def _setns(fd: int, kind: int, what: str) -> None:
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.setns(fd, kind) != 0:
+        code = ctypes.get_errno()
+        raise OSError(code, f"setns({what}): {os.strerror(code)}")
+
+
+def _join(netns: int) -> None:
+    """In the helper: enter the sandbox's network namespace (see the module docstring)."""
+    if os.geteuid() != 0:
+        owner = fcntl.ioctl(netns, NS_GET_USERNS)
+        _setns(owner, CLONE_NEWUSER, "the sandbox's user namespace")
+        os.close(owner)
+    _setns(netns, CLONE_NEWNET, "the sandbox's network namespace")
+
+
+def _listen(family: socket.AddressFamily, address: str, port: int) -> socket.socket:
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        if family == socket.AF_INET6:
+            sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+        sock.bind((address, port))
+        sock.listen(BACKLOG)
+    except BaseException:
+        sock.close()
+        raise
+    return sock
+
+
+def _make(proxy_port: int, exposed: Sequence[int]) -> tuple[list[socket.socket], list[object]]:
+    """In the helper: the sockets and their description (``[role, family, port]`` each)."""
+    made: list[socket.socket] = []
+    spec: list[object] = []
+    ipv6 = True
+    for role, port in [("proxy", proxy_port), *(("forward", p) for p in exposed)]:
+        made.append(_listen(socket.AF_INET, "127.0.0.1", port))
+        spec.append([role, 4, port])
+        if not ipv6:
+            continue
+        try:
+            made.append(_listen(socket.AF_INET6, "::1", port))
+            spec.append([role, 6, port])
+        except OSError as exc:
+            if exc.errno not in NO_IPV6:
+                raise
+            ipv6 = False
+    for _ in range(PROBE_SOCKETS):
+        made.append(socket.socket(socket.AF_INET, socket.SOCK_STREAM))
+        spec.append(["probe", 4, 0])
+    return made, spec
+
+
+def _helper(netns: int, channel: socket.socket, proxy_port: int, exposed: Sequence[int]) -> None:
+    """The forked helper's whole life; never returns."""
+    code = 1
+    try:
+        _join(netns)
+        made, spec = _make(proxy_port, exposed)
+        socket.send_fds(channel, [json.dumps(spec).encode()], [s.fileno() for s in made])
+        code = 0
+    except BaseException as exc:
+        with contextlib.suppress(BaseException):
+            channel.sendall(json.dumps({"error": str(exc) or type(exc).__name__}).encode())
+    finally:
+        os._exit(code)
+
+
+def _namespace_id(fd: int) -> tuple[int, int]:
+    info = os.fstat(fd)
+    return info.st_dev, info.st_ino
+
+
+def _socket_namespace(sock: socket.socket) -> tuple[int, int]:
+    fd = fcntl.ioctl(sock.fileno(), SIOCGSKNS)
+    try:
+        return _namespace_id(fd)
+    finally:
+        os.close(fd)
+
+
+def _adopt(spec: object, fds: list[int], netns: int) -> SandboxSockets:
+    """The helper's fds as sockets, each checked; RefusedError (all closed) otherwise."""
+    result = SandboxSockets()
+    socks = [socket.socket(fileno=fd) for fd in fds]
+    try:
+        if not isinstance(spec, list) or len(spec) != len(socks):
+            raise RefusedError("the sandbox's network helper sent a malformed answer")
+        expected = _namespace_id(netns)
+        for entry, sock in zip(spec, socks, strict=True):
+            role, family, port = entry
+            if _socket_namespace(sock) != expected:
+                raise RefusedError(
+                    f"a socket for port {port} is not in the sandbox's network namespace"
+                )
+            if role == "probe":
+                result.probes.append(sock)
+                continue
+            host = "127.0.0.1" if family == 4 else "::1"
+            if sock.getsockname()[:2] != (host, port):
+                raise RefusedError(f"the sandbox's listener for {host} port {port} is not there")
+            if role == "proxy":
+                result.proxy.append(sock)
+            else:
+                result.forwards.append((sock, port))
+    except BaseException:
+        for sock in socks:
+            sock.close()
+        raise
+    return result
+
+
+def open_in_sandbox(
+    pid: int, proxy_port: int, exposed: Sequence[int] = (), timeout: float = HELPER_TIMEOUT
+) -> SandboxSockets:
+    """Listeners for ``proxy_port`` and each ``exposed`` port, and the probe's sockets,
+    made in the network namespace of the sandbox process ``pid`` (its init, which waits
+    on its release); :class:`RefusedError` when they cannot be."""
+    try:
+        netns = os.open(f"/proc/{pid}/ns/net", os.O_RDONLY | os.O_CLOEXEC)
+    except OSError as exc:
+        raise RefusedError(f"cannot open the sandbox's network namespace: {exc}") from None
+    try:
+        own = os.stat("/proc/self/ns/net")
+        if _namespace_id(netns) == (own.st_dev, own.st_ino):
+            raise RefusedError("the sandbox shares the launcher's network namespace")
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        try:
+            helper = os.fork()
+            if helper == 0:
+                ours.close()
+                _helper(netns, theirs, proxy_port, exposed)
+            theirs.close()
+            try:
+                ours.settimeout(timeout)
+                message, fds, _flags, _addr = socket.recv_fds(ours, 65536, 64)
+            except OSError as exc:
+                raise RefusedError(f"the sandbox's network helper did not answer: {exc}") from None
+            finally:
+                with contextlib.suppress(ChildProcessError):
+                    os.waitpid(helper, 0)
+        finally:
+            ours.close()
+            with contextlib.suppress(OSError):
+                theirs.close()
+        try:
+            answer = json.loads(message.decode("utf-8", "replace") or "null")
+        except ValueError:
+            answer = None
+        if isinstance(answer, dict) or not fds:
+            for fd in fds:
+                os.close(fd)
+            why = answer.get("error") if isinstance(answer, dict) else "no sockets"
+            raise RefusedError(
+                f"cannot listen inside the sandbox's network namespace: {why}; refusing to "
+                "launch (nothing falls back to the host's network)"
+            )
+        return _adopt(answer, fds, netns)
+    finally:
+        os.close(netns)
