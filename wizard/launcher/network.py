@@ -208,27 +208,37 @@ class EgressSession:
         environ: Mapping[str, str],
         log_dir: Path,
     ) -> EgressSession:
-        """The policy and the log, before bwrap starts (a bad pattern refuses the launch)."""
+        """Before bwrap starts: the policy (a bad pattern refuses the launch), the log,
+        and the proxy forked as ``uid:gid``, which waits for its listeners (its start-up
+        overlaps the sandbox's; :meth:`ready` hands them over)."""
+        from wizard.launcher.proxy import fork_proxy
+
         policy = build_policy(config)
         ports = exposed_ports(config)
         log_fd = open_egress_log(log_dir)
-        _log(log_fd, event="session start", launcher=os.getpid(), uid=uid,
-             allowed=[str(p) for p in (*policy.allowed, *policy.allowed_addresses)],
-             loopback_ports=list(ports))  # fmt: skip
-        return cls(policy, ports, uid, gid, environ, log_fd)
+        try:
+            _log(log_fd, event="session start", launcher=os.getpid(), uid=uid,
+                 allowed=[str(p) for p in (*policy.allowed, *policy.allowed_addresses)],
+                 loopback_ports=list(ports))  # fmt: skip
+            session = cls(policy, ports, uid, gid, environ, log_fd)
+            session.proxy = fork_proxy(None, policy, log_fd, uid, gid, environ=environ,
+                                       later=True)  # fmt: skip
+        except BaseException:
+            os.close(log_fd)
+            raise
+        return session
 
     def ready(self, sandbox_pid: int) -> None:
         """Listen in the sandbox's namespace, fork the proxy on it as the agent, and
         probe it from inside; :class:`RefusedError` when any of it fails."""
         from wizard.launcher.netns import open_in_sandbox
-        from wizard.launcher.proxy import fork_proxy, probe_proxy
+        from wizard.launcher.proxy import probe_proxy
 
+        assert self.proxy is not None
         sockets = open_in_sandbox(sandbox_pid, SANDBOX_PROXY_PORT, self.ports)
         probes = list(sockets.probes)
         try:
-            self.proxy = fork_proxy(None, self.policy, self.log_fd, self.uid, self.gid,
-                                    environ=self.environ, listeners=sockets.proxy,
-                                    forward_listeners=sockets.forwards)  # fmt: skip
+            self.proxy.hand_over(sockets.proxy, sockets.forwards)
             self.proxy.wait_ready()
 
             def inside() -> socket.socket:

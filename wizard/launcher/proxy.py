@@ -59,6 +59,10 @@ PROBE_TIMEOUT = 5.0
 # Always refused, whatever the operator allowed: the unspecified address means "this
 # host" and no exact allowance lifts that rule.
 PROBE_DESTINATION = ("0.0.0.0", 9)
+NOT_STARTED = (
+    "the egress proxy did not start; refusing to launch (nothing falls back to the host's "
+    "network)"
+)
 PR_SET_PDEATHSIG = 1
 PR_GET_PDEATHSIG = 2
 PR_SET_NO_NEW_PRIVS = 38
@@ -120,12 +124,42 @@ def bind_socket(
 class ProxyProcess:
     """A proxy process forked by :func:`fork_proxy`: wait until it serves, then stop it."""
 
-    def __init__(self, pid: int, ready_fd: int, paths: Sequence[str], remove: bool) -> None:
+    def __init__(
+        self,
+        pid: int,
+        ready_fd: int,
+        paths: Sequence[str],
+        remove: bool,
+        control: socket.socket | None = None,
+    ) -> None:
         self.pid = pid
         self._ready_fd: int | None = ready_fd
         self._paths = tuple(paths)
         self._remove = remove  # the sockets are ours to unlink at the end
         self._reaped = False
+        self._control = control  # a proxy forked with later=True waits on it
+
+    def hand_over(
+        self, listeners: Sequence[socket.socket], forwards: Sequence[tuple[socket.socket, int]]
+    ) -> None:
+        """Give a proxy forked with ``later=True`` its listening sockets (closed here
+        after); it starts serving them, then reports ready (:meth:`wait_ready`)."""
+        control, self._control = self._control, None
+        socks = [*listeners, *(s for s, _ in forwards)]
+        try:
+            if control is None:
+                raise RefusedError("the egress proxy was not started to be handed sockets")
+            spec = [["proxy", 0] for _ in listeners] + [["forward", p] for _, p in forwards]
+            try:
+                socket.send_fds(control, [json.dumps(spec).encode()], [s.fileno() for s in socks])
+            except OSError:  # it is gone: it never started (the same refusal as wait_ready)
+                self.stop()
+                raise RefusedError(NOT_STARTED) from None
+        finally:
+            if control is not None:
+                control.close()
+            for sock in socks:
+                sock.close()
 
     def wait_ready(self, timeout: float = START_TIMEOUT) -> None:
         """Return once the proxy accepts connections; else stop it and :class:`RefusedError`."""
@@ -139,16 +173,16 @@ class ProxyProcess:
             os.close(fd)
         if not ready:
             self.stop()
-            raise RefusedError(
-                "the egress proxy did not start; refusing to launch "
-                "(nothing falls back to the host's network)"
-            )
+            raise RefusedError(NOT_STARTED)
 
     def stop(self) -> None:
         """Kill and reap the proxy (idempotent); remove its sockets when it made them."""
         if self._ready_fd is not None:
             os.close(self._ready_fd)
             self._ready_fd = None
+        if self._control is not None:
+            self._control.close()
+            self._control = None
         if not self._reaped:
             with _suppress():
                 os.kill(self.pid, signal.SIGKILL)
@@ -207,6 +241,7 @@ def fork_proxy(
     forwards: Mapping[int, str | Path] | None = None,
     listeners: Sequence[socket.socket] = (),
     forward_listeners: Sequence[tuple[socket.socket, int]] = (),
+    later: bool = False,
 ) -> ProxyProcess:
     """Bind the sockets and fork the proxy as ``uid:gid``, without waiting for it.
 
@@ -217,14 +252,16 @@ def fork_proxy(
     whose connections go to ``127.0.0.1:PORT``; ``forward_listeners`` are listening
     sockets made elsewhere for the same (``(socket, PORT)``): a session's are in the
     sandbox's network namespace (:mod:`wizard.launcher.netns`). The given sockets are
-    the proxy's after the call: closed here, in the caller, either way.
+    the proxy's after the call: closed here, in the caller, either way. ``later``: the
+    proxy starts now (its start-up overlaps the sandbox's) and waits for its sockets
+    until :meth:`ProxyProcess.hand_over` gives them (instead of any of the above).
     """
     given = [*([listener] if listener is not None else []), *listeners,
              *(s for s, _ in forward_listeners)]  # fmt: skip
     try:
         if uid == 0 or gid == 0:
             raise RefusedError("the egress proxy never runs as root")
-        if socket_path is None and not given:
+        if socket_path is None and not given and not later:
             raise RefusedError("the egress proxy has nothing to listen on")
         test_resolve = load_test_resolver(environ)  # read as the launcher: may be 0600
     except BaseException:
@@ -251,6 +288,9 @@ def fork_proxy(
                 os.unlink(path)
         raise
     bound += list(forward_listeners)
+    control, control_child = (
+        socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET) if later else (None, None)
+    )
     parent = os.getpid()
     ready_r, ready_w = os.pipe()
     sys.stdout.flush()
@@ -263,9 +303,13 @@ def fork_proxy(
             _preload()
             keep = {ready_w, *_fds(log_fd), *(s.fileno() for s in serving),
                     *(f.fileno() for f, _ in bound)}  # fmt: skip
+            if control_child is not None:
+                keep.add(control_child.fileno())
             _become_proxy(uid, gid, parent, keep=keep)
             if broken:
                 os._exit(70)
+            if control_child is not None:
+                serving, bound = _receive_listeners(control_child)
             serve(socket_path or "", policy, log_fd, ready_w, sock=serving[0],
                   test_resolve=test_resolve, forwards=bound, more=serving[1:])  # fmt: skip
             code = 0
@@ -278,8 +322,33 @@ def fork_proxy(
             os._exit(code)
     for sock in (*serving, *(f for f, _ in bound)):
         sock.close()
+    if control_child is not None:
+        control_child.close()
     os.close(ready_w)
-    return ProxyProcess(pid, ready_r, paths, remove=True)
+    return ProxyProcess(pid, ready_r, paths, remove=True, control=control)
+
+
+def _receive_listeners(
+    control: socket.socket,
+) -> tuple[list[socket.socket], list[tuple[socket.socket, int]]]:
+    """In a proxy forked with ``later``: the sockets :meth:`ProxyProcess.hand_over`
+    sends; with none (the launcher gave up), the proxy just ends."""
+    message, fds, _flags, _addr = socket.recv_fds(control, 65536, 64)
+    control.close()
+    spec = json.loads(message or b"[]")
+    if not fds or not isinstance(spec, list) or len(spec) != len(fds):
+        os._exit(0)
+    serving: list[socket.socket] = []
+    bound: list[tuple[socket.socket, int]] = []
+    for (role, port), fd in zip(spec, fds, strict=True):
+        sock = socket.socket(fileno=fd)
+        if role == "proxy":
+            serving.append(sock)
+        else:
+            bound.append((sock, int(port)))
+    if not serving:
+        os._exit(0)
+    return serving, bound
 
 
 def _preload() -> None:
