@@ -60,8 +60,7 @@ PROBE_TIMEOUT = 5.0
 # host" and no exact allowance lifts that rule.
 PROBE_DESTINATION = ("0.0.0.0", 9)
 NOT_STARTED = (
-    "the egress proxy did not start; refusing to launch (nothing falls back to the host's "
-    "network)"
+    "the egress proxy did not start; refusing to launch (nothing falls back to the host's network)"
 )
 PR_SET_PDEATHSIG = 1
 PR_GET_PDEATHSIG = 2
