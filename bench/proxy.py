@@ -22,7 +22,7 @@ Target: >= 0.8.
 from __future__ import annotations
 
 import argparse
-import json
+import contextlib
 import os
 import shutil
 import statistics
@@ -35,7 +35,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from wizard.launcher.netns import open_in_sandbox  # noqa: E402
+from wizard.launcher.netns import held_sandbox, open_in_sandbox  # noqa: E402
 from wizard.launcher.network import SANDBOX_PROXY_PORT  # noqa: E402
 from wizard.launcher.proxy import fork_proxy  # noqa: E402
 from wizard.policy.network import EgressPolicy  # noqa: E402
@@ -66,36 +66,6 @@ server.serve_forever()
 """
 
 
-def held_sandbox(children: list[subprocess.Popen[str]]) -> int:
-    """A bwrap sandbox with its own network namespace, as nobody, held before its
-    release (its command never runs); the pid of its init once it dropped its caps."""
-    status_r, status_w = os.pipe()
-    block_r, _held = os.pipe()  # never written: the sandbox stays held until we exit
-    sandbox = subprocess.Popen(
-        ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "--",
-         "bwrap", "--unshare-user", "--unshare-pid", "--unshare-net", "--die-with-parent",
-         "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
-         "--json-status-fd", str(status_w), "--block-fd", str(block_r), "--", "true"],
-        pass_fds=(status_w, block_r), text=True,
-    )  # fmt: skip
-    children.append(sandbox)
-    os.close(status_w)
-    os.close(block_r)
-    line = b""
-    while not line.endswith(b"\n"):
-        chunk = os.read(status_r, 1)
-        if not chunk:
-            raise SystemExit("bwrap did not start the sandbox")
-        line += chunk
-    pid = int(json.loads(line)["child-pid"])
-    deadline = time.monotonic() + 5
-    while "CapEff:\t0000000000000000" not in Path(f"/proc/{pid}/status").read_text():
-        if time.monotonic() > deadline:
-            raise SystemExit("the sandbox did not drop its capabilities")
-        time.sleep(0.001)
-    return pid
-
-
 def timed_download(argv: list[str], size: int) -> float:
     start = time.perf_counter()
     result = subprocess.run(
@@ -123,6 +93,7 @@ def main() -> int:
     base = Path(tempfile.mkdtemp(prefix="np-bench-proxy-", dir="/tmp"))
     children: list[subprocess.Popen[str]] = []
     proxy = None
+    stack = contextlib.ExitStack()
     try:
         base.chmod(0o755)
         blob = base / "blob"
@@ -139,11 +110,14 @@ def main() -> int:
 
         policy = EgressPolicy.build([f"127.0.0.1:{server_port}"])
         log_fd = os.open(base / "decisions.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-        pid = held_sandbox(children)
+        held = held_sandbox("bwrap", ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}",
+                                      "--clear-groups", "--"])  # fmt: skip
+        pid = stack.enter_context(held)
+        proxy = fork_proxy(None, policy, log_fd, NOBODY, NOBODY, later=True)
         sockets = open_in_sandbox(pid, SANDBOX_PROXY_PORT)
         for probe in sockets.probes:
             probe.close()
-        proxy = fork_proxy(None, policy, log_fd, NOBODY, NOBODY, listeners=sockets.proxy)
+        proxy.hand_over(sockets.proxy, sockets.forwards)
         proxy.wait_ready()
         os.close(log_fd)
 
@@ -163,6 +137,7 @@ def main() -> int:
         for child in children:
             child.kill()
             child.wait()
+        stack.close()
         shutil.rmtree(base, ignore_errors=True)
 
     mb = size / 1e6

@@ -13,7 +13,6 @@ import json
 import os
 import socket
 import subprocess
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,7 +22,7 @@ import pytest
 from tests.installed import installed_copy
 from tests.tools import require_root, require_tool
 from wizard.base.errors import RefusedError
-from wizard.launcher.netns import open_in_sandbox
+from wizard.launcher.netns import held_sandbox, open_in_sandbox
 
 pytestmark = pytest.mark.integration
 
@@ -35,37 +34,6 @@ EXPOSED = 18377
 @dataclass
 class Held:
     pid: int
-    process: subprocess.Popen[bytes]
-
-
-def hold_sandbox(prefix: list[str]) -> Iterator[Held]:
-    status_r, status_w = os.pipe()
-    block_r, block_w = os.pipe()
-    process = subprocess.Popen(
-        [*prefix, "bwrap", "--unshare-user", "--unshare-pid", "--unshare-net",
-         "--die-with-parent", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
-         "--json-status-fd", str(status_w), "--block-fd", str(block_r), "--", "true"],
-        pass_fds=(status_w, block_r),
-    )  # fmt: skip
-    os.close(status_w)
-    os.close(block_r)
-    try:
-        line = b""
-        while not line.endswith(b"\n"):
-            chunk = os.read(status_r, 1)
-            assert chunk, "bwrap did not start the sandbox"
-            line += chunk
-        pid = int(json.loads(line)["child-pid"])
-        deadline = time.monotonic() + 10
-        while "CapEff:\t0000000000000000" not in Path(f"/proc/{pid}/status").read_text():
-            assert time.monotonic() < deadline, "the sandbox did not drop its capabilities"
-            time.sleep(0.001)
-        yield Held(pid, process)
-    finally:
-        process.kill()
-        process.wait()
-        os.close(status_r)
-        os.close(block_w)
 
 
 @pytest.fixture
@@ -74,7 +42,8 @@ def held() -> Iterator[Held]:
     require_tool("bwrap")
     require_tool("setpriv")
     prefix = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "--"]
-    yield from hold_sandbox(prefix)
+    with held_sandbox("bwrap", prefix) as pid:
+        yield Held(pid)
 
 
 def listening(pid: int) -> set[tuple[int, int]]:
@@ -130,24 +99,10 @@ def test_a_gone_sandbox_is_refused() -> None:
 
 
 UNPRIVILEGED = r"""
-import json, os, socket, subprocess, time
-from wizard.launcher.netns import open_in_sandbox
+import json, os, socket
+from wizard.launcher.netns import held_sandbox, open_in_sandbox
 
-status_r, status_w = os.pipe()
-block_r, block_w = os.pipe()
-bwrap = subprocess.Popen(
-    ["bwrap", "--unshare-user", "--unshare-pid", "--unshare-net", "--die-with-parent",
-     "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--json-status-fd",
-     str(status_w), "--block-fd", str(block_r), "--", "true"],
-    pass_fds=(status_w, block_r))
-os.close(status_w)
-line = b""
-while not line.endswith(b"\n"):
-    line += os.read(status_r, 1)
-pid = json.loads(line)["child-pid"]
-while "CapEff:\t0000000000000000" not in open(f"/proc/{pid}/status").read():
-    time.sleep(0.001)
-try:
+with held_sandbox("bwrap") as pid:
     sockets = open_in_sandbox(pid, PORT, (EXPOSED,))
     probe = sockets.probes[0]
     probe.settimeout(5)
@@ -157,9 +112,7 @@ try:
     probe.sendall(b"ok")
     print(json.dumps({"uid": os.geteuid(), "got": accepted.recv(8).decode(),
                       "forwards": [p for _, p in sockets.forwards]}))
-finally:
-    bwrap.kill()
-    bwrap.wait()
+    sockets.close()
 """
 
 

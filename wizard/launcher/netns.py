@@ -30,8 +30,11 @@ import errno
 import fcntl
 import json
 import os
+import select
 import socket
-from collections.abc import Sequence
+import subprocess
+import time
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 from wizard.base.errors import RefusedError
@@ -92,7 +95,9 @@ def _listen(family: socket.AddressFamily, address: str, port: int) -> socket.soc
     return sock
 
 
-def _make(proxy_port: int, exposed: Sequence[int]) -> tuple[list[socket.socket], list[object]]:
+def _make(
+    proxy_port: int, exposed: Sequence[int], probes: int
+) -> tuple[list[socket.socket], list[object]]:
     """In the helper: the sockets and their description (``[role, family, port]`` each)."""
     made: list[socket.socket] = []
     spec: list[object] = []
@@ -109,18 +114,20 @@ def _make(proxy_port: int, exposed: Sequence[int]) -> tuple[list[socket.socket],
             if exc.errno not in NO_IPV6:
                 raise
             ipv6 = False
-    for _ in range(PROBE_SOCKETS):
+    for _ in range(probes):
         made.append(socket.socket(socket.AF_INET, socket.SOCK_STREAM))
         spec.append(["probe", 4, 0])
     return made, spec
 
 
-def _helper(netns: int, channel: socket.socket, proxy_port: int, exposed: Sequence[int]) -> None:
+def _helper(
+    netns: int, channel: socket.socket, proxy_port: int, exposed: Sequence[int], probes: int
+) -> None:
     """The forked helper's whole life; never returns."""
     code = 1
     try:
         _join(netns)
-        made, spec = _make(proxy_port, exposed)
+        made, spec = _make(proxy_port, exposed, probes)
         socket.send_fds(channel, [json.dumps(spec).encode()], [s.fileno() for s in made])
         code = 0
     except BaseException as exc:
@@ -175,7 +182,11 @@ def _adopt(spec: object, fds: list[int], netns: int) -> SandboxSockets:
 
 
 def open_in_sandbox(
-    pid: int, proxy_port: int, exposed: Sequence[int] = (), timeout: float = HELPER_TIMEOUT
+    pid: int,
+    proxy_port: int,
+    exposed: Sequence[int] = (),
+    timeout: float = HELPER_TIMEOUT,
+    probes: int = PROBE_SOCKETS,
 ) -> SandboxSockets:
     """Listeners for ``proxy_port`` and each ``exposed`` port, and the probe's sockets,
     made in the network namespace of the sandbox process ``pid`` (its init, which waits
@@ -193,7 +204,7 @@ def open_in_sandbox(
             helper = os.fork()
             if helper == 0:
                 ours.close()
-                _helper(netns, theirs, proxy_port, exposed)
+                _helper(netns, theirs, proxy_port, exposed, probes)
             theirs.close()
             try:
                 ours.settimeout(timeout)
@@ -222,3 +233,67 @@ def open_in_sandbox(
         return _adopt(answer, fds, netns)
     finally:
         os.close(netns)
+
+
+@contextlib.contextmanager
+def held_sandbox(
+    bwrap: str, prefix: Sequence[str] = (), timeout: float = HELPER_TIMEOUT
+) -> Iterator[int]:
+    """A bwrap sandbox with a network namespace of its own, held before its release as a
+    launch holds it (its command never runs): the pid of its init once it dropped its
+    capabilities. ``prefix`` switches user first (``setpriv ...``). For the egress probe
+    (``net.egress``), which tries this module's path on the host; killed at the end."""
+    status_r, status_w = os.pipe()
+    block_r, block_w = os.pipe()
+    try:
+        process = subprocess.Popen(
+            [*prefix, bwrap, "--unshare-user", "--unshare-pid", "--unshare-net",
+             "--die-with-parent", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
+             "--json-status-fd", str(status_w), "--block-fd", str(block_r), "--", "true"],
+            pass_fds=(status_w, block_r), stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        )  # fmt: skip
+    except OSError as exc:
+        for fd in (status_r, status_w, block_r, block_w):
+            os.close(fd)
+        raise RefusedError(f"cannot start {bwrap}: {exc.strerror}") from None
+    os.close(status_w)
+    os.close(block_r)
+    try:
+        yield _held_pid(process, status_r, time.monotonic() + timeout)
+    finally:
+        # Released, it runs `true` and ends (a killed bwrap can leave its held child,
+        # and that child our stderr pipe, behind for a while).
+        os.close(block_w)
+        try:
+            process.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.communicate()
+        os.close(status_r)
+
+
+def _held_pid(process: subprocess.Popen[bytes], status_r: int, deadline: float) -> int:
+    line = b""
+    while not line.endswith(b"\n"):
+        ready, _, _ = select.select([status_r], [], [], max(0.0, deadline - time.monotonic()))
+        chunk = os.read(status_r, 1) if ready else b""
+        if not chunk:
+            process.kill()
+            _, err = process.communicate()
+            why = err.decode("utf-8", "replace").strip() or f"exit status {process.returncode}"
+            raise RefusedError(f"bwrap did not start the sandbox: {why}")
+        line += chunk
+    pid = json.loads(line).get("child-pid")
+    if not isinstance(pid, int):
+        raise RefusedError("bwrap did not report the sandbox's pid")
+    while True:
+        try:
+            with open(f"/proc/{pid}/status", encoding="ascii") as handle:
+                if "CapEff:\t0000000000000000" in handle.read():
+                    return pid
+        except OSError:
+            raise RefusedError("the sandbox exited during its setup") from None
+        if time.monotonic() > deadline:
+            raise RefusedError("the sandbox did not drop its capabilities in time")
+        time.sleep(0.0005)
