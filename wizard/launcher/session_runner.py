@@ -36,7 +36,7 @@ from types import FrameType
 
 from wizard.base.errors import RefusedError
 from wizard.base.launcher_config import LauncherConfig
-from wizard.base.processes import descendants, read_process
+from wizard.base.processes import descendants, read_process, running_descendants
 from wizard.launcher.command import Agent, Launch
 from wizard.launcher.containment import (
     SESSION_CGROUP_PREFIX,
@@ -90,25 +90,36 @@ def kill_descendants(timeout: float = END_TIMEOUT) -> tuple[int, ...]:
     """SIGKILL every live descendant of the launcher until none is left (bounded:
     a fork loop is outrun, since each round kills all that exist and the killed
     cannot fork again). Returns the pids killed."""
+    return _end_descendants(timeout)[0]
+
+
+def _end_descendants(timeout: float = END_TIMEOUT) -> tuple[tuple[int, ...], bool]:
+    """:func:`kill_descendants`, and whether none is left (False: some outlived the
+    deadline). The launcher is a child subreaper, so every orphan of the session is
+    its child: its tree is walked through the ``children`` files
+    (:func:`~wizard.base.processes.running_descendants`), all of /proc only where
+    the kernel has none."""
     killed: list[int] = []
     deadline = time.monotonic() + timeout
     own = os.getpid()
     while True:
         reap_children()
-        alive = []
-        for pid in descendants(own):
-            info = read_process(pid)
-            if info is not None and info.running:
-                alive.append(pid)
+        alive = running_descendants(own)
+        if alive is None:
+            alive = []
+            for pid in descendants(own):
+                info = read_process(pid)
+                if info is not None and info.running:
+                    alive.append(pid)
         if not alive:
-            return tuple(killed)
+            return tuple(killed), True
         if time.monotonic() > deadline:
             print(
                 f"sandbox-launch: WARNING: {len(alive)} process(es) of the session could not "
                 f"be ended: {', '.join(map(str, alive[:10]))}",
                 file=sys.stderr,
             )
-            return tuple(killed)
+            return tuple(killed), False
         for pid in alive:
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
@@ -292,20 +303,24 @@ def run_session(
         print(containment.notice, file=sys.stderr)
     code: int | None = None
     how = "error"
+    ended = False  # every process of the session is gone already (nothing left to kill)
     try:
         if launch.supervised:
             terminal = TerminalState.save()
             try:
                 code = _run_sandbox(launch, agent, environ, network)
             finally:
-                kill_descendants()  # nothing may touch the terminal once it is restored
+                # Nothing may touch the terminal once it is restored. What this kills is
+                # not reported: the pass below would find none left, and reports that.
+                ended = _end_descendants()[1]
                 terminal.restore()
             how = "exited"
         else:
             code, how = run_user_session(launch)
     finally:
-        # The session ended. Nothing of it may outlive this point.
-        killed = kill_descendants()
+        # The session ended. Nothing of it may outlive this point. (After a pass that
+        # left none, none can be: only the session's own processes could start more.)
+        killed = () if ended else kill_descendants()
         if cgroup is not None:
             killed += tuple(cgroup.close())
         end = SessionEnd(agent, code, how, killed, keyring)
