@@ -149,12 +149,12 @@ def quarantine_dir(state: Path, session: str) -> str:
 
 def end_scan(workspaces: Sequence[str], before: Snapshot, state: Path, session: str) -> list[str]:
     """Scan against ``before``, neutralize what is new, save the baseline; the lines to print."""
-    from wizard.launcher.quarantine import neutralize
-
     result = scan(workspaces, before)
     lines: list[str] = []
     todo = result.to_neutralize
     if todo:
+        from wizard.launcher.quarantine import neutralize  # only when there is something
+
         _make_private_dir(state / QUARANTINE_DIR)
         lines += neutralize(todo, quarantine_dir(state, session))
     lines += [

@@ -19,7 +19,6 @@ tomlkit) so a launch starts fast.
 from __future__ import annotations
 
 import os
-import shlex
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -268,6 +267,8 @@ def start_boundary(config: LauncherConfig, dry_run: bool) -> Boundary | None:
 
 def describe(launch: Launch, config_path: Path, mode: Mode) -> str:
     """The ``--dry-run`` text: the command, its environment, where it runs."""
+    import shlex
+
     lines = [f"# sandbox-launch --dry-run: mode {mode}, config {config_path}"]
     lines.append(f"command: {shlex.join(launch.argv)}")
     if launch.cwd:
