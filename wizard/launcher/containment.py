@@ -389,6 +389,7 @@ class SessionCgroupV1:
     tasks: int
     memory: int | None
     path: Path = field(init=False)  # the pids one (the one every session has)
+    left: bool = field(default=False, init=False)  # the launcher is back in the parents
 
     def __post_init__(self) -> None:
         self.path = self.pids_parent / self.name
@@ -413,13 +414,21 @@ class SessionCgroupV1:
         for _, directory in self._dirs():
             (directory / "cgroup.procs").write_text(f"{os.getpid()}\n")
 
-    def close(self, timeout: float = 5.0) -> list[int]:
-        """Leave both, kill everything still in them, remove them; the pids left."""
-        deadline = time.monotonic() + timeout
-        left: list[int] = []
+    def leave(self) -> None:
+        """Move the launcher back to the parents (what it starts from now on is not in
+        the session's cgroups; what it started stays there)."""
         for parent, _ in self._dirs():
             with contextlib.suppress(OSError):
                 (parent / "cgroup.procs").write_text(f"{os.getpid()}\n")
+        self.left = True
+
+    def close(self, timeout: float = 5.0) -> list[int]:
+        """Leave both (unless :meth:`leave` did), kill everything still in them, remove
+        them; the pids left."""
+        deadline = time.monotonic() + timeout
+        left: list[int] = []
+        if not self.left:
+            self.leave()
         for _, directory in self._dirs():
             left += [p for p in _drain(directory, deadline) if p not in left]
             _rmdir(directory, deadline)
@@ -436,6 +445,7 @@ class SessionCgroup:
     tasks: int
     memory: int | None
     path: Path = field(init=False)
+    left: bool = field(default=False, init=False)  # the launcher is back in the parent
 
     def __post_init__(self) -> None:
         self.path = self.parent / self.name
@@ -450,10 +460,18 @@ class SessionCgroup:
                 (self.path / "memory.swap.max").write_text("0\n")
         (self.path / "cgroup.procs").write_text(f"{os.getpid()}\n")
 
-    def close(self, timeout: float = 5.0) -> list[int]:
-        """Leave it, kill everything still in it, remove it; the pids that were left."""
+    def leave(self) -> None:
+        """Move the launcher back to the parent (what it starts from now on is not in
+        the session's cgroup; what it started stays there)."""
         with contextlib.suppress(OSError):
             (self.parent / "cgroup.procs").write_text(f"{os.getpid()}\n")
+        self.left = True
+
+    def close(self, timeout: float = 5.0) -> list[int]:
+        """Leave it (unless :meth:`leave` did), kill everything still in it, remove it;
+        the pids that were left."""
+        if not self.left:
+            self.leave()
         left: list[int] = []
         deadline = time.monotonic() + timeout
         kill_file = self.path / "cgroup.kill"

@@ -28,6 +28,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -149,6 +150,30 @@ def inner_group(first: int, master: int | None) -> int | None:
     return None
 
 
+class _EarlyLeave:
+    """The launcher leaves the session's cgroup once the sandbox is verified, in a
+    thread of its own: a cgroup move waits for an RCU grace period (milliseconds),
+    which then passes while Claude starts instead of at the session's end. Everything
+    of the session descends from bwrap, already in the cgroup, and stays there; the
+    launcher starts nothing more for the session."""
+
+    def __init__(self, cgroup: SessionCgroup | SessionCgroupV1) -> None:
+        self.cgroup = cgroup
+        self.thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        thread = threading.Thread(target=self.cgroup.leave, name="leave-cgroup", daemon=True)
+        try:
+            thread.start()
+        except RuntimeError:
+            return  # no thread: the cgroup's close leaves it, as it always did
+        self.thread = thread
+
+    def join(self) -> None:
+        if self.thread is not None:
+            self.thread.join()
+
+
 @dataclass
 class _UserSession:
     child: subprocess.Popen[bytes] | None = None
@@ -244,12 +269,16 @@ def run_user_session(launch: Launch) -> tuple[int, str]:
 
 
 def _run_sandbox(
-    launch: Launch, agent: Agent, environ: Mapping[str, str], network: LauncherConfig | None
+    launch: Launch,
+    agent: Agent,
+    environ: Mapping[str, str],
+    network: LauncherConfig | None,
+    before_release: Callable[[], None] | None = None,
 ) -> int:
     from wizard.launcher.supervise import run_supervised
 
     if network is None:
-        return run_supervised(launch, agent.uid, environ)
+        return run_supervised(launch, agent.uid, environ, before_release=before_release)
     from wizard.launcher.network import egress_session, state_dir
 
     with egress_session(network, agent.uid, agent.gid, environ, state_dir()) as egress:
@@ -304,11 +333,14 @@ def run_session(
     code: int | None = None
     how = "error"
     ended = False  # every process of the session is gone already (nothing left to kill)
+    early = _EarlyLeave(cgroup) if cgroup is not None and network is None else None
     try:
         if launch.supervised:
             terminal = TerminalState.save()
             try:
-                code = _run_sandbox(launch, agent, environ, network)
+                code = _run_sandbox(
+                    launch, agent, environ, network, early.start if early is not None else None
+                )
             finally:
                 # Nothing may touch the terminal once it is restored. What this kills is
                 # not reported: the pass below would find none left, and reports that.
@@ -321,6 +353,8 @@ def run_session(
         # The session ended. Nothing of it may outlive this point. (After a pass that
         # left none, none can be: only the session's own processes could start more.)
         killed = () if ended else kill_descendants()
+        if early is not None:
+            early.join()
         if cgroup is not None:
             killed += tuple(cgroup.close())
         end = SessionEnd(agent, code, how, killed, keyring)
