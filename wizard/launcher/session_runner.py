@@ -322,6 +322,7 @@ def run_session(
             containment.tasks,
             containment.memory,
         )
+    if cgroup is not None:
         try:
             cgroup.enter()
         except OSError as exc:
