@@ -19,8 +19,9 @@ from pathlib import Path
 import pytest
 
 from tests.tools import REPO
-from wizard.base import processes
-from wizard.base.processes import children, descendants, is_running, running_descendants
+from wizard.base import process_tree
+from wizard.base.process_tree import children, is_running, running_descendants
+from wizard.base.processes import descendants
 
 HAS_CHILDREN_FILES = os.path.exists(f"/proc/self/task/{os.getpid()}/children")
 needs_children_files = pytest.mark.skipif(
@@ -71,8 +72,8 @@ def test_an_orphan_reparented_during_the_walk_is_found(monkeypatch: pytest.Monke
     # The launcher (1) had one child (2), seen a zombie; meanwhile 2's child (3), still
     # running, was reparented to 1 after 1's list was read: the re-read must catch it.
     reads = {1: [[2], [2, 3], [2, 3]], 2: [[], []], 3: [[]]}
-    monkeypatch.setattr(processes, "children", lambda pid, proc=None: reads[pid].pop(0))
-    monkeypatch.setattr(processes, "is_running", lambda pid, proc=None: pid == 3)
+    monkeypatch.setattr(process_tree, "children", lambda pid, proc=None: reads[pid].pop(0))
+    monkeypatch.setattr(process_tree, "is_running", lambda pid, proc=None: pid == 3)
     assert running_descendants(1) == [3]
 
 
@@ -81,8 +82,8 @@ def test_the_walk_ends_only_when_the_second_read_adds_none(
 ) -> None:
     # Two zombies, the second reparented during the first walk: empty, after two walks.
     reads = {1: [[2], [2, 3], [2, 3]], 2: [[], []], 3: [[]]}
-    monkeypatch.setattr(processes, "children", lambda pid, proc=None: reads[pid].pop(0))
-    monkeypatch.setattr(processes, "is_running", lambda pid, proc=None: False)
+    monkeypatch.setattr(process_tree, "children", lambda pid, proc=None: reads[pid].pop(0))
+    monkeypatch.setattr(process_tree, "is_running", lambda pid, proc=None: False)
     assert running_descendants(1) == []
     assert reads[1] == []  # the list was read three times: first, again, once more
 
@@ -92,7 +93,7 @@ SUBREAPER_SESSION = textwrap.dedent(
     import ctypes, os, sys, time
     sys.path.insert(0, {repo!r})
     from wizard.launcher.session_runner import PR_SET_CHILD_SUBREAPER, _prctl, kill_descendants
-    from wizard.base.processes import children
+    from wizard.base.process_tree import children
     _prctl(PR_SET_CHILD_SUBREAPER, 1)
     # A child that double-forks a daemon in a session of its own and exits: the daemon
     # is an orphan, reparented to this subreaper; it forks a grandchild of its own.

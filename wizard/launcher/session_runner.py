@@ -37,7 +37,7 @@ from types import FrameType
 
 from wizard.base.errors import RefusedError
 from wizard.base.launcher_config import LauncherConfig
-from wizard.base.processes import descendants, read_process, running_descendants
+from wizard.base.process_tree import running_descendants
 from wizard.launcher.command import Agent, Launch
 from wizard.launcher.containment import (
     SESSION_CGROUP_PREFIX,
@@ -98,7 +98,7 @@ def _end_descendants(timeout: float = END_TIMEOUT) -> tuple[tuple[int, ...], boo
     """:func:`kill_descendants`, and whether none is left (False: some outlived the
     deadline). The launcher is a child subreaper, so every orphan of the session is
     its child: its tree is walked through the ``children`` files
-    (:func:`~wizard.base.processes.running_descendants`), all of /proc only where
+    (:func:`~wizard.base.process_tree.running_descendants`), all of /proc only where
     the kernel has none."""
     killed: list[int] = []
     deadline = time.monotonic() + timeout
@@ -106,7 +106,9 @@ def _end_descendants(timeout: float = END_TIMEOUT) -> tuple[tuple[int, ...], boo
     while True:
         reap_children()
         alive = running_descendants(own)
-        if alive is None:
+        if alive is None:  # no children files here: walk all of /proc
+            from wizard.base.processes import descendants, read_process
+
             alive = []
             for pid in descendants(own):
                 info = read_process(pid)
@@ -138,6 +140,8 @@ def inner_group(first: int, master: int | None) -> int | None:
     """The process group a terminal's signal would reach: the foreground group of
     the session's pty, or (no pty) the group of the session ``setsid`` made below
     ``first``; None before it exists."""
+    from wizard.base.processes import descendants, read_process
+
     if master is not None:
         with contextlib.suppress(OSError):
             group = os.tcgetpgrp(master)
