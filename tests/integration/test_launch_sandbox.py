@@ -257,3 +257,25 @@ def test_the_sandbox_runs_in_the_sessions_cgroup_and_it_is_gone_after(tree: Laun
         launcher.wait()
     for directory in session:
         assert not directory.exists()  # removed at the session's end
+
+
+def test_a_launch_refused_after_the_cgroup_was_joined_leaves_no_cgroup(tree: LaunchTree) -> None:
+    # The session's cgroup is joined while the launch is prepared; a refusal after
+    # that (here: the Claude binary is not executable) removes it again.
+    delegation = judge_delegation(read_cgroup_facts())
+    if delegation.kind == "cgroup1" and delegation.v1_parents is not None:
+        parents = [Path(p) for p in delegation.v1_parents]
+    elif delegation.kind == "cgroup2" and delegation.parent is not None:
+        parents = [Path(delegation.parent)]
+    else:
+        pytest.skip(f"no session cgroup on this host ({delegation.reason})")
+    claude = tree.write_script("#!/bin/sh\nexit 0\n")
+    claude.chmod(0o644)
+    env = {**launcher_env(), "XDG_STATE_HOME": str(state_home(0))}
+    argv = [sys.executable, "-m", "wizard.launcher", "--config", str(tree.write_config(claude))]
+    launcher = subprocess.Popen(argv, env=env, cwd=REPO, stderr=subprocess.PIPE, text=True)
+    _, stderr = launcher.communicate(timeout=60)
+    assert launcher.returncode == 3, stderr
+    assert "is not executable" in stderr
+    for parent in parents:
+        assert not (parent / f"sandbox-launch-{launcher.pid}").exists()

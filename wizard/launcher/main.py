@@ -37,7 +37,7 @@ from wizard.launcher.command import (
     unsafe_launch,
     user_launch,
 )
-from wizard.launcher.containment import Containment, contain
+from wizard.launcher.containment import Containment, EarlySessionCgroup, contain
 from wizard.launcher.network import check_socat_visible, is_allowlist
 from wizard.launcher.notice import config_notice
 from wizard.launcher.trust import (
@@ -51,6 +51,7 @@ from wizard.policy.environment import loopback_port_hint
 from wizard.policy.names import user_name_problem
 
 if TYPE_CHECKING:
+    from wizard.base.cgroups import Delegation
     from wizard.launcher.boundary import Boundary
 
 USAGE = """usage: sandbox-launch [--dry-run] [--quiet] [--config PATH] [--] [claude arguments ...]
@@ -168,6 +169,7 @@ def build_launch(
     environ: Mapping[str, str],
     owners: frozenset[int],
     workspace_binds: Sequence[str] = (),
+    delegation: Delegation | None = None,
 ) -> tuple[Launch, Agent | None, Containment | None]:
     claude = check_trusted_file(config.claude, owners, "Claude binary")
     if not os.access(claude, os.X_OK):
@@ -186,7 +188,7 @@ def build_launch(
     separate = _separate_launch(
         config, agent, claude, claude_args, uid, environ, owners, workdir, workspace_binds
     )
-    launch, containment = contain(config, agent, separate, uid, owners, path_env)
+    launch, containment = contain(config, agent, separate, uid, owners, path_env, delegation)
     return _with_notice(launch, config, agent.name, workdir), agent, containment
 
 
@@ -293,6 +295,25 @@ def run(options: Options, environ: Mapping[str, str]) -> int:
     owners = frozenset({0, uid})
     config_path = options.config or default_config_path()
     real, config = load_config(config_path, owners)
+    # The session's cgroup is joined in the background meanwhile (see the class).
+    separate = config.mode is not Mode.UNSAFE and not options.dry_run
+    early = EarlySessionCgroup.start(config.limits) if separate else None
+    try:
+        return _run_checked(options, environ, uid, owners, real, config, early)
+    finally:
+        if early is not None:
+            early.discard()  # not taken by a session (a refused launch): removed
+
+
+def _run_checked(
+    options: Options,
+    environ: Mapping[str, str],
+    uid: int,
+    owners: frozenset[int],
+    real: Path,
+    config: LauncherConfig,
+    early: EarlySessionCgroup | None,
+) -> int:
     boundary = start_boundary(config, options.dry_run)
     # However the launch ends (refused before bwrap, a session that could not start,
     # an error), the boundary ends too: placeholders out, the scan, the baseline.
@@ -305,6 +326,7 @@ def run(options: Options, environ: Mapping[str, str]) -> int:
             environ,
             owners,
             boundary.bind_args if boundary is not None else (),
+            early.delegation if early is not None else None,
         )
         hooks = [boundary.end] if boundary is not None else []
         if launch.warning:
@@ -331,6 +353,7 @@ def run(options: Options, environ: Mapping[str, str]) -> int:
                 hooks=[*hooks, *session_end_hooks()],
                 network=config if launch.supervised and is_allowlist(config) else None,
                 quiet=options.quiet,
+                early_cgroup=early,
             )
     finally:
         if boundary is not None:

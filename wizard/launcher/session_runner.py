@@ -32,7 +32,6 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from types import FrameType
 
 from wizard.base.errors import RefusedError
@@ -40,10 +39,11 @@ from wizard.base.launcher_config import LauncherConfig
 from wizard.base.process_tree import running_descendants
 from wizard.launcher.command import Agent, Launch
 from wizard.launcher.containment import (
-    SESSION_CGROUP_PREFIX,
     Containment,
+    EarlySessionCgroup,
     SessionCgroup,
     SessionCgroupV1,
+    session_cgroup,
 )
 from wizard.launcher.keyring import SessionKeyring, join_new_session_keyring
 from wizard.launcher.pty_relay import PtyRelay, TerminalState, install_winch
@@ -301,38 +301,36 @@ def run_session(
     hooks: Sequence[SessionHook] = (),
     network: LauncherConfig | None = None,
     quiet: bool = False,
+    early_cgroup: EarlySessionCgroup | None = None,
 ) -> int:
     """Run the session ``launch`` describes; see the module doc. Returns Claude's status.
+
+    ``early_cgroup``: the session's cgroup, made and joined while the launch was
+    prepared (:class:`~wizard.launcher.containment.EarlySessionCgroup`); taken when
+    ``containment`` plans the same one.
 
     ``network``: the config of a sandbox with network allowlist, whose egress proxy
     runs for the session (started before bwrap, probed before Claude is released,
     stopped before the session's leftovers are killed)."""
     _prctl(PR_SET_CHILD_SUBREAPER, 1)
     keyring = join_new_session_keyring(agent.uid, agent.gid, switch_user=switch_user)
-    cgroup: SessionCgroup | SessionCgroupV1 | None = None
-    if containment.cgroup_parent is not None:
-        cgroup = SessionCgroup(
-            Path(containment.cgroup_parent),
-            f"{SESSION_CGROUP_PREFIX}{os.getpid()}",
+    cgroup, error = early_cgroup.take(containment) if early_cgroup is not None else (None, None)
+    if cgroup is None:
+        cgroup = session_cgroup(
+            containment.cgroup_parent,
+            containment.cgroup_v1,
             containment.tasks,
             containment.memory,
         )
-    elif containment.cgroup_v1 is not None:
-        memory_parent, pids_parent = containment.cgroup_v1
-        cgroup = SessionCgroupV1(
-            Path(memory_parent),
-            Path(pids_parent),
-            f"{SESSION_CGROUP_PREFIX}{os.getpid()}",
-            containment.tasks,
-            containment.memory,
-        )
-    if cgroup is not None:
-        try:
-            cgroup.enter()
-        except OSError as exc:
-            raise RefusedError(
-                f"cannot make the session's cgroup {cgroup.path}: {exc.strerror}"
-            ) from None
+        if cgroup is not None:
+            try:
+                cgroup.enter()
+            except OSError as exc:
+                error = exc
+    if cgroup is not None and error is not None:
+        raise RefusedError(
+            f"cannot make the session's cgroup {cgroup.path}: {error.strerror}"
+        ) from None
     if containment.notice and not quiet:  # a note, like the launch notice (--quiet)
         print(containment.notice, file=sys.stderr)
     code: int | None = None
