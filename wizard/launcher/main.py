@@ -81,6 +81,8 @@ exit codes:
 
 @dataclass(frozen=True)
 class Options:
+    """The launcher's own options; the rest of the command line is Claude's."""
+
     dry_run: bool
     config: Path | None
     claude_args: tuple[str, ...]

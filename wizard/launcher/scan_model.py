@@ -139,6 +139,8 @@ class Snapshot:
 
 @dataclass
 class ScanResult:
+    """What one scan found (hits), where it stopped early, and the layouts it saw."""
+
     hits: list[Hit]
     truncated: list[str]
     layouts: dict[str, policy.WorkspaceLayout] = field(default_factory=dict)
@@ -150,6 +152,9 @@ class ScanResult:
 
 @dataclass(frozen=True)
 class Finding:
+    """One thing a workspace walk saw that root's tools run or obey: what it is, why
+    it matters, and what to do when it is new (``action``)."""
+
     rel: str
     kind: str
     what: str

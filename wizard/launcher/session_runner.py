@@ -180,6 +180,8 @@ class _EarlyLeave:
 
 @dataclass
 class _UserSession:
+    """A running user-mode session, as its signal handlers see it."""
+
     child: subprocess.Popen[bytes] | None = None
     master: int | None = None
     how: str = "exited"

@@ -243,6 +243,8 @@ class RoBind:
 
 @dataclass(frozen=True)
 class BindPlan:
+    """The read-only binds for one workspace, and what no mount covers."""
+
     binds: tuple[RoBind, ...]
     # (rel, reason): protected paths no mount covers; the end-of-session scan does.
     not_bound: tuple[tuple[str, str], ...]
