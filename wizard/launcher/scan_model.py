@@ -144,6 +144,7 @@ class ScanResult:
     hits: list[Hit]
     truncated: list[str]
     layouts: dict[str, policy.WorkspaceLayout] = field(default_factory=dict)
+    marks: dict[str, dict[str, Mark]] = field(default_factory=dict)  # as a snapshot has them
 
     @property
     def to_neutralize(self) -> list[Hit]:

@@ -390,11 +390,13 @@ def scan(
     hits: list[Hit] = []
     truncated: list[str] = []
     layouts: dict[str, policy.WorkspaceLayout] = {}
+    marks: dict[str, dict[str, Mark]] = {}
     for ws in workspaces:
         found = _discover(str(ws), limits or fdwalk.WalkLimits())
         if found is None:
             continue
         hits += _judge(found.ws, found, before)
         layouts[found.ws] = found.layout()
+        marks[found.ws] = found.marks
         truncated += [f"{found.ws}: {t}" for t in found.stats.truncated]
-    return ScanResult(hits=hits, truncated=truncated, layouts=layouts)
+    return ScanResult(hits=hits, truncated=truncated, layouts=layouts, marks=marks)
