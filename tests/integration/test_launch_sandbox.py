@@ -11,7 +11,10 @@ import json
 import os
 import shlex
 import subprocess
+import sys
+import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -28,7 +31,10 @@ from tests.launch_fixtures import (
     nobody_sleeper,
     report_claude,
     run_launcher,
+    state_home,
 )
+from tests.tools import REPO
+from wizard.base.cgroups import judge_delegation, read_cgroup_facts
 
 pytestmark = pytest.mark.integration
 
@@ -218,3 +224,58 @@ def test_symlinked_workspace_is_mounted_at_its_configured_path(tree: LaunchTree)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == str(link)
     assert (tree.workspace / "from-inside").exists()
+
+
+def test_the_sandbox_runs_in_the_sessions_cgroup_and_it_is_gone_after(tree: LaunchTree) -> None:
+    # The launcher leaves the session's cgroup (in the background) once the sandbox
+    # is verified: what it started, Claude included, stays in it until the end.
+    delegation = judge_delegation(read_cgroup_facts())
+    if delegation.kind == "cgroup1" and delegation.v1_parents is not None:
+        parents = [Path(p) for p in delegation.v1_parents]
+    elif delegation.kind == "cgroup2" and delegation.parent is not None:
+        parents = [Path(delegation.parent)]
+    else:
+        pytest.skip(f"no session cgroup on this host ({delegation.reason})")
+    started = tree.workspace / "started"
+    claude = tree.write_script(f"#!/bin/sh\ntouch {started}\nsleep 3\n")
+    env = {**launcher_env(), "XDG_STATE_HOME": str(state_home(0))}
+    argv = [sys.executable, "-m", "wizard.launcher", "--config", str(tree.write_config(claude))]
+    launcher = subprocess.Popen(argv, env=env, cwd=REPO, stdout=subprocess.DEVNULL)
+    try:
+        session = [parent / f"sandbox-launch-{launcher.pid}" for parent in parents]
+        deadline = time.monotonic() + 30
+        while not started.exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert started.exists()
+        time.sleep(0.5)  # the launcher's move out is done by now
+        for directory in session:
+            procs = [int(p) for p in (directory / "cgroup.procs").read_text().split()]
+            assert procs and launcher.pid not in procs, (directory, procs)
+        assert launcher.wait(timeout=30) == 0
+    finally:
+        launcher.kill()
+        launcher.wait()
+    for directory in session:
+        assert not directory.exists()  # removed at the session's end
+
+
+def test_a_launch_refused_after_the_cgroup_was_joined_leaves_no_cgroup(tree: LaunchTree) -> None:
+    # The session's cgroup is joined while the launch is prepared; a refusal after
+    # that (here: the Claude binary is not executable) removes it again.
+    delegation = judge_delegation(read_cgroup_facts())
+    if delegation.kind == "cgroup1" and delegation.v1_parents is not None:
+        parents = [Path(p) for p in delegation.v1_parents]
+    elif delegation.kind == "cgroup2" and delegation.parent is not None:
+        parents = [Path(delegation.parent)]
+    else:
+        pytest.skip(f"no session cgroup on this host ({delegation.reason})")
+    claude = tree.write_script("#!/bin/sh\nexit 0\n")
+    claude.chmod(0o644)
+    env = {**launcher_env(), "XDG_STATE_HOME": str(state_home(0))}
+    argv = [sys.executable, "-m", "wizard.launcher", "--config", str(tree.write_config(claude))]
+    launcher = subprocess.Popen(argv, env=env, cwd=REPO, stderr=subprocess.PIPE, text=True)
+    _, stderr = launcher.communicate(timeout=60)
+    assert launcher.returncode == 3, stderr
+    assert "is not executable" in stderr
+    for parent in parents:
+        assert not (parent / f"sandbox-launch-{launcher.pid}").exists()

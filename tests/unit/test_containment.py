@@ -8,6 +8,8 @@ table-tested here; tests/integration/test_sessions.py runs the fallback for real
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from checks.cgroup import judge_cgroup_delegation
@@ -23,10 +25,14 @@ from wizard.base.cgroups import (
 from wizard.base.choices import Mode
 from wizard.base.limits import Limits
 from wizard.launcher.containment import (
+    Containment,
     ContainmentFacts,
+    EarlySessionCgroup,
     Tools,
+    _memory_bytes,
     contain_sandbox_argv,
     contain_user_argv,
+    mem_total,
     plan_containment,
 )
 
@@ -246,3 +252,32 @@ def test_sandbox_argv_gets_only_the_limits_prefix() -> None:
     assert contain_sandbox_argv(("/usr/bin/setpriv", "x"), found) == (
         "/usr/bin/prlimit", "--nproc=100:100", "--", "/usr/bin/setpriv", "x",
     )  # fmt: skip
+
+
+def _plan(delegation: Delegation, limits: Limits, cgroup_parent: str | None = None) -> Containment:
+    memory = _memory_bytes(limits, mem_total())
+    return Containment(
+        delegation, limits.tasks, memory, 1 << 20, "cgroup", cgroup_parent=cgroup_parent
+    )
+
+
+def test_the_session_runner_takes_the_early_cgroup_its_plan_names(tmp_path: Path) -> None:
+    # Not started: no thread, nothing made; only which cgroup is taken is judged here.
+    delegation = Delegation("cgroup2", "delegated", parent=str(tmp_path))
+    early = EarlySessionCgroup(delegation, Limits())
+    cgroup, error = early.take(_plan(delegation, Limits(), cgroup_parent=str(tmp_path)))
+    assert cgroup is not None and cgroup.parent == tmp_path and error is None
+    assert early.taken
+    early.discard()  # the session's now: left alone
+    assert early.cgroup is cgroup
+
+
+def test_an_early_cgroup_another_plan_does_not_name_is_discarded(tmp_path: Path) -> None:
+    delegation = Delegation("cgroup2", "delegated", parent=str(tmp_path / "a"))
+    early = EarlySessionCgroup(delegation, Limits())
+    other = _plan(delegation, Limits(), cgroup_parent=str(tmp_path / "b"))
+    assert early.take(other) == (None, None)
+    assert not early.taken and early.cgroup is None
+    none = EarlySessionCgroup(Delegation("none", "no cgroup here"), Limits())
+    assert none.cgroup is None
+    assert none.take(_plan(delegation, Limits())) == (None, None)

@@ -22,6 +22,8 @@ DEFAULT_AGENT_USER = "claude-agent"
 
 @dataclass(frozen=True)
 class Account:
+    """One account as the passwd database lists it."""
+
     name: str
     uid: int
     gid: int

@@ -59,6 +59,8 @@ UPGRADABLE_SCHEMAS = (1,)
 
 @dataclass(frozen=True)
 class UnsafeAcceptance:
+    """The ``[unsafe]`` table: who accepted unsafe mode, when, and the statement."""
+
     accepted_by: str
     accepted_at: str
     statement: str
@@ -66,6 +68,8 @@ class UnsafeAcceptance:
 
 @dataclass(frozen=True)
 class LauncherConfig:
+    """What ``launcher.toml`` says (see the module docstring for its format)."""
+
     mode: Mode
     claude: PurePosixPath
     agent_user: str

@@ -2,7 +2,8 @@
 
 Used where the agent's processes matter: the plan (an existing account with
 running processes), undo (stop them before the account goes) and the launcher's
-end of a session (nothing of it may be left). Only the live system has processes;
+end of a session where the kernel has no children files (:mod:`wizard.base.process_tree`
+walks the tree otherwise). Only the live system has processes;
 callers never ask this about a ``--root`` tree.
 """
 

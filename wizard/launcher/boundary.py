@@ -149,12 +149,12 @@ def quarantine_dir(state: Path, session: str) -> str:
 
 def end_scan(workspaces: Sequence[str], before: Snapshot, state: Path, session: str) -> list[str]:
     """Scan against ``before``, neutralize what is new, save the baseline; the lines to print."""
-    from wizard.launcher.quarantine import neutralize
-
     result = scan(workspaces, before)
     lines: list[str] = []
     todo = result.to_neutralize
     if todo:
+        from wizard.launcher.quarantine import neutralize  # only when there is something
+
         _make_private_dir(state / QUARANTINE_DIR)
         lines += neutralize(todo, quarantine_dir(state, session))
     lines += [
@@ -162,7 +162,9 @@ def end_scan(workspaces: Sequence[str], before: Snapshot, state: Path, session: 
     ]
     # The baseline keeps other setups' workspaces (one state directory, several configs).
     baseline = read_state(state / BASELINE) or Snapshot()
-    baseline.marks.update(snapshot(workspaces).marks)
+    # Nothing was moved aside: the workspaces are as the scan just walked them (its
+    # marks are a snapshot's); otherwise they are walked again, as they are now.
+    baseline.marks.update(snapshot(workspaces).marks if todo else result.marks)
     write_state(state / BASELINE, baseline.to_json())
     return lines
 

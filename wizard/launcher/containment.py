@@ -28,6 +28,7 @@ import errno
 import os
 import signal
 import subprocess
+import threading
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -303,10 +304,14 @@ def contain(
     uid: int,
     owners: frozenset[int],
     path_env: str | None,
+    delegation: Delegation | None = None,
 ) -> tuple[Launch, Containment]:
     """``launch`` (sandbox or user mode) contained and limited as this host allows:
-    the argv to run, its notes for --dry-run, and the plan the session runner follows."""
-    delegation = judge_delegation(read_cgroup_facts())
+    the argv to run, its notes for --dry-run, and the plan the session runner follows.
+    ``delegation``: judged already (:class:`EarlySessionCgroup`, before the launcher
+    moved into the session's cgroup); judged here otherwise."""
+    if delegation is None:
+        delegation = judge_delegation(read_cgroup_facts())
     tools = find_tools(config.mode, delegation, owners, path_env)
     facts = gather_containment_facts(config.mode, tools, uid == 0, delegation)
     containment = plan_containment(
@@ -389,6 +394,7 @@ class SessionCgroupV1:
     tasks: int
     memory: int | None
     path: Path = field(init=False)  # the pids one (the one every session has)
+    left: bool = field(default=False, init=False)  # the launcher is back in the parents
 
     def __post_init__(self) -> None:
         self.path = self.pids_parent / self.name
@@ -413,13 +419,21 @@ class SessionCgroupV1:
         for _, directory in self._dirs():
             (directory / "cgroup.procs").write_text(f"{os.getpid()}\n")
 
-    def close(self, timeout: float = 5.0) -> list[int]:
-        """Leave both, kill everything still in them, remove them; the pids left."""
-        deadline = time.monotonic() + timeout
-        left: list[int] = []
+    def leave(self) -> None:
+        """Move the launcher back to the parents (what it starts from now on is not in
+        the session's cgroups; what it started stays there)."""
         for parent, _ in self._dirs():
             with contextlib.suppress(OSError):
                 (parent / "cgroup.procs").write_text(f"{os.getpid()}\n")
+        self.left = True
+
+    def close(self, timeout: float = 5.0) -> list[int]:
+        """Leave both (unless :meth:`leave` did), kill everything still in them, remove
+        them; the pids left."""
+        deadline = time.monotonic() + timeout
+        left: list[int] = []
+        if not self.left:
+            self.leave()
         for _, directory in self._dirs():
             left += [p for p in _drain(directory, deadline) if p not in left]
             _rmdir(directory, deadline)
@@ -436,6 +450,7 @@ class SessionCgroup:
     tasks: int
     memory: int | None
     path: Path = field(init=False)
+    left: bool = field(default=False, init=False)  # the launcher is back in the parent
 
     def __post_init__(self) -> None:
         self.path = self.parent / self.name
@@ -450,10 +465,18 @@ class SessionCgroup:
                 (self.path / "memory.swap.max").write_text("0\n")
         (self.path / "cgroup.procs").write_text(f"{os.getpid()}\n")
 
-    def close(self, timeout: float = 5.0) -> list[int]:
-        """Leave it, kill everything still in it, remove it; the pids that were left."""
+    def leave(self) -> None:
+        """Move the launcher back to the parent (what it starts from now on is not in
+        the session's cgroup; what it started stays there)."""
         with contextlib.suppress(OSError):
             (self.parent / "cgroup.procs").write_text(f"{os.getpid()}\n")
+        self.left = True
+
+    def close(self, timeout: float = 5.0) -> list[int]:
+        """Leave it (unless :meth:`leave` did), kill everything still in it, remove it;
+        the pids that were left."""
+        if not self.left:
+            self.leave()
         left: list[int] = []
         deadline = time.monotonic() + timeout
         kill_file = self.path / "cgroup.kill"
@@ -481,3 +504,96 @@ class SessionCgroup:
                     break
                 time.sleep(0.02)
         return left
+
+
+def session_cgroup(
+    cgroup_parent: str | None,
+    cgroup_v1: tuple[str, str] | None,
+    tasks: int,
+    memory: int | None,
+) -> SessionCgroup | SessionCgroupV1 | None:
+    """The cgroup(s) of this launcher's session (not made yet), as a
+    :class:`Containment` says (``cgroup_parent``, ``cgroup_v1``); None: no cgroup."""
+    name = f"{SESSION_CGROUP_PREFIX}{os.getpid()}"
+    if cgroup_parent is not None:
+        return SessionCgroup(Path(cgroup_parent), name, tasks, memory)
+    if cgroup_v1 is not None:
+        memory_parent, pids_parent = cgroup_v1
+        return SessionCgroupV1(Path(memory_parent), Path(pids_parent), name, tasks, memory)
+    return None
+
+
+class EarlySessionCgroup:
+    """The session's cgroup, made and joined in a thread while the launch is still
+    being prepared: joining waits for an RCU grace period (milliseconds), which then
+    passes during the workspace snapshot and the trust checks instead of before bwrap.
+
+    The cgroup is the one :func:`contain` will plan (the same delegation, judged once
+    here, before the launcher moved: :func:`read_cgroup_facts` reads the launcher's
+    own cgroup); the session runner :meth:`take` s it when its plan names the same
+    one, and makes its own otherwise. One that no session took is removed
+    (:meth:`discard`), as a refused launch leaves none."""
+
+    def __init__(self, delegation: Delegation, limits: Limits) -> None:
+        self.delegation = delegation
+        memory = _memory_bytes(limits, mem_total())
+        kind = delegation.kind
+        self.cgroup = session_cgroup(
+            delegation.parent if kind == "cgroup2" else None,
+            delegation.v1_parents if kind == "cgroup1" else None,
+            limits.tasks,
+            memory,
+        )
+        self.error: OSError | None = None
+        self.taken = False
+        self._thread: threading.Thread | None = None
+
+    @classmethod
+    def start(cls, limits: Limits) -> EarlySessionCgroup:
+        early = cls(judge_delegation(read_cgroup_facts()), limits)
+        if early.cgroup is not None:
+            thread = threading.Thread(target=early._enter, name="enter-cgroup", daemon=True)
+            try:
+                thread.start()
+            except RuntimeError:
+                early.cgroup = None  # no thread: the session runner makes it, as before
+            else:
+                early._thread = thread
+        return early
+
+    def _enter(self) -> None:
+        assert self.cgroup is not None
+        try:
+            self.cgroup.enter()
+        except OSError as exc:
+            self.error = exc
+
+    def _wait(self) -> None:
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+
+    def take(
+        self, containment: Containment
+    ) -> tuple[SessionCgroup | SessionCgroupV1 | None, OSError | None]:
+        """The cgroup (entered, or the error entering it raised) when ``containment``
+        plans this very one; (None, None) otherwise (then it is removed)."""
+        self._wait()
+        planned = session_cgroup(
+            containment.cgroup_parent,
+            containment.cgroup_v1,
+            containment.tasks,
+            containment.memory,
+        )
+        if self.cgroup is None or planned != self.cgroup:
+            self.discard()
+            return None, None
+        self.taken = True
+        return self.cgroup, self.error
+
+    def discard(self) -> None:
+        """Remove the cgroup unless a session took it (that session removes it)."""
+        self._wait()
+        if self.cgroup is not None and not self.taken:
+            cgroup, self.cgroup = self.cgroup, None
+            cgroup.close()

@@ -19,7 +19,6 @@ tomlkit) so a launch starts fast.
 from __future__ import annotations
 
 import os
-import shlex
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -38,7 +37,7 @@ from wizard.launcher.command import (
     unsafe_launch,
     user_launch,
 )
-from wizard.launcher.containment import Containment, contain
+from wizard.launcher.containment import Containment, EarlySessionCgroup, contain
 from wizard.launcher.network import is_allowlist
 from wizard.launcher.notice import config_notice
 from wizard.launcher.trust import (
@@ -52,6 +51,7 @@ from wizard.policy.environment import loopback_port_hint
 from wizard.policy.names import user_name_problem
 
 if TYPE_CHECKING:
+    from wizard.base.cgroups import Delegation
     from wizard.launcher.boundary import Boundary
 
 USAGE = """usage: sandbox-launch [--dry-run] [--quiet] [--config PATH] [--] [claude arguments ...]
@@ -81,6 +81,8 @@ exit codes:
 
 @dataclass(frozen=True)
 class Options:
+    """The launcher's own options; the rest of the command line is Claude's."""
+
     dry_run: bool
     config: Path | None
     claude_args: tuple[str, ...]
@@ -169,6 +171,7 @@ def build_launch(
     environ: Mapping[str, str],
     owners: frozenset[int],
     workspace_binds: Sequence[str] = (),
+    delegation: Delegation | None = None,
 ) -> tuple[Launch, Agent | None, Containment | None]:
     claude = check_trusted_file(config.claude, owners, "Claude binary")
     if not os.access(claude, os.X_OK):
@@ -187,7 +190,7 @@ def build_launch(
     separate = _separate_launch(
         config, agent, claude, claude_args, uid, environ, owners, workdir, workspace_binds
     )
-    launch, containment = contain(config, agent, separate, uid, owners, path_env)
+    launch, containment = contain(config, agent, separate, uid, owners, path_env, delegation)
     return _with_notice(launch, config, agent.name, workdir), agent, containment
 
 
@@ -263,6 +266,8 @@ def start_boundary(config: LauncherConfig, dry_run: bool) -> Boundary | None:
 
 def describe(launch: Launch, config_path: Path, mode: Mode) -> str:
     """The ``--dry-run`` text: the command, its environment, where it runs."""
+    import shlex
+
     lines = [f"# sandbox-launch --dry-run: mode {mode}, config {config_path}"]
     lines.append(f"command: {shlex.join(launch.argv)}")
     if launch.cwd:
@@ -287,6 +292,25 @@ def run(options: Options, environ: Mapping[str, str]) -> int:
     owners = frozenset({0, uid})
     config_path = options.config or default_config_path()
     real, config = load_config(config_path, owners)
+    # The session's cgroup is joined in the background meanwhile (see the class).
+    separate = config.mode is not Mode.UNSAFE and not options.dry_run
+    early = EarlySessionCgroup.start(config.limits) if separate else None
+    try:
+        return _run_checked(options, environ, uid, owners, real, config, early)
+    finally:
+        if early is not None:
+            early.discard()  # not taken by a session (a refused launch): removed
+
+
+def _run_checked(
+    options: Options,
+    environ: Mapping[str, str],
+    uid: int,
+    owners: frozenset[int],
+    real: Path,
+    config: LauncherConfig,
+    early: EarlySessionCgroup | None,
+) -> int:
     boundary = start_boundary(config, options.dry_run)
     # However the launch ends (refused before bwrap, a session that could not start,
     # an error), the boundary ends too: placeholders out, the scan, the baseline.
@@ -299,6 +323,7 @@ def run(options: Options, environ: Mapping[str, str]) -> int:
             environ,
             owners,
             boundary.bind_args if boundary is not None else (),
+            early.delegation if early is not None else None,
         )
         hooks = [boundary.end] if boundary is not None else []
         if launch.warning:
@@ -325,6 +350,7 @@ def run(options: Options, environ: Mapping[str, str]) -> int:
                 hooks=[*hooks, *session_end_hooks()],
                 network=config if launch.supervised and is_allowlist(config) else None,
                 quiet=options.quiet,
+                early_cgroup=early,
             )
     finally:
         if boundary is not None:

@@ -11,6 +11,7 @@ import os
 import posixpath
 import stat
 from pathlib import PurePosixPath
+from typing import TYPE_CHECKING
 
 from wizard.base import fdwalk
 from wizard.launcher.scan_model import (
@@ -24,8 +25,9 @@ from wizard.launcher.scan_model import (
     metadata_path,
 )
 from wizard.policy import workspace as policy
-from wizard.policy.git_danger import ConfigContext
-from wizard.policy.gitconfig import hooks_path, included_files
+
+if TYPE_CHECKING:
+    from wizard.policy.git_danger import ConfigContext
 
 _MODULE_MARKERS = frozenset({"HEAD", "config", "hooks", "objects"})
 
@@ -164,6 +166,8 @@ class GitDiscovery:
         )
         present = {n: entry_kind(entries[n]) for n in policy.GITDIR_PROTECTED if n in entries}
         self.gitdirs.append(policy.GitDirFacts(rel, role, present))
+        from wizard.policy.git_danger import ConfigContext  # only where a git dir is
+
         context = ConfigContext(
             workspace=PurePosixPath(self.ws), gitdir=PurePosixPath(self.abspath(rel))
         )
@@ -233,6 +237,8 @@ class GitDiscovery:
     def _includes(self, text: str, base: str, context: ConfigContext, depth: int) -> None:
         if depth > MAX_INCLUDE_DEPTH:
             return
+        from wizard.policy.gitconfig import included_files
+
         for value in included_files(text):
             if value.startswith("~"):
                 continue
@@ -255,6 +261,8 @@ class GitDiscovery:
                 self._includes(included, posixpath.dirname(self.abspath(rel)), context, depth + 1)
 
     def _hooks_path(self, text: str, base: str) -> None:
+        from wizard.policy.gitconfig import hooks_path
+
         value = hooks_path(text)
         if value is None or value.startswith("~"):
             return

@@ -139,9 +139,12 @@ class Snapshot:
 
 @dataclass
 class ScanResult:
+    """What one scan found (hits), where it stopped early, and the layouts it saw."""
+
     hits: list[Hit]
     truncated: list[str]
     layouts: dict[str, policy.WorkspaceLayout] = field(default_factory=dict)
+    marks: dict[str, dict[str, Mark]] = field(default_factory=dict)  # as a snapshot has them
 
     @property
     def to_neutralize(self) -> list[Hit]:
@@ -150,6 +153,9 @@ class ScanResult:
 
 @dataclass(frozen=True)
 class Finding:
+    """One thing a workspace walk saw that root's tools run or obey: what it is, why
+    it matters, and what to do when it is new (``action``)."""
+
     rel: str
     kind: str
     what: str

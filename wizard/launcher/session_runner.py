@@ -28,21 +28,22 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from types import FrameType
 
 from wizard.base.errors import RefusedError
 from wizard.base.launcher_config import LauncherConfig
-from wizard.base.processes import descendants, read_process
+from wizard.base.process_tree import running_descendants
 from wizard.launcher.command import Agent, Launch
 from wizard.launcher.containment import (
-    SESSION_CGROUP_PREFIX,
     Containment,
+    EarlySessionCgroup,
     SessionCgroup,
     SessionCgroupV1,
+    session_cgroup,
 )
 from wizard.launcher.keyring import SessionKeyring, join_new_session_keyring
 from wizard.launcher.pty_relay import PtyRelay, TerminalState, install_winch
@@ -90,25 +91,38 @@ def kill_descendants(timeout: float = END_TIMEOUT) -> tuple[int, ...]:
     """SIGKILL every live descendant of the launcher until none is left (bounded:
     a fork loop is outrun, since each round kills all that exist and the killed
     cannot fork again). Returns the pids killed."""
+    return _end_descendants(timeout)[0]
+
+
+def _end_descendants(timeout: float = END_TIMEOUT) -> tuple[tuple[int, ...], bool]:
+    """:func:`kill_descendants`, and whether none is left (False: some outlived the
+    deadline). The launcher is a child subreaper, so every orphan of the session is
+    its child: its tree is walked through the ``children`` files
+    (:func:`~wizard.base.process_tree.running_descendants`), all of /proc only where
+    the kernel has none."""
     killed: list[int] = []
     deadline = time.monotonic() + timeout
     own = os.getpid()
     while True:
         reap_children()
-        alive = []
-        for pid in descendants(own):
-            info = read_process(pid)
-            if info is not None and info.running:
-                alive.append(pid)
+        alive = running_descendants(own)
+        if alive is None:  # no children files here: walk all of /proc
+            from wizard.base.processes import descendants, read_process
+
+            alive = []
+            for pid in descendants(own):
+                info = read_process(pid)
+                if info is not None and info.running:
+                    alive.append(pid)
         if not alive:
-            return tuple(killed)
+            return tuple(killed), True
         if time.monotonic() > deadline:
             print(
                 f"sandbox-launch: WARNING: {len(alive)} process(es) of the session could not "
                 f"be ended: {', '.join(map(str, alive[:10]))}",
                 file=sys.stderr,
             )
-            return tuple(killed)
+            return tuple(killed), False
         for pid in alive:
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
@@ -126,6 +140,8 @@ def inner_group(first: int, master: int | None) -> int | None:
     """The process group a terminal's signal would reach: the foreground group of
     the session's pty, or (no pty) the group of the session ``setsid`` made below
     ``first``; None before it exists."""
+    from wizard.base.processes import descendants, read_process
+
     if master is not None:
         with contextlib.suppress(OSError):
             group = os.tcgetpgrp(master)
@@ -138,8 +154,35 @@ def inner_group(first: int, master: int | None) -> int | None:
     return None
 
 
+class _EarlyLeave:
+    """The launcher leaves the session's cgroup once the sandbox is verified, in a
+    thread of its own: a cgroup move waits for an RCU grace period (milliseconds),
+    which then passes while Claude starts instead of at the session's end. Everything
+    of the session descends from bwrap, already in the cgroup, and stays there; the
+    launcher starts nothing more for the session."""
+
+    def __init__(self, cgroup: SessionCgroup | SessionCgroupV1) -> None:
+        self.cgroup = cgroup
+        self.thread: threading.Thread | None = None
+
+    def start(self, _sandbox_pid: int = 0) -> None:
+        """Start leaving (a ``before_release`` hook of :func:`run_supervised`)."""
+        thread = threading.Thread(target=self.cgroup.leave, name="leave-cgroup", daemon=True)
+        try:
+            thread.start()
+        except RuntimeError:
+            return  # no thread: the cgroup's close leaves it, as it always did
+        self.thread = thread
+
+    def join(self) -> None:
+        if self.thread is not None:
+            self.thread.join()
+
+
 @dataclass
 class _UserSession:
+    """A running user-mode session, as its signal handlers see it."""
+
     child: subprocess.Popen[bytes] | None = None
     master: int | None = None
     how: str = "exited"
@@ -233,17 +276,28 @@ def run_user_session(launch: Launch) -> tuple[int, str]:
 
 
 def _run_sandbox(
-    launch: Launch, agent: Agent, environ: Mapping[str, str], network: LauncherConfig | None
+    launch: Launch,
+    agent: Agent,
+    environ: Mapping[str, str],
+    network: LauncherConfig | None,
+    before_release: Callable[[int], None] | None = None,
 ) -> int:
     from wizard.launcher.supervise import run_supervised
 
     if network is None:
-        return run_supervised(launch, agent.uid, environ)
+        return run_supervised(launch, agent.uid, environ, before_release=before_release)
     from wizard.launcher.network import egress_session, state_dir
 
     with egress_session(network, agent.uid, agent.gid, environ, state_dir()) as egress:
         assert egress is not None
-        return run_supervised(launch, agent.uid, environ, before_release=egress.ready)
+        ready = egress.ready
+
+        def release_hook(sandbox_pid: int) -> None:
+            ready(sandbox_pid)  # the proxy first: it is forked in the cgroup already
+            if before_release is not None:
+                before_release(sandbox_pid)
+
+        return run_supervised(launch, agent.uid, environ, before_release=release_hook)
 
 
 def run_session(
@@ -256,56 +310,64 @@ def run_session(
     hooks: Sequence[SessionHook] = (),
     network: LauncherConfig | None = None,
     quiet: bool = False,
+    early_cgroup: EarlySessionCgroup | None = None,
 ) -> int:
     """Run the session ``launch`` describes; see the module doc. Returns Claude's status.
 
+    ``early_cgroup``: the session's cgroup, made and joined while the launch was
+    prepared (:class:`~wizard.launcher.containment.EarlySessionCgroup`); taken when
+    ``containment`` plans the same one.
+
     ``network``: the config of a sandbox with network allowlist, whose egress proxy
-    runs for the session (started in the sandbox's network namespace and probed from
-    inside before Claude is released, stopped before the session's leftovers are
-    killed)."""
+    runs for the session (forked before bwrap, handed its listeners in the sandbox's
+    network namespace and probed from inside before Claude is released, stopped before
+    the session's leftovers are killed)."""
     _prctl(PR_SET_CHILD_SUBREAPER, 1)
     keyring = join_new_session_keyring(agent.uid, agent.gid, switch_user=switch_user)
-    cgroup: SessionCgroup | SessionCgroupV1 | None = None
-    if containment.cgroup_parent is not None:
-        cgroup = SessionCgroup(
-            Path(containment.cgroup_parent),
-            f"{SESSION_CGROUP_PREFIX}{os.getpid()}",
+    cgroup, error = early_cgroup.take(containment) if early_cgroup is not None else (None, None)
+    if cgroup is None:
+        cgroup = session_cgroup(
+            containment.cgroup_parent,
+            containment.cgroup_v1,
             containment.tasks,
             containment.memory,
         )
-    elif containment.cgroup_v1 is not None:
-        memory_parent, pids_parent = containment.cgroup_v1
-        cgroup = SessionCgroupV1(
-            Path(memory_parent),
-            Path(pids_parent),
-            f"{SESSION_CGROUP_PREFIX}{os.getpid()}",
-            containment.tasks,
-            containment.memory,
-        )
-        try:
-            cgroup.enter()
-        except OSError as exc:
-            raise RefusedError(
-                f"cannot make the session's cgroup {cgroup.path}: {exc.strerror}"
-            ) from None
+        if cgroup is not None:
+            try:
+                cgroup.enter()
+            except OSError as exc:
+                error = exc
+    if cgroup is not None and error is not None:
+        raise RefusedError(
+            f"cannot make the session's cgroup {cgroup.path}: {error.strerror}"
+        ) from None
     if containment.notice and not quiet:  # a note, like the launch notice (--quiet)
         print(containment.notice, file=sys.stderr)
     code: int | None = None
     how = "error"
+    ended = False  # every process of the session is gone already (nothing left to kill)
+    early = _EarlyLeave(cgroup) if cgroup is not None else None
     try:
         if launch.supervised:
             terminal = TerminalState.save()
             try:
-                code = _run_sandbox(launch, agent, environ, network)
+                code = _run_sandbox(
+                    launch, agent, environ, network, early.start if early is not None else None
+                )
             finally:
-                kill_descendants()  # nothing may touch the terminal once it is restored
+                # Nothing may touch the terminal once it is restored. What this kills is
+                # not reported: the pass below would find none left, and reports that.
+                ended = _end_descendants()[1]
                 terminal.restore()
             how = "exited"
         else:
             code, how = run_user_session(launch)
     finally:
-        # The session ended. Nothing of it may outlive this point.
-        killed = kill_descendants()
+        # The session ended. Nothing of it may outlive this point. (After a pass that
+        # left none, none can be: only the session's own processes could start more.)
+        killed = () if ended else kill_descendants()
+        if early is not None:
+            early.join()
         if cgroup is not None:
             killed += tuple(cgroup.close())
         end = SessionEnd(agent, code, how, killed, keyring)

@@ -17,7 +17,6 @@ the operator's own (a git-lfs filter, a pre-commit hook), and the audit shows th
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import posixpath
@@ -274,6 +273,8 @@ class _Discovery(GitDiscovery):
             fd = fdwalk.open_dir_at(dir_fd, name)
         except OSError:
             return
+        import hashlib  # (OpenSSL's: ~3 ms) only where a watched directory exists
+
         listing = hashlib.sha256()
         try:
             for visit in fdwalk.walk(fd, fdwalk.WalkLimits(max_entries=2000, max_depth=6)):
@@ -389,11 +390,13 @@ def scan(
     hits: list[Hit] = []
     truncated: list[str] = []
     layouts: dict[str, policy.WorkspaceLayout] = {}
+    marks: dict[str, dict[str, Mark]] = {}
     for ws in workspaces:
         found = _discover(str(ws), limits or fdwalk.WalkLimits())
         if found is None:
             continue
         hits += _judge(found.ws, found, before)
         layouts[found.ws] = found.layout()
+        marks[found.ws] = found.marks
         truncated += [f"{found.ws}: {t}" for t in found.stats.truncated]
-    return ScanResult(hits=hits, truncated=truncated, layouts=layouts)
+    return ScanResult(hits=hits, truncated=truncated, layouts=layouts, marks=marks)

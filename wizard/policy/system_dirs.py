@@ -47,10 +47,16 @@ def bind_conflict(path: PurePosixPath | str) -> PurePosixPath | None:
         return PurePosixPath("/")
     if given in SYSTEM_DIRS:
         return given
+    parents = set(given.parents)
     for tree in SYSTEM_TREES:
-        if tree in given.parents:
+        if tree in parents:
             return tree
-    for system in sorted(SYSTEM_DIRS):
-        if given in system.parents:
+    for system, above in _SYSTEM_DIRS_ABOVE:
+        if given in above:
             return system
     return None
+
+
+# bind_conflict's last rule, ordered as it was always asked: each system directory
+# (sorted) with the directories above it.
+_SYSTEM_DIRS_ABOVE = tuple((system, frozenset(system.parents)) for system in sorted(SYSTEM_DIRS))

@@ -40,11 +40,43 @@ from __future__ import annotations
 import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
-from wizard.policy.claude_project import judge_claude_settings, judge_mcp_json, without_settings
-from wizard.policy.config_hit import ConfigHit
-from wizard.policy.git_danger import ConfigContext, dangerous_git_config
-from wizard.policy.gitconfig import parse_git_config, remove_entries
+if TYPE_CHECKING:
+    from wizard.policy.claude_project import (
+        judge_claude_settings,
+        judge_mcp_json,
+        without_settings,
+    )
+    from wizard.policy.config_hit import ConfigHit
+    from wizard.policy.git_danger import ConfigContext, dangerous_git_config
+    from wizard.policy.gitconfig import parse_git_config, remove_entries
+
+# The rules for what a config file holds, re-exported here, are imported when first
+# used (a workspace with a git repository or a Claude project file): the launcher's
+# session start in any other workspace does not pay for them (~5 ms).
+_RULES = {
+    "judge_claude_settings": "wizard.policy.claude_project",
+    "judge_mcp_json": "wizard.policy.claude_project",
+    "without_settings": "wizard.policy.claude_project",
+    "ConfigHit": "wizard.policy.config_hit",
+    "ConfigContext": "wizard.policy.git_danger",
+    "dangerous_git_config": "wizard.policy.git_danger",
+    "parse_git_config": "wizard.policy.gitconfig",
+    "remove_entries": "wizard.policy.gitconfig",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _RULES.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "GITDIR_PROTECTED",
@@ -211,6 +243,8 @@ class RoBind:
 
 @dataclass(frozen=True)
 class BindPlan:
+    """The read-only binds for one workspace, and what no mount covers."""
+
     binds: tuple[RoBind, ...]
     # (rel, reason): protected paths no mount covers; the end-of-session scan does.
     not_bound: tuple[tuple[str, str], ...]
