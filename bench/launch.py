@@ -38,6 +38,13 @@ NOBODY = 65534
 TARGET = 1.10
 
 
+def console(name: str, module: str) -> list[str]:
+    """The console script the operator runs (``sandbox-launch``, ``sandbox-setup``) beside
+    this interpreter, or ``python -m MODULE`` where there is none."""
+    script = Path(sys.executable).parent / name
+    return [str(script)] if script.is_file() else [sys.executable, "-m", module]
+
+
 def _timed(argv: list[str], env: dict[str, str]) -> float:
     start = time.perf_counter()
     result = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
@@ -82,8 +89,8 @@ def main() -> int:
         direct = ([args.claude, "--print", "ok"],
                   {"PATH": path, "IS_SANDBOX": "1", "HOME": str(root_home)})  # fmt: skip
         launched = (
-            [sys.executable, "-m", "wizard.launcher", "--config", str(config), "--", "--print",
-             "ok"],
+            [*console("sandbox-launch", "wizard.launcher"), "--config", str(config), "--",
+             "--print", "ok"],
             {"PATH": path, "PYTHONPATH": str(REPO), "TERM": "dumb",
              "XDG_STATE_HOME": str(base / "state")},
         )  # fmt: skip

@@ -4,19 +4,21 @@ In ``allowlist`` mode the sandbox's network namespace has loopback only. Its way
 the egress proxy, which runs on the host side (as the agent) but listens *inside*: on
 ``127.0.0.1:PORT`` (and ``[::1]:PORT`` where the namespace has IPv6 loopback) of the
 sandbox's own namespace. A socket belongs to the namespace it was made in, wherever its
-fd goes afterwards, so :func:`open_in_sandbox` makes them in a short-lived helper that
-joins the namespace and hands the fds back (``SCM_RIGHTS``); the proxy then accepts on
+fd goes afterwards, so :func:`open_in_sandbox` makes them in a short-lived thread or
+helper that joins the namespace and hands the fds back; the proxy then accepts on
 them from the host side and dials out from there. No bridge process runs in the sandbox
 and no socket of the host is bound into it.
 
-The helper is a fork of the launcher. As root it joins the network namespace only
-(``setns(CLONE_NEWNET)``); a launcher that is not root (its own account is the agent)
-first joins the user namespace that owns the network namespace (``NS_GET_USERNS``),
-where it holds the capabilities ``setns`` needs. It makes the listeners, plus unconnected
-TCP sockets for the launcher's probe (:func:`wizard.launcher.proxy.probe_proxy`), which
-therefore connects from inside the sandbox's namespace exactly as Claude will, sends
-them and exits. The launcher checks that every socket it got really lives in the
-sandbox's namespace (``SIOCGSKNS``) and listens where it should, or refuses the launch.
+As root, a thread of the launcher joins the network namespace (``setns(CLONE_NEWNET)``,
+which changes only that thread) and makes them; a launcher that is not root (its own
+account is the agent) forks a helper instead, which first joins the user namespace that
+owns the network namespace (``NS_GET_USERNS``), where it holds the capabilities
+``setns`` needs (joining a user namespace takes a process of one thread), and sends the
+fds back (``SCM_RIGHTS``). Made are the listeners, plus unconnected TCP sockets for the
+launcher's probe (:func:`wizard.launcher.proxy.probe_proxy`), which therefore connects
+from inside the sandbox's namespace exactly as Claude will. The launcher checks that
+every socket it got really lives in the sandbox's namespace (``SIOCGSKNS``) and listens
+where it should, or refuses the launch.
 
 It runs while the sandbox waits on its release (after verification, before Claude
 starts): bwrap has brought the namespace's loopback up by then.
@@ -33,6 +35,7 @@ import os
 import select
 import socket
 import subprocess
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -199,29 +202,8 @@ def open_in_sandbox(
         own = os.stat("/proc/self/ns/net")
         if _namespace_id(netns) == (own.st_dev, own.st_ino):
             raise RefusedError("the sandbox shares the launcher's network namespace")
-        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        try:
-            helper = os.fork()
-            if helper == 0:
-                ours.close()
-                _helper(netns, theirs, proxy_port, exposed, probes)
-            theirs.close()
-            try:
-                ours.settimeout(timeout)
-                message, fds, _flags, _addr = socket.recv_fds(ours, 65536, 64)
-            except OSError as exc:
-                raise RefusedError(f"the sandbox's network helper did not answer: {exc}") from None
-            finally:
-                with contextlib.suppress(ChildProcessError):
-                    os.waitpid(helper, 0)
-        finally:
-            ours.close()
-            with contextlib.suppress(OSError):
-                theirs.close()
-        try:
-            answer = json.loads(message.decode("utf-8", "replace") or "null")
-        except ValueError:
-            answer = None
+        make = _in_thread if os.geteuid() == 0 else _by_helper
+        answer, fds = make(netns, proxy_port, exposed, probes, timeout)
         if isinstance(answer, dict) or not fds:
             for fd in fds:
                 os.close(fd)
@@ -233,6 +215,63 @@ def open_in_sandbox(
         return _adopt(answer, fds, netns)
     finally:
         os.close(netns)
+
+
+Made = tuple[object, list[int]]  # the sockets' description (or {"error": ...}), their fds
+
+
+def _in_thread(
+    netns: int, proxy_port: int, exposed: Sequence[int], probes: int, timeout: float
+) -> Made:
+    """As root: a thread of ours joins the namespace (a network namespace is per thread)
+    and makes the sockets; the namespace ends with the thread, nothing to switch back."""
+    result: list[Made] = []
+
+    def run() -> None:
+        try:
+            _setns(netns, CLONE_NEWNET, "the sandbox's network namespace")
+            made, spec = _make(proxy_port, exposed, probes)
+            result.append((spec, [sock.detach() for sock in made]))
+        except BaseException as exc:
+            result.append(({"error": str(exc) or type(exc).__name__}, []))
+
+    thread = threading.Thread(target=run, name="sandbox-netns", daemon=True)
+    thread.start()
+    thread.join(timeout)
+    if not result:
+        raise RefusedError("making the sockets in the sandbox's network namespace timed out")
+    return result[0]
+
+
+def _by_helper(
+    netns: int, proxy_port: int, exposed: Sequence[int], probes: int, timeout: float
+) -> Made:
+    """Not root: a forked helper (one thread, as joining a user namespace needs) joins
+    the owning user namespace, then the network namespace, and sends the fds back."""
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    try:
+        helper = os.fork()
+        if helper == 0:
+            ours.close()
+            _helper(netns, theirs, proxy_port, exposed, probes)
+        theirs.close()
+        try:
+            ours.settimeout(timeout)
+            message, fds, _flags, _addr = socket.recv_fds(ours, 65536, 64)
+        except OSError as exc:
+            raise RefusedError(f"the sandbox's network helper did not answer: {exc}") from None
+        finally:
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(helper, 0)
+    finally:
+        ours.close()
+        with contextlib.suppress(OSError):
+            theirs.close()
+    try:
+        answer = json.loads(message.decode("utf-8", "replace") or "null")
+    except ValueError:
+        answer = None
+    return answer, fds
 
 
 @contextlib.contextmanager
