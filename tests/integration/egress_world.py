@@ -43,7 +43,7 @@ from typing import Any, TypeVar
 import pytest
 
 from tests.tools import REPO, require_root, require_tool
-from wizard.launcher.proxy import TEST_RESOLVE_ENV, bridge_argv
+from wizard.launcher.proxy import TEST_RESOLVE_ENV
 
 NOBODY = 65534
 T = TypeVar("T")
@@ -114,6 +114,24 @@ probe_proxy(socket_path)
 print(json.dumps({"pid": pid, "leak_fd": leak}), flush=True)
 sys.stdin.read()
 """
+
+
+def bridge_argv(socat: str, port: int, socket_path: str) -> list[str]:
+    """Inside a test's sandbox: ``127.0.0.1:PORT`` -> the proxy's unix socket (the
+    launcher itself makes its listeners inside instead: wizard.launcher.netns).
+
+    ``bind=127.0.0.1``: the listener is for this namespace's loopback only.
+    ``fork``: one child per connection, so a slow download does not block the API.
+    ``reuseaddr``: a restarted bridge binds again at once. ``-b``: socat's default
+    8 KiB copy buffer costs a third of the throughput on a fast link.
+    """
+    return [
+        socat,
+        "-b",
+        "262144",
+        f"TCP-LISTEN:{port},bind=127.0.0.1,fork,reuseaddr",
+        f"UNIX-CONNECT:{socket_path}",
+    ]
 
 
 def run(argv: Sequence[str], **kwargs: object) -> subprocess.CompletedProcess[str]:

@@ -1,7 +1,7 @@
 """The network boundary from inside a real bwrap ``--unshare-net`` sandbox, as `nobody`.
 
 The sandbox gets the proxy's unix socket bound in and nothing else of the network;
-:func:`wizard.launcher.proxy.bridge_argv` (socat) turns it into ``127.0.0.1:3128``
+:func:`tests.integration.egress_world.bridge_argv` (socat) turns it into ``127.0.0.1:3128``
 inside. One sandbox run makes every attempt and prints each result under a marker,
 with its own network namespace and uid, so a run where the sandbox never started
 cannot pass. Each refusal has a twin run from the host, where the same thing works.
@@ -26,11 +26,11 @@ from tests.integration.egress_world import (
     NOBODY,
     WORLD_GREETING,
     Proxy,
+    bridge_argv,
     free_port,
     wait_for_tcp,
 )
 from tests.tools import require_tool
-from wizard.launcher.proxy import bridge_argv
 
 pytestmark = pytest.mark.integration
 world = egress_world.world

@@ -254,7 +254,7 @@ def test_it_ran_as_the_agent_in_a_network_namespace_of_its_own(
     assert netns not in (REAL_HOST_NETNS, host_netns)
 
 
-def test_the_proxy_variables_name_the_bridge_and_bypass_loopback_only(
+def test_the_proxy_variables_name_the_proxy_and_bypass_loopback_only(
     inside: dict[str, tuple[int, str]],
 ) -> None:
     https, all_proxy, no_proxy = out(inside, "proxy_env").split()
@@ -271,7 +271,7 @@ def test_the_exposed_loopback_port_answers_at_the_same_address(
     inside: dict[str, tuple[int, str]],
 ) -> None:
     assert inside["exposed"] == (0, EXPOSED_SECRET)
-    assert inside["exposed_v6"] == (0, EXPOSED_SECRET)  # the bridge on [::1] too
+    assert inside["exposed_v6"] == (0, EXPOSED_SECRET)  # the listener on [::1] too
 
 
 def test_an_allowed_domain_works_with_curl_git_and_urllib(

@@ -67,7 +67,7 @@ def test_allowlist_has_its_own_namespace_and_nothing_of_the_host_bound_for_it() 
     assert argv.count("--ro-bind") == launch(config(network=Network.NONE)).argv.count("--ro-bind")
 
 
-def test_allowlist_environment_points_every_client_at_the_bridge() -> None:
+def test_allowlist_environment_points_every_client_at_the_proxy() -> None:
     env = setenv(launch(config(loopback_ports=(8082,))).argv)
     for name in network.PROXY_ENV:
         assert env[name] == PROXY

@@ -11,7 +11,6 @@ from tests.tools import REPO
 from wizard.base.errors import RefusedError
 from wizard.launcher import proxy_wire as wire
 from wizard.launcher.proxy import (
-    bridge_argv,
     load_test_resolver,
     parse_fib_trie,
     parse_if_inet6,
@@ -204,13 +203,6 @@ def test_a_broken_test_resolver_refuses_the_start(tmp_path, content: str) -> Non
     bad.write_text(content)
     with pytest.raises(RefusedError):
         load_test_resolver({"SANDBOX_LAUNCH_TEST_RESOLVE": str(bad)})
-
-
-def test_bridge_argv_listens_on_loopback_only() -> None:
-    argv = bridge_argv("/usr/bin/socat", 3128, "/run/egress.sock")
-    assert argv[0] == "/usr/bin/socat"
-    assert "TCP-LISTEN:3128,bind=127.0.0.1,fork,reuseaddr" in argv
-    assert argv[-1] == "UNIX-CONNECT:/run/egress.sock"
 
 
 def test_the_launcher_side_of_the_proxy_imports_no_asyncio() -> None:

@@ -1,29 +1,31 @@
 """The launcher's egress proxy (invariant 7): start it unprivileged, tied to the launcher.
 
 In ``allowlist`` mode the sandbox has its own network namespace with loopback only.
-Its one way out is a unix socket, bound into the sandbox, on which this proxy
-serves HTTP CONNECT, plain HTTP forwarding and SOCKS5 (:mod:`.proxy_server`).
-Inside, :func:`bridge_argv` (socat) turns the socket into ``127.0.0.1:PORT`` for
-clients that only speak TCP, which every proxy client does.
+Its one way out is this proxy, serving HTTP CONNECT, plain HTTP forwarding and SOCKS5
+(:mod:`.proxy_server`) on listeners made inside that namespace
+(:mod:`wizard.launcher.netns`); it also serves a unix socket of its own where one is
+asked for (the tests' way to reach it).
 
-The launcher, as root:
+The launcher, as root (:class:`wizard.launcher.network.EgressSession`):
 
 1. builds an :class:`~wizard.policy.network.EgressPolicy` and opens the decision log
    (root-owned; the proxy only ever holds the fd);
-2. calls :func:`start_proxy_process`: it binds the socket, forks, and the child drops
-   to the given uid/gid for good (``setgroups([])``, ``setresgid``, ``setresuid``,
-   checked, and a failed ``setuid(0)`` proves it), arms ``PR_SET_PDEATHSIG(SIGKILL)``
-   so it dies with the launcher however the launcher ends, closes every other fd
-   and serves; the call returns once the child wrote its ready byte, else kills it
-   and refuses (exit 3: nothing falls back to the host's network);
-3. runs :func:`probe_proxy` before releasing Claude: a destination every policy
-   refuses must come back refused, by this proxy, on both protocols.
+2. calls :func:`fork_proxy` before bwrap starts: the child drops to the given uid/gid
+   for good (``setgroups([])``, ``setresgid``, ``setresuid``, checked, and a failed
+   ``setuid(0)`` proves it), arms ``PR_SET_PDEATHSIG(SIGKILL)`` so it dies with the
+   launcher however the launcher ends, closes every other fd and waits for its
+   listeners (:meth:`ProxyProcess.hand_over`, once the sandbox is verified); then it
+   serves and writes its ready byte, or the launcher kills it and refuses (exit 3:
+   nothing falls back to the host's network);
+3. runs :func:`probe_proxy` from inside the sandbox's namespace before releasing
+   Claude: a destination every policy refuses must come back refused, by this proxy,
+   on both protocols.
 
 Why SOCKS5 too: Claude Code's inner (Bash) sandbox, sandbox-runtime, sends its
 commands' ``ALL_PROXY``/``FTP_PROXY``/``RSYNC_PROXY`` and git-over-ssh through a SOCKS
 port (``sandbox.network.socksProxyPort``); when only the HTTP port is external it
 starts a SOCKS proxy of its own, which would bypass this policy. Both ports point at
-the one bridge; the first byte tells the protocols apart.
+the one listener; the first byte tells the protocols apart.
 
 Test hook: ``SANDBOX_LAUNCH_TEST_BREAK_PROXY=1`` makes the proxy process exit after its
 privilege drop, before it is ready: a proxy that cannot start, as the launcher sees it.
@@ -567,20 +569,3 @@ def _probe_exchange(target: Target, messages: list[bytes], timeout: float) -> by
     except OSError as exc:
         raise RefusedError(f"the egress proxy {where} does not answer: {exc}") from None
     return answer
-
-
-def bridge_argv(socat: str, port: int, socket_path: str) -> list[str]:
-    """Inside the sandbox: ``127.0.0.1:PORT`` -> the proxy's unix socket.
-
-    ``bind=127.0.0.1``: the listener is for this namespace's loopback only.
-    ``fork``: one child per connection, so a slow download does not block the API.
-    ``reuseaddr``: a restarted bridge binds again at once. ``-b``: socat's default
-    8 KiB copy buffer costs a third of the throughput on a fast link.
-    """
-    return [
-        socat,
-        "-b",
-        "262144",
-        f"TCP-LISTEN:{port},bind=127.0.0.1,fork,reuseaddr",
-        f"UNIX-CONNECT:{socket_path}",
-    ]

@@ -8,9 +8,9 @@ proxy 50-150 ms of that wait. A client connection gets a thread of its own (at m
 (:data:`HEAD_TIMEOUT`, so a client that trickles bytes cannot hold a thread forever);
 the copy loops run in the kernel (``splice(2)``), one thread per direction.
 
-One listening unix socket serves all three protocols: the first byte tells them
+One listener serves all three protocols: the first byte tells them
 apart (``0x05`` is a SOCKS5 greeting, anything else an HTTP request line). That is
-what lets Claude Code's inner sandbox use one bridge for both of its ports
+what lets Claude Code's inner sandbox use one port for both of its settings
 (``sandbox.network.httpProxyPort`` = ``socksProxyPort``), as sandbox-runtime's own
 mux does.
 

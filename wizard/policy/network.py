@@ -86,7 +86,7 @@ def inner_proxy_port(mode: str, network: str | None, inner_sandbox: str) -> int 
     ``sandbox.network.httpProxyPort``/``socksProxyPort`` name one; inside our allowlist
     sandbox those would apply *its* rules, not ours. So where the launcher gives the
     sandbox the allowlist network and the inner sandbox is on, both are the launcher's
-    bridge (one port: the proxy tells HTTP from SOCKS5 by the first byte).
+    proxy's listener (one port: the proxy tells HTTP from SOCKS5 by the first byte).
     """
     if mode == "sandbox" and network == "allowlist" and inner_sandbox != "off":
         return SANDBOX_PROXY_PORT
