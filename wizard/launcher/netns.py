@@ -105,21 +105,26 @@ def _make(
     made: list[socket.socket] = []
     spec: list[object] = []
     ipv6 = True
-    for role, port in [("proxy", proxy_port), *(("forward", p) for p in exposed)]:
-        made.append(_listen(socket.AF_INET, "127.0.0.1", port))
-        spec.append([role, 4, port])
-        if not ipv6:
-            continue
-        try:
-            made.append(_listen(socket.AF_INET6, "::1", port))
-            spec.append([role, 6, port])
-        except OSError as exc:
-            if exc.errno not in NO_IPV6:
-                raise
-            ipv6 = False
-    for _ in range(probes):
-        made.append(socket.socket(socket.AF_INET, socket.SOCK_STREAM))
-        spec.append(["probe", 4, 0])
+    try:
+        for role, port in [("proxy", proxy_port), *(("forward", p) for p in exposed)]:
+            made.append(_listen(socket.AF_INET, "127.0.0.1", port))
+            spec.append([role, 4, port])
+            if not ipv6:
+                continue
+            try:
+                made.append(_listen(socket.AF_INET6, "::1", port))
+                spec.append([role, 6, port])
+            except OSError as exc:
+                if exc.errno not in NO_IPV6:
+                    raise
+                ipv6 = False
+        for _ in range(probes):
+            made.append(socket.socket(socket.AF_INET, socket.SOCK_STREAM))
+            spec.append(["probe", 4, 0])
+    except BaseException:
+        for sock in made:  # the thread's are ours: none may stay open
+            sock.close()
+        raise
     return made, spec
 
 
