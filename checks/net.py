@@ -4,13 +4,17 @@ Two experiments, judged together (:func:`judge_egress`, pure):
 
 1. a bwrap sandbox with ``--unshare-net``, as the probe user, lists its routes: it
    must start, and have nothing but loopback (no route to any address);
-2. the launcher's own code does what a launch does, as the probe user (as ``nobody``
-   when the probes run as root: the proxy never runs as root): it holds a sandbox like
-   the first, makes the proxy's listener in its network namespace, starts the egress
-   proxy on it, and from inside that namespace probes it and asks it for the cloud
-   metadata address: both must be refused by the proxy. That command comes from the
-   caller (:attr:`checks.base.Context.egress_probe`, handed in by
+2. the launcher's own egress proxy is started as the probe user (as ``nobody`` when
+   the probes run as root: the proxy never runs as root), probed, and asked for the
+   cloud metadata address: both must be refused by the proxy. That command comes from
+   the caller (:attr:`checks.base.Context.egress_probe`, handed in by
    :mod:`wizard.configure.probes`): checks do not import the launcher.
+
+The proxy is reached here through a unix socket of its own, not through the listeners a
+launch makes in the sandbox's namespace (:mod:`wizard.launcher.netns`): making those
+needs access to the sandbox's ``/proc/PID/ns`` (as root, ``CAP_SYS_PTRACE``), which the
+launch's own verification needs anyway, and every launch makes and probes them before
+it releases Claude.
 
 No experiment connects anywhere: the sandbox only reads its route table and every
 destination asked of the proxy is refused before it would dial.
@@ -103,8 +107,7 @@ def judge_egress(facts: EgressFacts, host: HostFacts, *, uid: int, platform: str
     return Verdict(
         Status.PASS,
         f"a sandbox with --unshare-net has only loopback; the egress proxy runs as "
-        f"{facts.proxy_user}, listens inside the sandbox's namespace and refuses what it "
-        "must (0.0.0.0, the metadata address)",
+        f"{facts.proxy_user} and refuses what it must (0.0.0.0, the metadata address)",
         detail,
     )
 

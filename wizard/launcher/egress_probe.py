@@ -1,14 +1,11 @@
 """``python -m wizard.launcher.egress_probe --uid UID --gid GID``: can the egress proxy run here?
 
 The live check ``net.egress`` runs this (as root, or as the operator for their own
-uid): the launcher's own code does what a launch does. It holds a bwrap sandbox with a
-network namespace of its own as ``UID:GID`` (:func:`~wizard.launcher.netns.held_sandbox`),
-makes the proxy's listener in that namespace (:func:`~wizard.launcher.netns.open_in_sandbox`),
-starts the proxy as ``UID:GID`` on it (:func:`~wizard.launcher.proxy.fork_proxy`,
-privilege drop, parent-death signal), probes it from inside the namespace
-(:func:`~wizard.launcher.proxy.probe_proxy`) and asks it, from there too, for the cloud
-metadata address, which every policy refuses. Nothing is ever connected to outside:
-every destination asked for is refused before any connection. It prints one JSON object::
+uid): the launcher's own code starts the proxy as ``UID:GID`` exactly as a launch
+does (:func:`~wizard.launcher.proxy.fork_proxy`, privilege drop, parent-death signal),
+probes it (:func:`~wizard.launcher.proxy.probe_proxy`) and asks it for the cloud
+metadata address, which every policy refuses. Nothing is ever connected to: every
+destination asked for is refused before any connection. It prints one JSON object::
 
     {"uid": 65534, "proxy": "ok", "refused": {"0.0.0.0:9": "...", "169.254.169.254:80": "..."}}
 
@@ -20,13 +17,12 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import sys
+import tempfile
 from collections.abc import Sequence
+from pathlib import Path
 
 from wizard.base.errors import RefusedError
-from wizard.launcher.netns import held_sandbox, open_in_sandbox
-from wizard.launcher.network import SANDBOX_PROXY_PORT
 from wizard.launcher.proxy import _probe_exchange, fork_proxy, probe_proxy
 from wizard.launcher.proxy_wire import PROXY_HEADER
 from wizard.policy.network import EgressPolicy
@@ -43,50 +39,30 @@ def _refusal_of(answer: bytes) -> str:
 
 
 def probe(uid: int, gid: int) -> dict[str, object]:
-    """Hold a sandbox, start the proxy in its namespace as ``uid:gid``, probe it from
-    inside, stop it all; what happened, as data."""
+    """Start, probe and stop the proxy as ``uid:gid``; what happened, as data."""
     result: dict[str, object] = {"uid": uid, "proxy": None, "refused": {}}
     refused: dict[str, str] = {}
+    directory = Path(tempfile.mkdtemp(prefix="sandbox-setup-egress-probe-"))
     try:
-        bwrap = shutil.which("bwrap")
-        if bwrap is None:
-            raise RefusedError("bwrap is not installed")
-        prefix: list[str] = []
-        if os.geteuid() != uid:
-            setpriv = shutil.which("setpriv")
-            if setpriv is None:
-                raise RefusedError("setpriv is not installed")
-            prefix = [setpriv, f"--reuid={uid}", f"--regid={gid}", "--clear-groups", "--"]
-        proxy = fork_proxy(None, EgressPolicy.build([]), None, uid, gid, environ={}, later=True)
+        directory.chmod(0o711)
+        path = directory / "egress.sock"
+        proxy = fork_proxy(path, EgressPolicy.build([]), None, uid, gid, environ={})
         try:
-            with held_sandbox(bwrap, prefix, TIMEOUT) as pid:
-                sockets = open_in_sandbox(pid, SANDBOX_PROXY_PORT, probes=3)
-                probes = list(sockets.probes)
-                try:
-                    proxy.hand_over(sockets.proxy, sockets.forwards)
-                    proxy.wait_ready(TIMEOUT)
-
-                    def inside() -> socket.socket:
-                        sock = probes.pop()
-                        sock.settimeout(TIMEOUT)
-                        sock.connect(("127.0.0.1", SANDBOX_PROXY_PORT))
-                        return sock
-
-                    probe_proxy(inside, TIMEOUT)
-                    refused["0.0.0.0:9"] = "refused on HTTP and SOCKS5 (unspecified address)"
-                    host, port = METADATA
-                    request = f"CONNECT {host}:{port} HTTP/1.1\r\nHost: {host}:{port}\r\n\r\n"
-                    refused[f"{host}:{port}"] = _refusal_of(
-                        _probe_exchange(inside, [request.encode()], TIMEOUT)
-                    )
-                    result["proxy"] = "ok"
-                finally:
-                    for sock in probes:
-                        sock.close()
+            proxy.wait_ready(TIMEOUT)
+            probe_proxy(path, TIMEOUT)
+            refused["0.0.0.0:9"] = "refused on HTTP and SOCKS5 (unspecified address)"
+            host, port = METADATA
+            request = f"CONNECT {host}:{port} HTTP/1.1\r\nHost: {host}:{port}\r\n\r\n"
+            refused[f"{host}:{port}"] = _refusal_of(
+                _probe_exchange(path, [request.encode()], TIMEOUT)
+            )
+            result["proxy"] = "ok"
         finally:
             proxy.stop()
     except RefusedError as exc:
         result["proxy"] = str(exc)
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
     result["refused"] = refused
     return result
 

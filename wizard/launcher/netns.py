@@ -285,8 +285,9 @@ def held_sandbox(
 ) -> Iterator[int]:
     """A bwrap sandbox with a network namespace of its own, held before its release as a
     launch holds it (its command never runs): the pid of its init once it dropped its
-    capabilities. ``prefix`` switches user first (``setpriv ...``). For the egress probe
-    (``net.egress``), which tries this module's path on the host; killed at the end."""
+    capabilities. ``prefix`` switches user first (``setpriv ...``). For the bench and the
+    tests, which try this module's path on the host; released at the end (it then runs
+    ``true`` and exits)."""
     status_r, status_w = os.pipe()
     block_r, block_w = os.pipe()
     try:
