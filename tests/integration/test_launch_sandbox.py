@@ -226,16 +226,21 @@ def test_symlinked_workspace_is_mounted_at_its_configured_path(tree: LaunchTree)
     assert (tree.workspace / "from-inside").exists()
 
 
+def session_cgroup_parents() -> list[Path]:
+    """Where this host's session cgroups go (one per v1 hierarchy, or the v2 parent);
+    skips, saying why, where the host delegates none."""
+    delegation = judge_delegation(read_cgroup_facts())
+    if delegation.kind == "cgroup1" and delegation.v1_parents is not None:
+        return [Path(p) for p in delegation.v1_parents]
+    if delegation.kind == "cgroup2" and delegation.parent is not None:
+        return [Path(delegation.parent)]
+    pytest.skip(f"no session cgroup on this host ({delegation.reason})")
+
+
 def test_the_sandbox_runs_in_the_sessions_cgroup_and_it_is_gone_after(tree: LaunchTree) -> None:
     # The launcher leaves the session's cgroup (in the background) once the sandbox
     # is verified: what it started, Claude included, stays in it until the end.
-    delegation = judge_delegation(read_cgroup_facts())
-    if delegation.kind == "cgroup1" and delegation.v1_parents is not None:
-        parents = [Path(p) for p in delegation.v1_parents]
-    elif delegation.kind == "cgroup2" and delegation.parent is not None:
-        parents = [Path(delegation.parent)]
-    else:
-        pytest.skip(f"no session cgroup on this host ({delegation.reason})")
+    parents = session_cgroup_parents()
     started = tree.workspace / "started"
     claude = tree.write_script(f"#!/bin/sh\ntouch {started}\nsleep 3\n")
     env = {**launcher_env(), "XDG_STATE_HOME": str(state_home(0))}
@@ -262,13 +267,7 @@ def test_the_sandbox_runs_in_the_sessions_cgroup_and_it_is_gone_after(tree: Laun
 def test_a_launch_refused_after_the_cgroup_was_joined_leaves_no_cgroup(tree: LaunchTree) -> None:
     # The session's cgroup is joined while the launch is prepared; a refusal after
     # that (here: the Claude binary is not executable) removes it again.
-    delegation = judge_delegation(read_cgroup_facts())
-    if delegation.kind == "cgroup1" and delegation.v1_parents is not None:
-        parents = [Path(p) for p in delegation.v1_parents]
-    elif delegation.kind == "cgroup2" and delegation.parent is not None:
-        parents = [Path(delegation.parent)]
-    else:
-        pytest.skip(f"no session cgroup on this host ({delegation.reason})")
+    parents = session_cgroup_parents()
     claude = tree.write_script("#!/bin/sh\nexit 0\n")
     claude.chmod(0o644)
     env = {**launcher_env(), "XDG_STATE_HOME": str(state_home(0))}
