@@ -75,6 +75,12 @@ class ActionButton(Button):
 
     BINDINGS = [Binding("enter", "press", "Press", key_display="Enter")]
 
+    def watch_label(self) -> None:
+        # Textual's Button repaints a new label but does not lay itself out again:
+        # its row kept the old width until something else resized, and a longer
+        # label ("Continue" -> "Back to review") showed cut ("Back to ").
+        self.refresh(layout=True)
+
 
 class ReadingPane(VerticalScroll):
     """A long text to read with the keyboard: ↑/↓ and PgUp/PgDn scroll it."""

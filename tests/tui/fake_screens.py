@@ -175,11 +175,11 @@ class FakeCore(InteractiveCore):
     def apply(self, plan: Plan, progress: ProgressCallback) -> ApplyResult:
         for index, action in enumerate(plan.actions):
             progress(f"  running  {action.describe()}", False)
+            if self.gate is not None and index == 2:
+                self.gate.wait(30)
             if self.fail and index == 2:
                 progress(f"   failed  {action.describe()}", True)
                 raise RuntimeError("cannot write /etc/claude-code: read-only file system")
-            if self.gate is not None and index == 2:
-                self.gate.wait(30)
             progress(f"  changed  {action.describe()}", True)
         return ApplyResult(changed=[a.describe() for a in plan.actions])
 

@@ -5,17 +5,18 @@ enabled for what is left to do); after a successful one there is no way back, so
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import Any
 
-from textual.widgets import Button, Static
+from textual.widgets import Button, RichLog, Static
 
 from checks.model import Report
 from screens.apply import ApplyScreen
 from screens.done import DoneScreen
 from screens.review import ReviewScreen
 from tests.tui.fake_findings import SANDBOX_HOST, FakeProvider
-from tests.tui.fake_screens import FakeCore
+from tests.tui.fake_screens import FAKE_PLAN, FakeCore, ScreenHarness, fake_core
 from tests.tui.helpers import make_root, wait_for, wait_until
 from tests.tui.test_habits import SIZE, to_details
 from wizard.app import SetupApp
@@ -79,3 +80,26 @@ async def test_back_from_a_failed_apply_is_a_fresh_review_and_from_a_done_one_no
         await pilot.press("escape")
         await pilot.pause()
         assert isinstance(app.screen, DoneScreen) and core.plans == 2
+
+
+async def test_a_failed_apply_shows_its_whole_back_label(tmp_path: Path) -> None:
+    """The failure comes after the screen has been laid out for the last time (no
+    resize follows): "Back to review" is longer than "Continue", and the button
+    must grow to show it, not stay at the old width showing "Back to "."""
+    (tmp_path / "srv/project").mkdir(parents=True)
+    backend = fake_core(tmp_path, SANDBOX_HOST)
+    backend.fail = True
+    backend.gate = gate = threading.Event()
+    app = ScreenHarness(lambda: ApplyScreen(backend, FAKE_PLAN), on_exit=gate.set)
+    async with app.run_test(size=SIZE) as pilot:
+        applying = await wait_for(pilot, ApplyScreen)
+        log = applying.query_one("#apply-log", RichLog)
+        await wait_until(pilot, lambda: len(log.lines) >= 2)  # held at the third action
+        button = applying.query_one("#continue", Button)
+        for _ in range(5):
+            await pilot.pause()
+        assert button.region.width < len("Back to review") + 2  # "Continue" fits in less
+        gate.set()
+        await wait_until(pilot, lambda: not applying.busy)
+        assert str(button.label) == "Back to review"
+        await wait_until(pilot, lambda: button.region.width >= len("Back to review") + 2, 100)
