@@ -26,13 +26,14 @@ Three outcomes, in the order the launcher prefers them:
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
 from pathlib import Path
+
+from wizard.base.record import field, record
 
 CONTROLLERS = frozenset({"pids", "memory"})
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class CgroupFacts:
     """What the host says about cgroups, for this process."""
 
@@ -59,7 +60,7 @@ class CgroupFacts:
         return os.path.normpath(self.v2_mount + "/" + self.own_path[len(root) :])
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Delegation:
     """How a session's limits are enforced here, and why (with the fix when none)."""
 

@@ -10,10 +10,10 @@ or, for memory, a percentage of the host's RAM (``"50%"``), resolved at launch.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Any
 
 from wizard.base.errors import InputError
+from wizard.base.record import record
 
 DEFAULT_TASKS = 1024  # processes + threads of one session; Claude and its tools use ~100
 DEFAULT_MEMORY = "50%"  # of MemTotal: the host keeps the other half
@@ -60,7 +60,7 @@ def parse_tasks(value: object, what: str) -> int:
     return value
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Limits:
     """The limits of one agent session."""
 

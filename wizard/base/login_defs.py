@@ -7,15 +7,14 @@ Without a file (or a key) Debian's defaults apply: 1000 and 60000.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from wizard.base.paths import Layout
+from wizard.base.record import record
 
 DEFAULT_UID_MIN = 1000
 DEFAULT_UID_MAX = 60000
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class UidRange:
     """The uids useradd gives regular (non-system) accounts, both ends included."""
 

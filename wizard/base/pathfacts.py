@@ -10,11 +10,12 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
+from wizard.base.record import record
 
-@dataclass(frozen=True)
+
+@record(frozen=True)
 class PathFacts:
     """What ``lstat``/``stat`` said about one path (``shown`` is how messages name it)."""
 

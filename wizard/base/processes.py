@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
+
+from wizard.base.record import record
 
 PROC = Path("/proc")
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ProcessInfo:
     """One process as /proc shows it."""
 

@@ -14,8 +14,9 @@ import os
 import shutil
 import textwrap
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from typing import TextIO
+
+from wizard.base.record import field, record
 
 # Style names -> Rich styles; a span's meaning is always in its words too.
 STYLES = {
@@ -39,7 +40,7 @@ PIPE_WIDTH = 80
 MAX_WIDTH = 120
 
 
-@dataclass
+@record
 class Line:
     """One output line: (text, style name) spans."""
 

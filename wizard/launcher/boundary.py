@@ -35,9 +35,9 @@ import stat
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 
+from wizard.base.record import field, record
 from wizard.launcher.scan_model import Snapshot
 from wizard.launcher.workspace_binds import Prepared, finish, prepare, ro_bind_argv
 from wizard.launcher.workspace_scan import scan, snapshot
@@ -105,7 +105,7 @@ def read_state(path: Path) -> Snapshot | None:
         return None
 
 
-@dataclass
+@record
 class SessionRecord:
     """A saved session-start snapshot: whose launcher, and whether it still runs."""
 
@@ -188,28 +188,28 @@ def _finish_placeholders(path: Path) -> None:
 def recover(state: Path) -> list[str]:
     """Scan for every session that ended without its end scan (its launcher is gone)."""
     lines: list[str] = []
-    for record in session_records(state):
-        if record.alive:
+    for session in session_records(state):
+        if session.alive:
             continue  # a session running now: its own end scans it
-        before = read_state(record.path)
-        _finish_placeholders(record.path)
+        before = read_state(session.path)
+        _finish_placeholders(session.path)
         if before is not None:
             # Its own workspaces (another setup's may differ): against a snapshot
             # without a workspace, everything in it would count as new.
             theirs = sorted(before.marks)
-            found = end_scan(theirs, before, state, f"recovered-{record.path.stem}")
+            found = end_scan(theirs, before, state, f"recovered-{session.path.stem}")
             done = f"{len(found)} line(s) follow" if found else "nothing to move aside"
             lines.append(
-                f"the session of launcher pid {record.pid} ended without its workspace "
+                f"the session of launcher pid {session.pid} ended without its workspace "
                 f"scan; scanned now: {done}"
             )
             lines += found
         with contextlib.suppress(OSError):
-            record.path.unlink()
+            session.path.unlink()
     return lines
 
 
-@dataclass
+@record
 class Boundary:
     """One session's workspace boundary (see the module docstring)."""
 

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from wizard.base.choices import Network
 from wizard.base.errors import RefusedError
 from wizard.base.launcher_config import LauncherConfig, UnsafeAcceptance
 from wizard.base.limits import size_bytes
+from wizard.base.record import record
 from wizard.launcher.network import network_env, network_notes, network_notice
 from wizard.policy.environment import SANDBOX_CLAIMS, select_passed
 from wizard.policy.system_dirs import bind_conflict
@@ -51,7 +51,7 @@ UNSAFE_WARNING = (
 )
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Agent:
     """The account Claude runs as (the operator's own when not root)."""
 
@@ -61,7 +61,7 @@ class Agent:
     home: PurePosixPath
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class HostFacts:
     """What the sandbox argv depends on, read from the host once."""
 
@@ -75,7 +75,7 @@ class HostFacts:
     real_paths: tuple[tuple[str, str], ...] = ()
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Launch:
     """What to start: exec'd directly, or supervised (sandbox) after verification.
 

@@ -30,7 +30,6 @@ import signal
 import subprocess
 import threading
 import time
-from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from wizard.base.cgroups import Delegation, judge_delegation, read_cgroup_facts
@@ -38,6 +37,7 @@ from wizard.base.choices import Mode
 from wizard.base.errors import RefusedError
 from wizard.base.launcher_config import LauncherConfig
 from wizard.base.limits import Limits, size_bytes
+from wizard.base.record import field, record, replace
 from wizard.launcher.command import Agent, Launch
 from wizard.launcher.trust import find_trusted_tool
 
@@ -52,7 +52,7 @@ PID_NS_USER = ("--user", "--map-current-user", *PID_NS_ROOT)
 PROBE_TIMEOUT = 5.0
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Tools:
     """The trusted binaries containment uses (None: not installed)."""
 
@@ -64,7 +64,7 @@ class Tools:
     env: str = "/usr/bin/env"
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ContainmentFacts:
     """What the host offers, read (and probed) at launch."""
 
@@ -73,7 +73,7 @@ class ContainmentFacts:
     mem_total: int | None  # bytes of RAM (MemTotal)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Containment:
     """How one session is contained and limited, decided before it starts."""
 
@@ -383,7 +383,7 @@ def _rmdir(directory: Path, deadline: float) -> None:
             time.sleep(0.02)
 
 
-@dataclass
+@record
 class SessionCgroupV1:
     """The cgroup v1 form of :class:`SessionCgroup`: a child in the memory and in the
     pids hierarchy, both joined by the launcher, both emptied and removed at the end."""
@@ -440,7 +440,7 @@ class SessionCgroupV1:
         return left
 
 
-@dataclass
+@record
 class SessionCgroup:
     """A cgroup v2 child made for one session; the launcher joins it, so everything
     it starts is in it, and leaves it before it kills what is left."""

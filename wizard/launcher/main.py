@@ -21,7 +21,6 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -29,6 +28,7 @@ from wizard.base.choices import Mode
 from wizard.base.errors import InputError, RefusedError, SetupError
 from wizard.base.exitcodes import ExitCode
 from wizard.base.launcher_config import LauncherConfig, parse_launcher_config
+from wizard.base.record import record, replace
 from wizard.launcher.command import (
     Agent,
     Launch,
@@ -79,7 +79,7 @@ exit codes:
   other: Claude Code's exit status (128+N when it died of signal N)"""
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Options:
     """The launcher's own options; the rest of the command line is Claude's."""
 

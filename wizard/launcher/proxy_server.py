@@ -35,8 +35,8 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 
+from wizard.base.record import record
 from wizard.launcher import proxy_wire as wire
 from wizard.policy.addresses import parse_address
 from wizard.policy.network import Decision, EgressPolicy, normalize_host
@@ -55,7 +55,7 @@ ACCEPT_RETRY = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOME
 ACCEPT_SKIP = frozenset({errno.ECONNABORTED, errno.EINTR, errno.EPROTO})
 
 
-@dataclass
+@record
 class Outcome:
     """What opening one destination gave: a connected socket, or why not."""
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import ipaddress
 import struct
-from dataclasses import dataclass
 
+from wizard.base.record import record
 from wizard.policy.network import Decision
 
 MAX_HEAD = 64 * 1024  # a request head larger than this is refused (431)
@@ -46,7 +46,7 @@ class WireError(ValueError):
         self.status = status
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class RequestHead:
     method: str
     target: str
@@ -103,7 +103,7 @@ def split_authority(authority: str, default_port: int | None = None) -> tuple[st
     return host, int(port_text)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ForwardTarget:
     host: str
     port: int

@@ -23,8 +23,9 @@ import select
 import signal
 import termios
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
+
+from wizard.base.record import field, record
 
 STDIO = (0, 1, 2)
 CHUNK = 65536
@@ -45,7 +46,7 @@ def _foreground(fd: int) -> bool:
         return False
 
 
-@dataclass
+@record
 class PtyRelay:
     """One session's pty and the relay between it and the operator's terminal."""
 
@@ -211,7 +212,7 @@ def install_winch(relay: PtyRelay) -> Callable[[], None]:
     return restore
 
 
-@dataclass
+@record
 class TerminalState:
     """The operator's terminal modes and fd flags, put back when a session ends.
 

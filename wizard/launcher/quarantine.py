@@ -31,9 +31,9 @@ import shlex
 import stat
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from wizard.base import fdwalk
+from wizard.base.record import record
 from wizard.launcher.workspace_scan import QUARANTINE_NAME, Hit
 from wizard.policy.claude_project import judge_claude_settings, judge_mcp_json, without_settings
 from wizard.policy.config_hit import ConfigHit
@@ -42,7 +42,7 @@ from wizard.policy.gitconfig import parse_git_config, remove_entries
 MANIFEST = "manifest.json"
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Neutralized:
     """One action on one path, and the line that tells the operator."""
 

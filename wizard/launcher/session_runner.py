@@ -31,12 +31,12 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from types import FrameType
 
 from wizard.base.errors import RefusedError
 from wizard.base.launcher_config import LauncherConfig
 from wizard.base.process_tree import running_descendants
+from wizard.base.record import field, record
 from wizard.launcher.command import Agent, Launch
 from wizard.launcher.containment import (
     Containment,
@@ -55,7 +55,7 @@ HANGUP_GRACE = 3.0  # after SIGHUP/SIGTERM, before the session is killed
 FORWARDED = (signal.SIGINT, signal.SIGQUIT, signal.SIGTERM, signal.SIGHUP)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class SessionEnd:
     """What the end-of-session hooks are told."""
 
@@ -179,7 +179,7 @@ class _EarlyLeave:
             self.thread.join()
 
 
-@dataclass
+@record
 class _UserSession:
     """A running user-mode session, as its signal handlers see it."""
 

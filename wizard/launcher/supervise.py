@@ -30,11 +30,11 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from types import FrameType
 
 from wizard.base.errors import RefusedError
 from wizard.base.exitcodes import ExitCode
+from wizard.base.record import record
 from wizard.launcher.command import BLOCK_FD, GATE_FD, GATE_TOKEN, STATUS_FD, Launch
 
 NAMESPACES = ("user", "mnt", "pid", "ipc", "uts")
@@ -112,7 +112,7 @@ def children_of(pid: int) -> list[int]:
     return children
 
 
-@dataclass
+@record
 class _Supervision:
     bwrap: subprocess.Popen[bytes] | None = None
     child_pid: int | None = None

@@ -22,13 +22,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import PurePosixPath
 
 from wizard.base.errors import InputError
+from wizard.base.record import record
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class WorkDir:
     """Where Claude starts, and where the operator was when that is elsewhere."""
 

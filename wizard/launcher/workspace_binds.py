@@ -28,15 +28,15 @@ from __future__ import annotations
 
 import os
 import stat
-from dataclasses import dataclass, field
 
 from wizard.base import fdwalk
+from wizard.base.record import field, record
 from wizard.policy.workspace import BindPlan, RoBind
 
 _PREPARED_CONTENT = {"commondir": b".\n", "empty-file": b""}
 
 
-@dataclass
+@record
 class Prepared:
     """What :func:`prepare` created on the host for one workspace (relative paths)."""
 

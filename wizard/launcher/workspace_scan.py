@@ -22,9 +22,9 @@ import os
 import posixpath
 import stat
 from collections.abc import Sequence
-from dataclasses import replace
 
 from wizard.base import fdwalk
+from wizard.base.record import replace
 from wizard.launcher.scan_git import GitDiscovery
 from wizard.launcher.scan_model import (
     MAX_FILE,

@@ -10,9 +10,9 @@ from __future__ import annotations
 import enum
 import hashlib
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import PurePosixPath
 
+from wizard.base.record import record
 from wizard.policy.sudoers import SudoersHit
 
 # Membership in these groups is a way to root (sudo's defaults, su's pam_wheel).
@@ -104,7 +104,7 @@ ABSOLUTE_RULES = frozenset(
 )
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class AccountFacts:
     """What is known about an existing account (gathered by the caller)."""
 
@@ -121,7 +121,7 @@ class AccountFacts:
     created_by_setup: bool  # sandbox-setup created it (ledger or journal)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class AccountProblem:
     """One broken rule: which, and what was found (the caller adds the fix)."""
 

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from wizard.base.record import record
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ConfigHit:
     """A setting that makes root's tool run a command or go where the agent chose.
 

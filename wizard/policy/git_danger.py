@@ -12,16 +12,16 @@ from __future__ import annotations
 
 import posixpath
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from pathlib import PurePosixPath
 
+from wizard.base.record import record
 from wizard.policy.config_hit import ConfigHit
 from wizard.policy.gitconfig import ConfigEntry, git_bool, parse_git_config
 
 __all__ = ["ConfigContext", "ConfigHit", "dangerous_git_config", "judge_entries"]
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ConfigContext:
     """Where the config file's repository is, to tell a ``core.worktree`` inside the
     workspace (submodules have one) from one that points out of it."""
@@ -81,7 +81,7 @@ _LFS_FILTER = {
 }
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class _Rule:
     section: str
     name: str | None  # None: any key name

@@ -22,7 +22,8 @@ to run there at all, but what was parsed before the error is still judged.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+
+from wizard.base.record import record
 
 _SPACE = " \t\n\r"  # git's isspace()
 
@@ -31,7 +32,7 @@ def _iskeychar(c: str) -> bool:
     return c.isascii() and (c.isalnum() or c == "-")
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ConfigEntry:
     """One ``key = value`` of a config file, with where it is in the text."""
 
@@ -52,7 +53,7 @@ class ConfigEntry:
         return f"{self.section}.{self.subsection}.{self.name}"
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ParsedConfig:
     entries: tuple[ConfigEntry, ...]
     error: str | None = None  # "line N: ..." where git would stop: it refuses the file

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+
+from wizard.base.record import record
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class SudoersHit:
     """One sudoers rule that applies to the agent."""
 

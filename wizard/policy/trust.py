@@ -18,13 +18,13 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Collection
-from dataclasses import dataclass
 from pathlib import Path
 
 from wizard.base.pathfacts import PathFacts, resolved_chain
+from wizard.base.record import record
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class TrustProblem:
     """Why one path on the way to a file makes it untrusted, and the fix."""
 

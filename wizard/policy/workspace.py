@@ -39,8 +39,9 @@ from __future__ import annotations
 
 import stat
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+
+from wizard.base.record import field, record
 
 if TYPE_CHECKING:
     from wizard.policy.claude_project import (
@@ -190,7 +191,7 @@ def looks_like_git_dir(kinds: Mapping[str, str]) -> bool:
     return kinds.get("objects") == "dir" and kinds.get("refs") == "dir"
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class GitDirFacts:
     """A git directory found in a workspace and which protected entries it has.
 
@@ -206,7 +207,7 @@ class GitDirFacts:
     present: Mapping[str, str] = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class TreeFacts:
     """A work tree top (or the workspace itself) and which of the
     :data:`TREE_PROTECTED` paths (and their parents, e.g. ``.claude``) exist."""
@@ -216,7 +217,7 @@ class TreeFacts:
     workspace_root: bool = False
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class WorkspaceLayout:
     """What the session-start scan of one workspace found, for the binds."""
 
@@ -228,7 +229,7 @@ class WorkspaceLayout:
     extra: tuple[tuple[str, str], ...] = ()
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class RoBind:
     """A read-only mount at ``<workspace>/rel``. ``source`` is ``self`` (the path
     bound over itself) or a placeholder for a path that does not exist yet:
@@ -241,7 +242,7 @@ class RoBind:
     why: str
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class BindPlan:
     """The read-only binds for one workspace, and what no mount covers."""
 
