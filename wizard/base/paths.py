@@ -10,11 +10,12 @@ the other; nothing else should join roots by hand.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from wizard.base.accounts import Account, is_live_root, operator_account
 from wizard.base.pathfacts import PathFacts, path_facts
+from wizard.base.record import record
+from wizard.base.userdirs import user_config_dir, user_state_dir
 
 APP = "sandbox-setup"
 _MAX_SYMLINKS = 40
@@ -24,7 +25,7 @@ MANAGED_SETTINGS = PurePosixPath("/etc/claude-code/managed-settings.json")
 CLAUDE_INSTALL_DIR = PurePosixPath("/usr/local/lib/sandbox-setup")
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Layout:
     """All paths of one run: the root, the operator, and derived locations."""
 
@@ -90,17 +91,13 @@ class Layout:
     @property
     def config_dir(self) -> PurePosixPath:
         if self.live:
-            import platformdirs  # only the live system's locations need it
-
-            return PurePosixPath(platformdirs.user_config_path(APP))
+            return PurePosixPath(user_config_dir(APP))
         return PurePosixPath(self.operator.home) / ".config" / APP
 
     @property
     def state_dir(self) -> PurePosixPath:
         if self.live:
-            import platformdirs
-
-            return PurePosixPath(platformdirs.user_state_path(APP))
+            return PurePosixPath(user_state_dir(APP))
         return PurePosixPath(self.operator.home) / ".local" / "state" / APP
 
     @property

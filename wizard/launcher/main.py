@@ -121,7 +121,7 @@ def parse_args(argv: Sequence[str]) -> Options | None:
 
 
 def default_config_path() -> Path:
-    from wizard.base.paths import Layout  # platformdirs: only when no --config was given
+    from wizard.base.paths import Layout  # only when no --config was given
 
     return Path(Layout.for_root("/").launcher_config)
 
@@ -394,10 +394,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _state_dir() -> Path | None:
-    try:
-        import platformdirs
+    from wizard.base.userdirs import user_state_dir
 
-        return Path(platformdirs.user_state_path("sandbox-setup"))
+    try:
+        return Path(user_state_dir())
     except Exception:
         return None
 

@@ -138,9 +138,9 @@ def build_policy(config: LauncherConfig) -> EgressPolicy:
 
 def state_dir() -> Path:
     """The operator's state directory (where the journal and crash.log are too)."""
-    import platformdirs  # only when a session needs it
+    from wizard.base.userdirs import user_state_dir
 
-    return Path(platformdirs.user_state_path("sandbox-setup"))
+    return Path(user_state_dir())
 
 
 def open_egress_log(directory: Path) -> int:
