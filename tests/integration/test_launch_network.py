@@ -563,6 +563,31 @@ def test_a_proxy_that_cannot_start_refuses_the_launch(
     assert not launcher_processes(config)
 
 
+def test_a_bad_pattern_in_a_hand_edited_config_refuses_the_launch(
+    host: HostSide, tree: LaunchTree
+) -> None:
+    # The policy is built once bwrap has started (its time overlaps the sandbox's
+    # set-up): a pattern it refuses must still refuse the launch, kill that sandbox and
+    # leave nothing behind, Claude never started.
+    marker = tree.workspace / "ran"
+    marker.unlink(missing_ok=True)
+    claude = tree.write_script(f"#!/bin/sh\ntouch {marker}\n", name="claude-bad-pattern")
+    config = tree.write_config(
+        claude, network="allowlist", allowed_domains=["https://evil.example"], name="bad.toml"
+    )
+    launcher = start_launcher(host, tree, config)
+    _, stderr = launcher.communicate(timeout=60)
+    assert launcher.returncode == 3, stderr
+    last = stderr.splitlines()[-1]
+    assert last.startswith("sandbox-launch: refused: launcher config: sandbox.allowed_domains: ")
+    assert "'https://evil.example'" in last, stderr
+    assert not marker.exists(), "Claude ran with a policy that could not be built"
+    assert not launcher_processes(config)
+    sandbox = [p for p in Path("/proc").iterdir() if p.name.isdigit()
+               and "claude-bad-pattern" in " ".join(cmdline(int(p.name)))]  # fmt: skip
+    assert not sandbox, "the sandbox outlived the refusal"
+
+
 @pytest.mark.parametrize(
     ("network", "line"),
     [

@@ -36,7 +36,7 @@ import contextlib
 import os
 import stat
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -262,24 +262,8 @@ class EgressSession:
             self.log_fd = -1
 
 
-@contextlib.contextmanager
-def egress_session(
-    config: LauncherConfig, uid: int, gid: int, environ: Mapping[str, str], log_dir: Path
-) -> Iterator[EgressSession | None]:
-    """An :class:`EgressSession` for an allowlist sandbox (None otherwise), always closed."""
-    if not is_allowlist(config):
-        yield None
-        return
-    session = EgressSession.start(config, uid, gid, environ, log_dir)
-    try:
-        yield session
-    finally:
-        session.close()
-
-
 __all__ = [
     "EgressSession",
-    "egress_session",
     "network_env",
     "network_notes",
     "network_notice",

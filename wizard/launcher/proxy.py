@@ -10,13 +10,14 @@ The launcher, as root (:class:`wizard.launcher.network.EgressSession`):
 
 1. builds an :class:`~wizard.policy.network.EgressPolicy` and opens the decision log
    (root-owned; the proxy only ever holds the fd);
-2. calls :func:`fork_proxy` before bwrap starts: the child drops to the given uid/gid
-   for good (``setgroups([])``, ``setresgid``, ``setresuid``, checked, and a failed
+2. calls :func:`fork_proxy` once bwrap is started (while it sets the sandbox up): the
+   child first closes every fd but its own, then drops to the given uid/gid for good
+   (``setgroups([])``, ``setresgid``, ``setresuid``, checked, and a failed
    ``setuid(0)`` proves it), arms ``PR_SET_PDEATHSIG(SIGKILL)`` so it dies with the
-   launcher however the launcher ends, closes every other fd and waits for its
-   listeners (:meth:`ProxyProcess.hand_over`, once the sandbox is verified); then it
-   serves and writes its ready byte, or the launcher kills it and refuses (exit 3:
-   nothing falls back to the host's network);
+   launcher however the launcher ends, and waits for its listeners
+   (:meth:`ProxyProcess.hand_over`, once the sandbox is verified); then it serves and
+   writes its ready byte, or the launcher kills it and refuses (exit 3: nothing falls
+   back to the host's network);
 3. runs :func:`probe_proxy` from inside the sandbox's namespace before releasing
    Claude: a destination every policy refuses must come back refused, by this proxy,
    on both protocols.
@@ -301,11 +302,14 @@ def fork_proxy(
         code = 70
         try:
             os.close(ready_r)
-            _preload()
             keep = {ready_w, *_fds(log_fd), *(s.fileno() for s in serving),
                     *(f.fileno() for f, _ in bound)}  # fmt: skip
             if control_child is not None:
                 keep.add(control_child.fileno())
+            # First of all: a launch forks the proxy once bwrap is started, and the
+            # sandbox's gate and block pipes must be the launcher's alone.
+            _close_other_fds(keep)
+            _preload()
             _become_proxy(uid, gid, parent, keep=keep)
             if broken:
                 os._exit(70)

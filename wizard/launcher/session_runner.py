@@ -286,18 +286,28 @@ def _run_sandbox(
 
     if network is None:
         return run_supervised(launch, agent.uid, environ, before_release=before_release)
-    from wizard.launcher.network import egress_session, state_dir
+    from wizard.launcher.network import EgressSession, state_dir
 
-    with egress_session(network, agent.uid, agent.gid, environ, state_dir()) as egress:
-        assert egress is not None
-        ready = egress.ready
+    # The egress session starts once bwrap is started (its policy, its log and the
+    # proxy's fork overlap the sandbox's set-up), is ready before the release, and is
+    # closed however the session ends.
+    sessions: list[EgressSession] = []
 
-        def release_hook(sandbox_pid: int) -> None:
-            ready(sandbox_pid)  # the proxy first: it is forked in the cgroup already
-            if before_release is not None:
-                before_release(sandbox_pid)
+    def start_egress() -> None:
+        sessions.append(EgressSession.start(network, agent.uid, agent.gid, environ, state_dir()))
 
-        return run_supervised(launch, agent.uid, environ, before_release=release_hook)
+    def release_hook(sandbox_pid: int) -> None:
+        sessions[0].ready(sandbox_pid)  # the proxy first: it is forked in the cgroup already
+        if before_release is not None:
+            before_release(sandbox_pid)
+
+    try:
+        return run_supervised(
+            launch, agent.uid, environ, before_release=release_hook, after_start=start_egress
+        )
+    finally:
+        for session in sessions:
+            session.close()
 
 
 def run_session(
@@ -319,7 +329,7 @@ def run_session(
     ``containment`` plans the same one.
 
     ``network``: the config of a sandbox with network allowlist, whose egress proxy
-    runs for the session (forked before bwrap, handed its listeners in the sandbox's
+    runs for the session (forked once bwrap is started, handed its listeners in the sandbox's
     network namespace and probed from inside before Claude is released, stopped before
     the session's leftovers are killed)."""
     _prctl(PR_SET_CHILD_SUBREAPER, 1)

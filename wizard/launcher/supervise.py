@@ -220,12 +220,16 @@ def run_supervised(
     expected_uid: int,
     environ: Mapping[str, str],
     before_release: Callable[[int], None] | None = None,
+    after_start: Callable[[], None] | None = None,
 ) -> int:
     """Start, verify, release; then wait and return Claude's exit status.
 
     Claude starts only after the launcher wrote the gate's token, which it does
     only after verification passed (and ``before_release(sandbox_pid)``, e.g. the
     egress proxy's start in the sandbox's network namespace and its probe, returned).
+    ``after_start()`` runs as soon as bwrap is started, while it sets the sandbox up
+    (the egress proxy's policy and fork: their time overlaps bwrap's); an error in it
+    is a refusal like any other before the release.
     On any failure (any exception, even one not foreseen) bwrap is killed before the
     pipes close, and a launcher that dies outright leaves the gate reading EOF, which
     means refuse.
@@ -264,6 +268,8 @@ def run_supervised(
             os.close(block_r)
             os.close(gate_r)
         try:
+            if after_start is not None:
+                after_start()
             deadline = time.monotonic() + VERIFY_TIMEOUT
             state.child_pid = _read_child_pid(status_r, state, deadline)
             verify(state.child_pid, expected_uid, environ, state)
