@@ -161,6 +161,22 @@ def test_what_dataclasses_refuses_a_record_refuses() -> None:
         rec.field(default=1, default_factory=int)
 
 
+def test_a_plain_subclass_of_a_record_is_one_too() -> None:
+    """As a plain subclass of a dataclass is a dataclass (``_Discovery`` of the scan)."""
+    _, ours = twins(False)
+
+    class Sub(ours):  # type: ignore[misc,valid-type]
+        def extra(self) -> str:
+            return self.name.upper()
+
+    sub = Sub("a", 2)
+    assert sub.extra() == "A" and sub.derived == "a:2"
+    assert rec.is_record(sub) and dataclasses.is_dataclass(sub)
+    assert [f.name for f in dataclasses.fields(sub)] == [f.name for f in rec.fields(sub)]
+    assert rec.asdict(sub) == dataclasses.asdict(sub)
+    assert type(rec.replace(sub, size=3)) is Sub and dataclasses.replace(sub, size=3).size == 3
+
+
 def test_methods_the_class_defines_are_kept() -> None:
     @rec.record(frozen=True)
     class Own:

@@ -91,14 +91,14 @@ def record(cls: Any = None, /, *, frozen: bool = False) -> Any:
 
 
 def is_record(obj: object) -> bool:
-    """Whether ``obj`` is a record class or an instance of one."""
+    """Whether ``obj`` is a record class (or a subclass of one) or an instance of one."""
     cls = obj if isinstance(obj, type) else type(obj)
-    return _FIELDS in cls.__dict__
+    return hasattr(cls, _FIELDS)
 
 
 def fields(obj: object) -> tuple[Field, ...]:
     cls = obj if isinstance(obj, type) else type(obj)
-    found: tuple[Field, ...] | None = cls.__dict__.get(_FIELDS)
+    found: tuple[Field, ...] | None = getattr(cls, _FIELDS, None)
     if found is None:
         raise TypeError(f"{cls.__name__} is not a record")
     return found
@@ -122,7 +122,7 @@ def asdict(obj: object) -> dict[str, Any]:
 
 
 def _plain(value: Any) -> Any:
-    if _FIELDS in type(value).__dict__:
+    if hasattr(type(value), _FIELDS):
         return asdict(value)
     if isinstance(value, (list, tuple)):
         items = [_plain(v) for v in value]
@@ -297,13 +297,16 @@ class _DataclassView:
     ``replace``, ``asdict`` and ``is_dataclass`` take a record (the wizard's code and the
     tests may; the launcher does not, and never imports ``dataclasses``)."""
 
+    def __init__(self) -> None:
+        self._views: dict[type, dict[str, Any]] = {}  # per class: a subclass shares this
+
     def __get__(self, obj: object, owner: type) -> dict[str, Any]:
-        view = owner.__dict__.get("__record_dataclass_view__")
+        view = self._views.get(owner)
         if view is None:
             import dataclasses
 
             view = {}
-            for f in owner.__dict__[_FIELDS]:
+            for f in getattr(owner, _FIELDS):
                 made = dataclasses.field(
                     default=dataclasses.MISSING if f.default is _MISSING else f.default,
                     default_factory=(
@@ -317,5 +320,5 @@ class _DataclassView:
                 setattr(made, "type", f.annotation)  # noqa: B010
                 setattr(made, "_field_type", dataclasses._FIELD)  # type: ignore[attr-defined]  # noqa: B010
                 view[f.name] = made
-            type.__setattr__(owner, "__record_dataclass_view__", view)
+            self._views[owner] = view
         return view
