@@ -307,7 +307,11 @@ def fork_proxy(
             if control_child is not None:
                 keep.add(control_child.fileno())
             # First of all: a launch forks the proxy once bwrap is started, and the
-            # sandbox's gate and block pipes must be the launcher's alone.
+            # sandbox's gate and block pipes must be the launcher's alone (the
+            # launcher's signal wake-up fd goes first, so no signal writes to a number
+            # closed here and reused).
+            with _suppress():
+                signal.set_wakeup_fd(-1)
             _close_other_fds(keep)
             _preload()
             _become_proxy(uid, gid, parent, keep=keep)
