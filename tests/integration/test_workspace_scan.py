@@ -43,7 +43,8 @@ class Attack:
     before: Callable[[World], None]
     plant: Callable[[World], None]
     review: tuple[str, ...] = ("repo", ".")
-    fires_on_git: str = ""  # a git version needed for the control, when one is
+    # The git that first runs it, when older ones do not (config hooks: git 2.54).
+    fires_since: tuple[int, int] | None = None
 
 
 def _repo(w: World) -> None:
@@ -167,7 +168,7 @@ ATTACKS = [
     Attack("pre-commit and post-checkout hooks", _repo, plant_hooks),
     Attack("root-made dir renamed to .git", before_root_dir, plant_renamed_git, review=(".",)),
     Attack("hooksPath into the workspace", _repo, plant_hooks_path),
-    Attack("hook.<name>.command", _repo, plant_config_hook, fires_on_git="config hooks"),
+    Attack("hook.<name>.command", _repo, plant_config_hook, fires_since=(2, 54)),
     Attack("a submodule's config", before_submodule, plant_submodule_config, ("repo/lib", "repo")),
     Attack("a repository made during the session", _repo, plant_new_repo, ("fresh", ".")),
     Attack("include.path into the workspace", _repo, plant_include),
@@ -188,8 +189,11 @@ def test_the_attack_fires_without_the_scan(world: World, attack: Attack) -> None
     attack.before(world)
     attack.plant(world)
     fired = _review(world, attack)
-    if attack.fires_on_git and not fired:
-        pytest.skip(f"this git ({_git_version()}) has no {attack.fires_on_git}: nothing fires")
+    if attack.fires_since is not None and _git_version() < attack.fires_since:
+        # An older git knows nothing of it: then it must not run (the test below still
+        # proves the scan removes it, for the git an operator installs later).
+        assert fired == {}, f"{attack.name} ran on git {_git_version()}"
+        return
     assert fired, f"{attack.name}: nothing ran, the protected test below would prove nothing"
     assert "0" in fired.values(), fired
 
@@ -223,8 +227,11 @@ def test_after_the_scan_nothing_the_agent_wrote_runs_as_root(world: World, attac
     assert again.to_neutralize == [], [h.describe() for h in again.to_neutralize]
 
 
-def _git_version() -> str:
-    return subprocess.run(["git", "--version"], capture_output=True, text=True).stdout.strip()
+def _git_version() -> tuple[int, int]:
+    """``(major, minor)`` of the git on PATH ("git version 2.39.5" -> (2, 39))."""
+    out = subprocess.run(["git", "--version"], capture_output=True, text=True).stdout
+    major, minor = out.split()[2].split(".")[:2]
+    return int(major), int(minor)
 
 
 def test_the_operators_own_settings_survive(world: World) -> None:
