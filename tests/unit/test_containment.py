@@ -27,14 +27,12 @@ from wizard.base.limits import Limits
 from wizard.launcher.containment import (
     Containment,
     ContainmentFacts,
-    EarlySessionCgroup,
     Tools,
-    _memory_bytes,
     contain_sandbox_argv,
     contain_user_argv,
-    mem_total,
     plan_containment,
 )
+from wizard.launcher.session_cgroup import EarlySessionCgroup, _memory_bytes, mem_total
 
 GIB = 1024**3
 MOUNTINFO = (

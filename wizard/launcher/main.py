@@ -29,30 +29,25 @@ from wizard.base.errors import InputError, RefusedError, SetupError
 from wizard.base.exitcodes import ExitCode
 from wizard.base.launcher_config import LauncherConfig, parse_launcher_config
 from wizard.base.record import record, replace
-from wizard.launcher.command import (
-    Agent,
-    Launch,
-    gather_host_facts,
-    sandbox_launch,
-    unsafe_launch,
-    user_launch,
-)
-from wizard.launcher.containment import Containment, EarlySessionCgroup, contain
-from wizard.launcher.network import is_allowlist
-from wizard.launcher.notice import config_notice
+from wizard.launcher.session_cgroup import EarlySessionCgroup
 from wizard.launcher.trust import (
     check_trusted_file,
     find_trusted_tool,
     read_trusted_text,
     refuse_claude_shim,
 )
-from wizard.launcher.workdir import WorkDir, choose_workdir, current_directory, real_paths
-from wizard.policy.environment import loopback_port_hint
 from wizard.policy.names import user_name_problem
 
+# Imported here: only what reading the config and the session cgroup's start need. That
+# cgroup is joined in a thread (a cgroup v1 join waits for an RCU grace period), and the
+# rest of the launcher (the command, the containment plan, the workdir, the notice) is
+# imported in the functions that use it, while that thread waits.
 if TYPE_CHECKING:
     from wizard.base.cgroups import Delegation
     from wizard.launcher.boundary import Boundary
+    from wizard.launcher.command import Agent, Launch
+    from wizard.launcher.containment import Containment
+    from wizard.launcher.workdir import WorkDir
 
 USAGE = """usage: sandbox-launch [--dry-run] [--quiet] [--config PATH] [--] [claude arguments ...]
 
@@ -144,6 +139,7 @@ def load_config(path: Path, owners: frozenset[int]) -> tuple[Path, LauncherConfi
 def resolve_agent(config: LauncherConfig, uid: int) -> Agent:
     """The agent account: the configured user (root) or the operator (non-root)."""
     from wizard.base.accounts import lookup_user
+    from wizard.launcher.command import Agent
 
     if uid != 0:
         me = lookup_user(uid)
@@ -173,6 +169,10 @@ def build_launch(
     workspace_binds: Sequence[str] = (),
     delegation: Delegation | None = None,
 ) -> tuple[Launch, Agent | None, Containment | None]:
+    from wizard.launcher.command import unsafe_launch
+    from wizard.launcher.containment import contain
+    from wizard.launcher.workdir import WorkDir, choose_workdir, current_directory, real_paths
+
     claude = check_trusted_file(config.claude, owners, "Claude binary")
     if not os.access(claude, os.X_OK):
         raise RefusedError(f"Claude binary {claude} is not executable")
@@ -205,6 +205,9 @@ def _separate_launch(
     workdir: WorkDir,
     workspace_binds: Sequence[str] = (),
 ) -> Launch:
+    from wizard.launcher.command import gather_host_facts, sandbox_launch, user_launch
+    from wizard.policy.environment import loopback_port_hint
+
     path_env = environ.get("PATH")
     if config.mode is Mode.SANDBOX:
         bwrap = find_trusted_tool("bwrap", owners, path_env)
@@ -241,6 +244,8 @@ def _separate_launch(
 
 
 def _with_notice(launch: Launch, config: LauncherConfig, agent: str, workdir: WorkDir) -> Launch:
+    from wizard.launcher.notice import config_notice
+
     return replace(launch, notice=config_notice(config, agent, workdir, launch.passed))
 
 
@@ -251,6 +256,7 @@ def start_boundary(config: LauncherConfig, dry_run: bool) -> Boundary | None:
         return None
     from wizard.launcher.boundary import Boundary
     from wizard.launcher.network import state_dir
+    from wizard.launcher.workdir import real_paths
 
     real = dict(real_paths(config.workspaces))
     pairs = [(str(w), real.get(str(w), str(w))) for w in config.workspaces]
@@ -339,6 +345,7 @@ def _run_checked(
             except OSError as exc:
                 raise RefusedError(f"cannot enter {launch.cwd}: {exc.strerror}") from None
         if agent is not None and containment is not None:
+            from wizard.launcher.network import is_allowlist
             from wizard.launcher.session_runner import run_session, session_end_hooks
 
             return run_session(

@@ -38,15 +38,15 @@ from wizard.base.launcher_config import LauncherConfig
 from wizard.base.process_tree import running_descendants
 from wizard.base.record import field, record
 from wizard.launcher.command import Agent, Launch
-from wizard.launcher.containment import (
-    Containment,
+from wizard.launcher.containment import Containment
+from wizard.launcher.keyring import SessionKeyring, join_new_session_keyring
+from wizard.launcher.pty_relay import PtyRelay, TerminalState, install_winch
+from wizard.launcher.session_cgroup import (
     EarlySessionCgroup,
     SessionCgroup,
     SessionCgroupV1,
     session_cgroup,
 )
-from wizard.launcher.keyring import SessionKeyring, join_new_session_keyring
-from wizard.launcher.pty_relay import PtyRelay, TerminalState, install_winch
 
 PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
@@ -325,7 +325,7 @@ def run_session(
     """Run the session ``launch`` describes; see the module doc. Returns Claude's status.
 
     ``early_cgroup``: the session's cgroup, made and joined while the launch was
-    prepared (:class:`~wizard.launcher.containment.EarlySessionCgroup`); taken when
+    prepared (:class:`~wizard.launcher.session_cgroup.EarlySessionCgroup`); taken when
     ``containment`` plans the same one.
 
     ``network``: the config of a sandbox with network allowlist, whose egress proxy
