@@ -15,9 +15,8 @@ from pathlib import Path, PurePosixPath
 from wizard.base.accounts import Account, is_live_root, operator_account
 from wizard.base.pathfacts import PathFacts, path_facts
 from wizard.base.record import record
-from wizard.base.userdirs import user_config_dir, user_state_dir
+from wizard.base.userdirs import APP, user_config_dir, user_state_dir
 
-APP = "sandbox-setup"
 _MAX_SYMLINKS = 40
 MANAGED_SETTINGS = PurePosixPath("/etc/claude-code/managed-settings.json")
 # Where a root-owned copy of the Claude binary goes when the original lives in a

@@ -33,10 +33,7 @@ from wizard.base.launcher_config import LauncherConfig
 from wizard.base.limits import Limits, size_bytes
 from wizard.base.record import record, replace
 from wizard.launcher.command import Agent, Launch
-from wizard.launcher.session_cgroup import (
-    _memory_bytes,
-    mem_total,
-)
+from wizard.launcher.session_cgroup import _memory_bytes, mem_total
 from wizard.launcher.trust import find_trusted_tool
 
 # bash, not dash: on Ctrl-C dash aborts its script with 130 even when Claude caught
