@@ -49,6 +49,11 @@ NOBODY = 65534
 T = TypeVar("T")
 WORLD_GREETING = "hello from the world\n"
 BIG_SIZE = 4 * 1024 * 1024
+# More than every buffer between the proxy and a client reading slowly can hold (the
+# unix socket, socat's buffer, TCP's send buffer up to tcp_wmem's 4 MiB, curl's receive
+# buffer up to tcp_rmem's maximum, 32 MiB on some hosts): its relay is still running
+# while the client reads. (4 MiB could be absorbed at once, and the relay was done.)
+SLOW_SIZE = 64 * 1024 * 1024
 HOST_SECRET = "host-loopback-secret"
 HOST_LOOPBACK_PORT = 18320  # in np-h only; the real host's loopback is never used for it
 WORLD_V4, WORLD_V6, WORLD_PRIVATE = "203.0.113.10", "2001:db8::10", "10.77.0.10"
@@ -314,6 +319,8 @@ def make_world(prefix: str = "np", metadata: bool = False) -> Iterator[World]:
         docroot.mkdir()
         (docroot / "hello.txt").write_text(WORLD_GREETING)
         (docroot / "big.bin").write_bytes(os.urandom(BIG_SIZE))
+        with (docroot / "slow.bin").open("wb") as handle:
+            handle.truncate(SLOW_SIZE)  # sparse zeros: TLS does not compress them
         if metadata:
             served = docroot / METADATA_PATH.lstrip("/")
             served.parent.mkdir(parents=True)

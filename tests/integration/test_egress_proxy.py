@@ -261,20 +261,25 @@ def test_parallel_and_aborted_transfers_leave_no_thread_or_fd_behind(egress: Pro
     assert baseline[0] == 1
     url = "https://allowed.test/big.bin"
     base = ["curl", "-sS", "-o", "/dev/null", "--cacert", str(egress.world.ca), "-x", egress.url]
-    slow = [subprocess.Popen([*base, "--limit-rate", "512K", url]) for _ in range(4)]
-    fast = [subprocess.Popen([*base, "-w", "%{size_download}", url], stdout=subprocess.PIPE,
-                             text=True) for _ in range(4)]  # fmt: skip
-    for process in fast:
-        out, _ = process.communicate(timeout=60)
-        assert (process.returncode, out) == (0, str(BIG_SIZE))
-    # the slow ones are still being relayed (on a loaded machine they may only now connect)
-    deadline = time.monotonic() + 10
-    while counts()[0] <= baseline[0] and time.monotonic() < deadline:
-        time.sleep(0.02)
-    assert counts()[0] > baseline[0]
-    for process in slow:  # clients that vanish mid-transfer
-        process.kill()
-        process.wait()
+    # slow.bin, not big.bin: the buffers on the way could take all of 4 MiB at once
+    slow = [subprocess.Popen([*base, "--limit-rate", "512K", url.replace("big", "slow")])
+            for _ in range(4)]  # fmt: skip
+    try:
+        fast = [subprocess.Popen([*base, "-w", "%{size_download}", url], stdout=subprocess.PIPE,
+                                 text=True) for _ in range(4)]  # fmt: skip
+        for process in fast:
+            out, _ = process.communicate(timeout=60)
+            assert (process.returncode, out) == (0, str(BIG_SIZE))
+        # the slow ones are still being relayed (on a loaded machine they may only now connect)
+        deadline = time.monotonic() + 10
+        while counts()[0] <= baseline[0] and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert counts()[0] > baseline[0]
+        assert all(process.poll() is None for process in slow)  # still reading
+    finally:
+        for process in slow:  # clients that vanish mid-transfer (also when a check failed)
+            process.kill()
+            process.wait()
     assert idle() == baseline
     assert curl(egress, "https://allowed.test/hello.txt").stdout == WORLD_GREETING
 
