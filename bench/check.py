@@ -32,7 +32,7 @@ def main() -> int:
     parser.add_argument("--as-user", metavar="NAME", help="probe as this user (needs root)")
     args = parser.parse_args()
     user = ["--as-user", args.as_user] if args.as_user else []
-    check = [sys.executable, "-m", "wizard", "--check", "--json", *user]
+    check = [sys.executable, "-m", "sandbox_setup", "--check", "--json", *user]
     shell = ["bash", str(REPO / "bench" / "probes.sh"), *user]
     timed(check), timed(shell)  # warm the page cache for both
     ratios, check_times, shell_times = [], [], []

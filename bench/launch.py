@@ -28,10 +28,10 @@ import time
 from pathlib import Path, PurePosixPath
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
+sys.path[:0] = [str(REPO / "src"), str(REPO)]
 
-from wizard.base.choices import Mode, Network  # noqa: E402
-from wizard.base.launcher_config import LauncherConfig, render_launcher_config  # noqa: E402
+from sandbox_setup.base.choices import Mode, Network  # noqa: E402
+from sandbox_setup.base.launcher_config import LauncherConfig, render_launcher_config  # noqa: E402
 
 NPM_CLAUDE = Path("/opt/sandbox-setup-test/npm/node_modules/.bin/claude")
 NOBODY = 65534
@@ -89,9 +89,9 @@ def main() -> int:
         direct = ([args.claude, "--print", "ok"],
                   {"PATH": path, "IS_SANDBOX": "1", "HOME": str(root_home)})  # fmt: skip
         launched = (
-            [*console("sandbox-launch", "wizard.launcher"), "--config", str(config), "--",
+            [*console("sandbox-launch", "sandbox_setup.launcher"), "--config", str(config), "--",
              "--print", "ok"],
-            {"PATH": path, "PYTHONPATH": str(REPO), "TERM": "dumb",
+            {"PATH": path, "PYTHONPATH": str(REPO / "src"), "TERM": "dumb",
              "XDG_STATE_HOME": str(base / "state")},
         )  # fmt: skip
         _timed(*direct), _timed(*launched)  # warm the page cache for both

@@ -55,7 +55,7 @@ libc.prctl(22, 2, ctypes.byref(Prog(1, ctypes.cast(insn, ctypes.c_void_p))), 0, 
 "${AS[@]}" "${B[@]}" --unshare-net --proc /proc cat /proc/net/route /proc/net/ipv6_route \
   >/dev/null 2>&1
 EGRESS_UID=$(id -u "${AS_USER:-nobody}" 2>/dev/null || id -u nobody)
-PYTHONPATH="$REPO" "$VENV_PY" -P -m wizard.launcher.egress_probe --uid "$EGRESS_UID" \
+PYTHONPATH="$REPO/src" "$VENV_PY" -P -m sandbox_setup.launcher.egress.probe --uid "$EGRESS_UID" \
   --gid "$EGRESS_UID" >/dev/null 2>&1
 if [ "$CLAUDE_TOO" = 1 ] && CLAUDE=$(command -v claude); then
   "${AS[@]}" "$CLAUDE" --version >/dev/null 2>&1

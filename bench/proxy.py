@@ -4,9 +4,9 @@ Baseline: ``curl http://127.0.0.1:S/blob`` from a local server (sendfile, so the
 server is not what is measured). Candidate: the same download the way a sandboxed
 client makes it: a bwrap sandbox with a network namespace of its own is started as
 ``nobody`` (held before its release, as a launch holds it), the session's listeners are
-made in its namespace (:func:`wizard.launcher.netns.open_in_sandbox`), the proxy is
-forked on them as ``nobody`` (:func:`wizard.launcher.proxy.fork_proxy`, as
-:class:`wizard.launcher.network.EgressSession` does), and curl runs in the sandbox's
+made in its namespace (:func:`sandbox_setup.launcher.egress.netns.open_in_sandbox`), the proxy is
+forked on them as ``nobody`` (:func:`sandbox_setup.launcher.egress.proxy.fork_proxy`, as
+:class:`sandbox_setup.launcher.egress.network.EgressSession` does), and curl runs in the sandbox's
 namespace (``nsenter --net``) through ``127.0.0.1:3128`` -> the proxy -> the server. The
 baseline's curl runs under the same ``nsenter``, into the host's own namespace, so both
 start alike. The policy allows the server's exact address, so the decision path runs
@@ -33,12 +33,12 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
+sys.path[:0] = [str(REPO / "src"), str(REPO)]
 
-from wizard.launcher.netns import held_sandbox, open_in_sandbox  # noqa: E402
-from wizard.launcher.network import SANDBOX_PROXY_PORT  # noqa: E402
-from wizard.launcher.proxy import fork_proxy  # noqa: E402
-from wizard.policy.network import EgressPolicy  # noqa: E402
+from sandbox_setup.launcher.egress.netns import held_sandbox, open_in_sandbox  # noqa: E402
+from sandbox_setup.launcher.egress.network import SANDBOX_PROXY_PORT  # noqa: E402
+from sandbox_setup.launcher.egress.proxy import fork_proxy  # noqa: E402
+from sandbox_setup.policy.network import EgressPolicy  # noqa: E402
 
 TARGET = 0.8
 NOBODY = 65534

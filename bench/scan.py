@@ -26,8 +26,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from wizard.launcher import workspace_scan  # noqa: E402
-from wizard.policy.workspace import plan_ro_binds  # noqa: E402
+from sandbox_setup.boundary import scan as workspace_scan  # noqa: E402
+from sandbox_setup.policy.workspace import plan_ro_binds  # noqa: E402
 
 TARGET = 0.2
 

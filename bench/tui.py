@@ -4,7 +4,7 @@ Run by hand (not a test; timings are never asserted):
 
     .venv/bin/python bench/tui.py [--runs 7]
 
-Each run starts ``python -m wizard --root TMP`` in an 80x24 pseudo-terminal,
+Each run starts ``python -m sandbox_setup --root TMP`` in an 80x24 pseudo-terminal,
 reads its output until the welcome screen's button text appears, records the
 time, and quits it. The baseline, in the same run and interleaved, is
 ``python -c "import textual.app"``. Prints both medians and their ratio.
@@ -44,7 +44,7 @@ def time_first_paint(root: Path, timeout: float = 30.0) -> float:
     if pid == 0:  # child: the wizard on the pty
         os.chdir(REPO)
         env = dict(os.environ, TERM="xterm-256color", COLUMNS="80", LINES="24")
-        os.execve(sys.executable, [sys.executable, "-m", "wizard", "--root", str(root)], env)
+        os.execve(sys.executable, [sys.executable, "-m", "sandbox_setup", "--root", str(root)], env)
     start = time.perf_counter()
     fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
     seen = b""

@@ -43,7 +43,8 @@ def _popen_with_state_home(self: Any, args: Any, *rest: Any, **kwargs: Any) -> N
     env = kwargs.get("env")
     words = [] if isinstance(args, (str, bytes)) else [str(a) for a in args]
     ours = any(
-        w in ("wizard", "wizard.launcher") or w.endswith(("/sandbox-launch", "/sandbox-setup"))
+        w in ("wizard", "sandbox_setup.launcher")
+        or w.endswith(("/sandbox-launch", "/sandbox-setup"))
         for w in words
     )
     if ours and env is not None and "XDG_STATE_HOME" not in env and "HOME" not in env:

@@ -107,9 +107,9 @@ def host_passwd_digest() -> str:
 def run_cli(
     *args: str, env: dict[str, str] | None = None, timeout: float = 240
 ) -> subprocess.CompletedProcess[str]:
-    """``python -m wizard ARGS`` in a fresh interpreter, as the operator would run it."""
+    """``python -m sandbox_setup ARGS`` in a fresh interpreter, as the operator would run it."""
     return subprocess.run(
-        [sys.executable, "-m", "wizard", *args],
+        [sys.executable, "-m", "sandbox_setup", *args],
         cwd=REPO,
         env={**os.environ, **(env or {})},
         capture_output=True,

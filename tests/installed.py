@@ -20,7 +20,7 @@ from functools import cache
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-PROJECT_PACKAGES = ("checks", "wizard", "screens", "assets")
+PROJECT_PACKAGES = ("sandbox_setup",)
 # Pure-Python runtime deps the headless, check and launcher paths import; textual
 # is left out on purpose (those paths must not need it).
 RUNTIME_DEPS = ("platformdirs", "tomlkit")
@@ -34,8 +34,8 @@ class ProjectInstall:
     python: Path
 
     def wizard(self, *args: str) -> list[str]:
-        """argv for ``python -m wizard ARGS`` with this install's Python."""
-        return [str(self.python), "-m", "wizard", *args]
+        """argv for ``python -m sandbox_setup ARGS`` with this install's Python."""
+        return [str(self.python), "-m", "sandbox_setup", *args]
 
 
 def _module_dir(name: str) -> Path:
@@ -63,8 +63,7 @@ def install_project(base: Path) -> ProjectInstall:
     site = next((venv / "lib").glob("python3*/site-packages"))
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
     for package in PROJECT_PACKAGES:
-        if (REPO / package).is_dir():
-            shutil.copytree(REPO / package, site / package, ignore=ignore)
+        shutil.copytree(REPO / "src" / package, site / package, ignore=ignore)
     for dep in RUNTIME_DEPS:
         shutil.copytree(_module_dir(dep), site / dep, ignore=ignore)
     for path in [base, *base.rglob("*")]:

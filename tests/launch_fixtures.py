@@ -31,10 +31,14 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from sandbox_setup.base.choices import Mode
+from sandbox_setup.base.launcher_config import (
+    LauncherConfig,
+    UnsafeAcceptance,
+    render_launcher_config,
+)
 from tests.installed import installed_copy
-from tests.tools import REPO, require_root, require_tool
-from wizard.base.choices import Mode
-from wizard.base.launcher_config import LauncherConfig, UnsafeAcceptance, render_launcher_config
+from tests.tools import REPO, SRC, require_root, require_tool
 
 NOBODY = 65534
 MARKER = "claude-ran"
@@ -261,7 +265,7 @@ def launcher_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
         "TERM": "xterm-256color",
         "LANG": "C.UTF-8",
         "SECRET_TOKEN": "must-not-leak",
-        "PYTHONPATH": str(REPO),
+        "PYTHONPATH": str(SRC),
         # the launcher's state (session snapshots, quarantine, egress log): never root's
         "XDG_STATE_HOME": str(state_home(0)),
     }
@@ -300,14 +304,14 @@ def run_launcher(
 
     ``cwd``: where the operator is (Claude starts there when it is in a workspace);
     ``options``: more of the launcher's own options (``--quiet``)."""
-    argv = [sys.executable, "-m", "wizard.launcher"]
+    argv = [sys.executable, "-m", "sandbox_setup.launcher"]
     run_cwd = cwd or REPO
     run_env = dict(env if env is not None else launcher_env())
     if run_env.get("XDG_STATE_HOME", str(state_home(0))) == str(state_home(0)):
         run_env["XDG_STATE_HOME"] = str(state_home(preexec_user or 0))  # one the user can write
     if preexec_user is not None:
         run_env.pop("PYTHONPATH", None)  # the copy, never the checkout
-        argv = [str(installed_copy().python), "-m", "wizard.launcher"]
+        argv = [str(installed_copy().python), "-m", "sandbox_setup.launcher"]
         run_cwd = cwd or Path("/")
         argv = [
             "/usr/bin/setpriv",
@@ -376,7 +380,7 @@ def start_launcher_on_pty(config: Path, slave: int) -> subprocess.Popen[bytes]:
     import termios
 
     return subprocess.Popen(
-        [sys.executable, "-m", "wizard.launcher", "--config", str(config)],
+        [sys.executable, "-m", "sandbox_setup.launcher", "--config", str(config)],
         stdin=slave,
         stdout=slave,
         stderr=slave,

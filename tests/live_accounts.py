@@ -17,9 +17,9 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
+from sandbox_setup.base.accounts import lookup_user
+from sandbox_setup.base.processes import processes_of_uid
 from tests.tools import require_root, require_tool
-from wizard.base.accounts import lookup_user
-from wizard.base.processes import processes_of_uid
 
 PREFIX = "ac-"
 

@@ -19,13 +19,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from sandbox_setup.base.choices import InnerSandbox, Mode, Network
+from sandbox_setup.base.launcher_config import LauncherConfig, render_launcher_config
+from sandbox_setup.base.limits import Limits
+from sandbox_setup.base.processes import processes_of_uid
 from tests.launch_fixtures import LaunchTree, launcher_env, make_launch_tree
 from tests.live_accounts import LiveAccount, live_account
 from tests.tools import REPO, require_root, require_tool
-from wizard.base.choices import InnerSandbox, Mode, Network
-from wizard.base.launcher_config import LauncherConfig, render_launcher_config
-from wizard.base.limits import Limits
-from wizard.base.processes import processes_of_uid
 
 AGENT = "ac-session"
 
@@ -100,8 +100,8 @@ def shell_on_pty(script: str) -> tuple[subprocess.Popen[bytes], int]:
 def launcher_command(config: Path, args: Sequence[str] = ()) -> str:
     import shlex
 
-    return shlex.join([sys.executable, "-m", "wizard.launcher", "--config", str(config), "--",
-                       *args])  # fmt: skip
+    launcher = [sys.executable, "-m", "sandbox_setup.launcher"]
+    return shlex.join([*launcher, "--config", str(config), "--", *args])
 
 
 def wait_until(predicate: object, timeout: float = 30, master: int | None = None) -> bytes:

@@ -17,6 +17,8 @@ import pytest
 # agent user and user-namespaced containers can read them).
 NPM_PREFIX = Path(os.environ.get("SANDBOX_SETUP_NPM_PREFIX", "/opt/sandbox-setup-test/npm"))
 REPO = Path(__file__).resolve().parent.parent
+# The package's source tree (src layout): what a subprocess of another Python imports.
+SRC = REPO / "src"
 
 
 def _missing(reason: str) -> None:

@@ -23,6 +23,9 @@ from typing import Any
 
 import pytest
 
+from sandbox_setup.configure.settings import PROXY_PORT_KEYS
+from sandbox_setup.launcher.egress.proxy import TEST_RESOLVE_ENV
+from sandbox_setup.policy.network import SANDBOX_PROXY_PORT
 from tests.claude_run import FAKE_API_KEY
 from tests.fake_api import BashStep, FakeMessagesAPI, TextStep
 from tests.integration.egress_world import (
@@ -34,9 +37,6 @@ from tests.integration.egress_world import (
 )
 from tests.launch_fixtures import LaunchTree, launch_tree, launcher_env
 from tests.tools import REPO, claude_binary, require_tool
-from wizard.configure.settings import PROXY_PORT_KEYS
-from wizard.launcher.proxy import TEST_RESOLVE_ENV
-from wizard.policy.network import SANDBOX_PROXY_PORT
 
 pytestmark = pytest.mark.e2e
 
@@ -101,7 +101,7 @@ def test_claude_completes_a_turn_whose_bash_network_goes_through_the_launchers_p
         }
         state = tree.base / "state"
         result = subprocess.run(
-            ["ip", "netns", "exec", world.host_ns, sys.executable, "-m", "wizard.launcher",
+            ["ip", "netns", "exec", world.host_ns, sys.executable, "-m", "sandbox_setup.launcher",
              "--config", str(config), "--", "--print", "--output-format", "json",
              "--allowedTools=Bash", "--settings", json.dumps(settings), "--",
              "Run the scripted command."],

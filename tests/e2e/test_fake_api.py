@@ -24,6 +24,7 @@ from typing import Any
 
 import pytest
 
+from sandbox_setup.base.accounts import Account, lookup_user
 from tests.bash_evidence import BashEvidence, evidence_command, new_marker, parse_evidence
 from tests.claude_run import (
     FAKE_API_KEY,
@@ -35,7 +36,6 @@ from tests.claude_run import (
 )
 from tests.fake_api import BashStep, FakeMessagesAPI, Step, TextStep
 from tests.tools import claude_binary, require_root, require_tool
-from wizard.base.accounts import Account, lookup_user
 
 pytestmark = pytest.mark.e2e
 

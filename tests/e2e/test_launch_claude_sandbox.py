@@ -6,7 +6,7 @@ confinement (:mod:`tests.bash_evidence`), Claude runs it and sends the
 ``tool_result`` back. Claude runs as the launcher runs it: sandbox mode (setpriv
 to the agent, our bwrap, verified before release) or user mode (setpriv to the
 agent), strong or weak inner sandbox, with the managed settings
-:func:`wizard.configure.settings.merge_settings` writes for that choice.
+:func:`sandbox_setup.configure.settings.merge_settings` writes for that choice.
 
 Managed settings never touch the host's /etc: the launcher runs in a private
 mount namespace where /etc is an overlay holding them and /tmp is a fresh tmpfs
@@ -34,14 +34,14 @@ from typing import Any
 
 import pytest
 
-from checks.claude import sandbox_binaries
+from sandbox_setup.checks.claude import sandbox_binaries
+from sandbox_setup.configure.settings import SandboxKeys, merge_settings
 from tests.bash_evidence import BashEvidence, evidence_command, new_marker, parse_evidence
 from tests.claude_run import FAKE_API_KEY, ClaudeRun, with_managed_settings
 from tests.fake_api import BashStep, FakeMessagesAPI, TextStep
 from tests.installed import installed_copy
 from tests.launch_fixtures import LaunchTree, launcher_env, make_launch_tree
 from tests.tools import claude_binary, require_root, require_tool
-from wizard.configure.settings import SandboxKeys, merge_settings
 
 pytestmark = pytest.mark.e2e
 
@@ -174,7 +174,7 @@ def launch(
     # The installed copy under /var/tmp: the fresh /tmp below hides a checkout cloned
     # under /tmp (as CI's is).
     python = str(installed_copy().python)
-    launcher = [python, "-m", "wizard.launcher", "--config", str(config), "--"]
+    launcher = [python, "-m", "sandbox_setup.launcher", "--config", str(config), "--"]
     launcher += claude_args(api.base_url)
     prepare = "mount -t tmpfs -o mode=1777 tmpfs /tmp"
     if hide_socat:

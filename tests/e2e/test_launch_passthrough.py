@@ -29,13 +29,13 @@ from typing import Any
 
 import pytest
 
+from sandbox_setup.configure.claude_shim import find_sandbox_launch, render_shim
+from sandbox_setup.policy.environment import DEFAULT_PASS, passed_names
 from tests.bash_evidence import evidence_command, host_namespaces, new_marker, parse_evidence
 from tests.claude_run import FAKE_API_KEY
 from tests.fake_api import BashStep, FakeMessagesAPI, TextStep
 from tests.launch_fixtures import NOBODY, LaunchTree, launch_tree, run_launcher
-from tests.tools import NPM_PREFIX, REPO, claude_binary
-from wizard.configure.claude_shim import find_sandbox_launch, render_shim
-from wizard.policy.environment import DEFAULT_PASS, passed_names
+from tests.tools import NPM_PREFIX, SRC, claude_binary
 
 pytestmark = pytest.mark.e2e
 
@@ -94,7 +94,7 @@ def bash_script(marker: str) -> list[Any]:
 
 def caller_env(api: FakeMessagesAPI, **more: str) -> dict[str, str]:
     """Only the endpoint and the key, plus what the test names (the decoys...)."""
-    env = {"PATH": HOST_PATH, "LANG": "C.UTF-8", "PYTHONPATH": str(REPO)}
+    env = {"PATH": HOST_PATH, "LANG": "C.UTF-8", "PYTHONPATH": str(SRC)}
     env |= {"ANTHROPIC_BASE_URL": api.base_url, "ANTHROPIC_API_KEY": FAKE_API_KEY}
     return env | more
 

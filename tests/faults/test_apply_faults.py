@@ -20,6 +20,13 @@ from pathlib import Path, PurePosixPath
 
 import pytest
 
+from sandbox_setup.base.choices import Mode
+from sandbox_setup.base.errors import InputError
+from sandbox_setup.base.paths import Layout
+from sandbox_setup.commands.apply import gather_report
+from sandbox_setup.configure.answers import Answers
+from sandbox_setup.configure.apply import apply_plan
+from sandbox_setup.configure.plan import build_plan
 from tests.core_fixtures import (
     CONFIG,
     FILES,
@@ -36,13 +43,6 @@ from tests.core_fixtures import (
 from tests.faults.conftest import FaultRow
 from tests.faults.namespace import FILLER, run_in_namespace
 from tests.tools import require_root, require_tool
-from wizard.base.choices import Mode
-from wizard.base.errors import InputError
-from wizard.base.paths import Layout
-from wizard.commands.apply import gather_report
-from wizard.configure.answers import Answers
-from wizard.configure.apply import apply_plan
-from wizard.configure.plan import build_plan
 
 pytestmark = pytest.mark.integration
 
@@ -104,7 +104,16 @@ def start_paused_apply(
         else {"SANDBOX_SETUP_TEST_PAUSE_AFTER": str(pause_after)}
     )
     child = subprocess.Popen(
-        [sys.executable, "-m", "wizard", "--headless", "--root", str(root), "--yes", *SANDBOX],
+        [
+            sys.executable,
+            "-m",
+            "sandbox_setup",
+            "--headless",
+            "--root",
+            str(root),
+            "--yes",
+            *SANDBOX,
+        ],
         cwd=REPO,
         env={**os.environ, **hook},
         stdin=subprocess.DEVNULL,
@@ -254,7 +263,16 @@ def test_three_applies_started_together(root: Path, fault: FaultRow) -> None:
         "restores all",
     )
     before = system_state(root)
-    argv = [sys.executable, "-m", "wizard", "--headless", "--root", str(root), "--yes", *SANDBOX]
+    argv = [
+        sys.executable,
+        "-m",
+        "sandbox_setup",
+        "--headless",
+        "--root",
+        str(root),
+        "--yes",
+        *SANDBOX,
+    ]
     procs = [
         subprocess.Popen(
             argv, cwd=REPO, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
@@ -282,7 +300,16 @@ def test_three_applies_started_together(root: Path, fault: FaultRow) -> None:
 
 
 def in_namespace(root: Path, mounts: list[dict[str, object]]) -> dict[str, object]:
-    argv = [sys.executable, "-m", "wizard", "--headless", "--root", str(root), "--yes", *SANDBOX]
+    argv = [
+        sys.executable,
+        "-m",
+        "sandbox_setup",
+        "--headless",
+        "--root",
+        str(root),
+        "--yes",
+        *SANDBOX,
+    ]
     return run_in_namespace(mounts, argv)
 
 

@@ -68,7 +68,7 @@ def one_level(tmp_path: Path, leave: int, new: dict[str, str]) -> str:
            for rel in FILES}  # fmt: skip
     mount = base / "tmpfs"
     mount.mkdir()
-    cli = [sys.executable, "-m", "wizard"]
+    cli = [sys.executable, "-m", "sandbox_setup"]
     result = run_on_full_tmpfs(
         {
             "dir": str(mount),
@@ -173,7 +173,7 @@ def test_disk_full_at_every_level_from_0_to_64_kib(tmp_path: Path, fault: FaultR
 # rollback cannot put the settings back (a rename in a read-only directory).
 FREEZE_MID_APPLY = f"""
 import subprocess, sys
-from wizard.configure import actions
+from sandbox_setup.configure import actions
 root, frozen = sys.argv[1], sys.argv[2:]
 original = actions.WriteFile.apply
 def apply(self, txn):
@@ -183,7 +183,7 @@ def apply(self, txn):
             subprocess.run(["mount", "-o", "remount,bind,ro", directory], check=True)
     return original(self, txn)
 actions.WriteFile.apply = apply
-from wizard.cli import main
+from sandbox_setup.cli import main
 sys.exit(main(["--headless", "--root", root, "--yes", *{SANDBOX!r}]))
 """
 

@@ -19,7 +19,7 @@ LONG = "/" + "a" * 10_000
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "wizard", *args],
+        [sys.executable, "-m", "sandbox_setup", *args],
         cwd=REPO,
         capture_output=True,
         text=True,
@@ -115,7 +115,7 @@ def test_a_read_only_state_directory_is_an_error_naming_it(fault: FaultRow, root
     done = subprocess.run(
         ["unshare", "-m", "--propagation", "private", "sh", "-c",
          f'mount --bind "{state}" "{state}" && mount -o remount,ro,bind "{state}" && '
-         f'exec "$@"', "sh", sys.executable, "-m", "wizard", "--headless", *SANDBOX, "--yes",
+         f'exec "$@"', "sh", sys.executable, "-m", "sandbox_setup", "--headless", *SANDBOX, "--yes",
          "--root", str(root)],
         cwd=REPO, capture_output=True, text=True, timeout=240, check=False,
     )  # fmt: skip

@@ -65,7 +65,7 @@ def launch(root: Path) -> dict[str, Any]:
         {"dir": f"/{rel}", "kind": "bind", "source": str(root / rel)}
         for rel in ("etc/passwd", "etc/group", "home", "srv", "usr/local/bin")
     ]
-    argv = [sys.executable, "-m", "wizard.launcher", "--config", str(root / CONFIG), "--",
+    argv = [sys.executable, "-m", "sandbox_setup.launcher", "--config", str(root / CONFIG), "--",
             "--print", "ok"]  # fmt: skip
     return run_in_namespace(mounts, argv, launcher_env())
 

@@ -3,7 +3,7 @@
 Two namespaces joined by a veth pair, so nothing of the real host's network changes:
 
 * ``np-h-TAG``, the proxy's "host": the proxy runs here (started by a stand-in
-  launcher through :func:`wizard.launcher.proxy.start_proxy_process`, as ``nobody``),
+  launcher through :func:`sandbox_setup.launcher.egress.proxy.start_proxy_process`, as ``nobody``),
   beside a loopback-only service whose answer (:data:`HOST_SECRET`) must never come
   back through the proxy. Its veth end holds 203.0.113.1, 10.77.0.1, 2001:db8::1.
 * ``np-w-TAG``, "the internet": HTTP on :80 and HTTPS on :443 (a self-signed
@@ -42,8 +42,8 @@ from typing import Any, TypeVar
 
 import pytest
 
+from sandbox_setup.launcher.egress.proxy import TEST_RESOLVE_ENV
 from tests.tools import REPO, require_root, require_tool
-from wizard.launcher.proxy import TEST_RESOLVE_ENV
 
 NOBODY = 65534
 T = TypeVar("T")
@@ -107,8 +107,8 @@ sys.stdin.read()
 STAND_IN = r"""
 import json, os, sys
 sys.path.insert(0, sys.argv[1])
-from wizard.launcher.proxy import probe_proxy, start_proxy_process
-from wizard.policy.network import EgressPolicy
+from sandbox_setup.launcher.egress.proxy import probe_proxy, start_proxy_process
+from sandbox_setup.policy.network import EgressPolicy
 socket_path, log_path, patterns, leak_path = sys.argv[2:6]
 leak = os.open(leak_path, os.O_RDONLY)
 os.set_inheritable(leak, True)
@@ -123,7 +123,7 @@ sys.stdin.read()
 
 def bridge_argv(socat: str, port: int, socket_path: str) -> list[str]:
     """Inside a test's sandbox: ``127.0.0.1:PORT`` -> the proxy's unix socket (the
-    launcher itself makes its listeners inside instead: wizard.launcher.netns).
+    launcher itself makes its listeners inside instead: sandbox_setup.launcher.egress.netns).
 
     ``bind=127.0.0.1``: the listener is for this namespace's loopback only.
     ``fork``: one child per connection, so a slow download does not block the API.

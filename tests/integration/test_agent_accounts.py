@@ -22,6 +22,9 @@ from pathlib import Path, PurePosixPath
 
 import pytest
 
+from sandbox_setup.base.choices import Mode, SettingsScope
+from sandbox_setup.base.launcher_config import LauncherConfig, render_launcher_config
+from sandbox_setup.configure.answers import Answers, dump_answers
 from tests.core_fixtures import (
     CONFIG,
     STATE,
@@ -35,9 +38,6 @@ from tests.core_fixtures import (
 )
 from tests.live_accounts import live_account
 from tests.tools import require_root, require_tool
-from wizard.base.choices import Mode, SettingsScope
-from wizard.base.launcher_config import LauncherConfig, render_launcher_config
-from wizard.configure.answers import Answers, dump_answers
 
 pytestmark = pytest.mark.integration
 

@@ -7,15 +7,15 @@ from pathlib import Path, PurePosixPath
 
 import pytest
 
-from checks.model import Finding, Recommendation, Report, Status
+from sandbox_setup.base.choices import Mode
+from sandbox_setup.base.paths import Layout
+from sandbox_setup.checks.model import Finding, Recommendation, Report, Status
+from sandbox_setup.configure.answers import Answers
+from sandbox_setup.configure.apply import apply_plan
+from sandbox_setup.configure.plan import build_plan
+from sandbox_setup.configure.undo import undo_last
 from tests.core_fixtures import host_passwd_digest, make_target_root, passwd_entry, system_state
 from tests.tools import require_root, require_tool
-from wizard.base.choices import Mode
-from wizard.base.paths import Layout
-from wizard.configure.answers import Answers
-from wizard.configure.apply import apply_plan
-from wizard.configure.journal import undo_last
-from wizard.configure.plan import build_plan
 
 pytestmark = pytest.mark.integration
 

@@ -2,7 +2,7 @@
 its ID with exit 1, and cleared by the fix path (replaying the saved answers).
 
 A setup is made the way an operator makes one: the real headless apply
-(``python -m wizard --headless --mode ... --root DIR --yes``, users through
+(``python -m sandbox_setup --headless --mode ... --root DIR --yes``, users through
 ``useradd --prefix DIR``) over the configuration core's fake target tree, with
 the real Claude Code from npm hard-linked in as ``/usr/local/bin/claude`` (its
 own inode is never written: tests that change the binary replace the link).
@@ -26,9 +26,9 @@ from typing import Any
 
 import pytest
 
+from sandbox_setup.base.paths import Layout
 from tests.core_fixtures import host_passwd_digest, make_target_root, run_cli
 from tests.tools import claude_binary, require_root, require_tool
-from wizard.base.paths import Layout
 
 pytestmark = pytest.mark.integration
 MANAGED = "/etc/claude-code/managed-settings.json"

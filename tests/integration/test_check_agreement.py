@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from sandbox_setup.commands.interactive import InteractiveCore
 from tests.core_fixtures import run_cli
 from tests.integration.test_audit_drift import Setup, make_setup
 from tests.tools import claude_binary, require_root, require_tool
-from wizard.commands.interactive import InteractiveCore
 
 pytestmark = pytest.mark.integration
 

@@ -1,4 +1,4 @@
-"""Causes of checks.causes.KNOWN_ERRORS that this kernel reproduces for real.
+"""Causes of sandbox_setup.checks.causes.KNOWN_ERRORS that this kernel reproduces for real.
 
 Each test makes the condition (a bounding set without CAP_SETFCAP, a user
 namespace whose ``user.max_user_namespaces`` is 0, a seccomp profile), checks the

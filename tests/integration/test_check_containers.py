@@ -4,7 +4,7 @@ Each scenario is one place (the host, runc containers built from temp bundles, a
 outer bwrap started by root). In one run per scenario, a script first does the raw
 experiments each live check stands for (``unshare -Ur``, ``unshare -Urmpf
 --mount-proc``, the bwrap commands, installing a seccomp filter, reading
-mountinfo), then runs ``python -m wizard --check --json`` in the same place. The
+mountinfo), then runs ``python -m sandbox_setup --check --json`` in the same place. The
 tests assert every live check's verdict equals what really happened, and that a
 non-pass names the right cause.
 """
@@ -64,7 +64,8 @@ OUTER = f"{BWRAP} --unshare-net --proc /proc"
 
 
 def inner(weak: bool, uid: int, helper: bool) -> str:
-    """Claude's inner sandbox as its sandbox-runtime starts it (what checks.bwrap models):
+    """Claude's inner sandbox as its sandbox-runtime starts it (what sandbox_setup.checks.bwrap
+    models):
     its own network namespace, --cap-drop ALL (+ CAP_SETFCAP for uid 0), the command run
     through Claude's built-in seccomp helper, or ``unshare -Ur`` standing in for it."""
     caps = "--cap-drop ALL" + (" --cap-add CAP_SETFCAP" if uid == 0 else "")

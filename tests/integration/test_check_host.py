@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests.tools import REPO, require_root, require_tool
+from tests.tools import SRC, require_root, require_tool
 
 pytestmark = pytest.mark.integration
 
@@ -25,9 +25,9 @@ MUST_PASS = ("bwrap.installed", "bwrap.sandbox", "userns.create", "proc.fresh_mo
 
 def run_check(*args: str) -> tuple[int, dict[str, Any], str]:
     proc = subprocess.run(
-        [sys.executable, "-m", "wizard", "--check", "--json", *args],
+        [sys.executable, "-m", "sandbox_setup", "--check", "--json", *args],
         cwd="/",
-        env={**os.environ, "PYTHONPATH": str(REPO)},
+        env={**os.environ, "PYTHONPATH": str(SRC)},
         capture_output=True,
         text=True,
         timeout=120,
@@ -127,7 +127,7 @@ def test_user_namespace_limit_zero_is_named(host_report) -> None:
     proc = subprocess.run(
         ["unshare", "-Ur", "sh", "-c", script, "sh", *check],
         cwd="/",
-        env={**os.environ, "PYTHONPATH": str(REPO)},
+        env={**os.environ, "PYTHONPATH": str(SRC)},
         capture_output=True,
         text=True,
         timeout=120,
@@ -169,7 +169,7 @@ def test_setuid_bwrap_under_no_new_privs(host_report, tmp_path: Path) -> None:
         proc = subprocess.run(
             ["unshare", "-m", "--propagation", "private", "sh", "-c", script, str(binary), *check],
             cwd="/",
-            env={**os.environ, "PYTHONPATH": str(REPO)},
+            env={**os.environ, "PYTHONPATH": str(SRC)},
             capture_output=True,
             text=True,
             timeout=120,

@@ -18,7 +18,7 @@ def test_net_egress_passes_here_as_nobody() -> None:
     for tool in ("bwrap", "socat", "setpriv"):
         require_tool(tool)
     result = subprocess.run(
-        [sys.executable, "-m", "wizard", "--check", "net.egress", "--as-user", "nobody",
+        [sys.executable, "-m", "sandbox_setup", "--check", "net.egress", "--as-user", "nobody",
          "--json"],
         cwd=REPO, capture_output=True, text=True, timeout=60, check=False,
     )  # fmt: skip
@@ -28,10 +28,13 @@ def test_net_egress_passes_here_as_nobody() -> None:
     assert "169.254.169.254:80: sandbox-launch egress proxy: refused" in finding["detail"]
 
 
+EGRESS_PROBE = (sys.executable, "-P", "-m", "sandbox_setup.launcher.egress.probe")
+
+
 def test_the_egress_probe_never_starts_the_proxy_as_root() -> None:
     require_root()
     result = subprocess.run(
-        [sys.executable, "-P", "-m", "wizard.launcher.egress_probe", "--uid", "0", "--gid", "0"],
+        [*EGRESS_PROBE, "--uid", "0", "--gid", "0"],
         cwd="/", capture_output=True, text=True, timeout=60, check=True,
     )  # fmt: skip
     assert json.loads(result.stdout)["proxy"] == "the egress proxy never runs as root"
@@ -40,10 +43,10 @@ def test_the_egress_probe_never_starts_the_proxy_as_root() -> None:
 ADOPTION = r"""
 import json, sys
 from pathlib import Path
-import checks.prefetch as prefetch
-from checks.registry import CHECKS
-from wizard.commands.check import start_experiments
-from wizard.configure.probes import run_live_checks
+import sandbox_setup.checks.prefetch as prefetch
+from sandbox_setup.checks.registry import CHECKS
+from sandbox_setup.commands.check import start_experiments
+from sandbox_setup.configure.probes import run_live_checks
 
 ids = [c.id for c in CHECKS if not c.id.startswith("claude.")]
 as_user = sys.argv[1] or None
@@ -69,7 +72,9 @@ def test_every_experiment_started_early_is_adopted_by_its_check(as_user: str) ->
         cwd="/", capture_output=True, text=True, timeout=120, check=True,
     )  # fmt: skip
     seen = json.loads(result.stdout)
-    assert any("wizard.launcher.egress_probe --uid 65534" in c for c in seen["started"]), seen
+    assert any("sandbox_setup.launcher.egress.probe --uid 65534" in c for c in seen["started"]), (
+        seen
+    )
     assert any("--unshare-net" in c for c in seen["started"]), seen
     assert seen["left"] == [], seen
     assert seen["egress"] == "pass", seen

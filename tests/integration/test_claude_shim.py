@@ -23,6 +23,8 @@ from pathlib import Path
 
 import pytest
 
+from sandbox_setup.configure.claude_shim import find_sandbox_launch, render_shim
+from sandbox_setup.policy.claude_shim import SHIM_PATH
 from tests.core_fixtures import (
     CONFIG,
     SANDBOX,
@@ -33,8 +35,6 @@ from tests.core_fixtures import (
 )
 from tests.launch_fixtures import NOBODY, LaunchTree, host_namespaces, launch_tree
 from tests.tools import require_root, require_tool
-from wizard.configure.claude_shim import find_sandbox_launch, render_shim
-from wizard.policy.claude_shim import SHIM_PATH
 
 pytestmark = pytest.mark.integration
 

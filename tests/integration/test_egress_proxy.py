@@ -23,6 +23,10 @@ from pathlib import Path
 
 import pytest
 
+from sandbox_setup.base.errors import RefusedError
+from sandbox_setup.launcher.egress import proxy as proxy_module
+from sandbox_setup.launcher.egress.proxy import TEST_RESOLVE_ENV, probe_proxy, start_proxy_process
+from sandbox_setup.policy.network import EgressPolicy
 from tests.integration import egress_world
 from tests.integration.egress_world import (
     BIG_SIZE,
@@ -37,10 +41,6 @@ from tests.integration.egress_world import (
     start_stand_in,
 )
 from tests.tools import require_root
-from wizard.base.errors import RefusedError
-from wizard.launcher import proxy as proxy_module
-from wizard.launcher.proxy import TEST_RESOLVE_ENV, probe_proxy, start_proxy_process
-from wizard.policy.network import EgressPolicy
 
 pytestmark = pytest.mark.integration
 world = egress_world.world  # the fixtures, shared with test_egress_sandbox.py
@@ -373,4 +373,4 @@ def test_a_broken_test_resolver_refuses_the_start(tmp_path: Path) -> None:
         start_proxy_process(tmp_path / "p.sock", EgressPolicy.build([]), None, NOBODY, NOBODY,
                             environ={TEST_RESOLVE_ENV: str(bad)})  # fmt: skip
     assert not (tmp_path / "p.sock").exists()
-    assert sys.modules["wizard.launcher.proxy"] is proxy_module
+    assert sys.modules["sandbox_setup.launcher.egress.proxy"] is proxy_module

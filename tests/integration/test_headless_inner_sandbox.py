@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from checks.claude import sandbox_binaries
+from sandbox_setup.checks.claude import sandbox_binaries
 from tests.core_fixtures import MANAGED, REPO, host_passwd_digest, make_target_root, snapshot
 from tests.tools import require_root, require_tool
 
@@ -35,10 +35,10 @@ def root(tmp_path: Path) -> Iterator[Path]:
 
 
 def without_socat(*args: str) -> subprocess.CompletedProcess[str]:
-    """``python -m wizard ARGS`` where socat is not there (a private mount namespace)."""
+    """``python -m sandbox_setup ARGS`` where socat is not there (a private mount namespace)."""
     socat = sandbox_binaries()["socat"]
     assert socat, "socat is required"
-    cli = shlex.join([sys.executable, "-m", "wizard", *args])
+    cli = shlex.join([sys.executable, "-m", "sandbox_setup", *args])
     hide = f"mount --bind /dev/null {shlex.quote(socat)} && exec {cli}"
     return subprocess.run(
         ["unshare", "--mount", "--propagation", "private", "/bin/sh", "-c", hide],

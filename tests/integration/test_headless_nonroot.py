@@ -46,7 +46,7 @@ def as_nobody(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env["HOME"] = str(root / "home/nobody")
     return subprocess.run(
         ["setpriv", "--reuid", str(NOBODY), "--regid", str(NOBODY), "--clear-groups",
-         str(installed_copy().python), "-m", "wizard", "--headless", "--root", str(root), *args],
+         *installed_copy().wizard("--headless", "--root", str(root), *args)],
         cwd="/", env=env, capture_output=True, text=True, check=False, timeout=240,
     )  # fmt: skip
 

@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from sandbox_setup.configure.claude_shim import render_shim
+from sandbox_setup.policy.environment import DEFAULT_PASS, passed_names
 from tests.launch_fixtures import (
     NOBODY,
     LaunchTree,
@@ -27,8 +29,6 @@ from tests.launch_fixtures import (
     tree_processes,
 )
 from tests.tools import REPO
-from wizard.configure.claude_shim import render_shim
-from wizard.policy.environment import DEFAULT_PASS, passed_names
 
 pytestmark = pytest.mark.integration
 
@@ -109,7 +109,7 @@ def test_the_passed_values_never_appear_on_a_command_line(tree: LaunchTree) -> N
         'case "$ANTHROPIC_API_KEY" in sk-*) echo key-inside ;; esac\n'
     )
     config = tree.write_config(claude, env_pass=DEFAULT_PASS)
-    argv = [sys.executable, "-m", "wizard.launcher", "--config", str(config)]
+    argv = [sys.executable, "-m", "sandbox_setup.launcher", "--config", str(config)]
     with subprocess.Popen(
         argv, env=launcher_env(CALLER), cwd=REPO, stdout=subprocess.PIPE, text=True
     ) as launch:

@@ -27,8 +27,8 @@ pytestmark = pytest.mark.integration
 # once the sandbox has dropped its capabilities and waits to be released.
 DRIVER = """
 import os, signal, sys, time
-import wizard.launcher.supervise as supervise
-from wizard.launcher.main import main
+import sandbox_setup.launcher.session.supervise as supervise
+from sandbox_setup.launcher.main import main
 
 def failing_verify(child_pid, expected_uid, environ, state):
     # The dangerous moment: the sandbox is set up and waits on --block-fd.

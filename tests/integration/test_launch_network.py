@@ -30,6 +30,8 @@ from pathlib import Path
 
 import pytest
 
+from sandbox_setup.launcher.egress.network import SANDBOX_PROXY_PORT
+from sandbox_setup.launcher.egress.proxy import TEST_BREAK_ENV, TEST_RESOLVE_ENV
 from tests.integration.egress_world import (
     ALLOWED_PATTERNS,
     HOST_LOOPBACK_PORT,
@@ -44,8 +46,6 @@ from tests.integration.egress_world import (
 )
 from tests.launch_fixtures import NOBODY, LaunchTree, launch_tree, launcher_env
 from tests.tools import REPO, require_tool
-from wizard.launcher.network import SANDBOX_PROXY_PORT
-from wizard.launcher.proxy import TEST_BREAK_ENV, TEST_RESOLVE_ENV
 
 pytestmark = pytest.mark.integration
 
@@ -200,7 +200,7 @@ def start_launcher(
 ) -> subprocess.Popen[str]:
     """``sandbox-launch --config CONFIG -- ARGS`` as root, in nt-h (exec'd: same pid)."""
     return subprocess.Popen(
-        ["ip", "netns", "exec", host.world.host_ns, sys.executable, "-m", "wizard.launcher",
+        ["ip", "netns", "exec", host.world.host_ns, sys.executable, "-m", "sandbox_setup.launcher",
          "--config", str(config), "--", *args],
         env=launch_env(tree, host.world, env), cwd=REPO, text=True,
         stdout=subprocess.PIPE, stderr=subprocess.PIPE,

@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from sandbox_setup.base.cgroups import judge_delegation, read_cgroup_facts
 from tests.launch_fixtures import (
     NOBODY,
     OPERATOR_SECRET,
@@ -34,7 +35,6 @@ from tests.launch_fixtures import (
     state_home,
 )
 from tests.tools import REPO
-from wizard.base.cgroups import judge_delegation, read_cgroup_facts
 
 pytestmark = pytest.mark.integration
 
@@ -244,7 +244,13 @@ def test_the_sandbox_runs_in_the_sessions_cgroup_and_it_is_gone_after(tree: Laun
     started = tree.workspace / "started"
     claude = tree.write_script(f"#!/bin/sh\ntouch {started}\nsleep 3\n")
     env = {**launcher_env(), "XDG_STATE_HOME": str(state_home(0))}
-    argv = [sys.executable, "-m", "wizard.launcher", "--config", str(tree.write_config(claude))]
+    argv = [
+        sys.executable,
+        "-m",
+        "sandbox_setup.launcher",
+        "--config",
+        str(tree.write_config(claude)),
+    ]
     launcher = subprocess.Popen(argv, env=env, cwd=REPO, stdout=subprocess.DEVNULL)
     try:
         session = [parent / f"sandbox-launch-{launcher.pid}" for parent in parents]
@@ -271,7 +277,13 @@ def test_a_launch_refused_after_the_cgroup_was_joined_leaves_no_cgroup(tree: Lau
     claude = tree.write_script("#!/bin/sh\nexit 0\n")
     claude.chmod(0o644)
     env = {**launcher_env(), "XDG_STATE_HOME": str(state_home(0))}
-    argv = [sys.executable, "-m", "wizard.launcher", "--config", str(tree.write_config(claude))]
+    argv = [
+        sys.executable,
+        "-m",
+        "sandbox_setup.launcher",
+        "--config",
+        str(tree.write_config(claude)),
+    ]
     launcher = subprocess.Popen(argv, env=env, cwd=REPO, stderr=subprocess.PIPE, text=True)
     _, stderr = launcher.communicate(timeout=60)
     assert launcher.returncode == 3, stderr

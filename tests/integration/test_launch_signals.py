@@ -54,7 +54,7 @@ def _start(tree: LaunchTree, mode: str = "sandbox") -> tuple[subprocess.Popen[st
     claude = tree.write_script(TRAPPING_CLAUDE.format(marker=tree.marker, log=log, ready=ready))
     config = tree.write_config(claude, mode=mode)
     proc = subprocess.Popen(
-        [sys.executable, "-m", "wizard.launcher", "--config", str(config)],
+        [sys.executable, "-m", "sandbox_setup.launcher", "--config", str(config)],
         env=launcher_env(),
         cwd=REPO,
         stdout=subprocess.PIPE,

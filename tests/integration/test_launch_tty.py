@@ -150,7 +150,7 @@ def test_injected_keystrokes_never_reach_the_operators_shell(tree: LaunchTree, m
     )
     config = tree.write_config(claude, mode=mode)
     shell = (
-        f"{sys.executable} -m wizard.launcher --config {config}; echo LAUNCHER-EXIT $?; "
+        f"{sys.executable} -m sandbox_setup.launcher --config {config}; echo LAUNCHER-EXIT $?; "
         'read -r line; eval "$line"'
     )
     master, slave = pty.openpty()

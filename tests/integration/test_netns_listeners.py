@@ -1,4 +1,4 @@
-"""wizard.launcher.netns for real: listeners made in a held bwrap sandbox's network
+"""sandbox_setup.launcher.egress.netns for real: listeners made in a held bwrap sandbox's network
 namespace, as root and as the sandbox's own (unprivileged) account.
 
 The sandbox is the launcher's kind: bwrap as ``nobody`` with ``--unshare-net``, held on
@@ -19,10 +19,10 @@ from pathlib import Path
 
 import pytest
 
+from sandbox_setup.base.errors import RefusedError
+from sandbox_setup.launcher.egress.netns import held_sandbox, open_in_sandbox
 from tests.installed import installed_copy
 from tests.tools import require_root, require_tool
-from wizard.base.errors import RefusedError
-from wizard.launcher.netns import held_sandbox, open_in_sandbox
 
 pytestmark = pytest.mark.integration
 
@@ -100,7 +100,7 @@ def test_a_gone_sandbox_is_refused() -> None:
 
 UNPRIVILEGED = r"""
 import json, os, socket
-from wizard.launcher.netns import held_sandbox, open_in_sandbox
+from sandbox_setup.launcher.egress.netns import held_sandbox, open_in_sandbox
 
 with held_sandbox("bwrap") as pid:
     sockets = open_in_sandbox(pid, PORT, (EXPOSED,))

@@ -26,6 +26,9 @@ from collections.abc import Iterator
 
 import pytest
 
+from sandbox_setup.base.cgroups import judge_delegation, read_cgroup_facts
+from sandbox_setup.base.limits import Limits
+from sandbox_setup.base.processes import all_processes
 from tests.launch_fixtures import last_json, launcher_env
 from tests.session_fixtures import (
     SessionTree,
@@ -36,9 +39,6 @@ from tests.session_fixtures import (
     wait_until,
 )
 from tests.tools import REPO
-from wizard.base.cgroups import judge_delegation, read_cgroup_facts
-from wizard.base.limits import Limits
-from wizard.base.processes import all_processes
 
 pytestmark = pytest.mark.integration
 
@@ -84,6 +84,8 @@ while not os.path.exists(os.path.join(WS, "daemon.pid")):
     time.sleep(0.01)
 {after}
 """
+
+LAUNCHER = (sys.executable, "-m", "sandbox_setup.launcher")
 
 
 def detached_alive() -> bool:
@@ -159,7 +161,7 @@ def test_killing_the_launcher_ends_a_user_session(session: SessionTree) -> None:
         DETACHING_CLAUDE.format(workspace=str(tree.workspace), after="time.sleep(60)")
     )
     proc = subprocess.Popen(
-        [sys.executable, "-m", "wizard.launcher", "--config", str(session.config(claude, "user"))],
+        [*LAUNCHER, "--config", str(session.config(claude, "user"))],
         env=launcher_env(), cwd=REPO, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )  # fmt: skip
@@ -228,7 +230,7 @@ def test_the_operators_session_keyring_is_not_visible_inside(
     assert control.returncode == 0, control.stderr
     assert json.loads(control.stdout)["read"] == "operator-key-data"
     config = session.config(reader, mode)
-    done = as_operator_with_key(sys.executable, "-m", "wizard.launcher", "--config",
+    done = as_operator_with_key(sys.executable, "-m", "sandbox_setup.launcher", "--config",
                                 str(config), "--", "KEYID")  # fmt: skip
     assert done.returncode == 0, done.stderr
     seen = last_json(done.stdout)
@@ -269,7 +271,7 @@ def test_a_fork_loop_stops_at_the_task_limit_and_the_host_stays_responsive(
     config = session.config(claude, mode, Limits(tasks=64))
     # The outer backstop: were the launcher's limit missing, 300 would still hold.
     proc = subprocess.Popen(
-        ["prlimit", "--nproc=300:300", "--", sys.executable, "-m", "wizard.launcher",
+        ["prlimit", "--nproc=300:300", "--", sys.executable, "-m", "sandbox_setup.launcher",
          "--config", str(config)],
         env=launcher_env(), cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
@@ -316,7 +318,7 @@ def test_a_tmpfs_hog_in_the_sandbox_stops_at_the_tmpfs_size(session: SessionTree
     claude = session.tree.write_script(TMPFS_HOG)
     config = session.config(claude, "sandbox", Limits(tasks=64, tmpfs="64M"))
     done = subprocess.run(
-        [sys.executable, "-m", "wizard.launcher", "--config", str(config)],
+        [sys.executable, "-m", "sandbox_setup.launcher", "--config", str(config)],
         env=launcher_env(), cwd=REPO, capture_output=True, text=True, timeout=120, check=False,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
@@ -342,7 +344,7 @@ def test_a_memory_hog_is_stopped_where_the_host_delegates_a_cgroup(
     config = session.config(claude, mode, Limits(tasks=64, memory="128M"))
     delegation = judge_delegation(read_cgroup_facts())
     done = subprocess.run(
-        ["timeout", "60", sys.executable, "-m", "wizard.launcher", "--config", str(config)],
+        ["timeout", "60", sys.executable, "-m", "sandbox_setup.launcher", "--config", str(config)],
         env=launcher_env(), cwd=REPO, capture_output=True, text=True, timeout=120, check=False,
     )  # fmt: skip
     if delegation.kind == "none":
@@ -358,7 +360,7 @@ def test_a_memory_hog_is_stopped_where_the_host_delegates_a_cgroup(
 
 def test_the_check_reports_cgroup_delegation() -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "wizard", "--check", "--json", "cgroup.delegation"],
+        [sys.executable, "-m", "sandbox_setup", "--check", "--json", "cgroup.delegation"],
         cwd=REPO, capture_output=True, text=True, timeout=120, check=False,
     )  # fmt: skip
     finding = json.loads(done.stdout)["checks"][0]
@@ -372,7 +374,7 @@ def test_sigkill_of_a_session_process_leaves_the_launchers_status(session: Sessi
     # Claude killed outright: the session still ends cleanly, with 128+9.
     claude = session.tree.write_script("#!/bin/sh\nsetsid sleep 300 &\nkill -9 $$\n")
     done = subprocess.run(
-        [sys.executable, "-m", "wizard.launcher", "--config", str(session.config(claude, "user"))],
+        [*LAUNCHER, "--config", str(session.config(claude, "user"))],
         env=launcher_env(), cwd=REPO, capture_output=True, text=True, timeout=60, check=False,
     )  # fmt: skip
     assert done.returncode == 128 + signal.SIGKILL, done.stderr

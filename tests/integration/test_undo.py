@@ -112,7 +112,16 @@ def test_sigkill_mid_apply_leaves_old_or_new_files_and_undo_restores(
     old = {rel: (root / rel).read_bytes() if (root / rel).exists() else None for rel in FILES}
     before = system_state(root)
     child = subprocess.Popen(
-        [sys.executable, "-m", "wizard", "--headless", "--root", str(root), "--yes", *SANDBOX],
+        [
+            sys.executable,
+            "-m",
+            "sandbox_setup",
+            "--headless",
+            "--root",
+            str(root),
+            "--yes",
+            *SANDBOX,
+        ],
         cwd=REPO,
         env={**os.environ, "SANDBOX_SETUP_TEST_PAUSE_AFTER": str(pause_after)},
         stdin=subprocess.DEVNULL,

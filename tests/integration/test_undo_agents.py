@@ -23,6 +23,8 @@ from pathlib import Path
 
 import pytest
 
+from sandbox_setup.base.accounts import lookup_user
+from sandbox_setup.base.processes import processes_of_uid
 from tests.core_fixtures import (
     REPO,
     group_entry,
@@ -33,8 +35,6 @@ from tests.core_fixtures import (
 )
 from tests.live_accounts import leftover_lines, remove_live_account
 from tests.tools import require_root, require_tool
-from wizard.base.accounts import lookup_user
-from wizard.base.processes import processes_of_uid
 
 pytestmark = pytest.mark.integration
 
@@ -103,12 +103,12 @@ AGENT_GROUP = "sandbox-ws-" + AGENT
 
 
 def in_own_mounts(home: Path, *args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    """``python -m wizard ARGS`` on the live root, in a mount namespace where /home
+    """``python -m sandbox_setup ARGS`` on the live root, in a mount namespace where /home
     is ``home``: useradd's home and the agent's settings land there, not on the host."""
     script = 'mount --bind "$0" /home && exec "$@"'
     return subprocess.run(
         ["unshare", "--mount", "--propagation", "private", "--", "/bin/sh", "-c", script,
-         str(home), sys.executable, "-m", "wizard", *args],
+         str(home), sys.executable, "-m", "sandbox_setup", *args],
         cwd=REPO, env={**os.environ, **env}, capture_output=True, text=True, timeout=300,
         check=False, stdin=subprocess.DEVNULL,
     )  # fmt: skip

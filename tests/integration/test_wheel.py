@@ -37,16 +37,23 @@ def test_the_wheel_ships_packages_assets_and_both_console_scripts(tmp_path: Path
         scripts.read_string(wheel.read(entry_points).decode())
     packages = ("checks", "wizard", "screens", "assets")
     layers = ("base", "policy", "configure", "audit", "launcher", "commands")
-    for package in (*packages, *(f"wizard/{layer}" for layer in layers)):
+    for package in (*packages, *(f"src/sandbox_setup/{layer}" for layer in layers)):
         assert f"{package}/__init__.py" in names, f"{package}/ is missing from the wheel"
-    for module in ("wizard/cli.py", "wizard/launcher/main.py", "checks/model.py", "wizard/app.py"):
+    for module in (
+        "src/sandbox_setup/cli.py",
+        "src/sandbox_setup/launcher/main.py",
+        "src/sandbox_setup/checks/model.py",
+        "src/sandbox_setup/tui/app.py",
+    ):
         assert module in names
     stylesheets = sorted(p.name for p in (REPO / "assets").glob("*.tcss"))
     assert stylesheets, "the source tree has no .tcss to ship"
     for sheet in stylesheets:
-        assert f"assets/{sheet}" in names, f"assets/{sheet} is missing from the wheel"
+        assert f"src/sandbox_setup/tui/{sheet}" in names, (
+            f"src/sandbox_setup/tui/{sheet} is missing from the wheel"
+        )
     assert dict(scripts["console_scripts"]) == {
-        "sandbox-setup": "wizard.cli:main",
-        "sandbox-launch": "wizard.launcher:main",
+        "sandbox-setup": "sandbox_setup.cli:main",
+        "sandbox-launch": "sandbox_setup.launcher:main",
     }
     assert not [n for n in names if n.startswith("tests/")], "the wheel ships the test suite"

@@ -9,6 +9,9 @@ import subprocess
 
 import pytest
 
+from sandbox_setup.boundary import binds as workspace_binds
+from sandbox_setup.boundary import scan as workspace_scan
+from sandbox_setup.policy.workspace import plan_ro_binds
 from tests.integration.workspace_fixtures import (  # noqa: F401 (the fixture)
     NOBODY,
     World,
@@ -16,8 +19,6 @@ from tests.integration.workspace_fixtures import (  # noqa: F401 (the fixture)
     world_fixture,
 )
 from tests.tools import require_tool
-from wizard.launcher import workspace_binds, workspace_scan
-from wizard.policy.workspace import plan_ro_binds
 
 pytestmark = pytest.mark.integration
 

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from sandbox_setup.audit.workspace_scan import scan_findings
 from tests.launch_fixtures import (
     LaunchTree,
     as_nobody,
@@ -28,7 +29,6 @@ from tests.launch_fixtures import (
     launcher_env,
     run_launcher,
 )
-from wizard.audit.workspace_scan import scan_findings
 
 pytestmark = pytest.mark.integration
 
@@ -337,7 +337,7 @@ def test_a_session_whose_launcher_was_killed_is_scanned_by_the_next_launch(
 def _launcher_argv(config: Path) -> list[str]:
     import sys
 
-    return [sys.executable, "-m", "wizard.launcher", "--config", str(config), "--"]
+    return [sys.executable, "-m", "sandbox_setup.launcher", "--config", str(config), "--"]
 
 
 def test_the_quarantine_is_out_of_the_agents_reach(tree: LaunchTree) -> None:

@@ -1,4 +1,4 @@
-"""The end-of-session scan (wizard.launcher.boundary.end_scan) on real workspaces: the
+"""The end-of-session scan (sandbox_setup.boundary.session.end_scan) on real workspaces: the
 baseline it saves is the workspaces as they are after it, walked once when nothing was
 moved aside, again when something was (the move changed them)."""
 
@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from wizard.launcher import boundary, workspace_scan
-from wizard.launcher.workspace_scan import snapshot
+from sandbox_setup.boundary import scan as workspace_scan
+from sandbox_setup.boundary import session as boundary
+from sandbox_setup.boundary.scan import snapshot
 
 pytestmark = pytest.mark.integration
 

@@ -23,12 +23,13 @@ from pathlib import Path
 
 import pytest
 
+from sandbox_setup.boundary import quarantine
+from sandbox_setup.boundary import scan as workspace_scan
 from tests.integration.workspace_fixtures import (  # noqa: F401 (the fixture)
     World,
     chown_tree,
     world_fixture,
 )
-from wizard.launcher import quarantine, workspace_scan
 
 pytestmark = pytest.mark.integration
 
@@ -300,7 +301,7 @@ def test_a_fifo_where_config_is_expected_is_moved_not_opened(world: World) -> No
 
 
 def test_the_scan_is_bounded_and_says_so(world: World) -> None:
-    from wizard.base.fdwalk import WalkLimits
+    from sandbox_setup.base.fdwalk import WalkLimits
 
     for i in range(30):
         (world.workspace / f"d{i}").mkdir()
@@ -317,7 +318,8 @@ def test_the_scan_is_bounded_and_says_so(world: World) -> None:
 ON_ANOTHER_MOUNT = """
 import json, os, stat, subprocess, sys
 sys.path.insert(0, sys.argv[1])
-from wizard.launcher import quarantine, workspace_scan
+from sandbox_setup.boundary import quarantine
+from sandbox_setup.boundary import scan as workspace_scan
 ws, box, marker = sys.argv[2], sys.argv[3], sys.argv[4]
 subprocess.run(["mount", "-t", "tmpfs", "ws-scan-test", ws], check=True)
 env = {"PATH": os.environ["PATH"], "HOME": ws, "GIT_CONFIG_NOSYSTEM": "1"}

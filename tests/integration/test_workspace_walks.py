@@ -24,9 +24,9 @@ from pathlib import Path
 
 import pytest
 
+from sandbox_setup.configure import users
 from tests.integration.containers import make_workdir
 from tests.tools import REPO, require_root, require_tool
-from wizard.configure import users
 
 pytestmark = pytest.mark.integration
 
@@ -173,8 +173,8 @@ WALKS = textwrap.dedent(
     """
     import os, sys
     sys.path.insert(0, {repo!r})
-    from wizard.configure import users
-    from wizard.launcher import workspace_scan
+    from sandbox_setup.configure import users
+    from sandbox_setup.boundary import scan as workspace_scan
     ws, gid, rounds = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
     for _ in range(rounds):
         top = os.open(ws, os.O_RDONLY | os.O_DIRECTORY)

@@ -1,7 +1,7 @@
 """Helpers for the property-based tests: the CLI in-process, fresh ``--root`` trees,
 and the checks' report gathered once.
 
-``sandbox-setup`` runs in-process (:func:`run_main` calls ``wizard.cli.main``) so
+``sandbox-setup`` runs in-process (:func:`run_main` calls ``sandbox_setup.cli.main``) so
 a hundred examples take seconds, not minutes. The live probes would run for every
 example and always find the same host, so the session gathers the real report
 once (:func:`real_report`) and hands that to ``build_plan``; everything after it
@@ -23,13 +23,13 @@ from pathlib import Path, PurePosixPath
 import pytest
 from hypothesis import HealthCheck, event, settings
 
-from checks.model import Report
+from sandbox_setup.base.choices import Mode
+from sandbox_setup.base.launcher_config import parse_launcher_config
+from sandbox_setup.base.paths import Layout
+from sandbox_setup.checks.model import Report
+from sandbox_setup.configure.answers import Answers, parse_answers
 from tests.core_fixtures import CONFIG, make_target_root, snapshot
 from tests.tools import require_root, require_tool
-from wizard.base.choices import Mode
-from wizard.base.launcher_config import parse_launcher_config
-from wizard.base.paths import Layout
-from wizard.configure.answers import Answers, parse_answers
 
 # Modest example counts keep the whole suite fast on two shared cores.
 # No example database: nothing is written into the checkout.
@@ -52,9 +52,9 @@ class Run:
 
 
 def run_main(argv: list[str]) -> Run:
-    """``wizard.cli.main(argv)`` with stdout and stderr captured. An exception
+    """``sandbox_setup.cli.main(argv)`` with stdout and stderr captured. An exception
     escaping main (what a user would see as a traceback) fails the test."""
-    from wizard.cli import main
+    from sandbox_setup.cli import main
 
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
@@ -79,14 +79,14 @@ def real_report() -> Iterator[Report]:
     require_root()
     for tool in ("useradd", "groupadd", "setfacl", "bwrap"):
         require_tool(tool)
-    import wizard.commands.apply
+    import sandbox_setup.commands.apply
 
     with fresh_root() as root:
         answers = Answers(Mode.SANDBOX, workspaces=(PurePosixPath("/srv/project"),))
-        report = wizard.commands.apply.gather_report(answers, Layout.for_root(root), 10.0)
+        report = sandbox_setup.commands.apply.gather_report(answers, Layout.for_root(root), 10.0)
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(
-            wizard.commands.apply, "gather_report", lambda answers, layout, timeout: report
+            sandbox_setup.commands.apply, "gather_report", lambda answers, layout, timeout: report
         )
         yield report
 

@@ -11,7 +11,7 @@ import tomlkit
 from hypothesis import given
 from hypothesis import strategies as st
 
-from checks.model import Report
+from sandbox_setup.checks.model import Report
 from tests.core_fixtures import passwd_entry, snapshot
 from tests.property.conftest import (
     CLI_SETTINGS,

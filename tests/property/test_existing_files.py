@@ -12,7 +12,7 @@ import tomlkit
 from hypothesis import given
 from hypothesis import strategies as st
 
-from checks.model import Report
+from sandbox_setup.checks.model import Report
 from tests.core_fixtures import CONFIG, SANDBOX, snapshot
 from tests.property.conftest import (
     CLI_SETTINGS,
@@ -138,8 +138,8 @@ existing_answers = (
 
 def reads_as_answers(raw: bytes) -> str | None:
     """None when ``raw`` is an answers file this version reads, else why not."""
-    from wizard.base.errors import InputError
-    from wizard.configure.answers import parse_answers
+    from sandbox_setup.base.errors import InputError
+    from sandbox_setup.configure.answers import parse_answers
 
     try:
         parse_answers(raw.decode("utf-8"), "answers.toml")

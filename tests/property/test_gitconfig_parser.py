@@ -1,7 +1,7 @@
 """Property test of the git config parser against real git.
 
 The agent writes ``.git/config``; any text git reads differently from
-:func:`wizard.policy.gitconfig.parse_git_config` is a way to hide a key from the
+:func:`sandbox_setup.policy.gitconfig.parse_git_config` is a way to hide a key from the
 end-of-session scan. Texts are built from the pieces git's grammar is made of
 (headers in all three spellings, keys, quotes, escapes, comments, continuations,
 CRLF) plus noise; for each, git's own ``git config --list -z`` and the parser must
@@ -18,9 +18,9 @@ from pathlib import Path
 from hypothesis import event, given
 from hypothesis import strategies as st
 
+from sandbox_setup.policy.gitconfig import parse_git_config
 from tests.property.conftest import PURE_SETTINGS
 from tests.tools import require_tool
-from wizard.policy.gitconfig import parse_git_config
 
 PIECES = [
     "[core]",

@@ -98,7 +98,7 @@ def base_config(base: Path) -> dict[str, object]:
 @PURE_SETTINGS
 @given(data=st.data())
 def test_launcher_dry_run_over_generated_configs(trusted_dir: Path, data: st.DataObject) -> None:
-    from wizard.launcher.main import main
+    from sandbox_setup.launcher.main import main
 
     text = data.draw(configs(base_config(trusted_dir)) | st.text(max_size=60))
     config = trusted_dir / "launcher.toml"

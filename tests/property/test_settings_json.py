@@ -20,7 +20,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from checks.model import Report
+from sandbox_setup.base.errors import InputError
+from sandbox_setup.checks.model import Report
+from sandbox_setup.configure.settings import SandboxKeys, merge_settings, parse_settings
 from tests.core_fixtures import snapshot
 from tests.property.conftest import (
     CLI_SETTINGS,
@@ -31,8 +33,6 @@ from tests.property.conftest import (
 )
 from tests.property.node_json import NodeJson
 from tests.tools import require_tool
-from wizard.base.errors import InputError
-from wizard.configure.settings import SandboxKeys, merge_settings, parse_settings
 
 SOURCE = "/etc/claude-code/managed-settings.json"
 OWNED = ("sandbox", "permissions")

@@ -12,7 +12,9 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from checks.model import Report
+from sandbox_setup.base.errors import InputError
+from sandbox_setup.checks.model import Report
+from sandbox_setup.configure.settings import SandboxKeys, merge_settings
 from tests.core_fixtures import snapshot
 from tests.property.conftest import (
     CLI_SETTINGS,
@@ -22,8 +24,6 @@ from tests.property.conftest import (
     fresh_root,
     run_main,
 )
-from wizard.base.errors import InputError
-from wizard.configure.settings import SandboxKeys, merge_settings
 
 SOURCE = "/root/.claude/settings.json"
 JSON_SPACE = b" \t\n\r"  # the only bytes JSON counts as whitespace

@@ -11,8 +11,8 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 
-from checks.model import Finding, Recommendation, Report, Status
-from wizard.base.choices import Mode
+from sandbox_setup.base.choices import Mode
+from sandbox_setup.checks.model import Finding, Recommendation, Report, Status
 
 P, W, F, S = Status.PASS, Status.WARN, Status.FAIL, Status.SKIP
 

@@ -12,23 +12,23 @@ from typing import Any, cast
 from textual.app import App, ComposeResult
 from textual.screen import Screen
 
-from assets import ASSETS_DIR
-from checks.model import Finding, Report
-from screens.core import ProgressCallback
-from screens.widgets import StepBar
+from sandbox_setup.audit.grade import LEGEND
+from sandbox_setup.audit.model import AuditFinding, AuditReport, Grade, Severity
+from sandbox_setup.base.accounts import Account
+from sandbox_setup.base.choices import Mode
+from sandbox_setup.base.launcher_config import LauncherConfig
+from sandbox_setup.base.paths import Layout
+from sandbox_setup.checks.model import Finding, Report
+from sandbox_setup.commands.interactive import InteractiveCore
+from sandbox_setup.configure.actions import Action
+from sandbox_setup.configure.answers import Answers
+from sandbox_setup.configure.apply import ApplyResult
+from sandbox_setup.configure.plan import Plan
+from sandbox_setup.tui import STYLESHEET
+from sandbox_setup.tui.app import SetupApp
+from sandbox_setup.tui.core import ProgressCallback
+from sandbox_setup.tui.widgets import StepBar
 from tests.tui.fake_findings import FakeProvider, fake_report
-from wizard.app import SetupApp
-from wizard.audit.grade import LEGEND
-from wizard.audit.model import AuditFinding, AuditReport, Grade, Severity
-from wizard.base.accounts import Account
-from wizard.base.choices import Mode
-from wizard.base.launcher_config import LauncherConfig
-from wizard.base.paths import Layout
-from wizard.commands.interactive import InteractiveCore
-from wizard.configure.actions import Action
-from wizard.configure.answers import Answers
-from wizard.configure.apply import ApplyResult
-from wizard.configure.plan import Plan
 
 LAUNCHER_DIFF = """\
 --- /dev/null
@@ -199,7 +199,7 @@ def report_of(findings: list[Any]) -> Report:
 class ScreenHarness(App[None]):
     """Shows one screen with the wizard's stylesheet, for snapshots."""
 
-    CSS_PATH = str(ASSETS_DIR / "wizard.tcss")
+    CSS_PATH = str(STYLESHEET)
     TITLE = "sandbox-setup"
 
     def __init__(
@@ -235,7 +235,7 @@ class WizardHarness(SetupApp):
 class StepBarHarness(App[None]):
     """The step indicator alone."""
 
-    CSS_PATH = str(ASSETS_DIR / "wizard.tcss")
+    CSS_PATH = str(STYLESHEET)
 
     def __init__(self, step: str, context: str) -> None:
         super().__init__()

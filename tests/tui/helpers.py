@@ -9,10 +9,10 @@ from typing import Any
 from textual.pilot import Pilot
 from textual.screen import Screen
 
-from checks.model import Finding
+from sandbox_setup.checks.model import Finding
+from sandbox_setup.commands.interactive import InteractiveCore
+from sandbox_setup.tui.app import SetupApp
 from tests.tui.fake_findings import FakeProvider
-from wizard.app import SetupApp
-from wizard.commands.interactive import InteractiveCore
 
 
 def make_root(tmp_path: Path, workspaces: Sequence[str] = ("/srv/project",)) -> Path:

@@ -9,17 +9,17 @@ from pathlib import Path
 import pytest
 from textual.widgets import Static
 
-import wizard.audit.runner
-from screens.apply import ApplyScreen
-from screens.audit import AuditScreen
-from screens.done import DoneScreen
-from screens.findings_view import FindingList, Row
-from screens.review import ReviewScreen
-from screens.welcome import WelcomeScreen
+import sandbox_setup.audit.runner
+from sandbox_setup.base.choices import Mode
+from sandbox_setup.tui.apply import ApplyScreen
+from sandbox_setup.tui.audit import AuditScreen
+from sandbox_setup.tui.done import DoneScreen
+from sandbox_setup.tui.findings_view import FindingList, Row
+from sandbox_setup.tui.review import ReviewScreen
+from sandbox_setup.tui.welcome import WelcomeScreen
 from tests.tui.fake_findings import SANDBOX_HOST, fake_report
 from tests.tui.helpers import make_app, plain, wait_for, wait_until
 from tests.tui.test_modes import run_mode
-from wizard.base.choices import Mode
 
 SETTINGS = "etc/claude-code/managed-settings.json"
 
@@ -28,7 +28,9 @@ SETTINGS = "etc/claude-code/managed-settings.json"
 def fake_audit_probes(monkeypatch: pytest.MonkeyPatch) -> None:
     """The audit's live probes return the fixed findings (the TUI is not the probe)."""
     monkeypatch.setattr(
-        wizard.audit.runner, "run_live_checks", lambda *args, **kwargs: fake_report(SANDBOX_HOST)
+        sandbox_setup.audit.runner,
+        "run_live_checks",
+        lambda *args, **kwargs: fake_report(SANDBOX_HOST),
     )
 
 

@@ -11,18 +11,18 @@ from typing import Any
 
 from textual.widgets import Button, RichLog, Static
 
-from checks.model import Report
-from screens.apply import ApplyScreen
-from screens.done import DoneScreen
-from screens.review import ReviewScreen
+from sandbox_setup.base.paths import Layout
+from sandbox_setup.checks.model import Report
+from sandbox_setup.configure.answers import Answers
+from sandbox_setup.configure.plan import Plan
+from sandbox_setup.tui.app import SetupApp
+from sandbox_setup.tui.apply import ApplyScreen
+from sandbox_setup.tui.done import DoneScreen
+from sandbox_setup.tui.review import ReviewScreen
 from tests.tui.fake_findings import SANDBOX_HOST, FakeProvider
 from tests.tui.fake_screens import FAKE_PLAN, FakeCore, ScreenHarness, fake_core
 from tests.tui.helpers import make_root, wait_for, wait_until
 from tests.tui.test_habits import SIZE, to_details
-from wizard.app import SetupApp
-from wizard.base.paths import Layout
-from wizard.configure.answers import Answers
-from wizard.configure.plan import Plan
 
 
 class CountingCore(FakeCore):

@@ -1,6 +1,7 @@
 """Bare ``sandbox-setup``: the CLI's entry to the wizard picks the first screen.
 
-These go through ``wizard.cli.main([... "--root", DIR])`` -> ``wizard.app.run_app``
+These go through ``sandbox_setup.cli.main([... "--root", DIR])`` ->
+``sandbox_setup.tui.app.run_app``
 (not by building a SetupApp by hand), so the dispatch, ``--root`` and the
 core that run_app builds are what is tested. ``SetupApp.run`` is replaced by
 a headless Pilot run that records the first screen the flow shows.
@@ -16,16 +17,16 @@ from typing import Any
 import pytest
 from textual.screen import Screen
 
-import wizard.audit.runner
-from screens.audit import AuditScreen
-from screens.welcome import WelcomeScreen
+import sandbox_setup.audit.runner
+from sandbox_setup.base.choices import Mode
+from sandbox_setup.base.launcher_config import LauncherConfig, render_launcher_config
+from sandbox_setup.base.paths import Layout
+from sandbox_setup.cli import main
+from sandbox_setup.tui.app import SetupApp
+from sandbox_setup.tui.audit import AuditScreen
+from sandbox_setup.tui.welcome import WelcomeScreen
 from tests.tui.fake_findings import SANDBOX_HOST, fake_report
 from tests.tui.helpers import make_target_root
-from wizard.app import SetupApp
-from wizard.base.choices import Mode
-from wizard.base.launcher_config import LauncherConfig, render_launcher_config
-from wizard.base.paths import Layout
-from wizard.cli import main
 
 FIRST_SCREENS = (AuditScreen, WelcomeScreen)
 
@@ -47,7 +48,9 @@ def _first_screen(monkeypatch: pytest.MonkeyPatch, root: Path) -> tuple[int, dic
     """Run ``sandbox-setup --root ROOT``; what SetupApp.run saw, and main's exit code."""
     # The audit view's live probes return fixed findings (the TUI is not the probe).
     monkeypatch.setattr(
-        wizard.audit.runner, "run_live_checks", lambda *args, **kwargs: fake_report(SANDBOX_HOST)
+        sandbox_setup.audit.runner,
+        "run_live_checks",
+        lambda *args, **kwargs: fake_report(SANDBOX_HOST),
     )
     monkeypatch.setattr(sys, "stdin", _Terminal(sys.stdin))
     monkeypatch.setattr(sys, "stdout", _Terminal(sys.stdout))

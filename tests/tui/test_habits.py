@@ -22,23 +22,28 @@ from textual.pilot import Pilot
 from textual.widget import Widget
 from textual.widgets import Button, Input, RadioSet, Static
 
-from screens.apply import ApplyScreen
-from screens.audit import AuditScreen
-from screens.checks import ChecksScreen
-from screens.choose_mode import ChooseModeScreen
-from screens.confirm import ConfirmQuit
-from screens.detail import DetailScreen
-from screens.details import DetailsScreen
-from screens.done import DoneScreen, done_text
-from screens.draft import Details
-from screens.findings_view import FindingList
-from screens.flow import NOTHING_CHANGED
-from screens.form import Field
-from screens.help import HelpScreen, help_table, screen_keys
-from screens.review import ReviewScreen
-from screens.unsafe import UnsafeScreen
-from screens.welcome import WelcomeScreen, welcome_text
-from screens.widgets import StepBar
+from sandbox_setup.audit.model import AuditFinding, AuditReport, Grade, Severity
+from sandbox_setup.base.choices import InnerSandbox, Mode
+from sandbox_setup.base.paths import Layout
+from sandbox_setup.configure.answers import Answers
+from sandbox_setup.tui.app import SetupApp
+from sandbox_setup.tui.apply import ApplyScreen
+from sandbox_setup.tui.audit import AuditScreen
+from sandbox_setup.tui.checks import ChecksScreen
+from sandbox_setup.tui.choose_mode import ChooseModeScreen
+from sandbox_setup.tui.confirm import ConfirmQuit
+from sandbox_setup.tui.detail import DetailScreen
+from sandbox_setup.tui.details import DetailsScreen
+from sandbox_setup.tui.done import DoneScreen, done_text
+from sandbox_setup.tui.draft import Details
+from sandbox_setup.tui.findings_view import FindingList
+from sandbox_setup.tui.flow import NOTHING_CHANGED
+from sandbox_setup.tui.form import Field
+from sandbox_setup.tui.help import HelpScreen, help_table, screen_keys
+from sandbox_setup.tui.review import ReviewScreen
+from sandbox_setup.tui.unsafe import UnsafeScreen
+from sandbox_setup.tui.welcome import WelcomeScreen, welcome_text
+from sandbox_setup.tui.widgets import StepBar
 from tests.tui.fake_findings import CONTAINER_HOST, SANDBOX_HOST, FakeProvider
 from tests.tui.fake_screens import (
     FAKE_AUDIT,
@@ -53,11 +58,6 @@ from tests.tui.fake_screens import (
 )
 from tests.tui.helpers import make_root, plain, screen_lines, type_text, wait_for, wait_until
 from tests.tui.test_steps import _to_mode_screen
-from wizard.app import SetupApp
-from wizard.audit.model import AuditFinding, AuditReport, Grade, Severity
-from wizard.base.choices import InnerSandbox, Mode
-from wizard.base.paths import Layout
-from wizard.configure.answers import Answers
 
 SIZE = (80, 24)
 
@@ -367,7 +367,7 @@ async def test_invalid_fields_are_marked_where_they_are(tmp_path: Path) -> None:
 
 
 def _headless_error(root: Path, capsys: pytest.CaptureFixture[str], *flags: str) -> str:
-    from wizard.cli import main
+    from sandbox_setup.cli import main
 
     code = main(["--headless", "--mode", "sandbox", "--workspace", "/srv/project", *flags,
                  "--root", str(root)])  # fmt: skip
@@ -532,7 +532,7 @@ async def test_audit_rows_open_with_the_diff_and_fix_needs_something_to_fix(
 async def test_audit_explains_its_scale_and_lists_worst_first_like_the_cli(
     tmp_path: Path,
 ) -> None:
-    from wizard.audit.render import render_text
+    from sandbox_setup.audit.render import render_text
 
     findings = [
         AuditFinding("audit.a.low", Severity.LOW, "low one"),
@@ -652,7 +652,7 @@ async def test_a_plan_with_nothing_to_change_cannot_be_applied(tmp_path: Path) -
 
 
 def test_plan_view_never_says_create_unchanged() -> None:
-    from screens.plan_view import action_renderable
+    from sandbox_setup.tui.plan_view import action_renderable
 
     plan = fake_plan()
     existing = FakeAction("create-user", "claude-agent", "user claude-agent already exists")
@@ -719,7 +719,7 @@ async def test_quitting_while_applying_asks_and_waits_for_the_apply(tmp_path: Pa
 
 
 def test_the_done_screen_says_when_the_agent_has_no_claude_login(tmp_path: Path) -> None:
-    from wizard.commands.interactive import InteractiveCore
+    from sandbox_setup.commands.interactive import InteractiveCore
 
     root = make_root(tmp_path)
     core = InteractiveCore.for_root(root, FakeProvider([]))

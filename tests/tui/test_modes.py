@@ -17,18 +17,18 @@ import pytest
 from textual.pilot import Pilot
 from textual.widgets import Input, OptionList, RadioSet
 
-from screens.apply import ApplyScreen
-from screens.details import DetailsScreen
-from screens.done import DoneScreen
-from screens.review import ReviewScreen
-from screens.unsafe import UNSAFE_PHRASE, UnsafeScreen
+from sandbox_setup.base.choices import Mode
+from sandbox_setup.configure.answers import load_answers
+from sandbox_setup.tui.apply import ApplyScreen
+from sandbox_setup.tui.details import DetailsScreen
+from sandbox_setup.tui.done import DoneScreen
+from sandbox_setup.tui.review import ReviewScreen
+from sandbox_setup.tui.unsafe import UNSAFE_PHRASE, UnsafeScreen
 from tests.core_fixtures import CONFIG
 from tests.tools import REPO, require_root, require_tool
 from tests.tui.fake_findings import SANDBOX_HOST
 from tests.tui.helpers import make_app, make_target_root, tree, type_text, wait_for, wait_until
 from tests.tui.test_steps import _to_mode_screen
-from wizard.base.choices import Mode
-from wizard.configure.answers import load_answers
 
 INNER = ("strong", "weak", "off")  # the order of the details screen's choices
 
@@ -124,7 +124,7 @@ async def test_unsafe_mode_end_to_end(tmp_path: Path) -> None:
 
 
 def _headless(answers: Path, root: Path) -> subprocess.CompletedProcess[str]:
-    argv = [sys.executable, "-m", "wizard", "--headless", "--answers", str(answers)]
+    argv = [sys.executable, "-m", "sandbox_setup", "--headless", "--answers", str(answers)]
     return subprocess.run(
         [*argv, "--yes", "--root", str(root)],
         cwd=REPO,

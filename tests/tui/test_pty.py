@@ -59,7 +59,7 @@ def test_the_wizard_starts_helps_and_quits_cleanly_on_a_real_terminal(tmp_path: 
     (root / "etc").mkdir(parents=True)
     out = tmp_path / "out"
     out.mkdir()
-    wizard = shlex.join([sys.executable, "-m", "wizard", "--root", str(root)])
+    wizard = shlex.join([sys.executable, "-m", "sandbox_setup", "--root", str(root)])
     script = (
         # Textual draws on stderr: it stays the terminal, and so does the farewell.
         f"stty -a > {out}/before; {wizard}; echo $? > {out}/rc.tmp; "

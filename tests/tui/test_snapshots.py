@@ -13,19 +13,21 @@ from typing import Any
 from textual.pilot import Pilot
 from textual.widgets import Input
 
-from screens.apply import ApplyScreen
-from screens.audit import AuditScreen
-from screens.checks import ChecksScreen
-from screens.choose_mode import ChooseModeScreen
-from screens.detail import DetailScreen
-from screens.details import DetailsScreen
-from screens.done import DoneScreen, done_text
-from screens.draft import Details
-from screens.findings_view import FindingList
-from screens.help import HelpScreen
-from screens.review import ReviewScreen
-from screens.unsafe import UnsafeScreen
-from screens.welcome import WelcomeScreen, welcome_text
+from sandbox_setup.base.choices import InnerSandbox, Mode, SettingsScope
+from sandbox_setup.configure.answers import Answers
+from sandbox_setup.tui.apply import ApplyScreen
+from sandbox_setup.tui.audit import AuditScreen
+from sandbox_setup.tui.checks import ChecksScreen
+from sandbox_setup.tui.choose_mode import ChooseModeScreen
+from sandbox_setup.tui.detail import DetailScreen
+from sandbox_setup.tui.details import DetailsScreen
+from sandbox_setup.tui.done import DoneScreen, done_text
+from sandbox_setup.tui.draft import Details
+from sandbox_setup.tui.findings_view import FindingList
+from sandbox_setup.tui.help import HelpScreen
+from sandbox_setup.tui.review import ReviewScreen
+from sandbox_setup.tui.unsafe import UnsafeScreen
+from sandbox_setup.tui.welcome import WelcomeScreen, welcome_text
 from tests.tui.fake_findings import CONTAINER_HOST, SANDBOX_HOST
 from tests.tui.fake_screens import (
     FAKE_PLAN,
@@ -36,8 +38,6 @@ from tests.tui.fake_screens import (
     report_of,
 )
 from tests.tui.helpers import wait_until
-from wizard.base.choices import InnerSandbox, Mode, SettingsScope
-from wizard.configure.answers import Answers
 
 SIZE = (80, 24)
 CONFIG = "/root/.config/sandbox-setup"

@@ -8,17 +8,17 @@ from pathlib import Path
 
 from textual.widgets import Button, Input, OptionList, RadioSet, Static
 
-from screens.checks import ChecksScreen
-from screens.choose_mode import ChooseModeScreen
-from screens.detail import DetailScreen
-from screens.details import DetailsScreen
-from screens.findings_view import FindingList
-from screens.review import ReviewScreen
-from screens.unsafe import UNSAFE_PHRASE, UnsafeScreen
-from screens.welcome import WelcomeScreen
+from sandbox_setup.base.choices import Mode
+from sandbox_setup.tui.checks import ChecksScreen
+from sandbox_setup.tui.choose_mode import ChooseModeScreen
+from sandbox_setup.tui.detail import DetailScreen
+from sandbox_setup.tui.details import DetailsScreen
+from sandbox_setup.tui.findings_view import FindingList
+from sandbox_setup.tui.review import ReviewScreen
+from sandbox_setup.tui.unsafe import UNSAFE_PHRASE, UnsafeScreen
+from sandbox_setup.tui.welcome import WelcomeScreen
 from tests.tui.fake_findings import CONTAINER_HOST, SANDBOX_HOST, FakeProvider
 from tests.tui.helpers import make_app, make_root, plain, type_text, wait_for, wait_until
-from wizard.base.choices import Mode
 
 
 async def _to_mode_screen(pilot, app) -> ChooseModeScreen:  # type: ignore[no-untyped-def]
@@ -284,9 +284,9 @@ async def test_tab_reaches_every_field_then_the_buttons(tmp_path: Path) -> None:
 async def test_live_probes_fill_the_checks_screen(tmp_path: Path) -> None:
     """The real probe suite (no fake) drives the screen: every registered check
     gets a row, first "running", then its finding."""
-    from checks.registry import CHECKS
-    from wizard.app import SetupApp
-    from wizard.commands.interactive import InteractiveCore
+    from sandbox_setup.checks.registry import CHECKS
+    from sandbox_setup.commands.interactive import InteractiveCore
+    from sandbox_setup.tui.app import SetupApp
 
     app = SetupApp(InteractiveCore.for_root(make_root(tmp_path)))
     async with app.run_test(size=(80, 24)) as pilot:
@@ -308,10 +308,10 @@ async def test_live_probes_fill_the_checks_screen(tmp_path: Path) -> None:
 
 async def test_non_root_operator_defaults(tmp_path: Path) -> None:
     """A non-root operator: their own account is the agent, settings scope user."""
-    from wizard.app import SetupApp
-    from wizard.base.accounts import Account
-    from wizard.base.paths import Layout
-    from wizard.commands.interactive import InteractiveCore
+    from sandbox_setup.base.accounts import Account
+    from sandbox_setup.base.paths import Layout
+    from sandbox_setup.commands.interactive import InteractiveCore
+    from sandbox_setup.tui.app import SetupApp
 
     root = make_root(tmp_path)
     alice = Account("alice", 1000, 1000, Path("/home/alice"), "/bin/sh")

@@ -7,10 +7,10 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-from screens.checks import ChecksScreen
-from screens.detail import DetailScreen
-from screens.findings_view import FindingList
-from screens.welcome import WelcomeScreen
+from sandbox_setup.tui.checks import ChecksScreen
+from sandbox_setup.tui.detail import DetailScreen
+from sandbox_setup.tui.findings_view import FindingList
+from sandbox_setup.tui.welcome import WelcomeScreen
 from tests.tui.fake_findings import CONTAINER_HOST, FakeProvider
 from tests.tui.helpers import make_root, wait_for, wait_until
 from tests.tui.test_habits import SIZE, fake_app

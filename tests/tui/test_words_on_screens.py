@@ -14,12 +14,18 @@ from typing import Any
 import pytest
 from textual.widgets import OptionList, Static
 
-from checks.model import Finding, Report, Status
-from checks.recommend import recommend
-from screens.apply import ApplyScreen
-from screens.choose_mode import ChooseModeScreen
-from screens.done import DoneScreen
-from screens.review import ReviewScreen
+from sandbox_setup.base.choices import Mode, Network
+from sandbox_setup.base.paths import Layout
+from sandbox_setup.checks.model import Finding, Report, Status
+from sandbox_setup.checks.recommend import recommend
+from sandbox_setup.commands.interactive import InteractiveCore
+from sandbox_setup.commands.wording import names_a_flag
+from sandbox_setup.configure.answers import Answers
+from sandbox_setup.tui.app import SetupApp
+from sandbox_setup.tui.apply import ApplyScreen
+from sandbox_setup.tui.choose_mode import ChooseModeScreen
+from sandbox_setup.tui.done import DoneScreen
+from sandbox_setup.tui.review import ReviewScreen
 from tests.core_fixtures import make_target_root
 from tests.tools import require_root, require_tool
 from tests.tui.fake_findings import SANDBOX_HOST, fake_report
@@ -27,12 +33,6 @@ from tests.tui.fake_screens import FakeCore, WizardHarness
 from tests.tui.helpers import make_root, plain, screen_lines, wait_for, wait_until
 from tests.tui.test_habits import SIZE, to_details
 from tests.tui.test_steps import _to_mode_screen
-from wizard.app import SetupApp
-from wizard.base.choices import Mode, Network
-from wizard.base.paths import Layout
-from wizard.commands.interactive import InteractiveCore
-from wizard.commands.wording import names_a_flag
-from wizard.configure.answers import Answers
 
 
 def live_like(findings: list[Finding]) -> Callable[[Callable[[Finding], object]], Report]:
@@ -114,7 +114,7 @@ async def test_the_review_gives_notes_and_steps_in_the_wizards_words(
     monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:8080")
     core = InteractiveCore.for_root(reusable_root(tmp_path), live_like(SANDBOX_HOST))
     report = fake_report(SANDBOX_HOST)
-    from wizard.configure.plan import build_plan
+    from sandbox_setup.configure.plan import build_plan
 
     raw = build_plan(report, REUSE, core.layout)  # what the CLI shows
     assert "--reuse-account" in " ".join(a.describe() for a in raw.actions)

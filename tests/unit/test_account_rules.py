@@ -7,10 +7,10 @@ import json
 
 import pytest
 
-from wizard.base.errors import InputError
-from wizard.base.login_defs import uid_range_from_text
-from wizard.configure.ledger import SetupRecord, parse_ledger, render_ledger, users_of
-from wizard.policy.accounts import (
+from sandbox_setup.base.errors import InputError
+from sandbox_setup.base.login_defs import uid_range_from_text
+from sandbox_setup.configure.ledger import SetupRecord, parse_ledger, render_ledger, users_of
+from sandbox_setup.policy.accounts import (
     AccountFacts,
     AccountRule,
     PasswordState,
@@ -19,7 +19,7 @@ from wizard.policy.accounts import (
     service_signs,
     workspace_group,
 )
-from wizard.policy.sudoers import SudoersHit
+from sandbox_setup.policy.sudoers import SudoersHit
 
 
 def facts(**changes: object) -> AccountFacts:

@@ -8,17 +8,17 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.core_fixtures import make_target_root
-from wizard.base.choices import Mode
-from wizard.base.errors import InputError, RefusedError
-from wizard.base.paths import Layout
-from wizard.configure.answers import (
+from sandbox_setup.base.choices import Mode
+from sandbox_setup.base.errors import InputError, RefusedError
+from sandbox_setup.base.paths import Layout
+from sandbox_setup.configure.answers import (
     Answers,
     dump_answers,
     load_answers,
     parse_answers,
     validate_answers,
 )
+from tests.core_fixtures import make_target_root
 
 names = st.from_regex(r"[a-z_][a-z0-9_-]{0,20}", fullmatch=True)
 paths = st.lists(st.from_regex(r"[A-Za-z0-9_.-]{1,12}", fullmatch=True), min_size=1, max_size=3)
@@ -123,7 +123,7 @@ def test_root_home_is_a_workspace_only_for_roots_own_sessions(tmp_path: Path) ->
 def test_the_operators_home_is_not_a_workspace_for_another_user(tmp_path: Path) -> None:
     from dataclasses import replace
 
-    from wizard.base.accounts import Account
+    from sandbox_setup.base.accounts import Account
 
     layout = Layout.for_root(make_target_root(tmp_path))
     alice = replace(layout, operator=Account("alice", 1500, 1500, Path("/home/alice"), "/bin/sh"))

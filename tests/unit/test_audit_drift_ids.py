@@ -9,14 +9,14 @@ from pathlib import Path, PurePosixPath
 
 import pytest
 
-from wizard.audit.drift import drift_id, findings_from_plan
-from wizard.audit.model import Severity
-from wizard.audit.runner import probe_user, reapply_command
-from wizard.base.accounts import lookup_user
-from wizard.base.choices import Mode
-from wizard.base.launcher_config import LauncherConfig
-from wizard.base.paths import Layout
-from wizard.configure.actions import Action
+from sandbox_setup.audit.drift import drift_id, findings_from_plan
+from sandbox_setup.audit.model import Severity
+from sandbox_setup.audit.runner import probe_user, reapply_command
+from sandbox_setup.base.accounts import lookup_user
+from sandbox_setup.base.choices import Mode
+from sandbox_setup.base.launcher_config import LauncherConfig
+from sandbox_setup.base.paths import Layout
+from sandbox_setup.configure.actions import Action
 
 
 class StandIn(Action):

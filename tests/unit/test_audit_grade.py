@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from wizard.audit.grade import LEGEND, grade, label_for
-from wizard.audit.model import AuditFinding, Severity
+from sandbox_setup.audit.grade import LEGEND, grade, label_for
+from sandbox_setup.audit.model import AuditFinding, Severity
 
 
 def finding(severity: Severity, accepted: bool = False) -> AuditFinding:

@@ -11,12 +11,12 @@ from pathlib import Path, PurePosixPath
 
 import pytest
 
+from sandbox_setup.base.choices import Mode
+from sandbox_setup.base.launcher_config import LauncherConfig, render_launcher_config
+from sandbox_setup.base.paths import Layout
+from sandbox_setup.cli import main
+from sandbox_setup.configure.answers import Answers, dump_answers
 from tests.tools import REPO
-from wizard.base.choices import Mode
-from wizard.base.launcher_config import LauncherConfig, render_launcher_config
-from wizard.base.paths import Layout
-from wizard.cli import main
-from wizard.configure.answers import Answers, dump_answers
 
 
 def snapshot(root: Path) -> dict[str, bytes]:
@@ -84,7 +84,10 @@ def test_unreadable_config_is_exit_2(tmp_path: Path, capsys: pytest.CaptureFixtu
 
 
 def test_audit_path_imports_no_textual() -> None:
-    code = "import sys, wizard.audit.runner, wizard.audit.drift; print('textual' in sys.modules)"
+    code = (
+        "import sys, sandbox_setup.audit.runner, sandbox_setup.audit.drift;"
+        " print('textual' in sys.modules)"
+    )
     done = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=True
     )

@@ -6,11 +6,11 @@ from pathlib import PurePosixPath
 
 import pytest
 
-from checks.model import Finding, Recommendation, Report, Status
-from wizard.audit.mode import claude_findings, mode_findings
-from wizard.base.choices import Mode
-from wizard.base.claude_version import parse_claude_version
-from wizard.base.launcher_config import LauncherConfig
+from sandbox_setup.audit.mode import claude_findings, mode_findings
+from sandbox_setup.base.choices import Mode
+from sandbox_setup.base.claude_version import parse_claude_version
+from sandbox_setup.base.launcher_config import LauncherConfig
+from sandbox_setup.checks.model import Finding, Recommendation, Report, Status
 
 P, F = Status.PASS, Status.FAIL
 

@@ -7,18 +7,18 @@ from pathlib import Path, PurePosixPath
 
 import pytest
 
-from checks.model import Finding, Recommendation, Report, Status
-from wizard.audit.grade import grade
-from wizard.audit.model import Severity
-from wizard.audit.network import (
+from sandbox_setup.audit.grade import grade
+from sandbox_setup.audit.model import Severity
+from sandbox_setup.audit.network import (
     network_findings,
     network_lines,
     read_log_tail,
     refusal_lines,
 )
-from wizard.base.choices import Mode, Network
-from wizard.base.launcher_config import LauncherConfig
-from wizard.policy.network import HOST_EXPOSURE
+from sandbox_setup.base.choices import Mode, Network
+from sandbox_setup.base.launcher_config import LauncherConfig
+from sandbox_setup.checks.model import Finding, Recommendation, Report, Status
+from sandbox_setup.policy.network import HOST_EXPOSURE
 
 ANSWERS = "/root/.config/sandbox-setup/answers.toml"
 REAPPLY = f"sandbox-setup --headless --answers {ANSWERS} --yes"

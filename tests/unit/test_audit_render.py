@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 
-from wizard.audit.grade import grade
-from wizard.audit.model import AuditFinding, AuditReport, Severity
-from wizard.audit.render import render_json, render_text
+from sandbox_setup.audit.grade import grade
+from sandbox_setup.audit.model import AuditFinding, AuditReport, Severity
+from sandbox_setup.audit.render import render_json, render_text
 
 FINDINGS = [
     AuditFinding(

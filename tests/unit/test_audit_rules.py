@@ -6,8 +6,8 @@ import stat
 
 import pytest
 
-from wizard.audit.model import Severity
-from wizard.audit.rules import (
+from sandbox_setup.audit.model import Severity
+from sandbox_setup.audit.rules import (
     judge_agent_home,
     judge_owned_file,
     judge_parent_dirs,
@@ -15,9 +15,9 @@ from wizard.audit.rules import (
     judge_sudoers,
     judge_workspace,
 )
-from wizard.base.pathfacts import PathFacts
-from wizard.policy.sudoers import find_sudoers_rules
-from wizard.policy.trust import writable_by_others
+from sandbox_setup.base.pathfacts import PathFacts
+from sandbox_setup.policy.sudoers import find_sudoers_rules
+from sandbox_setup.policy.trust import writable_by_others
 
 FILE = stat.S_IFREG
 DIR = stat.S_IFDIR

@@ -9,19 +9,19 @@ from pathlib import Path, PurePosixPath
 
 import pytest
 
-from wizard.audit.safety import (
+from sandbox_setup.audit.safety import (
     agent_can_write,
     agent_findings,
     claude_facts,
     config_findings,
     managed_settings_findings,
 )
-from wizard.base.account_files import agent_groups
-from wizard.base.accounts import Account
-from wizard.base.choices import Mode
-from wizard.base.launcher_config import LauncherConfig
-from wizard.base.pathfacts import path_facts
-from wizard.base.paths import Layout
+from sandbox_setup.base.account_files import agent_groups
+from sandbox_setup.base.accounts import Account
+from sandbox_setup.base.choices import Mode
+from sandbox_setup.base.launcher_config import LauncherConfig
+from sandbox_setup.base.pathfacts import path_facts
+from sandbox_setup.base.paths import Layout
 
 AGENT = Account("agent", 4001, 4001, Path("/home/agent"), "/bin/sh")
 

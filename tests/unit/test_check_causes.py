@@ -6,10 +6,10 @@ from dataclasses import replace
 
 import pytest
 
-from checks.causes import diagnose
-from checks.facts import HostFacts, parse_status
-from checks.mounts import parse_mountinfo
-from checks.probe import ProbeResult
+from sandbox_setup.checks.causes import diagnose
+from sandbox_setup.checks.facts import HostFacts, parse_status
+from sandbox_setup.checks.mounts import parse_mountinfo
+from sandbox_setup.checks.probe import ProbeResult
 from tests.unit.fixtures.trees import DEBIAN_SYSCTLS, UBUNTU_2404_SYSCTLS, fixture_text
 
 UNSHARE = ("unshare", "-Ur", "true")

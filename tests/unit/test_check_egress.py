@@ -6,17 +6,17 @@ from pathlib import Path, PurePosixPath
 
 import pytest
 
-from checks.facts import HostFacts
-from checks.model import Finding, Status
-from checks.net import NETNS_PROBE, EgressFacts, judge_egress, routes_out
-from checks.probe import ProbeResult
+from sandbox_setup.base.choices import Mode, Network
+from sandbox_setup.base.errors import RefusedError
+from sandbox_setup.base.paths import Layout
+from sandbox_setup.checks.facts import HostFacts
+from sandbox_setup.checks.model import Finding, Status
+from sandbox_setup.checks.net import NETNS_PROBE, EgressFacts, judge_egress, routes_out
+from sandbox_setup.checks.probe import ProbeResult
+from sandbox_setup.configure.answers import Answers
+from sandbox_setup.configure.plan import build_plan
 from tests.core_fixtures import make_target_root
 from tests.unit.test_plan import report
-from wizard.base.choices import Mode, Network
-from wizard.base.errors import RefusedError
-from wizard.base.paths import Layout
-from wizard.configure.answers import Answers
-from wizard.configure.plan import build_plan
 
 V4_HEADER = "Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\tWindow\tIRTT"
 V6_LO = (
@@ -43,7 +43,7 @@ def facts(**changes: object) -> EgressFacts:
     values: dict[str, object] = {
         "netns": netns(),
         "proxy": OK_PROXY,
-        "proxy_run": ProbeResult(("python3", "-m", "wizard.launcher.egress_probe"), 0, "{}"),
+        "proxy_run": ProbeResult(("python3", "-m", "sandbox_setup.launcher.egress.probe"), 0, "{}"),
         "proxy_user": "nobody (uid 65534)",
     }
     values.update(changes)

@@ -6,13 +6,13 @@ from pathlib import Path
 
 import pytest
 
-from checks.facts import (
+from sandbox_setup.checks.facts import (
     HostFacts,
     gather_host_facts,
     parse_status,
     profile_allows_bwrap_userns,
 )
-from checks.platform import detect_platform
+from sandbox_setup.checks.platform import detect_platform
 from tests.unit.fixtures.trees import UBUNTU_2404_SYSCTLS, fixture_text, make_root
 
 

@@ -8,29 +8,29 @@ from pathlib import Path
 
 import pytest
 
-from checks.base import Verdict
-from checks.bwrap import (
+from sandbox_setup.checks.base import Verdict
+from sandbox_setup.checks.bwrap import (
     OUTER_UP,
     judge_bwrap_installed,
     judge_bwrap_sandbox,
     judge_nested,
     judge_nested_inside_bwrap,
 )
-from checks.claude import (
+from sandbox_setup.checks.claude import (
     GUARD_TEXT,
     judge_claude_installed,
     judge_root_guard,
     judge_sandbox_deps,
 )
-from checks.facts import HostFacts, parse_status
-from checks.identity import judge_identity
-from checks.model import Status
-from checks.mounts import parse_mountinfo
-from checks.probe import ProbeResult
-from checks.proc import judge_fresh_proc, judge_proc_masks
-from checks.seccomp import judge_seccomp
-from checks.tty import judge_tiocsti
-from checks.userns import judge_userns_create, judge_userns_policy
+from sandbox_setup.checks.facts import HostFacts, parse_status
+from sandbox_setup.checks.identity import judge_identity
+from sandbox_setup.checks.model import Status
+from sandbox_setup.checks.mounts import parse_mountinfo
+from sandbox_setup.checks.probe import ProbeResult
+from sandbox_setup.checks.proc import judge_fresh_proc, judge_proc_masks
+from sandbox_setup.checks.seccomp import judge_seccomp
+from sandbox_setup.checks.tty import judge_tiocsti
+from sandbox_setup.checks.userns import judge_userns_create, judge_userns_policy
 from tests.unit.fixtures.trees import DEBIAN_SYSCTLS, UBUNTU_2404_SYSCTLS, fixture_text
 
 OK = ProbeResult(("x",), 0)
@@ -364,8 +364,8 @@ def test_judge_sandbox_deps() -> None:
 
 
 def test_untrusted_claude_is_named_and_never_judged_as_run(tmp_path: Path) -> None:
-    from checks.claude import judge_untrusted_claude
-    from wizard.policy.trust import untrusted_reason
+    from sandbox_setup.checks.claude import judge_untrusted_claude
+    from sandbox_setup.policy.trust import untrusted_reason
 
     binary = tmp_path / "claude"
     binary.write_text("#!/bin/sh\n")

@@ -1,4 +1,4 @@
-"""The table of known error texts (checks.causes.KNOWN_ERRORS), from canned output.
+"""The table of known error texts (sandbox_setup.checks.causes.KNOWN_ERRORS), from canned output.
 
 Each case is the exact text a tool prints on a host where it was seen, with the
 host facts that tell its cause apart. Which of these this kernel reproduces for
@@ -21,10 +21,10 @@ from dataclasses import replace
 
 import pytest
 
-from checks.causes import KNOWN_ERRORS, diagnose
-from checks.facts import HostFacts, parse_status, profile_restricts_bwrap_children
-from checks.mounts import parse_mountinfo
-from checks.probe import ProbeResult
+from sandbox_setup.checks.causes import KNOWN_ERRORS, diagnose
+from sandbox_setup.checks.facts import HostFacts, parse_status, profile_restricts_bwrap_children
+from sandbox_setup.checks.mounts import parse_mountinfo
+from sandbox_setup.checks.probe import ProbeResult
 from tests.unit.fixtures.trees import DEBIAN_SYSCTLS, UBUNTU_2404_SYSCTLS, fixture_text
 
 BWRAP = ("bwrap", "--unshare-user", "--unshare-pid", "--proc", "/proc", "true")

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from checks.mounts import (
+from sandbox_setup.checks.mounts import (
     parse_mountinfo,
     proc_covers,
     proc_locked_readonly,

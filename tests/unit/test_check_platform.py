@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from checks.container import judge_platform
-from checks.facts import HostFacts
-from checks.model import Status
-from checks.mounts import parse_mountinfo
-from checks.platform import Platform, detect_platform, seccomp_remedy, unmask_remedy
+from sandbox_setup.checks.container import judge_platform
+from sandbox_setup.checks.facts import HostFacts
+from sandbox_setup.checks.model import Status
+from sandbox_setup.checks.mounts import parse_mountinfo
+from sandbox_setup.checks.platform import Platform, detect_platform, seccomp_remedy, unmask_remedy
 from tests.unit.fixtures.trees import fixture_text
 
 DOCKER_CGROUP_V1 = "12:pids:/docker/1f0c5e\n1:name=systemd:/docker/1f0c5e\n"

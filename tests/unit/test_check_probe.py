@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from checks.probe import ProbeResult, run_probe
-from wizard.base.accounts import lookup_user
+from sandbox_setup.base.accounts import lookup_user
+from sandbox_setup.checks.probe import ProbeResult, run_probe
 
 
 def test_missing_program_is_not_found() -> None:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from checks.model import Finding, Status
-from checks.recommend import inner_strength, recommend
-from wizard.base.choices import Mode
+from sandbox_setup.base.choices import Mode
+from sandbox_setup.checks.model import Finding, Status
+from sandbox_setup.checks.recommend import inner_strength, recommend
 
 P, F = Status.PASS, Status.FAIL
 

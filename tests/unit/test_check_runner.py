@@ -16,14 +16,14 @@ from pathlib import Path
 
 import pytest
 
-from checks import runner
-from checks.base import Check, Context, Verdict
-from checks.model import Status
-from checks.registry import BY_ID, CHECKS
+from sandbox_setup.base.errors import InputError
+from sandbox_setup.checks import runner
+from sandbox_setup.checks.base import Check, Context, Verdict
+from sandbox_setup.checks.model import Status
+from sandbox_setup.checks.registry import BY_ID, CHECKS
+from sandbox_setup.cli import main
 from tests.tools import REPO
 from tests.unit.fixtures.trees import UBUNTU_2404_SYSCTLS, make_root
-from wizard.base.errors import InputError
-from wizard.cli import main
 
 REQUIRED = (
     "identity.root",
@@ -195,7 +195,7 @@ def test_cli_json_and_exit_code(tmp_path: Path, capsys: pytest.CaptureFixture[st
 
 def test_check_path_imports_no_textual(tmp_path: Path) -> None:
     code = (
-        "import sys\nfrom wizard.cli import main\n"
+        "import sys\nfrom sandbox_setup.cli import main\n"
         f"rc = main(['--check', '--json', '--root', {str(make_root(tmp_path))!r}, 'proc.masks'])\n"
         "assert rc == 0, rc\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] == 'textual'))\n"

@@ -12,19 +12,19 @@ from typing import Any
 
 import pytest
 
+from sandbox_setup.base.accounts import Account
+from sandbox_setup.base.choices import Mode, Network
+from sandbox_setup.base.errors import InputError
+from sandbox_setup.base.pathfacts import resolved_chain
+from sandbox_setup.base.paths import Layout
+from sandbox_setup.configure.answers import Answers
+from sandbox_setup.configure.claude_binary import find_claude
+from sandbox_setup.configure.claude_shim import SHIM_KIND, find_sandbox_launch, render_shim
+from sandbox_setup.configure.plan import build_plan
+from sandbox_setup.policy.claude_shim import SHIM_PATH, is_claude_shim
+from sandbox_setup.policy.trust import chain_problems
 from tests.core_fixtures import make_target_root, snapshot
 from tests.unit.test_plan import report
-from wizard.base.accounts import Account
-from wizard.base.choices import Mode, Network
-from wizard.base.errors import InputError
-from wizard.base.pathfacts import resolved_chain
-from wizard.base.paths import Layout
-from wizard.configure.answers import Answers
-from wizard.configure.claude_binary import find_claude
-from wizard.configure.claude_shim import SHIM_KIND, find_sandbox_launch, render_shim
-from wizard.configure.plan import build_plan
-from wizard.policy.claude_shim import SHIM_PATH, is_claude_shim
-from wizard.policy.trust import chain_problems
 
 WS = (PurePosixPath("/srv/project"),)
 SHIMMED = Answers(Mode.SANDBOX, workspaces=WS, install_claude_shim=True)

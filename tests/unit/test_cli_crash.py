@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-import wizard.commands.check as check_command
+import sandbox_setup.commands.check as check_command
+from sandbox_setup.base.errors import InputError
+from sandbox_setup.cli import main
 from tests.core_fixtures import STATE, make_target_root
-from wizard.base.errors import InputError
-from wizard.cli import main
 
 
 def _broken(*_args: object) -> int:

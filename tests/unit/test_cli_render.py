@@ -15,13 +15,13 @@ from typing import Any
 
 import pytest
 
-from checks.model import Finding, Recommendation, Report, Status
+from sandbox_setup.audit.model import AuditFinding, AuditReport, Grade, Severity
+from sandbox_setup.audit.render import render_lines, render_text
+from sandbox_setup.base.choices import Mode
+from sandbox_setup.base.styled import emit
+from sandbox_setup.checks.model import Finding, Recommendation, Report, Status
+from sandbox_setup.commands.check_report import cause_groups, render_report, report_lines
 from tests.tools import REPO
-from wizard.audit.model import AuditFinding, AuditReport, Grade, Severity
-from wizard.audit.render import render_lines, render_text
-from wizard.base.choices import Mode
-from wizard.base.styled import emit
-from wizard.commands.check_report import cause_groups, render_report, report_lines
 
 MASKED = "cause: proc-masked"
 REMEDY = "docker run --security-opt systempaths=unconfined --security-opt apparmor=unconfined ..."
@@ -168,7 +168,7 @@ def test_json_output_is_unchanged() -> None:
 )
 def test_rich_is_not_imported_for_json_or_a_pipe(argv: list[str]) -> None:
     code = (
-        "import sys\nfrom wizard.cli import main\n"
+        "import sys\nfrom sandbox_setup.cli import main\n"
         f"main({argv!r})\n"
         "print('RICH', sorted(m for m in sys.modules if m.split('.')[0] == 'rich'))\n"
     )
@@ -192,15 +192,16 @@ def test_undo_on_a_terminal_asks_y_n(
     answer: str,
     undone: bool,
 ) -> None:
-    import wizard.configure.journal as journal
-    import wizard.configure.revert as revert
-    from wizard.commands.undo import run_undo
+    import sandbox_setup.configure.journal as journal
+    import sandbox_setup.configure.revert as revert
+    import sandbox_setup.configure.undo as undo
+    from sandbox_setup.commands.undo import run_undo
 
     calls: list[str] = []
     entry = {"op": "write", "target": "/etc/x"}
     monkeypatch.setattr(journal, "last_transaction", lambda layout: ("t1", [entry]))
     monkeypatch.setattr(revert, "describe_entry", lambda e: f"restore {e['target']}")
-    monkeypatch.setattr(journal, "undo_last", lambda layout: calls.append("undo") or ["restored"])
+    monkeypatch.setattr(undo, "undo_last", lambda layout: calls.append("undo") or ["restored"])
     (tmp_path / "etc").mkdir()
     monkeypatch.setattr(sys, "stdin", _Tty(answer))
     monkeypatch.setattr(sys, "stdout", Terminal())
@@ -215,13 +216,14 @@ def test_undo_on_a_terminal_asks_y_n(
 def test_undo_without_a_terminal_only_previews(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import wizard.configure.journal as journal
-    import wizard.configure.revert as revert
-    from wizard.commands.undo import run_undo
+    import sandbox_setup.configure.journal as journal
+    import sandbox_setup.configure.revert as revert
+    import sandbox_setup.configure.undo as undo
+    from sandbox_setup.commands.undo import run_undo
 
     monkeypatch.setattr(journal, "last_transaction", lambda layout: ("t1", [{"op": "write"}]))
     monkeypatch.setattr(revert, "describe_entry", lambda e: "restore it")
-    monkeypatch.setattr(journal, "undo_last", lambda layout: pytest.fail("undid without --yes"))
+    monkeypatch.setattr(undo, "undo_last", lambda layout: pytest.fail("undid without --yes"))
     monkeypatch.setattr(sys, "stdin", io.StringIO("y\n"))  # not a terminal: never read
     (tmp_path / "etc").mkdir()
     assert run_undo(_undo_args(tmp_path)) == 0
@@ -235,8 +237,8 @@ class _Tty(io.StringIO):
 
 def test_the_masked_report_is_what_a_real_masked_proc_gives() -> None:
     """The grouping keys on ``cause: KEY``, the line every cause-based verdict ends with."""
-    from checks.base import Verdict
-    from checks.causes import Cause
+    from sandbox_setup.checks.base import Verdict
+    from sandbox_setup.checks.causes import Cause
 
     verdict = Verdict.from_cause(Cause("proc-masked", "masked", REMEDY), "probe output")
     finding = Finding("bwrap.sandbox", "t", verdict.status, verdict.summary, verdict.detail)
@@ -247,7 +249,7 @@ def test_the_masked_report_is_what_a_real_masked_proc_gives() -> None:
 def test_the_version_is_looked_up_only_when_asked_for() -> None:
     # importlib.metadata costs ~25 ms of every start (bench/report's check row).
     code = (
-        "import sys\nfrom wizard.cli import main\n"
+        "import sys\nfrom sandbox_setup.cli import main\n"
         "main(['--check', '--json', 'identity.root'])\n"
         "print('METADATA', 'importlib.metadata' in sys.modules)\n"
     )
@@ -256,7 +258,7 @@ def test_the_version_is_looked_up_only_when_asked_for() -> None:
     ).stdout
     assert out.strip().splitlines()[-1] == "METADATA False", out
     version = subprocess.run(
-        [sys.executable, "-m", "wizard", "--version"], cwd=REPO, capture_output=True,
+        [sys.executable, "-m", "sandbox_setup", "--version"], cwd=REPO, capture_output=True,
         text=True, timeout=60,
     )  # fmt: skip
     assert version.returncode == 0 and version.stdout.startswith("sandbox-setup "), version

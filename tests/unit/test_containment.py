@@ -12,9 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from checks.cgroup import judge_cgroup_delegation
-from checks.model import Status
-from wizard.base.cgroups import (
+from sandbox_setup.base.cgroups import (
     CgroupFacts,
     Delegation,
     judge_delegation,
@@ -22,9 +20,11 @@ from wizard.base.cgroups import (
     parse_own_cgroup,
     v1_dirs,
 )
-from wizard.base.choices import Mode
-from wizard.base.limits import Limits
-from wizard.launcher.containment import (
+from sandbox_setup.base.choices import Mode
+from sandbox_setup.base.limits import Limits, mem_total, memory_bytes
+from sandbox_setup.checks.cgroup import judge_cgroup_delegation
+from sandbox_setup.checks.model import Status
+from sandbox_setup.launcher.containment import (
     Containment,
     ContainmentFacts,
     Tools,
@@ -32,7 +32,7 @@ from wizard.launcher.containment import (
     contain_user_argv,
     plan_containment,
 )
-from wizard.launcher.session_cgroup import EarlySessionCgroup, _memory_bytes, mem_total
+from sandbox_setup.launcher.session.cgroup import EarlySessionCgroup
 
 GIB = 1024**3
 MOUNTINFO = (
@@ -253,7 +253,7 @@ def test_sandbox_argv_gets_only_the_limits_prefix() -> None:
 
 
 def _plan(delegation: Delegation, limits: Limits, cgroup_parent: str | None = None) -> Containment:
-    memory = _memory_bytes(limits, mem_total())
+    memory = memory_bytes(limits, mem_total())
     return Containment(
         delegation, limits.tasks, memory, 1 << 20, "cgroup", cgroup_parent=cgroup_parent
     )

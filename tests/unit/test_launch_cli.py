@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-import wizard.launcher.main as launcher
+import sandbox_setup.launcher.main as launcher
+from sandbox_setup.base.errors import InputError
+from sandbox_setup.launcher.main import Options, main, parse_args
 from tests.tools import REPO
-from wizard.base.errors import InputError
-from wizard.launcher.main import Options, main, parse_args
 
 CFG = Path("/c.toml")
 
@@ -64,7 +64,7 @@ def test_invalid_config_is_a_refusal_not_a_usage_error(
 
 def test_importing_the_launcher_loads_no_textual_nor_tomlkit() -> None:
     code = (
-        "import sys, wizard.launcher.main, wizard.launcher.supervise;"
+        "import sys, sandbox_setup.launcher.main, sandbox_setup.launcher.session.supervise;"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('textual', 'tomlkit')))"
     )
     result = subprocess.run(

@@ -6,10 +6,10 @@ from pathlib import Path, PurePosixPath
 
 import pytest
 
-from wizard.base.choices import Mode
-from wizard.base.errors import RefusedError
-from wizard.base.launcher_config import LauncherConfig, UnsafeAcceptance
-from wizard.launcher.command import (
+from sandbox_setup.base.choices import Mode
+from sandbox_setup.base.errors import RefusedError
+from sandbox_setup.base.launcher_config import LauncherConfig, UnsafeAcceptance
+from sandbox_setup.launcher.command import (
     BLOCK_FD,
     GATE_FD,
     GATE_SCRIPT,
@@ -254,7 +254,10 @@ def test_writable_bind_over_system_directories_is_refused(path: str) -> None:
 
 
 def _wizard_refused_workspaces() -> list[str]:
-    from wizard.policy.system_dirs import SYSTEM_DIRS, SYSTEM_TREES  # the wizard refuses these too
+    from sandbox_setup.policy.system_dirs import (  # the wizard refuses these too
+        SYSTEM_DIRS,
+        SYSTEM_TREES,
+    )
 
     return sorted({str(p) for p in SYSTEM_DIRS} | {f"{t}/x" for t in SYSTEM_TREES})
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from wizard.launcher.command import GATE_FD, GATE_TOKEN, gate_argv
+from sandbox_setup.launcher.command import GATE_FD, GATE_TOKEN, gate_argv
 
 
 def _run_gate(tmp_path: Path, written: bytes | None, fd_text: str = "7") -> tuple[int, str]:

@@ -7,20 +7,27 @@ from pathlib import Path, PurePosixPath
 
 import pytest
 
-from wizard.base.choices import Mode, Network
-from wizard.base.errors import RefusedError
-from wizard.base.launcher_config import LauncherConfig
-from wizard.launcher import network
-from wizard.launcher.command import GATE_FD, GATE_SCRIPT, Agent, HostFacts, Launch, sandbox_launch
-from wizard.launcher.network import (
+from sandbox_setup.base.choices import Mode, Network
+from sandbox_setup.base.errors import RefusedError
+from sandbox_setup.base.launcher_config import LauncherConfig
+from sandbox_setup.launcher.command import (
+    GATE_FD,
+    GATE_SCRIPT,
+    Agent,
+    HostFacts,
+    Launch,
+    sandbox_launch,
+)
+from sandbox_setup.launcher.egress import network
+from sandbox_setup.launcher.egress.network import (
     build_policy,
     exposed_ports,
     network_env,
     network_notice,
     open_egress_log,
 )
-from wizard.launcher.supervise import NAMESPACES, NETWORK_NAMESPACE, judge_sandbox
-from wizard.policy.network import HOST_EXPOSURE, SANDBOX_PROXY_PORT
+from sandbox_setup.launcher.session.supervise import NAMESPACES, NETWORK_NAMESPACE, judge_sandbox
+from sandbox_setup.policy.network import HOST_EXPOSURE, SANDBOX_PROXY_PORT
 
 AGENT = Agent("claude-agent", 1001, 1001, PurePosixPath("/home/claude-agent"))
 FACTS = HostFacts(legacy_tiocsti=False)
@@ -59,7 +66,7 @@ def setenv(argv: tuple[str, ...]) -> dict[str, str]:
 
 
 def test_allowlist_has_its_own_namespace_and_nothing_of_the_host_bound_for_it() -> None:
-    """The proxy listens inside the namespace (wizard.launcher.netns): no socket
+    """The proxy listens inside the namespace (sandbox_setup.launcher.egress.netns): no socket
     directory of the host is bound into the sandbox for it."""
     argv = launch().argv
     assert "--unshare-net" in argv

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from sandbox_setup.base.errors import RefusedError
+from sandbox_setup.launcher.trust import check_trusted_file, find_trusted_tool, read_trusted_text
 from tests.tools import require_root
-from wizard.base.errors import RefusedError
-from wizard.launcher.trust import check_trusted_file, find_trusted_tool, read_trusted_text
 
 NOBODY = 65534
 OWNERS = frozenset({0})

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from wizard.launcher.supervise import (
+from sandbox_setup.launcher.session.supervise import (
     NAMESPACES,
     children_of,
     judge_sandbox,

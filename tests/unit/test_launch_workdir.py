@@ -1,4 +1,4 @@
-"""Where Claude starts (wizard.launcher.workdir), and the launch notice's one line."""
+"""Where Claude starts (sandbox_setup.launcher.workdir), and the launch notice's one line."""
 
 from __future__ import annotations
 
@@ -6,10 +6,10 @@ from pathlib import Path, PurePosixPath
 
 import pytest
 
-from wizard.base.choices import Mode, Network
-from wizard.base.errors import InputError
-from wizard.launcher.notice import launch_notice, network_policy
-from wizard.launcher.workdir import WorkDir, choose_workdir, real_paths
+from sandbox_setup.base.choices import Mode, Network
+from sandbox_setup.base.errors import InputError
+from sandbox_setup.launcher.notice import launch_notice, network_policy
+from sandbox_setup.launcher.workdir import WorkDir, choose_workdir, real_paths
 
 APP, API = PurePosixPath("/srv/app"), PurePosixPath("/srv/api")
 HOME = PurePosixPath("/home/agent")
@@ -109,7 +109,7 @@ def test_unsafe_notice_says_the_environment_is_inherited() -> None:
 
 
 def test_quiet_is_the_launchers_option_only_before_claudes_arguments() -> None:
-    from wizard.launcher.main import parse_args
+    from sandbox_setup.launcher.main import parse_args
 
     options = parse_args(["--quiet", "--dry-run", "--", "-p", "hi"])
     assert options is not None and options.quiet and options.claude_args == ("-p", "hi")

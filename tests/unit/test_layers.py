@@ -1,65 +1,59 @@
-"""The layers of DESIGN.md, checked over the real import graph: a crossing fails CI.
+"""The layers of DESIGN.md, checked over the real import graph: a crossing fails CI, and
+so does an import loop.
 
-Every ``import`` in ``wizard/``, ``checks/`` and ``screens/`` is read from the
-source (function-local imports included, since they run too); imports under
-``if TYPE_CHECKING:`` are only for annotations and are held to the looser
-``TYPES`` rule.
+Every ``import`` in ``src/sandbox_setup/`` is read from the source (function-local
+imports included, since they run too); imports under ``if TYPE_CHECKING:`` are only
+for annotations: they are held to the looser ``TYPES`` rule and make no loop.
 """
 
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from tests.tools import REPO
+from tests.tools import SRC
 
-PACKAGES = ("wizard", "checks", "screens")
+PACKAGE = "sandbox_setup"
+P = PACKAGE + "."
 
-# Who may import whom at run time (by module prefix; the longest prefix wins).
+# The layers, lowest first: base < policy < checks, boundary < configure, launcher
+# < audit < commands, tui < cli. Who may import whom at run time (by module prefix;
+# the longest prefix wins).
+BASE = (P + "base",)
+POLICY = (*BASE, P + "policy")
+CORE = (*POLICY, P + "checks", P + "boundary", P + "configure")
 RULES: dict[str, tuple[str, ...]] = {
-    "checks": ("checks", "wizard.base"),
-    "wizard.base": ("wizard.base",),
-    "wizard.policy": ("wizard.base", "wizard.policy"),
-    "wizard.configure": ("wizard.base", "wizard.policy", "wizard.configure", "checks"),
-    "wizard.launcher": ("wizard.base", "wizard.policy", "wizard.launcher"),
-    "wizard.audit": (
-        "wizard.base",
-        "wizard.policy",
-        "wizard.configure",
-        "wizard.launcher",
-        "wizard.audit",
-        "checks",
-    ),
-    "wizard.commands": (
-        "wizard.base",
-        "wizard.policy",
-        "wizard.configure",
-        "wizard.launcher",
-        "wizard.audit",
-        "wizard.commands",
-        "checks",
-    ),
-    "wizard.cli": ("wizard.base", "wizard.policy", "wizard.commands", "wizard.app"),
-    "wizard.app": ("wizard.base", "wizard.commands", "screens", "assets"),
-    "wizard.__main__": ("wizard.cli",),
-    "wizard": (),  # the package's own __init__
-    # Screens see the core through screens.core (a Protocol) and its value types.
-    "screens": ("screens", "checks.model", "wizard.base", "wizard.configure.answers"),
+    P + "base": BASE,
+    P + "policy": POLICY,
+    P + "checks": (*BASE, P + "checks"),
+    P + "boundary": (*POLICY, P + "boundary"),
+    P + "configure": CORE,
+    P + "launcher": (*POLICY, P + "boundary", P + "launcher"),
+    # The audit reads the boundary's records and runs its scan; it never needs the launcher.
+    P + "audit": (*CORE, P + "audit"),
+    P + "commands": (*CORE, P + "launcher", P + "audit", P + "commands"),
+    P + "cli": (*POLICY, P + "commands", P + "tui.app"),
+    P + "tui.app": (*BASE, P + "commands", P + "tui"),
+    P + "__main__": (P + "cli",),
+    PACKAGE: (),  # the package's own __init__
+    # Screens see the core through tui.core (a Protocol) and its value types.
+    P + "tui": (P + "tui", P + "checks.model", *BASE, P + "configure.answers"),
 }
 # Annotation-only imports may also name the core's result types.
 TYPES: dict[str, tuple[str, ...]] = {
-    "screens": (
-        "wizard.configure.plan",
-        "wizard.configure.apply",
-        "wizard.configure.actions",
-        "wizard.audit.model",
+    P + "tui": (
+        P + "configure.plan",
+        P + "configure.apply",
+        P + "configure.actions",
+        P + "audit.model",
     ),
 }
 # Only these modules may import Textual.
-TEXTUAL_ALLOWED = ("screens", "wizard.app")
+TEXTUAL_ALLOWED = (P + "tui",)
 
 
 @dataclass(frozen=True)
@@ -77,7 +71,7 @@ def _is_type_checking(test: ast.expr) -> bool:
 
 
 def module_name(path: Path) -> str:
-    parts = list(path.relative_to(REPO).with_suffix("").parts)
+    parts = list(path.relative_to(SRC).with_suffix("").parts)
     if parts[-1] == "__init__":
         parts.pop()
     return ".".join(parts)
@@ -105,7 +99,7 @@ def imports_of(module: str, source: str, is_package: bool = False) -> list[Edge]
                 anchor = anchor[: len(anchor) - (node.level - 1)]
                 base = ".".join([*anchor, base] if base else anchor)
             for alias in node.names:
-                # "from wizard.configure import fsops" imports wizard.configure.fsops
+                # "from sandbox_setup.configure import fsops" imports configure.fsops
                 candidate = f"{base}.{alias.name}"
                 target = candidate if _is_module(candidate) else base
                 edges.append(Edge(module, target, node.lineno, type_only))
@@ -117,7 +111,7 @@ def imports_of(module: str, source: str, is_package: bool = False) -> list[Edge]
 
 
 def _is_module(name: str) -> bool:
-    path = REPO.joinpath(*name.split("."))
+    path = SRC.joinpath(*name.split("."))
     return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
 
 
@@ -136,7 +130,7 @@ def violations(edges: list[Edge]) -> list[str]:
         top = edge.imported.split(".")[0]
         if top == "textual" and not _within(edge.module, TEXTUAL_ALLOWED):
             found.append(f"{edge.module}:{edge.line} imports textual")
-        if top not in (*PACKAGES, "assets"):
+        if top != PACKAGE:
             continue
         allowed = _rule_for(edge.module, RULES)
         assert allowed is not None, f"no layer rule for {edge.module}"
@@ -148,13 +142,54 @@ def violations(edges: list[Edge]) -> list[str]:
     return found
 
 
+def import_loops(edges: Iterable[Edge]) -> list[list[str]]:
+    """Every loop of run-time imports between the project's modules: the strongly
+    connected components (Tarjan) of more than one module, or a module importing itself."""
+    graph: dict[str, set[str]] = {}
+    for edge in edges:
+        if edge.type_only or edge.imported.split(".")[0] != PACKAGE:
+            continue
+        graph.setdefault(edge.module, set()).add(edge.imported)
+        graph.setdefault(edge.imported, set())
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    loops: list[list[str]] = []
+
+    def connect(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for target in sorted(graph[node]):
+            if target not in index:
+                connect(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1 or node in graph[node]:
+                loops.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            connect(node)
+    return loops
+
+
 def project_edges() -> list[Edge]:
     edges = []
-    for package in PACKAGES:
-        for path in sorted((REPO / package).rglob("*.py")):
-            edges += imports_of(
-                module_name(path), path.read_text(encoding="utf-8"), path.name == "__init__.py"
-            )
+    for path in sorted((SRC / PACKAGE).rglob("*.py")):
+        edges += imports_of(
+            module_name(path), path.read_text(encoding="utf-8"), path.name == "__init__.py"
+        )
     return edges
 
 
@@ -168,27 +203,66 @@ def test_imports_only_go_down_the_layers() -> None:
     assert violations(project_edges()) == []
 
 
+def test_no_import_loop() -> None:
+    """Function-local imports included: a loop is a layer inside a layer that nobody
+    drew (it was the journal and the undo, and containment and the session cgroup)."""
+    assert import_loops(project_edges()) == []
+
+
 @pytest.mark.parametrize(
     ("module", "source", "expected"),
     [
-        ("checks.claude", "from wizard.policy.trust import untrusted_reason\n", True),
-        ("checks.claude", "from wizard.base.errors import InputError\n", False),
-        ("wizard.configure.plan", "def f():\n    from wizard.audit.rules import x\n", True),
-        ("wizard.launcher.main", "from wizard.configure import fsops\n", True),
-        ("wizard.launcher.main", "import textual\n", True),
-        ("wizard.base.paths", "from wizard.policy import trust\n", True),
-        ("screens.review", "from wizard.configure.plan import build_plan\n", True),
+        (P + "checks.claude", "from sandbox_setup.policy.trust import untrusted_reason\n", True),
+        (P + "checks.claude", "from sandbox_setup.base.errors import InputError\n", False),
+        (P + "configure.plan", "def f():\n    from sandbox_setup.audit.rules import x\n", True),
+        (P + "launcher.main", "from sandbox_setup.configure import fsops\n", True),
+        (P + "launcher.main", "import textual\n", True),
+        (P + "launcher.main", "from sandbox_setup.boundary import scan\n", False),
+        (P + "base.paths", "from sandbox_setup.policy import trust\n", True),
+        (P + "boundary.scan", "from sandbox_setup.launcher.command import Launch\n", True),
+        (P + "tui.review", "from sandbox_setup.configure.plan import build_plan\n", True),
         (
-            "screens.review",
+            P + "tui.review",
             "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
-            "    from wizard.configure.plan import Plan\n",
+            "    from sandbox_setup.configure.plan import Plan\n",
             False,
         ),
-        ("wizard.audit.runner", "from wizard.launcher.trust import x\n", False),
-        ("wizard.configure.answers", "from .plan import build_plan\n", False),
-        ("wizard.configure.answers", "from ..audit import rules\n", True),
+        (P + "audit.runner", "from sandbox_setup.launcher.trust import x\n", True),
+        (P + "audit.runner", "from sandbox_setup.boundary.session import x\n", False),
+        (P + "configure.answers", "from .plan import build_plan\n", False),
+        (P + "configure.answers", "from ..audit import rules\n", True),
     ],
 )
 def test_the_checker_catches_a_crossing(module: str, source: str, expected: bool) -> None:
     """So the test above can fail: each of these is (or is not) a crossing."""
     assert bool(violations(imports_of(module, source))) is expected
+
+
+LOOP = {
+    P + "configure.journal": "from sandbox_setup.configure import revert\n",
+    P + "configure.revert": "from sandbox_setup.configure.ledger import read_ledger\n",
+    P + "configure.ledger": "def f():\n    from sandbox_setup.configure.journal import x\n",
+}
+
+
+@pytest.mark.parametrize(
+    ("sources", "expected"),
+    [
+        (LOOP, [sorted(LOOP)]),
+        ({**LOOP, P + "configure.ledger": ""}, []),
+        (
+            {
+                P + "launcher.containment": "import sandbox_setup.launcher.session.cgroup\n",
+                P + "launcher.session.cgroup": "from typing import TYPE_CHECKING\n"
+                "if TYPE_CHECKING:\n    from sandbox_setup.launcher.containment import C\n",
+            },
+            [],
+        ),
+        ({P + "base.paths": "import sandbox_setup.base.paths\n"}, [[P + "base.paths"]]),
+    ],
+)
+def test_the_loop_check_finds_a_loop(sources: dict[str, str], expected: list[list[str]]) -> None:
+    """So the loop test can fail: a loop through a function-local import is found, an
+    annotation-only import makes none."""
+    edges = [e for module, text in sources.items() for e in imports_of(module, text)]
+    assert import_loops(edges) == expected

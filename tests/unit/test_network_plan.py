@@ -7,14 +7,14 @@ from pathlib import Path, PurePosixPath
 
 import pytest
 
+from sandbox_setup.base.choices import Mode, Network
+from sandbox_setup.base.paths import Layout
+from sandbox_setup.configure.answers import Answers
+from sandbox_setup.configure.network_plan import plan_network
+from sandbox_setup.configure.plan import build_plan
+from sandbox_setup.policy.network import HOST_EXPOSURE, describe_network
 from tests.core_fixtures import make_target_root
 from tests.unit.test_plan import report
-from wizard.base.choices import Mode, Network
-from wizard.base.paths import Layout
-from wizard.configure.answers import Answers
-from wizard.configure.network_plan import plan_network
-from wizard.configure.plan import build_plan
-from wizard.policy.network import HOST_EXPOSURE, describe_network
 
 WS = (PurePosixPath("/srv/project"),)
 

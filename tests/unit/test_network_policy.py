@@ -1,4 +1,5 @@
-"""The egress rules (wizard.policy.network / addresses): every rule, every malformed value."""
+"""The egress rules (sandbox_setup.policy.network / addresses): every rule, every malformed
+value."""
 
 from __future__ import annotations
 
@@ -9,9 +10,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from wizard.base.errors import InputError
-from wizard.policy.addresses import embedded_ipv4
-from wizard.policy.network import (
+from sandbox_setup.base.errors import InputError
+from sandbox_setup.policy.addresses import embedded_ipv4
+from sandbox_setup.policy.network import (
     CLAUDE_ENDPOINTS,
     REFUSED_PREFIX,
     DomainPattern,

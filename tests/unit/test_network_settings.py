@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from wizard.base.errors import InputError
-from wizard.configure.settings import SandboxKeys, merge_settings
-from wizard.policy.network import SANDBOX_PROXY_PORT, inner_proxy_port
+from sandbox_setup.base.errors import InputError
+from sandbox_setup.configure.settings import SandboxKeys, merge_settings
+from sandbox_setup.policy.network import SANDBOX_PROXY_PORT, inner_proxy_port
 
 SOURCE = "/etc/claude-code/managed-settings.json"
 PORTS = {"httpProxyPort": SANDBOX_PROXY_PORT, "socksProxyPort": SANDBOX_PROXY_PORT}

@@ -23,9 +23,9 @@ sys.argv = {argv!r}
 code = None
 try:
     if {launcher!r}:
-        from wizard.launcher.main import main
+        from sandbox_setup.launcher.main import main
     else:
-        from wizard.cli import main
+        from sandbox_setup.cli import main
     code = main(sys.argv[1:])
 except SystemExit as exc:
     code = exc.code
@@ -93,7 +93,11 @@ def test_launcher_imports_no_textual(tmp_path: Path) -> None:
 def test_the_probe_does_see_textual_when_the_wizard_loads(tmp_path: Path) -> None:
     """The detector works: importing the TUI module is seen."""
     proc = subprocess.run(
-        [sys.executable, "-c", "import sys, wizard.app; print('textual' in sys.modules)"],
+        [
+            sys.executable,
+            "-c",
+            "import sys, sandbox_setup.tui.app; print('textual' in sys.modules)",
+        ],
         cwd=REPO,
         capture_output=True,
         text=True,

@@ -13,19 +13,19 @@ from pathlib import Path, PurePosixPath
 
 import pytest
 
+from sandbox_setup.audit.mode import claude_findings
+from sandbox_setup.audit.safety import claude_facts
+from sandbox_setup.base.accounts import Account
+from sandbox_setup.base.choices import Mode
+from sandbox_setup.base.claude_version import read_claude_version
+from sandbox_setup.base.errors import RefusedError
+from sandbox_setup.base.launcher_config import LauncherConfig
+from sandbox_setup.base.paths import Layout
+from sandbox_setup.configure.claude_binary import find_claude, is_trusted
+from sandbox_setup.launcher.trust import check_trusted_file
+from sandbox_setup.policy.trust import untrusted_reason
 from tests.core_fixtures import REPO, make_target_root
 from tests.tools import require_root
-from wizard.audit.mode import claude_findings
-from wizard.audit.safety import claude_facts
-from wizard.base.accounts import Account
-from wizard.base.choices import Mode
-from wizard.base.claude_version import read_claude_version
-from wizard.base.errors import RefusedError
-from wizard.base.launcher_config import LauncherConfig
-from wizard.base.paths import Layout
-from wizard.configure.claude_binary import find_claude, is_trusted
-from wizard.launcher.trust import check_trusted_file
-from wizard.policy.trust import untrusted_reason
 
 OPERATOR = Account("alice", 4242, 4242, Path("/home/alice"), "/bin/sh")
 OTHER = 4343
@@ -142,11 +142,11 @@ def test_the_tui_and_the_headless_path_record_the_same_acceptance(tmp_path: Path
     sudo as well."""
     code = (
         "import os, sys\n"
-        "from wizard.commands.interactive import InteractiveCore\n"
-        "from wizard.configure.plan import build_plan\n"
-        "from wizard.configure.answers import Answers\n"
-        "from wizard.base.choices import Mode\n"
-        "from checks.model import Report, Recommendation\n"
+        "from sandbox_setup.commands.interactive import InteractiveCore\n"
+        "from sandbox_setup.configure.plan import build_plan\n"
+        "from sandbox_setup.configure.answers import Answers\n"
+        "from sandbox_setup.base.choices import Mode\n"
+        "from sandbox_setup.checks.model import Report, Recommendation\n"
         "core = InteractiveCore.for_root(sys.argv[1], report_provider=lambda cb: None)\n"
         "print(core.acceptance_label())\n"
         "report = Report({}, [], Recommendation(Mode.USER, ''))\n"

@@ -1,12 +1,12 @@
 """What reaches Claude from the caller's environment, and the base-URL-on-loopback
-hint: the pure rules of wizard.policy.environment."""
+hint: the pure rules of sandbox_setup.policy.environment."""
 
 from __future__ import annotations
 
 import pytest
 
-from wizard.base.choices import Mode, Network
-from wizard.policy.environment import (
+from sandbox_setup.base.choices import Mode, Network
+from sandbox_setup.policy.environment import (
     DEFAULT_PASS,
     loopback_endpoint,
     loopback_port_hint,

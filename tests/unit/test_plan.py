@@ -9,14 +9,14 @@ from pathlib import Path, PurePosixPath
 
 import pytest
 
-from checks.model import Finding, Recommendation, Report, Status
+from sandbox_setup.base.choices import Mode
+from sandbox_setup.base.errors import InputError, RefusedError
+from sandbox_setup.base.paths import Layout
+from sandbox_setup.checks.model import Finding, Recommendation, Report, Status
+from sandbox_setup.configure.answers import Answers, parse_answers
+from sandbox_setup.configure.claude_binary import INSTALLED_CLAUDE
+from sandbox_setup.configure.plan import build_plan
 from tests.core_fixtures import CLAUDE_VERSION, make_target_root, private_claude, snapshot
-from wizard.base.choices import Mode
-from wizard.base.errors import InputError, RefusedError
-from wizard.base.paths import Layout
-from wizard.configure.answers import Answers, parse_answers
-from wizard.configure.claude_binary import INSTALLED_CLAUDE
-from wizard.configure.plan import build_plan
 
 WS = (PurePosixPath("/srv/project"),)
 
@@ -254,7 +254,7 @@ def test_answers_record_resolved_choices(layout: Layout) -> None:
 def test_non_root_operator_cannot_create_users(layout: Layout) -> None:
     from dataclasses import replace
 
-    from wizard.base.accounts import Account
+    from sandbox_setup.base.accounts import Account
 
     alice = Account("alice", 1500, 1500, Path("/home/alice"), "/bin/sh")
     as_alice = replace(layout, operator=alice)

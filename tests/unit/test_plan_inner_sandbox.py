@@ -10,14 +10,14 @@ from typing import Any
 
 import pytest
 
-from checks.claude import sandbox_binaries
-from checks.model import Finding, Recommendation, Report, Status
+from sandbox_setup.base.choices import InnerSandbox, Mode, SettingsScope
+from sandbox_setup.base.errors import RefusedError
+from sandbox_setup.base.paths import Layout
+from sandbox_setup.checks.claude import sandbox_binaries
+from sandbox_setup.checks.model import Finding, Recommendation, Report, Status
+from sandbox_setup.configure.answers import Answers
+from sandbox_setup.configure.plan import Plan, build_plan
 from tests.core_fixtures import make_target_root
-from wizard.base.choices import InnerSandbox, Mode, SettingsScope
-from wizard.base.errors import RefusedError
-from wizard.base.paths import Layout
-from wizard.configure.answers import Answers
-from wizard.configure.plan import Plan, build_plan
 
 WS = (PurePosixPath("/srv/project"),)
 SANDBOX = Answers(Mode.SANDBOX, workspaces=WS)

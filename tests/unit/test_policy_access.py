@@ -1,4 +1,4 @@
-"""Table tests of :func:`wizard.policy.access.can_access` (acl(5)'s access check)."""
+"""Table tests of :func:`sandbox_setup.policy.access.can_access` (acl(5)'s access check)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import struct
 
 import pytest
 
-from wizard.policy.access import EXECUTE, READ, WRITE, can_access, parse_acl
+from sandbox_setup.policy.access import EXECUTE, READ, WRITE, can_access, parse_acl
 
 AGENT, AGENT_GID, WS_GID = 1000, 1000, 1001
 USER_OBJ, USER, GROUP_OBJ, GROUP, MASK, OTHER = 0x01, 0x02, 0x04, 0x08, 0x10, 0x20

@@ -1,4 +1,4 @@
-"""checks.prefetch: an experiment started early is adopted by exactly the probe that
+"""sandbox_setup.checks.prefetch: an experiment started early is adopted by exactly the probe that
 asks for it (same command, user, environment), and nothing else is left running."""
 
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 import os
 import time
 
-import checks.prefetch as prefetch
-from checks.probe import probe_env, run_probe
+import sandbox_setup.checks.prefetch as prefetch
+from sandbox_setup.checks.probe import probe_env, run_probe
 
 
 def test_a_started_experiment_is_adopted_by_its_probe(tmp_path) -> None:  # type: ignore[no-untyped-def]

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from wizard.base.choices import Mode
-from wizard.base.paths import Layout
-from wizard.configure.probes import choose_probe_user
+from sandbox_setup.base.choices import Mode
+from sandbox_setup.base.paths import Layout
+from sandbox_setup.configure.probes import choose_probe_user
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="switching probe users needs root")
 
@@ -61,6 +61,6 @@ def test_an_agent_only_in_the_tree_is_not_mistaken_for_a_live_one(tmp_path: Path
     ],
 )
 def test_uid_mapped(uid_map: str, uid: int, mapped: bool) -> None:
-    from wizard.configure.probes import uid_mapped
+    from sandbox_setup.configure.probes import uid_mapped
 
     assert uid_mapped(uid, uid_map) is mapped

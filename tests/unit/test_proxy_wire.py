@@ -7,15 +7,15 @@ import sys
 
 import pytest
 
-from tests.tools import REPO
-from wizard.base.errors import RefusedError
-from wizard.launcher import proxy_wire as wire
-from wizard.launcher.proxy import (
+from sandbox_setup.base.errors import RefusedError
+from sandbox_setup.launcher.egress import wire
+from sandbox_setup.launcher.egress.proxy import (
     load_test_resolver,
     parse_fib_trie,
     parse_if_inet6,
 )
-from wizard.policy.network import Decision
+from sandbox_setup.policy.network import Decision
+from tests.tools import REPO
 
 
 @pytest.mark.parametrize(
@@ -206,12 +206,12 @@ def test_a_broken_test_resolver_refuses_the_start(tmp_path, content: str) -> Non
 
 
 def test_the_launcher_side_of_the_proxy_imports_no_asyncio() -> None:
-    # sandbox-launch imports wizard.launcher.proxy on every start; asyncio (~50 ms) is
-    # for the proxy process only.
+    # sandbox-launch imports sandbox_setup.launcher.egress.proxy on every start; asyncio
+    # (~50 ms) is for the proxy process only.
     code = (
-        "import sys, wizard.launcher.proxy; "
-        "bad = [m for m in ('asyncio', 'ctypes', 'wizard.launcher.proxy_server', 'tomlkit', "
-        "'textual') if m in sys.modules]; print(bad)"
+        "import sys, sandbox_setup.launcher.egress.proxy; "
+        "bad = [m for m in ('asyncio', 'ctypes', 'sandbox_setup.launcher.egress.server', "
+        "'tomlkit', 'textual') if m in sys.modules]; print(bad)"
     )
     result = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO

@@ -1,4 +1,4 @@
-"""``wizard.base.record``: the same classes as ``@dataclass`` makes, without its cost.
+"""``sandbox_setup.base.record``: the same classes as ``@dataclass`` makes, without its cost.
 
 Each behaviour is checked against the real ``dataclasses`` on twin classes, so a
 difference shows as a failure here, not as a surprise in the launcher. And the
@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from wizard.base import record as rec
+from sandbox_setup.base import record as rec
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -196,11 +196,17 @@ def test_methods_the_class_defines_are_kept() -> None:
 
 def test_the_launchers_modules_import_neither_dataclasses_nor_inspect() -> None:
     modules = [
-        "wizard.launcher.main", "wizard.launcher.supervise", "wizard.launcher.session_runner",
-        "wizard.launcher.boundary", "wizard.launcher.network", "wizard.launcher.netns",
-        "wizard.launcher.proxy", "wizard.launcher.proxy_server", "wizard.launcher.quarantine",
-        "wizard.policy.network",
-    ]  # fmt: skip
+        "sandbox_setup.launcher.main",
+        "sandbox_setup.launcher.session.supervise",
+        "sandbox_setup.launcher.session.runner",
+        "sandbox_setup.boundary.session",
+        "sandbox_setup.launcher.egress.network",
+        "sandbox_setup.launcher.egress.netns",
+        "sandbox_setup.launcher.egress.proxy",
+        "sandbox_setup.launcher.egress.server",
+        "sandbox_setup.boundary.quarantine",
+        "sandbox_setup.policy.network",
+    ]
     code = (
         f"import sys, {', '.join(modules)}; "
         "print(sorted(m for m in ('dataclasses', 'inspect') if m in sys.modules))"

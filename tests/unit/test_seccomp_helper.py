@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from checks.bwrap import helper_note, inner_command, judge_nested, nested_command
-from checks.facts import HostFacts
-from checks.probe import ProbeResult
-from checks.seccomp_helper import (
+from sandbox_setup.checks.bwrap import helper_note, inner_command, judge_nested, nested_command
+from sandbox_setup.checks.facts import HostFacts
+from sandbox_setup.checks.probe import ProbeResult
+from sandbox_setup.checks.seccomp_helper import (
     BUILTIN_MARK,
     SeccompHelper,
     find_seccomp_helper,

@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pytest
 
+from sandbox_setup.base import process_tree
+from sandbox_setup.base.process_tree import children, is_running, running_descendants
+from sandbox_setup.base.processes import descendants
 from tests.tools import REPO
-from wizard.base import process_tree
-from wizard.base.process_tree import children, is_running, running_descendants
-from wizard.base.processes import descendants
 
 HAS_CHILDREN_FILES = os.path.exists(f"/proc/self/task/{os.getpid()}/children")
 needs_children_files = pytest.mark.skipif(
@@ -92,8 +92,10 @@ SUBREAPER_SESSION = textwrap.dedent(
     """
     import ctypes, os, sys, time
     sys.path.insert(0, {repo!r})
-    from wizard.launcher.session_runner import PR_SET_CHILD_SUBREAPER, _prctl, kill_descendants
-    from wizard.base.process_tree import children
+    from sandbox_setup.launcher.session.runner import (
+        PR_SET_CHILD_SUBREAPER, _prctl, kill_descendants,
+    )
+    from sandbox_setup.base.process_tree import children
     _prctl(PR_SET_CHILD_SUBREAPER, 1)
     # A child that double-forks a daemon in a session of its own and exits: the daemon
     # is an orphan, reparented to this subreaper; it forks a grandchild of its own.

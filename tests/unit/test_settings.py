@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from wizard.base.errors import InputError
-from wizard.configure.settings import (
+from sandbox_setup.base.errors import InputError
+from sandbox_setup.configure.settings import (
     CREDENTIAL_DENY_RULES,
     CREDENTIAL_ENV_VARS,
     SandboxKeys,

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
+from sandbox_setup.configure.settings import SandboxKeys, merge_settings
 from tests.settings_schema import schema_errors
-from wizard.configure.settings import SandboxKeys, merge_settings
 
 SOURCE = "/etc/claude-code/managed-settings.json"
 # Existing files a user may have, with keys sandbox-setup does not own.

@@ -1,4 +1,5 @@
-"""The system directories a writable bind must not expose or hide (wizard.policy.system_dirs):
+"""The system directories a writable bind must not expose or hide
+(sandbox_setup.policy.system_dirs):
 bind_conflict answers as its rule reads, written out plainly here, for every path near one."""
 
 from __future__ import annotations
@@ -7,7 +8,7 @@ from pathlib import PurePosixPath
 
 import pytest
 
-from wizard.policy.system_dirs import SYSTEM_DIRS, SYSTEM_TREES, bind_conflict
+from sandbox_setup.policy.system_dirs import SYSTEM_DIRS, SYSTEM_TREES, bind_conflict
 
 
 def _as_the_rule_reads(path: str) -> PurePosixPath | None:

@@ -12,19 +12,19 @@ from typing import Any
 
 import pytest
 
-import wizard.commands.interactive as interactive
-from checks.model import Finding, Status
+import sandbox_setup.commands.interactive as interactive
+from sandbox_setup.base.choices import Mode
+from sandbox_setup.base.errors import SetupError
+from sandbox_setup.base.paths import Layout
+from sandbox_setup.checks.model import Finding, Status
+from sandbox_setup.cli import build_parser
+from sandbox_setup.commands.interactive import InteractiveCore
+from sandbox_setup.commands.wording import FIELD_WORDS, names_a_flag, tui_words
+from sandbox_setup.configure.actions import CreateGroup, CreateUser, WriteFile
+from sandbox_setup.configure.answers import Answers
 from tests.core_fixtures import make_target_root
 from tests.tools import REPO
 from tests.tui.fake_findings import SANDBOX_HOST, FakeProvider, fake_report
-from wizard.base.choices import Mode
-from wizard.base.errors import SetupError
-from wizard.base.paths import Layout
-from wizard.cli import build_parser
-from wizard.commands.interactive import InteractiveCore
-from wizard.commands.wording import FIELD_WORDS, names_a_flag, tui_words
-from wizard.configure.actions import CreateGroup, CreateUser, WriteFile
-from wizard.configure.answers import Answers
 
 # Options that are actions of their own, not settings a screen could have a field for.
 ACTIONS = {"--help", "--version", "--check", "--audit", "--headless", "--undo", "--list-checks",
@@ -104,7 +104,10 @@ GARBLED = re.compile(
     r"|\b(?:field|choice) [A-Z][A-Z_]+\b"
 )
 # Where messages are only the command line's: argparse, the headless output.
-CLI_ONLY = ("wizard/cli.py", "wizard/commands/")
+CLI_ONLY = ("src/sandbox_setup/cli.py", "src/sandbox_setup/commands/")
+# The screens have their own wording tests; the TUI's entry point is core.
+SCREENS = "src/sandbox_setup/tui/"
+TUI_APP = "src/sandbox_setup/tui/app.py"
 
 
 def _string(node: ast.AST) -> str | None:
@@ -120,13 +123,13 @@ def _string(node: ast.AST) -> str | None:
 
 
 def core_messages() -> dict[str, str]:
-    """Every whole string in the core (checks/, wizard/ but the CLI's own output, no
-    docstrings) that names one of sandbox-setup's options: text -> where it is."""
+    """Every whole string in the core (src/sandbox_setup/ but the screens and the CLI's own
+    output, no docstrings) that names one of sandbox-setup's options: text -> where it is."""
     flag = re.compile(r"--(?:[a-z][a-z-]*[a-z]|7\b)")
     found: dict[str, str] = {}
-    for path in sorted([*REPO.glob("checks/**/*.py"), *REPO.glob("wizard/**/*.py")]):
+    for path in sorted(REPO.glob("src/sandbox_setup/**/*.py")):
         rel = str(path.relative_to(REPO))
-        if rel.startswith(CLI_ONLY):
+        if rel.startswith(CLI_ONLY) or (rel.startswith(SCREENS) and rel != TUI_APP):
             continue
         tree = ast.parse(path.read_text(), rel)
         parts: set[int] = set()  # pieces of a larger string, and docstrings
@@ -219,7 +222,7 @@ def test_without_claude_under_the_root_the_checks_and_the_review_say_the_same(
 
 
 def test_with_claude_under_the_root_every_screen_names_that_binary(tmp_path: Path) -> None:
-    from screens.flow import claude_hint
+    from sandbox_setup.tui.flow import claude_hint
 
     root = make_target_root(tmp_path / "root")
     core = _core(root)

@@ -1,4 +1,4 @@
-"""``wizard.base.userdirs`` answers what ``platformdirs`` (the reference DESIGN.md names
+"""``sandbox_setup.base.userdirs`` answers what ``platformdirs`` (the reference DESIGN.md names
 for where the config and the journal live) answers, in every case of the environment."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pwd
 import platformdirs
 import pytest
 
-from wizard.base import userdirs
+from sandbox_setup.base import userdirs
 
 OWN_HOME = pwd.getpwuid(os.getuid()).pw_dir
 CASES = {

@@ -11,17 +11,20 @@ from pathlib import Path, PurePosixPath
 
 import pytest
 
-from tests.tools import require_tool
-from wizard.policy.claude_project import judge_claude_settings, judge_mcp_json, without_settings
-from wizard.policy.git_danger import ConfigContext, dangerous_git_config
-from wizard.policy.gitconfig import (
+from sandbox_setup.policy.claude_project import (
+    judge_claude_settings,
+    judge_mcp_json,
+    without_settings,
+)
+from sandbox_setup.policy.git_danger import ConfigContext, dangerous_git_config
+from sandbox_setup.policy.gitconfig import (
     git_bool,
     hooks_path,
     included_files,
     parse_git_config,
     remove_entries,
 )
-from wizard.policy.workspace import (
+from sandbox_setup.policy.workspace import (
     GitDirFacts,
     TreeFacts,
     WorkspaceLayout,
@@ -29,6 +32,7 @@ from wizard.policy.workspace import (
     looks_like_git_dir,
     plan_ro_binds,
 )
+from tests.tools import require_tool
 
 # -- the parser -------------------------------------------------------------------
 

@@ -1,0 +1,117 @@
+"""What the configured mode needs from the host, against what the host can do now.
+
+Pure judging over the live check report and a few gathered facts about the
+Claude binary; its version is read by :mod:`sandbox_setup.base.claude_version`, the
+same reader the plan records it with.
+"""
+
+from __future__ import annotations
+
+from sandbox_setup.audit.model import AuditFinding, Severity
+from sandbox_setup.base.launcher_config import LauncherConfig
+from sandbox_setup.checks.model import Report, Status
+
+# (check ID, audit ID, what the mode uses it for)
+SANDBOX_NEEDS = ("bwrap.sandbox", "audit.mode.bwrap_sandbox", "the launcher's bubblewrap sandbox")
+INNER_NEEDS = {
+    "strong": ("bwrap.nested", "audit.mode.bwrap_nested", "Claude's inner sandbox (strong)"),
+    "weak": (
+        "bwrap.nested_weak",
+        "audit.mode.bwrap_nested_weak",
+        "Claude's inner sandbox (weak, enableWeakerNestedSandbox)",
+    ),
+}
+
+
+def _need(report: Report, check_id: str, audit_id: str, purpose: str) -> list[AuditFinding]:
+    finding = report.get(check_id)
+    if finding is not None and finding.status is Status.PASS:
+        return []
+    status = str(finding.status) if finding else "missing"
+    cause = finding.summary if finding else "the check did not run"
+    detail = finding.detail if finding else ""
+    return [
+        AuditFinding(
+            id=audit_id,
+            severity=Severity.HIGH,
+            summary=f"{check_id} is now {status}: {purpose} needs it ({cause})",
+            detail=detail,
+            remedy=(finding.remedy if finding and finding.remedy else "")
+            or f"sandbox-setup --check {check_id}",
+        )
+    ]
+
+
+# Claude's inner sandbox in any mode: without socat it runs commands unsandboxed
+# (or, with the failIfUnavailable the settings carry, refuses to start).
+DEPS_NEEDS = (
+    "claude.sandbox_deps",
+    "audit.mode.sandbox_deps",
+    "Claude's inner sandbox (socat and ripgrep; without them Claude refuses to start)",
+)
+
+
+def mode_findings(report: Report, config: LauncherConfig) -> list[AuditFinding]:
+    """Sandbox mode needs bwrap.sandbox, and the nested probe of its inner strength;
+    an inner sandbox that is on, in any mode, needs its dependencies."""
+    deps = _need(report, *DEPS_NEEDS) if config.inner_sandbox != "off" else []
+    if str(config.mode) != "sandbox":
+        return deps
+    found = _need(report, *SANDBOX_NEEDS)
+    inner = INNER_NEEDS.get(config.inner_sandbox)
+    if inner is not None:
+        need = _need(report, *inner)
+        if need and config.inner_sandbox == "strong" and report.passed("bwrap.nested_weak"):
+            # Name the way out that the host still allows.
+            first = need[0]
+            need = [
+                AuditFinding(
+                    id=first.id,
+                    severity=first.severity,
+                    summary=first.summary,
+                    detail=first.detail,
+                    remedy=first.remedy
+                    + "\n# or accept the weaker inner sandbox this host still allows: "
+                    'set inner_sandbox = "weak" in the answers and re-apply',
+                )
+            ]
+        found += need
+    return found + deps
+
+
+def claude_findings(
+    config: LauncherConfig,
+    shown: str,
+    exists: bool,
+    trusted: bool,
+    version: str | None,
+    reapply: str,
+) -> list[AuditFinding]:
+    """The binary is there and is the version recorded at apply."""
+    if not exists:
+        return [
+            AuditFinding(
+                id="audit.claude.missing",
+                severity=Severity.HIGH,
+                summary=f"the Claude binary {shown} recorded in the launcher config is gone",
+                detail="The launcher cannot start Claude Code.",
+                remedy=f"reinstall Claude Code, then re-apply the saved answers: {reapply}",
+            )
+        ]
+    if not trusted or config.claude_version is None:
+        # An untrusted binary is never executed; its safety finding says why.
+        return []
+    if version == config.claude_version:
+        return []
+    now = version or "unknown (--version failed)"
+    return [
+        AuditFinding(
+            id="audit.claude.changed",
+            severity=Severity.MEDIUM,
+            summary=f"Claude Code at {shown} is version {now}, "
+            f"the setup recorded {config.claude_version}",
+            detail="A new version may change the root guard or the sandbox settings it "
+            "honours; re-check and re-apply so the launcher config records what runs.",
+            remedy=f"sandbox-setup --check claude.installed claude.root_guard && {reapply}",
+        )
+    ]

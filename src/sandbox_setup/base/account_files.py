@@ -1,0 +1,60 @@
+"""Read what the target system says about an account: its groups, the sudoers
+files, its shadow entry. Under ``--root DIR`` everything comes from DIR/etc.
+The rules that judge these facts are in :mod:`sandbox_setup.policy.accounts` and
+:mod:`sandbox_setup.policy.sudoers`."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from sandbox_setup.base.accounts import Account
+from sandbox_setup.base.paths import Layout
+
+
+def agent_groups(layout: Layout, agent: Account) -> dict[str, int]:
+    """The agent's groups (name -> gid): its primary group and every membership."""
+    groups: dict[str, int] = {}
+    try:
+        text = layout.real("/etc/group").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        text = ""
+    for line in text.splitlines():
+        fields = line.split(":")
+        if len(fields) < 4 or not fields[2].isdigit():
+            continue
+        gid = int(fields[2])
+        if gid == agent.gid or agent.name in fields[3].split(","):
+            groups[fields[0]] = gid
+    if agent.gid not in groups.values():
+        groups[str(agent.gid)] = agent.gid
+    return groups
+
+
+def read_text_or_none(real: Path) -> str | None:
+    try:
+        return real.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+
+
+def sudoers_files(layout: Layout) -> dict[str, str]:
+    """/etc/sudoers and the files sudo would include from /etc/sudoers.d."""
+    files: dict[str, str] = {}
+    main = layout.real("/etc/sudoers")
+    text = read_text_or_none(main)
+    if text is not None:
+        files[str(main)] = text
+    included = layout.real("/etc/sudoers.d")
+    try:
+        names = sorted(os.listdir(included))
+    except OSError:
+        names = []
+    for name in names:
+        # sudo's @includedir skips names ending in '~' or containing a '.'.
+        if name.endswith("~") or "." in name:
+            continue
+        text = read_text_or_none(included / name)
+        if text is not None:
+            files[str(included / name)] = text
+    return files

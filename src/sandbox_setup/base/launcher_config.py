@@ -1,0 +1,361 @@
+"""``launcher.toml``: the contract between the wizard (writes) and the launcher
+(reads) and the audit (compares).
+
+Format (``schema = 1``)::
+
+    schema = 1
+    mode = "sandbox"                 # sandbox | user | unsafe
+    claude = "/usr/local/lib/sandbox-setup/claude"   # absolute path
+    claude_version = "2.1.332"       # optional, recorded at apply
+
+    [agent]
+    user = "claude-agent"
+    home = "/home/claude-agent"
+
+    [sandbox]
+    workspaces = ["/srv/project"]
+    network = "allowlist"            # allowlist | host | none
+    allowed_domains = ["example.com", "*.example.org:8443"]   # beyond Claude's own
+    loopback_ports = [8080]          # host 127.0.0.1 ports seen inside at the same port
+    inner_sandbox = "strong"         # strong | weak | off
+
+    [env]
+    pass = ["ANTHROPIC_API_KEY", ...] # the caller's variables Claude gets (nothing else)
+
+    [limits]
+    tasks = 1024                     # processes + threads of a session
+    memory = "50%"                   # of the host's RAM, or a size ("4G")
+    tmpfs = "512M"                   # each of the sandbox's /tmp, /run, /dev/shm
+
+    [unsafe]                         # only in unsafe mode
+    accepted_by = "root (uid 0)"
+    accepted_at = "2026-11-30T04:00:00+00:00"
+    statement = "..."
+
+Reading uses :mod:`tomllib` (no third-party import on the launcher path);
+rewriting merges into the existing tomlkit document so comments and keys the
+tool does not own survive.
+"""
+
+from __future__ import annotations
+
+import enum
+import tomllib
+from pathlib import PurePosixPath
+from typing import Any, TypeVar
+
+from sandbox_setup.base.choices import InnerSandbox, Mode, Network, values
+from sandbox_setup.base.errors import InputError
+from sandbox_setup.base.limits import Limits
+from sandbox_setup.base.record import field, record
+
+SCHEMA = 1
+ChoiceT = TypeVar("ChoiceT", bound=enum.StrEnum)
+# The schemas an apply can upgrade in place (a file without a ``schema`` key counts
+# as older still). Anything else was written by a version this one does not know:
+# rewriting it as schema 1 would keep settings it cannot read and claim they are 1.
+UPGRADABLE_SCHEMAS = (1,)
+
+
+@record(frozen=True)
+class UnsafeAcceptance:
+    """The ``[unsafe]`` table: who accepted unsafe mode, when, and the statement."""
+
+    accepted_by: str
+    accepted_at: str
+    statement: str
+
+
+@record(frozen=True)
+class LauncherConfig:
+    """What ``launcher.toml`` says (see the module docstring for its format)."""
+
+    mode: Mode
+    claude: PurePosixPath
+    agent_user: str
+    agent_home: PurePosixPath
+    workspaces: tuple[PurePosixPath, ...] = ()
+    network: Network = Network.HOST
+    inner_sandbox: InnerSandbox = InnerSandbox.STRONG
+    allowed_domains: tuple[str, ...] = ()
+    loopback_ports: tuple[int, ...] = ()
+    env_pass: tuple[str, ...] = ()
+    limits: Limits = field(default_factory=Limits)
+    claude_version: str | None = None
+    unsafe: UnsafeAcceptance | None = None
+    schema: int = SCHEMA
+    extra: dict[str, Any] = field(default_factory=dict, compare=False)
+
+
+def _require(table: dict[str, Any], key: str, kind: type, where: str, source: str) -> Any:
+    if key not in table:
+        raise InputError(f"{source}: missing key '{where}{key}'")
+    value = table[key]
+    if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
+        raise InputError(
+            f"{source}: key '{where}{key}' must be a {kind.__name__}, not {type(value).__name__}"
+        )
+    if isinstance(value, str) and "\x00" in value:
+        raise InputError(f"{source}: key '{where}{key}' contains a NUL character")
+    return value
+
+
+def _choice(
+    table: dict[str, Any],
+    key: str,
+    choice: type[ChoiceT],
+    default: ChoiceT,
+    where: str,
+    source: str,
+) -> ChoiceT:
+    if key not in table:
+        return default
+    value = table[key]
+    try:
+        return choice(value) if isinstance(value, str) else choice("\0")
+    except ValueError:
+        raise InputError(
+            f"{source}: key '{where}{key}' is {value!r}; expected one of "
+            + ", ".join(values(choice))
+        ) from None
+
+
+def _strings(table: dict[str, Any], key: str, where: str, source: str) -> tuple[str, ...]:
+    value = table.get(key, [])
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise InputError(f"{source}: key '{where}{key}' must be a list of strings")
+    return tuple(value)
+
+
+def absolute_path(value: str, key: str, source: str) -> PurePosixPath:
+    """``value`` as an absolute path, or an error naming ``source`` and ``key``."""
+    if "\x00" in value:
+        raise InputError(f"{source}: key '{key}' contains a NUL character")
+    path = PurePosixPath(value)
+    if not path.is_absolute():
+        raise InputError(f"{source}: key '{key}' must be an absolute path, got {value!r}")
+    return path
+
+
+def load_toml(text: str, source: str) -> dict[str, Any]:
+    """Parse TOML; an error names ``source`` and the line (tomllib's message)."""
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        # tomllib names the line, except at the very end: name that line too.
+        where = f"at end of document, line {text.count(chr(10)) + 1}"
+        message = str(exc).replace("at end of document", where)
+        raise InputError(f"{source}: invalid TOML: {message}") from None
+    except RecursionError:
+        raise InputError(f"{source}: invalid TOML: nested too deeply") from None
+
+
+def parse_launcher_config(text: str, source: str = "launcher.toml") -> LauncherConfig:
+    """Parse and validate; every error names the file and the key (or line)."""
+    data = load_toml(text, source)
+    schema = _require(data, "schema", int, "", source)
+    if schema != SCHEMA:
+        raise InputError(f"{source}: unsupported schema {schema} (this version reads {SCHEMA})")
+    mode_text = _require(data, "mode", str, "", source)
+    try:
+        mode = Mode(mode_text)
+    except ValueError:
+        raise InputError(
+            f"{source}: key 'mode' is {mode_text!r}; expected one of "
+            + ", ".join(m.value for m in Mode)
+        ) from None
+    claude = absolute_path(_require(data, "claude", str, "", source), "claude", source)
+    agent = data.get("agent")
+    if not isinstance(agent, dict):
+        raise InputError(f"{source}: missing table [agent]")
+    agent_user = _require(agent, "user", str, "agent.", source)
+    agent_home = absolute_path(_require(agent, "home", str, "agent.", source), "agent.home", source)
+    sandbox = data.get("sandbox", {})
+    if not isinstance(sandbox, dict):
+        raise InputError(f"{source}: 'sandbox' must be a table")
+    workspaces_raw = sandbox.get("workspaces", [])
+    if not isinstance(workspaces_raw, list) or not all(isinstance(w, str) for w in workspaces_raw):
+        raise InputError(f"{source}: key 'sandbox.workspaces' must be a list of paths")
+    workspaces = tuple(absolute_path(w, "sandbox.workspaces", source) for w in workspaces_raw)
+    network = _choice(sandbox, "network", Network, Network.HOST, "sandbox.", source)
+    inner = _choice(sandbox, "inner_sandbox", InnerSandbox, InnerSandbox.STRONG, "sandbox.", source)
+    domains = _strings(sandbox, "allowed_domains", "sandbox.", source)
+    ports = sandbox.get("loopback_ports", [])
+    if not isinstance(ports, list) or not all(
+        isinstance(p, int) and not isinstance(p, bool) and 1 <= p <= 65535 for p in ports
+    ):
+        raise InputError(f"{source}: key 'sandbox.loopback_ports' must be a list of ports 1-65535")
+    env = data.get("env", {})
+    if not isinstance(env, dict):
+        raise InputError(f"{source}: 'env' must be a table")
+    env_pass = _strings(env, "pass", "env.", source)
+    limits = Limits.from_table(data.get("limits", {}), "limits.", source)
+    if mode is Mode.SANDBOX and not workspaces:
+        raise InputError(f"{source}: sandbox mode needs at least one 'sandbox.workspaces' entry")
+    unsafe = None
+    unsafe_table = data.get("unsafe")
+    if unsafe_table is not None:
+        if not isinstance(unsafe_table, dict):
+            raise InputError(f"{source}: 'unsafe' must be a table")
+        unsafe = UnsafeAcceptance(
+            accepted_by=_require(unsafe_table, "accepted_by", str, "unsafe.", source),
+            accepted_at=_require(unsafe_table, "accepted_at", str, "unsafe.", source),
+            statement=_require(unsafe_table, "statement", str, "unsafe.", source),
+        )
+    version = data.get("claude_version")
+    if version is not None and not isinstance(version, str):
+        raise InputError(f"{source}: key 'claude_version' must be a string")
+    known = {
+        "schema", "mode", "claude", "claude_version", "agent", "sandbox", "unsafe", "env", "limits"
+    }  # fmt: skip
+    return LauncherConfig(
+        mode=mode,
+        claude=claude,
+        agent_user=agent_user,
+        agent_home=agent_home,
+        workspaces=workspaces,
+        network=network,
+        inner_sandbox=inner,
+        allowed_domains=domains,
+        loopback_ports=tuple(ports),
+        env_pass=env_pass,
+        limits=limits,
+        claude_version=version,
+        unsafe=unsafe,
+        schema=schema,
+        extra={k: v for k, v in data.items() if k not in known},
+    )
+
+
+HEADER = (
+    "# sandbox-setup launcher configuration, read by sandbox-launch.\n"
+    "# Written by sandbox-setup; your comments and extra keys are kept on rewrite.\n"
+    "# It must stay owned by you or root and not group/world-writable.\n"
+)
+
+
+def check_upgradable(data: dict[str, Any], source: str) -> None:
+    """Refuse (InputError naming ``source``) an existing config of a schema this
+    version cannot upgrade; see :data:`UPGRADABLE_SCHEMAS`."""
+    if "schema" not in data:
+        return
+    schema = data["schema"]
+    if type(schema) is not int or schema not in UPGRADABLE_SCHEMAS:
+        raise InputError(
+            f"{source}: key 'schema' is {schema!r}: a schema this version does not know "
+            f"(it reads and upgrades schema {', '.join(map(str, UPGRADABLE_SCHEMAS))}); "
+            "written by another version of sandbox-setup? Use that version, or move the "
+            "file away and apply again (it was left untouched)"
+        )
+
+
+def update_array(table: Any, key: str, values: list[str]) -> None:
+    """Set ``table[key]`` to ``values``, changing an existing tomlkit array in place:
+    items that stay keep their comments (``"/srv/ws", # the main one``) and the
+    array its layout. Only when the items that stay changed order is it rebuilt."""
+    import tomlkit.items
+
+    current = table.get(key)
+    if not isinstance(current, tomlkit.items.Array) or any(
+        not isinstance(item, str) for item in current
+    ):
+        table[key] = values
+        return
+    if list(current) == values:
+        return
+    seen: set[str] = set()
+    for index in reversed(range(len(current))):
+        item = str(current[index])
+        if item not in values or item in seen:
+            del current[index]
+        seen.add(item)
+    kept = [str(item) for item in current]
+    if kept != [v for v in values if v in kept]:
+        table[key] = _reordered(current, values)
+        return
+    for index, value in enumerate(values):
+        if index >= len(current) or str(current[index]) != value:
+            current.insert(index, value)
+
+
+def _reordered(current: Any, values: list[str]) -> Any:
+    """A multi-line array of ``values`` carrying each kept item's comment along
+    (tomlkit keeps them in the array's item groups); a plain list when the
+    comments cannot be read (another tomlkit layout)."""
+    import tomlkit
+
+    try:
+        notes = {
+            str(group.value): group.comment.as_string().strip().lstrip("#").strip()
+            for group in current._value
+            if group.value is not None and group.comment is not None
+        }
+    except AttributeError:
+        return values
+    if not notes:
+        return values
+    array = tomlkit.array()
+    for value in values:
+        array.add_line(value, comment=notes.get(value))
+    array.add_line(indent="")
+    return array
+
+
+def render_launcher_config(
+    config: LauncherConfig, existing: str | None = None, source: str = "launcher.toml"
+) -> str:
+    """The TOML text for ``config``, merged into ``existing`` when given.
+
+    Only the keys this tool owns are set; comments and foreign keys in
+    ``existing`` are kept. ``existing`` must already be valid TOML (callers
+    parse it first to report errors with the file name); one of a schema this
+    version does not know is an InputError naming ``source``.
+    """
+    import tomlkit  # not needed by the launcher, which only reads
+
+    doc = tomlkit.parse(existing) if existing else tomlkit.parse(HEADER)
+    check_upgradable(doc.unwrap(), source)
+    doc["schema"] = config.schema
+    doc["mode"] = str(config.mode)
+    doc["claude"] = str(config.claude)
+    if config.claude_version:
+        doc["claude_version"] = config.claude_version
+    elif "claude_version" in doc:
+        del doc["claude_version"]
+    agent = doc.get("agent")
+    if not isinstance(agent, dict):
+        agent = tomlkit.table()
+        doc["agent"] = agent
+    agent["user"] = config.agent_user
+    agent["home"] = str(config.agent_home)
+    sandbox = doc.get("sandbox")
+    if not isinstance(sandbox, dict):
+        sandbox = tomlkit.table()
+        doc["sandbox"] = sandbox
+    update_array(sandbox, "workspaces", [str(w) for w in config.workspaces])
+    sandbox["network"] = str(config.network)
+    sandbox["allowed_domains"] = list(config.allowed_domains)
+    sandbox["loopback_ports"] = list(config.loopback_ports)
+    sandbox["inner_sandbox"] = str(config.inner_sandbox)
+    env = doc.get("env")
+    if not isinstance(env, dict):
+        env = tomlkit.table()
+        doc["env"] = env
+    env["pass"] = list(config.env_pass)
+    limits = doc.get("limits")
+    if not isinstance(limits, dict):
+        limits = tomlkit.table()
+        doc["limits"] = limits
+    for key, value in config.limits.to_table().items():
+        limits[key] = value
+    if config.unsafe is not None:
+        unsafe = doc.get("unsafe")
+        if not isinstance(unsafe, dict):
+            unsafe = tomlkit.table()
+            doc["unsafe"] = unsafe
+        unsafe["accepted_by"] = config.unsafe.accepted_by
+        unsafe["accepted_at"] = config.unsafe.accepted_at
+        unsafe["statement"] = config.unsafe.statement
+    elif "unsafe" in doc:
+        del doc["unsafe"]
+    return tomlkit.dumps(doc)

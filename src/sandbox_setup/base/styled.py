@@ -1,0 +1,111 @@
+"""Text output for a terminal or a pipe: one layout, coloured by Rich on a terminal.
+
+``--check`` and ``--audit`` build their report as :class:`Line` values (spans of
+text with a style name) laid out for a width (:func:`output_width`: the terminal's,
+80 on a pipe); :func:`emit` prints them. On a terminal without ``NO_COLOR`` the
+lines go through Rich, in colour; on a pipe, a dumb terminal or with ``NO_COLOR``
+they are written as plain text, and Rich is never imported: ``--check --json``
+and scripts pay nothing for the colours. JSON output never comes here.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import textwrap
+from collections.abc import Iterable
+from typing import TextIO
+
+from sandbox_setup.base.record import field, record
+
+# Style names -> Rich styles; a span's meaning is always in its words too.
+STYLES = {
+    "pass": "green",
+    "warn": "yellow",
+    "fail": "bold red",
+    "error": "bold red",
+    "skip": "dim",
+    "critical": "bold red",
+    "high": "red",
+    "medium": "yellow",
+    "low": "cyan",
+    "info": "dim",
+    "accepted": "bold magenta",
+    "id": "bold",
+    "head": "bold",
+    "dim": "dim",
+    "remedy": "cyan",
+}
+PIPE_WIDTH = 80
+MAX_WIDTH = 120
+
+
+@record
+class Line:
+    """One output line: (text, style name) spans."""
+
+    spans: list[tuple[str, str]] = field(default_factory=list)
+
+    def add(self, text: str, style: str = "") -> Line:
+        self.spans.append((text, style))
+        return self
+
+    @property
+    def plain(self) -> str:
+        return "".join(text for text, _ in self.spans)
+
+
+def wants_color(stream: TextIO) -> bool:
+    """Colour only for a terminal, never with NO_COLOR (https://no-color.org) or TERM=dumb."""
+    if os.environ.get("NO_COLOR") or os.environ.get("TERM") == "dumb":
+        return False
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def output_width(stream: TextIO) -> int:
+    """The terminal's width (at most 120) on a terminal; 80 on a pipe."""
+    try:
+        tty = stream.isatty()
+    except (AttributeError, ValueError):
+        tty = False
+    if not tty:
+        return PIPE_WIDTH
+    columns = shutil.get_terminal_size((PIPE_WIDTH, 24)).columns
+    return max(40, min(columns, MAX_WIDTH))
+
+
+def wrapped(
+    head: list[tuple[str, str]], text: str, width: int, indent: int, style: str = ""
+) -> list[Line]:
+    """``head`` spans, then ``text`` wrapped to ``width``; continuation lines (and
+    each of ``text``'s own lines after the first) start at column ``indent``."""
+    used = sum(len(t) for t, _ in head)
+    lines: list[Line] = []
+    for paragraph in text.rstrip("\n").splitlines() or [""]:
+        room = max(20, width - (used if not lines else indent))
+        # A command to paste is never split inside a word.
+        pieces = textwrap.wrap(paragraph, room, break_long_words=False, break_on_hyphens=False)
+        for piece in pieces or [""]:
+            line = Line(list(head)) if not lines else Line().add(" " * indent)
+            lines.append(line.add(piece, style))
+    return lines
+
+
+def emit(lines: Iterable[Line], stream: TextIO) -> None:
+    """Print ``lines``: through Rich in colour on a terminal, else as plain text."""
+    if not wants_color(stream):
+        stream.write("".join(line.plain.rstrip() + "\n" for line in lines))
+        return
+    from rich.console import Console
+    from rich.text import Text
+
+    console = Console(file=stream, highlight=False, soft_wrap=True, emoji=False)
+    for line in lines:
+        text = Text()
+        for part, style in line.spans:
+            text.append(part, style=STYLES.get(style, ""))
+        text.rstrip()
+        console.print(text)

@@ -1,0 +1,98 @@
+"""What a check is: an ID, a title, whether it experiments, and a function.
+
+A check's function gathers (through the :class:`Context`: host facts read once,
+probes run as the probe user) and hands what it gathered to a pure judging
+function that returns a :class:`Verdict`. The runner adds ID and title.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from sandbox_setup.base.accounts import Account
+from sandbox_setup.checks.causes import Cause
+from sandbox_setup.checks.facts import HostFacts
+from sandbox_setup.checks.model import Finding, Status
+from sandbox_setup.checks.platform import Platform
+from sandbox_setup.checks.probe import ProbeResult, run_probe
+
+NO_TRUST_RULE = "no trust rule was given to the checks, so root runs no binary"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A finding without its ID and title: what judging functions return."""
+
+    status: Status
+    summary: str
+    detail: str = ""
+    remedy: str = ""
+
+    @classmethod
+    def from_cause(cls, cause: Cause, detail: str = "", status: Status = Status.FAIL) -> Verdict:
+        # The key goes last in the detail so tools (and tests) can match it exactly.
+        text = (detail + "\n" if detail else "") + f"cause: {cause.key}"
+        return cls(status, cause.summary, text, cause.remedy)
+
+
+@dataclass(frozen=True)
+class Context:
+    """Everything a check may use: the root for reads, facts, and the probe user."""
+
+    root: Path
+    timeout: float
+    facts: HostFacts
+    platform: Platform
+    account: Account | None = None  # --as-user: live probes run as this account
+    claude: str | None = None  # an explicit Claude Code binary
+    euid: int = 0
+    # Why root must not run a file (None: it may): the trust rule, handed in by the
+    # caller (sandbox_setup.policy.trust.untrusted_reason). Without one, root runs nothing.
+    untrusted: Callable[[str], str | None] = field(default=lambda _path: NO_TRUST_RULE)
+    # The command that starts the launcher's egress proxy as ``--uid U --gid G`` and
+    # reports as JSON (net.egress), handed in by the caller; None: not tried.
+    egress_probe: tuple[str, ...] | None = None
+
+    @property
+    def uid(self) -> int:
+        """The uid live probes run as."""
+        return self.account.uid if self.account is not None else self.euid
+
+    @property
+    def probe_user(self) -> str:
+        if self.account is not None:
+            return f"{self.account.name} (uid {self.account.uid})"
+        return f"uid {self.euid}"
+
+    def run(
+        self,
+        argv: Sequence[str],
+        *,
+        env: Mapping[str, str] | None = None,
+        as_probe_user: bool = True,
+        timeout: float | None = None,
+    ) -> ProbeResult:
+        return run_probe(
+            argv,
+            timeout=self.timeout if timeout is None else timeout,
+            account=self.account if as_probe_user else None,
+            env=env,
+        )
+
+
+@dataclass(frozen=True)
+class Check:
+    """One check of the registry."""
+
+    id: str
+    title: str
+    live: bool
+    func: Callable[[Context], Verdict]
+
+    def run(self, ctx: Context) -> Finding:
+        verdict = self.func(ctx)
+        return Finding(
+            self.id, self.title, verdict.status, verdict.summary, verdict.detail, verdict.remedy
+        )

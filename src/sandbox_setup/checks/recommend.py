@@ -1,0 +1,79 @@
+"""Which of the three paths the findings point to, and why (pure).
+
+``sandbox`` when bubblewrap starts a real sandbox for the probe user; ``user``
+when it does not (a separate non-root user is always possible: root creates one,
+a non-root operator already is one). ``unsafe`` is never recommended; the reason
+says why not. The inner sandbox strength comes from the nested probes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from sandbox_setup.base.choices import Mode
+from sandbox_setup.checks.model import Finding, Recommendation, Status
+
+UNSAFE_NOTE = (
+    "unsafe (Claude Code as root with no OS sandbox) is never recommended; it stays "
+    "available only with an explicit, recorded acceptance."
+)
+
+
+def inner_strength(findings: Iterable[Finding]) -> str:
+    """``strong`` / ``weak`` / ``off``: Claude Code's own sandbox inside the outer one."""
+    status = {f.id: f.status for f in findings}
+    if status.get("bwrap.nested") is Status.PASS:
+        return "strong"
+    if status.get("bwrap.nested_weak") is Status.PASS:
+        return "weak"
+    return "off"
+
+
+def recommend(
+    findings: Iterable[Finding], *, as_user: str | None = None, euid: int = 0
+) -> Recommendation:
+    findings = list(findings)
+    by_id = {f.id: f for f in findings}
+    who = f"as {as_user}" if as_user else ("as root" if euid == 0 else f"as uid {euid}")
+    sandbox = by_id.get("bwrap.sandbox")
+    if sandbox is not None and sandbox.status is Status.PASS:
+        strength = inner_strength(findings)
+        probed = "bwrap.nested" in by_id or "bwrap.nested_weak" in by_id
+        inner = (
+            {
+                "strong": "Claude Code's own sandbox works inside it in its normal (strong) form",
+                "weak": "Claude Code's own sandbox works inside it only in the weaker nested form",
+                "off": "Claude Code's own sandbox does not work inside it (inner sandbox off)",
+            }[strength]
+            if probed
+            else "the nested probes were not run"
+        )
+        deps = by_id.get("claude.sandbox_deps")
+        if strength != "off" and deps is not None and deps.status is not Status.PASS:
+            # the plan refuses the inner sandbox until they are there (or it is off)
+            inner += (
+                f", but it needs socat and ripgrep first (claude.sandbox_deps: {deps.summary}; "
+                f"{deps.remedy or 'install them'}, or choose --inner-sandbox off)"
+            )
+        caveat = ""
+        if euid == 0 and not as_user:
+            caveat = " Probed as root: re-check with --as-user <agent-user> once it exists."
+        return Recommendation(
+            Mode.SANDBOX,
+            f"bubblewrap starts a sandbox with a fresh /proc {who}; {inner}.{caveat} "
+            + UNSAFE_NOTE,
+        )
+    if sandbox is None:
+        why = "bwrap.sandbox was not run"
+    else:
+        why = f"bwrap.sandbox {sandbox.status}: {sandbox.summary}"
+    user = (
+        "a dedicated non-root user can be created"
+        if euid == 0
+        else "you are not root, so your own account can be the agent"
+    )
+    return Recommendation(
+        Mode.USER,
+        f"no verified sandbox {who} ({why}); {user}, and Claude Code's root guard never "
+        f"fires for it. " + UNSAFE_NOTE,
+    )

@@ -1,0 +1,84 @@
+"""The checks, in the order they are run and shown: an explicit tuple, no discovery.
+
+IDs are stable and never renamed (DESIGN.md); new checks get new IDs.
+"""
+
+from __future__ import annotations
+
+from sandbox_setup.checks import (
+    bwrap,
+    cgroup,
+    claude,
+    container,
+    identity,
+    net,
+    proc,
+    seccomp,
+    tty,
+    userns,
+)
+from sandbox_setup.checks.base import Check
+
+CHECKS: tuple[Check, ...] = (
+    Check("identity.root", "Who runs this (root? sudo?)", False, identity.check_identity),
+    Check("platform.container", "Container runtime", False, container.check_platform),
+    Check("proc.masks", "Masked or read-only mounts over /proc", False, proc.check_proc_masks),
+    Check(
+        "userns.policy",
+        "User namespace policy (sysctls, AppArmor)",
+        False,
+        userns.check_userns_policy,
+    ),
+    Check(
+        "userns.create", "Create a user namespace with a uid map", True, userns.check_userns_create
+    ),
+    Check(
+        "proc.fresh_mount",
+        "Mount a fresh /proc in a new user+pid namespace",
+        True,
+        proc.check_fresh_proc,
+    ),
+    Check("bwrap.installed", "bubblewrap installed", False, bwrap.check_bwrap_installed),
+    Check(
+        "bwrap.sandbox",
+        "bubblewrap starts a sandbox with a fresh /proc",
+        True,
+        bwrap.check_bwrap_sandbox,
+    ),
+    Check(
+        "bwrap.nested",
+        "Claude's inner sandbox (strong) inside an outer bwrap",
+        True,
+        bwrap.check_bwrap_nested,
+    ),
+    Check(
+        "bwrap.nested_weak",
+        "Claude's weaker nested sandbox inside an outer bwrap",
+        True,
+        bwrap.check_bwrap_nested_weak,
+    ),
+    Check("seccomp.available", "seccomp filters can be installed", True, seccomp.check_seccomp),
+    Check("tty.tiocsti", "TIOCSTI terminal injection", False, tty.check_tiocsti),
+    Check(
+        "cgroup.delegation",
+        "A cgroup for each session's task and memory limits",
+        False,
+        cgroup.check_cgroup_delegation,
+    ),
+    Check("claude.installed", "Claude Code installed", False, claude.check_claude_installed),
+    Check("claude.root_guard", "Claude Code's root guard", True, claude.check_root_guard),
+    Check(
+        "claude.sandbox_deps",
+        "socat and ripgrep for Claude's sandbox",
+        False,
+        claude.check_sandbox_deps,
+    ),
+    Check(
+        "net.egress",
+        "The sandbox's network: loopback only, egress through the proxy",
+        True,
+        net.check_egress,
+    ),
+)
+
+BY_ID = {check.id: check for check in CHECKS}

@@ -1,0 +1,259 @@
+"""``sandbox-setup``: argument parsing and dispatch.
+
+Each path is imported only when chosen, so ``--check``, ``--audit``,
+``--headless`` and ``--undo`` never load Textual; only the interactive wizard
+(:mod:`sandbox_setup.tui.app`) does.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from sandbox_setup.base.choices import InnerSandbox, Mode, Network, SettingsScope, values
+from sandbox_setup.base.errors import SetupError
+from sandbox_setup.base.exitcodes import EXIT_CODES_HELP, ExitCode
+from sandbox_setup.policy.names import path_text_problem, shown
+
+MODES = values(Mode)
+
+
+VERSION_HELP = "show program's version number and exit"
+
+
+class _VersionAction(argparse.Action):
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: object,
+        option_string: str | None = None,
+    ) -> None:
+        print(f"sandbox-setup {_version()}")
+        parser.exit()
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("sandbox-setup")
+    except PackageNotFoundError:
+        return "(not installed)"
+
+
+def _timeout(text: str) -> float:
+    """A finite number of seconds above 0 (argparse reports the error, exit 2)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: must be a finite number of seconds above 0")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="sandbox-setup",
+        description=(
+            "Find out what this host can do to sandbox Claude Code, choose a sandbox, "
+            "a dedicated user or an explicit unsafe opt-in, and set it up. Without "
+            "flags, starts the interactive wizard (or its audit view when a launcher "
+            "config exists)."
+        ),
+        epilog=EXIT_CODES_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        allow_abbrev=False,  # `--mod` is a typo, not --mode
+    )
+    # The version is looked up only when asked for: importlib.metadata costs ~25 ms
+    # at every start otherwise (measured with -X importtime; bench/report's check row).
+    parser.add_argument("--version", action=_VersionAction, nargs=0, help=VERSION_HELP)
+    action = parser.add_mutually_exclusive_group()
+    action.add_argument("--check", action="store_true", help="run the host checks")
+    action.add_argument("--audit", action="store_true", help="audit an existing setup")
+    action.add_argument(
+        "--headless", action="store_true", help="plan (and with --yes, apply) without the TUI"
+    )
+    action.add_argument(
+        "--undo",
+        action="store_true",
+        help="restore what the last apply changed (exit 1 when something was left as it is)",
+    )
+
+    check = parser.add_argument_group("check options")
+    check.add_argument("ids", nargs="*", metavar="ID", help="check IDs to run (default: all)")
+    check.add_argument("--list-checks", action="store_true", help="list check IDs and exit")
+    check.add_argument(
+        "--as-user", metavar="NAME", help="run live probes as this user (the agent user)"
+    )
+    check.add_argument(
+        "--timeout",
+        type=_timeout,
+        default=10.0,
+        metavar="SECONDS",
+        help="per-probe timeout (default 10)",
+    )
+
+    headless = parser.add_argument_group("headless options")
+    headless.add_argument("--mode", choices=MODES, help="sandbox, user or unsafe")
+    headless.add_argument("--answers", metavar="FILE", help="answers.toml to replay")
+    headless.add_argument(
+        "--workspace", action="append", default=[], metavar="DIR", help="repeatable"
+    )
+    headless.add_argument("--agent-user", metavar="NAME", help="default: claude-agent")
+    headless.add_argument("--claude", metavar="PATH", help="the Claude Code binary")
+    headless.add_argument("--settings-scope", choices=values(SettingsScope))
+    headless.add_argument(
+        "--inner-sandbox", choices=values(InnerSandbox), help="default: from the probes"
+    )
+    headless.add_argument(
+        "--network", choices=values(Network), help="sandbox mode; default: allowlist"
+    )
+    headless.add_argument(
+        "--allow-domain",
+        action="append",
+        default=[],
+        metavar="PATTERN",
+        help="with --network allowlist: also allow example.com, *.example.com[:PORT] (repeatable)",
+    )
+    headless.add_argument(
+        "--allow-loopback-port",
+        action="append",
+        default=[],
+        metavar="PORT",
+        help="expose this TCP port of the host's loopback inside the sandbox (repeatable)",
+    )
+    headless.add_argument(
+        "--pass-env",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="pass this variable of your environment to Claude, beyond the defaults (repeatable)",
+    )
+    headless.add_argument(
+        "--reuse-account",
+        action="store_true",
+        help="let the existing --agent-user account be the agent (every rule still applies)",
+    )
+    headless.add_argument(
+        "--include-private",
+        action="store_true",
+        help="let workspace ACLs open files that are private to their owner",
+    )
+    headless.add_argument(
+        "--install-claude-shim",
+        action="store_true",
+        help="route root's `claude` on PATH through sandbox-launch",
+    )
+    headless.add_argument(
+        "--copy-login", action="store_true", help="copy your Claude login to the agent user"
+    )
+    headless.add_argument(
+        "--accept-unsafe-root",
+        action="store_true",
+        help="required with --mode unsafe: run Claude Code as root with no OS sandbox",
+    )
+    headless.add_argument("--yes", action="store_true", help="apply (otherwise only plan)")
+    headless.add_argument(
+        "--dry-run", action="store_true", help="show the plan with diffs and commands"
+    )
+
+    common = parser.add_argument_group("common options")
+    common.add_argument("--json", action="store_true", help="machine-readable output on stdout")
+    common.add_argument(
+        "--root",
+        default="/",
+        metavar="DIR",
+        help="apply/audit/undo under another root (tests, image builds); default /",
+    )
+    return parser
+
+
+def _dispatch(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    if args.root == "":
+        # `--root "$UNSET"` in a build script must not mean the live system.
+        parser.error(
+            "--root '': empty; pass the target root directory (--root / is the live system)"
+        )
+    for flag, given in (
+        ("--root", [args.root]),
+        ("--claude", [args.claude]),
+        ("--answers", [args.answers]),
+        ("--workspace", args.workspace),
+    ):
+        for value in given:
+            problem = path_text_problem(value) if value else None
+            if problem is not None:
+                parser.error(f"{flag} {shown(value)}: {problem}")
+    if args.check or args.list_checks:
+        from sandbox_setup.commands.check import run_check
+
+        return run_check(args)
+    if args.ids:
+        parser.error("check IDs are only accepted with --check")
+    if args.audit:
+        from sandbox_setup.commands.audit import run_audit
+
+        return run_audit(args)
+    if args.headless:
+        from sandbox_setup.commands.apply import run_headless
+
+        return run_headless(args)
+    if args.undo:
+        from sandbox_setup.commands.undo import run_undo
+
+        return run_undo(args)
+    if args.mode or args.answers or args.yes or args.dry_run:
+        parser.error("--mode/--answers/--yes/--dry-run need --headless")
+    from sandbox_setup.tui.app import run_app  # the only path that loads Textual
+
+    return run_app(args)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse exits 2 on usage errors, 0 on --help
+        return int(exc.code or 0)
+    try:
+        return int(_dispatch(args, parser))
+    except SystemExit as exc:
+        return int(exc.code or 0)
+    except SetupError as exc:
+        print(f"sandbox-setup: {exc}", file=sys.stderr)
+        return int(exc.exit_code)
+    except KeyboardInterrupt:
+        print("sandbox-setup: interrupted", file=sys.stderr)
+        return int(ExitCode.INTERRUPTED)
+    except BrokenPipeError:
+        # Output piped into `head` and the like: not an error of ours. Point stdout
+        # at /dev/null so the interpreter's final flush does not raise again.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return int(ExitCode.OK)
+    except Exception as exc:  # a bug: exit 70, never 1 (which means findings)
+        from sandbox_setup.base.crashlog import report_crash
+
+        report_crash("sandbox-setup", exc, _state_dir(args))
+        return int(ExitCode.INTERNAL)
+
+
+def _state_dir(args: argparse.Namespace) -> Path | None:
+    """Where the crash log goes: the state directory of this run's layout."""
+    try:
+        from sandbox_setup.base.paths import Layout
+
+        layout = Layout.for_root(args.root or "/")
+        return layout.real(layout.state_dir)
+    except Exception:  # the layout itself may be what failed
+        return None
+
+
+if __name__ == "__main__":
+    sys.exit(main())

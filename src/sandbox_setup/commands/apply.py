@@ -1,0 +1,209 @@
+"""The headless path: ``sandbox-setup --headless``.
+
+``run_headless(args)``: answers from flags (``--mode ...``) or a file
+(``--answers FILE``), live probes (as the agent user when it exists on the live
+system), then :func:`sandbox_setup.configure.plan.build_plan`. Without ``--yes`` it prints the
+plan and writes nothing; ``--dry-run`` adds every unified diff and command (and
+never writes, even with ``--yes``); ``--json`` prints the actions and whether
+anything changed (or would change), for configuration-management tools.
+
+Data goes to stdout, diagnostics to stderr. ``--mode unsafe`` without
+``--accept-unsafe-root`` is refused with exit 3 (DESIGN.md: "refused: unsafe
+without acceptance"), before any probe runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
+
+from sandbox_setup.base.accounts import DEFAULT_AGENT_USER
+from sandbox_setup.base.choices import InnerSandbox, Mode, Network, SettingsScope
+from sandbox_setup.base.errors import InputError
+from sandbox_setup.base.exitcodes import ExitCode
+from sandbox_setup.base.paths import Layout
+from sandbox_setup.checks.model import Report
+from sandbox_setup.configure.answers import Answers, load_answers, validate_answers
+
+if TYPE_CHECKING:
+    from sandbox_setup.configure.actions import Action
+    from sandbox_setup.configure.plan import Plan
+from sandbox_setup.configure.probes import choose_probe_user, run_live_checks
+from sandbox_setup.policy.network import parse_port
+
+_ANSWER_FLAGS = (
+    "mode",
+    "agent_user",
+    "claude",
+    "settings_scope",
+    "inner_sandbox",
+    "network",
+    "workspace",
+    "allow_domain",
+    "allow_loopback_port",
+    "pass_env",
+    "reuse_account",
+    "include_private",
+    "install_claude_shim",
+    "copy_login",
+    "accept_unsafe_root",
+)
+
+
+def root_flag(layout: Layout) -> str:
+    """`` --root DIR`` for a command to paste, when not the live system."""
+    return "" if layout.live else f" --root {layout.root}"
+
+
+def layout_from_args(args: argparse.Namespace) -> Layout:
+    root = Path(args.root or "/")
+    if not root.is_dir():
+        raise InputError(f"--root {root}: not a directory")
+    return Layout.for_root(root)
+
+
+def _target_path(value: str, flag: str, layout: Layout) -> PurePosixPath:
+    if value.startswith("/"):
+        return PurePosixPath(os.path.normpath(value))
+    if layout.live:
+        return PurePosixPath(os.path.abspath(value))
+    raise InputError(f"{flag} {value!r}: must be an absolute path with --root")
+
+
+def answers_from_args(args: argparse.Namespace, layout: Layout) -> Answers:
+    """The Answers the flags (or ``--answers FILE``) describe."""
+    if args.answers:
+        given = [f"--{f.replace('_', '-')}" for f in _ANSWER_FLAGS if getattr(args, f, None)]
+        if given:
+            raise InputError(
+                f"--answers {args.answers} cannot be combined with {', '.join(given)}; "
+                "edit the answers file instead"
+            )
+        return load_answers(Path(args.answers))
+    if not args.mode:
+        raise InputError("--headless needs --mode sandbox|user|unsafe or --answers FILE")
+    try:
+        mode = Mode(args.mode)
+    except ValueError:
+        raise InputError(f"--mode {args.mode!r}: expected sandbox, user or unsafe") from None
+    if args.accept_unsafe_root and mode is not Mode.UNSAFE:
+        raise InputError(
+            f"--accept-unsafe-root only applies to --mode unsafe (this is --mode {mode}); drop it"
+        )
+    ports = []
+    for value in args.allow_loopback_port:
+        ports.append(parse_port(value, "--allow-loopback-port"))
+    return Answers(
+        mode=mode,
+        workspaces=tuple(
+            dict.fromkeys(_target_path(w, "--workspace", layout) for w in args.workspace)
+        ),
+        # An explicit empty value is invalid input, not "use the default".
+        agent_user=DEFAULT_AGENT_USER if args.agent_user is None else args.agent_user,
+        claude=None if args.claude is None else _target_path(args.claude, "--claude", layout),
+        settings_scope=None if args.settings_scope is None else SettingsScope(args.settings_scope),
+        inner_sandbox=None if args.inner_sandbox is None else InnerSandbox(args.inner_sandbox),
+        network=None if args.network is None else Network(args.network),
+        allowed_domains=tuple(dict.fromkeys(args.allow_domain)),
+        loopback_ports=tuple(dict.fromkeys(ports)),
+        pass_env=tuple(dict.fromkeys(args.pass_env)),
+        reuse_account=bool(args.reuse_account),
+        include_private=bool(args.include_private),
+        install_claude_shim=bool(args.install_claude_shim),
+        copy_login=bool(args.copy_login),
+        accept_unsafe_root=bool(args.accept_unsafe_root),
+    )
+
+
+def probe_user(answers: Answers, layout: Layout) -> str | None:
+    """The agent when it exists on the live system, else an unprivileged stand-in
+    (see :mod:`sandbox_setup.configure.probes`); the operator in unsafe mode."""
+    return choose_probe_user(answers.mode, answers.agent_user, layout)[0]
+
+
+def gather_report(answers: Answers, layout: Layout, timeout: float) -> Report:
+    claude = str(layout.real(answers.claude)) if answers.claude else None
+    return run_live_checks(
+        as_user=probe_user(answers, layout), root=layout.root, timeout=timeout, claude=claude
+    )
+
+
+def _print_plan(plan: Plan, *, dry_run: bool) -> None:
+    out = sys.stdout
+    print(f"Plan for mode {plan.answers.mode} (root {plan.layout.root}):", file=out)
+    for action in plan.actions:
+        mark = "change" if action.is_change() else "ok    "
+        print(f"  [{mark}] {action.describe()}", file=out)
+        if dry_run and action.is_change():
+            for argv in action.commands():
+                print(f"      $ {' '.join(argv)}", file=out)
+            diff = action.diff()
+            if diff:
+                for line in diff.splitlines():
+                    print(f"      {line}", file=out)
+    for line in plan.network:
+        print(f"  network: {line}", file=out)
+    for note in plan.notes:
+        print(f"note: {note}", file=sys.stderr)
+
+
+def run_headless(args: argparse.Namespace) -> int:
+    from sandbox_setup.configure.apply import apply_plan
+    from sandbox_setup.configure.plan import build_plan
+
+    layout = layout_from_args(args)
+    answers = answers_from_args(args, layout)
+    source = str(args.answers) if args.answers else "command line"
+    validate_answers(answers, layout, source)  # fail fast, before the probes
+    report = gather_report(answers, layout, float(getattr(args, "timeout", 10.0) or 10.0))
+    plan = build_plan(report, answers, layout, source)
+    apply = bool(args.yes) and not args.dry_run
+    actions = [
+        {**a.to_json(), **({"diff": a.diff()} if args.dry_run else {})} for a in plan.actions
+    ]
+    if not apply:
+        if args.json:
+            data = {
+                "schema": 1,
+                "mode": str(plan.answers.mode),
+                "applied": False,
+                "changed": any(a["change"] for a in actions),
+                "actions": actions,
+                "notes": plan.notes,
+                "network": plan.network,
+            }
+            print(json.dumps(data, indent=2))
+        else:
+            _print_plan(plan, dry_run=bool(args.dry_run))
+        print("sandbox-setup: nothing written; add --yes to apply", file=sys.stderr)
+        return int(ExitCode.OK)
+
+    def progress(action: Action, status: str) -> None:
+        if status == "running" and not args.json:
+            print(f"  {action.describe()}", file=sys.stderr)
+
+    result = apply_plan(plan, progress=progress)
+    if args.json:
+        data = {
+            "schema": 1,
+            "mode": str(plan.answers.mode),
+            "applied": True,
+            "changed": bool(result.changed),
+            "changed_actions": result.changed,
+            "unchanged_actions": result.unchanged,
+            "actions": actions,
+            "transaction": result.transaction,
+        }
+        print(json.dumps(data, indent=2))
+    elif result.changed:
+        for line in result.changed:
+            print(f"changed: {line}")
+        print(f"Applied: {len(result.changed)} changed, {len(result.unchanged)} unchanged.")
+        print("Undo with: sandbox-setup --undo --yes" + root_flag(layout))
+    else:
+        print("No change: the system already matches the answers.")
+    return int(ExitCode.OK)

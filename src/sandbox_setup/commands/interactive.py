@@ -1,0 +1,435 @@
+"""The core as the interactive wizard sees it: :class:`InteractiveCore` implements
+:class:`sandbox_setup.tui.core.Core` for one target root.
+
+Nothing here imports Textual; every method may block (the screens call them
+from thread workers). The report provider is injectable: the real one runs the
+live probes, tests hand in fixed fake findings (the TUI is not the probe).
+
+Two things the screens get only from here: the core's messages in the wizard's
+words (:func:`sandbox_setup.commands.wording.tui_words`: no CLI flags on a screen; that is
+errors, findings, the recommendation, plan notes and plan steps), and
+one answer to "where is Claude Code" (:meth:`InteractiveCore.claude_lookup`), the
+one the plan will use, so the checks screen and the review never disagree.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
+
+from sandbox_setup.base.accounts import lookup_user
+from sandbox_setup.base.choices import InnerSandbox, Mode, Network, SettingsScope
+from sandbox_setup.base.errors import InputError, SetupError
+from sandbox_setup.base.limits import Limits, parse_size, parse_tasks
+from sandbox_setup.base.paths import Layout
+from sandbox_setup.checks.model import Finding, Report, Status
+
+if TYPE_CHECKING:
+    from sandbox_setup.audit.model import AuditReport
+    from sandbox_setup.configure.actions import Action
+    from sandbox_setup.configure.answers import Answers
+    from sandbox_setup.configure.apply import ApplyResult
+    from sandbox_setup.configure.plan import Blocker, Plan
+
+# The rest of the core is imported where it is first used: the wizard's first
+# screen waits for none of it (bench/tui.py), and the probes, the plan and the
+# audit load in the worker threads that run them.
+
+FindingCallback = Callable[[Finding], object]
+ReportProvider = Callable[[FindingCallback], Report]
+ProgressCallback = Callable[[str, bool], object]
+CLAUDE_CHECK = "claude.installed"
+_LIST_SPLIT = re.compile(r"[,\s]+")
+
+
+def live_report_provider(
+    on_finding: FindingCallback, layout: Layout | None = None, claude: str | None = None
+) -> Report:
+    """Run the real probes; each finding is reported as it is ready.
+
+    They run as the default agent user when it exists, else as an unprivileged
+    stand-in (:mod:`sandbox_setup.configure.probes`): the mode is not chosen yet, and a
+    probe as root would not speak for the agent. ``claude`` is the binary the plan
+    would use (see :meth:`InteractiveCore.run_checks`).
+    """
+    from sandbox_setup.base.accounts import DEFAULT_AGENT_USER
+    from sandbox_setup.configure.probes import choose_probe_user
+
+    as_user = None
+    if layout is not None:
+        as_user, _ = choose_probe_user(None, DEFAULT_AGENT_USER, layout)
+    return run_live_checks(on_finding=on_finding, as_user=as_user, claude=claude)
+
+
+def run_live_checks(**kwargs: object) -> Report:
+    """:func:`sandbox_setup.configure.probes.run_live_checks` (imported when first run)."""
+    from sandbox_setup.configure.probes import run_live_checks as run
+
+    return run(**kwargs)  # type: ignore[arg-type]
+
+
+def check_titles() -> list[tuple[str, str]]:
+    """(id, title) of every registered check, for placeholder rows."""
+    from sandbox_setup.checks.registry import CHECKS
+
+    return [(check.id, check.title) for check in CHECKS]
+
+
+def tui_words(text: str) -> str:
+    from sandbox_setup.commands.wording import tui_words as words
+
+    return words(text)
+
+
+def _in_words(finding: Finding) -> Finding:
+    return dataclasses.replace(
+        finding,
+        summary=tui_words(finding.summary),
+        detail=tui_words(finding.detail),
+        remedy=tui_words(finding.remedy),
+    )
+
+
+def _words(text: str) -> str:
+    """A core message for a screen: its source prefix dropped, flags in words."""
+    return tui_words(text.removeprefix("answers: "))
+
+
+@contextmanager
+def _in_tui_words() -> Iterator[None]:
+    """Re-raise a core error with its message in the wizard's words (same type, so
+    the exit code a caller maps it to does not change)."""
+    try:
+        yield
+    except SetupError as exc:
+        exc.args = (_words(str(exc)),)
+        raise
+
+
+def _items(text: str) -> list[str]:
+    return [item for item in _LIST_SPLIT.split(text.strip()) if item]
+
+
+@dataclass
+class InteractiveCore:
+    """The core for one root (see :class:`sandbox_setup.tui.core.Core`)."""
+
+    layout: Layout
+    report_provider: ReportProvider = live_report_provider
+    # The rows the checks screen shows as "running"; None: every registered check,
+    # read when first asked for (see pending).
+    pending_checks: list[tuple[str, str]] | None = field(default_factory=list)
+    last_audit: AuditReport | None = None
+    # Set by for_root for the live probes: they take the binary the plan will use.
+    probes_take_claude: bool = False
+
+    @classmethod
+    def for_root(
+        cls, root: Path | str = "/", report_provider: ReportProvider | None = None
+    ) -> InteractiveCore:
+        layout = Layout.for_root(root)
+        if report_provider is None:
+            provider = partial(live_report_provider, layout=layout)
+            return cls(layout, provider, None, probes_take_claude=True)
+        return cls(layout, report_provider, [])
+
+    @property
+    def pending(self) -> list[tuple[str, str]]:
+        """(id, title) of every check the probes will report."""
+        if self.pending_checks is None:
+            self.pending_checks = check_titles()
+        return self.pending_checks
+
+    @pending.setter
+    def pending(self, rows: list[tuple[str, str]]) -> None:
+        self.pending_checks = list(rows)
+
+    @property
+    def operator_is_root(self) -> bool:
+        return self.layout.operator.uid == 0
+
+    def existing_setup(self) -> bool:
+        return self.layout.real(self.layout.launcher_config).is_file()
+
+    # -- Claude Code: one lookup for the checks, the details and the plan ----
+    def claude_lookup(self) -> tuple[PurePosixPath | None, str]:
+        """(the binary the plan would use when no path is entered, where it looked)."""
+        from sandbox_setup.configure.claude_binary import locate_claude, search_description
+
+        return locate_claude(self.layout), search_description(self.layout)
+
+    def _claude_finding(self, finding: Finding, found: PurePosixPath | None, where: str) -> Finding:
+        """claude.installed as the plan sees it: the same binary, or "not found" with
+        the places the plan looked (under the root, when there is one)."""
+        if found is None:
+            return Finding(
+                finding.id,
+                finding.title,
+                Status.WARN,
+                f"Claude Code not found ({where})",
+                "cause: claude-missing",
+                "install Claude Code (npm install -g @anthropic-ai/claude-code), or enter "
+                "its path in the Claude Code field on the details step",
+            )
+        if self.layout.live:
+            return finding
+        root = str(self.layout.root)
+        summary = finding.summary.replace(root + "/", "/")
+        if root in finding.summary or str(found) in summary:
+            summary = f"{summary} (under the root {root})"
+        return dataclasses.replace(finding, summary=summary)
+
+    # -- probes and what they allow --------------------------------------
+    def run_checks(self, on_finding: FindingCallback) -> Report:
+        found, where = self.claude_lookup()
+
+        def shown(finding: Finding) -> Finding:
+            if finding.id == CLAUDE_CHECK:
+                finding = self._claude_finding(finding, found, where)
+            return _in_words(finding)
+
+        provider = self.report_provider
+        if self.probes_take_claude and found is not None:
+            provider = partial(provider, claude=str(self.layout.real(found)))  # type: ignore[call-arg]
+        report = provider(lambda finding: on_finding(shown(finding)))
+        report.findings = [shown(finding) for finding in report.findings]
+        # The path step shows the recommendation's reason ("re-check with --as-user").
+        rec = report.recommendation
+        report.recommendation = dataclasses.replace(rec, reason=tui_words(rec.reason))
+        return report
+
+    def mode_blocker(self, report: Report, mode: Mode) -> Blocker | None:
+        from sandbox_setup.configure.plan import mode_blocker
+
+        blocker = mode_blocker(report, mode)
+        if blocker is None:
+            return None
+        return dataclasses.replace(
+            blocker, reason=_words(blocker.reason), remedy=_words(blocker.remedy)
+        )
+
+    def inner_sandbox_preset(self, report: Report, mode: Mode) -> InnerSandbox:
+        from sandbox_setup.configure.plan import default_inner_sandbox
+
+        return default_inner_sandbox(report, mode)
+
+    def default_settings_scope(self, mode: Mode) -> SettingsScope:
+        from sandbox_setup.configure.plan import default_settings_scope
+
+        return default_settings_scope(mode, self.operator_is_root)
+
+    # -- answers (the same rules as the headless path) -------------------
+    def validate_workspaces(
+        self, text: str, mode: Mode, agent_user: str
+    ) -> tuple[tuple[PurePosixPath, ...], str | None]:
+        """Parse a comma-separated list; the error names the path and why."""
+        from sandbox_setup.configure.answers import workspace_problem
+
+        paths: list[PurePosixPath] = []
+        for raw in (part.strip() for part in text.split(",")):
+            if not raw:
+                continue
+            path = PurePosixPath(raw)
+            problem = workspace_problem(path, self.layout, mode, agent_user)
+            if problem is not None:
+                return (), _words(problem)
+            if path not in paths:
+                paths.append(path)
+        return tuple(paths), None
+
+    def validate_agent_user(self, name: str, mode: Mode, reuse: bool = False) -> str | None:
+        """The name's rules, then, for an account that exists already and would be
+        a separate agent: reused only when asked to, and only if it passes every
+        rule (the refusal's reasons are the message)."""
+        from sandbox_setup.policy.names import agent_name_problem
+
+        problem = agent_name_problem(name, unsafe=mode is Mode.UNSAFE)
+        if problem is not None:
+            return _words(problem)
+        if mode is Mode.UNSAFE or name == self.layout.operator.name:
+            return None
+        account = lookup_user(name, self.layout.root)
+        if account is None:
+            return None
+        if not reuse:
+            return (
+                f"the account {name} already exists; tick 'Reuse an existing account' to make "
+                "it the agent (it must pass every rule), or pick a new name"
+            )
+        from sandbox_setup.configure.agent_account import check_agent_account
+
+        try:
+            check_agent_account(self.layout, name, account, reuse=True)
+        except SetupError as exc:
+            return _words(str(exc))
+        return None
+
+    def validate_claude(self, text: str) -> tuple[PurePosixPath | None, str | None]:
+        raw = text.strip()
+        if not raw:
+            return None, None
+        path = PurePosixPath(raw)
+        if not path.is_absolute():
+            return None, f"Claude binary {raw!r} is not an absolute path"
+        if not self.layout.real(path).is_file():
+            where = "" if self.layout.live else f" (under the root {self.layout.root})"
+            return None, f"Claude binary {raw} is not a file{where}"
+        return path, None
+
+    def validate_network(
+        self, mode: Mode, network: Network, domains: str, ports: str
+    ) -> tuple[tuple[str, ...], tuple[int, ...], str | None, str | None]:
+        """(patterns, ports, error, the field at fault: "domains" or "ports"), by
+        the rules of the flags (:func:`sandbox_setup.configure.answers.check_network`)."""
+        from sandbox_setup.configure.answers import Answers, check_network
+        from sandbox_setup.policy.network import parse_port
+
+        patterns = tuple(dict.fromkeys(_items(domains)))
+        numbers: list[int] = []
+        try:
+            for item in _items(ports):
+                numbers.append(parse_port(item, "loopback port"))
+        except InputError as exc:
+            return (), (), _words(str(exc)), "ports"
+        answers = Answers(
+            mode=mode,
+            network=network,
+            allowed_domains=patterns,
+            loopback_ports=tuple(dict.fromkeys(numbers)),
+        )
+        try:
+            check_network(answers)
+        except InputError as exc:
+            message = _words(str(exc))
+            at = "ports" if "loopback" in message else "domains"
+            return (), (), message, at
+        return answers.allowed_domains, answers.loopback_ports, None, None
+
+    def validate_pass_env(self, text: str, mode: Mode) -> tuple[tuple[str, ...], str | None]:
+        from sandbox_setup.policy.environment import validate_pass_names
+
+        try:
+            return validate_pass_names(_items(text), mode, "variable"), None
+        except InputError as exc:
+            return (), _words(str(exc))
+
+    def validate_limits(
+        self, tasks: str, memory: str, tmpfs: str
+    ) -> tuple[Limits | None, str | None, str | None]:
+        """(limits, error, the field at fault: "tasks", "memory" or "tmpfs")."""
+        text = tasks.strip()
+        try:
+            number = parse_tasks(int(text) if text.isdigit() else text, "tasks")
+        except InputError as exc:
+            return None, _words(str(exc)), "tasks"
+        try:
+            mem = parse_size(memory, "memory", percent=True)
+        except InputError as exc:
+            return None, _words(str(exc)), "memory"
+        try:
+            tmp = parse_size(tmpfs, "tmpfs size")
+        except InputError as exc:
+            return None, _words(str(exc)), "tmpfs"
+        return Limits(number, mem, tmp), None, None
+
+    def acceptance_label(self) -> str:
+        from sandbox_setup.policy.unsafe import acceptance_label
+
+        operator = self.layout.operator
+        return acceptance_label(operator.name, operator.uid, os.environ)
+
+    def saved_answers(self) -> Answers | None:
+        """The answers of the last apply, if any (for the audit's fix)."""
+        from sandbox_setup.configure.answers import load_answers
+
+        path = self.layout.real(self.layout.answers)
+        if not path.is_file():
+            return None
+        with _in_tui_words():  # the audit view shows why a file is refused
+            return load_answers(path)
+
+    # -- plan and apply --------------------------------------------------
+    def build_plan(self, report: Report, answers: Answers) -> Plan:
+        """Raises ``RefusedError``/``InputError`` (reason and remedy, in the
+        wizard's words) when the report or the answers rule the plan out."""
+        from sandbox_setup.configure.plan import build_plan
+
+        with _in_tui_words():
+            plan = build_plan(report, answers, self.layout)
+        # Notes are only shown (the review), never applied: in the wizard's words.
+        plan.notes = [tui_words(note) for note in plan.notes]
+        plan.network = [tui_words(line) for line in plan.network]
+        return plan
+
+    def describe(self, action: Action) -> str:
+        """What a plan step does, in the wizard's words ("reused: --reuse-account"
+        is the CLI's); the review and the apply log say the same."""
+        return tui_words(action.describe())
+
+    def apply(self, plan: Plan, progress: ProgressCallback) -> ApplyResult:
+        """Apply ``plan``; on failure the core rolls back and re-raises. Progress
+        reports each action once, when it has finished (``running`` is not a line)."""
+        from sandbox_setup.configure.apply import apply_plan
+
+        def report_progress(action: Action, status: str) -> None:
+            if status == "running":
+                progress(self.describe(action), False)
+            else:
+                progress(f"{status:>9}  {self.describe(action)}", True)
+
+        with _in_tui_words():
+            return apply_plan(plan, progress=report_progress)
+
+    def login_note(self, answers: Answers) -> str | None:
+        """What the done screen says when the agent has no Claude login, and how to
+        give it one; None when it has one (or runs as the operator, with theirs)."""
+        if answers.mode is Mode.UNSAFE or answers.agent_user == self.layout.operator.name:
+            return None
+        account = lookup_user(answers.agent_user, self.layout.root)
+        home = (
+            PurePosixPath(account.home) if account else PurePosixPath("/home") / answers.agent_user
+        )
+        login = self.layout.real(home / ".claude/.credentials.json")
+        try:
+            if login.is_file():
+                return None
+        except OSError:
+            pass
+        launch = (
+            "sandbox-launch" if self.layout.live else f"sandbox-launch (under {self.layout.root})"
+        )
+        return (
+            f"The agent {answers.agent_user} has no Claude login yet ({home}/.claude/"
+            ".credentials.json is missing). Give it one: start Claude with "
+            f"{launch} and type /login (the login stays in the agent's home); or export "
+            "ANTHROPIC_API_KEY before sandbox-launch (it is passed by default); or run the "
+            "wizard again with 'Copy my Claude login' ticked."
+        )
+
+    # -- audit -----------------------------------------------------------
+    def audit(self) -> AuditReport:
+        from sandbox_setup.audit.runner import audit
+
+        report = audit(self.layout)
+        report.findings = [
+            dataclasses.replace(
+                f, summary=_words(f.summary), detail=_words(f.detail), remedy=_words(f.remedy)
+            )
+            for f in report.findings
+        ]
+        if report.report is not None:
+            report.report.findings = [_in_words(f) for f in report.report.findings]
+        self.last_audit = report
+        return report
+
+    def report_for_fix(self) -> Report:
+        if self.last_audit is None or self.last_audit.report is None:
+            raise RuntimeError("report_for_fix before an audit")
+        return self.last_audit.report

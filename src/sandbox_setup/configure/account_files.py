@@ -1,0 +1,268 @@
+"""The account databases shadow-utils rewrites, kept so that undo is byte for byte.
+
+``groupadd``, ``useradd`` and ``usermod`` (``--prefix DIR`` under ``--root``) write
+``/etc/passwd``, ``shadow``, ``group`` and ``gshadow`` (and ``subuid``/``subgid``
+where they exist) as ``NAME+`` renamed over ``NAME``, after copying the old content
+into the ``NAME-`` backup, which they truncate and rewrite in place. Undoing with
+``userdel``/``groupdel`` alone removes the lines but leaves every ``-`` backup
+changed, and without ``/etc/login.defs`` ``userdel`` keeps the user's own group (the
+next ``useradd --user-group`` then fails: "group ... exists").
+
+So before each tool runs, :func:`account_step` snapshots every one of these files
+(content into the transaction's backups, mode and owner into the journal entry), and
+missing parents of a new home are journaled as ``mkdir`` entries; after the tool it
+records the files' new sha256 (``accounts-done``). :func:`revert_account_step`
+then writes the old bytes back and removes what the tool created (the home
+included) when every file is still as the tool left it. If the accounts changed
+since (another tool added a user), it falls back to ``userdel``/``groupdel``/
+``usermod``, which remove just this setup's entries.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import stat
+from collections.abc import Iterator
+from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING, Any
+
+from sandbox_setup.base.errors import SetupError
+from sandbox_setup.base.paths import Layout
+from sandbox_setup.configure import fsops, users
+
+if TYPE_CHECKING:
+    from sandbox_setup.configure.transaction import Transaction
+
+DATABASES = ("passwd", "shadow", "group", "gshadow", "subuid", "subgid")
+ACCOUNT_FILES: tuple[PurePosixPath, ...] = tuple(
+    PurePosixPath("/etc") / f"{name}{suffix}" for name in DATABASES for suffix in ("", "-")
+)
+
+
+def _snapshot(txn: Transaction, layout: Layout) -> list[dict[str, Any]]:
+    files = []
+    for target in ACCOUNT_FILES:
+        real = layout.real(target)
+        state = fsops.read_file(layout.root, real)
+        files.append(
+            {
+                "target": str(target),
+                "real": str(real),
+                "old_sha256": fsops.sha256(state.data) if state else None,
+                "backup": txn.backup(state.data, target.name) if state else None,
+                "keep": txn.keep_name(real) if state else None,
+                "old_mode": state.mode if state else None,
+                "old_uid": state.uid if state else None,
+                "old_gid": state.gid if state else None,
+            }
+        )
+    return files
+
+
+def _is_dash_backup(item: dict[str, Any]) -> bool:
+    return str(item["target"]).endswith("-")
+
+
+def _make_restore_points(txn: Transaction, files: list[dict[str, Any]]) -> None:
+    """Restore points beside each file (see :func:`sandbox_setup.configure.fsops.keep`): the
+    databases are replaced by a rename, so a hard link keeps the old one; the ``-``
+    backups are truncated and rewritten in place, so they are moved aside."""
+    for item in files:
+        if item["keep"]:
+            txn.keep(Path(item["real"]), item["keep"], move=_is_dash_backup(item))
+
+
+def settle_kept_account_files(layout: Layout, files: list[dict[str, Any]]) -> None:
+    """Drop the restore points of ``files``; a ``-`` backup moved aside goes back
+    where it was when the tool did not write a new one."""
+    for item in files:
+        if not item.get("keep"):
+            continue
+        real = Path(item["real"])
+        if _is_dash_backup(item) and fsops.read_file(layout.root, real) is None:
+            fsops.restore_kept(layout.root, real, item["keep"], item["old_sha256"])
+        else:
+            fsops.remove_file(layout.root, real.parent / item["keep"])
+
+
+def _digests(layout: Layout, files: list[dict[str, Any]]) -> dict[str, str | None]:
+    found = {}
+    for item in files:
+        state = fsops.read_file(layout.root, Path(item["real"]))
+        found[item["target"]] = fsops.sha256(state.data) if state else None
+    return found
+
+
+def _untouched_before_the_tool(files: list[dict[str, Any]], new: dict[str, str | None]) -> bool:
+    """True when nobody changed a database between the snapshot and the tool: for each
+    file the tool rewrote, its ``-`` backup (the tool's copy of what it found) holds
+    exactly the bytes that were snapshotted."""
+    old = {item["target"]: item["old_sha256"] for item in files}
+    for target in old:
+        if target.endswith("-") or new[target] == old[target]:
+            continue
+        if new.get(target + "-") != old[target]:
+            return False
+    return True
+
+
+def _missing_parents(layout: Layout, home: PurePosixPath) -> list[Path]:
+    missing = []
+    for parent in reversed(home.parents):
+        if str(parent) == "/":
+            continue
+        if not os.path.lexists(layout.real(parent)):
+            missing.append(layout.real(parent))
+    return missing
+
+
+@contextlib.contextmanager
+def account_step(txn: Transaction, layout: Layout, entry: dict[str, Any]) -> Iterator[None]:
+    """Journal ``entry`` (``create-group``/``create-user``/``add-to-group``) with a
+    snapshot of the account files, run the body (the tool), then record the files'
+    new digests. A ``create-user`` entry carries ``home``; its missing parents are
+    journaled first (useradd creates them) so undo removes them after the home."""
+    home = entry.get("home")
+    if home is not None:
+        for path in _missing_parents(layout, PurePosixPath(home)):
+            target = "/" + str(path.relative_to(layout.root)) if not layout.live else str(path)
+            txn.record({"op": "mkdir", "real": str(path), "target": target})
+        entry["home_existed"] = os.path.lexists(layout.real(home))
+    step = {**entry, "step": txn.next_step(), "files": _snapshot(txn, layout)}
+    txn.record(step)
+    try:
+        _make_restore_points(txn, step["files"])
+        yield
+    finally:
+        # A "-" backup the tool did not rewrite goes back at once (a rename).
+        for item in step["files"]:
+            real = Path(item["real"])
+            if (
+                item["keep"]
+                and _is_dash_backup(item)
+                and fsops.read_file(layout.root, real) is None
+            ):
+                fsops.restore_kept(layout.root, real, item["keep"], item["old_sha256"])
+        # In memory first: a rollback in this process knows the new state even if
+        # the journal line below cannot be written.
+        new = _digests(layout, step["files"])
+        step["new"] = new if _untouched_before_the_tool(step["files"], new) else None
+    txn.record({"op": "accounts-done", "step": step["step"], "new": step["new"]})
+
+
+def _remove_home(layout: Layout, home: str) -> None:
+    real = layout.real(home)
+    dfd = fsops.open_dir(layout.root, real.parent)
+    if dfd is None:
+        return
+    try:
+        try:
+            st = os.lstat(real.name, dir_fd=dfd)
+        except FileNotFoundError:
+            return
+        if stat.S_ISDIR(st.st_mode):
+            # By fd, never following a symlink the agent planted in its home.
+            shutil.rmtree(real.name, dir_fd=dfd)
+    finally:
+        os.close(dfd)
+
+
+def _restore_file(layout: Layout, item: dict[str, Any]) -> None:
+    real = Path(item["real"])
+    if item["old_sha256"] is None:
+        fsops.remove_file(layout.root, real)
+        return
+    # The restore point first: a rename, no free space needed (a rollback on a full
+    # disk); the backup in the state dir after a commit removed it.
+    if item.get("keep") and fsops.restore_kept(layout.root, real, item["keep"], item["old_sha256"]):
+        return
+    backup = fsops.read_file(layout.root, layout.real(item["backup"]))
+    if backup is None:
+        raise SetupError(f"backup {item['backup']} of {item['target']} is missing")
+    if fsops.sha256(backup.data) != item["old_sha256"]:
+        raise SetupError(f"backup {item['backup']} of {item['target']} does not match the journal")
+    fsops.atomic_write(
+        layout.root,
+        real,
+        backup.data,
+        mode=item["old_mode"],
+        uid=item["old_uid"],
+        gid=item["old_gid"],
+        dirs=fsops.DirSpec(0o755, 0, 0),
+    )
+
+
+def _what(entry: dict[str, Any]) -> str:
+    op = entry["op"]
+    if op == "create-user":
+        return f"removed user {entry['name']} and its home"
+    if op == "create-group":
+        return f"removed group {entry['name']}"
+    return f"removed {entry['user']} from group {entry['group']}"
+
+
+def revert_account_step(
+    layout: Layout, entry: dict[str, Any], new: dict[str, str | None] | None
+) -> str | None:
+    """Undo one account step; ``new`` is what the tool left (None: unknown)."""
+    files = entry.get("files")
+    if files is not None:
+        now = _digests(layout, files)
+        # A "-" backup still moved aside (killed while the tool ran) counts as unchanged.
+        changed = [
+            item
+            for item in files
+            if now[item["target"]] != item["old_sha256"]
+            and not (_is_dash_backup(item) and now[item["target"]] is None and item["keep"])
+        ]
+        ours = entry["op"] == "create-user" and _home_is_ours(layout, entry)
+        if not changed and not ours:
+            settle_kept_account_files(layout, files)
+            return None  # the tool never ran (or a previous undo restored it)
+        if new is not None and all(now[item["target"]] == new[item["target"]] for item in changed):
+            for item in changed:
+                _restore_file(layout, item)
+            settle_kept_account_files(layout, files)
+            if ours:
+                _remove_home(layout, entry["home"])
+            return _what(entry)
+        line = _revert_with_tools(layout, entry)
+        settle_kept_account_files(layout, files)
+        return line
+    return _revert_with_tools(layout, entry)
+
+
+def _home_is_ours(layout: Layout, entry: dict[str, Any]) -> bool:
+    return entry.get("home_existed") is False and os.path.lexists(layout.real(entry["home"]))
+
+
+def _revert_with_tools(layout: Layout, entry: dict[str, Any]) -> str | None:
+    """The accounts changed since the apply (or an older journal): remove only this
+    setup's entries with the tools; the ``-`` backups stay as the tools leave them."""
+    op = entry["op"]
+    if op == "create-user":
+        name = entry["name"]
+        if not users.user_exists(layout, name):
+            return None
+        users.run_tool(users.userdel_argv(layout, name))
+        # useradd --user-group made the group; userdel removes it only when
+        # login.defs says USERGROUPS_ENAB yes (absent: it stays behind).
+        if users.group_gid(layout, name) is not None:
+            with contextlib.suppress(users.CommandError):
+                users.run_tool(users.groupdel_argv(layout, name))
+        return _what(entry)
+    if op == "create-group":
+        if users.group_gid(layout, entry["name"]) is None:
+            return None
+        users.run_tool(users.groupdel_argv(layout, entry["name"]))
+        return _what(entry)
+    members = users.group_members(entry["group"], layout.root) or []
+    if entry["user"] not in members:
+        return None
+    users.run_tool(users.remove_from_group_argv(layout, entry["user"], entry["group"]))
+    return _what(entry)
+
+
+__all__ = ["ACCOUNT_FILES", "account_step", "revert_account_step"]

@@ -1,0 +1,90 @@
+"""Whether an account may be the agent user (DESIGN.md invariants 5 and 9).
+
+The facts (uid range from login.defs, passwd entry, groups, sudoers, shadow,
+running processes, whether sandbox-setup created it) are gathered here and judged
+by :func:`sandbox_setup.policy.accounts.agent_account_problems`, the rule the audit
+applies too. A refusal (exit 3) names every rule broken and the fix, before
+anything is written.
+"""
+
+from __future__ import annotations
+
+from sandbox_setup.base.account_files import agent_groups, read_text_or_none, sudoers_files
+from sandbox_setup.base.accounts import Account
+from sandbox_setup.base.errors import RefusedError
+from sandbox_setup.base.login_defs import read_uid_range
+from sandbox_setup.base.paths import Layout
+from sandbox_setup.base.processes import processes_of_uid
+from sandbox_setup.configure import users
+from sandbox_setup.configure.ledger import created_accounts
+from sandbox_setup.policy.accounts import (
+    AccountFacts,
+    AccountProblem,
+    AccountRule,
+    agent_account_problems,
+    new_agent_name_problem,
+    password_state,
+)
+from sandbox_setup.policy.sudoers import find_sudoers_rules
+
+
+def account_facts(layout: Layout, agent: Account) -> AccountFacts:
+    """Everything the account rules judge, read from the target system."""
+    groups = agent_groups(layout, agent)
+    uid_range = read_uid_range(layout)
+    processes = len(processes_of_uid(agent.uid)) if layout.live else None
+    return AccountFacts(
+        name=agent.name,
+        uid=agent.uid,
+        home=str(agent.home),
+        shell=agent.shell,
+        password=password_state(read_text_or_none(layout.real("/etc/shadow")), agent.name),
+        groups=groups,
+        sudoers=tuple(find_sudoers_rules(sudoers_files(layout), agent.name, agent.uid, groups)),
+        uid_min=uid_range.uid_min,
+        uid_max=uid_range.uid_max,
+        processes=processes,
+        created_by_setup=agent.name in created_accounts(layout),
+    )
+
+
+def problem_fix(layout: Layout, problem: AccountProblem, name: str) -> str:
+    """The command (or choice) that fixes ``problem``."""
+    prefix = "" if layout.live else f"--prefix {layout.root} "
+    if problem.rule is AccountRule.PASSWORD:
+        return f"usermod {prefix}--lock {name}"
+    if problem.rule is AccountRule.SUDO and problem.hit is not None:
+        return f"visudo -f {problem.hit.path}  # delete line {problem.hit.line}"
+    if problem.rule is AccountRule.ADMIN_GROUP and problem.group is not None:
+        return " ".join(users.remove_from_group_argv(layout, name, problem.group))
+    if problem.rule is AccountRule.NOT_OURS:
+        return "pass --reuse-account to make it the agent (it must pass every rule)"
+    if problem.rule is AccountRule.PROCESSES:
+        return "stop them, or pass --reuse-account if this account is meant for the agent"
+    return "choose another --agent-user (sandbox-setup creates a new one, locked)"
+
+
+def refusal(layout: Layout, name: str, problems: list[AccountProblem]) -> RefusedError:
+    parts = [f"[{p.rule}] {p.text} (fix: {problem_fix(layout, p, name)})" for p in problems]
+    return RefusedError(
+        f"the account {name} cannot be the agent user: "
+        + "; ".join(parts)
+        + "; or pick a new --agent-user (sandbox-setup creates it locked)"
+    )
+
+
+def check_agent_account(
+    layout: Layout, name: str, agent: Account | None, *, reuse: bool
+) -> AccountFacts | None:
+    """Refuse (exit 3) an agent account that breaks a rule; return its facts (None
+    when the account does not exist yet and sandbox-setup will create it)."""
+    if agent is None:
+        problem = new_agent_name_problem(name)
+        if problem is not None:
+            raise RefusedError(f"agent user {name}: {problem}")
+        return None
+    facts = account_facts(layout, agent)
+    problems = agent_account_problems(facts, reuse=reuse)
+    if problems:
+        raise refusal(layout, name, problems)
+    return facts

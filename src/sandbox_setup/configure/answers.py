@@ -1,0 +1,390 @@
+"""``Answers``: everything the operator decides, from the TUI or an answers file.
+
+Both paths fill this one value and hand it to :func:`sandbox_setup.configure.plan.build_plan`.
+
+Public API (the TUI and the audit build on it):
+
+- :func:`load_answers` ``(path) -> Answers``: reads ``answers.toml``; every
+  problem is an :class:`~sandbox_setup.base.errors.InputError` naming the file, the key and
+  what is wrong.
+- :func:`parse_answers` ``(text, source) -> Answers``: the same from text.
+- :func:`dump_answers` ``(answers) -> str``: the TOML text; ``parse_answers`` of
+  it gives back an equal value (keys left at ``None`` are omitted).
+- :func:`validate_answers` ``(answers, layout)``: checks against the target
+  system (workspaces exist under the root, names are valid, unsafe acceptance).
+
+Format (``schema = 1``)::
+
+    schema = 1
+    mode = "sandbox"                 # sandbox | user | unsafe
+    workspaces = ["/srv/project"]
+    agent_user = "claude-agent"
+    claude = "/usr/local/bin/claude" # optional: default, `claude` on PATH
+    settings_scope = "managed"       # optional: user | managed
+    inner_sandbox = "weak"           # optional: strong | weak | off
+    network = "allowlist"            # allowlist | host | none (default: allowlist in sandbox)
+    allowed_domains = ["example.com"] # optional: destinations beyond Claude's own
+    loopback_ports = [8080]          # optional: host loopback ports seen inside
+    pass_env = ["MY_TOKEN"]          # optional: variables passed beyond the defaults
+    reuse_account = false            # let an existing account be the agent
+    include_private = false          # let workspace ACLs open owner-only files
+    install_claude_shim = false      # route root's `claude` through sandbox-launch
+    copy_login = false
+    accept_unsafe_root = false
+    accepted_by = "root (uid 0)"     # optional, unsafe mode: recorded acceptance
+    accepted_at = "2026-11-30T04:00:00+00:00"
+
+    [limits]                         # optional: the session's limits (defaults shown)
+    tasks = 1024
+    memory = "50%"
+    tmpfs = "512M"
+"""
+
+from __future__ import annotations
+
+import enum
+import os
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from sandbox_setup.base.accounts import DEFAULT_AGENT_USER
+from sandbox_setup.base.choices import InnerSandbox, Mode, Network, SettingsScope, values
+from sandbox_setup.base.errors import InputError, RefusedError
+from sandbox_setup.base.launcher_config import absolute_path, load_toml
+from sandbox_setup.base.limits import Limits
+from sandbox_setup.base.regular_files import read_regular_text
+from sandbox_setup.policy.environment import validate_pass_names
+from sandbox_setup.policy.names import agent_name_problem, user_name_problem, workspace_path_problem
+from sandbox_setup.policy.network import SANDBOX_PROXY_PORT, parse_domain_pattern, parse_port
+
+if TYPE_CHECKING:
+    from sandbox_setup.base.paths import Layout
+
+ChoiceT = TypeVar("ChoiceT", bound=enum.StrEnum)
+SCHEMA = 1
+
+
+@dataclass(frozen=True)
+class Answers:
+    """The operator's decisions. ``None`` means "derive from the report/defaults"."""
+
+    mode: Mode
+    workspaces: tuple[PurePosixPath, ...] = ()
+    agent_user: str = DEFAULT_AGENT_USER
+    claude: PurePosixPath | None = None  # None: find `claude` on PATH
+    settings_scope: SettingsScope | None = None  # None: the default for the mode
+    inner_sandbox: InnerSandbox | None = None  # None: what the nested probes verified
+    network: Network | None = None  # None: allowlist in sandbox mode, else the host's
+    allowed_domains: tuple[str, ...] = ()
+    loopback_ports: tuple[int, ...] = ()
+    pass_env: tuple[str, ...] = ()
+    reuse_account: bool = False
+    include_private: bool = False
+    install_claude_shim: bool = False
+    limits: Limits | None = None  # None: the defaults
+    copy_login: bool = False
+    accept_unsafe_root: bool = False
+    # Set when acceptance is recorded (who and when); written to launcher.toml [unsafe].
+    accepted_by: str | None = None
+    accepted_at: str | None = None
+    extra: dict[str, object] = field(default_factory=dict, compare=False)
+
+
+_KEYS = (
+    "schema",
+    "mode",
+    "workspaces",
+    "agent_user",
+    "claude",
+    "settings_scope",
+    "inner_sandbox",
+    "network",
+    "allowed_domains",
+    "loopback_ports",
+    "pass_env",
+    "reuse_account",
+    "include_private",
+    "install_claude_shim",
+    "limits",
+    "copy_login",
+    "accept_unsafe_root",
+    "accepted_by",
+    "accepted_at",
+)
+
+
+def _typed(data: dict[str, Any], key: str, kind: type, source: str) -> Any:
+    value = data[key]
+    if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
+        raise InputError(
+            f"{source}: key '{key}' must be a {kind.__name__}, not {type(value).__name__}"
+        )
+    return value
+
+
+def _choice(data: dict[str, Any], key: str, choice: type[ChoiceT], source: str) -> ChoiceT | None:
+    if key not in data:
+        return None
+    value = _typed(data, key, str, source)
+    try:
+        return choice(value)
+    except ValueError:
+        raise InputError(
+            f"{source}: key '{key}' is {value!r}; expected one of {', '.join(values(choice))}"
+        ) from None
+
+
+_FLAGS = (
+    "reuse_account",
+    "include_private",
+    "install_claude_shim",
+    "copy_login",
+    "accept_unsafe_root",
+)
+
+
+def _strings(data: dict[str, Any], key: str, source: str) -> tuple[str, ...]:
+    value = data.get(key, [])
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise InputError(f"{source}: key '{key}' must be a list of strings")
+    return tuple(value)
+
+
+def parse_answers(text: str, source: str = "answers.toml") -> Answers:
+    """Parse answers TOML; errors name ``source``, the key (or line) and the problem."""
+    data = load_toml(text, source)
+    unknown = [k for k in data if k not in _KEYS]
+    if unknown:
+        raise InputError(f"{source}: unknown key '{unknown[0]}' (known keys: {', '.join(_KEYS)})")
+    if "schema" in data and _typed(data, "schema", int, source) != SCHEMA:
+        raise InputError(f"{source}: unsupported schema {data['schema']} (this version reads 1)")
+    if "mode" not in data:
+        raise InputError(f"{source}: missing key 'mode' (sandbox, user or unsafe)")
+    mode = _choice(data, "mode", Mode, source)
+    assert mode is not None  # "mode" is in data
+    workspaces: tuple[PurePosixPath, ...] = ()
+    if "workspaces" in data:
+        raw = data["workspaces"]
+        if not isinstance(raw, list) or not all(isinstance(w, str) for w in raw):
+            raise InputError(f"{source}: key 'workspaces' must be a list of absolute paths")
+        workspaces = tuple(absolute_path(w, "workspaces", source) for w in raw)
+    claude = None
+    if "claude" in data:
+        claude = absolute_path(_typed(data, "claude", str, source), "claude", source)
+    agent_user = DEFAULT_AGENT_USER
+    if "agent_user" in data:
+        agent_user = _typed(data, "agent_user", str, source)
+    flags = {k: _typed(data, k, bool, source) for k in _FLAGS if k in data}
+    ports = data.get("loopback_ports", [])
+    if not isinstance(ports, list) or not all(
+        isinstance(p, int) and not isinstance(p, bool) for p in ports
+    ):
+        raise InputError(f"{source}: key 'loopback_ports' must be a list of port numbers")
+    texts = {k: _typed(data, k, str, source) for k in ("accepted_by", "accepted_at") if k in data}
+    answers = Answers(
+        mode=mode,
+        workspaces=workspaces,
+        agent_user=agent_user,
+        claude=claude,
+        settings_scope=_choice(data, "settings_scope", SettingsScope, source),
+        inner_sandbox=_choice(data, "inner_sandbox", InnerSandbox, source),
+        network=_choice(data, "network", Network, source),
+        allowed_domains=_strings(data, "allowed_domains", source),
+        loopback_ports=tuple(ports),
+        pass_env=_strings(data, "pass_env", source),
+        reuse_account=flags.get("reuse_account", False),
+        include_private=flags.get("include_private", False),
+        install_claude_shim=flags.get("install_claude_shim", False),
+        limits=Limits.from_table(data["limits"], "limits.", source) if "limits" in data else None,
+        copy_login=flags.get("copy_login", False),
+        accept_unsafe_root=flags.get("accept_unsafe_root", False),
+        accepted_by=texts.get("accepted_by"),
+        accepted_at=texts.get("accepted_at"),
+    )
+    check_names(answers, source)
+    return answers
+
+
+def load_answers(path: Path) -> Answers:
+    """Read and parse an answers file; a missing or unreadable file is an InputError."""
+    try:
+        text = read_regular_text(Path(path))  # never blocks on a FIFO
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"{path}: cannot read answers file: {exc}") from None
+    return parse_answers(text, str(path))
+
+
+def dump_answers(a: Answers) -> str:
+    """The answers as TOML (deterministic: same value, same bytes)."""
+    import tomlkit  # only the writer needs it
+
+    doc = tomlkit.document()
+    doc.add(tomlkit.comment("sandbox-setup answers: replay with"))
+    doc.add(tomlkit.comment("  sandbox-setup --headless --answers THIS_FILE --yes"))
+    doc["schema"] = SCHEMA
+    doc["mode"] = str(a.mode)
+    doc["workspaces"] = [str(w) for w in a.workspaces]
+    doc["agent_user"] = a.agent_user
+    if a.claude is not None:
+        doc["claude"] = str(a.claude)
+    if a.settings_scope is not None:
+        doc["settings_scope"] = str(a.settings_scope)
+    if a.inner_sandbox is not None:
+        doc["inner_sandbox"] = str(a.inner_sandbox)
+    if a.network is not None:
+        doc["network"] = str(a.network)
+    for key, items in (
+        ("allowed_domains", list(a.allowed_domains)),
+        ("loopback_ports", list(a.loopback_ports)),
+        ("pass_env", list(a.pass_env)),
+    ):
+        if items:
+            doc[key] = items
+    for key, flag in (
+        ("reuse_account", a.reuse_account),
+        ("include_private", a.include_private),
+        ("install_claude_shim", a.install_claude_shim),
+    ):
+        if flag:
+            doc[key] = True
+    doc["copy_login"] = a.copy_login
+    doc["accept_unsafe_root"] = a.accept_unsafe_root
+    if a.accepted_by is not None:
+        doc["accepted_by"] = a.accepted_by
+    if a.accepted_at is not None:
+        doc["accepted_at"] = a.accepted_at
+    if a.limits is not None:
+        limits = tomlkit.table()
+        for key, value in a.limits.to_table().items():
+            limits[key] = value
+        doc["limits"] = limits
+    return tomlkit.dumps(doc)
+
+
+def check_names(a: Answers, source: str = "answers") -> None:
+    """Checks that need no system: names, choices, workspace paths as written."""
+    problem = user_name_problem(a.agent_user)
+    if problem is not None:
+        raise InputError(f"{source}: agent_user {problem}")
+    for key, value, choice in (
+        ("mode", a.mode, Mode),
+        ("settings_scope", a.settings_scope, SettingsScope),
+        ("inner_sandbox", a.inner_sandbox, InnerSandbox),
+        ("network", a.network, Network),
+    ):
+        if value is not None and value not in values(choice):
+            raise InputError(
+                f"{source}: {key} is {value!r}; expected one of {', '.join(values(choice))}"
+            )
+    for ws in a.workspaces:
+        if not ws.is_absolute():
+            raise InputError(f"{source}: workspace {str(ws)!r} must be an absolute path")
+
+
+def workspace_problem(ws: PurePosixPath, layout: Layout, mode: Mode, agent_user: str) -> str | None:
+    """Why ``ws`` cannot be a workspace of this setup (None: it can): the path as
+    written (:func:`sandbox_setup.policy.names.workspace_path_problem`), a symlink on the
+    way, the operator's own home given to a separate agent, or no such directory.
+    The CLI, the answers file and the TUI all ask this one function."""
+    unsafe = mode is Mode.UNSAFE
+    problem = workspace_path_problem(ws, unsafe=unsafe)
+    if problem is not None:
+        return problem
+    problem = _link_problem(ws, layout)
+    if problem is not None:
+        return problem
+    home = PurePosixPath(layout.operator.home)
+    separate = not unsafe and agent_user != layout.operator.name
+    if separate and (ws == home or ws in home.parents):
+        return (
+            f"workspace {ws} would give the agent user your home {home}; choose a project directory"
+        )
+    real = layout.real(ws)
+    if not real.is_dir():
+        where = "" if layout.live else f" (looked at {real})"
+        return f"workspace {ws} does not exist or is not a directory{where}"
+    return None
+
+
+def default_network(mode: Mode) -> Network:
+    """Sandbox mode closes the host's network except what is allowed; the other modes
+    have no network namespace of their own (the agent shares the host's)."""
+    return Network.ALLOWLIST if mode is Mode.SANDBOX else Network.HOST
+
+
+def check_network(a: Answers, source: str = "answers") -> None:
+    """The network choices: only sandbox mode has a network of its own; patterns and
+    ports valid (:mod:`sandbox_setup.policy.network`), and only with the allowlist."""
+    network = a.network or default_network(a.mode)
+    if a.mode is not Mode.SANDBOX and network is not Network.HOST:
+        raise InputError(
+            f"{source}: network {network!r} needs sandbox mode; in {a.mode} mode the agent "
+            'shares the host\'s network (network = "host")'
+        )
+    if network is not Network.ALLOWLIST and (a.allowed_domains or a.loopback_ports):
+        what = "allow-domain" if a.allowed_domains else "allow-loopback-port"
+        raise InputError(
+            f'{source}: --{what} needs network "allowlist" (network is {network!r}: '
+            + ("everything is reachable)" if network is Network.HOST else "nothing is)")
+        )
+    for pattern in a.allowed_domains:
+        try:
+            parse_domain_pattern(pattern)
+        except InputError as exc:
+            raise InputError(f"{source}: allowed_domains: {exc}") from None
+    for port in a.loopback_ports:
+        try:
+            parse_port(port, "loopback port")
+        except InputError as exc:
+            raise InputError(f"{source}: loopback_ports: {exc}") from None
+        if port == SANDBOX_PROXY_PORT:
+            raise InputError(
+                f"{source}: loopback_ports: {port} is the port of the launcher's egress proxy "
+                "inside the sandbox; choose another"
+            )
+
+
+def validate_answers(a: Answers, layout: Layout, source: str = "answers") -> None:
+    """Validate ``a`` against the target system of ``layout``.
+
+    Raises :class:`InputError` (exit 2) for bad values and :class:`RefusedError`
+    (exit 3) for unsafe mode without the explicit acceptance.
+    """
+    check_names(a, source)
+    if a.mode is Mode.UNSAFE and not a.accept_unsafe_root:
+        raise RefusedError(
+            "unsafe mode runs Claude Code as root with no OS sandbox; it needs the explicit "
+            "acceptance: add --accept-unsafe-root (or accept_unsafe_root = true in answers)"
+        )
+    problem = agent_name_problem(a.agent_user, unsafe=a.mode is Mode.UNSAFE)
+    if problem is not None:
+        raise InputError(f"{source}: agent_user {a.agent_user}: {problem} in {a.mode} mode")
+    if a.mode is Mode.SANDBOX and not a.workspaces:
+        raise InputError(f"{source}: sandbox mode needs at least one workspace (--workspace DIR)")
+    if a.mode is Mode.UNSAFE and a.copy_login:
+        raise InputError(f"{source}: copy_login only applies to sandbox and user modes")
+    check_network(a, source)
+    validate_pass_names(a.pass_env, a.mode, f"{source}: pass_env")
+    for ws in a.workspaces:
+        problem = workspace_problem(ws, layout, a.mode, a.agent_user)
+        if problem is not None:
+            raise InputError(f"{source}: {problem}")
+    if a.claude is not None and not layout.real(a.claude).is_file():
+        raise InputError(f"{source}: claude {a.claude} is not a file under {layout.root}")
+
+
+def _link_problem(ws: PurePosixPath, layout: Layout) -> str | None:
+    """The workspace must be the directory it names. A symlink on the way (to
+    /etc, or out of the root) would carry the ACLs and setgid bits to wherever it
+    points, past the system-directory check, which sees only the name."""
+    try:
+        resolved = layout.resolve(ws)
+    except OSError as exc:
+        return f"workspace {ws}: cannot resolve it: {exc}"
+    if resolved != PurePosixPath(os.path.normpath(ws)):
+        return (
+            f"workspace {ws} is or passes through a symlink (it leads to "
+            f"{resolved}); pass the real directory, not a link to it"
+        )
+    return None

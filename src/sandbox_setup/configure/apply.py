@@ -1,0 +1,131 @@
+"""``apply_plan``: carry out a plan under the lock, journaled, all or nothing.
+
+Public API: :func:`apply_plan` ``(plan, *, progress=None) -> ApplyResult``.
+``progress(action, status)`` is called with status ``"running"``, then one of
+``"changed"``, ``"unchanged"`` or ``"failed"`` (the TUI shows per-action
+progress). On any failure every step already done is reverted from the journal
+and the exception is re-raised (an OSError as :class:`ApplyError`, exit 2, its
+message naming the step and listing what was rolled back). A rollback needs no free
+space (see :class:`~sandbox_setup.configure.transaction.Transaction`); one that still could not
+revert everything raises :class:`RollbackIncompleteError` (exit 1) naming what could
+not be restored and the ``--undo`` that finishes it. A run where nothing
+needs to change writes nothing at all: no journal transaction, no file rewritten (mtimes unchanged).
+
+Test hook: with ``SANDBOX_SETUP_TEST_PAUSE_AFTER=N`` set, the apply stops after
+its N-th changing action, prints ``sandbox-setup: test pause`` to stderr and
+sleeps, so a test can SIGKILL it at a known point.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from sandbox_setup.base.errors import SetupError
+from sandbox_setup.base.exitcodes import ExitCode
+from sandbox_setup.configure.actions import Action
+from sandbox_setup.configure.journal import apply_lock
+from sandbox_setup.configure.plan import Plan
+from sandbox_setup.configure.revert import is_failure
+from sandbox_setup.configure.transaction import Transaction
+
+ProgressCallback = Callable[[Action, str], None]
+PAUSE_ENV = "SANDBOX_SETUP_TEST_PAUSE_AFTER"
+
+
+class ApplyError(SetupError):
+    """A step failed while applying; everything done before it was rolled back,
+    so nothing changed (exit 2, like bad input)."""
+
+
+class RollbackIncompleteError(SetupError):
+    """A step failed and the rollback could not revert everything: the system is
+    neither as before nor as planned. Exit 1 (there is something to act on); the
+    journal keeps the apply open (``rollback-incomplete``) for ``--undo``."""
+
+    exit_code = ExitCode.FINDINGS
+
+
+def _incomplete(plan: Plan, exc: BaseException, undone: list[str]) -> str:
+    failed = [line for line in undone if is_failure(line)]
+    reverted = [line for line in undone if not is_failure(line)]
+    cause = str(exc) or type(exc).__name__
+    root = "" if plan.layout.live else f" --root {plan.layout.root}"
+    when = (
+        "once space is free"
+        if any("No space left" in line for line in failed) or "No space left" in cause
+        else "once the cause above is fixed"
+    )
+    return (
+        f"{cause}; the rollback could not finish: these could not be restored:"
+        + "".join(f"\n  {line}" for line in failed)
+        + ("\n  (rolled back: " + "; ".join(reverted) + ")" if reverted else "")
+        + f"\nthe journal records what is left; run sandbox-setup --undo --yes{root} {when}"
+    )
+
+
+@dataclass
+class ApplyResult:
+    """What an apply did: descriptions of changed and unchanged actions."""
+
+    changed: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    transaction: str | None = None  # journal transaction id, None when nothing changed
+
+
+def _test_pause(count: int) -> None:
+    raw = os.environ.get(PAUSE_ENV)
+    if raw and raw.isdigit() and count == int(raw):
+        print(f"sandbox-setup: test pause after {count} actions", file=sys.stderr, flush=True)
+        while True:
+            time.sleep(3600)
+
+
+def apply_plan(plan: Plan, *, progress: ProgressCallback | None = None) -> ApplyResult:
+    """Apply ``plan``; see the module docstring."""
+
+    def report(action: Action, status: str) -> None:
+        if progress is not None:
+            progress(action, status)
+
+    result = ApplyResult()
+    with apply_lock(plan.layout):
+        txn: Transaction | None = None
+        try:
+            for action in plan.actions:
+                report(action, "running")
+                description = action.describe()
+                if not action.is_change():
+                    result.unchanged.append(description)
+                    report(action, "unchanged")
+                    continue
+                if txn is None:
+                    txn = Transaction(plan.layout)
+                    result.transaction = txn.id
+                try:
+                    action.apply(txn)
+                except BaseException as exc:
+                    report(action, "failed")
+                    if isinstance(exc, OSError):
+                        raise ApplyError(f"{description} failed: {exc}") from exc
+                    raise
+                result.changed.append(description)
+                report(action, "changed")
+                _test_pause(len(result.changed))
+        except BaseException as exc:
+            if txn is not None:
+                undone, complete = txn.rollback()
+                if not complete:
+                    raise RollbackIncompleteError(_incomplete(plan, exc, undone)) from exc
+                if isinstance(exc, SetupError):
+                    exc.args = (
+                        f"{exc}; rolled back what this apply had done"
+                        + "".join(f"\n  {line}" for line in undone),
+                    )
+            raise
+        if txn is not None:
+            txn.commit()
+    return result

@@ -1,0 +1,143 @@
+"""Find the Claude Code binary, its version, and whether the agent can run it.
+
+Claude's native installer puts ``claude`` in ``~/.local/bin``, linked into
+``~/.local/share/claude``; under ``/root`` (0700) the agent user cannot reach
+it. :func:`find_claude` reports such a binary as ``private``, and the plan then
+installs a root-owned 0755 copy at :data:`INSTALLED_CLAUDE`, outside any home,
+recording its path and version in launcher.toml.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from sandbox_setup.base.claude_version import read_claude_version
+from sandbox_setup.base.errors import InputError
+from sandbox_setup.base.paths import CLAUDE_INSTALL_DIR, Layout
+from sandbox_setup.policy.claude_shim import MARKER_WINDOW, is_claude_shim, shim_refusal
+from sandbox_setup.policy.trust import chain_problems, trusted_owners
+
+INSTALLED_CLAUDE = CLAUDE_INSTALL_DIR / "claude"
+# Where to look when no --claude is given (target paths; PATH of this process first).
+_FALLBACK_DIRS = (
+    "/usr/local/bin",
+    "/usr/bin",
+    "/bin",
+)
+
+
+@dataclass(frozen=True)
+class ClaudeBinary:
+    """A Claude Code binary in the target system."""
+
+    path: PurePosixPath  # as given or found (may be a symlink)
+    resolved: PurePosixPath  # after symlinks, in the target system
+    version: str | None
+    private: bool  # the agent user cannot traverse to it or read+execute it
+    trusted: bool  # only root or the operator can change it (or a directory above it)
+
+
+def _to_target(layout: Layout, real: str) -> PurePosixPath:
+    if layout.live:
+        return PurePosixPath(real)
+    rel = Path(real).relative_to(layout.root)
+    return PurePosixPath("/") / PurePosixPath(rel.as_posix())
+
+
+def _search_dirs(layout: Layout) -> list[PurePosixPath]:
+    dirs = [d for d in os.environ.get("PATH", "").split(":") if d.startswith("/")]
+    dirs += [str(PurePosixPath(layout.operator.home) / ".local/bin"), *_FALLBACK_DIRS]
+    seen: list[PurePosixPath] = []
+    for d in dirs:
+        if PurePosixPath(d) not in seen:
+            seen.append(PurePosixPath(d))
+    return seen
+
+
+def search_description(layout: Layout) -> str:
+    """Where :func:`find_claude` looks without a given path, in words: the same
+    text wherever a lookup is reported (the checks screen, the review, the CLI)."""
+    places = ", ".join(str(d) for d in _search_dirs(layout))
+    where = "" if layout.live else f" under the root {layout.root}"
+    return f"looked for 'claude' in {places}{where}"
+
+
+def is_private(layout: Layout, resolved: PurePosixPath) -> bool:
+    """True when others (the agent) cannot traverse to ``resolved`` or read and run it."""
+    for parent in resolved.parents:
+        if str(parent) == "/":
+            continue
+        if not os.stat(layout.real(parent)).st_mode & stat.S_IXOTH:
+            return True
+    mode = os.stat(layout.real(resolved)).st_mode
+    return (mode & (stat.S_IROTH | stat.S_IXOTH)) != (stat.S_IROTH | stat.S_IXOTH)
+
+
+def is_trusted(layout: Layout, resolved: PurePosixPath) -> bool:
+    """The trust rule (:mod:`sandbox_setup.policy.trust`) for the target path ``resolved``:
+    only then may root execute it, and only then will the launcher."""
+    owners = trusted_owners(layout.operator.uid)
+    return not chain_problems(*layout.chain(resolved), owners)
+
+
+def _is_shim(real: Path) -> bool:
+    """Whether ``real`` is sandbox-setup's claude shim (never "the real Claude")."""
+    try:
+        with open(real, "rb") as handle:
+            return is_claude_shim(handle.read(MARKER_WINDOW))
+    except OSError:
+        return False
+
+
+def locate_claude(layout: Layout, given: PurePosixPath | None = None) -> PurePosixPath | None:
+    """The target path of the binary :func:`find_claude` would use (``given`` or the
+    first ``claude`` on the search path), without running it; None: not found.
+
+    The search skips sandbox-setup's claude shim (it comes first on root's PATH
+    once installed); a ``given`` shim is an input error.
+    """
+    candidates = [given] if given is not None else [d / "claude" for d in _search_dirs(layout)]
+    for candidate in candidates:
+        try:
+            real = layout.real(candidate)
+            if not real.is_file():
+                continue
+        except OSError:  # a PATH entry this user cannot search: not ours to use
+            continue
+        if _is_shim(real):
+            if given is not None:
+                raise InputError(f"--claude {given}: {shim_refusal(str(given))}")
+            continue
+        return candidate
+    return None
+
+
+def find_claude(layout: Layout, given: PurePosixPath | None = None) -> ClaudeBinary:
+    """The binary at ``given`` or the first ``claude`` on the search path, in the target."""
+    candidate = locate_claude(layout, given)
+    if candidate is None:
+        if given is not None:
+            raise InputError(f"--claude {given}: no such file under {layout.root}")
+        raise InputError(
+            f"Claude Code not found ({search_description(layout)}); install it or pass "
+            "--claude PATH"
+        )
+    real = layout.real(candidate)
+    resolved_real = os.path.realpath(real)
+    if not layout.live and not resolved_real.startswith(str(layout.root) + "/"):
+        raise InputError(f"{candidate}: its symlinks lead outside {layout.root}")
+    resolved = _to_target(layout, resolved_real)
+    if not os.access(resolved_real, os.X_OK):
+        raise InputError(f"{candidate}: not executable")
+    trusted = is_trusted(layout, resolved)
+    return ClaudeBinary(
+        path=candidate,
+        resolved=resolved,
+        # Never run, as root, a binary someone else could have replaced.
+        version=read_claude_version(Path(resolved_real)) if trusted else None,
+        private=is_private(layout, resolved),
+        trusted=trusted,
+    )

@@ -1,0 +1,175 @@
+"""The apply journal as data, and the apply lock.
+
+An apply writes it through :class:`~sandbox_setup.configure.transaction.Transaction`;
+:mod:`sandbox_setup.configure.undo` replays it backwards with the revert steps of
+:mod:`sandbox_setup.configure.revert`. Both import this module; it imports neither.
+
+The journal (``layout.journal``, JSON lines, operator-owned 0600) records every
+step of an apply *before* the step happens, fsynced, so a process killed at any
+point leaves a journal that undo can replay backwards:
+
+- ``{"txn", "op": "begin", "at"}`` starts a transaction, ``commit`` ends it;
+- ``write``: target and real path, old/new sha256, backup path (None for a new
+  file), old mode/uid/gid, the temp file name, and ``keep``: the restore point
+  beside the target (a hard link to the old file, removed at commit);
+- ``mkdir``: a directory created for a write;
+- ``create-group`` / ``create-user`` / ``add-to-group``: accounts created, with a
+  snapshot of the account files (``files``: each one's old sha256, backup, mode and
+  owner) and, for a user, its home (``home_existed``); ``accounts-done`` (same
+  ``step``) records the files' sha256 after the tool ran
+  (:mod:`sandbox_setup.configure.account_files`);
+- ``acl``: a snapshot (per path: mode bits, access and default ACL) of the
+  workspace before the group's ACLs were added;
+- ``remove-from-group``: an agent taken out of a group (the legacy shared one);
+- ``undone`` / ``rolled-back``: the transaction was reverted;
+- ``step-undone`` (``step``: the step's index among the transaction's steps): one
+  step an undo reverted, written as it succeeds, so a later undo redoes only what
+  is left (and its preview shows only that);
+- ``rollback-incomplete``: a failed apply's rollback could not revert everything
+  (``left``); the transaction stays open and ``--undo`` finishes it;
+- ``undo-incomplete``: an undo ran but some steps failed (``left``); the transaction
+  stays open and the next undo retries them.
+
+Backups live in ``layout.backups_dir/<txn>/``.
+
+:func:`apply_lock` is an exclusive ``flock`` on ``layout.lock``: a second
+concurrent apply or undo is refused (exit 3) instead of interleaving.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import errno
+import fcntl
+import json
+import os
+from collections.abc import Iterator
+from pathlib import PurePosixPath
+from typing import Any
+
+from sandbox_setup.base.errors import RefusedError, SetupError
+from sandbox_setup.base.paths import Layout
+from sandbox_setup.configure import fsops
+
+
+def now() -> str:
+    return datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
+
+
+def state_dirs(layout: Layout) -> fsops.DirSpec:
+    return fsops.DirSpec(0o700, layout.operator.uid, layout.operator.gid)
+
+
+def open_in(layout: Layout, target: PurePosixPath, flags: int) -> int:
+    real = layout.real(target)
+    dfd = fsops.open_dir(layout.root, real.parent, create=state_dirs(layout))
+    assert dfd is not None
+    try:
+        return os.open(real.name, flags | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=dfd)
+    finally:
+        os.close(dfd)
+
+
+@contextlib.contextmanager
+def apply_lock(layout: Layout) -> Iterator[None]:
+    """Hold the exclusive apply lock, or raise RefusedError if another run has it."""
+    try:
+        fd = open_in(layout, layout.lock, os.O_RDWR | os.O_CREAT)
+    except OSError as exc:
+        # A read-only or full state directory: nothing can be journaled, so nothing runs.
+        raise JournalError(
+            f"cannot open the apply lock {layout.real(layout.lock)}: {exc.strerror or exc}; "
+            "the state directory must be writable (nothing was changed)"
+        ) from None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN):
+                raise
+            raise RefusedError(
+                f"another sandbox-setup apply or undo is running (lock {layout.lock} is held); "
+                "wait for it to finish and run again"
+            ) from None
+        yield
+    finally:
+        os.close(fd)
+
+
+def read_journal(layout: Layout) -> list[dict[str, Any]]:
+    """Every journal entry, oldest first; a torn last line (killed write) is skipped."""
+    state = fsops.read_file(layout.root, layout.real(layout.journal))
+    if state is None:
+        return []
+    entries = []
+    for line in state.data.decode("utf-8", errors="replace").splitlines():
+        with contextlib.suppress(json.JSONDecodeError):
+            entry = json.loads(line)
+            if isinstance(entry, dict) and "txn" in entry:
+                entries.append(entry)
+    return entries
+
+
+class JournalError(SetupError):
+    """The journal cannot be opened or written (a full or read-only state dir).
+    Exit 2; no step runs without its journal entry on disk."""
+
+
+# Entries about the journal itself, not steps of an apply.
+BOOKKEEPING = (
+    "begin",
+    "commit",
+    "undone",
+    "rolled-back",
+    "step-undone",
+    "undo-incomplete",
+    "rollback-incomplete",
+    "accounts-done",
+)
+CLOSED = ("undone", "rolled-back")
+
+
+def pending_steps(txn_entries: list[dict[str, Any]]) -> list[tuple[int, dict[str, Any]]]:
+    """The steps of one transaction no undo has reverted yet, with their index."""
+    steps = [e for e in txn_entries if e.get("op") not in BOOKKEEPING]
+    done = {e.get("step") for e in txn_entries if e.get("op") == "step-undone"}
+    return [(index, entry) for index, entry in enumerate(steps) if index not in done]
+
+
+def _open_transactions(entries: list[dict[str, Any]]) -> list[str]:
+    closed = {e["txn"] for e in entries if e.get("op") in CLOSED}
+    return [e["txn"] for e in entries if e.get("op") == "begin" and e["txn"] not in closed]
+
+
+def open_steps(layout: Layout) -> list[dict[str, Any]]:
+    """Every step, of every transaction not yet reverted, that is still in effect."""
+    entries = read_journal(layout)
+    found = []
+    for txn in _open_transactions(entries):
+        found += [e for _, e in pending_steps([e for e in entries if e["txn"] == txn])]
+    return found
+
+
+def last_open(layout: Layout) -> tuple[str, list[dict[str, Any]], dict[int, int]] | None:
+    entries = read_journal(layout)
+    txns = _open_transactions(entries)
+    if not txns:
+        return None
+    mine = [e for e in entries if e["txn"] == txns[-1]]
+    index = {id(entry): number for number, entry in pending_steps(mine)}
+    kept = [e for e in mine if e.get("op") in ("begin", "accounts-done") or id(e) in index]
+    return txns[-1], kept, index
+
+
+def last_transaction(layout: Layout) -> tuple[str, list[dict[str, Any]]] | None:
+    """The newest transaction not yet reverted, with its ``begin``, what its account
+    steps left (``accounts-done``, for a byte-exact undo) and the steps still to
+    undo, in journal order; or None."""
+    found = last_open(layout)
+    return None if found is None else (found[0], found[1])
+
+
+def append_line(fd: int, entry: dict[str, Any]) -> None:
+    os.write(fd, (json.dumps(entry, sort_keys=True) + "\n").encode("utf-8"))
+    os.fsync(fd)

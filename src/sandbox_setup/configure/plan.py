@@ -1,0 +1,512 @@
+"""``build_plan``: answers + the probe report -> an ordered list of actions.
+
+Public API (the TUI, the audit and the headless path build on it):
+
+- :func:`build_plan` ``(report, answers, layout) -> Plan``. Pure: it reads what
+  it must (passwd, existing files, ``claude --version``) and writes nothing. It
+  raises :class:`~sandbox_setup.base.errors.RefusedError` (exit 3) with the reason and the
+  remedy when the report rules the choice out (sandbox mode where
+  ``bwrap.sandbox`` failed, an inner sandbox strength the nested probes did not
+  verify or whose ``claude.sandbox_deps`` failed, unsafe without acceptance) and
+  :class:`~sandbox_setup.base.errors.InputError` (exit 2) for bad input (a workspace
+  that does not exist, a settings file that is not valid JSON or is a symlink, ...).
+- :class:`Plan`: ``.actions`` (see :mod:`sandbox_setup.configure.actions`), ``.launcher_config``,
+  ``.answers`` (resolved: every default filled in, what answers.toml records so
+  a replay is byte-identical), ``.layout``, ``.notes``; ``.changes()``.
+
+Order of actions: workspace group (one per setup, :func:`sandbox_setup.policy.accounts.
+workspace_group`), agent user (created, or an existing one the account rules
+accept: :mod:`sandbox_setup.configure.agent_account`), group membership, leaving the
+legacy shared group, workspace ACLs, Claude binary copy, login copy, Claude
+settings, launcher.toml, the setup ledger (:mod:`sandbox_setup.configure.ledger`),
+answers.toml, and (``install_claude_shim``) the claude shim
+(:mod:`sandbox_setup.configure.claude_shim`).
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import stat
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from sandbox_setup.base.accounts import lookup_user
+from sandbox_setup.base.choices import InnerSandbox, Mode, SettingsScope
+from sandbox_setup.base.errors import InputError, RefusedError
+from sandbox_setup.base.launcher_config import (
+    LauncherConfig,
+    UnsafeAcceptance,
+    load_toml,
+    render_launcher_config,
+)
+from sandbox_setup.base.limits import Limits
+from sandbox_setup.base.paths import Layout
+from sandbox_setup.checks.model import Report, Status
+from sandbox_setup.configure import fsops, users
+from sandbox_setup.configure.actions import Action, WorkspaceAccess, WriteFile
+from sandbox_setup.configure.agent_account import check_agent_account
+from sandbox_setup.configure.agent_setup import account_actions, ledger_action
+from sandbox_setup.configure.answers import Answers, default_network, validate_answers
+from sandbox_setup.configure.answers_file import render_answers
+from sandbox_setup.configure.claude_binary import INSTALLED_CLAUDE, ClaudeBinary, find_claude
+from sandbox_setup.configure.claude_shim import leftover_shim_note, shim_actions
+from sandbox_setup.configure.inner_sandbox import check_sandbox_deps, sandbox_keys
+from sandbox_setup.configure.ledger import SetupRecord
+from sandbox_setup.configure.network_plan import check_egress, plan_network
+from sandbox_setup.configure.settings import merge_settings
+from sandbox_setup.policy.accounts import workspace_group
+from sandbox_setup.policy.environment import loopback_port_hint, passed_names
+from sandbox_setup.policy.network import inner_proxy_port
+from sandbox_setup.policy.tool_paths import tools_problem
+from sandbox_setup.policy.unsafe import UNSAFE_STATEMENT, acceptance_label
+
+
+@dataclass
+class Plan:
+    """What an apply would do, in order, and the configuration it records."""
+
+    answers: Answers
+    layout: Layout
+    launcher_config: LauncherConfig
+    actions: list[Action]
+    notes: list[str] = field(default_factory=list)
+    # What the agent's network is (sandbox_setup.configure.network_plan), shown with the actions.
+    network: list[str] = field(default_factory=list)
+
+    def changes(self) -> list[Action]:
+        """The actions that would change something now."""
+        return [a for a in self.actions if a.is_change()]
+
+
+def _finding_text(report: Report, check_id: str) -> str:
+    finding = report.get(check_id)
+    if finding is None:
+        return f"{check_id} was not run"
+    text = f"{check_id} is {finding.status}: {finding.summary}"
+    if finding.remedy:
+        text += f" Remedy: {finding.remedy}"
+    return text
+
+
+@dataclass(frozen=True)
+class Blocker:
+    """Why the host rules a mode out, and the command that fixes it."""
+
+    check_id: str
+    reason: str
+    remedy: str
+
+
+def mode_blocker(report: Report, mode: Mode) -> Blocker | None:
+    """Whether ``report`` rules ``mode`` out. Only ``sandbox`` depends on the host:
+    it needs bubblewrap that can start a sandbox here (the TUI greys the mode out
+    with this reason; the plan refuses with it)."""
+    if mode is not Mode.SANDBOX:
+        return None
+    # bwrap.sandbox is the live experiment; a missing bwrap fails it with that cause.
+    check_id = "bwrap.sandbox"
+    finding = report.get(check_id)
+    if finding is not None and finding.status is Status.PASS:
+        return None
+    summary = finding.summary if finding else f"{check_id} was not checked"
+    remedy = finding.remedy if finding else "sandbox-setup --check " + check_id
+    return Blocker(check_id, f"{check_id}: {summary}", remedy or "see sandbox-setup --check")
+
+
+def _check_mode(report: Report, answers: Answers) -> None:
+    blocker = mode_blocker(report, answers.mode)
+    if blocker is not None:
+        raise RefusedError(
+            "sandbox mode needs a working bubblewrap sandbox, but "
+            + _finding_text(report, blocker.check_id)
+            + " Or choose --mode user (a dedicated non-root user)."
+        )
+
+
+def default_inner_sandbox(report: Report, mode: Mode) -> InnerSandbox:
+    """The inner-sandbox strength the probes verified (never weaker by default)."""
+    if mode is Mode.SANDBOX:
+        if report.passed("bwrap.nested"):
+            return InnerSandbox.STRONG
+        if report.passed("bwrap.nested_weak"):
+            return InnerSandbox.WEAK
+        return InnerSandbox.OFF
+    return InnerSandbox.STRONG if report.passed("bwrap.sandbox") else InnerSandbox.OFF
+
+
+def default_settings_scope(mode: Mode, operator_is_root: bool) -> SettingsScope:
+    """Managed (root-owned, out of the agent's reach) where root sets up a separate
+    agent; the user's own settings in unsafe mode and for a non-root operator."""
+    if mode is Mode.UNSAFE or not operator_is_root:
+        return SettingsScope.USER
+    return SettingsScope.MANAGED
+
+
+def _check_inner(report: Report, mode: Mode, inner: str) -> None:
+    if inner == "off":
+        return
+    if mode is Mode.SANDBOX:
+        needed = ["bwrap.nested"] if inner == "strong" else ["bwrap.nested", "bwrap.nested_weak"]
+    else:
+        needed = ["bwrap.sandbox"]
+    if not any(report.passed(check_id) for check_id in needed):
+        raise RefusedError(
+            f"inner sandbox {inner!r} was not verified on this host: "
+            + "; ".join(_finding_text(report, c) for c in needed)
+            + f". Choose --inner-sandbox {default_inner_sandbox(report, mode)} "
+            "(what the probes verified) or fix the cause."
+        )
+
+
+def _settings_scope(answers: Answers, layout: Layout) -> SettingsScope:
+    scope = answers.settings_scope or default_settings_scope(answers.mode, layout.operator.uid == 0)
+    if scope == SettingsScope.MANAGED and layout.operator.uid != 0:
+        raise InputError(
+            "settings_scope 'managed' writes /etc/claude-code/managed-settings.json and "
+            "needs root; use --settings-scope user"
+        )
+    return scope
+
+
+def _existing_config(layout: Layout) -> dict[str, Any]:
+    """The current launcher.toml as data; {} when missing or unreadable (the write
+    action reports a malformed file with its name and line)."""
+    try:
+        state = fsops.read_file(layout.root, layout.real(layout.launcher_config))
+        return load_toml(state.data.decode("utf-8"), "launcher.toml") if state else {}
+    except (InputError, UnicodeDecodeError):
+        return {}
+
+
+def _acceptance(answers: Answers, layout: Layout) -> tuple[str, str]:
+    """Who accepted unsafe mode and when; an earlier identical acceptance is kept so
+    re-running does not rewrite launcher.toml."""
+    who = answers.accepted_by or acceptance_label(
+        layout.operator.name, layout.operator.uid, os.environ
+    )
+    if answers.accepted_at:
+        return who, answers.accepted_at
+    old = _existing_config(layout)
+    unsafe = old.get("unsafe")
+    if (
+        old.get("mode") == "unsafe"
+        and isinstance(unsafe, dict)
+        and unsafe.get("accepted_by") == who
+        and isinstance(unsafe.get("accepted_at"), str)
+    ):
+        return who, unsafe["accepted_at"]
+    return who, datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
+
+
+def _claude_version(layout: Layout, found: str | None, path: PurePosixPath) -> str | None:
+    """``claude --version`` now, or (when it cannot run here, e.g. the audit inside a
+    container) the version recorded for the same path: unknown is not "none"."""
+    if found is not None:
+        return found
+    old = _existing_config(layout)
+    recorded = old.get("claude_version")
+    if old.get("claude") == str(path) and isinstance(recorded, str):
+        return recorded
+    return None
+
+
+def _render_launcher(layout: Layout, config: LauncherConfig) -> Callable[[bytes | None], bytes]:
+    def render(current: bytes | None) -> bytes:
+        text = None
+        source = str(layout.launcher_config)
+        if current is not None:
+            try:
+                text = current.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise InputError(
+                    f"{source}: not UTF-8 ({exc.reason} at byte {exc.start}); fix or remove it "
+                    "(left untouched)"
+                ) from None
+            try:
+                load_toml(text, source)  # the one loader: a bad line or deep nesting
+            except InputError as exc:
+                raise InputError(f"{exc}; fix or remove it (left untouched)") from None
+        return render_launcher_config(config, text, source).encode("utf-8")
+
+    return render
+
+
+def root_run_tools(layout: Layout, claude: PurePosixPath) -> dict[str, PurePosixPath]:
+    """The resolved target paths of what root runs for a launch: the Claude binary, the
+    launcher's tools (as found on the target's standard PATH) and this installation."""
+    tools = {"the Claude binary": claude}
+    for name in ("bwrap", "setpriv", "sandbox-launch", "sandbox-setup"):
+        for directory in ("/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin"):
+            candidate = PurePosixPath(directory) / name
+            if layout.real(candidate).exists():
+                tools[name] = layout.resolve(candidate)
+                break
+    if layout.live:
+        tools["sandbox-setup's installation"] = PurePosixPath(
+            os.path.realpath(Path(__file__).resolve().parents[2])
+        )
+        tools["sandbox-setup's Python environment"] = PurePosixPath(os.path.realpath(sys.prefix))
+    return tools
+
+
+def _check_reachable(layout: Layout, workspace: PurePosixPath) -> None:
+    """The agent must be able to walk to a workspace. Granting it --x on a private
+    directory (say /root) would let it open every guessable file there, so such a
+    workspace is refused instead."""
+    for parent in reversed(workspace.parents):
+        if str(parent) == "/":
+            continue
+        st = os.stat(layout.real(parent))
+        if not st.st_mode & stat.S_IXOTH:
+            raise InputError(
+                f"workspace {workspace}: the agent user cannot enter {parent} (mode "
+                f"{stat.S_IMODE(st.st_mode):04o}), and opening it would expose the rest of "
+                f"{parent}; move the project outside private homes (e.g. /srv/"
+                f"{workspace.name}) and pass that as --workspace"
+            )
+
+
+def build_plan(report: Report, answers: Answers, layout: Layout, source: str = "answers") -> Plan:
+    """The plan for ``answers`` on the host described by ``report``; see module doc.
+
+    ``source`` names where the answers came from in error messages (the answers
+    file, or the command line)."""
+    validate_answers(answers, layout, source)
+    _check_mode(report, answers)
+    operator = layout.operator
+    inner = answers.inner_sandbox or default_inner_sandbox(report, answers.mode)
+    _check_inner(report, answers.mode, inner)
+    check_sandbox_deps(report, inner)
+    check_egress(report, answers.mode, answers.network or default_network(answers.mode))
+    scope = _settings_scope(answers, layout)
+    network = answers.network or default_network(answers.mode)
+    keys = replace(
+        sandbox_keys(report, inner, scope),
+        proxy_port=inner_proxy_port(answers.mode, network, inner),
+    )
+
+    separate = answers.mode is not Mode.UNSAFE and answers.agent_user != operator.name
+    agent_name = answers.agent_user if answers.mode is not Mode.UNSAFE else operator.name
+    agent = lookup_user(agent_name, layout.root)
+    if agent is not None and agent.uid == 0 and answers.mode is not Mode.UNSAFE:
+        raise RefusedError(f"agent user {agent_name} has uid 0; choose a non-root agent user")
+    agent_facts = None
+    if separate:
+        agent_facts = check_agent_account(layout, agent_name, agent, reuse=answers.reuse_account)
+    if separate and agent is None and operator.uid != 0:
+        raise RefusedError(
+            f"agent user {agent_name} does not exist and creating users needs root; run as "
+            f"root or pass --agent-user {operator.name} (your own account)"
+        )
+    agent_home = PurePosixPath(agent.home) if agent else PurePosixPath("/home") / agent_name
+
+    claude: ClaudeBinary = find_claude(layout, answers.claude)
+    if not claude.trusted:
+        # Unsafe mode would run it as root; in the other modes the launcher refuses a
+        # binary root does not own, so the config could never launch.
+        why = "runs Claude Code as root" if answers.mode is Mode.UNSAFE else "launcher execs it"
+        raise RefusedError(
+            f"{claude.resolved}: {answers.mode} mode's {why}, but this binary (or a "
+            "directory above it) can be changed by a user other than root or you; install "
+            "Claude Code where only root can write (e.g. npm -g as root) and pass --claude"
+        )
+    if answers.mode is not Mode.UNSAFE:
+        tools = root_run_tools(layout, claude.resolved)
+        for ws in answers.workspaces:
+            problem = tools_problem(ws, tools)
+            if problem is not None:
+                raise InputError(f"{source}: {problem}")
+    actions: list[Action] = []
+    notes: list[str] = []
+    if separate and report.as_user != agent_name:
+        notes.append(
+            f"live probes ran as {report.as_user or 'the operator'}, not as the agent user "
+            f"{agent_name}"
+        )
+
+    group = workspace_group(agent_name) if separate and answers.workspaces else None
+    if separate:
+        for ws in answers.workspaces:
+            _check_reachable(layout, ws)
+        actions += account_actions(layout, agent_name, agent_home, agent_facts, group, notes)
+        assert group is not None or not answers.workspaces
+        actions += [
+            WorkspaceAccess(
+                layout, ws, group, agent=agent_name, include_private=answers.include_private
+            ).survey()
+            for ws in answers.workspaces
+            if group is not None
+        ]
+
+    launcher_claude = claude.path
+    if separate and claude.private:
+        launcher_claude = INSTALLED_CLAUDE
+        original = layout.real(claude.resolved)
+
+        def read_binary(_current: bytes | None, src: Path = original) -> bytes:
+            return src.read_bytes()
+
+        actions.append(
+            WriteFile(
+                layout,
+                INSTALLED_CLAUDE,
+                read_binary,
+                owner="root",
+                label=f"copy of Claude Code {claude.version or ''} from {claude.resolved}",
+                mode=0o755,
+                enforce=True,
+                binary=True,
+                kind="install-claude",
+            )
+        )
+
+    if separate and answers.copy_login:
+        actions += _login_copies(layout, agent_name, agent_home)
+
+    settings_path = (
+        layout.managed_settings
+        if scope == "managed"
+        else Layout.user_settings(agent_home if separate else operator.home)
+    )
+    settings_owner = "root" if scope == "managed" else (agent_name if separate else operator.name)
+    source_name = str(layout.real(settings_path))  # the file the operator can open
+    actions.append(
+        WriteFile(
+            layout,
+            settings_path,
+            lambda current: merge_settings(current, source_name, keys),
+            owner=settings_owner,
+            label=f"Claude settings ({scope} scope)",
+            mode=0o644,
+            readable_by=agent_name,
+            dir_mode=0o755 if scope == "managed" else 0o700,
+        )
+    )
+
+    unsafe = None
+    limits = answers.limits or Limits()
+    resolved = replace(
+        answers,
+        claude=claude.path,
+        settings_scope=scope,
+        inner_sandbox=inner,
+        network=network,
+        limits=limits,
+        extra={},
+    )
+    if answers.mode is Mode.UNSAFE:
+        who, when = _acceptance(answers, layout)
+        unsafe = UnsafeAcceptance(accepted_by=who, accepted_at=when, statement=UNSAFE_STATEMENT)
+        resolved = replace(resolved, accepted_by=who, accepted_at=when)
+    config = LauncherConfig(
+        mode=answers.mode,
+        claude=launcher_claude,
+        agent_user=agent_name,
+        agent_home=agent_home if answers.mode is not Mode.UNSAFE else PurePosixPath(operator.home),
+        workspaces=answers.workspaces,
+        network=network,
+        inner_sandbox=inner,
+        allowed_domains=answers.allowed_domains,
+        loopback_ports=answers.loopback_ports,
+        env_pass=passed_names(answers.pass_env),
+        limits=limits,
+        claude_version=_claude_version(layout, claude.version, launcher_claude),
+        unsafe=unsafe,
+    )
+    hint = loopback_port_hint(os.environ, config.env_pass, network, config.loopback_ports)
+    if answers.mode is Mode.SANDBOX and hint is not None:
+        notes.append(hint)  # from the operator's environment now; the launch says it again
+    op_dirs = 0o700
+    actions.append(
+        WriteFile(
+            layout,
+            layout.launcher_config,
+            _render_launcher(layout, config),
+            owner=operator.name,
+            label="launcher config",
+            dir_mode=op_dirs,
+        )
+    )
+    if separate and operator.uid == 0:
+        actions.append(
+            ledger_action(
+                layout,
+                SetupRecord(
+                    agent=agent_name,
+                    mode=str(answers.mode),
+                    group=group,
+                    workspaces=tuple(str(w) for w in answers.workspaces),
+                    created_user=agent is None,
+                    created_group=group is not None and users.group_gid(layout, group) is None,
+                ),
+            )
+        )
+    actions.append(
+        WriteFile(
+            layout,
+            layout.answers,
+            render_answers(resolved, str(layout.answers)),
+            owner=operator.name,
+            label="answers",
+            dir_mode=op_dirs,
+        )
+    )
+    # Last: root's claude is routed only once the config it runs exists.
+    if answers.install_claude_shim:
+        actions += shim_actions(layout, claude, answers.mode, notes)
+    else:
+        leftover = leftover_shim_note(layout)
+        if leftover is not None:
+            notes.append(leftover)
+    # Render every file now: a malformed existing file or a symlink is an input
+    # error before anything is written.
+    for action in actions:
+        if isinstance(action, WriteFile) and not action.binary:
+            action.desired()
+    network_lines, network_notes = plan_network(
+        answers.mode, network, answers.allowed_domains, answers.loopback_ports, os.environ
+    )
+    return Plan(resolved, layout, config, actions, notes + network_notes, network_lines)
+
+
+def _login_copies(layout: Layout, agent: str, agent_home: PurePosixPath) -> list[Action]:
+    copies: list[Action] = []
+    home = PurePosixPath(layout.operator.home)
+    for rel in (".claude/.credentials.json", ".claude.json"):
+        source = home / rel
+        if fsops.read_file(layout.root, layout.real(source)) is None:
+            continue
+
+        def read(_current: bytes | None, src: PurePosixPath = source) -> bytes:
+            state = fsops.read_file(layout.root, layout.real(src))
+            if state is None:
+                raise InputError(f"{src}: disappeared while copying the Claude login")
+            return state.data
+
+        copies.append(
+            WriteFile(
+                layout,
+                agent_home / rel,
+                read,
+                owner=agent,
+                label=f"copy of {source}",
+                mode=0o600,
+                dir_mode=0o700,
+                enforce=True,
+                secret=True,
+                kind="copy-login",
+            )
+        )
+    if not copies:
+        raise InputError(
+            f"copy_login: no Claude login to copy ({home}/.claude/.credentials.json and "
+            f"{home}/.claude.json are missing); log in first or drop --copy-login"
+        )
+    return copies
+
+
+__all__ = ["Plan", "Status", "build_plan", "default_inner_sandbox", "default_settings_scope"]

@@ -1,0 +1,222 @@
+"""Reverting journal entries: what undo and a rollback do for each step.
+
+:func:`revert` takes one transaction's entries and undoes them newest first,
+returning a line per thing restored, removed, left alone or that failed (see
+:func:`is_left` and :func:`is_failure`). Every step is idempotent: reverting a step
+twice, or a step that never ran, changes nothing, so an interrupted or failed undo
+can simply be run again. :func:`describe_entry` says in words what reverting an
+entry would do (the ``--undo`` preview).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from sandbox_setup.base.errors import SetupError
+from sandbox_setup.base.paths import Layout
+from sandbox_setup.configure import account_undo, fsops, users
+from sandbox_setup.configure.account_files import revert_account_step, settle_kept_account_files
+from sandbox_setup.policy.accounts import LEGACY_WORKSPACE_GROUP
+
+
+def _restore_dirs(layout: Layout) -> fsops.DirSpec:
+    """Parents re-created for a restored file (only when they vanished since)."""
+    return fsops.DirSpec(0o700, layout.operator.uid, layout.operator.gid)
+
+
+def _drop_kept(layout: Layout, real: Path, keep: str | None) -> None:
+    if keep:
+        fsops.remove_file(layout.root, real.parent / keep)
+
+
+def _revert_write(layout: Layout, entry: dict[str, Any]) -> str | None:
+    real = Path(entry["real"])
+    target = entry["target"]
+    keep = entry.get("keep")  # absent in journals of older versions
+    fsops.remove_file(layout.root, real.parent / entry["tmp"])
+    state = fsops.read_file(layout.root, real)
+    current = fsops.sha256(state.data if state else None)
+    attrs_only = entry["old_sha256"] == entry["new_sha256"]  # a mode/owner repair
+    old_attrs = (entry["old_mode"], entry["old_uid"], entry["old_gid"])
+    if current == entry["old_sha256"] and (
+        not attrs_only or (state is not None and (state.mode, state.uid, state.gid) == old_attrs)
+    ):
+        _drop_kept(layout, real, keep)
+        return None  # the new content never landed (or was already restored)
+    if current != entry["new_sha256"]:
+        _drop_kept(layout, real, keep)
+        return f"left {target} as it is: it changed after that apply"
+    if entry["backup"] is None:
+        fsops.remove_file(layout.root, real)
+        return f"removed {target}"
+    # The restore point beside the target first: a rename, which needs no free space
+    # (this is what makes a rollback on a full disk possible).
+    if keep and fsops.restore_kept(layout.root, real, keep, entry["old_sha256"]):
+        return f"restored {target}"
+    backup = fsops.read_file(layout.root, layout.real(entry["backup"]))
+    if backup is None:
+        return f"cannot restore {target}: backup {entry['backup']} is missing"
+    found = fsops.sha256(backup.data)
+    if found != entry["old_sha256"]:
+        # Never write back bytes the journal did not record: a backup someone changed
+        # (or a torn copy) would replace a working file with whatever it now holds.
+        return (
+            f"cannot restore {target}: its backup {entry['backup']} does not match the "
+            f"journal (sha256 {found}, recorded {entry['old_sha256']}); {target} left as it is"
+        )
+    fsops.atomic_write(
+        layout.root,
+        real,
+        backup.data,
+        mode=entry["old_mode"],
+        uid=entry["old_uid"],
+        gid=entry["old_gid"],
+        dirs=_restore_dirs(layout),
+    )
+    return f"restored {target}"
+
+
+def drop_restore_points(layout: Layout, entries: list[dict[str, Any]]) -> None:
+    """After a commit: remove the restore points the steps left beside their targets
+    (the account files' moved ``-`` backups go back where they were if still absent)."""
+    for entry in entries:
+        if entry.get("op") == "write":
+            _drop_kept(layout, Path(entry["real"]), entry.get("keep"))
+        elif "files" in entry:
+            settle_kept_account_files(layout, entry["files"])
+
+
+def _revert_one(
+    layout: Layout,
+    entry: dict[str, Any],
+    done_steps: dict[int, dict[str, str | None] | None],
+    entries: list[dict[str, Any]],
+) -> str | None:
+    op = entry["op"]
+    if op == "write":
+        return _revert_write(layout, entry)
+    if op == "mkdir":
+        if fsops.remove_empty_dir(layout.root, Path(entry["real"])):
+            return f"removed directory {entry['target']}"
+        return None
+    if op in ("create-user", "create-group", "add-to-group"):
+        kept = account_undo.guard(layout, entry, entries)  # raises: retried next time
+        if kept is not None:
+            return kept
+        new = entry["new"] if "new" in entry else done_steps.get(entry.get("step", -1))
+        return revert_account_step(layout, entry, new)
+    if op == "remove-from-group":
+        return account_undo.revert_step(layout, entry, entries)
+    if op == "acl":
+        return _revert_acl(layout, entry)
+    return None
+
+
+def _revert_acl(layout: Layout, entry: dict[str, Any]) -> str | None:
+    """Take the group's ACL entries and setgid bits off the workspace, walking it by
+    fd. Never ``setfacl --restore``: it follows symlinks the agent may have planted
+    and would chmod/chown their targets as root."""
+    saved = fsops.read_file(layout.root, layout.real(entry["backup"]))
+    if saved is None:
+        return f"could not undo the ACLs of {entry['target']}: backup {entry['backup']} is missing"
+    recorded = entry.get("backup_sha256")  # absent in journals of older versions
+    if recorded is not None and fsops.sha256(saved.data) != recorded:
+        return (
+            f"could not undo the ACLs of {entry['target']}: its backup {entry['backup']} does "
+            "not match the journal; the ACLs were left as they are"
+        )
+    try:
+        snapshot = json.loads(saved.data)
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
+        snapshot = None  # a getfacl backup from an older version
+    if not isinstance(snapshot, dict) or snapshot.get("format") != users.ACL_SNAPSHOT_FORMAT:
+        gid = users.group_gid(layout, LEGACY_WORKSPACE_GROUP)
+        if gid is None:
+            return None
+        snapshot = {"gid": gid, "entries": {}}  # strip the group's entries everywhere
+    top = fsops.open_dir(layout.root, layout.real(entry["target"]))
+    if top is None:
+        return None
+    try:
+        changed = users.revoke_workspace(top, snapshot)
+    finally:
+        os.close(top)
+    return f"restored ACLs and setgid bits of {entry['target']}" if changed else None
+
+
+# The ops that are steps of an apply (everything else is the journal's bookkeeping).
+STEP_OPS = (
+    "write",
+    "mkdir",
+    "create-user",
+    "create-group",
+    "add-to-group",
+    "remove-from-group",
+    "acl",
+)
+
+
+def revert(
+    layout: Layout,
+    entries: list[dict[str, Any]],
+    on_done: Callable[[dict[str, Any]], None] | None = None,
+) -> list[str]:
+    """Undo ``entries`` newest first; returns a line per thing restored or removed.
+    ``on_done(entry)`` is called for each step that did not fail (it is not retried)."""
+    done = []
+    # What each account step's tool left (recorded after it ran): undo restores the
+    # account files byte for byte only when they are still exactly that.
+    done_steps = {e["step"]: e["new"] for e in entries if e.get("op") == "accounts-done"}
+    for entry in reversed(entries):
+        if entry.get("op") not in STEP_OPS:
+            continue
+        try:
+            line = _revert_one(layout, entry, done_steps, entries)
+        except (OSError, SetupError) as exc:
+            # Keep going: one step that cannot be reverted must not strand the rest.
+            line = f"could not undo {describe_entry(entry) or entry.get('op')}: {exc}"
+        if on_done is not None and not (line and is_failure(line)):
+            on_done(entry)
+        if line:
+            done.append(line)
+    return done
+
+
+def describe_entry(entry: dict[str, Any]) -> str | None:
+    """What undoing ``entry`` would do, in words (None for bookkeeping entries)."""
+    op = entry.get("op")
+    if op == "write":
+        verb = "remove" if entry.get("backup") is None else "restore"
+        return f"{verb} {entry['target']}"
+    if op == "mkdir":
+        return f"remove directory {entry['target']} if empty"
+    if op in ("create-user", "create-group"):
+        return f"remove {op.split('-')[1]} {entry['name']}"
+    if op == "add-to-group":
+        return f"remove {entry['user']} from group {entry['group']}"
+    if op == "remove-from-group":
+        return f"add {entry['user']} back to group {entry['group']}"
+    if op == "acl":
+        return f"restore ACLs of {entry['target']}"
+    return None
+
+
+# Lines of :func:`revert` that report something left as it was (undo exits 1).
+# "left ..." is final (the file changed after the apply: undo must not touch it);
+# "could not ..." / "cannot ..." is a step that failed and is retried by the next undo.
+FAILED_PREFIXES = ("could not ", "cannot ")
+LEFT_PREFIXES = ("left ", *FAILED_PREFIXES)
+
+
+def is_left(line: str) -> bool:
+    """True when a :func:`revert` line reports something it did not undo."""
+    return line.startswith(LEFT_PREFIXES)
+
+
+def is_failure(line: str) -> bool:
+    """True when a :func:`revert` line reports a step that failed (to be retried)."""
+    return line.startswith(FAILED_PREFIXES)

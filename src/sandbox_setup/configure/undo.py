@@ -1,0 +1,53 @@
+"""Undo: revert the newest apply that is not yet reverted.
+
+:func:`undo_last` reverts the newest transaction of the journal
+(:mod:`sandbox_setup.configure.journal`) that is not yet reverted, committed or not,
+and returns what it restored or removed. A file that changed again after the apply
+(neither old nor new content) is left alone and reported. A backup is written back
+only when it still has the sha256 the journal recorded.
+
+Account steps are guarded by :mod:`sandbox_setup.configure.account_undo`: the agent's
+processes are stopped first, and a group another setup still uses is kept.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from sandbox_setup.base.paths import Layout
+from sandbox_setup.configure import account_undo
+from sandbox_setup.configure.journal import append_line, apply_lock, last_open, now, open_in
+from sandbox_setup.configure.revert import is_failure, revert
+
+
+def undo_last(layout: Layout) -> list[str]:
+    """Revert the newest apply that is not yet reverted; [] when there is none."""
+    with apply_lock(layout):
+        found = last_open(layout)
+        if found is None:
+            return []
+        last, entries, index = found
+        steps = [e for e in entries if id(e) in index]
+        fd = open_in(layout, layout.journal, os.O_WRONLY | os.O_APPEND)
+        try:
+
+            def mark(entry: dict[str, Any]) -> None:
+                # Durable at once: an undo killed half-way keeps what it did.
+                append_line(fd, {"txn": last, "op": "step-undone", "step": index[id(entry)]})
+
+            # The agent first: nothing of it may run while its access is taken away.
+            done = account_undo.stop_agents(layout, steps)
+            done += revert(layout, entries, on_done=mark) or [
+                f"apply {last}: nothing was left to undo (now marked undone)"
+            ]
+            failed = [line for line in done if is_failure(line)]
+            # A step that failed is never marked done: the transaction stays open and
+            # the next --undo retries it (every revert step is idempotent).
+            closing: dict[str, Any] = (
+                {"op": "undo-incomplete", "left": failed} if failed else {"op": "undone"}
+            )
+            append_line(fd, {"txn": last, **closing, "at": now()})
+        finally:
+            os.close(fd)
+        return done

@@ -1,0 +1,42 @@
+"""``sandbox-launch``: start Claude Code the way launcher.toml says, or refuse.
+
+The console script is ``sandbox_setup.launcher:main``; the work is in
+:mod:`sandbox_setup.launcher.main`, imported only when the launcher runs. Everything in
+this package stays stdlib-only (no Textual, no tomlkit) so a launch starts fast.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Console script entry point (see :func:`sandbox_setup.launcher.main.main`).
+
+    Run as the process's entry (``argv`` None: the console script, ``python -m``),
+    the launcher exits right after its output is flushed: the session has ended
+    completely by then (every process, the cgroup, the boundary's scan), no thread
+    and no atexit handler is left, and the interpreter's own teardown of some two
+    hundred modules (~10 ms) would change nothing but the time."""
+    from sandbox_setup.launcher.main import main as launcher_main
+
+    code = launcher_main(argv)
+    if argv is None:
+        _exit_now(code)
+    return code
+
+
+def _exit_now(code: int) -> None:
+    import atexit
+    import os
+    import sys
+    import threading
+
+    if atexit._ncallbacks() or threading.active_count() > 1:
+        return  # someone needs the ordinary exit: take it
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except BaseException:
+        return  # the ordinary exit reports a failed flush (and exits 120), as always
+    os._exit(code)

@@ -1,0 +1,399 @@
+"""The exact command and environment for each mode: pure functions over facts.
+
+Nothing here touches the host; :func:`gather_host_facts` (the one reader) and
+the launcher's trust checks produce the inputs, so every argv can be
+table-tested and printed by ``--dry-run``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path, PurePosixPath
+
+from sandbox_setup.base.choices import Network
+from sandbox_setup.base.errors import RefusedError
+from sandbox_setup.base.launcher_config import LauncherConfig, UnsafeAcceptance
+from sandbox_setup.base.limits import size_bytes
+from sandbox_setup.base.record import record
+from sandbox_setup.launcher.egress.network import network_env, network_notes, network_notice
+from sandbox_setup.policy.environment import SANDBOX_CLAIMS, select_passed
+from sandbox_setup.policy.system_dirs import bind_conflict
+from sandbox_setup.policy.unsafe import ACCEPTANCE_KEYS, acceptance_problem
+
+# PATH inside the sandbox and for the agent user: system directories only.
+AGENT_PATH = "/usr/local/bin:/usr/bin:/bin"
+SKIP_PERMISSIONS = "--dangerously-skip-permissions"
+# bwrap reads these fds; the real numbers are known only when the pipes exist.
+STATUS_FD = "{status-fd}"
+BLOCK_FD = "{block-fd}"
+GATE_FD = "{gate-fd}"
+# bwrap takes EOF on --block-fd as a release, so a launcher that died during
+# verification would let the sandbox go on. The sandbox's command is therefore
+# this gate: it execs Claude only after reading the exact token from an fd the
+# launcher alone can write; EOF (a dead or failed launcher) means refuse.
+# $1 is the gate fd; dash only takes fd numbers 0-9 in redirections.
+GATE_SHELL = "/bin/sh"
+GATE_TOKEN = "release"
+GATE_SCRIPT = (
+    "fd=$1; shift; case $fd in [3-9]) ;; *) exit 126 ;; esac; "
+    f'if read -r token <&"$fd" && [ "$token" = {GATE_TOKEN} ]; then '
+    'eval "exec $fd<&-"; exec "$@"; fi; '
+    'echo "sandbox-launch: the sandbox was not released; Claude Code was not started" >&2; '
+    "exit 126"
+)
+ROOT_LINKS = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+
+UNSAFE_WARNING = (
+    "sandbox-launch: WARNING: unsafe mode: Claude Code runs as {who} with NO OS sandbox; "
+    "it can read and change everything this account can. To set up a real sandbox or a "
+    "dedicated user, run: sandbox-setup"
+)
+
+
+@record(frozen=True)
+class Agent:
+    """The account Claude runs as (the operator's own when not root)."""
+
+    name: str
+    uid: int
+    gid: int
+    home: PurePosixPath
+
+
+@record(frozen=True)
+class HostFacts:
+    """What the sandbox argv depends on, read from the host once."""
+
+    legacy_tiocsti: bool
+    # (path, symlink target or None for a real directory), for the ROOT_LINKS present.
+    root_links: tuple[tuple[str, str | None], ...] = ()
+    resolver_dirs: tuple[str, ...] = ()
+    # (configured path, where its symlinks lead) for the home and the workspaces:
+    # bwrap binds the resolved source, so a link planted in a previous session
+    # (say, workspace -> /) is judged and mounted as what it really is.
+    real_paths: tuple[tuple[str, str], ...] = ()
+
+
+@record(frozen=True)
+class Launch:
+    """What to start: exec'd directly, or supervised (sandbox) after verification.
+
+    ``new_session``: not exec'd but run in a session of its own under the
+    launcher (user mode where TIOCSTI works: see :mod:`sandbox_setup.launcher.session`).
+    """
+
+    argv: tuple[str, ...]
+    env: Mapping[str, str]
+    cwd: str | None
+    supervised: bool
+    new_session: bool = False
+    warning: str | None = None
+    notes: tuple[str, ...] = ()
+    # Names in ``env`` that came from the caller (``[env] pass``): their values are
+    # never printed. ``notice`` is the launch's one stderr line (sandbox_setup.launcher.notice).
+    passed: tuple[str, ...] = ()
+    notice: str | None = None
+
+
+def gather_host_facts(root: Path = Path("/"), binds: Sequence[PurePosixPath] = ()) -> HostFacts:
+    """Read what the sandbox argv depends on.
+
+    That is the tiocsti sysctl, the root symlinks, where resolv.conf lives, and
+    where the writable ``binds`` really are.
+    """
+    try:
+        tiocsti = (root / "proc/sys/dev/tty/legacy_tiocsti").read_text().strip() != "0"
+    except OSError:
+        tiocsti = True  # kernels without the knob (before 6.2) always allow TIOCSTI
+    links: list[tuple[str, str | None]] = []
+    for name in ROOT_LINKS:
+        real = root / name.lstrip("/")
+        if real.is_symlink():
+            links.append((name, os.readlink(real)))
+        elif real.is_dir():
+            links.append((name, None))
+    # The binds are what bwrap will mount on this machine: resolved on the live system.
+    real_paths = tuple((str(path), os.path.realpath(path)) for path in binds)
+    return HostFacts(
+        legacy_tiocsti=tiocsti,
+        root_links=tuple(links),
+        resolver_dirs=resolver_dirs(root),
+        real_paths=real_paths,
+    )
+
+
+def resolver_dirs(root: Path = Path("/")) -> tuple[str, ...]:
+    """Directories under /run that /etc/resolv.conf's symlink chain passes through.
+
+    systemd-resolved and resolvconf keep the file under /run, which the sandbox
+    replaces with a tmpfs; those directories are bound back so DNS keeps working.
+    """
+    found: list[str] = []
+    current = PurePosixPath("/etc/resolv.conf")
+    for _ in range(20):  # a symlink loop ends the walk, as it would for the resolver
+        real = root / str(current).lstrip("/")
+        if not real.is_symlink():
+            break
+        target = PurePosixPath(os.readlink(real))
+        current = PurePosixPath(os.path.normpath(current.parent / target))
+        if str(current).startswith("/run/") and str(current.parent) not in found:
+            found.append(str(current.parent))
+    return tuple(found)
+
+
+def base_env(agent: Agent, environ: Mapping[str, str]) -> dict[str, str]:
+    """The clean environment: HOME PATH TERM LANG, nothing inherited beyond those."""
+    env = {"HOME": str(agent.home), "PATH": AGENT_PATH}
+    env["TERM"] = environ.get("TERM", "dumb")
+    env["LANG"] = environ.get("LANG", "C.UTF-8")
+    return env
+
+
+def launch_env(
+    config: LauncherConfig, agent: Agent, environ: Mapping[str, str]
+) -> tuple[dict[str, str], tuple[str, ...], tuple[str, ...]]:
+    """:func:`base_env` plus exactly the caller's ``[env] pass`` variables that are set.
+
+    Returns ``(env, passed names, notes)``; a name the policy refuses is ignored
+    with a note (:func:`sandbox_setup.policy.environment.select_passed`).
+    """
+    env = base_env(agent, environ)
+    passed, ignored = select_passed(config.env_pass, environ, config.mode)
+    env.update(passed)
+    notes = tuple(f"[env] pass lists {name}, not passed: {why}" for name, why in ignored)
+    return env, tuple(passed), notes
+
+
+def _check_writable_bind(path: PurePosixPath | str, what: str) -> None:
+    # The wizard's list (sandbox_setup.policy.system_dirs), so the launcher refuses at least
+    # as much.
+    system = bind_conflict(path)
+    if system is not None:
+        raise RefusedError(
+            f"{what} {path} would make system directory {system} writable or hide it "
+            "inside the sandbox; choose a directory of its own (e.g. /srv/project)"
+        )
+
+
+def _privilege_drop(setpriv: str, agent: Agent, switch_user: bool) -> list[str]:
+    if not switch_user:
+        return [setpriv, "--no-new-privs", "--"]
+    return [
+        setpriv,
+        f"--reuid={agent.uid}",
+        f"--regid={agent.gid}",
+        "--init-groups",
+        # No --reset-env: the launcher gives the exact environment (launch_env), and
+        # setpriv must neither rebuild it from passwd nor drop the passed variables.
+        "--no-new-privs",
+        "--",
+    ]
+
+
+def bwrap_argv(
+    config: LauncherConfig,
+    agent: Agent,
+    claude: str,
+    bwrap: str,
+    facts: HostFacts,
+    environ: Mapping[str, str],
+    claude_args: Sequence[str],
+    workdir: str | None = None,
+    workspace_binds: Sequence[str] = (),
+) -> list[str]:
+    """bwrap's options: new namespaces, read-only system, writable home and workspaces.
+
+    The sandbox's environment is bwrap's own, which the launcher sets exactly
+    (:func:`launch_env`): passed variables carry secrets, and bwrap's argv, where
+    ``--setenv`` would put them, is world-readable in /proc. Only the sandbox claim
+    and, with network allowlist, the proxy variables (no secrets) are added here,
+    inside (:mod:`sandbox_setup.launcher.egress.network`).
+    """
+    argv = [
+        bwrap,
+        "--unshare-user",
+        "--unshare-pid",
+        "--unshare-ipc",
+        "--unshare-uts",
+        "--unshare-cgroup-try",
+    ]
+    if config.network != Network.HOST:
+        # none and allowlist: a network namespace of its own (loopback only); the
+        # allowlist's only way out is the launcher's egress proxy.
+        argv.append("--unshare-net")
+    argv += ["--die-with-parent", "--cap-drop", "ALL"]
+    if facts.legacy_tiocsti:
+        # Without a new session a sandboxed process could push keystrokes into the
+        # operator's terminal (TIOCSTI). It costs SIGWINCH, which the launcher forwards.
+        argv.append("--new-session")
+    argv += ["--ro-bind", "/usr", "/usr", "--ro-bind", "/etc", "/etc"]
+    for path, target in facts.root_links:
+        if target is None:
+            argv += ["--ro-bind", path, path]
+        else:
+            argv += ["--symlink", target, path]
+    # Each tmpfs has the configured size ([limits] tmpfs): unsized, each may take half
+    # the host's RAM. /dev is bwrap's own small tmpfs: read-only once /dev/shm is on it.
+    size = str(size_bytes(config.limits.tmpfs))
+    argv += ["--proc", "/proc", "--dev", "/dev", "--size", size, "--tmpfs", "/dev/shm"]
+    argv += ["--remount-ro", "/dev", "--size", size, "--tmpfs", "/tmp"]
+    argv += ["--size", size, "--tmpfs", "/run"]
+    for resolver in facts.resolver_dirs:
+        argv += ["--ro-bind", resolver, resolver]
+    real = dict(facts.real_paths)
+    for writable in map(str, (agent.home, *config.workspaces)):
+        argv += ["--bind", real.get(writable, writable), writable]
+    # The workspace boundary: what root's git and Claude obey, read-only inside
+    # (sandbox_setup.boundary.session); after the workspaces' own binds, which they cover.
+    argv += workspace_binds
+    claude_dir = str(PurePosixPath(claude).parent)
+    if not claude_dir.startswith("/usr/"):
+        # Last, so the binary stays read-only even inside a writable directory.
+        argv += ["--ro-bind", claude_dir, claude_dir]
+    # Never the caller's claims (launch_env does not pass them either), then our own.
+    for claim in sorted(SANDBOX_CLAIMS - {"IS_SANDBOX"}):
+        argv += ["--unsetenv", claim]
+    # The proxy variables override any the caller passed: inside, the proxy is ours.
+    for key, value in network_env(config).items():
+        argv += ["--setenv", key, value]
+    argv += ["--setenv", "IS_SANDBOX", "1"]
+    argv += ["--chdir", workdir or str(config.workspaces[0])]
+    argv += ["--json-status-fd", STATUS_FD, "--block-fd", BLOCK_FD]
+    argv += ["--", *gate_argv(), claude, *claude_args]
+    return argv
+
+
+def gate_argv() -> list[str]:
+    """The sandbox's command before Claude's: ``sh -c GATE_SCRIPT sandbox-gate FD``."""
+    return [GATE_SHELL, "-c", GATE_SCRIPT, "sandbox-gate", GATE_FD]
+
+
+def sandbox_launch(
+    config: LauncherConfig,
+    agent: Agent,
+    claude: str,
+    bwrap: str,
+    setpriv: str,
+    facts: HostFacts,
+    environ: Mapping[str, str],
+    claude_args: Sequence[str],
+    switch_user: bool,
+    workdir: str | None = None,
+    workspace_binds: Sequence[str] = (),
+) -> Launch:
+    """Drop to the agent (root only), then bwrap as the agent; verified before release.
+
+    ``workdir``: where Claude starts inside (:mod:`sandbox_setup.launcher.workdir`); the
+    first workspace when not given.
+    """
+    real = dict(facts.real_paths)
+    for what, path in [("agent home", agent.home)] + [("workspace", w) for w in config.workspaces]:
+        _check_writable_bind(path, what)
+        if real.get(str(path), str(path)) != str(path):
+            _check_writable_bind(real[str(path)], f"{what} {path}, a symlink to")
+    argv = _privilege_drop(setpriv, agent, switch_user)
+    argv += bwrap_argv(
+        config, agent, claude, bwrap, facts, environ, claude_args, workdir, workspace_binds
+    )
+    env, passed, env_notes = launch_env(config, agent, environ)
+    return Launch(
+        argv=tuple(argv),
+        env=env,
+        cwd=None,
+        supervised=True,
+        warning=network_notice(config),
+        notes=(
+            f"{STATUS_FD}, {BLOCK_FD} and {GATE_FD} are pipe fds chosen at launch; "
+            "IS_SANDBOX=1 is set only inside bwrap; the gate execs Claude only when the "
+            f"launcher, after verifying the sandbox, writes {GATE_TOKEN!r} to {GATE_FD}",
+            *env_notes,
+            *network_notes(config),
+        ),
+        passed=passed,
+    )
+
+
+def user_launch(
+    config: LauncherConfig,
+    agent: Agent,
+    claude: str,
+    setpriv: str,
+    environ: Mapping[str, str],
+    claude_args: Sequence[str],
+    switch_user: bool,
+    new_session: bool = True,
+    workdir: str | None = None,
+) -> Launch:
+    """setpriv to the agent with a clean environment and no_new_privs, in the workspace.
+
+    ``new_session`` (pass ``HostFacts.legacy_tiocsti``): run it in its own
+    session so it cannot inject keystrokes into the operator's terminal.
+    ``workdir``: where Claude starts (:mod:`sandbox_setup.launcher.workdir`); the first
+    workspace (or the agent's home) when not given.
+    """
+    argv = _privilege_drop(setpriv, agent, switch_user)
+    env, passed, env_notes = launch_env(config, agent, environ)
+    env["USER"] = env["LOGNAME"] = agent.name
+    cwd = workdir or (str(config.workspaces[0]) if config.workspaces else str(agent.home))
+    notes: tuple[str, ...] = env_notes
+    if new_session:
+        notes += (
+            "runs in a new session (setsid) under sandbox-launch, which forwards signals and "
+            "returns Claude's status: dev.tty.legacy_tiocsti is on, and the agent must not "
+            "own this terminal (TIOCSTI)",
+        )
+    return Launch(
+        argv=(*argv, claude, *claude_args),
+        env=env,
+        cwd=cwd,
+        supervised=False,
+        new_session=new_session,
+        notes=notes,
+        passed=passed,
+    )
+
+
+def unsafe_launch(
+    config: LauncherConfig,
+    claude: str,
+    environ: Mapping[str, str],
+    claude_args: Sequence[str],
+    uid: int,
+    who: str,
+) -> Launch:
+    """Claude unconfined; refused without a recorded acceptance."""
+    if config.unsafe is None:
+        raise RefusedError(
+            "unsafe mode is configured but no acceptance is recorded ([unsafe] accepted_by, "
+            "accepted_at, statement); Claude Code was not started. Run: sandbox-setup"
+        )
+    _check_acceptance(config.unsafe)
+    env = dict(environ)
+    notes: list[str] = []
+    # Only an explicit bypass request by root needs the guard relaxed, and an
+    # IS_SANDBOX the user exported (even "0") always wins.
+    if SKIP_PERMISSIONS in claude_args and uid == 0:
+        if "IS_SANDBOX" in env:
+            notes.append(f"IS_SANDBOX={env['IS_SANDBOX']} kept as you exported it")
+        else:
+            env["IS_SANDBOX"] = "1"
+            notes.append("IS_SANDBOX=1 set: root asked for --dangerously-skip-permissions")
+    return Launch(
+        argv=(claude, *claude_args),
+        env=env,
+        cwd=None,
+        supervised=False,
+        warning=UNSAFE_WARNING.format(who=who),
+        notes=tuple(notes),
+    )
+
+
+def _check_acceptance(accepted: UnsafeAcceptance) -> None:
+    recorded = {key: getattr(accepted, key) for key in ACCEPTANCE_KEYS}
+    blank = acceptance_problem(recorded)
+    if blank is not None:
+        raise RefusedError(
+            f"unsafe mode: unsafe.{blank} is empty in the config, so no acceptance is "
+            "recorded; Claude Code was not started. Run: sandbox-setup"
+        )

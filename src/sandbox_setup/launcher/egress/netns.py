@@ -1,0 +1,344 @@
+"""Sockets made inside the sandbox's network namespace, for the egress proxy outside it.
+
+In ``allowlist`` mode the sandbox's network namespace has loopback only. Its way out is
+the egress proxy, which runs on the host side (as the agent) but listens *inside*: on
+``127.0.0.1:PORT`` (and ``[::1]:PORT`` where the namespace has IPv6 loopback) of the
+sandbox's own namespace. A socket belongs to the namespace it was made in, wherever its
+fd goes afterwards, so :func:`open_in_sandbox` makes them in a short-lived thread or
+helper that joins the namespace and hands the fds back; the proxy then accepts on
+them from the host side and dials out from there. No bridge process runs in the sandbox
+and no socket of the host is bound into it.
+
+As root, a thread of the launcher joins the network namespace (``setns(CLONE_NEWNET)``,
+which changes only that thread) and makes them; a launcher that is not root (its own
+account is the agent) forks a helper instead, which first joins the user namespace that
+owns the network namespace (``NS_GET_USERNS``), where it holds the capabilities
+``setns`` needs (joining a user namespace takes a process of one thread), and sends the
+fds back (``SCM_RIGHTS``). Made are the listeners, plus unconnected TCP sockets for the
+launcher's probe (:func:`sandbox_setup.launcher.egress.proxy.probe_proxy`), which therefore connects
+from inside the sandbox's namespace exactly as Claude will. The launcher checks that
+every socket it got really lives in the sandbox's namespace (``SIOCGSKNS``) and listens
+where it should, or refuses the launch.
+
+It runs while the sandbox waits on its release (after verification, before Claude
+starts): bwrap has brought the namespace's loopback up by then.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import errno
+import fcntl
+import json
+import os
+import select
+import socket
+import subprocess
+import threading
+import time
+from collections.abc import Iterator, Sequence
+
+from sandbox_setup.base.errors import RefusedError
+from sandbox_setup.base.record import field, record
+
+CLONE_NEWNET = 0x40000000
+CLONE_NEWUSER = 0x10000000
+NS_GET_USERNS = 0xB701  # ioctl on a namespace fd: the user namespace that owns it
+SIOCGSKNS = 0x894C  # ioctl on a socket: an fd of its network namespace
+HELPER_TIMEOUT = 5.0
+BACKLOG = 128
+PROBE_SOCKETS = 2  # probe_proxy makes two connections (HTTP, then SOCKS5)
+# The namespace has no IPv6 loopback (ipv6.disable=1, or no ::1 on lo): IPv4 only.
+NO_IPV6 = frozenset({errno.EADDRNOTAVAIL, errno.EAFNOSUPPORT})
+
+
+@record
+class SandboxSockets:
+    """What :func:`open_in_sandbox` made, all in the sandbox's network namespace."""
+
+    proxy: list[socket.socket] = field(default_factory=list)  # the proxy port, v4 (+v6)
+    forwards: list[tuple[socket.socket, int]] = field(default_factory=list)  # exposed ports
+    probes: list[socket.socket] = field(default_factory=list)  # unconnected TCP (IPv4)
+
+    def all(self) -> list[socket.socket]:
+        return [*self.proxy, *(s for s, _ in self.forwards), *self.probes]
+
+    def close(self) -> None:
+        for sock in self.all():
+            sock.close()
+
+
+def _setns(fd: int, kind: int, what: str) -> None:
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.setns(fd, kind) != 0:
+        code = ctypes.get_errno()
+        raise OSError(code, f"setns({what}): {os.strerror(code)}")
+
+
+def _join(netns: int) -> None:
+    """In the helper: enter the sandbox's network namespace (see the module docstring)."""
+    if os.geteuid() != 0:
+        owner = fcntl.ioctl(netns, NS_GET_USERNS)
+        _setns(owner, CLONE_NEWUSER, "the sandbox's user namespace")
+        os.close(owner)
+    _setns(netns, CLONE_NEWNET, "the sandbox's network namespace")
+
+
+def _listen(family: socket.AddressFamily, address: str, port: int) -> socket.socket:
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        if family == socket.AF_INET6:
+            sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+        sock.bind((address, port))
+        sock.listen(BACKLOG)
+    except BaseException:
+        sock.close()
+        raise
+    return sock
+
+
+def _make(
+    proxy_port: int, exposed: Sequence[int], probes: int
+) -> tuple[list[socket.socket], list[object]]:
+    """In the helper: the sockets and their description (``[role, family, port]`` each)."""
+    made: list[socket.socket] = []
+    spec: list[object] = []
+    ipv6 = True
+    try:
+        for role, port in [("proxy", proxy_port), *(("forward", p) for p in exposed)]:
+            made.append(_listen(socket.AF_INET, "127.0.0.1", port))
+            spec.append([role, 4, port])
+            if not ipv6:
+                continue
+            try:
+                made.append(_listen(socket.AF_INET6, "::1", port))
+                spec.append([role, 6, port])
+            except OSError as exc:
+                if exc.errno not in NO_IPV6:
+                    raise
+                ipv6 = False
+        for _ in range(probes):
+            made.append(socket.socket(socket.AF_INET, socket.SOCK_STREAM))
+            spec.append(["probe", 4, 0])
+    except BaseException:
+        for sock in made:  # the thread's are ours: none may stay open
+            sock.close()
+        raise
+    return made, spec
+
+
+def _helper(
+    netns: int, channel: socket.socket, proxy_port: int, exposed: Sequence[int], probes: int
+) -> None:
+    """The forked helper's whole life; never returns."""
+    code = 1
+    try:
+        _join(netns)
+        made, spec = _make(proxy_port, exposed, probes)
+        socket.send_fds(channel, [json.dumps(spec).encode()], [s.fileno() for s in made])
+        code = 0
+    except BaseException as exc:
+        with contextlib.suppress(BaseException):
+            channel.sendall(json.dumps({"error": str(exc) or type(exc).__name__}).encode())
+    finally:
+        os._exit(code)
+
+
+def _namespace_id(fd: int) -> tuple[int, int]:
+    info = os.fstat(fd)
+    return info.st_dev, info.st_ino
+
+
+def _socket_namespace(sock: socket.socket) -> tuple[int, int]:
+    fd = fcntl.ioctl(sock.fileno(), SIOCGSKNS)
+    try:
+        return _namespace_id(fd)
+    finally:
+        os.close(fd)
+
+
+def _adopt(spec: object, fds: list[int], netns: int) -> SandboxSockets:
+    """The helper's fds as sockets, each checked; RefusedError (all closed) otherwise."""
+    result = SandboxSockets()
+    socks = [socket.socket(fileno=fd) for fd in fds]
+    try:
+        if not isinstance(spec, list) or len(spec) != len(socks):
+            raise RefusedError("the sandbox's network helper sent a malformed answer")
+        expected = _namespace_id(netns)
+        for entry, sock in zip(spec, socks, strict=True):
+            role, family, port = entry
+            if _socket_namespace(sock) != expected:
+                raise RefusedError(
+                    f"a socket for port {port} is not in the sandbox's network namespace"
+                )
+            if role == "probe":
+                result.probes.append(sock)
+                continue
+            host = "127.0.0.1" if family == 4 else "::1"
+            if sock.getsockname()[:2] != (host, port):
+                raise RefusedError(f"the sandbox's listener for {host} port {port} is not there")
+            if role == "proxy":
+                result.proxy.append(sock)
+            else:
+                result.forwards.append((sock, port))
+    except BaseException:
+        for sock in socks:
+            sock.close()
+        raise
+    return result
+
+
+def open_in_sandbox(
+    pid: int,
+    proxy_port: int,
+    exposed: Sequence[int] = (),
+    timeout: float = HELPER_TIMEOUT,
+    probes: int = PROBE_SOCKETS,
+) -> SandboxSockets:
+    """Listeners for ``proxy_port`` and each ``exposed`` port, and the probe's sockets,
+    made in the network namespace of the sandbox process ``pid`` (its init, which waits
+    on its release); :class:`RefusedError` when they cannot be."""
+    try:
+        netns = os.open(f"/proc/{pid}/ns/net", os.O_RDONLY | os.O_CLOEXEC)
+    except OSError as exc:
+        raise RefusedError(f"cannot open the sandbox's network namespace: {exc}") from None
+    try:
+        own = os.stat("/proc/self/ns/net")
+        if _namespace_id(netns) == (own.st_dev, own.st_ino):
+            raise RefusedError("the sandbox shares the launcher's network namespace")
+        make = _in_thread if os.geteuid() == 0 else _by_helper
+        answer, fds = make(netns, proxy_port, exposed, probes, timeout)
+        if isinstance(answer, dict) or not fds:
+            for fd in fds:
+                os.close(fd)
+            why = answer.get("error") if isinstance(answer, dict) else "no sockets"
+            raise RefusedError(
+                f"cannot listen inside the sandbox's network namespace: {why}; refusing to "
+                "launch (nothing falls back to the host's network)"
+            )
+        return _adopt(answer, fds, netns)
+    finally:
+        os.close(netns)
+
+
+Made = tuple[object, list[int]]  # the sockets' description (or {"error": ...}), their fds
+
+
+def _in_thread(
+    netns: int, proxy_port: int, exposed: Sequence[int], probes: int, timeout: float
+) -> Made:
+    """As root: a thread of ours joins the namespace (a network namespace is per thread)
+    and makes the sockets; the namespace ends with the thread, nothing to switch back."""
+    result: list[Made] = []
+
+    def run() -> None:
+        try:
+            _setns(netns, CLONE_NEWNET, "the sandbox's network namespace")
+            made, spec = _make(proxy_port, exposed, probes)
+            result.append((spec, [sock.detach() for sock in made]))
+        except BaseException as exc:
+            result.append(({"error": str(exc) or type(exc).__name__}, []))
+
+    thread = threading.Thread(target=run, name="sandbox-netns", daemon=True)
+    thread.start()
+    thread.join(timeout)
+    if not result:
+        raise RefusedError("making the sockets in the sandbox's network namespace timed out")
+    return result[0]
+
+
+def _by_helper(
+    netns: int, proxy_port: int, exposed: Sequence[int], probes: int, timeout: float
+) -> Made:
+    """Not root: a forked helper (one thread, as joining a user namespace needs) joins
+    the owning user namespace, then the network namespace, and sends the fds back."""
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    try:
+        helper = os.fork()
+        if helper == 0:
+            ours.close()
+            _helper(netns, theirs, proxy_port, exposed, probes)
+        theirs.close()
+        try:
+            ours.settimeout(timeout)
+            message, fds, _flags, _addr = socket.recv_fds(ours, 65536, 64)
+        except OSError as exc:
+            raise RefusedError(f"the sandbox's network helper did not answer: {exc}") from None
+        finally:
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(helper, 0)
+    finally:
+        ours.close()
+        with contextlib.suppress(OSError):
+            theirs.close()
+    try:
+        answer = json.loads(message.decode("utf-8", "replace") or "null")
+    except ValueError:
+        answer = None
+    return answer, fds
+
+
+@contextlib.contextmanager
+def held_sandbox(
+    bwrap: str, prefix: Sequence[str] = (), timeout: float = HELPER_TIMEOUT
+) -> Iterator[int]:
+    """A bwrap sandbox with a network namespace of its own, held before its release as a
+    launch holds it (its command never runs): the pid of its init once it dropped its
+    capabilities. ``prefix`` switches user first (``setpriv ...``). For the bench and the
+    tests, which try this module's path on the host; released at the end (it then runs
+    ``true`` and exits)."""
+    status_r, status_w = os.pipe()
+    block_r, block_w = os.pipe()
+    try:
+        process = subprocess.Popen(
+            [*prefix, bwrap, "--unshare-user", "--unshare-pid", "--unshare-net",
+             "--die-with-parent", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
+             "--json-status-fd", str(status_w), "--block-fd", str(block_r), "--", "true"],
+            pass_fds=(status_w, block_r), stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        )  # fmt: skip
+    except OSError as exc:
+        for fd in (status_r, status_w, block_r, block_w):
+            os.close(fd)
+        raise RefusedError(f"cannot start {bwrap}: {exc.strerror}") from None
+    os.close(status_w)
+    os.close(block_r)
+    try:
+        yield _held_pid(process, status_r, time.monotonic() + timeout)
+    finally:
+        # Released, it runs `true` and ends (a killed bwrap can leave its held child,
+        # and that child our stderr pipe, behind for a while).
+        os.close(block_w)
+        try:
+            process.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.communicate()
+        os.close(status_r)
+
+
+def _held_pid(process: subprocess.Popen[bytes], status_r: int, deadline: float) -> int:
+    line = b""
+    while not line.endswith(b"\n"):
+        ready, _, _ = select.select([status_r], [], [], max(0.0, deadline - time.monotonic()))
+        chunk = os.read(status_r, 1) if ready else b""
+        if not chunk:
+            process.kill()
+            _, err = process.communicate()
+            why = err.decode("utf-8", "replace").strip() or f"exit status {process.returncode}"
+            raise RefusedError(f"bwrap did not start the sandbox: {why}")
+        line += chunk
+    pid = json.loads(line).get("child-pid")
+    if not isinstance(pid, int):
+        raise RefusedError("bwrap did not report the sandbox's pid")
+    while True:
+        try:
+            with open(f"/proc/{pid}/status", encoding="ascii") as handle:
+                if "CapEff:\t0000000000000000" in handle.read():
+                    return pid
+        except OSError:
+            raise RefusedError("the sandbox exited during its setup") from None
+        if time.monotonic() > deadline:
+            raise RefusedError("the sandbox did not drop its capabilities in time")
+        time.sleep(0.0005)

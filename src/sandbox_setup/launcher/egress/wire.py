@@ -1,0 +1,235 @@
+"""What the egress proxy reads and writes on the wire: HTTP heads and SOCKS5, as pure functions.
+
+:mod:`sandbox_setup.launcher.egress.proxy` does the I/O; everything here takes bytes and returns
+values, so each malformed input has a table test. Only what a proxy client sends is
+parsed: one request head (the proxy never reads a response), a SOCKS5 greeting and
+request.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import struct
+
+from sandbox_setup.base.record import record
+from sandbox_setup.policy.network import Decision
+
+MAX_HEAD = 64 * 1024  # a request head larger than this is refused (431)
+PROXY_HEADER = "X-Sandbox-Launch-Proxy"  # marks every answer the proxy itself writes
+# Headers for this hop only (RFC 9110 7.6.1): never forwarded to the destination.
+HOP_BY_HOP = frozenset(
+    {"connection", "keep-alive", "proxy-connection", "proxy-authorization",
+     "proxy-authenticate", "te", "trailer", "upgrade"}
+)  # fmt: skip
+
+SOCKS_VERSION = 5
+SOCKS_NO_AUTH = 0x00
+SOCKS_NO_ACCEPTABLE = 0xFF
+SOCKS_CONNECT = 0x01
+ATYP_IPV4, ATYP_DOMAIN, ATYP_IPV6 = 0x01, 0x03, 0x04
+# SOCKS5 replies (RFC 1928 6).
+SOCKS_OK = 0x00
+SOCKS_FAILURE = 0x01
+SOCKS_NOT_ALLOWED = 0x02  # "connection not allowed by ruleset"
+SOCKS_NET_UNREACHABLE = 0x03
+SOCKS_HOST_UNREACHABLE = 0x04
+SOCKS_REFUSED = 0x05
+SOCKS_CMD_UNSUPPORTED = 0x07
+SOCKS_ATYP_UNSUPPORTED = 0x08
+
+
+class WireError(ValueError):
+    """The client sent something this proxy does not accept; ``status`` is the HTTP answer."""
+
+    def __init__(self, message: str, status: int = 400) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+@record(frozen=True)
+class RequestHead:
+    method: str
+    target: str
+    version: str
+    headers: tuple[tuple[str, str], ...]
+
+
+def parse_request_head(head: bytes) -> RequestHead:
+    """The request line and headers of ``head`` (up to and without the blank line)."""
+    try:
+        text = head.decode("latin-1")
+    except UnicodeDecodeError:  # pragma: no cover - latin-1 decodes every byte
+        raise WireError("undecodable request") from None
+    lines = text.split("\r\n")
+    parts = lines[0].split(" ")
+    if len(parts) != 3 or not parts[0].isalpha() or not parts[2].startswith("HTTP/1."):
+        raise WireError(f"not an HTTP/1.x request line: {lines[0][:80]!r}")
+    headers = []
+    for line in lines[1:]:
+        if not line:
+            continue
+        name, sep, value = line.partition(":")
+        if not sep or not name or name != name.strip() or any(c in name for c in " \t"):
+            raise WireError(f"malformed header line: {line[:80]!r}")
+        headers.append((name, value.strip()))
+    return RequestHead(parts[0].upper(), parts[1], parts[2], tuple(headers))
+
+
+def split_authority(authority: str, default_port: int | None = None) -> tuple[str, int]:
+    """``host:port``, ``[v6]:port`` (or a bare host with ``default_port``) -> (host, port)."""
+    if authority.startswith("["):
+        close = authority.find("]")
+        if close == -1:
+            raise WireError(f"malformed authority {authority!r}")
+        host, rest = authority[1:close], authority[close + 1 :]
+        try:
+            ipaddress.IPv6Address(host)
+        except ValueError:
+            raise WireError(f"malformed IPv6 address in {authority!r}") from None
+    elif authority.count(":") > 1:
+        raise WireError(f"an IPv6 address must be in brackets: {authority!r}")
+    else:
+        host, sep, port_text = authority.partition(":")
+        rest = sep + port_text
+    if "@" in host or not host:
+        raise WireError(f"malformed authority {authority!r}")
+    if not rest:
+        if default_port is None:
+            raise WireError(f"no port in {authority!r}")
+        return host, default_port
+    port_text = rest[1:] if rest.startswith(":") else ""
+    if not port_text.isdigit() or not 1 <= int(port_text) <= 65535:
+        raise WireError(f"bad port in {authority!r}")
+    return host, int(port_text)
+
+
+@record(frozen=True)
+class ForwardTarget:
+    host: str
+    port: int
+    authority: str  # for the Host header, as the URI spelled it
+    path: str  # origin-form: "/x?y"
+
+
+def parse_absolute_uri(target: str) -> ForwardTarget:
+    """``http://host[:port]/path`` -> the pieces a forwarded request needs."""
+    scheme, sep, rest = target.partition("://")
+    if not sep:
+        raise WireError(
+            "this is an egress proxy: send CONNECT host:port, or a request with an "
+            "absolute http:// URI"
+        )
+    if scheme.lower() != "http":
+        raise WireError(f"only http:// is forwarded; use CONNECT for {scheme}://")
+    end = min((i for i in (rest.find(c) for c in "/?#") if i != -1), default=len(rest))
+    authority, path = rest[:end], rest[end:].partition("#")[0]
+    if "@" in authority:
+        raise WireError("user info in the URI is not forwarded")
+    host, port = split_authority(authority, default_port=80)
+    if not path.startswith("/"):
+        path = "/" + path
+    return ForwardTarget(host, port, authority, path)
+
+
+def forwarded_head(head: RequestHead, target: ForwardTarget) -> bytes:
+    """The head sent to the destination: origin-form, Host from the URI, ``Connection: close``.
+
+    Host is the URI's authority (RFC 9112 3.2.2), whatever the client wrote: the
+    decision was made for that name, so the destination must hear the same one.
+    ``Connection: close`` keeps one request per destination connection, which is
+    all a forwarding proxy without keep-alive bookkeeping can honour.
+    """
+    named = {
+        token.strip().lower()
+        for name, value in head.headers
+        if name.lower() == "connection"
+        for token in value.split(",")
+    }
+    lines = [f"{head.method} {target.path} {head.version}", f"Host: {target.authority}"]
+    for name, value in head.headers:
+        lower = name.lower()
+        if lower in HOP_BY_HOP or lower in named or lower == "host":
+            continue
+        lines.append(f"{name}: {value}")
+    lines.append("Connection: close")
+    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+
+
+REASONS = {
+    400: "Bad Request",
+    403: "Forbidden",
+    405: "Method Not Allowed",
+    431: "Request Header Fields Too Large",
+    502: "Bad Gateway",
+    503: "Service Unavailable",
+    504: "Gateway Timeout",
+}
+
+
+def proxy_response(status: int, message: str, verdict: str) -> bytes:
+    """A complete answer from the proxy itself: one line of text, then the connection closes."""
+    body = (message + "\n").encode("utf-8", "replace")
+    return (
+        f"HTTP/1.1 {status} {REASONS.get(status, 'Error')}\r\n"
+        f"{PROXY_HEADER}: {verdict}\r\n"
+        "Content-Type: text/plain; charset=utf-8\r\n"
+        f"Content-Length: {len(body)}\r\n"
+        "Connection: close\r\n\r\n"
+    ).encode("ascii") + body
+
+
+def refusal_response(decision: Decision) -> bytes:
+    """403 naming the rule; a name that does not resolve is a 502 (not a policy refusal)."""
+    if decision.rule == "unresolved":
+        return proxy_response(502, decision.message, "unresolved")
+    return proxy_response(403, decision.message, "refused")
+
+
+CONNECT_ESTABLISHED = b"HTTP/1.1 200 Connection Established\r\n\r\n"
+
+
+def socks_reply(code: int) -> bytes:
+    """A SOCKS5 reply; the bound address is always 0.0.0.0:0 (clients do not use it)."""
+    return bytes((SOCKS_VERSION, code, 0, ATYP_IPV4)) + b"\0\0\0\0" + b"\0\0"
+
+
+def socks_choose_method(greeting: bytes) -> int:
+    """The method for a ``VER NMETHODS METHODS...`` greeting: no-auth, or none acceptable."""
+    if len(greeting) < 2 or greeting[0] != SOCKS_VERSION or len(greeting) != 2 + greeting[1]:
+        raise WireError("malformed SOCKS5 greeting")
+    return SOCKS_NO_AUTH if SOCKS_NO_AUTH in greeting[2:] else SOCKS_NO_ACCEPTABLE
+
+
+def socks_address_length(header: bytes) -> int:
+    """How many bytes follow the 4-byte request header (``VER CMD RSV ATYP``), plus the 1-byte
+    domain length when ATYP is a domain (pass ``header`` with that byte then)."""
+    atyp = header[3]
+    if atyp == ATYP_IPV4:
+        return 4 + 2
+    if atyp == ATYP_IPV6:
+        return 16 + 2
+    if atyp == ATYP_DOMAIN:
+        if len(header) < 5:
+            return 1  # read the length byte first
+        return header[4] + 2
+    raise WireError("unsupported SOCKS5 address type", status=SOCKS_ATYP_UNSUPPORTED)
+
+
+def parse_socks_request(request: bytes) -> tuple[int, str, int]:
+    """``VER CMD RSV ATYP ADDR PORT`` -> (command, host, port). Domains must be ASCII."""
+    if len(request) < 4 or request[0] != SOCKS_VERSION or request[2] != 0:
+        raise WireError("malformed SOCKS5 request", status=SOCKS_FAILURE)
+    command, atyp = request[1], request[3]
+    if atyp == ATYP_IPV4 and len(request) == 10:
+        host = str(ipaddress.IPv4Address(request[4:8]))
+    elif atyp == ATYP_IPV6 and len(request) == 22:
+        host = str(ipaddress.IPv6Address(request[4:20]))
+    elif atyp == ATYP_DOMAIN and len(request) >= 5 and len(request) == 7 + request[4]:
+        raw = request[5 : 5 + request[4]]
+        if not raw or not raw.isascii():
+            raise WireError("SOCKS5 domain is not ASCII", status=SOCKS_NOT_ALLOWED)
+        host = raw.decode("ascii")
+    else:
+        raise WireError("malformed SOCKS5 address", status=SOCKS_ATYP_UNSUPPORTED)
+    (port,) = struct.unpack("!H", request[-2:])
+    return command, host, port

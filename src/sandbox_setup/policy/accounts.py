@@ -1,0 +1,247 @@
+"""Which accounts may be the agent (DESIGN.md invariants 5 and 9), as pure rules.
+
+The plan refuses an existing account that breaks one (exit 3, naming the rule
+and the fix) and the audit reports one that breaks one later; both judge the
+facts :mod:`sandbox_setup.base.account_files` gathers.
+"""
+
+from __future__ import annotations
+
+import enum
+import hashlib
+from collections.abc import Mapping
+from pathlib import PurePosixPath
+
+from sandbox_setup.base.record import record
+from sandbox_setup.policy.sudoers import SudoersHit
+
+# Membership in these groups is a way to root (sudo's defaults, su's pam_wheel).
+ADMIN_GROUPS = frozenset({"root", "sudo", "wheel", "admin"})
+
+
+class PasswordState(enum.StrEnum):
+    """What the account's shadow entry says about logging in with a password."""
+
+    LOCKED = "locked"  # "!" or "*": no password login
+    EMPTY = "empty"  # anyone can log in
+    USABLE = "usable"  # a password hash: someone can log in with it
+    NO_ENTRY = "no-entry"
+    UNREADABLE = "unreadable"
+
+
+def password_state(shadow_text: str | None, name: str) -> PasswordState:
+    """The state of ``name``'s password in the shadow file's text (None: unreadable)."""
+    if shadow_text is None:
+        return PasswordState.UNREADABLE
+    for line in shadow_text.splitlines():
+        fields = line.split(":")
+        if len(fields) < 2 or fields[0] != name:
+            continue
+        password = fields[1]
+        if password.startswith(("!", "*")):
+            return PasswordState.LOCKED
+        return PasswordState.EMPTY if password == "" else PasswordState.USABLE
+    return PasswordState.NO_ENTRY
+
+
+def admin_memberships(groups: Mapping[str, int]) -> list[str]:
+    """The groups (name -> gid) that are a way to root: an admin group or gid 0."""
+    return sorted(name for name, gid in groups.items() if name in ADMIN_GROUPS or gid == 0)
+
+
+# --- Which account may be the agent (DESIGN.md invariant 9) -------------------------
+
+# A service account is recognised by any one of three signs, because each alone
+# means the account belongs to something other than a person's agent:
+# - its home is in a tree services keep their data in (/var/lib/postgresql,
+#   /srv/www, /run/..., /nonexistent): the agent would own and write that data;
+# - its shell refuses logins (nologin, false): the account was made for a daemon,
+#   and its files and running processes are that daemon's;
+# - its name is a well-known daemon's (postgres, www-data, ...): even made with a
+#   regular uid, it gets the service's data through peer authentication, sockets
+#   or group permissions that trust the name.
+SERVICE_HOME_TREES = (
+    "/var", "/srv", "/run", "/nonexistent", "/proc", "/dev", "/sys", "/usr", "/bin",
+    "/sbin", "/lib", "/etc", "/boot", "/tmp",
+)  # fmt: skip
+NOLOGIN_SHELLS = frozenset({"nologin", "false", "sync", "halt", "shutdown"})
+SERVICE_NAMES = frozenset(
+    {
+        "nobody", "daemon", "bin", "sys", "sync", "games", "man", "lp", "mail", "news",
+        "uucp", "proxy", "www-data", "backup", "list", "irc", "gnats", "_apt", "messagebus",
+        "sshd", "postgres", "postgresql", "mysql", "mariadb", "redis", "mongodb", "nginx",
+        "apache", "httpd", "memcache", "rabbitmq", "elasticsearch", "docker", "containerd",
+        "git", "gitlab-runner", "jenkins", "postfix", "dovecot", "bind", "named", "ntp",
+        "chrony", "avahi", "polkitd", "tss", "uuidd", "tcpdump", "dnsmasq", "grafana",
+        "prometheus", "node_exporter", "minio", "vault", "consul",
+    }
+)  # fmt: skip
+
+
+class AccountRule(enum.StrEnum):
+    """The rules an agent account must pass; the value is the rule's name in messages."""
+
+    ROOT = "uid 0"
+    SYSTEM = "system account"
+    SERVICE = "service account"
+    PASSWORD = "password"
+    SUDO = "sudo"
+    ADMIN_GROUP = "admin group"
+    PROCESSES = "running processes"
+    NOT_OURS = "existing account"
+
+
+# Rules that no choice of the operator waives; the others give way to --reuse-account.
+ABSOLUTE_RULES = frozenset(
+    {
+        AccountRule.ROOT,
+        AccountRule.SYSTEM,
+        AccountRule.SERVICE,
+        AccountRule.PASSWORD,
+        AccountRule.SUDO,
+        AccountRule.ADMIN_GROUP,
+    }
+)
+
+
+@record(frozen=True)
+class AccountFacts:
+    """What is known about an existing account (gathered by the caller)."""
+
+    name: str
+    uid: int
+    home: str
+    shell: str
+    password: PasswordState
+    groups: Mapping[str, int]
+    sudoers: tuple[SudoersHit, ...]
+    uid_min: int
+    uid_max: int
+    processes: int | None  # None: not known (a --root tree has no processes)
+    created_by_setup: bool  # sandbox-setup created it (ledger or journal)
+
+
+@record(frozen=True)
+class AccountProblem:
+    """One broken rule: which, and what was found (the caller adds the fix)."""
+
+    rule: AccountRule
+    text: str
+    hit: SudoersHit | None = None
+    group: str | None = None
+
+
+def _under(path: str, trees: tuple[str, ...]) -> str | None:
+    normal = "/" + path.strip("/")
+    for tree in trees:
+        if normal == tree or normal.startswith(tree + "/"):
+            return tree
+    return None
+
+
+def service_signs(name: str, home: str, shell: str) -> list[str]:
+    """Why the account looks like a service's (empty: it does not)."""
+    signs = []
+    tree = _under(home, SERVICE_HOME_TREES)
+    if tree is not None or home in ("", "/"):
+        signs.append(f"its home {home or '(none)'} is in {tree or '/'}, where services keep data")
+    if shell == "" or PurePosixPath(shell).name in NOLOGIN_SHELLS:
+        signs.append(f"its shell {shell or '(none)'} refuses logins")
+    if name in SERVICE_NAMES:
+        signs.append(f"{name} is the name of a well-known service account")
+    return signs
+
+
+def new_agent_name_problem(name: str) -> str | None:
+    """Why sandbox-setup must not create an account called ``name`` (None: it may):
+    a daemon's name would later be taken for that daemon's account."""
+    if name in SERVICE_NAMES:
+        return (
+            f"{name} is the name of a well-known service account; an agent with that name "
+            "would be mistaken for the service (and get its data once the service is "
+            "installed); choose another --agent-user"
+        )
+    return None
+
+
+def agent_account_problems(facts: AccountFacts, *, reuse: bool) -> list[AccountProblem]:
+    """Every rule ``facts`` breaks for an agent; the :data:`ABSOLUTE_RULES` always
+    count, the rest only without ``reuse`` (--reuse-account). An account
+    sandbox-setup created is the setup's own: neither "existing" nor its sessions'
+    processes count against it."""
+    found: list[AccountProblem] = []
+    if facts.uid == 0:
+        found.append(AccountProblem(AccountRule.ROOT, f"{facts.name} has uid 0 (it is root)"))
+    elif not facts.uid_min <= facts.uid <= facts.uid_max:
+        where = "below UID_MIN" if facts.uid < facts.uid_min else "above UID_MAX"
+        found.append(
+            AccountProblem(
+                AccountRule.SYSTEM,
+                f"{facts.name} has uid {facts.uid}, {where} ({facts.uid_min}-{facts.uid_max} "
+                "are the regular users'): a system account",
+            )
+        )
+    signs = service_signs(facts.name, facts.home, facts.shell)
+    if signs:
+        found.append(
+            AccountProblem(
+                AccountRule.SERVICE, f"{facts.name} is a service account: " + "; ".join(signs)
+            )
+        )
+    if facts.password in (PasswordState.EMPTY, PasswordState.USABLE):
+        what = "an EMPTY" if facts.password is PasswordState.EMPTY else "a usable"
+        found.append(AccountProblem(AccountRule.PASSWORD, f"{facts.name} has {what} password"))
+    for hit in facts.sudoers:
+        nopasswd = " with NOPASSWD" if hit.nopasswd else ""
+        found.append(
+            AccountProblem(
+                AccountRule.SUDO,
+                f"a sudoers rule applies to {facts.name}{nopasswd}: {hit.path}:{hit.line}: "
+                f"{hit.text}",
+                hit=hit,
+            )
+        )
+    for group in admin_memberships(facts.groups):
+        found.append(
+            AccountProblem(
+                AccountRule.ADMIN_GROUP,
+                f"{facts.name} is in group {group}, a way to root",
+                group=group,
+            )
+        )
+    if not facts.created_by_setup and not reuse:
+        if facts.processes:
+            found.append(
+                AccountProblem(
+                    AccountRule.PROCESSES,
+                    f"{facts.name} has {facts.processes} running process"
+                    f"{'es' if facts.processes != 1 else ''} (someone uses it now)",
+                )
+            )
+        found.append(
+            AccountProblem(
+                AccountRule.NOT_OURS,
+                f"{facts.name} already exists and sandbox-setup did not create it",
+            )
+        )
+    return found
+
+
+# --- The workspace group of a setup ------------------------------------------------
+
+WORKSPACE_GROUP_PREFIX = "sandbox-ws-"
+# Before each setup had a group of its own, every agent shared this one.
+LEGACY_WORKSPACE_GROUP = "sandbox-ws"
+GROUP_NAME_MAX = 32  # shadow-utils refuses longer group names
+
+
+def workspace_group(agent: str) -> str:
+    """The group that gives ``agent`` (and only it) its workspaces: one per setup,
+    so two setups' agents never share write access. A name too long for groupadd
+    keeps a readable start and a hash of the whole."""
+    name = WORKSPACE_GROUP_PREFIX + agent
+    if len(name) <= GROUP_NAME_MAX:
+        return name
+    digest = hashlib.sha256(agent.encode("utf-8")).hexdigest()[:6]
+    keep = GROUP_NAME_MAX - len(WORKSPACE_GROUP_PREFIX) - len(digest) - 1
+    return f"{WORKSPACE_GROUP_PREFIX}{agent[:keep]}-{digest}"

@@ -1,0 +1,212 @@
+"""Which variables of the caller's environment reach Claude Code (issue 16).
+
+The launcher passes nothing of the caller's environment but the variables named
+here: by default the ones that say where Claude's API is, how to log in to it
+and which models to ask for (:data:`DEFAULT_PASS`), plus whatever the operator
+lists (``--pass-env NAME``, ``[env] pass``). Some names are never taken from the
+caller: the ones the launcher sets itself, the ones that claim a sandbox, and
+the ones that would make the sandbox's tools (the dynamic loader, socat,
+bwrap) run other code.
+
+How the defaults were chosen (Claude Code's documented environment variables,
+code.claude.com/docs/en/env-vars and model-config, checked against the names
+the 2.1.197 binary reads): what a launcher or an operator exports to point
+Claude at an endpoint and log in to it, and nothing that changes what the agent
+may do.
+
+* The endpoint: ``ANTHROPIC_BASE_URL`` (a gateway or a local proxy, as the
+  proxy launchers of the first bug report set it) and
+  ``ANTHROPIC_CUSTOM_HEADERS`` (a gateway's own auth header travels there).
+* The login: ``ANTHROPIC_API_KEY`` (``x-api-key``), ``ANTHROPIC_AUTH_TOKEN``
+  (``Authorization: Bearer``, what gateways and local proxies take) and
+  ``CLAUDE_CODE_OAUTH_TOKEN`` (``claude setup-token``, a subscription login
+  without the interactive ``/login``).
+* The models: ``ANTHROPIC_MODEL``, the per-family slots
+  ``ANTHROPIC_DEFAULT_{OPUS,SONNET,HAIKU}_MODEL`` with the ``_NAME``,
+  ``_DESCRIPTION`` and ``_SUPPORTED_CAPABILITIES`` that describe a gateway's
+  model to Claude, ``ANTHROPIC_CUSTOM_MODEL_OPTION`` (same suffixes),
+  ``CLAUDE_CODE_SUBAGENT_MODEL``, and the deprecated
+  ``ANTHROPIC_SMALL_FAST_MODEL`` that older launchers still export.
+
+Left out on purpose, each for ``--pass-env`` when an operator wants it:
+
+* The cloud providers (``CLAUDE_CODE_USE_BEDROCK``, ``_VERTEX``, ``_FOUNDRY``):
+  the switch alone is useless and confusing without the cloud's credentials
+  (``AWS_*``, ``GOOGLE_APPLICATION_CREDENTIALS``, ...), and those are keys to
+  the operator's whole cloud account, not to Claude's API; handing them to the
+  agent must be an explicit choice, name by name.
+* Tuning and feature switches (``API_TIMEOUT_MS``, ``ANTHROPIC_BETAS``,
+  ``CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC``, ``DISABLE_AUTOUPDATER``, ...):
+  harmless, but they neither name the endpoint nor log in; the operator's
+  settings (or ``--pass-env``) own them.
+* Anything else of the caller's (``GITHUB_TOKEN``, ``AWS_SECRET_ACCESS_KEY``,
+  ``SSH_AUTH_SOCK``, ...): Claude's Bash tool sees every variable Claude gets,
+  so a credential that is not for Claude's API never reaches the agent unless
+  it is listed.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+
+from sandbox_setup.base.choices import Mode, Network
+from sandbox_setup.base.errors import InputError
+from sandbox_setup.policy.addresses import parse_address
+
+_MODEL_SLOTS = ("OPUS", "SONNET", "HAIKU")
+_MODEL_SUFFIXES = ("", "_NAME", "_DESCRIPTION", "_SUPPORTED_CAPABILITIES")
+# What a launcher or an operator sets to point Claude Code at its API, log in to
+# it and pick its models (see the module docstring for why these and no more).
+DEFAULT_PASS = (
+    "ANTHROPIC_BASE_URL",
+    "ANTHROPIC_CUSTOM_HEADERS",
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_AUTH_TOKEN",
+    "CLAUDE_CODE_OAUTH_TOKEN",
+    "ANTHROPIC_MODEL",
+    *(f"ANTHROPIC_DEFAULT_{slot}_MODEL{sfx}" for slot in _MODEL_SLOTS for sfx in _MODEL_SUFFIXES),
+    *(f"ANTHROPIC_CUSTOM_MODEL_OPTION{sfx}" for sfx in _MODEL_SUFFIXES),
+    "ANTHROPIC_SMALL_FAST_MODEL",
+    "CLAUDE_CODE_SUBAGENT_MODEL",
+)
+# Set by the launcher itself (a caller's value would be replaced anyway).
+LAUNCHER_OWNED = frozenset({"HOME", "PATH", "USER", "LOGNAME", "TERM", "LANG"})
+# A sandbox claim: only the launcher makes it, and only inside a verified sandbox.
+SANDBOX_CLAIMS = frozenset({"IS_SANDBOX", "CLAUDE_CODE_BUBBLEWRAP"})
+# Would change what the launcher's own tools or the proxy settings do.
+NEVER_PASSED = frozenset(
+    {"LD_PRELOAD", "LD_LIBRARY_PATH", "LD_AUDIT", "BASH_ENV", "ENV", "IFS", "SHELLOPTS"}
+)
+PROXY_VARIABLES = frozenset(
+    {"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY"}
+    | {"http_proxy", "https_proxy", "all_proxy", "no_proxy"}
+)
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}\Z")
+
+
+def pass_name_problem(name: str, mode: Mode) -> str | None:
+    """Why ``name`` may not be passed from the caller to Claude (None: it may)."""
+    if not _NAME.match(name):
+        return f"{name!r} is not an environment variable name (letters, digits and '_')"
+    if name in LAUNCHER_OWNED:
+        return f"{name} is set by the launcher itself"
+    if name in SANDBOX_CLAIMS and mode is Mode.SANDBOX:
+        return f"{name} is a sandbox claim; in sandbox mode only the verified sandbox sets it"
+    if name in NEVER_PASSED or name.startswith("LD_"):
+        return f"{name} changes how programs are loaded or started; it is never passed"
+    if name in PROXY_VARIABLES and mode is Mode.SANDBOX:
+        return f"{name} is set by the launcher to its egress proxy in sandbox mode"
+    return None
+
+
+def validate_pass_names(names: Iterable[str], mode: Mode, what: str) -> tuple[str, ...]:
+    """``names`` in order, once each; :class:`InputError` naming the first refused."""
+    seen: list[str] = []
+    for name in names:
+        problem = pass_name_problem(name, mode)
+        if problem is not None:
+            raise InputError(f"{what} {name}: {problem}")
+        if name not in seen:
+            seen.append(name)
+    return tuple(seen)
+
+
+def passed_names(extra: Iterable[str]) -> tuple[str, ...]:
+    """What the launcher passes: the defaults, then the operator's, once each."""
+    return tuple(dict.fromkeys((*DEFAULT_PASS, *extra)))
+
+
+def select_passed(
+    names: Iterable[str], environ: Mapping[str, str], mode: Mode
+) -> tuple[dict[str, str], tuple[tuple[str, str], ...]]:
+    """The variables of ``environ`` the launcher hands to Claude, and those it refuses.
+
+    Exactly ``names`` (the config's ``[env] pass``), each only when set. A name
+    the policy refuses (a sandbox claim in sandbox mode, the loader's, the
+    launcher's own) is ignored even when a config lists it: the wizard never
+    writes one, so such a config was edited by hand. Returns ``(passed,
+    ((name, why ignored), ...))``.
+    """
+    passed: dict[str, str] = {}
+    ignored: list[tuple[str, str]] = []
+    for name in dict.fromkeys(names):
+        problem = pass_name_problem(name, mode)
+        if problem is not None:
+            ignored.append((name, problem))
+        elif name in environ:
+            passed[name] = environ[name]
+    return passed, tuple(ignored)
+
+
+# The variable that names Claude's API endpoint.
+BASE_URL = "ANTHROPIC_BASE_URL"
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def loopback_endpoint(url: str) -> tuple[str, int] | None:
+    """``(host, port)`` when ``url`` points at this host's loopback, else None.
+
+    Loopback is 127.0.0.0/8, ::1 (also IPv4-mapped), ``localhost`` and names under
+    ``.localhost`` (RFC 6761), and the unspecified address. The port is the URL's,
+    or the scheme's default.
+    """
+    import urllib.parse
+
+    try:
+        parts = urllib.parse.urlsplit(url.strip())
+        host = parts.hostname
+        port = parts.port
+    except ValueError:  # a port out of range or not a number: not a usable endpoint
+        return None
+    if not host:
+        return None
+    host = host.rstrip(".").lower()
+    address = parse_address(host)
+    # The unspecified address (0.0.0.0, ::) counts: connecting to it reaches this host.
+    loopback = (
+        address.is_loopback or address.is_unspecified
+        if address is not None
+        else host == "localhost" or host.endswith(".localhost")
+    )
+    if not loopback:
+        return None
+    if port is None:
+        port = _DEFAULT_PORTS.get(parts.scheme.lower())
+    if port is None:
+        return None
+    return host, port
+
+
+def loopback_port_hint(
+    environ: Mapping[str, str],
+    names: Iterable[str],
+    network: Network,
+    loopback_ports: Iterable[int],
+) -> str | None:
+    """What to do when the passed base URL is on the host's loopback but the sandbox
+    cannot reach it (None when it can, or when there is nothing to say).
+
+    Only a sandbox with a network of its own is concerned: ``allowlist`` reaches
+    one host loopback port through ``--allow-loopback-port PORT``; ``none`` reaches
+    nothing. The URL itself is never repeated (it may carry a token); host and
+    port are.
+    """
+    if BASE_URL not in names or network == Network.HOST:
+        return None
+    endpoint = loopback_endpoint(environ.get(BASE_URL, ""))
+    if endpoint is None:
+        return None
+    host, port = endpoint
+    where = f"{BASE_URL} points at {host} port {port} on this host's loopback"
+    if network == Network.NONE:
+        return (
+            f"{where}, but the sandbox has no network (network none), so Claude Code cannot "
+            f"reach it; use --network allowlist --allow-loopback-port {port}"
+        )
+    if port in set(loopback_ports):
+        return None
+    return (
+        f"{where}; the sandbox (network allowlist) reaches it only through "
+        f"--allow-loopback-port {port}: re-run sandbox-setup with --allow-loopback-port {port}"
+    )

@@ -1,0 +1,470 @@
+"""The network boundary's rules (invariant 7), as pure functions over values.
+
+Who decides with these: the wizard and the TUI (validating ``--allow-domain`` and
+``--allow-loopback-port``), the audit (what the configured policy allows), and the
+launcher's egress proxy (every connection). Nothing here resolves a name or opens a
+socket: the proxy resolves, then hands the answer to :meth:`EgressPolicy.decide`.
+
+A destination is allowed only when
+
+1. its name matches an allowed pattern (Claude Code's endpoints, :data:`CLAUDE_ENDPOINTS`,
+   plus the operator's ``--allow-domain`` patterns) for that port, and
+2. *every* address the name resolved to passes :func:`refusal_reason` (so a name that
+   also resolves to, or is rebound to, a loopback or private address is refused,
+   whatever else it resolves to), unless the operator allowed that exact address.
+
+An IP literal destination (``CONNECT 10.0.0.5:5432``) skips the names: it is allowed
+only when the operator allowed that exact address (``--allow-domain 10.0.0.5:5432``);
+an allowed address is also exempt from the address rules, since naming it is the
+operator's explicit choice. The unspecified address (``0.0.0.0``, ``::``) is never
+allowed: connecting to it reaches this host, which is what ``--allow-loopback-port``
+is for.
+
+The proxy decides by name *before* it resolves anything, so a name off the allowlist
+is never looked up (a lookup of ``secret.attacker.example`` would already carry data
+out through DNS).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import re
+from collections.abc import Iterable, Sequence
+
+from sandbox_setup.base.choices import Network
+from sandbox_setup.base.errors import InputError
+from sandbox_setup.base.record import field, record
+from sandbox_setup.policy.addresses import (
+    RULE_ORDER,
+    UNEXEMPTABLE,
+    IPAddress,
+    as_address,
+    canonical_address,
+    parse_address,
+    refusal_reason,
+)
+
+__all__ = [
+    "CLAUDE_ENDPOINTS",
+    "HOST_EXPOSURE",
+    "Decision",
+    "DomainPattern",
+    "EgressPolicy",
+    "describe_network",
+    "inner_proxy_port",
+    "network_exposure",
+    "normalize_host",
+    "parse_domain_pattern",
+    "parse_port",
+    "refusal_reason",
+]
+
+# Claude Code's own endpoints: the "Network access requirements" of Claude Code's
+# enterprise network configuration page, https://code.claude.com/docs/en/network-config
+# (api.anthropic.com: the Claude API; claude.ai: claude.ai account authentication;
+# platform.claude.com: Anthropic Console account authentication). Older revisions of
+# that page also listed statsig.anthropic.com and sentry.io (telemetry and error
+# reports); Claude Code runs without reaching them, so the minimal list leaves them to the
+# operator's --allow-domain. TLS only: nothing of Claude Code's needs another port.
+CLAUDE_ENDPOINTS: tuple[str, ...] = (
+    "api.anthropic.com:443",
+    "claude.ai:443",
+    "platform.claude.com:443",
+)
+
+# The launcher's egress proxy, inside the sandbox: 127.0.0.1:SANDBOX_PROXY_PORT (the
+# proxy's listener in the sandbox's network namespace), also written as Claude's inner sandbox's
+# httpProxyPort/socksProxyPort. So it cannot also be an exposed loopback port.
+SANDBOX_PROXY_PORT = 3128
+
+
+def inner_proxy_port(mode: str, network: str | None, inner_sandbox: str) -> int | None:
+    """The port Claude's inner sandbox must use as its HTTP and SOCKS proxy, or None.
+
+    Claude Code's Bash sandbox (sandbox-runtime) starts proxies of its own unless
+    ``sandbox.network.httpProxyPort``/``socksProxyPort`` name one; inside our allowlist
+    sandbox those would apply *its* rules, not ours. So where the launcher gives the
+    sandbox the allowlist network and the inner sandbox is on, both are the launcher's
+    proxy's listener (one port: the proxy tells HTTP from SOCKS5 by the first byte).
+    """
+    if mode == "sandbox" and network == "allowlist" and inner_sandbox != "off":
+        return SANDBOX_PROXY_PORT
+    return None
+
+
+PATTERN_SYNTAX = (
+    "example.com, *.example.com, 203.0.113.7 or [2001:db8::7], each with an optional :PORT"
+)
+_LABEL = re.compile(r"^[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?$")
+_DIGITS = re.compile(r"^[0-9]+$")
+
+
+def parse_port(value: str | int, what: str = "port") -> int:
+    """A TCP port, 1..65535, from text or an int; :class:`InputError` (exit 2) naming it."""
+    if isinstance(value, bool):
+        raise InputError(f"{what} {value!r} is not a number")
+    if isinstance(value, int):
+        number = value
+    else:
+        text = value.strip()
+        if not _DIGITS.match(text):
+            raise InputError(f"{what} {value!r} is not a number (expected 1-65535)")
+        number = int(text)
+    if not 1 <= number <= 65535:
+        raise InputError(f"{what} {value!r} is out of range (expected 1-65535)")
+    return number
+
+
+@record(frozen=True)
+class DomainPattern:
+    """One allowed destination: an exact name, a ``*.`` wildcard, or an exact address.
+
+    ``*.example.com`` matches every name *under* example.com (``a.example.com``,
+    ``a.b.example.com``), not ``example.com`` itself, as in Claude Code's own
+    ``sandbox.network.allowedDomains``. ``port`` None matches every port.
+    """
+
+    host: str  # lowercase name without the "*." (or the canonical address text)
+    wildcard: bool = False
+    port: int | None = None
+    address: IPAddress | None = None
+
+    def matches(self, host: str, port: int) -> bool:
+        """Does a destination ``host:port`` (a name or an IP literal) fall under this pattern?"""
+        if self.port is not None and port != self.port:
+            return False
+        name = normalize_host(host)
+        literal = parse_address(name)
+        if self.address is not None:
+            return literal is not None and literal == self.address
+        if literal is not None:
+            return False  # a name pattern never matches an address, nor the reverse
+        if self.wildcard:
+            return name.endswith("." + self.host)
+        return name == self.host
+
+    def __str__(self) -> str:
+        if self.address is not None and self.address.version == 6:
+            host = f"[{self.address.compressed}]"
+        else:
+            host = ("*." if self.wildcard else "") + self.host
+        return host if self.port is None else f"{host}:{self.port}"
+
+
+def normalize_host(host: str) -> str:
+    """Lowercase, without brackets or one trailing dot (``Example.COM.`` -> ``example.com``)."""
+    name = host.strip().lower()
+    if name.startswith("[") and name.endswith("]"):
+        name = name[1:-1]
+    if name.endswith(".") and not name.endswith(".."):
+        name = name[:-1]
+    return name
+
+
+def _refuse(text: str, why: str) -> InputError:
+    return InputError(f"allowed domain {text!r}: {why} (expected {PATTERN_SYNTAX})")
+
+
+def parse_domain_pattern(text: str) -> DomainPattern:
+    """An ``--allow-domain`` value, validated; :class:`InputError` (exit 2) naming it and why.
+
+    Refused: a URL or a path (``https://x``, ``x/y``), user info, a wildcard anywhere
+    but a whole leftmost label (``ex*.com``, ``a.*.com``, ``*``, ``*.com``), empty or
+    malformed labels, a port that is not 1..65535, an unbracketed IPv6 address (is
+    ``::1:443`` a port or not?), a name that only looks like an address (``127.1``,
+    ``2130706433``: resolvers read those as 127.0.0.1), and the unspecified address.
+    IP literals are exact addresses only: no wildcards, no ranges.
+    """
+    if not isinstance(text, str) or not text.strip():
+        raise _refuse(str(text), "it is empty")
+    raw = text.strip()
+    if "://" in raw:
+        raise _refuse(text, "a URL, not a host; give only the host, e.g. example.com")
+    for char, why in (("/", "contains a path"), ("@", "contains user info"),
+                      ("?", "contains a query"), ("#", "contains a fragment")):  # fmt: skip
+        if char in raw:
+            raise _refuse(text, why)
+    if any(c.isspace() for c in raw):
+        raise _refuse(text, "contains white space")
+    if not raw.isascii():
+        raise _refuse(text, "not ASCII; write an internationalized name in its xn-- form")
+
+    host, port = _split_port(text, raw)
+    if host.startswith("["):
+        try:
+            ipaddress.IPv6Address(host[1:-1])
+        except ValueError:
+            raise _refuse(text, "brackets hold an IPv6 address only") from None
+    elif ":" in host:
+        if parse_address(host) is not None:
+            raise _refuse(text, "an IPv6 address must be in brackets, e.g. [2001:db8::1]:443")
+        raise _refuse(text, "more than one ':'")
+    address = parse_address(host)
+    if address is not None:
+        if refusal_reason(address) in UNEXEMPTABLE:
+            raise _refuse(
+                text, "the unspecified address means this host; use --allow-loopback-port"
+            )
+        return DomainPattern(host=address.compressed, port=port, address=address)
+
+    name = normalize_host(host)
+    wildcard = name.startswith("*.")
+    base = name[2:] if wildcard else name
+    if "*" in base:
+        raise _refuse(text, "a wildcard may only be the whole leftmost label, as in *.example.com")
+    if not base:
+        raise _refuse(text, "no host")
+    if len(base) > 253:
+        raise _refuse(text, "longer than 253 characters")
+    labels = base.split(".")
+    for label in labels:
+        if not label:
+            raise _refuse(text, "an empty label (two dots, or a leading dot)")
+        if not _LABEL.match(label):
+            raise _refuse(text, f"label {label!r} is not letters, digits and inner hyphens")
+    if _DIGITS.match(labels[-1]):
+        raise _refuse(text, "looks like an IP address but is not a dotted quad")
+    if wildcard and len(labels) < 2:
+        raise _refuse(text, "a wildcard over a top-level domain allows too much")
+    return DomainPattern(host=base, wildcard=wildcard, port=port)
+
+
+def _split_port(text: str, raw: str) -> tuple[str, int | None]:
+    if raw.startswith("["):
+        close = raw.find("]")
+        if close == -1:
+            raise _refuse(text, "an unclosed [")
+        host, rest = raw[: close + 1], raw[close + 1 :]
+        if not rest:
+            return host, None
+        if not rest.startswith(":"):
+            raise _refuse(text, "text after ]")
+        return host, _pattern_port(text, rest[1:])
+    if raw.count(":") == 1:
+        host, _, port_text = raw.partition(":")
+        return host, _pattern_port(text, port_text)
+    return raw, None
+
+
+def _pattern_port(text: str, port_text: str) -> int:
+    try:
+        return parse_port(port_text)
+    except InputError:
+        raise _refuse(text, f"port {port_text!r} is not 1-65535") from None
+
+
+# --- the policy ---------------------------------------------------------------------
+
+REFUSED_PREFIX = "sandbox-launch egress proxy: refused"
+
+
+@record(frozen=True)
+class Decision:
+    """What the proxy does with one destination, and the rule that says so."""
+
+    allowed: bool
+    rule: str
+    message: str
+
+
+@record(frozen=True)
+class EgressPolicy:
+    """The proxy's whole policy: plain data, so it crosses to the proxy process as JSON."""
+
+    allowed: tuple[DomainPattern, ...]  # name patterns: Claude's endpoints + the operator's
+    allowed_addresses: tuple[DomainPattern, ...] = ()  # exact addresses (optional port)
+    host_addresses: frozenset[IPAddress] = field(default_factory=frozenset)
+
+    @classmethod
+    def build(
+        cls,
+        operator_patterns: Iterable[str] = (),
+        host_addresses: Iterable[IPAddress | str] = (),
+        claude_endpoints: Sequence[str] = CLAUDE_ENDPOINTS,
+    ) -> EgressPolicy:
+        """Claude Code's endpoints plus the operator's ``--allow-domain`` values (validated)."""
+        patterns = [parse_domain_pattern(p) for p in (*claude_endpoints, *operator_patterns)]
+        unique = list(dict.fromkeys(patterns))
+        return cls(
+            allowed=tuple(p for p in unique if p.address is None),
+            allowed_addresses=tuple(p for p in unique if p.address is not None),
+            host_addresses=frozenset(canonical_address(as_address(a)) for a in host_addresses),
+        )
+
+    def with_host_addresses(self, addresses: Iterable[IPAddress | str]) -> EgressPolicy:
+        """This policy with more host addresses (the proxy adds what it reads live)."""
+        more = frozenset(canonical_address(as_address(a)) for a in addresses)
+        return EgressPolicy(self.allowed, self.allowed_addresses, self.host_addresses | more)
+
+    def address_allowed(self, address: IPAddress, port: int) -> bool:
+        """Did the operator allow exactly this address (and port)?"""
+        return any(p.matches(address.compressed, port) for p in self.allowed_addresses)
+
+    def precheck(self, host: str, port: int) -> Decision | None:
+        """The refusal that needs no resolving (malformed, not allowlisted), else None.
+
+        The proxy calls this before it resolves ``host``, so a name off the allowlist
+        is never looked up.
+        """
+        name = normalize_host(host)
+        where = _where(name, port)
+        if not name or len(name) > 253 or not _plausible_host(name):
+            return Decision(False, "malformed", f"{REFUSED_PREFIX} {where}: not a host name")
+        if not 1 <= port <= 65535:
+            return Decision(False, "malformed", f"{REFUSED_PREFIX} {where}: port out of range")
+        literal = parse_address(name)
+        if literal is not None:
+            rule = refusal_reason(literal, self.host_addresses)
+            if rule in UNEXEMPTABLE:
+                return Decision(False, rule, f"{REFUSED_PREFIX} {where}: {rule} address")
+            if not self.address_allowed(literal, port):
+                return Decision(
+                    False,
+                    "address not allowlisted",
+                    f"{REFUSED_PREFIX} {where}: an IP address the operator did not allow "
+                    "(sandbox-setup --allow-domain ADDRESS[:PORT] allows one)",
+                )
+            return None
+        if not any(p.matches(name, port) for p in self.allowed):
+            return Decision(
+                False,
+                "not allowlisted",
+                f"{REFUSED_PREFIX} {where}: not on the allowlist "
+                "(sandbox-setup --allow-domain PATTERN allows more)",
+            )
+        return None
+
+    def decide(
+        self, host: str, port: int, resolved_addresses: Sequence[IPAddress | str]
+    ) -> Decision:
+        """Allowed only if the name is allowlisted and every resolved address passes.
+
+        For an IP literal ``host``, ``resolved_addresses`` is ignored: the literal is
+        the address.
+        """
+        refused = self.precheck(host, port)
+        if refused is not None:
+            return refused
+        name = normalize_host(host)
+        where = _where(name, port)
+        literal = parse_address(name)
+        if literal is not None:
+            return Decision(
+                True, "allowed address", f"allowed {where}: an address the operator allowed"
+            )
+        addresses = [canonical_address(as_address(a)) for a in resolved_addresses]
+        if not addresses:
+            return Decision(
+                False, "unresolved", f"{REFUSED_PREFIX} {where}: the name does not resolve"
+            )
+        refusals = []
+        for address in addresses:
+            rule = refusal_reason(address, self.host_addresses)
+            if rule is None or (rule not in UNEXEMPTABLE and self.address_allowed(address, port)):
+                continue
+            refusals.append((RULE_ORDER.index(rule.split(",", 1)[0]), address, rule))
+        if refusals:
+            # The gravest rule, whatever order the resolver answered in.
+            _, address, rule = min(refusals, key=lambda r: r[0])
+            return Decision(
+                False,
+                rule.split(",", 1)[0],
+                f"{REFUSED_PREFIX} {where}: resolves to {address} ({rule})",
+            )
+        pattern = next(p for p in self.allowed if p.matches(name, port))
+        return Decision(True, "allowlisted", f"allowed {where}: allowlisted by {pattern}")
+
+    def to_json(self) -> str:
+        """The policy as one JSON document (``schema`` 1), for the proxy process."""
+        return json.dumps(
+            {
+                "schema": 1,
+                "allowed": [str(p) for p in self.allowed],
+                "allowed_addresses": [str(p) for p in self.allowed_addresses],
+                "host_addresses": sorted(a.compressed for a in self.host_addresses),
+            },
+            sort_keys=True,
+        )
+
+    @classmethod
+    def from_json(cls, text: str) -> EgressPolicy:
+        """The inverse of :meth:`to_json`; :class:`InputError` for anything else."""
+        try:
+            data = json.loads(text)
+        except ValueError as exc:
+            raise InputError(f"egress policy: not JSON: {exc}") from None
+        if not isinstance(data, dict) or data.get("schema") != 1:
+            raise InputError("egress policy: expected a JSON object with schema 1")
+        lists = {}
+        for key in ("allowed", "allowed_addresses", "host_addresses"):
+            value = data.get(key, [])
+            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                raise InputError(f"egress policy: {key!r} must be a list of strings")
+            lists[key] = value
+        patterns = [parse_domain_pattern(p) for p in lists["allowed"]]
+        addresses = [parse_domain_pattern(p) for p in lists["allowed_addresses"]]
+        if any(p.address is not None for p in patterns) or any(
+            p.address is None for p in addresses
+        ):
+            raise InputError("egress policy: names and addresses are in the wrong lists")
+        try:
+            hosts = frozenset(
+                canonical_address(ipaddress.ip_address(a)) for a in lists["host_addresses"]
+            )
+        except ValueError as exc:
+            raise InputError(f"egress policy: host address: {exc}") from None
+        return cls(tuple(patterns), tuple(addresses), hosts)
+
+
+def _where(name: str, port: int) -> str:
+    return f"[{name}]:{port}" if ":" in name else f"{name}:{port}"
+
+
+def _plausible_host(name: str) -> bool:
+    if parse_address(name) is not None:
+        return True
+    return name.isascii() and all(_LABEL.match(label) for label in name.split("."))
+
+
+# --- what each network choice means, in words (plan, --dry-run, audit, launcher) ----
+
+HOST_EXPOSURE = (
+    "the agent shares the host's network: loopback services, the cloud metadata address "
+    "169.254.169.254 and abstract unix sockets are reachable"
+)
+NONE_EXPOSURE = "no network at all: Claude cannot reach its API"
+ALLOWLIST_SUMMARY = (
+    "a network namespace of its own; egress only through the launcher's proxy, which "
+    "refuses loopback, link-local and metadata, this host's own addresses and private "
+    "ranges unless one is allowed exactly"
+)
+
+
+def network_exposure(network: Network | str) -> str:
+    """One phrase for what ``network`` leaves reachable."""
+    if network == Network.HOST:
+        return HOST_EXPOSURE
+    if network == Network.NONE:
+        return NONE_EXPOSURE
+    return ALLOWLIST_SUMMARY
+
+
+def describe_network(
+    network: Network | str, allowed_domains: Sequence[str], loopback_ports: Sequence[int]
+) -> list[str]:
+    """The lines a plan, a review and an audit show for the sandbox's network."""
+    if network != Network.ALLOWLIST:
+        return [f"{network}: {network_exposure(network)}"]
+    lines = [
+        f"allowlist: {ALLOWLIST_SUMMARY}",
+        "allowed: Claude Code's endpoints " + ", ".join(CLAUDE_ENDPOINTS),
+    ]
+    if allowed_domains:
+        lines.append("allowed by you (--allow-domain): " + ", ".join(allowed_domains))
+    if loopback_ports:
+        lines.append(
+            "host loopback ports seen inside at 127.0.0.1 (--allow-loopback-port): "
+            + ", ".join(str(p) for p in loopback_ports)
+        )
+    return lines

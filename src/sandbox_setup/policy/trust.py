@@ -1,0 +1,145 @@
+"""The trust rule: may root read or execute this file? (DESIGN.md invariant 2)
+
+A file is trusted when it is a regular file owned by a trusted uid (root, or the
+operator who runs the tool) and not writable by group or others, and so is
+every directory on its resolved path. One exception: a directory owned by root,
+world-writable and *sticky* (``/tmp``) is accepted on the path, because the
+sticky bit stops other users from renaming or deleting entries they do not own.
+A sticky directory owned by anyone else is refused: its owner can swap entries.
+
+The launcher (refuses), the plan (refuses before writing a config the launcher
+would refuse), the audit (reports) and the checks (never run such a binary as
+root) all judge with these functions, so an apply never writes what a launch
+then refuses. Pure functions over :class:`~sandbox_setup.base.pathfacts.PathFacts`.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Collection
+from pathlib import Path
+
+from sandbox_setup.base.pathfacts import PathFacts, resolved_chain
+from sandbox_setup.base.record import record
+
+
+@record(frozen=True)
+class TrustProblem:
+    """Why one path on the way to a file makes it untrusted, and the fix."""
+
+    facts: PathFacts
+    leaf: bool  # the file itself (else a directory above it)
+    kind: str  # "missing" | "type" | "owner" | "writable"
+    text: str  # e.g. "is owned by uid 65534" (the caller names the path and the file)
+    fix: str
+
+    @property
+    def shown(self) -> str:
+        return self.facts.shown
+
+
+def trusted_owners(operator_uid: int) -> frozenset[int]:
+    """Root and the operator: nobody else may own what root reads or runs."""
+    return frozenset({0, operator_uid})
+
+
+def writable_by_others(facts: PathFacts) -> bool:
+    """Group- or world-writable, except a root-owned sticky directory (like /tmp)."""
+    if not facts.perms & 0o022:
+        return False
+    return not (facts.is_dir and facts.perms & stat.S_ISVTX and facts.uid == 0)
+
+
+def _mode(facts: PathFacts) -> str:
+    return f"{facts.perms:04o}"
+
+
+def file_problems(facts: PathFacts, owners: Collection[int]) -> list[TrustProblem]:
+    """The file itself: regular, trusted owner, not group/world-writable."""
+    if not facts.exists:
+        return [TrustProblem(facts, True, "missing", "does not exist", "")]
+    if not facts.is_regular:
+        return [TrustProblem(facts, True, "type", "is not a regular file", "")]
+    found = []
+    if facts.uid not in owners:
+        found.append(
+            TrustProblem(
+                facts,
+                True,
+                "owner",
+                f"is owned by uid {facts.uid}",
+                f"chown root {facts.shown}",
+            )
+        )
+    if facts.perms & 0o022:
+        found.append(
+            TrustProblem(
+                facts,
+                True,
+                "writable",
+                f"is group- or world-writable (mode {_mode(facts)})",
+                f"chmod go-w {facts.shown}",
+            )
+        )
+    return found
+
+
+def directory_problems(facts: PathFacts, owners: Collection[int]) -> list[TrustProblem]:
+    """A directory on the path: a directory, trusted owner, nobody else can write it
+    (a root-owned sticky directory excepted)."""
+    if not facts.exists:
+        return []  # the file's own check reports what is missing
+    if not facts.is_dir:
+        return [TrustProblem(facts, False, "type", "is not a directory", "")]
+    found = []
+    if writable_by_others(facts):
+        found.append(
+            TrustProblem(
+                facts,
+                False,
+                "writable",
+                f"is group- or world-writable (mode {_mode(facts)})",
+                f"chmod go-w {facts.shown}",
+            )
+        )
+    if facts.uid not in owners:
+        found.append(
+            TrustProblem(
+                facts,
+                False,
+                "owner",
+                f"is owned by uid {facts.uid}",
+                f"chown root {facts.shown}",
+            )
+        )
+    return found
+
+
+def chain_problems(
+    leaf: PathFacts, directories: list[PathFacts], owners: Collection[int]
+) -> list[TrustProblem]:
+    """Every problem of a resolved path: its directories top first, then the file."""
+    found: list[TrustProblem] = []
+    for directory in directories:
+        found += directory_problems(directory, owners)
+    return found + file_problems(leaf, owners)
+
+
+def untrusted_reason(path: str | Path, owners: Collection[int] | None = None) -> str | None:
+    """Why root must not run ``path`` on the live system (None: it may).
+
+    ``owners`` defaults to root and the effective uid. This is the rule applied to
+    a live path, for the checks, which only get it handed in.
+    """
+    owners = trusted_owners(os.geteuid()) if owners is None else owners
+    try:
+        real = Path(os.path.realpath(path, strict=True))
+    except OSError as exc:
+        return f"{path}: {exc.strerror or exc}"
+    found = chain_problems(*resolved_chain(real), owners)
+    if not found:
+        return None
+    first = found[0]
+    where = "" if first.leaf else " (a directory on its path)"
+    return f"{first.shown}{where} {first.text}"

@@ -1,0 +1,370 @@
+"""Mode details: workspaces, the agent account, the network, Claude's inner sandbox,
+the settings scope, the login, private files, variables, limits, the claude shim,
+the Claude Code binary. Only the fields that apply to the chosen mode are shown.
+
+Every field is validated by the core (the headless path's rules and messages, in
+the wizard's words); all of them at once on Ctrl+N or Enter, each invalid one
+marked where it is. Ctrl+N is an ordinary binding, not a priority one: a
+priority binding runs before the keys typed just before it have reached the
+field, and would validate what was there a moment earlier.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from enum import StrEnum
+from typing import TypeVar
+
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, VerticalScroll
+from textual.widget import Widget
+from textual.widgets import Footer, Input, RadioSet, Static
+
+from sandbox_setup.base.choices import InnerSandbox, Mode, Network, SettingsScope, values
+from sandbox_setup.base.limits import Limits
+from sandbox_setup.tui.controls import ChoiceButton, ChoiceSet, TextField, Toggle
+from sandbox_setup.tui.core import Core
+from sandbox_setup.tui.draft import Details
+from sandbox_setup.tui.form import Field
+from sandbox_setup.tui.step import StepScreen
+from sandbox_setup.tui.widgets import ActionButton
+
+INNER_HELP = {
+    InnerSandbox.STRONG: "strong: Claude's own bwrap sandbox with a fresh /proc",
+    InnerSandbox.WEAK: "weak: nested sandbox binds the outer /proc (enableWeakerNestedSandbox)",
+    InnerSandbox.OFF: "off: no inner sandbox for Claude's Bash tool",
+}
+NETWORK_HELP = {
+    Network.ALLOWLIST: "allowlist: Claude's endpoints and the domains below, through the "
+    "launcher's proxy",
+    Network.HOST: "host: the host's whole network, no filter",
+    Network.NONE: "none: no network at all (Claude cannot reach its API)",
+}
+# Which fields each mode uses (ids as on the screen).
+SEPARATE_AGENT = (
+    "workspaces",
+    "agent-user",
+    "reuse-account",
+    "inner",
+    "scope",
+    "copy-login",
+    "include-private",
+    "pass-env",
+    "tasks",
+    "memory",
+    "install-shim",
+    "claude",
+)
+FIELDS = {
+    Mode.SANDBOX: {*SEPARATE_AGENT, "network", "domains", "ports", "tmpfs"},
+    Mode.USER: set(SEPARATE_AGENT),
+    Mode.UNSAFE: {"inner", "scope", "pass-env", "claude"},
+}
+ChoiceT = TypeVar("ChoiceT", bound=StrEnum)
+
+
+def fields_for(mode: Mode) -> set[str]:
+    """Which fields the mode uses."""
+    return set(FIELDS[mode])
+
+
+def _choices(choices: Sequence[str], current: str, id: str) -> ChoiceSet:
+    return ChoiceSet(
+        *(ChoiceButton(choice, choice == current, id=f"{id}-{choice}") for choice in choices),
+        id=id,
+        classes="choice",
+    )
+
+
+def _listed(items: Sequence[object]) -> str:
+    return ", ".join(str(item) for item in items)
+
+
+class DetailsScreen(StepScreen[Details]):
+    """Returns the filled :class:`Details` once every field is valid."""
+
+    STEP = "details"
+    BINDINGS = [Binding("ctrl+n", "next", "Next", key_display="^n")]
+
+    def __init__(
+        self,
+        core: Core,
+        mode: Mode,
+        details: Details,
+        preset: InnerSandbox,
+        claude_hint: str = "",
+    ) -> None:
+        super().__init__()
+        self.core = core
+        self.mode = mode
+        self.details = details
+        self.preset = preset
+        self.claude_hint = claude_hint
+        self.fields = fields_for(mode)
+
+    def _field(self, id: str, label: str, control: Widget, hint: str = "") -> Field | None:
+        return Field(label, control, hint, id=id) if id in self.fields else None
+
+    def _all_fields(self) -> list[Field | None]:
+        d = self.details
+        agent_label = (
+            "Agent user: created locked, no password"
+            if self.core.operator_is_root
+            else "Agent user: your own account or an existing one (not root)"
+        )
+        allowlist = d.network is Network.ALLOWLIST
+        return [
+            self._field(
+                "workspaces",
+                "Workspaces: absolute directories, comma-separated",
+                TextField(_listed(d.workspaces), placeholder="/srv/project", id="workspaces"),
+            ),
+            self._field("agent-user", agent_label, TextField(d.agent_user, id="agent-user")),
+            self._field(
+                "reuse-account",
+                "Existing account",
+                Toggle(
+                    "Reuse an existing account (it must pass every rule)",
+                    d.reuse_account,
+                    id="reuse-account",
+                ),
+            ),
+            self._field(
+                "network",
+                "Network inside the sandbox",
+                _choices(values(Network), d.network, "network"),
+                NETWORK_HELP[d.network],
+            ),
+            self._field(
+                "domains",
+                "Allowed domains beyond Claude's own (example.com, *.example.com, :PORT)",
+                TextField(
+                    _listed(d.allowed_domains),
+                    placeholder="none",
+                    id="domains",
+                    disabled=not allowlist,
+                ),
+            ),
+            self._field(
+                "ports",
+                "Loopback ports of the host, reachable inside at 127.0.0.1:PORT",
+                TextField(
+                    _listed(d.loopback_ports),
+                    placeholder="none",
+                    id="ports",
+                    disabled=not allowlist,
+                ),
+            ),
+            self._field(
+                "inner",
+                f"Claude's inner sandbox (the probes suggest {self.preset})",
+                _choices(values(InnerSandbox), d.inner_sandbox, "inner"),
+                INNER_HELP[d.inner_sandbox],
+            ),
+            self._field(
+                "scope",
+                "Claude settings scope (managed: root-owned, out of the agent's reach)",
+                _choices((SettingsScope.MANAGED, SettingsScope.USER), d.settings_scope, "scope"),
+            ),
+            self._field(
+                "copy-login",
+                "Claude login",
+                Toggle("Copy my Claude login to the agent user", d.copy_login, id="copy-login"),
+            ),
+            self._field(
+                "include-private",
+                "Private files in the workspaces",
+                Toggle(
+                    "Include private files (workspace ACLs open files private to their owner)",
+                    d.include_private,
+                    id="include-private",
+                ),
+            ),
+            self._field(
+                "pass-env",
+                "Variables to pass to Claude beyond the defaults (names, comma-separated)",
+                TextField(_listed(d.pass_env), placeholder="none", id="pass-env"),
+            ),
+        ]
+
+    def _later_fields(self) -> list[Field | None]:
+        d = self.details
+        return [
+            self._field(
+                "install-shim",
+                "root's claude command",
+                Toggle(
+                    "Route root's claude through sandbox-launch (a shim on root's PATH)",
+                    d.install_claude_shim,
+                    id="install-shim",
+                ),
+            ),
+            self._field(
+                "claude",
+                "Claude Code binary",
+                TextField(str(d.claude or ""), placeholder="/usr/local/bin/claude", id="claude"),
+                self.claude_hint,
+            ),
+        ]
+
+    def _limit_fields(self) -> list[Field]:
+        limits = self.details.limits
+        found = [
+            self._field("tasks", "Tasks", TextField(str(limits.tasks), id="tasks")),
+            self._field("memory", "Memory (4G, 50%)", TextField(limits.memory, id="memory")),
+            self._field("tmpfs", "Each tmpfs", TextField(limits.tmpfs, id="tmpfs")),
+        ]
+        return [f for f in found if f is not None]
+
+    def compose(self) -> ComposeResult:
+        yield self.step_bar(f"{self.mode.value} mode")
+        # Not focusable itself: Tab goes field to field, each scrolled into view.
+        with VerticalScroll(classes="step-body", id="details-form", can_focus=False):
+            yield from (f for f in self._all_fields() if f is not None)
+            limits = self._limit_fields()
+            if limits:
+                yield Static(
+                    "Session limits: tasks (processes and threads), memory (a size or a "
+                    "share of the RAM), the size of each tmpfs (/tmp, /run, /dev/shm)",
+                    classes="field-label section",
+                )
+                with Horizontal(id="limits"):
+                    yield from limits
+            yield from (f for f in self._later_fields() if f is not None)
+        yield Static("", id="details-error", classes="error")
+        with Horizontal(classes="buttons"):
+            yield ActionButton("Next", id="next", variant="primary", compact=True)
+            yield ActionButton("Back", id="back", compact=True)
+        yield Footer(compact=True, show_command_palette=False)
+
+    def on_mount(self) -> None:
+        form = self.query_one("#details-form", VerticalScroll)
+        first = form.query("Input, RadioSet, Checkbox")
+        if first:
+            first.first().focus(scroll_visible=False)
+        form.scroll_home(animate=False)
+
+    # -- reading the fields ---------------------------------------------
+    def _text(self, id: str, default: str = "") -> str:
+        found = self.query(f"#{id}")
+        return self.query_one(f"#{id}", Input).value if found else default
+
+    def _flag(self, id: str, default: bool) -> bool:
+        found = self.query(f"#{id}")
+        return bool(self.query_one(f"#{id}", Toggle).value) if found else default
+
+    def _chosen(self, id: str, default: ChoiceT) -> ChoiceT:
+        if not self.query(f"#{id}"):
+            return default
+        pressed = self.query_one(f"#{id}", RadioSet).pressed_button
+        return type(default)(str(pressed.label)) if pressed is not None else default
+
+    def collect(self) -> tuple[Details | None, dict[str, str]]:
+        """(details, {field id: error}); details is None when any field is invalid."""
+        d = self.details
+        errors: dict[str, str] = {}
+        agent_user = self._text("agent-user", d.agent_user).strip()
+        reuse = self._flag("reuse-account", d.reuse_account)
+        workspaces = d.workspaces
+        if "workspaces" in self.fields:
+            workspaces, error = self.core.validate_workspaces(
+                self._text("workspaces"), self.mode, agent_user
+            )
+            if error is None and not workspaces and self.mode is Mode.SANDBOX:
+                error = "sandbox mode needs at least one workspace directory"
+            if error:
+                errors["workspaces"] = error
+        if "agent-user" in self.fields:
+            error = self.core.validate_agent_user(agent_user, self.mode, reuse)
+            if error:
+                errors["reuse-account" if "already exists" in error else "agent-user"] = error
+        network = self._chosen("network", d.network)
+        domains, ports = d.allowed_domains, d.loopback_ports
+        if "network" in self.fields:
+            # The domain and port fields are off (greyed) without the allowlist.
+            allowlist = network is Network.ALLOWLIST
+            domains, ports, error, at = self.core.validate_network(
+                self.mode,
+                network,
+                self._text("domains") if allowlist else "",
+                self._text("ports") if allowlist else "",
+            )
+            if error:
+                errors[at or "domains"] = error
+        pass_env = d.pass_env
+        if "pass-env" in self.fields:
+            pass_env, error = self.core.validate_pass_env(self._text("pass-env"), self.mode)
+            if error:
+                errors["pass-env"] = error
+        limits: Limits | None = d.limits
+        if "tasks" in self.fields:
+            limits, error, at = self.core.validate_limits(
+                self._text("tasks"), self._text("memory"), self._text("tmpfs", d.limits.tmpfs)
+            )
+            if error:
+                errors[at or "tasks"] = error
+        claude, error = self.core.validate_claude(self._text("claude"))
+        if error:
+            errors["claude"] = error
+        if errors or limits is None:
+            return None, errors
+        return (
+            Details(
+                workspaces=workspaces,
+                agent_user=agent_user,
+                reuse_account=reuse,
+                network=network,
+                allowed_domains=domains,
+                loopback_ports=ports,
+                inner_sandbox=self._chosen("inner", d.inner_sandbox),
+                settings_scope=self._chosen("scope", d.settings_scope),
+                copy_login=self._flag("copy-login", d.copy_login),
+                include_private=self._flag("include-private", d.include_private),
+                pass_env=pass_env,
+                limits=limits,
+                install_claude_shim=self._flag("install-shim", d.install_claude_shim),
+                claude=claude,
+            ),
+            {},
+        )
+
+    def action_next(self) -> None:
+        details, errors = self.collect()
+        for field in self.query(Field):
+            field.set_error(errors.get(field.control.id or ""))
+        if details is None:
+            first = next(f for f in self.query(Field) if f.error is not None)
+            count = len(errors)
+            more = f" ({count} fields need attention)" if count > 1 else ""
+            self.query_one("#details-error", Static).update(f"Cannot continue{more}: {first.error}")
+            first.control.focus(scroll_visible=False)
+            self.call_after_refresh(first.scroll_visible, animate=False)
+            return
+        self.dismiss(details)
+
+    @on(Input.Submitted)
+    def _submitted(self) -> None:
+        self.action_next()
+
+    @on(ActionButton.Pressed, "#next")
+    def _next(self) -> None:
+        self.action_next()
+
+    @on(ActionButton.Pressed, "#back")
+    def _back(self) -> None:
+        self.action_back()
+
+    @on(RadioSet.Changed, "#inner")
+    def _inner_changed(self, event: RadioSet.Changed) -> None:
+        self.query_one("#field-inner", Field).set_hint(
+            INNER_HELP[InnerSandbox(str(event.pressed.label))]
+        )
+
+    @on(RadioSet.Changed, "#network")
+    def _network_changed(self, event: RadioSet.Changed) -> None:
+        network = Network(str(event.pressed.label))
+        self.query_one("#field-network", Field).set_hint(NETWORK_HELP[network])
+        for id in ("domains", "ports"):
+            self.query_one(f"#{id}", Input).disabled = network is not Network.ALLOWLIST

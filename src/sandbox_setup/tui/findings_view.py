@@ -1,0 +1,207 @@
+"""Check and audit rows: one line each in a list, the full text in a detail view.
+
+Shared by the host checks screen and the audit view. A :class:`Row` is a
+finding as shown: a marker word that reads without colour ("FAIL", "high"), one
+line for the list, and the whole text (summary, detail, cause, remedy, diff) for
+:class:`sandbox_setup.tui.detail.DetailScreen`. Rows can exist before their finding (a
+pending check) and are filled in when it arrives.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from rich.console import Group, RenderableType
+from rich.text import Text
+from textual.binding import Binding
+from textual.message import Message
+from textual.widgets.option_list import Option
+
+from sandbox_setup.checks.model import Finding, Status, cause_key
+from sandbox_setup.tui.controls import ChoiceList
+from sandbox_setup.tui.plan_view import diff_renderable
+from sandbox_setup.tui.widgets import MOVE
+
+if TYPE_CHECKING:
+    from sandbox_setup.audit.model import AuditFinding
+
+STATUS_LABEL = {
+    Status.PASS: "pass",
+    Status.WARN: "warn",
+    Status.FAIL: "FAIL",
+    Status.SKIP: "skip",
+    Status.ERROR: "ERR!",
+}
+# Marker colours; the word itself carries the meaning (NO_COLOR, monochrome terminals).
+MARK_STYLE = {
+    "pass": "green",
+    "warn": "yellow",
+    "FAIL": "bold red",
+    "ERR!": "bold red",
+    "skip": "dim",
+    "....": "dim",
+    "critical": "bold red",
+    "high": "red",
+    "medium": "yellow",
+    "low": "",
+    "info": "dim",
+    "accepted": "bold magenta",
+}
+
+
+@dataclass(frozen=True)
+class Row:
+    """One row: what the list shows, and everything the detail view shows."""
+
+    id: str
+    marker: str  # a word: FAIL, pass, high, accepted, ....
+    summary: str
+    title: str
+    body: RenderableType
+    remedy: str = ""
+
+    def line(self) -> Text:
+        text = Text(no_wrap=True, overflow="ellipsis")
+        text.append(f"{self.marker:<8}", style=MARK_STYLE.get(self.marker, ""))
+        text.append(self.id, style="bold")
+        text.append("  " + " ".join(self.summary.split()))
+        return text
+
+
+def pending_row(check_id: str, title: str) -> Row:
+    return Row(check_id, "....", "running…", title, Text(f"{title}\nrunning…"))
+
+
+def finding_body(finding: Finding) -> Text:
+    """Summary, detail, cause and remedy as plain text (probe output may hold [])."""
+    body = Text()
+    body.append(finding.summary.rstrip() + "\n\n")
+    cause = cause_key(finding)
+    detail = "\n".join(
+        line for line in finding.detail.rstrip().splitlines() if not line.startswith("cause: ")
+    )
+    if detail:
+        body.append(detail + "\n\n")
+    if cause:
+        body.append("Cause: ", style="bold")
+        body.append(cause + "\n\n")
+    if finding.remedy:
+        body.append("Fix: ", style="bold")
+        body.append(finding.remedy.rstrip())
+    elif finding.status is Status.PASS:
+        body.append("Nothing to fix.")
+    return body
+
+
+def finding_row(finding: Finding) -> Row:
+    return Row(
+        finding.id,
+        STATUS_LABEL[finding.status],
+        finding.summary,
+        finding.title,
+        finding_body(finding),
+        finding.remedy,
+    )
+
+
+def audit_row(finding: AuditFinding) -> Row:
+    parts: list[RenderableType] = [Text(finding.summary.rstrip() + "\n")]
+    if finding.detail:
+        parts.append(Text(finding.detail.rstrip() + "\n"))
+    if finding.diff:
+        parts.append(diff_renderable(finding.diff))
+    if finding.remedy:
+        fix = Text()
+        fix.append("\nFix: ", style="bold")
+        fix.append(finding.remedy.rstrip())
+        parts.append(fix)
+    marker = "accepted" if finding.accepted else finding.severity.label
+    return Row(finding.id, marker, finding.summary, finding.id, Group(*parts), finding.remedy)
+
+
+class FindingList(ChoiceList):
+    """Rows in order; ↑/↓ move, Enter opens the full text, ``c`` copies the fix."""
+
+    BINDINGS = [
+        Binding("up", "cursor_up", "Move", group=MOVE, key_display="↑"),
+        Binding("down", "cursor_down", "Move", group=MOVE, key_display="↓"),
+        Binding("enter", "select", "Open", key_display="Enter"),
+        Binding("c", "copy_remedy", "Copy", key_display="c"),
+    ]
+
+    class Open(Message):
+        """The operator asked for the full text of a row."""
+
+        def __init__(self, row: Row) -> None:
+            super().__init__()
+            self.row = row
+
+    class CopyRemedy(Message):
+        def __init__(self, row: Row) -> None:
+            super().__init__()
+            self.row = row
+
+    def __init__(self, rows: list[Row] | None = None, **kwargs: str) -> None:
+        super().__init__(**kwargs)  # type: ignore[arg-type]
+        self.rows: list[Row] = list(rows or [])
+
+    def on_mount(self) -> None:
+        self._render_rows(None)
+
+    def _render_rows(self, keep: Row | None) -> None:
+        self.clear_options()
+        self.add_options([Option(row.line(), id=row.id) for row in self.rows])
+        if self.rows:
+            index = next((i for i, r in enumerate(self.rows) if keep and r.id == keep.id), 0)
+            self.highlighted = index
+
+    def set_rows(self, rows: list[Row]) -> None:
+        """Replace every row. The top stays on top (worst first, the first row to
+        read); a row the operator moved to stays highlighted where it went (the
+        rows are put worst first when the checks are done, while they read)."""
+        # Of the rows as they were, before they are replaced.
+        keep = self.current() if self.highlighted else None
+        self.rows = list(rows)
+        self._render_rows(keep)
+
+    def put(self, row: Row) -> None:
+        """Fill in (or append) the row with this id."""
+        for index, old in enumerate(self.rows):
+            if old.id == row.id:
+                self.rows[index] = row
+                self.replace_option_prompt(row.id, row.line())
+                return
+        self.rows.append(row)
+        self.add_option(Option(row.line(), id=row.id))
+        if self.highlighted is None:
+            self.highlighted = 0
+
+    def row(self, row_id: str) -> Row | None:
+        return next((r for r in self.rows if r.id == row_id), None)
+
+    def current(self) -> Row | None:
+        if self.highlighted is None or not 0 <= self.highlighted < len(self.rows):
+            return None
+        return self.rows[self.highlighted]
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "copy_remedy":
+            row = self.current()
+            return row is not None and bool(row.remedy)
+        return super().check_action(action, parameters)
+
+    def action_select(self) -> None:
+        row = self.current()
+        if row is not None:
+            self.post_message(self.Open(row))
+
+    def action_copy_remedy(self) -> None:
+        row = self.current()
+        if row is not None and row.remedy:
+            self.post_message(self.CopyRemedy(row))
+
+    def watch_highlighted(self, highlighted: int | None) -> None:
+        super().watch_highlighted(highlighted)
+        # The copy key is there only for a row with a remedy: the footer follows.
+        self.refresh_bindings()

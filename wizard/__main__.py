@@ -1,7 +1,0 @@
-"""``python -m wizard`` runs ``sandbox-setup``."""
-
-import sys
-
-from wizard.cli import main
-
-sys.exit(main())

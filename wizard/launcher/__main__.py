@@ -1,7 +1,0 @@
-"""``python -m wizard.launcher``."""
-
-import sys
-
-from wizard.launcher import main
-
-sys.exit(main())
