@@ -43,7 +43,7 @@ def _popen_with_state_home(self: Any, args: Any, *rest: Any, **kwargs: Any) -> N
     env = kwargs.get("env")
     words = [] if isinstance(args, (str, bytes)) else [str(a) for a in args]
     ours = any(
-        w in ("wizard", "sandbox_setup.launcher")
+        w in ("sandbox_setup", "sandbox_setup.launcher")
         or w.endswith(("/sandbox-launch", "/sandbox-setup"))
         for w in words
     )
