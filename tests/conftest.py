@@ -44,7 +44,7 @@ def _popen_with_state_home(self: Any, args: Any, *rest: Any, **kwargs: Any) -> N
     words = [] if isinstance(args, (str, bytes)) else [str(a) for a in args]
     ours = any(
         w in ("sandbox_setup", "sandbox_setup.launcher")
-        or w.endswith(("/sandbox-launch", "/sandbox-setup"))
+        or w.endswith(("/sandbox-launch", "/sandbox-setup", "_with_seams.py"))
         for w in words
     )
     if ours and env is not None and "XDG_STATE_HOME" not in env and "HOME" not in env:

@@ -5,7 +5,8 @@ The checkout may sit in a 0700 directory (a clone under /root, or ``mktemp -d``)
 where no other user can read it, and its venv's ``python`` is a link inside it.
 So the copy is a venv of the system Python under /var/tmp with the project's
 packages and its pure-Python runtime dependencies copied in, made world-readable,
-built once per test session and removed at exit.
+built once per test session and removed at exit. The tests' seam programs
+(:mod:`tests.seams`) are copied beside it, for a test that runs the copy with seams.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ PROJECT_PACKAGES = ("sandbox_setup",)
 # Pure-Python runtime deps the headless, check and launcher paths import; textual
 # is left out on purpose (those paths must not need it).
 RUNTIME_DEPS = ("platformdirs", "tomlkit")
+SEAMS = REPO / "tests" / "seams"
 
 
 @dataclass(frozen=True)
@@ -32,6 +34,11 @@ class ProjectInstall:
 
     root: Path
     python: Path
+
+    @property
+    def seams(self) -> Path:
+        """The copies of the seam programs (``launch_with_seams.py``, ...)."""
+        return self.root / "seams"
 
     def wizard(self, *args: str) -> list[str]:
         """argv for ``python -m sandbox_setup ARGS`` with this install's Python."""
@@ -66,6 +73,9 @@ def install_project(base: Path) -> ProjectInstall:
         shutil.copytree(REPO / "src" / package, site / package, ignore=ignore)
     for dep in RUNTIME_DEPS:
         shutil.copytree(_module_dir(dep), site / dep, ignore=ignore)
+    (base / "seams").mkdir()
+    for program in SEAMS.glob("*_with_seams.py"):
+        shutil.copy2(program, base / "seams" / program.name)
     for path in [base, *base.rglob("*")]:
         if path.is_symlink():
             continue

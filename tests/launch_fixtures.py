@@ -38,6 +38,7 @@ from sandbox_setup.base.launcher_config import (
     render_launcher_config,
 )
 from tests.installed import installed_copy
+from tests.seams import LAUNCH_WITH_SEAMS
 from tests.tools import REPO, SRC, require_root, require_tool
 
 NOBODY = 65534
@@ -298,20 +299,26 @@ def run_launcher(
     preexec_user: int | None = None,
     cwd: Path | None = None,
     options: Sequence[str] = (),
+    seams: Sequence[str] = (),
 ) -> subprocess.CompletedProcess[str]:
     """Run ``sandbox-launch`` as a separate process: this checkout's, or, as another
     user (``preexec_user``), the session's world-readable installed copy.
 
     ``cwd``: where the operator is (Claude starts there when it is in a workspace);
-    ``options``: more of the launcher's own options (``--quiet``)."""
-    argv = [sys.executable, "-m", "sandbox_setup.launcher"]
+    ``options``: more of the launcher's own options (``--quiet``); ``seams``: the
+    ``--seam-...`` options of :mod:`tests.seams.launch_with_seams`, which then runs
+    the launcher."""
+    entry = [str(LAUNCH_WITH_SEAMS), *seams] if seams else ["-m", "sandbox_setup.launcher"]
+    argv = [sys.executable, *entry]
     run_cwd = cwd or REPO
     run_env = dict(env if env is not None else launcher_env())
     if run_env.get("XDG_STATE_HOME", str(state_home(0))) == str(state_home(0)):
         run_env["XDG_STATE_HOME"] = str(state_home(preexec_user or 0))  # one the user can write
     if preexec_user is not None:
         run_env.pop("PYTHONPATH", None)  # the copy, never the checkout
-        argv = [str(installed_copy().python), "-m", "sandbox_setup.launcher"]
+        copy = installed_copy()
+        entry = [str(copy.seams / LAUNCH_WITH_SEAMS.name), *seams] if seams else entry
+        argv = [str(copy.python), *entry]
         run_cwd = cwd or Path("/")
         argv = [
             "/usr/bin/setpriv",

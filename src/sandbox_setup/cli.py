@@ -13,11 +13,15 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sandbox_setup.base.choices import InnerSandbox, Mode, Network, SettingsScope, values
 from sandbox_setup.base.errors import SetupError
 from sandbox_setup.base.exitcodes import EXIT_CODES_HELP, ExitCode
 from sandbox_setup.policy.names import path_text_problem, shown
+
+if TYPE_CHECKING:
+    from sandbox_setup.configure.apply import ApplySeams
 
 MODES = values(Mode)
 
@@ -174,7 +178,9 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _dispatch(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+def _dispatch(
+    args: argparse.Namespace, parser: argparse.ArgumentParser, apply_seams: ApplySeams | None
+) -> int:
     if args.root == "":
         # `--root "$UNSET"` in a build script must not mean the live system.
         parser.error(
@@ -203,7 +209,7 @@ def _dispatch(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     if args.headless:
         from sandbox_setup.commands.apply import run_headless
 
-        return run_headless(args)
+        return run_headless(args, apply_seams)
     if args.undo:
         from sandbox_setup.commands.undo import run_undo
 
@@ -215,14 +221,17 @@ def _dispatch(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     return run_app(args)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, *, apply_seams: ApplySeams | None = None) -> int:
+    """Console script entry point. ``apply_seams``: where a test steps into a headless
+    apply (:class:`~sandbox_setup.configure.apply.ApplySeams`); the console script
+    passes none."""
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse exits 2 on usage errors, 0 on --help
         return int(exc.code or 0)
     try:
-        return int(_dispatch(args, parser))
+        return int(_dispatch(args, parser, apply_seams))
     except SystemExit as exc:
         return int(exc.code or 0)
     except SetupError as exc:

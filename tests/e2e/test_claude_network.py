@@ -24,7 +24,6 @@ from typing import Any
 import pytest
 
 from sandbox_setup.configure.settings import PROXY_PORT_KEYS
-from sandbox_setup.launcher.egress.proxy import TEST_RESOLVE_ENV
 from sandbox_setup.policy.network import SANDBOX_PROXY_PORT
 from tests.claude_run import FAKE_API_KEY
 from tests.fake_api import BashStep, FakeMessagesAPI, TextStep
@@ -36,6 +35,7 @@ from tests.integration.egress_world import (
     make_world,
 )
 from tests.launch_fixtures import LaunchTree, launch_tree, launcher_env
+from tests.seams import LAUNCH_WITH_SEAMS
 from tests.tools import REPO, claude_binary, require_tool
 
 pytestmark = pytest.mark.e2e
@@ -101,12 +101,12 @@ def test_claude_completes_a_turn_whose_bash_network_goes_through_the_launchers_p
         }
         state = tree.base / "state"
         result = subprocess.run(
-            ["ip", "netns", "exec", world.host_ns, sys.executable, "-m", "sandbox_setup.launcher",
+            ["ip", "netns", "exec", world.host_ns, sys.executable, str(LAUNCH_WITH_SEAMS),
+             f"--seam-resolve={world.resolve_map}",
              "--config", str(config), "--", "--print", "--output-format", "json",
              "--allowedTools=Bash", "--settings", json.dumps(settings), "--",
              "Run the scripted command."],
-            env=launcher_env({"XDG_STATE_HOME": str(state),
-                              TEST_RESOLVE_ENV: str(world.resolve_map)}),
+            env=launcher_env({"XDG_STATE_HOME": str(state)}),
             cwd=REPO, capture_output=True, text=True, timeout=240, check=False,
         )  # fmt: skip
     finally:

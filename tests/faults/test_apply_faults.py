@@ -42,12 +42,13 @@ from tests.core_fixtures import (
 )
 from tests.faults.conftest import FaultRow
 from tests.faults.namespace import FILLER, run_in_namespace
+from tests.seams import SETUP_WITH_SEAMS
 from tests.tools import require_root, require_tool
 
 pytestmark = pytest.mark.integration
 
 OLD_SETTINGS = '{"model": "opus",   "permissions": {"deny": []}}'
-# The sandbox apply's changing steps, in order (the pause hook counts these).
+# The sandbox apply's changing steps, in order (the pause seam counts these).
 STEPS = ("group", "user", "workspace ACLs", "settings", "launcher config", "answers")
 
 
@@ -96,18 +97,18 @@ def audit(root: Path) -> subprocess.CompletedProcess[str]:
 def start_paused_apply(
     root: Path, pause_after: int | None = None, *, in_write: str | None = None
 ) -> subprocess.Popen[str]:
-    """A real apply stopped by a test hook: after ``pause_after`` changes, or
-    inside the write of the file named ``in_write`` (temp written, not renamed)."""
-    hook = (
-        {"SANDBOX_SETUP_TEST_PAUSE_IN_WRITE": in_write}
+    """A real apply stopped by a seam: after ``pause_after`` changes, or inside the
+    write of the file named ``in_write`` (temp written, not renamed)."""
+    seam = (
+        f"--seam-pause-in-write={in_write}"
         if in_write is not None
-        else {"SANDBOX_SETUP_TEST_PAUSE_AFTER": str(pause_after)}
+        else f"--seam-pause-after={pause_after}"
     )
     child = subprocess.Popen(
         [
             sys.executable,
-            "-m",
-            "sandbox_setup",
+            str(SETUP_WITH_SEAMS),
+            seam,
             "--headless",
             "--root",
             str(root),
@@ -115,7 +116,6 @@ def start_paused_apply(
             *SANDBOX,
         ],
         cwd=REPO,
-        env={**os.environ, **hook},
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,

@@ -42,7 +42,6 @@ from typing import Any, TypeVar
 
 import pytest
 
-from sandbox_setup.launcher.egress.proxy import TEST_RESOLVE_ENV
 from tests.tools import REPO, require_root, require_tool
 
 NOBODY = 65534
@@ -109,12 +108,14 @@ import json, os, sys
 sys.path.insert(0, sys.argv[1])
 from sandbox_setup.launcher.egress.proxy import probe_proxy, start_proxy_process
 from sandbox_setup.policy.network import EgressPolicy
-socket_path, log_path, patterns, leak_path = sys.argv[2:6]
+from tests.seams.launch_with_seams import load_resolve_map, map_resolver
+socket_path, log_path, patterns, leak_path, resolve_map = sys.argv[2:7]
 leak = os.open(leak_path, os.O_RDONLY)
 os.set_inheritable(leak, True)
 policy = EgressPolicy.build(json.loads(patterns))
 log_fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-pid = start_proxy_process(socket_path, policy, log_fd, 65534, 65534)
+pid = start_proxy_process(socket_path, policy, log_fd, 65534, 65534,
+                          resolver=map_resolver(load_resolve_map(resolve_map)))
 probe_proxy(socket_path)
 print(json.dumps({"pid": pid, "leak_fd": leak}), flush=True)
 sys.stdin.read()
@@ -205,15 +206,21 @@ class StandIn:
 
 
 def start_stand_in(
-    base: Path, name: str, netns: str | None, patterns: Sequence[str], environ: dict[str, str]
+    base: Path,
+    name: str,
+    netns: str | None,
+    patterns: Sequence[str],
+    environ: dict[str, str],
+    resolve_map: Path,
 ) -> StandIn:
-    """Start the proxy the way the launcher will: as root, dropping to nobody, probed."""
+    """Start the proxy the way the launcher will: as root, dropping to nobody, probed;
+    it resolves names from ``resolve_map`` (the world's DNS)."""
     socket_path, log_path, leak = base / f"{name}.sock", base / f"{name}.log", base / "leak"
     leak.write_text("a file of the launcher's\n")
     prefix = ["ip", "netns", "exec", netns] if netns else []
     process = subprocess.Popen(
         [*prefix, sys.executable, "-c", STAND_IN, str(REPO), str(socket_path), str(log_path),
-         json.dumps(list(patterns)), str(leak)],
+         json.dumps(list(patterns)), str(leak), str(resolve_map)],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         env=environ,
     )  # fmt: skip
@@ -398,9 +405,10 @@ def world() -> Iterator[World]:
 
 @pytest.fixture(scope="module")
 def egress(world: World) -> Iterator[Proxy]:
-    environ = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-               TEST_RESOLVE_ENV: str(world.resolve_map)}  # fmt: skip
-    stand_in = start_stand_in(world.base, "egress", world.host_ns, ALLOWED_PATTERNS, environ)
+    environ = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
+    stand_in = start_stand_in(
+        world.base, "egress", world.host_ns, ALLOWED_PATTERNS, environ, world.resolve_map
+    )
     port = free_port()
     bridge = subprocess.Popen(bridge_argv("socat", port, str(stand_in.socket_path)))
     try:

@@ -25,7 +25,7 @@ import pytest
 
 from sandbox_setup.base.errors import RefusedError
 from sandbox_setup.launcher.egress import proxy as proxy_module
-from sandbox_setup.launcher.egress.proxy import TEST_RESOLVE_ENV, probe_proxy, start_proxy_process
+from sandbox_setup.launcher.egress.proxy import probe_proxy, start_proxy_process
 from sandbox_setup.policy.network import EgressPolicy
 from tests.integration import egress_world
 from tests.integration.egress_world import (
@@ -289,7 +289,7 @@ def test_parallel_and_aborted_transfers_leave_no_thread_or_fd_behind(egress: Pro
 
 def test_the_proxy_dies_when_its_launcher_is_killed(world: World) -> None:
     environ = {"PATH": os.environ["PATH"]}
-    stand_in = start_stand_in(world.base, "orphan", None, [], environ)
+    stand_in = start_stand_in(world.base, "orphan", None, [], environ, world.resolve_map)
     try:
         assert not process_gone(stand_in.proxy_pid, 0.2)
         os.kill(stand_in.process.pid, signal.SIGKILL)
@@ -365,12 +365,13 @@ def test_a_proxy_that_fails_to_start_refuses_and_is_reaped(
     assert not zombie_children(), "the failed proxy was not reaped"
 
 
-def test_a_broken_test_resolver_refuses_the_start(tmp_path: Path) -> None:
+def test_a_proxy_that_exits_after_its_drop_refuses_the_start(tmp_path: Path) -> None:
+    # The after_drop seam (a launch's --seam-break-proxy): the proxy is gone before it
+    # serves, and the launcher sees a proxy that did not start.
     require_root()
-    bad = tmp_path / "resolve.json"
-    bad.write_text('{"x.test": "not a list"}')
-    with pytest.raises(RefusedError, match=TEST_RESOLVE_ENV):
+    with pytest.raises(RefusedError, match="did not start"):
         start_proxy_process(tmp_path / "p.sock", EgressPolicy.build([]), None, NOBODY, NOBODY,
-                            environ={TEST_RESOLVE_ENV: str(bad)})  # fmt: skip
+                            after_drop=lambda: os._exit(70))  # fmt: skip
     assert not (tmp_path / "p.sock").exists()
+    assert not zombie_children(), "the failed proxy was not reaped"
     assert sys.modules["sandbox_setup.launcher.egress.proxy"] is proxy_module

@@ -30,7 +30,7 @@ import os, signal, sys, time
 import sandbox_setup.launcher.session.supervise as supervise
 from sandbox_setup.launcher.main import main
 
-def failing_verify(child_pid, expected_uid, environ, state):
+def failing_verify(child_pid, expected_uid, state, host_namespaces=None):
     # The dangerous moment: the sandbox is set up and waits on --block-fd.
     supervise._wait_caps_dropped(child_pid, state, time.monotonic() + 10)
     if sys.argv[1] == "kill":

@@ -31,7 +31,6 @@ from pathlib import Path
 import pytest
 
 from sandbox_setup.launcher.egress.network import SANDBOX_PROXY_PORT
-from sandbox_setup.launcher.egress.proxy import TEST_BREAK_ENV, TEST_RESOLVE_ENV
 from tests.integration.egress_world import (
     ALLOWED_PATTERNS,
     HOST_LOOPBACK_PORT,
@@ -45,6 +44,7 @@ from tests.integration.egress_world import (
     make_world,
 )
 from tests.launch_fixtures import NOBODY, LaunchTree, launch_tree, launcher_env
+from tests.seams import LAUNCH_WITH_SEAMS
 from tests.tools import REPO, require_tool
 
 pytestmark = pytest.mark.integration
@@ -179,11 +179,7 @@ def tree() -> Iterator[LaunchTree]:
 def launch_env(
     tree: LaunchTree, world: World, extra: Mapping[str, str] | None = None
 ) -> dict[str, str]:
-    return launcher_env({
-        "XDG_STATE_HOME": str(tree.base / "state"),
-        TEST_RESOLVE_ENV: str(world.resolve_map),
-        **(extra or {}),
-    })  # fmt: skip
+    return launcher_env({"XDG_STATE_HOME": str(tree.base / "state"), **(extra or {})})
 
 
 def egress_log(tree: LaunchTree) -> list[dict[str, object]]:
@@ -197,11 +193,16 @@ def start_launcher(
     config: Path,
     args: Sequence[str] = (),
     env: Mapping[str, str] | None = None,
+    seams: Sequence[str] | None = None,
 ) -> subprocess.Popen[str]:
-    """``sandbox-launch --config CONFIG -- ARGS`` as root, in nt-h (exec'd: same pid)."""
+    """``sandbox-launch --config CONFIG -- ARGS`` as root, in nt-h (exec'd: same pid),
+    through :mod:`tests.seams.launch_with_seams` with ``seams`` (default: the proxy
+    resolves names from the world's map, its DNS)."""
+    if seams is None:
+        seams = (f"--seam-resolve={host.world.resolve_map}",)
     return subprocess.Popen(
-        ["ip", "netns", "exec", host.world.host_ns, sys.executable, "-m", "sandbox_setup.launcher",
-         "--config", str(config), "--", *args],
+        ["ip", "netns", "exec", host.world.host_ns, sys.executable, str(LAUNCH_WITH_SEAMS),
+         *seams, "--config", str(config), "--", *args],
         env=launch_env(tree, host.world, env), cwd=REPO, text=True,
         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
     )  # fmt: skip
@@ -542,25 +543,54 @@ def processes_children(pid: int) -> list[int]:
 # --- fail closed ------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("hook", [TEST_BREAK_ENV, TEST_RESOLVE_ENV])
-def test_a_proxy_that_cannot_start_refuses_the_launch(
-    host: HostSide, tree: LaunchTree, hook: str
-) -> None:
-    # The proxy process exits before it serves (after its privilege drop), or the
-    # proxy's resolver map cannot be read: either way Claude must not start, on no network.
+def test_a_proxy_that_cannot_start_refuses_the_launch(host: HostSide, tree: LaunchTree) -> None:
+    # The proxy process exits before it serves (after its privilege drop): Claude must
+    # not start, on no network.
     marker = tree.workspace / "ran"
     marker.unlink(missing_ok=True)
     claude = tree.write_script(f"#!/bin/sh\ntouch {marker}\n", name="claude-never")
     config = tree.write_config(claude, network="allowlist", name="never.toml")
-    value = "1" if hook == TEST_BREAK_ENV else str(tree.base / "missing.json")
-    launcher = start_launcher(host, tree, config, env={hook: value})
+    launcher = start_launcher(host, tree, config, seams=("--seam-break-proxy",))
     _, stderr = launcher.communicate(timeout=60)
     assert launcher.returncode == 3, stderr
     # (after the launch notice and the session's notes: the refusal is the last word)
     assert stderr.splitlines()[-1].startswith("sandbox-launch: refused: "), stderr
-    assert ("egress proxy did not start" if hook == TEST_BREAK_ENV else hook) in stderr
+    assert "egress proxy did not start" in stderr
     assert not marker.exists(), "Claude ran without its proxy"
     assert not launcher_processes(config)
+
+
+DNS_ATTEMPT = """#!/bin/sh
+NO_PROXY= no_proxy= curl -sS --max-time 40 -x http://127.0.0.1:{port} -w '\\n%{{http_code}}' \\
+    http://allowed.test/hello.txt
+"""
+
+
+def test_the_launch_environment_cannot_replace_the_proxys_dns(
+    host: HostSide, tree: LaunchTree
+) -> None:
+    # The proxy's resolver is an argument of the launcher, never its environment: with
+    # the variable the old test hook read set to the world's map, and no seam, the
+    # proxy still asks nt-h's real resolver, which knows no allowed.test.
+    claude = tree.write_script(DNS_ATTEMPT.format(port=SANDBOX_PROXY_PORT), name="claude-dns")
+    config = tree.write_config(
+        claude, network="allowlist", allowed_domains=ALLOWED_PATTERNS, name="dns.toml"
+    )
+    planted = {"SANDBOX_LAUNCH_TEST_RESOLVE": str(host.world.resolve_map),
+               "SANDBOX_LAUNCH_TEST_BREAK_PROXY": "1",
+               "SANDBOX_LAUNCH_TEST_CORRUPT_VERIFY": "1"}  # fmt: skip
+    launcher = start_launcher(host, tree, config, env=planted, seams=())
+    stdout, stderr = launcher.communicate(timeout=120)
+    assert launcher.returncode == 0, stderr
+    # (a name that does not resolve is a bad gateway, 502, not a refusal by the rules)
+    assert stdout.rstrip().endswith("502") and "does not resolve" in stdout, stdout
+    decision = [e for e in egress_log(tree)
+                if e["event"] == "decision" and e["host"] == "allowed.test"][-1]  # fmt: skip
+    assert (decision["allowed"], decision["rule"], decision["addresses"]) == (
+        False,
+        "unresolved",
+        [],
+    ), decision
 
 
 def test_a_bad_pattern_in_a_hand_edited_config_refuses_the_launch(

@@ -33,10 +33,14 @@ def _claude(tree: LaunchTree) -> Path:
 
 
 def _refused(
-    tree: LaunchTree, config: Path, *needles: str, env: dict[str, str] | None = None
+    tree: LaunchTree,
+    config: Path,
+    *needles: str,
+    env: dict[str, str] | None = None,
+    seams: tuple[str, ...] = (),
 ) -> str:
     # From the workspace: with several, the launcher refuses (exit 2) a directory in none.
-    result = run_launcher(config, ["--print", "ok"], env=env, cwd=tree.workspace)
+    result = run_launcher(config, ["--print", "ok"], env=env, cwd=tree.workspace, seams=seams)
     assert result.returncode == 3, (result.returncode, result.stdout, result.stderr)
     assert "sandbox-launch: refused:" in result.stderr
     for needle in needles:
@@ -78,8 +82,9 @@ def test_real_bwrap_failing_on_a_missing_workspace(tree: LaunchTree) -> None:
 
 
 def test_verification_mismatch_kills_the_sandbox(tree: LaunchTree) -> None:
-    env = launcher_env({"SANDBOX_LAUNCH_TEST_CORRUPT_VERIFY": "1"})
-    stderr = _refused(tree, tree.write_config(_claude(tree)), "verification failed", env=env)
+    # Compared with itself instead of with the launcher, the sandbox must fail verification.
+    config = tree.write_config(_claude(tree))
+    stderr = _refused(tree, config, "verification failed", seams=("--seam-corrupt-verify",))
     assert "user namespace is the launcher's own" in stderr
     # No sandbox process is left behind waiting on its block fd.
     leftovers = [

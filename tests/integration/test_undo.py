@@ -27,6 +27,7 @@ from tests.core_fixtures import (
     run_cli,
     system_state,
 )
+from tests.seams import SETUP_WITH_SEAMS
 from tests.tools import require_root, require_tool
 
 pytestmark = pytest.mark.integration
@@ -114,8 +115,8 @@ def test_sigkill_mid_apply_leaves_old_or_new_files_and_undo_restores(
     child = subprocess.Popen(
         [
             sys.executable,
-            "-m",
-            "sandbox_setup",
+            str(SETUP_WITH_SEAMS),
+            f"--seam-pause-after={pause_after}",
             "--headless",
             "--root",
             str(root),
@@ -123,7 +124,6 @@ def test_sigkill_mid_apply_leaves_old_or_new_files_and_undo_restores(
             *SANDBOX,
         ],
         cwd=REPO,
-        env={**os.environ, "SANDBOX_SETUP_TEST_PAUSE_AFTER": str(pause_after)},
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,

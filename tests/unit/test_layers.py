@@ -43,8 +43,10 @@ RULES: dict[str, tuple[str, ...]] = {
     # Screens see the core through tui.core (a Protocol) and its value types.
     P + "tui": (P + "tui", P + "checks.model", *BASE, P + "configure.answers"),
 }
-# Annotation-only imports may also name the core's result types.
+# Annotation-only imports may also name the core's result types (and, for the CLI's
+# main, the seams a test passes into an apply).
 TYPES: dict[str, tuple[str, ...]] = {
+    P + "cli": (P + "configure.apply",),
     P + "tui": (
         P + "configure.plan",
         P + "configure.apply",

@@ -7,13 +7,8 @@ import sys
 
 import pytest
 
-from sandbox_setup.base.errors import RefusedError
 from sandbox_setup.launcher.egress import wire
-from sandbox_setup.launcher.egress.proxy import (
-    load_test_resolver,
-    parse_fib_trie,
-    parse_if_inet6,
-)
+from sandbox_setup.launcher.egress.proxy import parse_fib_trie, parse_if_inet6
 from sandbox_setup.policy.network import Decision
 from tests.tools import REPO
 
@@ -186,23 +181,6 @@ fd000000000000000000000000000002 04 40 00 82     eth0
 def test_host_addresses_from_proc_net() -> None:
     assert parse_fib_trie(FIB_TRIE) == {"127.0.0.1", "192.0.2.2"}
     assert parse_if_inet6(IF_INET6) == {"fe80::fc:ff:fe00:1", "::1", "fd00::2"}
-
-
-def test_test_resolver_is_unset_by_default(tmp_path) -> None:
-    assert load_test_resolver({}) is None
-    good = tmp_path / "map.json"
-    good.write_text('{"a.test": ["203.0.113.10", "::1"]}')
-    assert load_test_resolver({"SANDBOX_LAUNCH_TEST_RESOLVE": str(good)}) == {
-        "a.test": ["203.0.113.10", "::1"]
-    }
-
-
-@pytest.mark.parametrize("content", ["nope", '["a"]', '{"a": "1.2.3.4"}', '{"a": ["x"]}'])
-def test_a_broken_test_resolver_refuses_the_start(tmp_path, content: str) -> None:
-    bad = tmp_path / "map.json"
-    bad.write_text(content)
-    with pytest.raises(RefusedError):
-        load_test_resolver({"SANDBOX_LAUNCH_TEST_RESOLVE": str(bad)})
 
 
 def test_the_launcher_side_of_the_proxy_imports_no_asyncio() -> None:

@@ -31,6 +31,7 @@ from sandbox_setup.configure.answers import Answers, load_answers, validate_answ
 
 if TYPE_CHECKING:
     from sandbox_setup.configure.actions import Action
+    from sandbox_setup.configure.apply import ApplySeams
     from sandbox_setup.configure.plan import Plan
 from sandbox_setup.configure.probes import choose_probe_user, run_live_checks
 from sandbox_setup.policy.network import parse_port
@@ -151,7 +152,9 @@ def _print_plan(plan: Plan, *, dry_run: bool) -> None:
         print(f"note: {note}", file=sys.stderr)
 
 
-def run_headless(args: argparse.Namespace) -> int:
+def run_headless(args: argparse.Namespace, seams: ApplySeams | None = None) -> int:
+    """``--headless``: plan from the answers, then apply with ``--yes``. ``seams``: see
+    :class:`~sandbox_setup.configure.apply.ApplySeams` (a test's; none otherwise)."""
     from sandbox_setup.configure.apply import apply_plan
     from sandbox_setup.configure.plan import build_plan
 
@@ -186,7 +189,7 @@ def run_headless(args: argparse.Namespace) -> int:
         if status == "running" and not args.json:
             print(f"  {action.describe()}", file=sys.stderr)
 
-    result = apply_plan(plan, progress=progress)
+    result = apply_plan(plan, progress=progress, seams=seams)
     if args.json:
         data = {
             "schema": 1,

@@ -253,8 +253,9 @@ class WriteFile(Action):
             # rollback puts it back by a rename, even on a full disk.
             txn.keep(self.real, keep)
         fsops.atomic_write(
-            self.layout.root, self.real, data, mode=mode, uid=uid, gid=gid, dirs=dirs
-        )
+            self.layout.root, self.real, data, mode=mode, uid=uid, gid=gid, dirs=dirs,
+            before_rename=txn.before_rename,
+        )  # fmt: skip
 
     def _record_mkdir(self, txn: Transaction) -> Callable[[Path], None]:
         def record(path: Path) -> None:

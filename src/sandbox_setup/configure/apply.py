@@ -1,6 +1,6 @@
 """``apply_plan``: carry out a plan under the lock, journaled, all or nothing.
 
-Public API: :func:`apply_plan` ``(plan, *, progress=None) -> ApplyResult``.
+Public API: :func:`apply_plan` ``(plan, *, progress=None, seams=None) -> ApplyResult``.
 ``progress(action, status)`` is called with status ``"running"``, then one of
 ``"changed"``, ``"unchanged"`` or ``"failed"`` (the TUI shows per-action
 progress). On any failure every step already done is reverted from the journal
@@ -11,18 +11,17 @@ revert everything raises :class:`RollbackIncompleteError` (exit 1) naming what c
 not be restored and the ``--undo`` that finishes it. A run where nothing
 needs to change writes nothing at all: no journal transaction, no file rewritten (mtimes unchanged).
 
-Test hook: with ``SANDBOX_SETUP_TEST_PAUSE_AFTER=N`` set, the apply stops after
-its N-th changing action, prints ``sandbox-setup: test pause`` to stderr and
-sleeps, so a test can SIGKILL it at a known point.
+``seams`` (:class:`ApplySeams`) are the points where a caller steps into an apply: a
+fault test stops it there and kills it at a known point. They are passed in (by
+``sandbox-setup``'s :func:`~sandbox_setup.cli.main`, from a test's own entry program),
+never read from the environment.
 """
 
 from __future__ import annotations
 
-import os
-import sys
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from sandbox_setup.base.errors import SetupError
 from sandbox_setup.base.exitcodes import ExitCode
@@ -33,7 +32,19 @@ from sandbox_setup.configure.revert import is_failure
 from sandbox_setup.configure.transaction import Transaction
 
 ProgressCallback = Callable[[Action, str], None]
-PAUSE_ENV = "SANDBOX_SETUP_TEST_PAUSE_AFTER"
+
+
+@dataclass(frozen=True)
+class ApplySeams:
+    """Where a caller can step into an apply; ``None``: nowhere (every real apply).
+
+    ``after_change(n)``: once the ``n``-th changing action is done (journaled, applied).
+    ``before_rename(path)``: in the write of each file the plan writes, once its new
+    bytes are whole in a temp file beside ``path``, before the rename puts them there.
+    """
+
+    after_change: Callable[[int], None] | None = None
+    before_rename: Callable[[Path], None] | None = None
 
 
 class ApplyError(SetupError):
@@ -76,16 +87,11 @@ class ApplyResult:
     transaction: str | None = None  # journal transaction id, None when nothing changed
 
 
-def _test_pause(count: int) -> None:
-    raw = os.environ.get(PAUSE_ENV)
-    if raw and raw.isdigit() and count == int(raw):
-        print(f"sandbox-setup: test pause after {count} actions", file=sys.stderr, flush=True)
-        while True:
-            time.sleep(3600)
-
-
-def apply_plan(plan: Plan, *, progress: ProgressCallback | None = None) -> ApplyResult:
+def apply_plan(
+    plan: Plan, *, progress: ProgressCallback | None = None, seams: ApplySeams | None = None
+) -> ApplyResult:
     """Apply ``plan``; see the module docstring."""
+    seams = seams or ApplySeams()
 
     def report(action: Action, status: str) -> None:
         if progress is not None:
@@ -103,7 +109,7 @@ def apply_plan(plan: Plan, *, progress: ProgressCallback | None = None) -> Apply
                     report(action, "unchanged")
                     continue
                 if txn is None:
-                    txn = Transaction(plan.layout)
+                    txn = Transaction(plan.layout, before_rename=seams.before_rename)
                     result.transaction = txn.id
                 try:
                     action.apply(txn)
@@ -114,7 +120,8 @@ def apply_plan(plan: Plan, *, progress: ProgressCallback | None = None) -> Apply
                     raise
                 result.changed.append(description)
                 report(action, "changed")
-                _test_pause(len(result.changed))
+                if seams.after_change is not None:
+                    seams.after_change(len(result.changed))
         except BaseException as exc:
             if txn is not None:
                 undone, complete = txn.rollback()

@@ -20,8 +20,6 @@ import errno
 import hashlib
 import os
 import stat
-import sys
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,7 +29,6 @@ from sandbox_setup.base.regular_files import not_regular
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
 _MAX_SYMLINKS = 40
-PAUSE_IN_WRITE_ENV = "SANDBOX_SETUP_TEST_PAUSE_IN_WRITE"
 
 
 def trusted_uids() -> frozenset[int]:
@@ -183,13 +180,6 @@ def temp_name(real_path: Path) -> str:
     return f".{Path(real_path).name}.sandbox-setup-{os.getpid()}.tmp"
 
 
-def _test_pause_in_write(name: str) -> None:
-    if os.environ.get(PAUSE_IN_WRITE_ENV) == name:
-        print(f"sandbox-setup: test pause in write of {name}", file=sys.stderr, flush=True)
-        while True:
-            time.sleep(3600)
-
-
 def atomic_write(
     root: Path,
     real_path: Path,
@@ -200,11 +190,14 @@ def atomic_write(
     gid: int,
     dirs: DirSpec,
     before_mkdir: Callable[[Path], None] | None = None,
+    before_rename: Callable[[Path], None] | None = None,
 ) -> None:
     """Replace ``real_path`` with ``data`` atomically (temp, fsync, rename).
 
     The file ends up with ``mode``/``uid``/``gid``; missing parents are created
-    per ``dirs``. The final component must not be a symlink.
+    per ``dirs``. The final component must not be a symlink. ``before_rename(real_path)``
+    runs once the temp file is whole and fsynced, just before the rename (a fault
+    test stops the write there).
     """
     real_path = Path(real_path)
     dfd = open_dir(root, real_path.parent, create=dirs, before_mkdir=before_mkdir)
@@ -237,7 +230,8 @@ def atomic_write(
             os.fsync(fd)
         finally:
             os.close(fd)
-        _test_pause_in_write(name)
+        if before_rename is not None:
+            before_rename(real_path)
         os.rename(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
         os.fsync(dfd)
     except BaseException:

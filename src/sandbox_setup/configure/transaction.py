@@ -9,6 +9,7 @@ import datetime
 import json
 import os
 import secrets
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -33,8 +34,12 @@ class Transaction:
     a rename of a file already written, never a write that needs free space.
     """
 
-    def __init__(self, layout: Layout) -> None:
+    def __init__(
+        self, layout: Layout, *, before_rename: Callable[[Path], None] | None = None
+    ) -> None:
         self.layout = layout
+        # Passed to the write of each file the plan writes (see fsops.atomic_write).
+        self.before_rename = before_rename
         # Unique even for two applies in one process within a second (the TUI).
         stamp = datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%S")
         self.id = f"{stamp}-{os.getpid()}-{secrets.token_hex(3)}"

@@ -9,18 +9,26 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from sandbox_setup.launcher.seams import LaunchSeams
 
-def main(argv: Sequence[str] | None = None) -> int:
+
+def main(argv: Sequence[str] | None = None, *, seams: LaunchSeams | None = None) -> int:
     """Console script entry point (see :func:`sandbox_setup.launcher.main.main`).
 
     Run as the process's entry (``argv`` None: the console script, ``python -m``),
     the launcher exits right after its output is flushed: the session has ended
     completely by then (every process, the cgroup, the boundary's scan), no thread
     and no atexit handler is left, and the interpreter's own teardown of some two
-    hundred modules (~10 ms) would change nothing but the time."""
-    from sandbox_setup.launcher.main import main as launcher_main
+    hundred modules (~10 ms) would change nothing but the time.
 
-    code = launcher_main(argv)
+    ``seams``: what a test replaces (:mod:`sandbox_setup.launcher.seams`); the
+    console script passes none."""
+    from sandbox_setup.launcher.main import main as launcher_main
+    from sandbox_setup.launcher.seams import REAL
+
+    code = launcher_main(argv, seams=seams or REAL)
     if argv is None:
         _exit_now(code)
     return code

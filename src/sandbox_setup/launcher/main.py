@@ -29,6 +29,7 @@ from sandbox_setup.base.errors import InputError, RefusedError, SetupError
 from sandbox_setup.base.exitcodes import ExitCode
 from sandbox_setup.base.launcher_config import LauncherConfig, parse_launcher_config
 from sandbox_setup.base.record import record, replace
+from sandbox_setup.launcher.seams import REAL, LaunchSeams
 from sandbox_setup.launcher.session.cgroup import EarlySessionCgroup
 from sandbox_setup.launcher.trust import (
     check_trusted_file,
@@ -296,7 +297,7 @@ def describe(launch: Launch, config_path: Path, mode: Mode) -> str:
     return "\n".join(lines)
 
 
-def run(options: Options, environ: Mapping[str, str]) -> int:
+def run(options: Options, environ: Mapping[str, str], seams: LaunchSeams = REAL) -> int:
     uid = os.getuid()
     if os.geteuid() != uid:
         raise RefusedError("sandbox-launch must not run setuid (real and effective uid differ)")
@@ -307,7 +308,7 @@ def run(options: Options, environ: Mapping[str, str]) -> int:
     separate = config.mode is not Mode.UNSAFE and not options.dry_run
     early = EarlySessionCgroup.start(config.limits) if separate else None
     try:
-        return _run_checked(options, environ, uid, owners, real, config, early)
+        return _run_checked(options, environ, uid, owners, real, config, early, seams)
     finally:
         if early is not None:
             early.discard()  # not taken by a session (a refused launch): removed
@@ -321,6 +322,7 @@ def _run_checked(
     real: Path,
     config: LauncherConfig,
     early: EarlySessionCgroup | None,
+    seams: LaunchSeams,
 ) -> int:
     boundary = start_boundary(config, options.dry_run)
     # However the launch ends (refused before bwrap, a session that could not start,
@@ -357,12 +359,12 @@ def _run_checked(
                 launch,
                 agent,
                 containment,
-                environ,
                 switch_user=uid == 0,
                 hooks=[*hooks, *session_end_hooks()],
                 network=config if launch.supervised and is_allowlist(config) else None,
                 quiet=options.quiet,
                 early_cgroup=early,
+                seams=seams,
             )
     finally:
         if boundary is not None:
@@ -375,8 +377,9 @@ def _run_checked(
         raise RefusedError(f"cannot start {launch.argv[0]}: {exc.strerror}") from None
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Console script entry point."""
+def main(argv: Sequence[str] | None = None, *, seams: LaunchSeams = REAL) -> int:
+    """Console script entry point. ``seams``: what a test replaces (see
+    :mod:`sandbox_setup.launcher.seams`); the console script passes none."""
     try:
         options = parse_args(sys.argv[1:] if argv is None else argv)
     except InputError as exc:
@@ -386,7 +389,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(USAGE)
         return int(ExitCode.OK)
     try:
-        return run(options, os.environ)
+        return run(options, os.environ, seams)
     except RefusedError as exc:
         print(f"sandbox-launch: refused: {exc}", file=sys.stderr)
         return int(ExitCode.REFUSED)

@@ -37,7 +37,7 @@ import contextlib
 import os
 import stat
 import time
-from collections.abc import Mapping
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -49,6 +49,7 @@ if TYPE_CHECKING:
     import socket
 
     from sandbox_setup.launcher.egress.proxy import ProxyProcess
+    from sandbox_setup.launcher.egress.server import Resolver
     from sandbox_setup.policy.network import EgressPolicy
 
 # sandbox_setup.policy.network (ipaddress, its address tables: ~5 ms) is imported only where a
@@ -192,13 +193,11 @@ class EgressSession:
         ports: tuple[int, ...],
         uid: int,
         gid: int,
-        environ: Mapping[str, str],
         log_fd: int,
     ) -> None:
         self.policy = policy
         self.ports = ports
         self.uid, self.gid = uid, gid
-        self.environ = environ
         self.log_fd = log_fd
         self.proxy: ProxyProcess | None = None
 
@@ -208,12 +207,15 @@ class EgressSession:
         config: LauncherConfig,
         uid: int,
         gid: int,
-        environ: Mapping[str, str],
         log_dir: Path,
+        *,
+        resolver: Resolver | None = None,
+        after_drop: Callable[[], None] | None = None,
     ) -> EgressSession:
         """Before bwrap starts: the policy (a bad pattern refuses the launch), the log,
         and the proxy forked as ``uid:gid``, which waits for its listeners (its start-up
-        overlaps the sandbox's; :meth:`ready` hands them over)."""
+        overlaps the sandbox's; :meth:`ready` hands them over). ``resolver`` and
+        ``after_drop``: see :func:`~sandbox_setup.launcher.egress.proxy.fork_proxy`."""
         from sandbox_setup.launcher.egress.proxy import fork_proxy
 
         policy = build_policy(config)
@@ -223,9 +225,9 @@ class EgressSession:
             _log(log_fd, event="session start", launcher=os.getpid(), uid=uid,
                  allowed=[str(p) for p in (*policy.allowed, *policy.allowed_addresses)],
                  loopback_ports=list(ports))  # fmt: skip
-            session = cls(policy, ports, uid, gid, environ, log_fd)
-            session.proxy = fork_proxy(None, policy, log_fd, uid, gid, environ=environ,
-                                       later=True)  # fmt: skip
+            session = cls(policy, ports, uid, gid, log_fd)
+            session.proxy = fork_proxy(None, policy, log_fd, uid, gid, later=True,
+                                       resolver=resolver, after_drop=after_drop)  # fmt: skip
         except BaseException:
             os.close(log_fd)
             raise

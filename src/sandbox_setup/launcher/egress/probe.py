@@ -47,7 +47,7 @@ def probe(uid: int, gid: int) -> dict[str, object]:
     try:
         directory.chmod(0o711)
         path = directory / "egress.sock"
-        proxy = fork_proxy(path, EgressPolicy.build([]), None, uid, gid, environ={})
+        proxy = fork_proxy(path, EgressPolicy.build([]), None, uid, gid)
         try:
             proxy.wait_ready(TIMEOUT)
             probe_proxy(path, TIMEOUT)

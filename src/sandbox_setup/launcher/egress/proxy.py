@@ -28,14 +28,12 @@ port (``sandbox.network.socksProxyPort``); when only the HTTP port is external i
 starts a SOCKS proxy of its own, which would bypass this policy. Both ports point at
 the one listener; the first byte tells the protocols apart.
 
-Test hook: ``SANDBOX_LAUNCH_TEST_BREAK_PROXY=1`` makes the proxy process exit after its
-privilege drop, before it is ready: a proxy that cannot start, as the launcher sees it.
-It can only make a launch fail.
-
-Test hook: ``SANDBOX_LAUNCH_TEST_RESOLVE`` names a JSON file ``{"name": ["addr", ...]}``
-read once when the proxy starts. It replaces DNS (a name it lacks does not resolve)
-and only maps names: every address it gives still passes the address rules, so it can
-never allow a destination the rules refuse, only make an allowed name point elsewhere.
+Seams, passed in as arguments and never read from the environment (a launch's
+environment is the operator's, and the proxy's DNS is not theirs to replace):
+``resolver`` replaces the proxy's DNS (every address it gives still passes the address
+rules); ``after_drop`` runs in the proxy process right after its privilege drop, before
+it serves (a test exits there: a proxy that cannot start, as the launcher sees it). A
+launch passes them from :class:`sandbox_setup.launcher.seams.LaunchSeams`.
 """
 
 from __future__ import annotations
@@ -49,14 +47,16 @@ import sys
 import traceback
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sandbox_setup.base.errors import RefusedError
 from sandbox_setup.launcher.egress.wire import PROXY_HEADER
 from sandbox_setup.policy.addresses import parse_address
 from sandbox_setup.policy.network import REFUSED_PREFIX, EgressPolicy
 
-TEST_RESOLVE_ENV = "SANDBOX_LAUNCH_TEST_RESOLVE"
-TEST_BREAK_ENV = "SANDBOX_LAUNCH_TEST_BREAK_PROXY"
+if TYPE_CHECKING:
+    from sandbox_setup.launcher.egress.server import Resolver
+
 START_TIMEOUT = 5.0
 PROBE_TIMEOUT = 5.0
 # Always refused, whatever the operator allowed: the unspecified address means "this
@@ -77,15 +77,15 @@ def serve(
     ready_fd: int | None,
     *,
     sock: socket.socket | None = None,
-    test_resolve: Mapping[str, list[str]] | None = None,
+    resolver: Resolver | None = None,
     forwards: Sequence[tuple[socket.socket, int]] = (),
     more: Sequence[socket.socket] = (),
 ) -> None:
     """Serve the proxy on ``socket_path`` (or the already bound ``sock``) until killed.
 
     Writes one byte to ``ready_fd`` (and closes it) once accepting connections.
-    Decisions go to ``log_fd``, one JSON line each. Without ``test_resolve`` the
-    test hook's file is read from the environment, as in :func:`start_proxy_process`.
+    Decisions go to ``log_fd``, one JSON line each. ``resolver``: how names are
+    resolved (default: DNS, :func:`~sandbox_setup.launcher.egress.server.resolve_by_dns`).
     ``forwards``: listening sockets whose connections go to ``127.0.0.1:PORT`` of this
     network namespace, unfiltered (``--allow-loopback-port``). ``more``: further
     listening sockets served like ``sock`` (the sandbox's ``[::1]`` listener).
@@ -96,9 +96,7 @@ def serve(
 
     if sock is None:
         sock = bind_socket(socket_path)
-    if test_resolve is None:
-        test_resolve = load_test_resolver(os.environ)
-    proxy = proxy_server.EgressProxy(policy, log_fd, test_resolve, read_host_addresses())
+    proxy = proxy_server.EgressProxy(policy, log_fd, resolver, read_host_addresses())
     proxy_server.run(sock, proxy, ready_fd, read_host_addresses, forwards=forwards, more=more)
 
 
@@ -209,9 +207,10 @@ def start_proxy_process(
     socket_owner: tuple[int, int] | None = None,
     socket_mode: int = 0o600,
     timeout: float = START_TIMEOUT,
-    environ: Mapping[str, str] = os.environ,
     listener: socket.socket | None = None,
     forwards: Mapping[int, str | Path] | None = None,
+    resolver: Resolver | None = None,
+    after_drop: Callable[[], None] | None = None,
 ) -> int:
     """Fork the proxy as ``uid:gid``; its pid once it is accepting, else :class:`RefusedError`.
 
@@ -221,11 +220,12 @@ def start_proxy_process(
     connects (default ``uid:gid``). ``listener``: serve this listening socket instead
     of binding ``socket_path`` (e.g. a TCP socket the launcher made inside the
     sandbox's network namespace); it is closed in the caller either way.
-    ``forwards``: ``{port: socket path}``, see :func:`fork_proxy`.
+    ``forwards``: ``{port: socket path}``; ``resolver``, ``after_drop``: see :func:`fork_proxy`.
     """
     process = fork_proxy(
         socket_path, policy, log_fd, uid, gid, socket_owner=socket_owner,
-        socket_mode=socket_mode, environ=environ, listener=listener, forwards=forwards,
+        socket_mode=socket_mode, listener=listener, forwards=forwards, resolver=resolver,
+        after_drop=after_drop,
     )  # fmt: skip
     process.wait_ready(timeout)
     return process.pid
@@ -240,12 +240,13 @@ def fork_proxy(
     *,
     socket_owner: tuple[int, int] | None = None,
     socket_mode: int = 0o600,
-    environ: Mapping[str, str] = os.environ,
     listener: socket.socket | None = None,
     forwards: Mapping[int, str | Path] | None = None,
     listeners: Sequence[socket.socket] = (),
     forward_listeners: Sequence[tuple[socket.socket, int]] = (),
     later: bool = False,
+    resolver: Resolver | None = None,
+    after_drop: Callable[[], None] | None = None,
 ) -> ProxyProcess:
     """Bind the sockets and fork the proxy as ``uid:gid``, without waiting for it.
 
@@ -259,6 +260,9 @@ def fork_proxy(
     the proxy's after the call: closed here, in the caller, either way. ``later``: the
     proxy starts now (its start-up overlaps the sandbox's) and waits for its sockets
     until :meth:`ProxyProcess.hand_over` gives them (instead of any of the above).
+    ``resolver``: the proxy's DNS (default: the real one). ``after_drop``: called in the
+    proxy right after its privilege drop, before it serves (a test's seam; an exit or
+    an exception there is a proxy that did not start).
     """
     given = [*([listener] if listener is not None else []), *listeners,
              *(s for s, _ in forward_listeners)]  # fmt: skip
@@ -267,12 +271,10 @@ def fork_proxy(
             raise RefusedError("the egress proxy never runs as root")
         if socket_path is None and not given and not later:
             raise RefusedError("the egress proxy has nothing to listen on")
-        test_resolve = load_test_resolver(environ)  # read as the launcher: may be 0600
     except BaseException:
         for sock in given:
             sock.close()
         raise
-    broken = environ.get(TEST_BREAK_ENV) == "1"
     owner = socket_owner or (uid, gid)
     paths: list[str] = []
     serving: list[socket.socket] = [*given[: len(given) - len(forward_listeners)]]
@@ -317,12 +319,12 @@ def fork_proxy(
             _close_other_fds(keep)
             _preload()
             _become_proxy(uid, gid, parent, keep=keep)
-            if broken:
-                os._exit(70)
+            if after_drop is not None:
+                after_drop()
             if control_child is not None:
                 serving, bound = _receive_listeners(control_child)
             serve(socket_path or "", policy, log_fd, ready_w, sock=serving[0],
-                  test_resolve=test_resolve, forwards=bound, more=serving[1:])  # fmt: skip
+                  resolver=resolver, forwards=bound, more=serving[1:])  # fmt: skip
             code = 0
         except BaseException:
             if log_fd is not None:
@@ -456,25 +458,6 @@ def _close_other_fds(keep: set[int]) -> None:
         if fd not in keep:
             with _suppress():
                 os.close(fd)
-
-
-def load_test_resolver(environ: Mapping[str, str]) -> dict[str, list[str]] | None:
-    """The test hook's name -> addresses map (see the module docstring), or None when unset."""
-    path = environ.get(TEST_RESOLVE_ENV)
-    if not path:
-        return None
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise RefusedError(f"{TEST_RESOLVE_ENV}={path}: {exc}") from None
-    if not isinstance(data, dict) or not all(
-        isinstance(k, str)
-        and isinstance(v, list)
-        and all(isinstance(a, str) and parse_address(a) is not None for a in v)
-        for k, v in data.items()
-    ):
-        raise RefusedError(f"{TEST_RESOLVE_ENV}={path}: expected {{name: [address, ...]}}")
-    return data
 
 
 def read_host_addresses(proc_net: str = "/proc/net") -> set[str]:

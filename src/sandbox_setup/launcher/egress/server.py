@@ -34,7 +34,7 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from sandbox_setup.base.record import record
 from sandbox_setup.launcher.egress import wire
@@ -113,6 +113,33 @@ class _Reader:
         return data
 
 
+Resolver = Callable[[str, int], Iterable[str]]
+"""``(name, port) -> addresses``: how the proxy resolves a normalized name. A name
+it cannot resolve gives no address (refused as ``unresolved``); whatever it gives
+still goes through every address rule."""
+
+
+def resolve_by_dns(name: str, port: int) -> list[str]:
+    """The proxy's resolver: ``getaddrinfo``, abandoned after :data:`RESOLVE_TIMEOUT`."""
+    found: list[str] = []
+    done = threading.Event()
+
+    def lookup() -> None:
+        try:
+            infos = socket.getaddrinfo(name, port, type=socket.SOCK_STREAM)
+            found.extend(str(info[4][0]) for info in infos)
+        except (OSError, UnicodeError):
+            pass
+        finally:
+            done.set()
+
+    # getaddrinfo cannot be interrupted: a stuck lookup is abandoned to its thread.
+    threading.Thread(target=lookup, name="egress-resolve", daemon=True).start()
+    if not done.wait(RESOLVE_TIMEOUT):
+        return []
+    return found
+
+
 class EgressProxy:
     """One proxy: the policy, the resolver, the decision log."""
 
@@ -120,17 +147,13 @@ class EgressProxy:
         self,
         policy: EgressPolicy,
         log_fd: int | None,
-        test_resolve: Mapping[str, Iterable[str]] | None = None,
+        resolver: Resolver | None = None,
         host_addresses: Iterable[str] = (),
     ) -> None:
         self.base_policy = policy
         self.policy = policy.with_host_addresses(host_addresses)
         self.log_fd = log_fd
-        self.test_resolve = (
-            None
-            if test_resolve is None
-            else {normalize_host(k): tuple(v) for k, v in test_resolve.items()}
-        )
+        self.resolver = resolver or resolve_by_dns
         self.clients = 0
         self._lock = threading.Lock()
 
@@ -161,28 +184,7 @@ class EgressProxy:
 
     def resolve(self, host: str, port: int) -> list[str]:
         """Every address of ``host``, in the resolver's order, without duplicates."""
-        name = normalize_host(host)
-        if self.test_resolve is not None:
-            # Tests only: the map replaces DNS (names it lacks do not resolve); what it
-            # answers still goes through every address rule.
-            return list(dict.fromkeys(self.test_resolve.get(name, ())))
-        found: list[str] = []
-        done = threading.Event()
-
-        def lookup() -> None:
-            try:
-                infos = socket.getaddrinfo(name, port, type=socket.SOCK_STREAM)
-                found.extend(str(info[4][0]) for info in infos)
-            except (OSError, UnicodeError):
-                pass
-            finally:
-                done.set()
-
-        # getaddrinfo cannot be interrupted: a stuck lookup is abandoned to its thread.
-        threading.Thread(target=lookup, name="egress-resolve", daemon=True).start()
-        if not done.wait(RESOLVE_TIMEOUT):
-            return []
-        return list(dict.fromkeys(found))
+        return list(dict.fromkeys(self.resolver(normalize_host(host), port)))
 
     def open(self, host: str, port: int, protocol: str) -> Outcome:
         """Decide, log, and (when allowed) connect to ``host:port``."""

@@ -30,7 +30,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from types import FrameType
 
 from sandbox_setup.base.errors import RefusedError
@@ -39,6 +39,7 @@ from sandbox_setup.base.process_tree import running_descendants
 from sandbox_setup.base.record import field, record
 from sandbox_setup.launcher.command import Agent, Launch
 from sandbox_setup.launcher.containment import Containment
+from sandbox_setup.launcher.seams import REAL, LaunchSeams
 from sandbox_setup.launcher.session.cgroup import (
     EarlySessionCgroup,
     SessionCgroup,
@@ -278,14 +279,15 @@ def run_user_session(launch: Launch) -> tuple[int, str]:
 def _run_sandbox(
     launch: Launch,
     agent: Agent,
-    environ: Mapping[str, str],
     network: LauncherConfig | None,
+    seams: LaunchSeams,
     before_release: Callable[[int], None] | None = None,
 ) -> int:
     from sandbox_setup.launcher.session.supervise import run_supervised
 
     if network is None:
-        return run_supervised(launch, agent.uid, environ, before_release=before_release)
+        return run_supervised(launch, agent.uid, before_release=before_release,
+                              host_namespaces=seams.host_namespaces)  # fmt: skip
     from sandbox_setup.launcher.egress.network import EgressSession, state_dir
 
     # The egress session starts once bwrap is started (its policy, its log and the
@@ -294,7 +296,10 @@ def _run_sandbox(
     sessions: list[EgressSession] = []
 
     def start_egress() -> None:
-        sessions.append(EgressSession.start(network, agent.uid, agent.gid, environ, state_dir()))
+        sessions.append(EgressSession.start(
+            network, agent.uid, agent.gid, state_dir(),
+            resolver=seams.resolver, after_drop=seams.after_proxy_drop,
+        ))  # fmt: skip
 
     def release_hook(sandbox_pid: int) -> None:
         sessions[0].ready(sandbox_pid)  # the proxy first: it is forked in the cgroup already
@@ -302,9 +307,9 @@ def _run_sandbox(
             before_release(sandbox_pid)
 
     try:
-        return run_supervised(
-            launch, agent.uid, environ, before_release=release_hook, after_start=start_egress
-        )
+        return run_supervised(launch, agent.uid, before_release=release_hook,
+                              after_start=start_egress,
+                              host_namespaces=seams.host_namespaces)  # fmt: skip
     finally:
         for session in sessions:
             session.close()
@@ -314,13 +319,13 @@ def run_session(
     launch: Launch,
     agent: Agent,
     containment: Containment,
-    environ: Mapping[str, str],
     *,
     switch_user: bool,
     hooks: Sequence[SessionHook] = (),
     network: LauncherConfig | None = None,
     quiet: bool = False,
     early_cgroup: EarlySessionCgroup | None = None,
+    seams: LaunchSeams = REAL,
 ) -> int:
     """Run the session ``launch`` describes; see the module doc. Returns Claude's status.
 
@@ -331,7 +336,10 @@ def run_session(
     ``network``: the config of a sandbox with network allowlist, whose egress proxy
     runs for the session (forked once bwrap is started, handed its listeners in the sandbox's
     network namespace and probed from inside before Claude is released, stopped before
-    the session's leftovers are killed)."""
+    the session's leftovers are killed).
+
+    ``seams``: what a test replaces (the proxy's resolver, a failing step); the real
+    launch passes none (:mod:`sandbox_setup.launcher.seams`)."""
     _prctl(PR_SET_CHILD_SUBREAPER, 1)
     keyring = join_new_session_keyring(agent.uid, agent.gid, switch_user=switch_user)
     cgroup, error = early_cgroup.take(containment) if early_cgroup is not None else (None, None)
@@ -362,7 +370,7 @@ def run_session(
             terminal = TerminalState.save()
             try:
                 code = _run_sandbox(
-                    launch, agent, environ, network, early.start if early is not None else None
+                    launch, agent, network, seams, early.start if early is not None else None
                 )
             finally:
                 # Nothing may touch the terminal once it is restored. What this kills is

@@ -13,9 +13,9 @@ is a gate (:data:`sandbox_setup.launcher.command.GATE_SCRIPT`) that execs Claude
 after reading a token the launcher writes once verification passed: a
 launcher that dies or fails mid-verification leaves EOF there, which refuses.
 
-``SANDBOX_LAUNCH_TEST_CORRUPT_VERIFY=1`` is a test hook: the launcher compares
-the sandbox with itself instead of with the host, so verification must fail.
-It can only make a launch fail, never pass.
+What the sandbox is compared with is a parameter (``host_namespaces``, default the
+launcher's own namespaces): a test passes the sandbox's own instead, so verification
+must fail. Nothing reads it from the environment.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from sandbox_setup.launcher.command import BLOCK_FD, GATE_FD, GATE_TOKEN, STATUS
 
 NAMESPACES = ("user", "mnt", "pid", "ipc", "uts")
 NETWORK_NAMESPACE = "net"  # verified too when bwrap was asked for one (--unshare-net)
-CORRUPT_HOOK = "SANDBOX_LAUNCH_TEST_CORRUPT_VERIFY"
+NamespaceReader = Callable[[int, Sequence[str]], dict[str, str]]
 VERIFY_TIMEOUT = 10.0
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGWINCH, signal.SIGQUIT)
 
@@ -47,6 +47,11 @@ FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGWINCH, sign
 def read_namespaces(pid: int | str, kinds: Sequence[str] = NAMESPACES) -> dict[str, str]:
     """``{"user": "user:[4026531837]", ...}`` for ``/proc/PID/ns``."""
     return {kind: os.readlink(f"/proc/{pid}/ns/{kind}") for kind in kinds}
+
+
+def launcher_namespaces(_sandbox_pid: int, kinds: Sequence[str]) -> dict[str, str]:
+    """What verification compares the sandbox with: the launcher's own namespaces."""
+    return read_namespaces("self", kinds)
 
 
 def parse_status(text: str) -> dict[str, str]:
@@ -185,7 +190,10 @@ def _wait_caps_dropped(pid: int, state: _Supervision, deadline: float) -> dict[s
 
 
 def verify(
-    child_pid: int, expected_uid: int, environ: Mapping[str, str], state: _Supervision
+    child_pid: int,
+    expected_uid: int,
+    state: _Supervision,
+    host_namespaces: NamespaceReader | None = None,
 ) -> None:
     kinds = state.namespaces
     deadline = time.monotonic() + VERIFY_TIMEOUT
@@ -196,7 +204,7 @@ def verify(
         child = read_namespaces(child_pid, kinds)
     except OSError as exc:
         raise RefusedError(f"cannot read the sandbox's namespaces: {exc}") from None
-    own = dict(child) if environ.get(CORRUPT_HOOK) == "1" else read_namespaces("self", kinds)
+    own = (host_namespaces or launcher_namespaces)(child_pid, kinds)
     problems = judge_sandbox(own, child, status, expected_uid, kinds)
     if problems:
         raise RefusedError("sandbox verification failed: " + "; ".join(problems))
@@ -218,9 +226,9 @@ def _low_fd(fd: int) -> int:
 def run_supervised(
     launch: Launch,
     expected_uid: int,
-    environ: Mapping[str, str],
     before_release: Callable[[int], None] | None = None,
     after_start: Callable[[], None] | None = None,
+    host_namespaces: NamespaceReader | None = None,
 ) -> int:
     """Start, verify, release; then wait and return Claude's exit status.
 
@@ -229,7 +237,9 @@ def run_supervised(
     egress proxy's start in the sandbox's network namespace and its probe, returned).
     ``after_start()`` runs as soon as bwrap is started, while it sets the sandbox up
     (the egress proxy's policy and fork: their time overlaps bwrap's); an error in it
-    is a refusal like any other before the release.
+    is a refusal like any other before the release. ``host_namespaces``: what the
+    sandbox's namespaces must differ from (default :func:`launcher_namespaces`; a
+    test's seam).
     On any failure (any exception, even one not foreseen) bwrap is killed before the
     pipes close, and a launcher that dies outright leaves the gate reading EOF, which
     means refuse.
@@ -272,7 +282,7 @@ def run_supervised(
                 after_start()
             deadline = time.monotonic() + VERIFY_TIMEOUT
             state.child_pid = _read_child_pid(status_r, state, deadline)
-            verify(state.child_pid, expected_uid, environ, state)
+            verify(state.child_pid, expected_uid, state, host_namespaces)
             if before_release is not None:
                 before_release(state.child_pid)
                 if state.interrupted is not None:
