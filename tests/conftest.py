@@ -70,6 +70,29 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         session.exitstatus = 1
 
 
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    """Which Claude Code each e2e test ran against (tests/e2e/conftest.py), so a CI log
+    shows every test's version, passed or not, and how many ran on each."""
+    seen: dict[str, tuple[str, str]] = {}
+    for outcome in ("passed", "failed", "error", "skipped"):
+        for report in terminalreporter.stats.get(outcome, []):
+            release = dict(getattr(report, "user_properties", ())).get("claude_code")
+            if release is not None and report.nodeid not in seen:
+                seen[report.nodeid] = (release, outcome.upper())
+    if not seen:
+        return
+    terminalreporter.section("Claude Code per e2e test")
+    for nodeid, (release, outcome) in sorted(seen.items()):
+        terminalreporter.write_line(f"{outcome:8} Claude Code {release:16} {nodeid}")
+    totals: dict[str, int] = {}
+    for release, outcome in seen.values():
+        key = f"{release} {outcome.lower()}"
+        totals[key] = totals.get(key, 0) + 1
+    terminalreporter.write_line(
+        "; ".join(f"Claude Code {key}: {count}" for key, count in sorted(totals.items()))
+    )
+
+
 @pytest.fixture(autouse=True)
 def _no_host_config_leak(
     monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory

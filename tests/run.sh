@@ -13,13 +13,22 @@ apt-get install -y -qq --no-install-recommends \
   ca-certificates git iproute2 curl openssl e2fsprogs keyutils tmux >/dev/null
 command -v npm >/dev/null || apt-get install -y -qq --no-install-recommends nodejs npm >/dev/null
 
-# Claude Code (for the root guard and settings tests) and sandbox-runtime (srt), in a
-# prefix outside /root so the agent user and user-namespaced containers can read it.
-mkdir -p "$NPM_PREFIX"
+# Claude Code and sandbox-runtime (srt), in prefixes outside /root so the agent user and
+# user-namespaced containers can read them. Two Claude Code releases, by explicit tag (a
+# bare name resolves, on Debian's Node, to the last release that accepts it): the newest
+# (`latest`, what operators install today) and the oldest the project supports
+# (tests/tools.py CLAUDE_OLDEST); the e2e tests run against both.
+CLAUDE_OLDEST=$(sed -n 's/^CLAUDE_OLDEST = "\(.*\)"$/\1/p' tests/tools.py)
+OLDEST_PREFIX=${SANDBOX_SETUP_NPM_OLDEST_PREFIX:-/opt/sandbox-setup-test/npm-claude-$CLAUDE_OLDEST}
+mkdir -p "$NPM_PREFIX" "$OLDEST_PREFIX"
 npm install --no-fund --no-audit --loglevel=error --prefix "$NPM_PREFIX" \
-  @anthropic-ai/claude-code @anthropic-ai/sandbox-runtime >/dev/null
-chmod -R a+rX "$NPM_PREFIX"
+  @anthropic-ai/claude-code@latest @anthropic-ai/sandbox-runtime >/dev/null
+npm install --no-fund --no-audit --loglevel=error --prefix "$OLDEST_PREFIX" \
+  "@anthropic-ai/claude-code@$CLAUDE_OLDEST" >/dev/null
+chmod -R a+rX "$NPM_PREFIX" "$OLDEST_PREFIX"
 export PATH="$NPM_PREFIX/node_modules/.bin:$PATH"
+echo "Claude Code: $("$NPM_PREFIX/node_modules/.bin/claude" --version) (latest)," \
+  "$("$OLDEST_PREFIX/node_modules/.bin/claude" --version) (oldest supported)"
 
 # The project and its test tools, in a venv of Debian's Python.
 [ -x .venv/bin/python ] || /usr/bin/python3 -m venv .venv

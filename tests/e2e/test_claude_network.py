@@ -87,6 +87,7 @@ def test_claude_completes_a_turn_whose_bash_network_goes_through_the_launchers_p
             "enabled": True,
             "failIfUnavailable": True,
             "allowUnsandboxedCommands": False,
+            "autoAllowBashIfSandboxed": True,
             "network": dict.fromkeys(PROXY_PORT_KEYS, SANDBOX_PROXY_PORT),
         }
         settings = {

@@ -73,7 +73,10 @@ def claude_doctor(home: Path, timeout: float = 120.0) -> str:
         os.waitpid(pid, 0)
         os.close(fd)
     text = screen_text(raw)
-    assert "Diagnostics" in text, f"claude doctor printed no report: {text[-2000:]}"
+    # "Diagnostics" heads the report up to 2.1.2xx; 2.1.332 heads it "Claude Code doctor".
+    assert "Diagnostics" in text or "Claude Code doctor" in text, (
+        f"claude doctor printed no report: {text[-2000:]}"
+    )
     return text
 
 

@@ -35,7 +35,7 @@ from tests.claude_run import (
     run_claude_turn,
 )
 from tests.fake_api import BashStep, FakeMessagesAPI, Step, TextStep
-from tests.tools import claude_binary, require_root, require_tool
+from tests.tools import ClaudeRelease, claude_binary, require_root, require_tool
 
 pytestmark = pytest.mark.e2e
 
@@ -145,7 +145,8 @@ def test_a_run_that_never_reaches_the_fake_api_fails(
     with FakeMessagesAPI(bash_turn(marker)) as api:
         run = run_as_nobody(api, tree, nobody, base_url=closed_port_url())
     assert run.returncode != 0, run
-    assert "Unable to connect to API" in run.output, run
+    # 2.1.197: "Unable to connect to API"; 2.1.332: "API Error: Connection refused".
+    assert "Unable to connect to API" in run.output or "ECONNREFUSED" in run.output, run
     with pytest.raises(AssertionError, match="never sent a main conversation request"):
         api.assert_conversation_done()
     with pytest.raises(AssertionError, match="no tool_result for step 0"):
@@ -204,13 +205,36 @@ def test_sandbox_enabled_wraps_the_bash_command(
 
 
 @pytest.mark.usefixtures("bwrap_and_socat")
-def test_sandboxed_commands_run_without_a_prompt_in_the_default_permission_mode(
+def test_sandboxed_commands_run_without_a_prompt_when_auto_allow_is_written(
     tree: ClaudeTree, nobody: Account, marker: str
 ) -> None:
-    # autoAllowBashIfSandboxed defaults to true: no --dangerously-skip-permissions needed.
-    _, run, evidence = scripted_turn(tree, nobody, marker, settings=SANDBOX, skip_permissions=False)
+    # What sandbox-setup writes (autoAllowBashIfSandboxed = true where the inner
+    # sandbox is on): no --dangerously-skip-permissions needed, on every release.
+    settings = {"sandbox": {"enabled": True, "autoAllowBashIfSandboxed": True}}
+    _, run, evidence = scripted_turn(
+        tree, nobody, marker, settings=settings, skip_permissions=False
+    )
     assert evidence.sandboxed, evidence
     assert run.result()["permission_denials"] == []
+
+
+@pytest.mark.usefixtures("bwrap_and_socat")
+def test_auto_allow_of_sandboxed_commands_is_no_longer_the_default(
+    tree: ClaudeTree,
+    nobody: Account,
+    marker: str,
+    claude_under_test: ClaudeRelease,
+) -> None:
+    """``autoAllowBashIfSandboxed`` defaulted to true up to 2.1.197; 2.1.332's schema
+    says false and its code reads a server-side flag, which this fake API never sets:
+    left out, a sandboxed command is not run in the default permission mode."""
+    with FakeMessagesAPI(bash_turn(marker)) as api:
+        run = run_as_nobody(api, tree, nobody, settings=SANDBOX, skip_permissions=False)
+    denials = run.result()["permission_denials"]
+    if claude_under_test.label == "oldest":
+        assert denials == [], run
+    else:
+        assert [d["tool_name"] for d in denials] == ["Bash"], run
 
 
 @pytest.mark.usefixtures("bwrap_and_socat")

@@ -35,7 +35,7 @@ from tests.bash_evidence import evidence_command, host_namespaces, new_marker, p
 from tests.claude_run import FAKE_API_KEY
 from tests.fake_api import BashStep, FakeMessagesAPI, TextStep
 from tests.launch_fixtures import NOBODY, LaunchTree, launch_tree, run_launcher
-from tests.tools import NPM_PREFIX, SRC, claude_binary
+from tests.tools import SRC, claude_binary
 
 pytestmark = pytest.mark.e2e
 
@@ -170,7 +170,7 @@ class Shimmed:
     @property
     def path(self) -> str:
         # The shim first, as /usr/local/sbin is on root's PATH; the real claude after it.
-        return f"{self.shim.parent}:{NPM_PREFIX / 'node_modules/.bin'}:{HOST_PATH}"
+        return f"{self.shim.parent}:{Path(claude_binary()).parent}:{HOST_PATH}"
 
 
 @pytest.fixture
@@ -250,10 +250,22 @@ def test_a_non_root_user_gets_the_real_claude_with_the_same_environment(
         assert all(bash_env.get(k) == v for k, v in env.items() if k != "TMPDIR"), bash_env
         seen[via] = bash_env
     # The same variables as without the shim, with the same values but for the ones
-    # each run has its own of (the API's port and TMPDIR here, Claude's session id).
+    # each run has its own of (the API's port and TMPDIR here, and what Claude sets for
+    # its tools per session: its session id; since 2.1.2xx its pid, its messaging
+    # socket and token and its child notes directory).
     assert set(seen["direct"]) == set(seen["shim"])
     differ = {n for n in seen["direct"] if seen["direct"][n] != seen["shim"][n]}
-    assert differ <= {"ANTHROPIC_BASE_URL", "TMPDIR", "CLAUDE_CODE_SESSION_ID"}, differ
+    assert differ <= {"ANTHROPIC_BASE_URL", "TMPDIR", *CLAUDE_PER_SESSION}, differ
+
+
+# What Claude Code sets in its tools' environment, with a value of each session's own.
+CLAUDE_PER_SESSION = {
+    "CLAUDE_CODE_SESSION_ID",
+    "CLAUDE_PID",
+    "CLAUDE_CODE_MESSAGING_SOCKET",
+    "CLAUDE_CODE_MESSAGING_TOKEN",
+    "CLAUDE_CODE_CHILD_NOTES_DIR",
+}
 
 
 PARENT = """

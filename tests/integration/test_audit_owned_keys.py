@@ -66,6 +66,11 @@ EDITS: list[tuple[str, Edit, str]] = [
         "sandbox.allowUnsandboxedCommands is true, should be false",
     ),
     (
+        "autoAllowBashIfSandboxed",
+        lambda d: sandbox(d).pop("autoAllowBashIfSandboxed"),
+        "sandbox.autoAllowBashIfSandboxed is absent, should be true",
+    ),
+    (
         "bwrapPath",
         lambda d: sandbox(d).update(bwrapPath="/home/claude-agent/bwrap"),
         'sandbox.bwrapPath is "/home/claude-agent/bwrap"',
@@ -93,6 +98,7 @@ def test_the_setup_owns_every_key_it_is_audited_on(setup: Setup) -> None:
     owned = sandbox(data)
     assert owned["enabled"] is True and owned["failIfUnavailable"] is True
     assert owned["allowUnsandboxedCommands"] is False
+    assert owned["autoAllowBashIfSandboxed"] is True
     assert owned["bwrapPath"].endswith("/bwrap") and owned["socatPath"].endswith("/socat")
     assert {"name": "ANTHROPIC_API_KEY", "mode": "deny"} in owned["credentials"]["envVars"]
     assert_clean(setup)

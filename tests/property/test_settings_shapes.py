@@ -41,7 +41,8 @@ owned_shapes = st.fixed_dictionaries(
         "sandbox": json_values | st.dictionaries(
             st.sampled_from(
                 ["enabled", "enableWeakerNestedSandbox", "failIfUnavailable",
-                 "allowUnsandboxedCommands", "bwrapPath", "credentials", "network", "other"]
+                 "allowUnsandboxedCommands", "autoAllowBashIfSandboxed", "bwrapPath", "credentials",
+                 "network", "other"]
             ),
             json_values | st.fixed_dictionaries(
                 {}, optional={"envVars": json_values, "httpProxyPort": json_values}

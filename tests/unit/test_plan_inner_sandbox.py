@@ -106,6 +106,7 @@ def test_managed_settings_carry_the_fail_closed_keys_and_probed_binaries(
     assert sandbox["enabled"] is True
     assert sandbox["failIfUnavailable"] is True
     assert sandbox["allowUnsandboxedCommands"] is False
+    assert sandbox["autoAllowBashIfSandboxed"] is True
     assert sandbox["bwrapPath"] == binaries["bwrap"] and sandbox["socatPath"] == binaries["socat"]
     assert (
         os.path.isabs(sandbox["bwrapPath"])

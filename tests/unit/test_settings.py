@@ -39,6 +39,7 @@ def test_new_file_gets_sandbox_and_deny_rules() -> None:
         "enabled": True,
         "failIfUnavailable": True,
         "allowUnsandboxedCommands": False,
+        "autoAllowBashIfSandboxed": True,
         "credentials": {"envVars": ENV_DENY},
     }
     assert data["permissions"]["deny"] == list(CREDENTIAL_DENY_RULES)
@@ -70,6 +71,15 @@ def test_an_inner_sandbox_that_is_on_cannot_vanish_or_be_bypassed(inner: str) ->
     )["sandbox"]
     assert sandbox["failIfUnavailable"] is True
     assert sandbox["allowUnsandboxedCommands"] is False
+
+
+@pytest.mark.parametrize("inner", ["strong", "weak"])
+def test_auto_allow_is_written_where_the_inner_sandbox_is_on(inner: str) -> None:
+    # Its default moved (true up to 2.1.197, a server flag in 2.1.332): always written.
+    sandbox = merged({"sandbox": {"autoAllowBashIfSandboxed": False}}, inner)["sandbox"]
+    assert sandbox["autoAllowBashIfSandboxed"] is True
+    # off: no sandbox to auto-allow in; what was there stays (the user's, or harmless)
+    assert "autoAllowBashIfSandboxed" not in merged({}, "off")["sandbox"]
 
 
 def test_off_sets_the_sandbox_only_keys_back_where_present() -> None:
@@ -161,6 +171,10 @@ EDITS = [
     (
         _set("sandbox.allowUnsandboxedCommands", True),
         "sandbox.allowUnsandboxedCommands is true, should be false",
+    ),
+    (
+        _set("sandbox.autoAllowBashIfSandboxed", False),
+        "sandbox.autoAllowBashIfSandboxed is false, should be true",
     ),
     (
         _set("sandbox.bwrapPath", "/tmp/bwrap"),

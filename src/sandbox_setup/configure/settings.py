@@ -13,6 +13,10 @@ from one :class:`SandboxKeys` value:
   ``sandbox.allowUnsandboxedCommands = false`` (a ``tool_use`` carrying
   ``dangerouslyDisableSandbox: true`` is still wrapped instead of running on the
   host without a prompt): docs/claude-code-behaviour.md has both measured;
+- where the inner sandbox is on, ``sandbox.autoAllowBashIfSandboxed = true``: a
+  command Claude's own sandbox confines runs without a prompt in the default
+  permission mode, as it did by default up to 2.1.197; 2.1.332 reads the default
+  from a server-side flag, so it is written rather than left to Anthropic's server;
 - in managed scope, ``sandbox.bwrapPath`` and ``sandbox.socatPath``: the binaries
   the probes used (Claude honours them only in managed settings);
 - where the inner sandbox is on, ``sandbox.credentials.envVars`` deny entries for
@@ -194,6 +198,9 @@ def _merge_sandbox(sandbox: dict[str, Any], source: str, keys: SandboxKeys) -> N
     if keys.on:
         sandbox["failIfUnavailable"] = True
         sandbox["allowUnsandboxedCommands"] = False
+        # Written, not left to a default: true up to 2.1.197, a server-side flag in
+        # 2.1.332, whose schema says false (docs/claude-code-behaviour.md).
+        sandbox["autoAllowBashIfSandboxed"] = True
     else:
         _set_back(sandbox, "failIfUnavailable", False)
         _set_back(sandbox, "allowUnsandboxedCommands", True)
@@ -256,6 +263,7 @@ OWNED_KEYS: tuple[tuple[str, ...], ...] = (
     ("sandbox", "enableWeakerNestedSandbox"),
     ("sandbox", "failIfUnavailable"),
     ("sandbox", "allowUnsandboxedCommands"),
+    ("sandbox", "autoAllowBashIfSandboxed"),
     ("sandbox", "bwrapPath"),
     ("sandbox", "socatPath"),
     ("sandbox", "credentials", "envVars"),
