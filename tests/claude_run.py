@@ -164,8 +164,11 @@ def with_managed_settings(argv: list[str], settings: Mapping[str, Any], base: Pa
     managed = upper / "claude-code" / "managed-settings.json"
     managed.write_text(json.dumps(settings, indent=2))
     managed.chmod(0o644)
+    # The overlay puts the file in /etc; the bind hides whatever else the host's
+    # /etc/claude-code holds (managed-settings.d/, which the overlay would merge in).
     mount = (
         f"mount -t overlay overlay -o lowerdir=/etc,upperdir={upper},workdir={work} /etc"
+        f" && mount --bind {upper / 'claude-code'} /etc/claude-code"
         ' && exec "$@"'
     )
     unshare = shutil.which("unshare") or "/usr/bin/unshare"

@@ -13,9 +13,18 @@ from typing import Any
 
 import pytest
 
+from tests.hermetic import enter_private_view
+
 # The real state directory of the user running the suite (root in CI): what a test
 # that forgot XDG_STATE_HOME would change (session snapshots, quarantine, crash.log).
-HOST_STATE = Path(pwd.getpwuid(os.getuid()).pw_dir) / ".local/state/sandbox-setup"
+# (tests/integration/test_host_view.py points a nested run of the suite elsewhere.)
+HOST_STATE = Path(
+    os.environ.get("SANDBOX_SETUP_TEST_HOST_STATE")
+    or Path(pwd.getpwuid(os.getuid()).pw_dir) / ".local/state/sandbox-setup"
+)
+# As root, the suite runs in a mount namespace of its own where the host's Claude
+# settings are hidden and HOST_STATE is read-only (tests/hermetic.py).
+HOST_VIEW = enter_private_view(HOST_STATE)
 
 
 def _state_listing() -> dict[str, int]:
@@ -60,7 +69,12 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    """Tests never change the host: the host's sandbox-setup state is as it was."""
+    """Tests never change the host: the host's sandbox-setup state is as it was.
+
+    Where it is read-only to the suite, nothing of the suite could have changed it, and
+    what changed it (a session on the host) is none of the suite's business."""
+    if HOST_VIEW.state_read_only:
+        return
     after = _state_listing()
     if after != _BEFORE:
         changed = sorted(set(after.items()) ^ set(_BEFORE.items()))

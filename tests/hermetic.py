@@ -1,0 +1,66 @@
+"""The suite's view of a host where sandbox-setup is set up and in use.
+
+Such a host has ``/etc/claude-code/managed-settings.json`` (and maybe
+``managed-settings.d/``), which every Claude Code on it reads, the tests' own
+included: a host's ``sandbox.enabled = false`` would turn the sandbox off for an
+e2e test that means it on. And root's state directory changes whenever a session
+runs on the host, which may be while the suite runs.
+
+So, as root, the suite runs in a mount namespace of its own, made once at start
+(:func:`enter_private_view`, before any thread), where
+
+- ``/etc/claude-code`` is an empty tmpfs: a Claude the tests run reads only the
+  settings the test gives it (:func:`tests.claude_run.with_managed_settings` mounts a
+  test's own over it);
+- the host's state directory is a read-only bind of itself: nothing the suite runs
+  can change it (a write fails, loudly, in the test that tried), while a session on
+  the host keeps writing to it outside this namespace.
+
+The mounts are private: the host sees none of them, and they end with the suite.
+``SANDBOX_SETUP_TEST_HOST_VIEW=shared`` skips this (the tests of this module use it
+to show what the suite meets without it).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+CLONE_NEWNS = 0x00020000
+CLAUDE_MANAGED_DIR = Path("/etc/claude-code")
+
+
+@dataclass(frozen=True)
+class HostView:
+    """What :func:`enter_private_view` did: whether the suite has a namespace of its
+    own, and whether the state directory is read-only in it."""
+
+    private: bool
+    state_read_only: bool
+
+
+def _mount(*args: str) -> None:
+    subprocess.run(["mount", *args], check=True, capture_output=True, text=True, timeout=30)
+
+
+def enter_private_view(state_dir: Path) -> HostView:
+    """Move this process into a mount namespace of its own (root only) with the host's
+    Claude settings hidden and ``state_dir`` read-only; see the module docstring."""
+    if os.geteuid() != 0 or os.environ.get("SANDBOX_SETUP_TEST_HOST_VIEW") == "shared":
+        return HostView(private=False, state_read_only=False)
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.unshare(CLONE_NEWNS) != 0:
+        raise OSError(ctypes.get_errno(), "unshare(CLONE_NEWNS) for the suite's host view")
+    # Nothing mounted from here on reaches the host.
+    _mount("--make-rprivate", "/")
+    if CLAUDE_MANAGED_DIR.is_dir():
+        _mount("-t", "tmpfs", "-o", "mode=0755,size=1m", "tmpfs", str(CLAUDE_MANAGED_DIR))
+    read_only = False
+    if state_dir.is_dir():
+        _mount("--bind", str(state_dir), str(state_dir))
+        _mount("-o", "remount,bind,ro", str(state_dir))
+        read_only = True
+    return HostView(private=True, state_read_only=read_only)
