@@ -301,9 +301,18 @@ def contain(
         dedicated_uid=uid == 0,
         session=f"{agent.name}-{os.getpid()}",
     )
-    if config.mode is Mode.USER:
-        # stdin a terminal: the session's pty (the relay's) is its controlling terminal.
-        argv = contain_user_argv(launch.argv, containment, tools, ctty=_stdin_is_tty())
+    # stdin a terminal: the session's pty (the relay's) is its controlling terminal.
+    contained = contained_launch(config.mode, launch, containment, tools, ctty=_stdin_is_tty())
+    return contained, containment
+
+
+def contained_launch(
+    mode: Mode, launch: Launch, containment: Containment, tools: Tools, *, ctty: bool
+) -> Launch:
+    """Pure: ``launch`` (sandbox or user mode) as ``containment`` runs it: the argv
+    and the notes for --dry-run (``ctty``: the session's pty is its terminal)."""
+    if mode is Mode.USER:
+        argv = contain_user_argv(launch.argv, containment, tools, ctty=ctty)
         notes: tuple[str, ...] = (USER_SESSION_NOTE,)
     else:
         argv = contain_sandbox_argv(launch.argv, containment)
@@ -311,4 +320,4 @@ def contain(
     notes += (KEYRING_NOTE, *containment.notes)
     if containment.notice:
         notes += (containment.notice.removeprefix("sandbox-launch: note: "),)
-    return replace(launch, argv=argv, notes=notes), containment
+    return replace(launch, argv=argv, notes=notes)
