@@ -166,10 +166,17 @@ def plan_containment(
         kind = "none"
         delegation = Delegation("none", "systemd runs, but systemd-run is not installed")
     if kind == "systemd" and tools.systemd_run is not None:
-        prefix += [tools.systemd_run, *([] if dedicated_uid else ["--user"]), "--scope",
-                   "--quiet", "--collect", f"--unit=sandbox-launch-{session}",
-                   f"--property=TasksMax={limits.tasks}"]  # fmt: skip
+        prefix.append(tools.systemd_run)
+        if not dedicated_uid:
+            # The operator's own uid: its own user manager makes the scope.
+            prefix.append("--user")
+        # A scope, not a service: the session stays the launcher's child, in the
+        # foreground, and only its cgroup is systemd's. Quiet, so stderr is Claude's;
+        # collected when it ends, even when it failed, so no unit is left behind.
+        prefix += ["--scope", "--quiet", "--collect", f"--unit=sandbox-launch-{session}"]
+        prefix.append(f"--property=TasksMax={limits.tasks}")
         if memory is not None:
+            # No swap: the memory limit cannot be sidestepped by swapping out.
             prefix += [f"--property=MemoryMax={memory}", "--property=MemorySwapMax=0"]
         prefix.append("--")
         tasks_by = "cgroup"
@@ -203,6 +210,8 @@ def plan_containment(
             "every process of the session when it ends"
         )
     if tasks_by == "none" and dedicated_uid and tools.prlimit is not None:
+        # No cgroup: RLIMIT_NPROC (soft and hard, so the agent cannot raise it) counts
+        # the agent uid's tasks, which only a dedicated uid makes the session's own.
         prefix += [tools.prlimit, f"--nproc={limits.tasks}:{limits.tasks}", "--"]
         tasks_by = "rlimit"
     missing = []
