@@ -77,10 +77,12 @@ class HostFacts:
 
 @record(frozen=True)
 class Launch:
-    """What to start: exec'd directly, or supervised (sandbox) after verification.
+    """What to start: exec'd directly (unsafe), or run by the session runner
+    (:mod:`sandbox_setup.launcher.session.runner`), ``supervised`` (sandbox) meaning
+    verified before Claude is released.
 
-    ``new_session``: not exec'd but run in a session of its own under the
-    launcher (user mode where TIOCSTI works: see :mod:`sandbox_setup.launcher.session`).
+    ``new_session``: dev.tty.legacy_tiocsti is on, so the agent must not hold the
+    operator's terminal (user mode: the session runner gives it a pty of its own).
     """
 
     argv: tuple[str, ...]
