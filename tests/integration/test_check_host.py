@@ -115,7 +115,7 @@ def test_user_namespace_limit_zero_is_named(host_report) -> None:
     check = [
         sys.executable,
         "-m",
-        "wizard",
+        "sandbox_setup",
         "--check",
         "--json",
         "userns.policy",
@@ -157,7 +157,7 @@ def test_setuid_bwrap_under_no_new_privs(host_report, tmp_path: Path) -> None:
         check = [
             sys.executable,
             "-m",
-            "wizard",
+            "sandbox_setup",
             "--check",
             "--json",
             "--as-user",

@@ -77,10 +77,12 @@ class HostFacts:
 
 @record(frozen=True)
 class Launch:
-    """What to start: exec'd directly, or supervised (sandbox) after verification.
+    """What to start: exec'd directly (unsafe), or run by the session runner
+    (:mod:`sandbox_setup.launcher.session.runner`), ``supervised`` (sandbox) meaning
+    verified before Claude is released.
 
-    ``new_session``: not exec'd but run in a session of its own under the
-    launcher (user mode where TIOCSTI works: see :mod:`sandbox_setup.launcher.session`).
+    ``new_session``: dev.tty.legacy_tiocsti is on, so the agent must not hold the
+    operator's terminal (user mode: the session runner gives it a pty of its own).
     """
 
     argv: tuple[str, ...]
@@ -177,12 +179,17 @@ def _check_writable_bind(path: PurePosixPath | str, what: str) -> None:
 
 
 def _privilege_drop(setpriv: str, agent: Agent, switch_user: bool) -> list[str]:
+    # no_new_privs, in every case: nothing the agent runs gains privileges through a
+    # setuid binary or file capabilities (the launcher verifies it in the sandbox).
     if not switch_user:
+        # A non-root operator: the agent is its own uid already.
         return [setpriv, "--no-new-privs", "--"]
     return [
         setpriv,
+        # root's uid and gid, real and effective, become the agent's.
         f"--reuid={agent.uid}",
         f"--regid={agent.gid}",
+        # The agent's own supplementary groups (the workspace group), none of root's.
         "--init-groups",
         # No --reset-env: the launcher gives the exact environment (launch_env), and
         # setpriv must neither rebuild it from passwd nor drop the passed variables.
@@ -210,37 +217,73 @@ def bwrap_argv(
     and, with network allowlist, the proxy variables (no secrets) are added here,
     inside (:mod:`sandbox_setup.launcher.egress.network`).
     """
-    argv = [
-        bwrap,
-        "--unshare-user",
-        "--unshare-pid",
-        "--unshare-ipc",
-        "--unshare-uts",
-        "--unshare-cgroup-try",
-    ]
+    argv = [bwrap]
+    # Namespaces of its own. The agent is unprivileged (setpriv dropped root and set
+    # no_new_privs), so bwrap can make the others only inside a user namespace of its own,
+    # and whatever that namespace grants counts for nothing outside it.
+    argv.append("--unshare-user")
+    # Host processes are invisible and cannot be signalled; when the sandbox's first
+    # process ends, the kernel ends every other one in it (containment, invariant 10).
+    argv.append("--unshare-pid")
+    # No System V IPC or POSIX message queue shared with the host's processes.
+    argv.append("--unshare-ipc")
+    # A hostname change inside stays inside.
+    argv.append("--unshare-uts")
+    # The cgroup tree seen inside starts at the cgroup the session runs in, not the
+    # host's root; "-try": skipped where the kernel has no cgroup namespaces (the
+    # verification does not ask for one).
+    argv.append("--unshare-cgroup-try")
     if config.network != Network.HOST:
         # none and allowlist: a network namespace of its own (loopback only); the
         # allowlist's only way out is the launcher's egress proxy.
         argv.append("--unshare-net")
-    argv += ["--die-with-parent", "--cap-drop", "ALL"]
+    # The launcher supervises the sandbox: if it dies, the sandbox dies too (SIGKILL)
+    # instead of running on unwatched.
+    argv.append("--die-with-parent")
+    # No capabilities inside, said outright whatever uid bwrap runs as (its default
+    # keeps them for uid 0 in a user namespace): nothing in the sandbox may remount what
+    # is read-only or unmount what covers a protected path. The launcher verifies it
+    # from outside before release.
+    argv += ["--cap-drop", "ALL"]
     if facts.legacy_tiocsti:
         # Without a new session a sandboxed process could push keystrokes into the
         # operator's terminal (TIOCSTI). It costs SIGWINCH, which the launcher forwards.
         argv.append("--new-session")
+    # The system, read-only: programs and their configuration are there, and nothing
+    # of them can change. Nothing else of the host's / is mounted: /root, other homes,
+    # /var, /srv and the rest do not exist inside unless bound below.
     argv += ["--ro-bind", "/usr", "/usr", "--ro-bind", "/etc", "/etc"]
     for path, target in facts.root_links:
+        # /bin, /lib... as on the host: the same symlink into /usr (merged /usr), or
+        # the directory itself, read-only.
         if target is None:
             argv += ["--ro-bind", path, path]
         else:
             argv += ["--symlink", target, path]
     # Each tmpfs has the configured size ([limits] tmpfs): unsized, each may take half
-    # the host's RAM. /dev is bwrap's own small tmpfs: read-only once /dev/shm is on it.
+    # the host's RAM.
     size = str(size_bytes(config.limits.tmpfs))
-    argv += ["--proc", "/proc", "--dev", "/dev", "--size", size, "--tmpfs", "/dev/shm"]
-    argv += ["--remount-ro", "/dev", "--size", size, "--tmpfs", "/tmp"]
+    # A fresh /proc of the new pid namespace: it shows the sandbox's processes only
+    # (the host's would show every process of the host, and the launcher's).
+    argv += ["--proc", "/proc"]
+    # bwrap's own small /dev (null, zero, random, tty, pts...): no device of the host.
+    argv += ["--dev", "/dev"]
+    # Shared memory for the programs that need it, private to the session.
+    argv += ["--size", size, "--tmpfs", "/dev/shm"]
+    # /dev read-only once /dev/shm is on it: nothing can be created there.
+    argv += ["--remount-ro", "/dev"]
+    # An empty /tmp of the session's own, gone with it: the host's /tmp (other users'
+    # files and sockets) is not there.
+    argv += ["--size", size, "--tmpfs", "/tmp"]
+    # An empty /run: the host's runtime sockets (systemd, D-Bus, a container engine's)
+    # cannot be reached.
     argv += ["--size", size, "--tmpfs", "/run"]
     for resolver in facts.resolver_dirs:
+        # Where /etc/resolv.conf leads under /run (systemd-resolved, resolvconf), bound
+        # back read-only so names still resolve.
         argv += ["--ro-bind", resolver, resolver]
+    # The only writable places: the agent's home and the workspaces, bound from where
+    # they really are (facts.real_paths), as sandbox_launch judged them.
     real = dict(facts.real_paths)
     for writable in map(str, (agent.home, *config.workspaces)):
         argv += ["--bind", real.get(writable, writable), writable]
@@ -249,17 +292,29 @@ def bwrap_argv(
     argv += workspace_binds
     claude_dir = str(PurePosixPath(claude).parent)
     if not claude_dir.startswith("/usr/"):
-        # Last, so the binary stays read-only even inside a writable directory.
+        # Claude's directory outside /usr would not be there at all. Last, so the binary
+        # stays read-only even inside a writable directory.
         argv += ["--ro-bind", claude_dir, claude_dir]
-    # Never the caller's claims (launch_env does not pass them either), then our own.
+    # No --clearenv: bwrap already runs with exactly launch_env's environment, and
+    # --setenv would put the passed variables (secrets) in bwrap's argv, which anyone
+    # can read in /proc. Never the caller's claims (launch_env does not pass them
+    # either), then our own.
     for claim in sorted(SANDBOX_CLAIMS - {"IS_SANDBOX"}):
         argv += ["--unsetenv", claim]
     # The proxy variables override any the caller passed: inside, the proxy is ours.
     for key, value in network_env(config).items():
         argv += ["--setenv", key, value]
+    # The sandbox claim Claude Code obeys: set where it is true, inside bwrap only,
+    # and Claude runs only once the launcher verified the sandbox (the gate below).
     argv += ["--setenv", "IS_SANDBOX", "1"]
+    # Where Claude starts (sandbox_setup.launcher.workdir); the first workspace by default.
     argv += ["--chdir", workdir or str(config.workspaces[0])]
+    # bwrap reports the sandbox's pid on the status fd and waits on the block fd: in
+    # between, the launcher verifies the sandbox from outside (namespaces, capabilities,
+    # no_new_privs, uid; sandbox_setup.launcher.session.supervise).
     argv += ["--json-status-fd", STATUS_FD, "--block-fd", BLOCK_FD]
+    # The gate, then Claude: EOF on --block-fd also releases bwrap, so Claude is exec'd
+    # only when the launcher writes GATE_TOKEN after a verification that passed.
     argv += ["--", *gate_argv(), claude, *claude_args]
     return argv
 

@@ -166,10 +166,17 @@ def plan_containment(
         kind = "none"
         delegation = Delegation("none", "systemd runs, but systemd-run is not installed")
     if kind == "systemd" and tools.systemd_run is not None:
-        prefix += [tools.systemd_run, *([] if dedicated_uid else ["--user"]), "--scope",
-                   "--quiet", "--collect", f"--unit=sandbox-launch-{session}",
-                   f"--property=TasksMax={limits.tasks}"]  # fmt: skip
+        prefix.append(tools.systemd_run)
+        if not dedicated_uid:
+            # The operator's own uid: its own user manager makes the scope.
+            prefix.append("--user")
+        # A scope, not a service: the session stays the launcher's child, in the
+        # foreground, and only its cgroup is systemd's. Quiet, so stderr is Claude's;
+        # collected when it ends, even when it failed, so no unit is left behind.
+        prefix += ["--scope", "--quiet", "--collect", f"--unit=sandbox-launch-{session}"]
+        prefix.append(f"--property=TasksMax={limits.tasks}")
         if memory is not None:
+            # No swap: the memory limit cannot be sidestepped by swapping out.
             prefix += [f"--property=MemoryMax={memory}", "--property=MemorySwapMax=0"]
         prefix.append("--")
         tasks_by = "cgroup"
@@ -203,6 +210,8 @@ def plan_containment(
             "every process of the session when it ends"
         )
     if tasks_by == "none" and dedicated_uid and tools.prlimit is not None:
+        # No cgroup: RLIMIT_NPROC (soft and hard, so the agent cannot raise it) counts
+        # the agent uid's tasks, which only a dedicated uid makes the session's own.
         prefix += [tools.prlimit, f"--nproc={limits.tasks}:{limits.tasks}", "--"]
         tasks_by = "rlimit"
     missing = []
@@ -301,9 +310,18 @@ def contain(
         dedicated_uid=uid == 0,
         session=f"{agent.name}-{os.getpid()}",
     )
-    if config.mode is Mode.USER:
-        # stdin a terminal: the session's pty (the relay's) is its controlling terminal.
-        argv = contain_user_argv(launch.argv, containment, tools, ctty=_stdin_is_tty())
+    # stdin a terminal: the session's pty (the relay's) is its controlling terminal.
+    contained = contained_launch(config.mode, launch, containment, tools, ctty=_stdin_is_tty())
+    return contained, containment
+
+
+def contained_launch(
+    mode: Mode, launch: Launch, containment: Containment, tools: Tools, *, ctty: bool
+) -> Launch:
+    """Pure: ``launch`` (sandbox or user mode) as ``containment`` runs it: the argv
+    and the notes for --dry-run (``ctty``: the session's pty is its terminal)."""
+    if mode is Mode.USER:
+        argv = contain_user_argv(launch.argv, containment, tools, ctty=ctty)
         notes: tuple[str, ...] = (USER_SESSION_NOTE,)
     else:
         argv = contain_sandbox_argv(launch.argv, containment)
@@ -311,4 +329,4 @@ def contain(
     notes += (KEYRING_NOTE, *containment.notes)
     if containment.notice:
         notes += (containment.notice.removeprefix("sandbox-launch: note: "),)
-    return replace(launch, argv=argv, notes=notes), containment
+    return replace(launch, argv=argv, notes=notes)

@@ -7,9 +7,9 @@ resolve the agent, build the command (:mod:`sandbox_setup.launcher.command`), th
 
 * ``sandbox``: supervise bwrap and verify it before Claude runs
   (:mod:`sandbox_setup.launcher.session.supervise`), exit with Claude's status;
-* ``user``: where TIOCSTI works, run Claude in a session of its own under the
-  launcher (:mod:`sandbox_setup.launcher.session`), which forwards signals and returns
-  its status; elsewhere exec, like
+* ``user``: run Claude contained, in a session of its own on a pty the launcher
+  relays (:mod:`sandbox_setup.launcher.session.runner`), which forwards signals and
+  returns its status;
 * ``unsafe``: exec, so signals and the exit status are Claude's own.
 
 This module and everything it imports stay stdlib-only (no Textual, no

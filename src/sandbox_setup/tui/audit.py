@@ -21,9 +21,8 @@ from textual.widgets import Footer, Static
 
 from sandbox_setup.checks.model import worst_first
 from sandbox_setup.tui.core import Core
-from sandbox_setup.tui.detail import DetailScreen, copy_remedy
+from sandbox_setup.tui.findings_step import FindingsStep
 from sandbox_setup.tui.findings_view import FindingList, Row, audit_row, finding_row
-from sandbox_setup.tui.step import StepScreen
 from sandbox_setup.tui.widgets import ActionButton
 
 if TYPE_CHECKING:
@@ -62,7 +61,7 @@ def audit_rows(audit: AuditReport) -> list[Row]:
     return rows
 
 
-class AuditScreen(StepScreen[AuditChoice]):
+class AuditScreen(FindingsStep[AuditChoice]):
     """Returns :attr:`AuditChoice.FIX` (re-apply), :attr:`AuditChoice.WIZARD` (start
     over) or ``Nav.QUIT``; :attr:`audit` holds the last audit shown."""
 
@@ -105,8 +104,6 @@ class AuditScreen(StepScreen[AuditChoice]):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "fix":
             return self.fixable
-        if action == "rerun":
-            return not self.busy
         return super().check_action(action, parameters)
 
     def action_rerun(self) -> None:
@@ -157,18 +154,6 @@ class AuditScreen(StepScreen[AuditChoice]):
     def _fix(self) -> None:
         self.action_fix()
 
-    @on(ActionButton.Pressed, "#rerun")
-    def _rerun(self) -> None:
-        self.action_rerun()
-
     @on(ActionButton.Pressed, "#wizard")
     def _wizard(self) -> None:
         self.action_wizard()
-
-    @on(FindingList.Open)
-    def _open(self, message: FindingList.Open) -> None:
-        self.app.push_screen(DetailScreen(message.row))
-
-    @on(FindingList.CopyRemedy)
-    def _copy(self, message: FindingList.CopyRemedy) -> None:
-        copy_remedy(self, message.row)

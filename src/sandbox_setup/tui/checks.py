@@ -19,9 +19,8 @@ from textual.widgets import Footer, Static
 
 from sandbox_setup.checks.model import STATUS_ORDER, Finding, Report, worst_first
 from sandbox_setup.tui.core import Core
-from sandbox_setup.tui.detail import DetailScreen, copy_remedy
+from sandbox_setup.tui.findings_step import FindingsStep
 from sandbox_setup.tui.findings_view import FindingList, Row, finding_row, pending_row
-from sandbox_setup.tui.step import StepScreen
 from sandbox_setup.tui.widgets import ActionButton
 
 
@@ -32,7 +31,7 @@ def summarize(report: Report) -> str:
     return f"{len(report.findings)} checks: {', '.join(parts)}. Recommended: {rec.mode.value}."
 
 
-class ChecksScreen(StepScreen[Report]):
+class ChecksScreen(FindingsStep[Report]):
     """Returns the :class:`Report` once the probes finished and the operator continues."""
 
     STEP = "checks"
@@ -79,11 +78,6 @@ class ChecksScreen(StepScreen[Report]):
             self.action_rerun(force=True)
         else:  # back from a later step: keep the findings, no new probe run
             self._finished(self.report)
-
-    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action == "rerun":
-            return not self.busy
-        return super().check_action(action, parameters)
 
     def action_rerun(self, force: bool = False) -> None:
         if self.busy and not force:
@@ -156,15 +150,3 @@ class ChecksScreen(StepScreen[Report]):
     @on(ActionButton.Pressed, "#next")
     def _next(self) -> None:
         self.action_next()
-
-    @on(ActionButton.Pressed, "#rerun")
-    def _rerun(self) -> None:
-        self.action_rerun()
-
-    @on(FindingList.Open)
-    def _open(self, message: FindingList.Open) -> None:
-        self.app.push_screen(DetailScreen(message.row))
-
-    @on(FindingList.CopyRemedy)
-    def _copy(self, message: FindingList.CopyRemedy) -> None:
-        copy_remedy(self, message.row)

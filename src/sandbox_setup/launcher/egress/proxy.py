@@ -2,7 +2,7 @@
 
 In ``allowlist`` mode the sandbox has its own network namespace with loopback only.
 Its one way out is this proxy, serving HTTP CONNECT, plain HTTP forwarding and SOCKS5
-(:mod:`.proxy_server`) on listeners made inside that namespace
+(:mod:`sandbox_setup.launcher.egress.server`) on listeners made inside that namespace
 (:mod:`sandbox_setup.launcher.egress.netns`); it also serves a unix socket of its own where one is
 asked for (the tests' way to reach it).
 
