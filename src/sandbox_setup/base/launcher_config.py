@@ -41,13 +41,13 @@ from __future__ import annotations
 
 import enum
 import tomllib
+from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Any, TypeVar
 
 from sandbox_setup.base.choices import InnerSandbox, Mode, Network, values
 from sandbox_setup.base.errors import InputError
 from sandbox_setup.base.limits import Limits
-from sandbox_setup.base.record import field, record
 
 SCHEMA = 1
 ChoiceT = TypeVar("ChoiceT", bound=enum.StrEnum)
@@ -57,7 +57,7 @@ ChoiceT = TypeVar("ChoiceT", bound=enum.StrEnum)
 UPGRADABLE_SCHEMAS = (1,)
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class UnsafeAcceptance:
     """The ``[unsafe]`` table: who accepted unsafe mode, when, and the statement."""
 
@@ -66,7 +66,7 @@ class UnsafeAcceptance:
     statement: str
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class LauncherConfig:
     """What ``launcher.toml`` says (see the module docstring for its format)."""
 

@@ -10,11 +10,11 @@ the other; nothing else should join roots by hand.
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from sandbox_setup.base.accounts import Account, is_live_root, operator_account
 from sandbox_setup.base.pathfacts import PathFacts, path_facts
-from sandbox_setup.base.record import record
 from sandbox_setup.base.userdirs import APP, user_config_dir, user_state_dir
 
 _MAX_SYMLINKS = 40
@@ -24,7 +24,7 @@ MANAGED_SETTINGS = PurePosixPath("/etc/claude-code/managed-settings.json")
 CLAUDE_INSTALL_DIR = PurePosixPath("/usr/local/lib/sandbox-setup")
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Layout:
     """All paths of one run: the root, the operator, and derived locations."""
 

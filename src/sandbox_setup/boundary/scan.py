@@ -22,9 +22,9 @@ import os
 import posixpath
 import stat
 from collections.abc import Sequence
+from dataclasses import replace
 
 from sandbox_setup.base import fdwalk
-from sandbox_setup.base.record import replace
 from sandbox_setup.boundary.scan_git import GitDiscovery
 from sandbox_setup.boundary.scan_model import (
     MAX_FILE,

@@ -35,9 +35,9 @@ import stat
 import sys
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from sandbox_setup.base.record import field, record
 from sandbox_setup.boundary.binds import Prepared, finish, prepare, ro_bind_argv
 from sandbox_setup.boundary.scan import scan, snapshot
 from sandbox_setup.boundary.scan_model import Snapshot
@@ -105,7 +105,7 @@ def read_state(path: Path) -> Snapshot | None:
         return None
 
 
-@record
+@dataclass(slots=True)
 class SessionRecord:
     """A saved session-start snapshot: whose launcher, and whether it still runs."""
 
@@ -209,7 +209,7 @@ def recover(state: Path) -> list[str]:
     return lines
 
 
-@record
+@dataclass(slots=True)
 class Boundary:
     """One session's workspace boundary (see the module docstring)."""
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -28,7 +29,6 @@ from sandbox_setup.base.choices import Mode
 from sandbox_setup.base.errors import InputError, RefusedError, SetupError
 from sandbox_setup.base.exitcodes import ExitCode
 from sandbox_setup.base.launcher_config import LauncherConfig, parse_launcher_config
-from sandbox_setup.base.record import record, replace
 from sandbox_setup.launcher.session.cgroup import EarlySessionCgroup
 from sandbox_setup.launcher.trust import (
     check_trusted_file,
@@ -74,7 +74,7 @@ exit codes:
   other: Claude Code's exit status (128+N when it died of signal N)"""
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Options:
     """The launcher's own options; the rest of the command line is Claude's."""
 

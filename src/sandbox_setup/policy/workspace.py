@@ -39,9 +39,8 @@ from __future__ import annotations
 
 import stat
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
-
-from sandbox_setup.base.record import field, record
 
 if TYPE_CHECKING:
     from sandbox_setup.policy.claude_project import (
@@ -191,7 +190,7 @@ def looks_like_git_dir(kinds: Mapping[str, str]) -> bool:
     return kinds.get("objects") == "dir" and kinds.get("refs") == "dir"
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class GitDirFacts:
     """A git directory found in a workspace and which protected entries it has.
 
@@ -207,7 +206,7 @@ class GitDirFacts:
     present: Mapping[str, str] = field(default_factory=dict)
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class TreeFacts:
     """A work tree top (or the workspace itself) and which of the
     :data:`TREE_PROTECTED` paths (and their parents, e.g. ``.claude``) exist."""
@@ -217,7 +216,7 @@ class TreeFacts:
     workspace_root: bool = False
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class WorkspaceLayout:
     """What the session-start scan of one workspace found, for the binds."""
 
@@ -229,7 +228,7 @@ class WorkspaceLayout:
     extra: tuple[tuple[str, str], ...] = ()
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class RoBind:
     """A read-only mount at ``<workspace>/rel``. ``source`` is ``self`` (the path
     bound over itself) or a placeholder for a path that does not exist yet:
@@ -242,7 +241,7 @@ class RoBind:
     why: str
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class BindPlan:
     """The read-only binds for one workspace, and what no mount covers."""
 

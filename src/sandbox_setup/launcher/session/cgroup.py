@@ -17,11 +17,11 @@ import os
 import signal
 import threading
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from sandbox_setup.base.cgroups import Delegation, judge_delegation, read_cgroup_facts
 from sandbox_setup.base.limits import Limits, mem_total, memory_bytes
-from sandbox_setup.base.record import field, record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -75,7 +75,7 @@ def _rmdir(directory: Path, deadline: float) -> None:
             time.sleep(0.02)
 
 
-@record
+@dataclass(slots=True)
 class SessionCgroupV1:
     """The cgroup v1 form of :class:`SessionCgroup`: a child in the memory and in the
     pids hierarchy, both joined by the launcher, both emptied and removed at the end."""
@@ -132,7 +132,7 @@ class SessionCgroupV1:
         return left
 
 
-@record
+@dataclass(slots=True)
 class SessionCgroup:
     """A cgroup v2 child made for one session; the launcher joins it, so everything
     it starts is in it, and leaves it before it kills what is left."""

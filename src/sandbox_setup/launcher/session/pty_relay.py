@@ -23,9 +23,8 @@ import select
 import signal
 import termios
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
-
-from sandbox_setup.base.record import field, record
 
 STDIO = (0, 1, 2)
 CHUNK = 65536
@@ -46,7 +45,7 @@ def _foreground(fd: int) -> bool:
         return False
 
 
-@record
+@dataclass(slots=True)
 class PtyRelay:
     """One session's pty and the relay between it and the operator's terminal."""
 
@@ -212,7 +211,7 @@ def install_winch(relay: PtyRelay) -> Callable[[], None]:
     return restore
 
 
-@record
+@dataclass(slots=True)
 class TerminalState:
     """The operator's terminal modes and fd flags, put back when a session ends.
 

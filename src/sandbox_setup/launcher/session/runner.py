@@ -31,12 +31,12 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from types import FrameType
 
 from sandbox_setup.base.errors import RefusedError
 from sandbox_setup.base.launcher_config import LauncherConfig
 from sandbox_setup.base.process_tree import running_descendants
-from sandbox_setup.base.record import field, record
 from sandbox_setup.launcher.command import Agent, Launch
 from sandbox_setup.launcher.containment import Containment
 from sandbox_setup.launcher.session.cgroup import (
@@ -55,7 +55,7 @@ HANGUP_GRACE = 3.0  # after SIGHUP/SIGTERM, before the session is killed
 FORWARDED = (signal.SIGINT, signal.SIGQUIT, signal.SIGTERM, signal.SIGHUP)
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class SessionEnd:
     """What the end-of-session hooks are told."""
 
@@ -179,7 +179,7 @@ class _EarlyLeave:
             self.thread.join()
 
 
-@record
+@dataclass(slots=True)
 class _UserSession:
     """A running user-mode session, as its signal handlers see it."""
 
