@@ -29,6 +29,7 @@ from sandbox_setup.base.choices import Mode
 from sandbox_setup.base.errors import InputError, RefusedError, SetupError
 from sandbox_setup.base.exitcodes import ExitCode
 from sandbox_setup.base.launcher_config import LauncherConfig, parse_launcher_config
+from sandbox_setup.launcher.egress.network import state_dir
 from sandbox_setup.launcher.session.cgroup import EarlySessionCgroup
 from sandbox_setup.launcher.trust import (
     check_trusted_file,
@@ -260,7 +261,6 @@ def start_boundary(config: LauncherConfig, dry_run: bool) -> Boundary | None:
     if config.mode is Mode.UNSAFE:
         return None
     from sandbox_setup.boundary.session import Boundary
-    from sandbox_setup.launcher.egress.network import state_dir
     from sandbox_setup.launcher.workdir import real_paths
 
     real = dict(real_paths(config.workspaces))
@@ -406,10 +406,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _state_dir() -> Path | None:
-    from sandbox_setup.base.userdirs import user_state_dir
-
     try:
-        return Path(user_state_dir())
+        return state_dir()
     except Exception:
         return None
 

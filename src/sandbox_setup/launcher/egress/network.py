@@ -41,9 +41,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import platformdirs
+
 from sandbox_setup.base.choices import Mode, Network
 from sandbox_setup.base.errors import InputError, RefusedError
 from sandbox_setup.base.launcher_config import LauncherConfig
+from sandbox_setup.base.paths import APP
 
 if TYPE_CHECKING:
     import socket
@@ -141,9 +144,7 @@ def build_policy(config: LauncherConfig) -> EgressPolicy:
 
 def state_dir() -> Path:
     """The operator's state directory (where the journal and crash.log are too)."""
-    from sandbox_setup.base.userdirs import user_state_dir
-
-    return Path(user_state_dir())
+    return platformdirs.user_state_path(APP)
 
 
 def open_egress_log(directory: Path) -> int:
