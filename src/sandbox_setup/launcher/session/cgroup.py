@@ -4,9 +4,8 @@ A cgroup v2 child of a delegated subtree (:class:`SessionCgroup`), or cgroup v1
 ``pids`` and ``memory`` children (:class:`SessionCgroupV1`), named
 ``sandbox-launch-PID``, that the launcher itself joins so every process of the session
 is in it. :class:`EarlySessionCgroup` makes and joins it in a thread while the launch is
-still being prepared. Apart from :mod:`sandbox_setup.launcher.containment` (which plans the
-session and re-exports these names) so that the launcher can start that thread before
-it imports the rest of itself: a cgroup v1 join waits for an RCU grace period.
+still being prepared (a cgroup v1 join waits for an RCU grace period).
+:mod:`sandbox_setup.launcher.containment` plans the session.
 """
 
 from __future__ import annotations
@@ -19,11 +18,11 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sandbox_setup.base.cgroups import Delegation, judge_delegation, read_cgroup_facts
 from sandbox_setup.base.limits import Limits, mem_total, memory_bytes
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from sandbox_setup.launcher.containment import Containment
 

@@ -19,9 +19,11 @@ import contextlib
 import errno
 import fcntl
 import os
+import pty
 import select
 import signal
 import termios
+import tty
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -64,8 +66,6 @@ class PtyRelay:
         if not ttys:
             return None
         relay = cls(ttys)
-        import pty  # (with tty: ~1 ms) only where a session gets a pty
-
         relay.master, relay.slave = pty.openpty()
         for fd in (relay.master, relay.slave):
             os.set_inheritable(fd, False)
@@ -112,8 +112,6 @@ class PtyRelay:
             return
         with contextlib.suppress(termios.error):
             self._saved = termios.tcgetattr(0)
-            import tty
-
             tty.setraw(0, termios.TCSANOW)
 
     def restore(self) -> None:

@@ -37,8 +37,10 @@ from types import FrameType
 from sandbox_setup.base.errors import RefusedError
 from sandbox_setup.base.launcher_config import LauncherConfig
 from sandbox_setup.base.process_tree import running_descendants
+from sandbox_setup.base.processes import descendants, read_process
 from sandbox_setup.launcher.command import Agent, Launch
 from sandbox_setup.launcher.containment import Containment
+from sandbox_setup.launcher.egress.network import EgressSession, state_dir
 from sandbox_setup.launcher.session.cgroup import (
     EarlySessionCgroup,
     SessionCgroup,
@@ -47,6 +49,7 @@ from sandbox_setup.launcher.session.cgroup import (
 )
 from sandbox_setup.launcher.session.keyring import SessionKeyring, join_new_session_keyring
 from sandbox_setup.launcher.session.pty_relay import PtyRelay, TerminalState, install_winch
+from sandbox_setup.launcher.session.supervise import run_supervised
 
 PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
@@ -107,8 +110,6 @@ def _end_descendants(timeout: float = END_TIMEOUT) -> tuple[tuple[int, ...], boo
         reap_children()
         alive = running_descendants(own)
         if alive is None:  # no children files here: walk all of /proc
-            from sandbox_setup.base.processes import descendants, read_process
-
             alive = []
             for pid in descendants(own):
                 info = read_process(pid)
@@ -140,8 +141,6 @@ def inner_group(first: int, master: int | None) -> int | None:
     """The process group a terminal's signal would reach: the foreground group of
     the session's pty, or (no pty) the group of the session ``setsid`` made below
     ``first``; None before it exists."""
-    from sandbox_setup.base.processes import descendants, read_process
-
     if master is not None:
         with contextlib.suppress(OSError):
             group = os.tcgetpgrp(master)
@@ -282,12 +281,8 @@ def _run_sandbox(
     network: LauncherConfig | None,
     before_release: Callable[[int], None] | None = None,
 ) -> int:
-    from sandbox_setup.launcher.session.supervise import run_supervised
-
     if network is None:
         return run_supervised(launch, agent.uid, environ, before_release=before_release)
-    from sandbox_setup.launcher.egress.network import EgressSession, state_dir
-
     # The egress session starts once bwrap is started (its policy, its log and the
     # proxy's fork overlap the sandbox's set-up), is ready before the release, and is
     # closed however the session ends.
