@@ -20,6 +20,7 @@ Everything is stdlib, so the launcher can use it at session end.
 from __future__ import annotations
 
 import errno
+import hashlib
 import os
 import stat
 from collections.abc import Iterator
@@ -86,8 +87,6 @@ class FileContent:
 
     @property
     def sha256(self) -> str:
-        import hashlib  # (OpenSSL's: ~3 ms) only when a digest is taken
-
         return hashlib.sha256(self.data).hexdigest()
 
 

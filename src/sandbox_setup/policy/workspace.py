@@ -40,44 +40,17 @@ from __future__ import annotations
 import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:
-    from sandbox_setup.policy.claude_project import (
-        judge_claude_settings,
-        judge_mcp_json,
-        without_settings,
-    )
-    from sandbox_setup.policy.config_hit import ConfigHit
-    from sandbox_setup.policy.git_danger import ConfigContext, dangerous_git_config
-    from sandbox_setup.policy.gitconfig import parse_git_config, remove_entries
+from sandbox_setup.policy.claude_project import (
+    judge_claude_settings,
+    judge_mcp_json,
+    without_settings,
+)
+from sandbox_setup.policy.config_hit import ConfigHit
+from sandbox_setup.policy.git_danger import ConfigContext, dangerous_git_config
+from sandbox_setup.policy.gitconfig import parse_git_config, remove_entries
 
-# The rules for what a config file holds, re-exported here, are imported when first
-# used (a workspace with a git repository or a Claude project file): the launcher's
-# session start in any other workspace does not pay for them (~5 ms).
-_RULES = {
-    "judge_claude_settings": "sandbox_setup.policy.claude_project",
-    "judge_mcp_json": "sandbox_setup.policy.claude_project",
-    "without_settings": "sandbox_setup.policy.claude_project",
-    "ConfigHit": "sandbox_setup.policy.config_hit",
-    "ConfigContext": "sandbox_setup.policy.git_danger",
-    "dangerous_git_config": "sandbox_setup.policy.git_danger",
-    "parse_git_config": "sandbox_setup.policy.gitconfig",
-    "remove_entries": "sandbox_setup.policy.gitconfig",
-}
-
-
-def __getattr__(name: str) -> Any:
-    module = _RULES.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
+# With the rules for what a config file holds, re-exported: the boundary reads them here.
 __all__ = [
     "GITDIR_PROTECTED",
     "TREE_PROTECTED",
