@@ -253,7 +253,7 @@ def update_array(table: Any, key: str, values: list[str]) -> None:
     """Set ``table[key]`` to ``values``, changing an existing tomlkit array in place:
     items that stay keep their comments (``"/srv/ws", # the main one``) and the
     array its layout. Only when the items that stay changed order is it rebuilt."""
-    import tomlkit.items
+    import tomlkit.items  # why: the launcher reads this module and must not load tomlkit
 
     current = table.get(key)
     if not isinstance(current, tomlkit.items.Array) or any(
@@ -282,7 +282,7 @@ def _reordered(current: Any, values: list[str]) -> Any:
     """A multi-line array of ``values`` carrying each kept item's comment along
     (tomlkit keeps them in the array's item groups); a plain list when the
     comments cannot be read (another tomlkit layout)."""
-    import tomlkit
+    import tomlkit  # why: the launcher reads this module and must not load tomlkit
 
     try:
         notes = {
@@ -311,7 +311,7 @@ def render_launcher_config(
     parse it first to report errors with the file name); one of a schema this
     version does not know is an InputError naming ``source``.
     """
-    import tomlkit  # not needed by the launcher, which only reads
+    import tomlkit  # why: the launcher reads this module and must not load tomlkit
 
     doc = tomlkit.parse(existing) if existing else tomlkit.parse(HEADER)
     check_upgradable(doc.unwrap(), source)

@@ -98,6 +98,8 @@ def emit(lines: Iterable[Line], stream: TextIO) -> None:
     if not wants_color(stream):
         stream.write("".join(line.plain.rstrip() + "\n" for line in lines))
         return
+    # why: Rich (tens of ms to import) only for a terminal: --json and pipes never
+    # load it (tests/unit/test_cli_render.py)
     from rich.console import Console
     from rich.text import Text
 
