@@ -16,8 +16,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sandbox_setup.base.choices import InnerSandbox, Mode, Network, SettingsScope, values
+from sandbox_setup.base.crashlog import report_crash
 from sandbox_setup.base.errors import SetupError
 from sandbox_setup.base.exitcodes import EXIT_CODES_HELP, ExitCode
+from sandbox_setup.base.paths import Layout
 from sandbox_setup.policy.names import path_text_problem, shown
 
 if TYPE_CHECKING:
@@ -42,6 +44,7 @@ class _VersionAction(argparse.Action):
 
 
 def _version() -> str:
+    # why: importlib.metadata (~25 ms) only for --version (see build_parser)
     from importlib.metadata import PackageNotFoundError, version
 
     try:
@@ -196,6 +199,8 @@ def _dispatch(
             problem = path_text_problem(value) if value else None
             if problem is not None:
                 parser.error(f"{flag} {shown(value)}: {problem}")
+    # why (each command imported here): an action loads only its own layers; --check would
+    # otherwise load the configuration core and the audit before its probes start.
     if args.check or args.list_checks:
         from sandbox_setup.commands.check import run_check
 
@@ -216,7 +221,7 @@ def _dispatch(
         return run_undo(args)
     if args.mode or args.answers or args.yes or args.dry_run:
         parser.error("--mode/--answers/--yes/--dry-run need --headless")
-    from sandbox_setup.tui.app import run_app  # the only path that loads Textual
+    from sandbox_setup.tui.app import run_app  # why: the only path that loads Textual
 
     return run_app(args)
 
@@ -247,8 +252,6 @@ def main(argv: Sequence[str] | None = None, *, apply_seams: ApplySeams | None = 
         os.dup2(devnull, sys.stdout.fileno())
         return int(ExitCode.OK)
     except Exception as exc:  # a bug: exit 70, never 1 (which means findings)
-        from sandbox_setup.base.crashlog import report_crash
-
         report_crash("sandbox-setup", exc, _state_dir(args))
         return int(ExitCode.INTERNAL)
 
@@ -256,8 +259,6 @@ def main(argv: Sequence[str] | None = None, *, apply_seams: ApplySeams | None = 
 def _state_dir(args: argparse.Namespace) -> Path | None:
     """Where the crash log goes: the state directory of this run's layout."""
     try:
-        from sandbox_setup.base.paths import Layout
-
         layout = Layout.for_root(args.root or "/")
         return layout.real(layout.state_dir)
     except Exception:  # the layout itself may be what failed

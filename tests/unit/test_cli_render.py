@@ -192,15 +192,13 @@ def test_undo_on_a_terminal_asks_y_n(
     answer: str,
     undone: bool,
 ) -> None:
-    import sandbox_setup.configure.journal as journal
-    import sandbox_setup.configure.revert as revert
-    import sandbox_setup.configure.undo as undo
+    import sandbox_setup.commands.undo as undo
     from sandbox_setup.commands.undo import run_undo
 
     calls: list[str] = []
     entry = {"op": "write", "target": "/etc/x"}
-    monkeypatch.setattr(journal, "last_transaction", lambda layout: ("t1", [entry]))
-    monkeypatch.setattr(revert, "describe_entry", lambda e: f"restore {e['target']}")
+    monkeypatch.setattr(undo, "last_transaction", lambda layout: ("t1", [entry]))
+    monkeypatch.setattr(undo, "describe_entry", lambda e: f"restore {e['target']}")
     monkeypatch.setattr(undo, "undo_last", lambda layout: calls.append("undo") or ["restored"])
     (tmp_path / "etc").mkdir()
     monkeypatch.setattr(sys, "stdin", _Tty(answer))
@@ -216,13 +214,11 @@ def test_undo_on_a_terminal_asks_y_n(
 def test_undo_without_a_terminal_only_previews(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import sandbox_setup.configure.journal as journal
-    import sandbox_setup.configure.revert as revert
-    import sandbox_setup.configure.undo as undo
+    import sandbox_setup.commands.undo as undo
     from sandbox_setup.commands.undo import run_undo
 
-    monkeypatch.setattr(journal, "last_transaction", lambda layout: ("t1", [{"op": "write"}]))
-    monkeypatch.setattr(revert, "describe_entry", lambda e: "restore it")
+    monkeypatch.setattr(undo, "last_transaction", lambda layout: ("t1", [{"op": "write"}]))
+    monkeypatch.setattr(undo, "describe_entry", lambda e: "restore it")
     monkeypatch.setattr(undo, "undo_last", lambda layout: pytest.fail("undid without --yes"))
     monkeypatch.setattr(sys, "stdin", io.StringIO("y\n"))  # not a terminal: never read
     (tmp_path / "etc").mkdir()

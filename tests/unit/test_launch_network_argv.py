@@ -135,10 +135,6 @@ def test_a_bad_pattern_in_a_hand_edited_config_refuses_the_launch() -> None:
         build_policy(config(allowed_domains=("https://x",)))
 
 
-def test_the_launcher_knows_the_proxy_port_without_importing_the_policy() -> None:
-    assert network.SANDBOX_PROXY_PORT == SANDBOX_PROXY_PORT
-
-
 def test_verification_includes_the_network_namespace_when_asked() -> None:
     kinds = (*NAMESPACES, NETWORK_NAMESPACE)
     own = {k: f"{k}:[1]" for k in kinds}

@@ -15,6 +15,7 @@ from sandbox_setup.audit.model import AuditFinding, Severity
 from sandbox_setup.base.errors import SetupError
 from sandbox_setup.base.paths import Layout
 from sandbox_setup.checks.model import Report
+from sandbox_setup.configure.plan import build_plan
 
 if TYPE_CHECKING:
     from sandbox_setup.configure.plan import Plan
@@ -100,8 +101,6 @@ def drift_findings(
     report: Report, answers: Answers, layout: Layout, reapply: str, agent_missing: bool
 ) -> list[AuditFinding]:
     """Drift of this setup; a plan the live host now rules out is itself a finding."""
-    from sandbox_setup.configure.plan import build_plan  # the configuration core
-
     try:
         plan = build_plan(report, answers, layout, str(layout.real(layout.answers)))
         return findings_from_plan(plan, layout, reapply, agent_missing)

@@ -72,6 +72,7 @@ from sandbox_setup.audit.safety import (
     managed_settings_findings,
 )
 from sandbox_setup.audit.workspace import private_findings
+from sandbox_setup.audit.workspace_scan import scan_findings
 from sandbox_setup.base.accounts import Account, lookup_group_gid, lookup_user
 from sandbox_setup.base.claude_version import read_claude_version
 from sandbox_setup.base.errors import InputError
@@ -80,7 +81,7 @@ from sandbox_setup.base.paths import Layout
 from sandbox_setup.base.regular_files import read_regular_text
 from sandbox_setup.checks.model import Report
 from sandbox_setup.configure import users
-from sandbox_setup.configure.answers import Answers
+from sandbox_setup.configure.answers import Answers, load_answers
 from sandbox_setup.configure.probes import choose_probe_user
 from sandbox_setup.configure.probes import run_live_checks as run_probe_suite
 from sandbox_setup.policy.accounts import workspace_group
@@ -102,8 +103,6 @@ def _read_setup_file(real: Path, what: str) -> str:
 
 def load_setup(layout: Layout) -> tuple[LauncherConfig, Answers]:
     """The launcher config and the saved answers; InputError (exit 2) naming the file."""
-    from sandbox_setup.configure.answers import load_answers  # the configuration core
-
     config_real = layout.real(layout.launcher_config)
     config = parse_launcher_config(
         _read_setup_file(config_real, "launcher config"), source=str(config_real)
@@ -218,8 +217,6 @@ def audit(layout: Layout, timeout: float = 10.0, as_user: str | None = None) -> 
         findings += agent_findings(layout, config, agent)
         findings += _workspace_findings(layout, config, answers)
     if str(config.mode) in ("sandbox", "user") and config.workspaces:
-        from sandbox_setup.audit.workspace_scan import scan_findings
-
         real = [os.path.realpath(layout.real(w)) for w in config.workspaces]
         scanned, scan_notes = scan_findings(real, layout.real(layout.state_dir))
         findings += scanned

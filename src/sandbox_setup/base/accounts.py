@@ -11,16 +11,16 @@ from __future__ import annotations
 import grp
 import os
 import pwd
+from dataclasses import dataclass
 from pathlib import Path
 
-from sandbox_setup.base.record import record
 from sandbox_setup.base.regular_files import read_regular_text
 
 # The agent account sandbox-setup creates unless told otherwise.
 DEFAULT_AGENT_USER = "claude-agent"
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Account:
     """One account as the passwd database lists it."""
 

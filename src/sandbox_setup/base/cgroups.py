@@ -26,14 +26,13 @@ Three outcomes, in the order the launcher prefers them:
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass, field
 from pathlib import Path
-
-from sandbox_setup.base.record import field, record
 
 CONTROLLERS = frozenset({"pids", "memory"})
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class CgroupFacts:
     """What the host says about cgroups, for this process."""
 
@@ -60,7 +59,7 @@ class CgroupFacts:
         return os.path.normpath(self.v2_mount + "/" + self.own_path[len(root) :])
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Delegation:
     """How a session's limits are enforced here, and why (with the fix when none)."""
 

@@ -20,11 +20,11 @@ Everything is stdlib, so the launcher can use it at session end.
 from __future__ import annotations
 
 import errno
+import hashlib
 import os
 import stat
 from collections.abc import Iterator
-
-from sandbox_setup.base.record import field, record
+from dataclasses import dataclass, field
 
 DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 PATH_FLAGS = os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -77,7 +77,7 @@ def open_dir_path(top_fd: int, rel: str) -> int:
     return fd
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class FileContent:
     """A regular file read by fd: its bytes (at most the limit) and its ``fstat``."""
 
@@ -87,8 +87,6 @@ class FileContent:
 
     @property
     def sha256(self) -> str:
-        import hashlib  # (OpenSSL's: ~3 ms) only when a digest is taken
-
         return hashlib.sha256(self.data).hexdigest()
 
 
@@ -141,7 +139,7 @@ def read_file_at(dir_fd: int | None, name: str, limit: int) -> FileContent | Non
     return FileContent(data=data[:limit], st=st, complete=len(data) <= limit)
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class WalkLimits:
     """Where a walk stops: ``max_entries`` names seen in total, ``max_depth``
     directory levels below the top (None: no bound)."""
@@ -153,7 +151,7 @@ class WalkLimits:
 UNBOUNDED = WalkLimits(max_entries=None, max_depth=None)
 
 
-@record
+@dataclass(slots=True)
 class WalkStats:
     """What a walk saw, and why it stopped early if it did."""
 
@@ -164,7 +162,7 @@ class WalkStats:
     stopped: bool = False
 
 
-@record
+@dataclass(slots=True)
 class DirVisit:
     """One directory of a walk. ``fd`` is valid until the walk moves past this
     directory's subtree. Remove names from ``subdirs`` to keep the walk out of them."""

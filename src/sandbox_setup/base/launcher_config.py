@@ -41,13 +41,13 @@ from __future__ import annotations
 
 import enum
 import tomllib
+from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Any, TypeVar
 
 from sandbox_setup.base.choices import InnerSandbox, Mode, Network, values
 from sandbox_setup.base.errors import InputError
 from sandbox_setup.base.limits import Limits
-from sandbox_setup.base.record import field, record
 
 SCHEMA = 1
 ChoiceT = TypeVar("ChoiceT", bound=enum.StrEnum)
@@ -57,7 +57,7 @@ ChoiceT = TypeVar("ChoiceT", bound=enum.StrEnum)
 UPGRADABLE_SCHEMAS = (1,)
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class UnsafeAcceptance:
     """The ``[unsafe]`` table: who accepted unsafe mode, when, and the statement."""
 
@@ -66,7 +66,7 @@ class UnsafeAcceptance:
     statement: str
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class LauncherConfig:
     """What ``launcher.toml`` says (see the module docstring for its format)."""
 
@@ -253,7 +253,7 @@ def update_array(table: Any, key: str, values: list[str]) -> None:
     """Set ``table[key]`` to ``values``, changing an existing tomlkit array in place:
     items that stay keep their comments (``"/srv/ws", # the main one``) and the
     array its layout. Only when the items that stay changed order is it rebuilt."""
-    import tomlkit.items
+    import tomlkit.items  # why: the launcher reads this module and must not load tomlkit
 
     current = table.get(key)
     if not isinstance(current, tomlkit.items.Array) or any(
@@ -282,7 +282,7 @@ def _reordered(current: Any, values: list[str]) -> Any:
     """A multi-line array of ``values`` carrying each kept item's comment along
     (tomlkit keeps them in the array's item groups); a plain list when the
     comments cannot be read (another tomlkit layout)."""
-    import tomlkit
+    import tomlkit  # why: the launcher reads this module and must not load tomlkit
 
     try:
         notes = {
@@ -311,7 +311,7 @@ def render_launcher_config(
     parse it first to report errors with the file name); one of a schema this
     version does not know is an InputError naming ``source``.
     """
-    import tomlkit  # not needed by the launcher, which only reads
+    import tomlkit  # why: the launcher reads this module and must not load tomlkit
 
     doc = tomlkit.parse(existing) if existing else tomlkit.parse(HEADER)
     check_upgradable(doc.unwrap(), source)

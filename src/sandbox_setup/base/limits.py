@@ -10,11 +10,11 @@ or, for memory, a percentage of the host's RAM (``"50%"``), resolved at launch.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from sandbox_setup.base.errors import InputError
-from sandbox_setup.base.record import record
 
 DEFAULT_TASKS = 1024  # processes + threads of one session; Claude and its tools use ~100
 DEFAULT_MEMORY = "50%"  # of MemTotal: the host keeps the other half
@@ -61,7 +61,7 @@ def parse_tasks(value: object, what: str) -> int:
     return value
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Limits:
     """The limits of one agent session."""
 

@@ -7,14 +7,15 @@ Without a file (or a key) Debian's defaults apply: 1000 and 60000.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from sandbox_setup.base.paths import Layout
-from sandbox_setup.base.record import record
 
 DEFAULT_UID_MIN = 1000
 DEFAULT_UID_MAX = 60000
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class UidRange:
     """The uids useradd gives regular (non-system) accounts, both ends included."""
 

@@ -10,12 +10,11 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
-from sandbox_setup.base.record import record
 
-
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class PathFacts:
     """What ``lstat``/``stat`` said about one path (``shown`` is how messages name it)."""
 

@@ -10,13 +10,16 @@ the other; nothing else should join roots by hand.
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+
+import platformdirs
 
 from sandbox_setup.base.accounts import Account, is_live_root, operator_account
 from sandbox_setup.base.pathfacts import PathFacts, path_facts
-from sandbox_setup.base.record import record
-from sandbox_setup.base.userdirs import APP, user_config_dir, user_state_dir
 
+# The directory name of the operator's config and state (platformdirs' "appname").
+APP = "sandbox-setup"
 _MAX_SYMLINKS = 40
 MANAGED_SETTINGS = PurePosixPath("/etc/claude-code/managed-settings.json")
 # Where a root-owned copy of the Claude binary goes when the original lives in a
@@ -24,7 +27,7 @@ MANAGED_SETTINGS = PurePosixPath("/etc/claude-code/managed-settings.json")
 CLAUDE_INSTALL_DIR = PurePosixPath("/usr/local/lib/sandbox-setup")
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Layout:
     """All paths of one run: the root, the operator, and derived locations."""
 
@@ -90,13 +93,13 @@ class Layout:
     @property
     def config_dir(self) -> PurePosixPath:
         if self.live:
-            return PurePosixPath(user_config_dir(APP))
+            return PurePosixPath(platformdirs.user_config_path(APP))
         return PurePosixPath(self.operator.home) / ".config" / APP
 
     @property
     def state_dir(self) -> PurePosixPath:
         if self.live:
-            return PurePosixPath(user_state_dir(APP))
+            return PurePosixPath(platformdirs.user_state_path(APP))
         return PurePosixPath(self.operator.home) / ".local" / "state" / APP
 
     @property

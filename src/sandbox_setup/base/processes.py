@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
-
-from sandbox_setup.base.record import record
 
 PROC = Path("/proc")
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ProcessInfo:
     """One process as /proc shows it."""
 

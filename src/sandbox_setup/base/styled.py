@@ -14,9 +14,8 @@ import os
 import shutil
 import textwrap
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from typing import TextIO
-
-from sandbox_setup.base.record import field, record
 
 # Style names -> Rich styles; a span's meaning is always in its words too.
 STYLES = {
@@ -40,7 +39,7 @@ PIPE_WIDTH = 80
 MAX_WIDTH = 120
 
 
-@record
+@dataclass(slots=True)
 class Line:
     """One output line: (text, style name) spans."""
 
@@ -99,6 +98,8 @@ def emit(lines: Iterable[Line], stream: TextIO) -> None:
     if not wants_color(stream):
         stream.write("".join(line.plain.rstrip() + "\n" for line in lines))
         return
+    # why: Rich (tens of ms to import) only for a terminal: --json and pipes never
+    # load it (tests/unit/test_cli_render.py)
     from rich.console import Console
     from rich.text import Text
 

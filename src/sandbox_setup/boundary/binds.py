@@ -28,15 +28,15 @@ from __future__ import annotations
 
 import os
 import stat
+from dataclasses import dataclass, field
 
 from sandbox_setup.base import fdwalk
-from sandbox_setup.base.record import field, record
 from sandbox_setup.policy.workspace import BindPlan, RoBind
 
 _PREPARED_CONTENT = {"commondir": b".\n", "empty-file": b""}
 
 
-@record
+@dataclass(slots=True)
 class Prepared:
     """What :func:`prepare` created on the host for one workspace (relative paths)."""
 

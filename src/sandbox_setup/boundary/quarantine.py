@@ -31,9 +31,9 @@ import shlex
 import stat
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from sandbox_setup.base import fdwalk
-from sandbox_setup.base.record import record
 from sandbox_setup.boundary.scan import QUARANTINE_NAME, Hit
 from sandbox_setup.policy.claude_project import (
     judge_claude_settings,
@@ -46,7 +46,7 @@ from sandbox_setup.policy.gitconfig import parse_git_config, remove_entries
 MANIFEST = "manifest.json"
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Neutralized:
     """One action on one path, and the line that tells the operator."""
 

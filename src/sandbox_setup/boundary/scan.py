@@ -17,14 +17,15 @@ the operator's own (a git-lfs filter, a pre-commit hook), and the audit shows th
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import posixpath
 import stat
 from collections.abc import Sequence
+from dataclasses import replace
 
 from sandbox_setup.base import fdwalk
-from sandbox_setup.base.record import replace
 from sandbox_setup.boundary.scan_git import GitDiscovery
 from sandbox_setup.boundary.scan_model import (
     MAX_FILE,
@@ -273,8 +274,6 @@ class _Discovery(GitDiscovery):
             fd = fdwalk.open_dir_at(dir_fd, name)
         except OSError:
             return
-        import hashlib  # (OpenSSL's: ~3 ms) only where a watched directory exists
-
         listing = hashlib.sha256()
         try:
             for visit in fdwalk.walk(fd, fdwalk.WalkLimits(max_entries=2000, max_depth=6)):

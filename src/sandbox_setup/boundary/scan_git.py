@@ -11,7 +11,6 @@ import os
 import posixpath
 import stat
 from pathlib import PurePosixPath
-from typing import TYPE_CHECKING
 
 from sandbox_setup.base import fdwalk
 from sandbox_setup.boundary.scan_model import (
@@ -25,9 +24,8 @@ from sandbox_setup.boundary.scan_model import (
     metadata_path,
 )
 from sandbox_setup.policy import workspace as policy
-
-if TYPE_CHECKING:
-    from sandbox_setup.policy.git_danger import ConfigContext
+from sandbox_setup.policy.git_danger import ConfigContext
+from sandbox_setup.policy.gitconfig import hooks_path, included_files
 
 _MODULE_MARKERS = frozenset({"HEAD", "config", "hooks", "objects"})
 
@@ -166,8 +164,6 @@ class GitDiscovery:
         )
         present = {n: entry_kind(entries[n]) for n in policy.GITDIR_PROTECTED if n in entries}
         self.gitdirs.append(policy.GitDirFacts(rel, role, present))
-        from sandbox_setup.policy.git_danger import ConfigContext  # only where a git dir is
-
         context = ConfigContext(
             workspace=PurePosixPath(self.ws), gitdir=PurePosixPath(self.abspath(rel))
         )
@@ -237,8 +233,6 @@ class GitDiscovery:
     def _includes(self, text: str, base: str, context: ConfigContext, depth: int) -> None:
         if depth > MAX_INCLUDE_DEPTH:
             return
-        from sandbox_setup.policy.gitconfig import included_files
-
         for value in included_files(text):
             if value.startswith("~"):
                 continue
@@ -261,8 +255,6 @@ class GitDiscovery:
                 self._includes(included, posixpath.dirname(self.abspath(rel)), context, depth + 1)
 
     def _hooks_path(self, text: str, base: str) -> None:
-        from sandbox_setup.policy.gitconfig import hooks_path
-
         value = hooks_path(text)
         if value is None or value.startswith("~"):
             return

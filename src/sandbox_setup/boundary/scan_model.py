@@ -8,9 +8,9 @@ import os
 import posixpath
 import shlex
 from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
 
 from sandbox_setup.base import fdwalk
-from sandbox_setup.base.record import asdict, field, record
 from sandbox_setup.policy import workspace as policy
 
 SNAPSHOT_FORMAT = "sandbox-setup-workspace-snapshot-1"
@@ -20,7 +20,7 @@ MAX_GIT_ENTRIES = 20_000  # hooks, worktrees and modules listed per workspace
 MAX_INCLUDE_DEPTH = 10  # git's own include depth limit
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Mark:
     """What a watched path was when seen: enough to tell that it changed."""
 
@@ -64,7 +64,7 @@ class Mark:
         return mine == theirs and self.digest == other.digest
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Hit:
     """Something in a workspace root's tools would run or obey.
 
@@ -111,7 +111,7 @@ class Hit:
         return f"{self.path}: {self.what} ({self.why}; {when})"
 
 
-@record
+@dataclass(slots=True)
 class Snapshot:
     """The watched paths of each workspace at session start (and what the scan
     learnt about their layout, for the read-only binds)."""
@@ -137,7 +137,7 @@ class Snapshot:
         return cls(marks=marks)
 
 
-@record
+@dataclass(slots=True)
 class ScanResult:
     """What one scan found (hits), where it stopped early, and the layouts it saw."""
 
@@ -151,7 +151,7 @@ class ScanResult:
         return [h for h in self.hits if h.action != "report"]
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Finding:
     """One thing a workspace walk saw that root's tools run or obey: what it is, why
     it matters, and what to do when it is new (``action``)."""

@@ -35,10 +35,11 @@ import stat
 import sys
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from sandbox_setup.base.record import field, record
 from sandbox_setup.boundary.binds import Prepared, finish, prepare, ro_bind_argv
+from sandbox_setup.boundary.quarantine import neutralize
 from sandbox_setup.boundary.scan import scan, snapshot
 from sandbox_setup.boundary.scan_model import Snapshot
 from sandbox_setup.policy.workspace import BindPlan, RoBind, plan_ro_binds
@@ -105,7 +106,7 @@ def read_state(path: Path) -> Snapshot | None:
         return None
 
 
-@record
+@dataclass(slots=True)
 class SessionRecord:
     """A saved session-start snapshot: whose launcher, and whether it still runs."""
 
@@ -153,8 +154,6 @@ def end_scan(workspaces: Sequence[str], before: Snapshot, state: Path, session: 
     lines: list[str] = []
     todo = result.to_neutralize
     if todo:
-        from sandbox_setup.boundary.quarantine import neutralize  # only when there is something
-
         _make_private_dir(state / QUARANTINE_DIR)
         lines += neutralize(todo, quarantine_dir(state, session))
     lines += [
@@ -209,7 +208,7 @@ def recover(state: Path) -> list[str]:
     return lines
 
 
-@record
+@dataclass(slots=True)
 class Boundary:
     """One session's workspace boundary (see the module docstring)."""
 

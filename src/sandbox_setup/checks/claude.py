@@ -9,6 +9,8 @@ guard message; anything else (e.g. "Not logged in") means the guard let it pass.
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 from sandbox_setup.checks.base import Context, Verdict
@@ -187,8 +189,6 @@ def check_root_guard(ctx: Context) -> Verdict:
     reason = _untrusted_as_root(ctx, path, as_probe_user=True)
     if reason is not None:
         return judge_untrusted_claude(path, reason)
-    import shutil
-    import tempfile
 
     home = tempfile.mkdtemp(prefix="sandbox-setup-guard-")
     try:

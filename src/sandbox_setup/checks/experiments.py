@@ -8,6 +8,7 @@ the tool is still being imported.
 from __future__ import annotations
 
 import os
+import pwd
 import sys
 from collections.abc import Sequence
 
@@ -66,7 +67,6 @@ def egress_ids(probe: tuple[int, int] | None) -> tuple[int, int] | None:
         return probe
     if os.geteuid() != 0:
         return os.geteuid(), os.getegid()
-    import pwd
 
     try:
         entry = pwd.getpwnam(PROXY_STAND_IN)

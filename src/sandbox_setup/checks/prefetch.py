@@ -17,6 +17,8 @@ from __future__ import annotations
 import atexit
 import contextlib
 import os
+import pwd
+import shutil
 import signal
 import subprocess
 import threading
@@ -30,17 +32,10 @@ _lock = threading.Lock()
 
 
 def which(name: str, path: str = SAFE_PATH) -> str | None:
-    """The first executable ``name`` on ``path`` (absolute entries only), like
-    ``shutil.which`` without importing shutil on the check path."""
-    if "/" in name:
-        return name if os.path.isfile(name) and os.access(name, os.X_OK) else None
-    for entry in path.split(os.pathsep):
-        if not entry.startswith("/"):
-            continue
-        candidate = os.path.join(entry, name)
-        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
-            return candidate
-    return None
+    """The first executable ``name`` on ``path``, absolute entries only: a relative one
+    would make the answer depend on the directory the tool was started in."""
+    absolute = os.pathsep.join(entry for entry in path.split(os.pathsep) if entry.startswith("/"))
+    return shutil.which(name, path=absolute)
 
 
 def switch_prefix(uid: int, gid: int) -> list[str]:
@@ -88,7 +83,6 @@ def probe_ids(as_user: str | None) -> tuple[int, int] | None:
     when they run as us (no such user, or it is us: the runner's rule)."""
     if as_user is None:
         return None
-    import pwd
 
     try:
         entry = pwd.getpwnam(as_user)
@@ -110,8 +104,6 @@ def start(
     user: tuple[str, str] | None = None
     prefix: list[str] = []
     if as_user is not None:
-        import pwd
-
         try:
             entry = pwd.getpwnam(as_user)
         except KeyError:

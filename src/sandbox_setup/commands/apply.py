@@ -28,6 +28,8 @@ from sandbox_setup.base.exitcodes import ExitCode
 from sandbox_setup.base.paths import Layout
 from sandbox_setup.checks.model import Report
 from sandbox_setup.configure.answers import Answers, load_answers, validate_answers
+from sandbox_setup.configure.apply import apply_plan
+from sandbox_setup.configure.plan import build_plan
 
 if TYPE_CHECKING:
     from sandbox_setup.configure.actions import Action
@@ -155,9 +157,6 @@ def _print_plan(plan: Plan, *, dry_run: bool) -> None:
 def run_headless(args: argparse.Namespace, seams: ApplySeams | None = None) -> int:
     """``--headless``: plan from the answers, then apply with ``--yes``. ``seams``: see
     :class:`~sandbox_setup.configure.apply.ApplySeams` (a test's; none otherwise)."""
-    from sandbox_setup.configure.apply import apply_plan
-    from sandbox_setup.configure.plan import build_plan
-
     layout = layout_from_args(args)
     answers = answers_from_args(args, layout)
     source = str(args.answers) if args.answers else "command line"

@@ -7,6 +7,7 @@ diagnostics go to stderr. No Textual import on this path.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from pathlib import Path
@@ -16,11 +17,20 @@ from sandbox_setup.base.accounts import DEFAULT_AGENT_USER
 from sandbox_setup.base.choices import Mode
 from sandbox_setup.base.errors import SetupError
 from sandbox_setup.base.exitcodes import ExitCode
+from sandbox_setup.base.launcher_config import parse_launcher_config
 from sandbox_setup.base.paths import Layout
+from sandbox_setup.checks.experiments import (
+    CLAUDE_QUIET_ENV,
+    egress_command,
+    egress_ids,
+    first_experiments,
+)
+from sandbox_setup.checks.prefetch import SAFE_PATH, probe_ids, start, which
 from sandbox_setup.configure.probes import EGRESS_PROBE, choose_probe_user, run_live_checks
 
 
 def render_list(out: TextIO) -> None:
+    # why: the checks are imported after the experiments start (run_check)
     from sandbox_setup.checks.registry import CHECKS
 
     width = max(len(c.id) for c in CHECKS)
@@ -44,8 +54,6 @@ def probe_user(args: argparse.Namespace) -> tuple[str | None, list[str]]:
     config_path = layout.real(layout.launcher_config)
     try:
         text = config_path.read_text(encoding="utf-8")
-        from sandbox_setup.base.launcher_config import parse_launcher_config  # tomllib: only then
-
         config = parse_launcher_config(text, str(layout.launcher_config))
         mode, agent = config.mode, config.agent_user
     except (OSError, UnicodeDecodeError, SetupError):
@@ -59,14 +67,6 @@ def probe_user(args: argparse.Namespace) -> tuple[str | None, list[str]]:
 def start_experiments(ids: list[str], as_user: str | None, claude: str | None = None) -> None:
     """Start the live checks' first experiments now, while the checks are imported
     (:mod:`sandbox_setup.checks.prefetch`); each check adopts its own when it gets to it."""
-    from sandbox_setup.checks.experiments import (
-        CLAUDE_QUIET_ENV,
-        egress_command,
-        egress_ids,
-        first_experiments,
-    )
-    from sandbox_setup.checks.prefetch import SAFE_PATH, probe_ids, start, which
-
     experiments = first_experiments()
     start([experiments[i] for i in (ids or experiments) if i in experiments], as_user)
     # net.egress's second experiment, the launcher's proxy started and probed, is the
@@ -93,7 +93,7 @@ def run_check(args: argparse.Namespace) -> int:
         return int(ExitCode.OK)
     as_user, notes = probe_user(args)
     start_experiments(args.ids, as_user, getattr(args, "claude", None))
-    # Imported while the experiments run.
+    # why: imported while the experiments run (sandbox_setup.checks.prefetch).
     from sandbox_setup.checks.model import Status
     from sandbox_setup.commands.check_report import render_report
 
@@ -109,8 +109,6 @@ def run_check(args: argparse.Namespace) -> int:
     )
     report.host["probe_notes"] = notes
     if args.json:
-        import json
-
         json.dump(report.to_json(), sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:

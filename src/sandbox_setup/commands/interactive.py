@@ -24,12 +24,17 @@ from functools import partial
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
-from sandbox_setup.base.accounts import lookup_user
+from sandbox_setup.base.accounts import DEFAULT_AGENT_USER, lookup_user
 from sandbox_setup.base.choices import InnerSandbox, Mode, Network, SettingsScope
 from sandbox_setup.base.errors import InputError, SetupError
 from sandbox_setup.base.limits import Limits, parse_size, parse_tasks
 from sandbox_setup.base.paths import Layout
 from sandbox_setup.checks.model import Finding, Report, Status
+from sandbox_setup.commands.wording import tui_words
+from sandbox_setup.policy.environment import validate_pass_names
+from sandbox_setup.policy.names import agent_name_problem
+from sandbox_setup.policy.network import parse_port
+from sandbox_setup.policy.unsafe import acceptance_label
 
 if TYPE_CHECKING:
     from sandbox_setup.audit.model import AuditReport
@@ -38,9 +43,10 @@ if TYPE_CHECKING:
     from sandbox_setup.configure.apply import ApplyResult
     from sandbox_setup.configure.plan import Blocker, Plan
 
-# The rest of the core is imported where it is first used: the wizard's first
-# screen waits for none of it (bench/tui.py), and the probes, the plan and the
-# audit load in the worker threads that run them.
+# The rest of the core (checks, configure, audit) is imported where it is first used,
+# each import marked "why: first paint": the wizard's first screen waits for none of it
+# (bench/tui.py), and the probes, the plan and the audit load in the worker threads that
+# run them.
 
 FindingCallback = Callable[[Finding], object]
 ReportProvider = Callable[[FindingCallback], Report]
@@ -59,7 +65,7 @@ def live_report_provider(
     probe as root would not speak for the agent. ``claude`` is the binary the plan
     would use (see :meth:`InteractiveCore.run_checks`).
     """
-    from sandbox_setup.base.accounts import DEFAULT_AGENT_USER
+    # why: first paint (see the note at the top)
     from sandbox_setup.configure.probes import choose_probe_user
 
     as_user = None
@@ -70,6 +76,7 @@ def live_report_provider(
 
 def run_live_checks(**kwargs: object) -> Report:
     """:func:`sandbox_setup.configure.probes.run_live_checks` (imported when first run)."""
+    # why: first paint (see the note at the top)
     from sandbox_setup.configure.probes import run_live_checks as run
 
     return run(**kwargs)  # type: ignore[arg-type]
@@ -77,15 +84,10 @@ def run_live_checks(**kwargs: object) -> Report:
 
 def check_titles() -> list[tuple[str, str]]:
     """(id, title) of every registered check, for placeholder rows."""
+    # why: first paint (see the note at the top)
     from sandbox_setup.checks.registry import CHECKS
 
     return [(check.id, check.title) for check in CHECKS]
-
-
-def tui_words(text: str) -> str:
-    from sandbox_setup.commands.wording import tui_words as words
-
-    return words(text)
 
 
 def _in_words(finding: Finding) -> Finding:
@@ -161,6 +163,7 @@ class InteractiveCore:
     # -- Claude Code: one lookup for the checks, the details and the plan ----
     def claude_lookup(self) -> tuple[PurePosixPath | None, str]:
         """(the binary the plan would use when no path is entered, where it looked)."""
+        # why: first paint (see the note at the top)
         from sandbox_setup.configure.claude_binary import locate_claude, search_description
 
         return locate_claude(self.layout), search_description(self.layout)
@@ -206,6 +209,7 @@ class InteractiveCore:
         return report
 
     def mode_blocker(self, report: Report, mode: Mode) -> Blocker | None:
+        # why: first paint (see the note at the top)
         from sandbox_setup.configure.plan import mode_blocker
 
         blocker = mode_blocker(report, mode)
@@ -216,11 +220,13 @@ class InteractiveCore:
         )
 
     def inner_sandbox_preset(self, report: Report, mode: Mode) -> InnerSandbox:
+        # why: first paint (see the note at the top)
         from sandbox_setup.configure.plan import default_inner_sandbox
 
         return default_inner_sandbox(report, mode)
 
     def default_settings_scope(self, mode: Mode) -> SettingsScope:
+        # why: first paint (see the note at the top)
         from sandbox_setup.configure.plan import default_settings_scope
 
         return default_settings_scope(mode, self.operator_is_root)
@@ -230,6 +236,7 @@ class InteractiveCore:
         self, text: str, mode: Mode, agent_user: str
     ) -> tuple[tuple[PurePosixPath, ...], str | None]:
         """Parse a comma-separated list; the error names the path and why."""
+        # why: first paint (see the note at the top)
         from sandbox_setup.configure.answers import workspace_problem
 
         paths: list[PurePosixPath] = []
@@ -248,8 +255,6 @@ class InteractiveCore:
         """The name's rules, then, for an account that exists already and would be
         a separate agent: reused only when asked to, and only if it passes every
         rule (the refusal's reasons are the message)."""
-        from sandbox_setup.policy.names import agent_name_problem
-
         problem = agent_name_problem(name, unsafe=mode is Mode.UNSAFE)
         if problem is not None:
             return _words(problem)
@@ -263,6 +268,7 @@ class InteractiveCore:
                 f"the account {name} already exists; tick 'Reuse an existing account' to make "
                 "it the agent (it must pass every rule), or pick a new name"
             )
+        # why: first paint (see the note at the top)
         from sandbox_setup.configure.agent_account import check_agent_account
 
         try:
@@ -288,8 +294,8 @@ class InteractiveCore:
     ) -> tuple[tuple[str, ...], tuple[int, ...], str | None, str | None]:
         """(patterns, ports, error, the field at fault: "domains" or "ports"), by
         the rules of the flags (:func:`sandbox_setup.configure.answers.check_network`)."""
+        # why: first paint (see the note at the top)
         from sandbox_setup.configure.answers import Answers, check_network
-        from sandbox_setup.policy.network import parse_port
 
         patterns = tuple(dict.fromkeys(_items(domains)))
         numbers: list[int] = []
@@ -313,8 +319,6 @@ class InteractiveCore:
         return answers.allowed_domains, answers.loopback_ports, None, None
 
     def validate_pass_env(self, text: str, mode: Mode) -> tuple[tuple[str, ...], str | None]:
-        from sandbox_setup.policy.environment import validate_pass_names
-
         try:
             return validate_pass_names(_items(text), mode, "variable"), None
         except InputError as exc:
@@ -340,13 +344,12 @@ class InteractiveCore:
         return Limits(number, mem, tmp), None, None
 
     def acceptance_label(self) -> str:
-        from sandbox_setup.policy.unsafe import acceptance_label
-
         operator = self.layout.operator
         return acceptance_label(operator.name, operator.uid, os.environ)
 
     def saved_answers(self) -> Answers | None:
         """The answers of the last apply, if any (for the audit's fix)."""
+        # why: first paint (see the note at the top)
         from sandbox_setup.configure.answers import load_answers
 
         path = self.layout.real(self.layout.answers)
@@ -359,6 +362,7 @@ class InteractiveCore:
     def build_plan(self, report: Report, answers: Answers) -> Plan:
         """Raises ``RefusedError``/``InputError`` (reason and remedy, in the
         wizard's words) when the report or the answers rule the plan out."""
+        # why: first paint (see the note at the top)
         from sandbox_setup.configure.plan import build_plan
 
         with _in_tui_words():
@@ -376,6 +380,7 @@ class InteractiveCore:
     def apply(self, plan: Plan, progress: ProgressCallback) -> ApplyResult:
         """Apply ``plan``; on failure the core rolls back and re-raises. Progress
         reports each action once, when it has finished (``running`` is not a line)."""
+        # why: first paint (see the note at the top)
         from sandbox_setup.configure.apply import apply_plan
 
         def report_progress(action: Action, status: str) -> None:
@@ -415,6 +420,7 @@ class InteractiveCore:
 
     # -- audit -----------------------------------------------------------
     def audit(self) -> AuditReport:
+        # why: first paint (see the note at the top)
         from sandbox_setup.audit.runner import audit
 
         report = audit(self.layout)

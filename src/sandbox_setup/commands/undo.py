@@ -14,6 +14,9 @@ import sys
 
 from sandbox_setup.base.exitcodes import ExitCode
 from sandbox_setup.commands.apply import layout_from_args, root_flag
+from sandbox_setup.configure.journal import last_transaction
+from sandbox_setup.configure.revert import describe_entry, is_failure, is_left
+from sandbox_setup.configure.undo import undo_last
 
 
 def confirm(question: str) -> bool:
@@ -27,10 +30,6 @@ def confirm(question: str) -> bool:
 
 
 def run_undo(args: argparse.Namespace) -> int:
-    from sandbox_setup.configure.journal import last_transaction
-    from sandbox_setup.configure.revert import describe_entry, is_failure, is_left
-    from sandbox_setup.configure.undo import undo_last
-
     layout = layout_from_args(args)
     if not args.yes or args.dry_run:  # --dry-run only shows, even with --yes
         found = last_transaction(layout)

@@ -48,6 +48,8 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, TypeVar
 
+import tomlkit
+
 from sandbox_setup.base.accounts import DEFAULT_AGENT_USER
 from sandbox_setup.base.choices import InnerSandbox, Mode, Network, SettingsScope, values
 from sandbox_setup.base.errors import InputError, RefusedError
@@ -217,8 +219,6 @@ def load_answers(path: Path) -> Answers:
 
 def dump_answers(a: Answers) -> str:
     """The answers as TOML (deterministic: same value, same bytes)."""
-    import tomlkit  # only the writer needs it
-
     doc = tomlkit.document()
     doc.add(tomlkit.comment("sandbox-setup answers: replay with"))
     doc.add(tomlkit.comment("  sandbox-setup --headless --answers THIS_FILE --yes"))

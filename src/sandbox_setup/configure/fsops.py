@@ -16,6 +16,7 @@ old or the new file, never a partial one (at most a stray temp file).
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import errno
 import hashlib
 import os
@@ -251,8 +252,6 @@ def reserve_space(fd: int, length: int) -> bool:
     """Make sure ``length`` bytes past the end of the file ``fd`` are allocated
     (fallocate, KEEP_SIZE): appends into them cannot fail with ENOSPC. False where
     the filesystem cannot preallocate; an OSError (ENOSPC) when there is no room."""
-    import ctypes  # only here: the rest of fsops is plain os calls
-
     libc = ctypes.CDLL(None, use_errno=True)
     fallocate = libc.fallocate
     fallocate.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int64, ctypes.c_int64]

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 from sandbox_setup.base.accounts import lookup_user
 from sandbox_setup.base.choices import Mode
 from sandbox_setup.base.paths import Layout
+from sandbox_setup.policy.trust import untrusted_reason
 
 if TYPE_CHECKING:
     from sandbox_setup.checks.model import Finding, Report
@@ -101,8 +102,8 @@ def run_live_checks(
 ) -> Report:
     """The checks as every part of the wizard runs them: with the trust rule
     (:func:`sandbox_setup.policy.trust.untrusted_reason`) deciding what root may execute."""
+    # why: the checks load while --check's experiments run (sandbox_setup.checks.prefetch)
     from sandbox_setup.checks.runner import run_checks
-    from sandbox_setup.policy.trust import untrusted_reason
 
     return run_checks(
         ids,

@@ -1,12 +1,16 @@
 """``sandbox-launch``: start Claude Code the way launcher.toml says, or refuse.
 
 The console script is ``sandbox_setup.launcher:main``; the work is in
-:mod:`sandbox_setup.launcher.main`, imported only when the launcher runs. Everything in
-this package stays stdlib-only (no Textual, no tomlkit) so a launch starts fast.
+:mod:`sandbox_setup.launcher.main`. Nothing in this package imports Textual or
+tomlkit: the launcher only reads its config.
 """
 
 from __future__ import annotations
 
+import atexit
+import os
+import sys
+import threading
 from collections.abc import Sequence
 
 TYPE_CHECKING = False
@@ -25,6 +29,9 @@ def main(argv: Sequence[str] | None = None, *, seams: LaunchSeams | None = None)
 
     ``seams``: what a test replaces (:mod:`sandbox_setup.launcher.seams`); the
     console script passes none."""
+    # why: this __init__ runs first for every module of the package, also in the
+    # processes that need none of the launch pipeline (the egress probe of --check,
+    # `python -m sandbox_setup.launcher.egress.probe`).
     from sandbox_setup.launcher.main import main as launcher_main
     from sandbox_setup.launcher.seams import REAL
 
@@ -35,11 +42,6 @@ def main(argv: Sequence[str] | None = None, *, seams: LaunchSeams | None = None)
 
 
 def _exit_now(code: int) -> None:
-    import atexit
-    import os
-    import sys
-    import threading
-
     if atexit._ncallbacks() or threading.active_count() > 1:
         return  # someone needs the ordinary exit: take it
     try:

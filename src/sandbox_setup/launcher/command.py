@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from sandbox_setup.base.choices import Network
 from sandbox_setup.base.errors import RefusedError
 from sandbox_setup.base.launcher_config import LauncherConfig, UnsafeAcceptance
 from sandbox_setup.base.limits import size_bytes
-from sandbox_setup.base.record import record
 from sandbox_setup.launcher.egress.network import network_env, network_notes, network_notice
 from sandbox_setup.policy.environment import SANDBOX_CLAIMS, select_passed
 from sandbox_setup.policy.system_dirs import bind_conflict
@@ -51,7 +51,7 @@ UNSAFE_WARNING = (
 )
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Agent:
     """The account Claude runs as (the operator's own when not root)."""
 
@@ -61,7 +61,7 @@ class Agent:
     home: PurePosixPath
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class HostFacts:
     """What the sandbox argv depends on, read from the host once."""
 
@@ -75,7 +75,7 @@ class HostFacts:
     real_paths: tuple[tuple[str, str], ...] = ()
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Launch:
     """What to start: exec'd directly (unsafe), or run by the session runner
     (:mod:`sandbox_setup.launcher.session.runner`), ``supervised`` (sandbox) meaning

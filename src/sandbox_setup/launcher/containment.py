@@ -25,13 +25,13 @@ from __future__ import annotations
 
 import os
 import subprocess
+from dataclasses import dataclass, replace
 
 from sandbox_setup.base.cgroups import Delegation, judge_delegation, read_cgroup_facts
 from sandbox_setup.base.choices import Mode
 from sandbox_setup.base.errors import RefusedError
 from sandbox_setup.base.launcher_config import LauncherConfig
 from sandbox_setup.base.limits import Limits, mem_total, memory_bytes, size_bytes
-from sandbox_setup.base.record import record, replace
 from sandbox_setup.launcher.command import Agent, Launch
 from sandbox_setup.launcher.trust import find_trusted_tool
 
@@ -46,7 +46,7 @@ PID_NS_USER = ("--user", "--map-current-user", *PID_NS_ROOT)
 PROBE_TIMEOUT = 5.0
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Tools:
     """The trusted binaries containment uses (None: not installed)."""
 
@@ -58,7 +58,7 @@ class Tools:
     env: str = "/usr/bin/env"
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ContainmentFacts:
     """What the host offers, read (and probed) at launch."""
 
@@ -67,7 +67,7 @@ class ContainmentFacts:
     mem_total: int | None  # bytes of RAM (MemTotal)
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Containment:
     """How one session is contained and limited, decided before it starts."""
 

@@ -12,43 +12,54 @@ resolve the agent, build the command (:mod:`sandbox_setup.launcher.command`), th
   returns its status;
 * ``unsafe``: exec, so signals and the exit status are Claude's own.
 
-This module and everything it imports stay stdlib-only (no Textual, no
-tomlkit) so a launch starts fast.
+This module and everything it imports stay free of Textual and tomlkit (a test
+says so): the launcher only reads its config.
 """
 
 from __future__ import annotations
 
 import os
+import shlex
 import sys
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from sandbox_setup.base.accounts import lookup_user
 from sandbox_setup.base.choices import Mode
+from sandbox_setup.base.crashlog import report_crash
 from sandbox_setup.base.errors import InputError, RefusedError, SetupError
 from sandbox_setup.base.exitcodes import ExitCode
 from sandbox_setup.base.launcher_config import LauncherConfig, parse_launcher_config
-from sandbox_setup.base.record import record, replace
+from sandbox_setup.base.paths import Layout
+from sandbox_setup.boundary.session import Boundary
+from sandbox_setup.launcher.command import (
+    Agent,
+    Launch,
+    gather_host_facts,
+    sandbox_launch,
+    unsafe_launch,
+    user_launch,
+)
+from sandbox_setup.launcher.containment import Containment, contain
+from sandbox_setup.launcher.egress.network import is_allowlist, state_dir
+from sandbox_setup.launcher.notice import config_notice
 from sandbox_setup.launcher.seams import REAL, LaunchSeams
 from sandbox_setup.launcher.session.cgroup import EarlySessionCgroup
+from sandbox_setup.launcher.session.runner import run_session, session_end_hooks
 from sandbox_setup.launcher.trust import (
     check_trusted_file,
     find_trusted_tool,
     read_trusted_text,
     refuse_claude_shim,
 )
+from sandbox_setup.launcher.workdir import WorkDir, choose_workdir, current_directory, real_paths
+from sandbox_setup.policy.environment import loopback_port_hint
 from sandbox_setup.policy.names import user_name_problem
 
-# Imported here: only what reading the config and the session cgroup's start need. That
-# cgroup is joined in a thread (a cgroup v1 join waits for an RCU grace period), and the
-# rest of the launcher (the command, the containment plan, the workdir, the notice) is
-# imported in the functions that use it, while that thread waits.
 if TYPE_CHECKING:
     from sandbox_setup.base.cgroups import Delegation
-    from sandbox_setup.boundary.session import Boundary
-    from sandbox_setup.launcher.command import Agent, Launch
-    from sandbox_setup.launcher.containment import Containment
-    from sandbox_setup.launcher.workdir import WorkDir
 
 USAGE = """usage: sandbox-launch [--dry-run] [--quiet] [--config PATH] [--] [claude arguments ...]
 
@@ -75,7 +86,7 @@ exit codes:
   other: Claude Code's exit status (128+N when it died of signal N)"""
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Options:
     """The launcher's own options; the rest of the command line is Claude's."""
 
@@ -117,8 +128,6 @@ def parse_args(argv: Sequence[str]) -> Options | None:
 
 
 def default_config_path() -> Path:
-    from sandbox_setup.base.paths import Layout  # only when no --config was given
-
     return Path(Layout.for_root("/").launcher_config)
 
 
@@ -139,9 +148,6 @@ def load_config(path: Path, owners: frozenset[int]) -> tuple[Path, LauncherConfi
 
 def resolve_agent(config: LauncherConfig, uid: int) -> Agent:
     """The agent account: the configured user (root) or the operator (non-root)."""
-    from sandbox_setup.base.accounts import lookup_user
-    from sandbox_setup.launcher.command import Agent
-
     if uid != 0:
         me = lookup_user(uid)
         if config.agent_user not in {str(uid), me.name if me else None}:
@@ -170,15 +176,6 @@ def build_launch(
     workspace_binds: Sequence[str] = (),
     delegation: Delegation | None = None,
 ) -> tuple[Launch, Agent | None, Containment | None]:
-    from sandbox_setup.launcher.command import unsafe_launch
-    from sandbox_setup.launcher.containment import contain
-    from sandbox_setup.launcher.workdir import (
-        WorkDir,
-        choose_workdir,
-        current_directory,
-        real_paths,
-    )
-
     claude = check_trusted_file(config.claude, owners, "Claude binary")
     if not os.access(claude, os.X_OK):
         raise RefusedError(f"Claude binary {claude} is not executable")
@@ -211,9 +208,6 @@ def _separate_launch(
     workdir: WorkDir,
     workspace_binds: Sequence[str] = (),
 ) -> Launch:
-    from sandbox_setup.launcher.command import gather_host_facts, sandbox_launch, user_launch
-    from sandbox_setup.policy.environment import loopback_port_hint
-
     path_env = environ.get("PATH")
     if config.mode is Mode.SANDBOX:
         bwrap = find_trusted_tool("bwrap", owners, path_env)
@@ -250,8 +244,6 @@ def _separate_launch(
 
 
 def _with_notice(launch: Launch, config: LauncherConfig, agent: str, workdir: WorkDir) -> Launch:
-    from sandbox_setup.launcher.notice import config_notice
-
     return replace(launch, notice=config_notice(config, agent, workdir, launch.passed))
 
 
@@ -260,10 +252,6 @@ def start_boundary(config: LauncherConfig, dry_run: bool) -> Boundary | None:
     mode); see :mod:`sandbox_setup.boundary.session`."""
     if config.mode is Mode.UNSAFE:
         return None
-    from sandbox_setup.boundary.session import Boundary
-    from sandbox_setup.launcher.egress.network import state_dir
-    from sandbox_setup.launcher.workdir import real_paths
-
     real = dict(real_paths(config.workspaces))
     pairs = [(str(w), real.get(str(w), str(w))) for w in config.workspaces]
     try:
@@ -278,8 +266,6 @@ def start_boundary(config: LauncherConfig, dry_run: bool) -> Boundary | None:
 
 def describe(launch: Launch, config_path: Path, mode: Mode) -> str:
     """The ``--dry-run`` text: the command, its environment, where it runs."""
-    import shlex
-
     lines = [f"# sandbox-launch --dry-run: mode {mode}, config {config_path}"]
     lines.append(f"command: {shlex.join(launch.argv)}")
     if launch.cwd:
@@ -352,9 +338,6 @@ def _run_checked(
             except OSError as exc:
                 raise RefusedError(f"cannot enter {launch.cwd}: {exc.strerror}") from None
         if agent is not None and containment is not None:
-            from sandbox_setup.launcher.egress.network import is_allowlist
-            from sandbox_setup.launcher.session.runner import run_session, session_end_hooks
-
             return run_session(
                 launch,
                 agent,
@@ -401,18 +384,14 @@ def main(argv: Sequence[str] | None = None, *, seams: LaunchSeams = REAL) -> int
     except Exception as exc:
         # Fail closed: whatever went wrong, nothing may start half-checked. A bug is
         # exit 70 (a config problem is always a RefusedError, exit 3).
-        from sandbox_setup.base.crashlog import report_crash
-
         print("sandbox-launch: Claude Code was not started, or was stopped", file=sys.stderr)
         report_crash("sandbox-launch", exc, _state_dir())
         return int(ExitCode.INTERNAL)
 
 
 def _state_dir() -> Path | None:
-    from sandbox_setup.base.userdirs import user_state_dir
-
     try:
-        return Path(user_state_dir())
+        return state_dir()
     except Exception:
         return None
 

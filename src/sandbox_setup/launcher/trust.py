@@ -11,6 +11,7 @@ exec'd), so a link planted somewhere cannot redirect the launcher afterwards.
 from __future__ import annotations
 
 import os
+import pwd
 from collections.abc import Iterable
 from pathlib import Path, PurePosixPath
 
@@ -25,8 +26,6 @@ DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 def _owner_text(uid: int) -> str:
     try:
-        import pwd
-
         return f"{pwd.getpwuid(uid).pw_name} (uid {uid})"
     except KeyError:
         return f"uid {uid}"

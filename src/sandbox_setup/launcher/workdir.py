@@ -22,13 +22,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import PurePosixPath
 
 from sandbox_setup.base.errors import InputError
-from sandbox_setup.base.record import record
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class WorkDir:
     """Where Claude starts, and where the operator was when that is elsewhere."""
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 import enum
 import hashlib
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import PurePosixPath
 
-from sandbox_setup.base.record import record
 from sandbox_setup.policy.sudoers import SudoersHit
 
 # Membership in these groups is a way to root (sudo's defaults, su's pam_wheel).
@@ -104,7 +104,7 @@ ABSOLUTE_RULES = frozenset(
 )
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class AccountFacts:
     """What is known about an existing account (gathered by the caller)."""
 
@@ -121,7 +121,7 @@ class AccountFacts:
     created_by_setup: bool  # sandbox-setup created it (ledger or journal)
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class AccountProblem:
     """One broken rule: which, and what was found (the caller adds the fix)."""
 

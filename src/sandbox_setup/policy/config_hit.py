@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from sandbox_setup.base.record import record
+from dataclasses import dataclass
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ConfigHit:
     """A setting that makes root's tool run a command or go where the agent chose.
 

@@ -48,6 +48,7 @@ Left out on purpose, each for ``--pass-env`` when an operator wants it:
 from __future__ import annotations
 
 import re
+import urllib.parse
 from collections.abc import Iterable, Mapping
 
 from sandbox_setup.base.choices import Mode, Network
@@ -151,8 +152,6 @@ def loopback_endpoint(url: str) -> tuple[str, int] | None:
     ``.localhost`` (RFC 6761), and the unspecified address. The port is the URL's,
     or the scheme's default.
     """
-    import urllib.parse
-
     try:
         parts = urllib.parse.urlsplit(url.strip())
         host = parts.hostname

@@ -12,16 +12,16 @@ from __future__ import annotations
 
 import posixpath
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from pathlib import PurePosixPath
 
-from sandbox_setup.base.record import record
 from sandbox_setup.policy.config_hit import ConfigHit
 from sandbox_setup.policy.gitconfig import ConfigEntry, git_bool, parse_git_config
 
 __all__ = ["ConfigContext", "ConfigHit", "dangerous_git_config", "judge_entries"]
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ConfigContext:
     """Where the config file's repository is, to tell a ``core.worktree`` inside the
     workspace (submodules have one) from one that points out of it."""
@@ -81,7 +81,7 @@ _LFS_FILTER = {
 }
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class _Rule:
     section: str
     name: str | None  # None: any key name

@@ -22,8 +22,7 @@ to run there at all, but what was parsed before the error is still judged.
 from __future__ import annotations
 
 from collections.abc import Iterable
-
-from sandbox_setup.base.record import record
+from dataclasses import dataclass
 
 _SPACE = " \t\n\r"  # git's isspace()
 
@@ -32,7 +31,7 @@ def _iskeychar(c: str) -> bool:
     return c.isascii() and (c.isalnum() or c == "-")
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ConfigEntry:
     """One ``key = value`` of a config file, with where it is in the text."""
 
@@ -53,7 +52,7 @@ class ConfigEntry:
         return f"{self.section}.{self.subsection}.{self.name}"
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ParsedConfig:
     entries: tuple[ConfigEntry, ...]
     error: str | None = None  # "line N: ..." where git would stop: it refuses the file

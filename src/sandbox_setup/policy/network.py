@@ -31,10 +31,10 @@ import ipaddress
 import json
 import re
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 
 from sandbox_setup.base.choices import Network
 from sandbox_setup.base.errors import InputError
-from sandbox_setup.base.record import field, record
 from sandbox_setup.policy.addresses import (
     RULE_ORDER,
     UNEXEMPTABLE,
@@ -116,7 +116,7 @@ def parse_port(value: str | int, what: str = "port") -> int:
     return number
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class DomainPattern:
     """One allowed destination: an exact name, a ``*.`` wildcard, or an exact address.
 
@@ -259,7 +259,7 @@ def _pattern_port(text: str, port_text: str) -> int:
 REFUSED_PREFIX = "sandbox-launch egress proxy: refused"
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Decision:
     """What the proxy does with one destination, and the rule that says so."""
 
@@ -268,7 +268,7 @@ class Decision:
     message: str
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class EgressPolicy:
     """The proxy's whole policy: plain data, so it crosses to the proxy process as JSON."""
 

@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 
-from sandbox_setup.base.record import record
 
-
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class SudoersHit:
     """One sudoers rule that applies to the agent."""
 

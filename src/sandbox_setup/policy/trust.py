@@ -18,13 +18,13 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Collection
+from dataclasses import dataclass
 from pathlib import Path
 
 from sandbox_setup.base.pathfacts import PathFacts, resolved_chain
-from sandbox_setup.base.record import record
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class TrustProblem:
     """Why one path on the way to a file makes it untrusted, and the fix."""
 

@@ -39,46 +39,18 @@ from __future__ import annotations
 
 import stat
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field
 
-from sandbox_setup.base.record import field, record
+from sandbox_setup.policy.claude_project import (
+    judge_claude_settings,
+    judge_mcp_json,
+    without_settings,
+)
+from sandbox_setup.policy.config_hit import ConfigHit
+from sandbox_setup.policy.git_danger import ConfigContext, dangerous_git_config
+from sandbox_setup.policy.gitconfig import parse_git_config, remove_entries
 
-if TYPE_CHECKING:
-    from sandbox_setup.policy.claude_project import (
-        judge_claude_settings,
-        judge_mcp_json,
-        without_settings,
-    )
-    from sandbox_setup.policy.config_hit import ConfigHit
-    from sandbox_setup.policy.git_danger import ConfigContext, dangerous_git_config
-    from sandbox_setup.policy.gitconfig import parse_git_config, remove_entries
-
-# The rules for what a config file holds, re-exported here, are imported when first
-# used (a workspace with a git repository or a Claude project file): the launcher's
-# session start in any other workspace does not pay for them (~5 ms).
-_RULES = {
-    "judge_claude_settings": "sandbox_setup.policy.claude_project",
-    "judge_mcp_json": "sandbox_setup.policy.claude_project",
-    "without_settings": "sandbox_setup.policy.claude_project",
-    "ConfigHit": "sandbox_setup.policy.config_hit",
-    "ConfigContext": "sandbox_setup.policy.git_danger",
-    "dangerous_git_config": "sandbox_setup.policy.git_danger",
-    "parse_git_config": "sandbox_setup.policy.gitconfig",
-    "remove_entries": "sandbox_setup.policy.gitconfig",
-}
-
-
-def __getattr__(name: str) -> Any:
-    module = _RULES.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
+# With the rules for what a config file holds, re-exported: the boundary reads them here.
 __all__ = [
     "GITDIR_PROTECTED",
     "TREE_PROTECTED",
@@ -191,7 +163,7 @@ def looks_like_git_dir(kinds: Mapping[str, str]) -> bool:
     return kinds.get("objects") == "dir" and kinds.get("refs") == "dir"
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class GitDirFacts:
     """A git directory found in a workspace and which protected entries it has.
 
@@ -207,7 +179,7 @@ class GitDirFacts:
     present: Mapping[str, str] = field(default_factory=dict)
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class TreeFacts:
     """A work tree top (or the workspace itself) and which of the
     :data:`TREE_PROTECTED` paths (and their parents, e.g. ``.claude``) exist."""
@@ -217,7 +189,7 @@ class TreeFacts:
     workspace_root: bool = False
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class WorkspaceLayout:
     """What the session-start scan of one workspace found, for the binds."""
 
@@ -229,7 +201,7 @@ class WorkspaceLayout:
     extra: tuple[tuple[str, str], ...] = ()
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class RoBind:
     """A read-only mount at ``<workspace>/rel``. ``source`` is ``self`` (the path
     bound over itself) or a placeholder for a path that does not exist yet:
@@ -242,7 +214,7 @@ class RoBind:
     why: str
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class BindPlan:
     """The read-only binds for one workspace, and what no mount covers."""
 

@@ -27,9 +27,12 @@ from textual.widgets import Input
 
 from sandbox_setup.base.errors import InputError
 from sandbox_setup.base.exitcodes import ExitCode
+from sandbox_setup.commands.interactive import InteractiveCore
 from sandbox_setup.tui import STYLESHEET
+from sandbox_setup.tui.confirm import ConfirmQuit
 from sandbox_setup.tui.core import Core
 from sandbox_setup.tui.flow import run_flow
+from sandbox_setup.tui.help import HelpScreen, screen_keys
 from sandbox_setup.tui.step import StepScreen
 
 
@@ -71,8 +74,6 @@ class SetupApp(App[int]):
         return None
 
     def action_help(self) -> None:
-        from sandbox_setup.tui.help import HelpScreen, screen_keys
-
         if isinstance(self.screen, HelpScreen):
             self.screen.dismiss(None)
             return
@@ -81,8 +82,6 @@ class SetupApp(App[int]):
         self.push_screen(HelpScreen(screen_keys(below), title))
 
     async def action_quit_wizard(self) -> None:
-        from sandbox_setup.tui.confirm import ConfirmQuit
-
         step = self._step()
         if step is None:
             self.exit(int(ExitCode.OK))
@@ -134,7 +133,6 @@ def run_app(args: argparse.Namespace) -> int:
         raise InputError(
             "the interactive wizard needs a terminal; use --check, --audit or --headless"
         )
-    from sandbox_setup.commands.interactive import InteractiveCore
 
     app = SetupApp(InteractiveCore.for_root(args.root))
     code = app.run()

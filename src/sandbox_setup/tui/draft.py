@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING
 
+from sandbox_setup.base.accounts import DEFAULT_AGENT_USER
 from sandbox_setup.base.choices import InnerSandbox, Mode, Network, SettingsScope
 from sandbox_setup.base.limits import Limits
 from sandbox_setup.checks.model import Report
@@ -30,13 +31,6 @@ class Nav(enum.Enum):
     QUIT = "quit"
 
 
-def default_agent_user() -> str:
-    # Imported when a Details is first made, not when the wizard starts.
-    from sandbox_setup.base.accounts import DEFAULT_AGENT_USER
-
-    return DEFAULT_AGENT_USER
-
-
 @dataclass(frozen=True)
 class Outcome:
     """How the wizard ended: the exit code, and what to say on stderr afterwards."""
@@ -51,7 +45,7 @@ class Details:
     """The mode details screen's fields."""
 
     workspaces: tuple[PurePosixPath, ...] = ()
-    agent_user: str = field(default_factory=lambda: default_agent_user())
+    agent_user: str = DEFAULT_AGENT_USER
     reuse_account: bool = False
     network: Network = Network.ALLOWLIST  # sandbox mode only
     allowed_domains: tuple[str, ...] = ()  # with the allowlist network
@@ -85,6 +79,7 @@ class Draft:
     def answers(self) -> Answers:
         """The :class:`Answers` the core plans from; every value explicit so
         the written answers.toml replays to the same files."""
+        # why: configure.answers (and tomlkit) not before the first paint (bench/tui.py)
         from sandbox_setup.configure.answers import Answers
 
         assert self.mode is not None and self.details is not None

@@ -76,12 +76,14 @@ def _store_report(core: Core, draft: Draft, report: Report) -> None:
 
 
 def _checks_screen(core: Core, draft: Draft) -> ChecksScreen:
+    # why: imported when the step is first shown (module docstring)
     from sandbox_setup.tui.checks import ChecksScreen
 
     return ChecksScreen(core, draft.report)
 
 
 def _mode_screen(core: Core, draft: Draft) -> ChooseModeScreen:
+    # why: imported when the step is first shown (module docstring)
     from sandbox_setup.tui.choose_mode import ChooseModeScreen
 
     assert draft.report is not None
@@ -120,6 +122,7 @@ def claude_hint(core: Core) -> str:
 
 
 def _details_screen(core: Core, draft: Draft) -> DetailsScreen:
+    # why: imported when the step is first shown (module docstring)
     from sandbox_setup.tui.details import DetailsScreen
 
     assert draft.mode is not None and draft.details is not None and draft.report is not None
@@ -136,12 +139,14 @@ def _store_acceptance(core: Core, draft: Draft, accepted: bool) -> None:
 
 
 def _unsafe_screen(core: Core, draft: Draft) -> UnsafeScreen:
+    # why: imported when the step is first shown (module docstring)
     from sandbox_setup.tui.unsafe import UnsafeScreen
 
     return UnsafeScreen()
 
 
 def _review_screen(core: Core, draft: Draft) -> ReviewScreen:
+    # why: imported when the step is first shown (module docstring)
     from sandbox_setup.tui.review import ReviewScreen
 
     assert draft.report is not None
@@ -153,6 +158,7 @@ def _store_plan(core: Core, draft: Draft, plan: Plan) -> None:
 
 
 def _apply_screen(core: Core, draft: Draft) -> ApplyScreen:
+    # why: imported when the step is first shown (module docstring)
     from sandbox_setup.tui.apply import ApplyScreen
 
     assert draft.plan is not None
@@ -164,6 +170,7 @@ def _store_result(core: Core, draft: Draft, result: ApplyResult) -> None:
 
 
 def _done_screen(core: Core, draft: Draft) -> DoneScreen:
+    # why: imported when the step is first shown (module docstring)
     from sandbox_setup.tui.done import DoneScreen, done_text
 
     layout = core.layout
@@ -247,6 +254,7 @@ async def run_steps(
         if result is Nav.QUIT:
             failed = False
             if step.name == "apply":  # quit asked for while it applied
+                # why: imported when the step is first shown (module docstring)
                 from sandbox_setup.tui.apply import ApplyScreen
 
                 assert isinstance(screen, ApplyScreen)
@@ -274,6 +282,7 @@ async def run_flow(app: App[Any], core: Core) -> Outcome:
     """The audit view when a launcher config exists, else the wizard."""
     draft = Draft()
     if core.existing_setup():
+        # why: imported when the step is first shown (module docstring)
         from sandbox_setup.tui.audit import AuditChoice, AuditScreen
 
         while True:

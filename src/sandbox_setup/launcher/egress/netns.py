@@ -38,9 +38,9 @@ import subprocess
 import threading
 import time
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
 
 from sandbox_setup.base.errors import RefusedError
-from sandbox_setup.base.record import field, record
 
 CLONE_NEWNET = 0x40000000
 CLONE_NEWUSER = 0x10000000
@@ -53,7 +53,7 @@ PROBE_SOCKETS = 2  # probe_proxy makes two connections (HTTP, then SOCKS5)
 NO_IPV6 = frozenset({errno.EADDRNOTAVAIL, errno.EAFNOSUPPORT})
 
 
-@record
+@dataclass(slots=True)
 class SandboxSockets:
     """What :func:`open_in_sandbox` made, all in the sandbox's network namespace."""
 

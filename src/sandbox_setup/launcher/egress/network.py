@@ -34,29 +34,34 @@ dies.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
+import socket
 import stat
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import platformdirs
+
 from sandbox_setup.base.choices import Mode, Network
 from sandbox_setup.base.errors import InputError, RefusedError
 from sandbox_setup.base.launcher_config import LauncherConfig
+from sandbox_setup.base.paths import APP
+from sandbox_setup.launcher.egress.netns import open_in_sandbox
+from sandbox_setup.launcher.egress.proxy import ProxyProcess, fork_proxy, probe_proxy
+from sandbox_setup.policy.network import (
+    CLAUDE_ENDPOINTS,
+    SANDBOX_PROXY_PORT,
+    EgressPolicy,
+    network_exposure,
+)
 
 if TYPE_CHECKING:
-    import socket
-
-    from sandbox_setup.launcher.egress.proxy import ProxyProcess
+    # the server runs in the proxy process only (asyncio-free, but not the launcher's)
     from sandbox_setup.launcher.egress.server import Resolver
-    from sandbox_setup.policy.network import EgressPolicy
 
-# sandbox_setup.policy.network (ipaddress, its address tables: ~5 ms) is imported only where a
-# sandbox with its own network needs it; user and unsafe launches never pay for it.
-SANDBOX_PROXY_PORT = (
-    3128  # == sandbox_setup.policy.network.SANDBOX_PROXY_PORT (a unit test says so)
-)
 PROBE_TIMEOUT = 5.0
 
 LOG_NAME = "egress.log"
@@ -99,8 +104,6 @@ def network_notice(config: LauncherConfig) -> str | None:
     """The line on stderr at each launch for a sandbox without the allowlist, else None."""
     if config.mode != Mode.SANDBOX or config.network == Network.ALLOWLIST:
         return None
-    from sandbox_setup.policy.network import network_exposure
-
     return f"sandbox-launch: network {config.network}: {network_exposure(config.network)}"
 
 
@@ -108,8 +111,6 @@ def network_notes(config: LauncherConfig) -> tuple[str, ...]:
     """What ``--dry-run`` says about the network."""
     if config.mode != Mode.SANDBOX:
         return ()
-    from sandbox_setup.policy.network import CLAUDE_ENDPOINTS, network_exposure
-
     if config.network != Network.ALLOWLIST:
         return (f"network {config.network}: {network_exposure(config.network)}",)
     ports = exposed_ports(config)
@@ -129,8 +130,6 @@ def network_notes(config: LauncherConfig) -> tuple[str, ...]:
 
 def build_policy(config: LauncherConfig) -> EgressPolicy:
     """Claude's endpoints plus the config's patterns; a bad pattern refuses the launch."""
-    from sandbox_setup.policy.network import EgressPolicy
-
     try:
         return EgressPolicy.build(config.allowed_domains)
     except InputError as exc:
@@ -142,9 +141,7 @@ def build_policy(config: LauncherConfig) -> EgressPolicy:
 
 def state_dir() -> Path:
     """The operator's state directory (where the journal and crash.log are too)."""
-    from sandbox_setup.base.userdirs import user_state_dir
-
-    return Path(user_state_dir())
+    return platformdirs.user_state_path(APP)
 
 
 def open_egress_log(directory: Path) -> int:
@@ -176,8 +173,6 @@ def open_egress_log(directory: Path) -> int:
 
 
 def _log(fd: int, **fields: object) -> None:
-    import json
-
     stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     line = json.dumps({"time": stamp, **fields}, sort_keys=True) + "\n"
     with contextlib.suppress(OSError):
@@ -216,8 +211,6 @@ class EgressSession:
         and the proxy forked as ``uid:gid``, which waits for its listeners (its start-up
         overlaps the sandbox's; :meth:`ready` hands them over). ``resolver`` and
         ``after_drop``: see :func:`~sandbox_setup.launcher.egress.proxy.fork_proxy`."""
-        from sandbox_setup.launcher.egress.proxy import fork_proxy
-
         policy = build_policy(config)
         ports = exposed_ports(config)
         log_fd = open_egress_log(log_dir)
@@ -236,9 +229,6 @@ class EgressSession:
     def ready(self, sandbox_pid: int) -> None:
         """Listen in the sandbox's namespace, fork the proxy on it as the agent, and
         probe it from inside; :class:`RefusedError` when any of it fails."""
-        from sandbox_setup.launcher.egress.netns import open_in_sandbox
-        from sandbox_setup.launcher.egress.proxy import probe_proxy
-
         assert self.proxy is not None
         sockets = open_in_sandbox(sandbox_pid, SANDBOX_PROXY_PORT, self.ports)
         probes = list(sockets.probes)

@@ -38,6 +38,9 @@ launch passes them from :class:`sandbox_setup.launcher.seams.LaunchSeams`.
 
 from __future__ import annotations
 
+import codecs
+import contextlib
+import ctypes
 import json
 import os
 import select
@@ -90,9 +93,8 @@ def serve(
     network namespace, unfiltered (``--allow-loopback-port``). ``more``: further
     listening sockets served like ``sock`` (the sandbox's ``[::1]`` listener).
     """
-    from sandbox_setup.launcher.egress import (
-        server as proxy_server,  # here: the launcher itself never pays for it
-    )
+    # why: the server is the proxy process's own; the launcher never loads it.
+    from sandbox_setup.launcher.egress import server as proxy_server
 
     if sock is None:
         sock = bind_socket(socket_path)
@@ -186,14 +188,14 @@ class ProxyProcess:
             self._control.close()
             self._control = None
         if not self._reaped:
-            with _suppress():
+            with contextlib.suppress(OSError):
                 os.kill(self.pid, signal.SIGKILL)
-            with _suppress():
+            with contextlib.suppress(OSError):
                 os.waitpid(self.pid, 0)
             self._reaped = True
         if self._remove:
             for path in self._paths:
-                with _suppress():
+                with contextlib.suppress(OSError):
                     os.unlink(path)
 
 
@@ -290,7 +292,7 @@ def fork_proxy(
         for sock in (*serving, *(f for f, _ in bound), *(s for s, _ in forward_listeners)):
             sock.close()
         for path in paths:
-            with _suppress():
+            with contextlib.suppress(OSError):
                 os.unlink(path)
         raise
     bound += list(forward_listeners)
@@ -314,7 +316,7 @@ def fork_proxy(
             # sandbox's gate and block pipes must be the launcher's alone (the
             # launcher's signal wake-up fd goes first, so no signal writes to a number
             # closed here and reused).
-            with _suppress():
+            with contextlib.suppress(OSError):
                 signal.set_wakeup_fd(-1)
             _close_other_fds(keep)
             _preload()
@@ -329,7 +331,7 @@ def fork_proxy(
         except BaseException:
             if log_fd is not None:
                 line = json.dumps({"event": "proxy failed", "error": traceback.format_exc()})
-                with _suppress():
+                with contextlib.suppress(OSError):
                     os.write(log_fd, (line + "\n").encode())
         finally:
             os._exit(code)
@@ -370,10 +372,7 @@ def _preload() -> None:
     After the drop the proxy's account may not be able to read the Python install
     (a venv under /root is 0700): a lazy import or codec lookup there would fail.
     """
-    import codecs
-    import ctypes  # noqa: F401
-    import threading  # noqa: F401
-
+    # why: the server is the proxy process's own; the launcher never loads it.
     from sandbox_setup.launcher.egress import server as proxy_server  # noqa: F401
 
     for codec in ("ascii", "latin-1", "utf-8", "idna"):  # idna: getaddrinfo of a str
@@ -385,27 +384,15 @@ def _fds(fd: int | None) -> set[int]:
     return set() if fd is None else {fd}
 
 
-class _suppress:
-    """``contextlib.suppress(OSError)`` without importing contextlib into the fork path."""
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, kind: object, value: object, tb: object) -> bool:
-        return isinstance(value, OSError)
-
-
 def _become_proxy(uid: int, gid: int, parent: int, keep: set[int]) -> None:
     """In the child: leave the terminal, drop privileges for good, die with the launcher."""
-    import ctypes  # only in the child
-
     # Out of the launcher's session and process group: a Ctrl-C at the terminal is for
     # Claude, and must not kill the sandbox's only way out.
     os.setsid()
     for number in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT,
                    signal.SIGWINCH, signal.SIGCHLD, signal.SIGTSTP, signal.SIGTTOU):  # fmt: skip
         signal.signal(number, signal.SIG_DFL)
-    with _suppress():
+    with contextlib.suppress(OSError):
         signal.set_wakeup_fd(-1)
     if os.geteuid() == 0:
         os.setgroups([])
@@ -456,7 +443,7 @@ def _close_other_fds(keep: set[int]) -> None:
     for name in os.listdir("/proc/self/fd"):
         fd = int(name)
         if fd not in keep:
-            with _suppress():
+            with contextlib.suppress(OSError):
                 os.close(fd)
 
 

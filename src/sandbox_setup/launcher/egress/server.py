@@ -35,8 +35,8 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 
-from sandbox_setup.base.record import record
 from sandbox_setup.launcher.egress import wire
 from sandbox_setup.policy.addresses import parse_address
 from sandbox_setup.policy.network import Decision, EgressPolicy, normalize_host
@@ -55,7 +55,7 @@ ACCEPT_RETRY = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOME
 ACCEPT_SKIP = frozenset({errno.ECONNABORTED, errno.EINTR, errno.EPROTO})
 
 
-@record
+@dataclass(slots=True)
 class Outcome:
     """What opening one destination gave: a connected socket, or why not."""
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import ipaddress
 import struct
+from dataclasses import dataclass
 
-from sandbox_setup.base.record import record
 from sandbox_setup.policy.network import Decision
 
 MAX_HEAD = 64 * 1024  # a request head larger than this is refused (431)
@@ -46,7 +46,7 @@ class WireError(ValueError):
         self.status = status
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class RequestHead:
     method: str
     target: str
@@ -103,7 +103,7 @@ def split_authority(authority: str, default_port: int | None = None) -> tuple[st
     return host, int(port_text)
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ForwardTarget:
     host: str
     port: int

@@ -4,9 +4,8 @@ A cgroup v2 child of a delegated subtree (:class:`SessionCgroup`), or cgroup v1
 ``pids`` and ``memory`` children (:class:`SessionCgroupV1`), named
 ``sandbox-launch-PID``, that the launcher itself joins so every process of the session
 is in it. :class:`EarlySessionCgroup` makes and joins it in a thread while the launch is
-still being prepared. Apart from :mod:`sandbox_setup.launcher.containment` (which plans the
-session and re-exports these names) so that the launcher can start that thread before
-it imports the rest of itself: a cgroup v1 join waits for an RCU grace period.
+still being prepared (a cgroup v1 join waits for an RCU grace period).
+:mod:`sandbox_setup.launcher.containment` plans the session.
 """
 
 from __future__ import annotations
@@ -17,13 +16,13 @@ import os
 import signal
 import threading
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sandbox_setup.base.cgroups import Delegation, judge_delegation, read_cgroup_facts
 from sandbox_setup.base.limits import Limits, mem_total, memory_bytes
-from sandbox_setup.base.record import field, record
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from sandbox_setup.launcher.containment import Containment
 
@@ -75,7 +74,7 @@ def _rmdir(directory: Path, deadline: float) -> None:
             time.sleep(0.02)
 
 
-@record
+@dataclass(slots=True)
 class SessionCgroupV1:
     """The cgroup v1 form of :class:`SessionCgroup`: a child in the memory and in the
     pids hierarchy, both joined by the launcher, both emptied and removed at the end."""
@@ -132,7 +131,7 @@ class SessionCgroupV1:
         return left
 
 
-@record
+@dataclass(slots=True)
 class SessionCgroup:
     """A cgroup v2 child made for one session; the launcher joins it, so everything
     it starts is in it, and leaves it before it kills what is left."""

@@ -23,9 +23,9 @@ from __future__ import annotations
 import ctypes
 import errno
 import os
+from dataclasses import dataclass
 
 from sandbox_setup.base.errors import RefusedError
-from sandbox_setup.base.record import record
 
 # keyctl(2) numbers: linux/arch/*/entry/syscalls (x86_64, i386, the generic table).
 SYS_KEYCTL = {"x86_64": 250, "i686": 288, "i386": 288, "aarch64": 219, "riscv64": 219}
@@ -35,7 +35,7 @@ KEYCTL_CHOWN = 4
 KEY_SPEC_SESSION_KEYRING = -3
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class SessionKeyring:
     """The keyring the session starts with (None: keyrings are unreachable here)."""
 

@@ -19,13 +19,14 @@ import contextlib
 import errno
 import fcntl
 import os
+import pty
 import select
 import signal
 import termios
+import tty
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
-
-from sandbox_setup.base.record import field, record
 
 STDIO = (0, 1, 2)
 CHUNK = 65536
@@ -46,7 +47,7 @@ def _foreground(fd: int) -> bool:
         return False
 
 
-@record
+@dataclass(slots=True)
 class PtyRelay:
     """One session's pty and the relay between it and the operator's terminal."""
 
@@ -65,8 +66,6 @@ class PtyRelay:
         if not ttys:
             return None
         relay = cls(ttys)
-        import pty  # (with tty: ~1 ms) only where a session gets a pty
-
         relay.master, relay.slave = pty.openpty()
         for fd in (relay.master, relay.slave):
             os.set_inheritable(fd, False)
@@ -113,8 +112,6 @@ class PtyRelay:
             return
         with contextlib.suppress(termios.error):
             self._saved = termios.tcgetattr(0)
-            import tty
-
             tty.setraw(0, termios.TCSANOW)
 
     def restore(self) -> None:
@@ -212,7 +209,7 @@ def install_winch(relay: PtyRelay) -> Callable[[], None]:
     return restore
 
 
-@record
+@dataclass(slots=True)
 class TerminalState:
     """The operator's terminal modes and fd flags, put back when a session ends.
 

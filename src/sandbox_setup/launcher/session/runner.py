@@ -31,14 +31,16 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from types import FrameType
 
 from sandbox_setup.base.errors import RefusedError
 from sandbox_setup.base.launcher_config import LauncherConfig
 from sandbox_setup.base.process_tree import running_descendants
-from sandbox_setup.base.record import field, record
+from sandbox_setup.base.processes import descendants, read_process
 from sandbox_setup.launcher.command import Agent, Launch
 from sandbox_setup.launcher.containment import Containment
+from sandbox_setup.launcher.egress.network import EgressSession, state_dir
 from sandbox_setup.launcher.seams import REAL, LaunchSeams
 from sandbox_setup.launcher.session.cgroup import (
     EarlySessionCgroup,
@@ -48,6 +50,7 @@ from sandbox_setup.launcher.session.cgroup import (
 )
 from sandbox_setup.launcher.session.keyring import SessionKeyring, join_new_session_keyring
 from sandbox_setup.launcher.session.pty_relay import PtyRelay, TerminalState, install_winch
+from sandbox_setup.launcher.session.supervise import run_supervised
 
 PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
@@ -56,7 +59,7 @@ HANGUP_GRACE = 3.0  # after SIGHUP/SIGTERM, before the session is killed
 FORWARDED = (signal.SIGINT, signal.SIGQUIT, signal.SIGTERM, signal.SIGHUP)
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class SessionEnd:
     """What the end-of-session hooks are told."""
 
@@ -108,8 +111,6 @@ def _end_descendants(timeout: float = END_TIMEOUT) -> tuple[tuple[int, ...], boo
         reap_children()
         alive = running_descendants(own)
         if alive is None:  # no children files here: walk all of /proc
-            from sandbox_setup.base.processes import descendants, read_process
-
             alive = []
             for pid in descendants(own):
                 info = read_process(pid)
@@ -141,8 +142,6 @@ def inner_group(first: int, master: int | None) -> int | None:
     """The process group a terminal's signal would reach: the foreground group of
     the session's pty, or (no pty) the group of the session ``setsid`` made below
     ``first``; None before it exists."""
-    from sandbox_setup.base.processes import descendants, read_process
-
     if master is not None:
         with contextlib.suppress(OSError):
             group = os.tcgetpgrp(master)
@@ -180,7 +179,7 @@ class _EarlyLeave:
             self.thread.join()
 
 
-@record
+@dataclass(slots=True)
 class _UserSession:
     """A running user-mode session, as its signal handlers see it."""
 
@@ -283,13 +282,9 @@ def _run_sandbox(
     seams: LaunchSeams,
     before_release: Callable[[int], None] | None = None,
 ) -> int:
-    from sandbox_setup.launcher.session.supervise import run_supervised
-
     if network is None:
         return run_supervised(launch, agent.uid, before_release=before_release,
                               host_namespaces=seams.host_namespaces)  # fmt: skip
-    from sandbox_setup.launcher.egress.network import EgressSession, state_dir
-
     # The egress session starts once bwrap is started (its policy, its log and the
     # proxy's fork overlap the sandbox's set-up), is ready before the release, and is
     # closed however the session ends.

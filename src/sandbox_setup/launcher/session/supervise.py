@@ -30,11 +30,11 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from types import FrameType
 
 from sandbox_setup.base.errors import RefusedError
 from sandbox_setup.base.exitcodes import ExitCode
-from sandbox_setup.base.record import record
 from sandbox_setup.launcher.command import BLOCK_FD, GATE_FD, GATE_TOKEN, STATUS_FD, Launch
 
 NAMESPACES = ("user", "mnt", "pid", "ipc", "uts")
@@ -117,7 +117,7 @@ def children_of(pid: int) -> list[int]:
     return children
 
 
-@record
+@dataclass(slots=True)
 class _Supervision:
     bwrap: subprocess.Popen[bytes] | None = None
     child_pid: int | None = None
