@@ -3,16 +3,16 @@
 A launch's environment is the operator's (and whatever set it): nothing in it may
 change how the launcher checks the sandbox or where the proxy connects. The tests
 that need another resolver or a failing step run a small program of their own
-(``tests/seams/launch.py``) that builds a :class:`LaunchSeams` and calls
+(``tests/seams/launch_with_seams.py``) that builds a :class:`LaunchSeams` and calls
 :func:`sandbox_setup.launcher.main` with it. The console script always passes the
 default: every field ``None``, the real behaviour.
 """
 
 from __future__ import annotations
 
-from sandbox_setup.base.record import record
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
 
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from sandbox_setup.launcher.session.supervise import NamespaceReader
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class LaunchSeams:
     """The replaceable parts of a launch; ``None`` is the real one.
 
