@@ -3,7 +3,9 @@
 :mod:`sandbox_setup.launcher.egress.proxy` does the I/O; everything here takes bytes and returns
 values, so each malformed input has a table test. Only what a proxy client sends is
 parsed: one request head (the proxy never reads a response), a SOCKS5 greeting and
-request.
+request. Every parser raises :class:`WireError` and nothing else, on any input
+(``tests/unit/test_proxy_wire_fuzz.py``), and a head it accepts is read alike by h11
+(``tests/unit/test_proxy_wire_h11.py``).
 """
 
 from __future__ import annotations
