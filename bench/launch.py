@@ -4,7 +4,7 @@ Baseline: ``IS_SANDBOX=1 HOME=<temp> claude --print ok`` (exits at the login
 message). Candidate: ``sandbox-launch --config <temp> -- --print ok`` in
 sandbox mode (setpriv -> bwrap -> verification -> the same Claude, which stops
 at the same message). Runs alternate, one after the other, in the same process;
-the result is the ratio of the medians. Target: <= 1.10.
+the result is the ratio of the medians. Target: <= 1.15.
 
     .venv/bin/python bench/launch.py [--runs 15] [--network host|allowlist|none]
 
@@ -35,7 +35,7 @@ from sandbox_setup.base.launcher_config import LauncherConfig, render_launcher_c
 
 NPM_CLAUDE = Path("/opt/sandbox-setup-test/npm/node_modules/.bin/claude")
 NOBODY = 65534
-TARGET = 1.10
+TARGET = 1.15
 
 
 def console(name: str, module: str) -> list[str]:

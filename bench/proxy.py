@@ -30,6 +30,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -66,6 +67,59 @@ server.serve_forever()
 """
 
 
+def start_server(code: str, *args: str) -> tuple[subprocess.Popen[str], int]:
+    """``python -c CODE ARGS...``, a server that prints its port first; (process, port)."""
+    server = subprocess.Popen(
+        [sys.executable, "-c", code, *args], stdout=subprocess.PIPE, text=True
+    )
+    assert server.stdout is not None
+    line = server.stdout.readline()
+    if not line.strip().isdigit():
+        server.kill()
+        server.wait()
+        raise SystemExit(f"the bench server did not start: {line!r}")
+    return server, int(line)
+
+
+@contextlib.contextmanager
+def sandbox_with_proxy(allowed: list[str], base: Path) -> Iterator[int]:
+    """A sandbox held as a launch holds it, with the egress proxy serving it: its pid.
+
+    bwrap with a network namespace of its own runs as ``nobody`` and is held before its
+    release; the session's listeners are made in its namespace; the proxy is forked on
+    them as ``nobody``, allowing ``allowed``, its decisions logged under ``base``. A
+    client that enters ``/proc/PID/ns/net`` reaches it at ``127.0.0.1:3128``, as a
+    sandboxed client does.
+    """
+    policy = EgressPolicy.build(allowed)
+    log_fd = os.open(base / "decisions.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    proxy = None
+    with contextlib.ExitStack() as stack:
+        try:
+            held = held_sandbox("bwrap", ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}",
+                                          "--clear-groups", "--"])  # fmt: skip
+            pid = stack.enter_context(held)
+            proxy = fork_proxy(None, policy, log_fd, NOBODY, NOBODY, later=True)
+            sockets = open_in_sandbox(pid, SANDBOX_PROXY_PORT)
+            for probe in sockets.probes:
+                probe.close()
+            proxy.hand_over(sockets.proxy, sockets.forwards)
+            proxy.wait_ready()
+            os.close(log_fd)
+            log_fd = -1
+            yield pid
+        finally:
+            if log_fd >= 0:
+                os.close(log_fd)
+            if proxy is not None:
+                proxy.stop()
+
+
+def in_netns(pid: int, argv: list[str]) -> list[str]:
+    """``argv`` run in the network namespace of ``pid``."""
+    return ["nsenter", f"--net=/proc/{pid}/ns/net", *argv]
+
+
 def timed_download(argv: list[str], size: int) -> float:
     start = time.perf_counter()
     result = subprocess.run(
@@ -78,66 +132,46 @@ def timed_download(argv: list[str], size: int) -> float:
     return elapsed
 
 
+def require(*tools: str) -> None:
+    for tool in tools:
+        if not shutil.which(tool):
+            raise SystemExit(f"{tool} is not installed")
+    if os.geteuid() != 0:
+        raise SystemExit("run as root (the sandbox and the proxy run as nobody)")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=11)
     parser.add_argument("--size-mb", type=int, default=50)
     parser.add_argument("--mode", choices=("connect", "http"), default="connect")
     args = parser.parse_args()
-    for tool in ("curl", "bwrap", "setpriv", "nsenter"):
-        if not shutil.which(tool):
-            raise SystemExit(f"{tool} is not installed")
-    if os.geteuid() != 0:
-        raise SystemExit("run as root (the sandbox and the proxy run as nobody)")
+    require("curl", "bwrap", "setpriv", "nsenter")
 
     base = Path(tempfile.mkdtemp(prefix="np-bench-proxy-", dir="/tmp"))
-    children: list[subprocess.Popen[str]] = []
-    proxy = None
-    stack = contextlib.ExitStack()
+    server = None
     try:
         base.chmod(0o755)
         blob = base / "blob"
         size = args.size_mb * 1024 * 1024
         with blob.open("wb") as handle:
             handle.write(os.urandom(size))
-        server = subprocess.Popen(
-            [sys.executable, "-c", SERVER, str(blob)], stdout=subprocess.PIPE, text=True
-        )
-        children.append(server)
-        assert server.stdout is not None
-        server_port = int(server.stdout.readline())
+        server, server_port = start_server(SERVER, str(blob))
         url = f"http://127.0.0.1:{server_port}/blob"
-
-        policy = EgressPolicy.build([f"127.0.0.1:{server_port}"])
-        log_fd = os.open(base / "decisions.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-        held = held_sandbox("bwrap", ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}",
-                                      "--clear-groups", "--"])  # fmt: skip
-        pid = stack.enter_context(held)
-        proxy = fork_proxy(None, policy, log_fd, NOBODY, NOBODY, later=True)
-        sockets = open_in_sandbox(pid, SANDBOX_PROXY_PORT)
-        for probe in sockets.probes:
-            probe.close()
-        proxy.hand_over(sockets.proxy, sockets.forwards)
-        proxy.wait_ready()
-        os.close(log_fd)
-
-        direct = ["nsenter", f"--net=/proc/{os.getpid()}/ns/net", "curl", url]
-        proxied = ["nsenter", f"--net=/proc/{pid}/ns/net", "curl",
-                   "-x", f"http://127.0.0.1:{SANDBOX_PROXY_PORT}", url]  # fmt: skip
-        if args.mode == "connect":
-            proxied.insert(3, "--proxytunnel")
-        timed_download(direct, size), timed_download(proxied, size)  # warm up
-        direct_s, proxied_s = [], []
-        for _ in range(args.runs):
-            direct_s.append(timed_download(direct, size))
-            proxied_s.append(timed_download(proxied, size))
+        with sandbox_with_proxy([f"127.0.0.1:{server_port}"], base) as pid:
+            direct = in_netns(os.getpid(), ["curl", url])
+            proxied = in_netns(pid, ["curl", "-x", f"http://127.0.0.1:{SANDBOX_PROXY_PORT}", url])
+            if args.mode == "connect":
+                proxied.insert(3, "--proxytunnel")
+            timed_download(direct, size), timed_download(proxied, size)  # warm up
+            direct_s, proxied_s = [], []
+            for _ in range(args.runs):
+                direct_s.append(timed_download(direct, size))
+                proxied_s.append(timed_download(proxied, size))
     finally:
-        if proxy is not None:
-            proxy.stop()
-        for child in children:
-            child.kill()
-            child.wait()
-        stack.close()
+        if server is not None:
+            server.kill()
+            server.wait()
         shutil.rmtree(base, ignore_errors=True)
 
     mb = size / 1e6

@@ -43,7 +43,7 @@ from tests.fake_api.records import (
     is_main_conversation,
 )
 from tests.fake_api.script import BashStep, Step, TextStep, ToolUseStep
-from tests.fake_api.server import FakeMessagesAPI
+from tests.fake_api.server import FakeMessagesAPI, Pace
 from tests.fake_api.wire import DEFAULT_MODEL, schema_example, sse_events
 
 __all__ = [
@@ -51,6 +51,7 @@ __all__ = [
     "SECRET_HEADERS",
     "BashStep",
     "FakeMessagesAPI",
+    "Pace",
     "RecordedRequest",
     "Step",
     "TextStep",

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 import uuid
 from collections.abc import Sequence
+from dataclasses import dataclass
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
@@ -23,12 +25,23 @@ from tests.fake_api.script import Step, TextStep, build_content
 from tests.fake_api.wire import DEFAULT_MODEL, auxiliary_text, message_json, sse_events
 
 
+@dataclass(frozen=True)
+class Pace:
+    """How fast a streamed answer comes, as a model's would: ``first_token`` seconds after
+    ``message_start``, then ``delta_chars`` characters per delta every ``interval`` seconds."""
+
+    first_token: float = 0.5
+    delta_chars: int = 16
+    interval: float = 0.04
+
+
 class FakeMessagesAPI:
     """The fake server: a context manager that serves ``script`` on 127.0.0.1.
 
     ``port=0`` (the default) takes an ephemeral port; :attr:`base_url` is what
     Claude's ``ANTHROPIC_BASE_URL`` must be. After the script's last step, main
-    requests get :attr:`final_text` as a plain text answer.
+    requests get :attr:`final_text` as a plain text answer. With ``pace``, streamed
+    answers take time as a model's do (the tests leave it out: no waiting).
     """
 
     def __init__(
@@ -38,9 +51,11 @@ class FakeMessagesAPI:
         host: str = "127.0.0.1",
         port: int = 0,
         final_text: str = "The scripted turn is over.",
+        pace: Pace | None = None,
     ) -> None:
         self.script: tuple[Step, ...] = tuple(script)
         self.final_text = final_text
+        self.pace = pace
         self._address = (host, port)
         self._tag = uuid.uuid4().hex[:8]  # tool_use ids of this server only
         self._lock = threading.Lock()
@@ -277,7 +292,12 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("cache-control", "no-cache")
         self.send_header("transfer-encoding", "chunked")
         self.end_headers()
-        for event, data in sse_events(content, stop, model):
+        pace = self.api.pace
+        first = True
+        for event, data in sse_events(content, stop, model, pace.delta_chars if pace else None):
+            if pace and event == "content_block_delta":
+                time.sleep(pace.first_token if first else pace.interval)
+                first = False
             chunk = f"event: {event}\ndata: {json.dumps(data)}\n\n".encode()
             self.wfile.write(f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")
             self.wfile.flush()

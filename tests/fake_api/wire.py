@@ -72,10 +72,20 @@ def message_json(content: list[dict[str, Any]], stop_reason: str, model: str) ->
     }
 
 
+def _pieces(text: str, size: int | None) -> list[str]:
+    if not size or not text:
+        return [text]
+    return [text[i : i + size] for i in range(0, len(text), size)]
+
+
 def sse_events(
-    content: list[dict[str, Any]], stop_reason: str, model: str
+    content: list[dict[str, Any]], stop_reason: str, model: str, delta_chars: int | None = None
 ) -> Iterator[tuple[str, dict[str, Any]]]:
-    """The (event, data) pairs of a streamed response, in the real API's order."""
+    """The (event, data) pairs of a streamed response, in the real API's order.
+
+    Each block's text (or tool input JSON) comes in one delta, or, with ``delta_chars``,
+    in deltas of that many characters, as the real API streams it token by token.
+    """
     start = message_json([], stop_reason, model) | {"stop_reason": None, "usage": _usage(1)}
     yield "message_start", {"type": "message_start", "message": start}
     yield "ping", {"type": "ping"}
@@ -89,14 +99,15 @@ def sse_events(
                     "content_block": {"type": "text", "text": ""},
                 },
             )
-            yield (
-                "content_block_delta",
-                {
-                    "type": "content_block_delta",
-                    "index": index,
-                    "delta": {"type": "text_delta", "text": block["text"]},
-                },
-            )
+            for piece in _pieces(block["text"], delta_chars):
+                yield (
+                    "content_block_delta",
+                    {
+                        "type": "content_block_delta",
+                        "index": index,
+                        "delta": {"type": "text_delta", "text": piece},
+                    },
+                )
         else:  # tool_use: the input arrives as partial JSON, the block starts empty
             yield (
                 "content_block_start",
@@ -111,17 +122,15 @@ def sse_events(
                     },
                 },
             )
-            yield (
-                "content_block_delta",
-                {
-                    "type": "content_block_delta",
-                    "index": index,
-                    "delta": {
-                        "type": "input_json_delta",
-                        "partial_json": json.dumps(block["input"]),
+            for piece in _pieces(json.dumps(block["input"]), delta_chars):
+                yield (
+                    "content_block_delta",
+                    {
+                        "type": "content_block_delta",
+                        "index": index,
+                        "delta": {"type": "input_json_delta", "partial_json": piece},
                     },
-                },
-            )
+                )
         yield "content_block_stop", {"type": "content_block_stop", "index": index}
     yield (
         "message_delta",

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -17,6 +18,7 @@ import pytest
 from tests.fake_api import (
     BashStep,
     FakeMessagesAPI,
+    Pace,
     Step,
     TextStep,
     ToolUseStep,
@@ -109,6 +111,24 @@ def test_a_bash_step_streams_a_tool_use_in_the_real_event_order(api: FakeMessage
     }
     assert [d["index"] for e, d in events if e.startswith("content_block")] == [0, 0, 0, 1, 1, 1]
     assert events[8][1]["delta"]["stop_reason"] == "tool_use"
+
+
+def test_a_paced_answer_streams_in_pieces_and_takes_its_time() -> None:
+    # bench/session.py paces the answers as a model's come: the same content, in deltas.
+    script: list[Step] = [BashStep("id -u", text="Running it."), TextStep("all done")]
+    pace = Pace(first_token=0.2, delta_chars=4, interval=0.01)
+    with FakeMessagesAPI(script, pace=pace) as paced:
+        start = time.monotonic()
+        events = sse(post(paced, request_body([USER])))
+        elapsed = time.monotonic() - start
+    texts = [
+        d["delta"]["text"] for e, d in events if d.get("delta", {}).get("type") == "text_delta"
+    ]
+    assert texts == ["Runn", "ing ", "it."]
+    parts = [d["delta"]["partial_json"] for e, d in events
+             if d.get("delta", {}).get("type") == "input_json_delta"]  # fmt: skip
+    assert len(parts) > 1 and json.loads("".join(parts))["command"] == "id -u"
+    assert elapsed >= 0.2 + 0.01 * (len(texts) + len(parts) - 1)
 
 
 def test_the_next_request_records_the_tool_result_and_gets_the_final_text(

@@ -55,6 +55,66 @@ def test_parse_request_head_refuses(head: bytes) -> None:
         wire.parse_request_head(head)
 
 
+# Each of these was accepted and forwarded as written: a bare LF (or CR) ends a line at a
+# destination that ends lines with LF alone, so it could add a request line or a Host of
+# the client's choosing ahead of the proxy's own. A Latin-1 letter in the method was
+# upper-cased out of Latin-1 ("\xff" -> "\u0178"), and forwarded_head then raised
+# UnicodeEncodeError, which no caller catches.
+@pytest.mark.parametrize(
+    "head",
+    [b"GET http://a.test/\nHost:evil.test HTTP/1.1\r\nHost: a.test",  # LF in the target
+     b"GET http://a.test/ HTTP/1.1\nHost:evil.test\r\nX: 1",  # LF after the version
+     b"GET http://a.test/ HTTP/1.1\r\nX\nHost: evil.test",  # LF in a header name
+     b"GET http://a.test/ HTTP/1.1\r\nX: a\nHost: evil.test",  # LF in a value
+     b"GET http://a.test/ HTTP/1.1\r\nX: a\rHost: evil.test",  # CR in a value
+     b"GET http://a.test/ HTTP/1.1\r\nX: a\x00b",  # NUL in a value
+     b"GET http://a.test/\x7f HTTP/1.1",  # DEL in the target
+     b"GET http://a.test/\xe9 HTTP/1.1",  # not ASCII in the target
+     b"\xff http://a.test/ HTTP/1.1",  # a Latin-1 letter as the method
+     b"get http://a.test/ HTTP/1.1",  # methods are case-sensitive
+     b"connect a.test:443 HTTP/1.1",
+     b"GET http://a.test/ HTTP/1.2", b"GET http://a.test/ HTTP/1.1x",
+     b"GET http://a.test/ HTTP/1.1\r\nX\xe9: 1",  # not a token
+     b"GET http://a.test/ HTTP/1.1\r\nX: 1\r\n folded",  # obs-fold
+     b"GET http://a.test/ HTTP/1.1\r\n\r\nX: 1",  # an empty line inside
+     b"GET http://a.test/ HTTP/1.1\r\nHost: a.test\r\nHost: b.test"],
+)  # fmt: skip
+def test_parse_request_head_refuses_what_a_destination_could_read_otherwise(head: bytes) -> None:
+    with pytest.raises(wire.WireError):
+        wire.parse_request_head(head)
+
+
+@pytest.mark.parametrize(
+    ("headers", "status"),
+    [(b"Content-Length: x", 400), (b"Content-Length: 5, 5", 400), (b"Content-Length: +5", 400),
+     (b"Content-Length: 5\r\nContent-Length: 5", 400), (b"Content-Length: " + b"9" * 19, 400),
+     (b"Transfer-Encoding: gzip", 501), (b"Transfer-Encoding: gzip, chunked", 501),
+     (b"Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked", 501),
+     (b"Content-Length: 5\r\nTransfer-Encoding: chunked", 400)],
+)  # fmt: skip
+def test_a_body_length_read_two_ways_is_refused(headers: bytes, status: int) -> None:
+    with pytest.raises(wire.WireError) as refused:
+        wire.parse_request_head(b"POST http://a.test/ HTTP/1.1\r\nHost: a.test\r\n" + headers)
+    assert refused.value.status == status
+
+
+def test_values_lose_only_spaces_and_tabs() -> None:
+    head = wire.parse_request_head(
+        b"POST http://a.test/ HTTP/1.0\r\nTransfer-Encoding: \tChunked \r\n"
+        b"X-A:\xa0b\tc\xa0\r\nX-B:\r\n"
+    )
+    assert head.headers == (
+        ("Transfer-Encoding", "Chunked"), ("X-A", "\xa0b\tc\xa0"), ("X-B", "")
+    )  # fmt: skip
+
+
+def test_a_port_is_ascii_digits() -> None:
+    # "²" passed isdigit() and int() raised ValueError; so did 5000 digits (int's limit).
+    for authority in ("a.test:\xb2", "a.test:" + "9" * 5000, "a.test:٤٤٣"):
+        with pytest.raises(wire.WireError):
+            wire.split_authority(authority)
+
+
 @pytest.mark.parametrize(
     ("uri", "host", "port", "authority", "path"),
     [
@@ -140,11 +200,17 @@ def test_parse_socks_request(request_bytes: bytes, expected: tuple[int, str, int
     "request_bytes",
     [b"\x04\x01\x00\x01\x01\x02\x03\x04\x00\x50", b"\x05\x01\x01\x01\x01\x02\x03\x04\x00\x50",
      b"\x05\x01\x00\x03\x00\x00\x50", b"\x05\x01\x00\x03\x02\xc3\xa4\x00\x50",
-     b"\x05\x01\x00\x09\x00\x50", b"\x05\x01\x00\x01\x01\x02\x00\x50"],
+     b"\x05\x01\x00\x09\x00\x50", b"\x05\x01\x00\x01\x01\x02\x00\x50",
+     b"\x05\x01\x00\x03\x03a\x00b\x00\x50", b"\x05\x01\x00\x03\x03a b\x00\x50"],
 )  # fmt: skip
 def test_parse_socks_request_refuses(request_bytes: bytes) -> None:
     with pytest.raises(wire.WireError):
         wire.parse_socks_request(request_bytes)
+
+
+def test_a_short_socks_header_is_refused() -> None:
+    with pytest.raises(wire.WireError):
+        wire.socks_address_length(b"\x05\x01\x00")
 
 
 def test_socks_reply_layout() -> None:

@@ -3,12 +3,15 @@
 :mod:`sandbox_setup.launcher.egress.proxy` does the I/O; everything here takes bytes and returns
 values, so each malformed input has a table test. Only what a proxy client sends is
 parsed: one request head (the proxy never reads a response), a SOCKS5 greeting and
-request.
+request. Every parser raises :class:`WireError` and nothing else, on any input
+(``tests/unit/test_proxy_wire_fuzz.py``), and a head it accepts is read alike by h11
+(``tests/unit/test_proxy_wire_h11.py``).
 """
 
 from __future__ import annotations
 
 import ipaddress
+import re
 import struct
 from dataclasses import dataclass
 
@@ -37,6 +40,20 @@ SOCKS_REFUSED = 0x05
 SOCKS_CMD_UNSUPPORTED = 0x07
 SOCKS_ATYP_UNSUPPORTED = 0x08
 
+# What a request head may hold (RFC 9110 5.6.2, 9112 3): the proxy forwards a head as
+# written, so anything a destination could read as a line break, or as another header,
+# is refused here rather than passed on.
+METHOD = re.compile(r"[A-Z]+")  # what clients send; methods are case-sensitive
+TARGET = re.compile(r"[\x21-\x7e]+")  # a URI or an authority: visible ASCII, no space
+VERSION = re.compile(r"HTTP/1\.[01]")
+TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")  # a header name
+# In a header value only HTAB of the controls (RFC 9110 5.5): a bare LF or CR would end
+# the line at a destination that ends lines with LF alone.
+CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
+CONTENT_LENGTH = re.compile(r"[0-9]{1,18}")  # under an exabyte: no parser's integer overflows
+# Not str.isdigit(): it passes "²", which int() refuses, and 5000 digits, past int()'s limit.
+PORT = re.compile(r"[0-9]{1,5}")
+
 
 class WireError(ValueError):
     """The client sent something this proxy does not accept; ``status`` is the HTTP answer."""
@@ -55,24 +72,57 @@ class RequestHead:
 
 
 def parse_request_head(head: bytes) -> RequestHead:
-    """The request line and headers of ``head`` (up to and without the blank line)."""
-    try:
-        text = head.decode("latin-1")
-    except UnicodeDecodeError:  # pragma: no cover - latin-1 decodes every byte
-        raise WireError("undecodable request") from None
-    lines = text.split("\r\n")
+    """The request line and headers of ``head`` (up to and without the blank line).
+
+    Stricter than a server must be wherever leniency could let the destination read
+    another head than the one decided on: a method of upper-case letters (methods are
+    case-sensitive, so ``connect`` is not ``CONNECT``), a visible-ASCII target, HTTP/1.0
+    or 1.1, token header names, no control but HTAB in values, no line folding, at most
+    one Host, and a body framing a destination cannot read two ways
+    (:func:`check_framing`). Values lose only the spaces and tabs around them.
+    """
+    lines = head.decode("latin-1").split("\r\n")
+    if len(lines) > 1 and not lines[-1]:
+        lines.pop()  # passed with the last header's CRLF
     parts = lines[0].split(" ")
-    if len(parts) != 3 or not parts[0].isalpha() or not parts[2].startswith("HTTP/1."):
+    if (
+        len(parts) != 3
+        or not METHOD.fullmatch(parts[0])
+        or not TARGET.fullmatch(parts[1])
+        or not VERSION.fullmatch(parts[2])
+    ):
         raise WireError(f"not an HTTP/1.x request line: {lines[0][:80]!r}")
     headers = []
     for line in lines[1:]:
-        if not line:
-            continue
         name, sep, value = line.partition(":")
-        if not sep or not name or name != name.strip() or any(c in name for c in " \t"):
+        value = value.strip(" \t")
+        if not sep or not TOKEN.fullmatch(name) or CONTROL.search(value):
             raise WireError(f"malformed header line: {line[:80]!r}")
-        headers.append((name, value.strip()))
-    return RequestHead(parts[0].upper(), parts[1], parts[2], tuple(headers))
+        headers.append((name, value))
+    check_framing(headers)
+    return RequestHead(parts[0], parts[1], parts[2], tuple(headers))
+
+
+def check_framing(headers: list[tuple[str, str]]) -> None:
+    """Refuse what RFC 9112 calls a request's error or a smuggling sign, as a proxy may.
+
+    The head is forwarded as written, so a body's length must be one the destination
+    cannot read two ways: one Content-Length of digits, or one ``Transfer-Encoding:
+    chunked``, never both (6.1: "ought to be handled as an error"), no other coding
+    (6.1: 501). More than one Host is a 400 (3.2). The proxy itself never frames a body.
+    """
+    named: dict[str, list[str]] = {"host": [], "content-length": [], "transfer-encoding": []}
+    for name, value in headers:
+        named.get(name.lower(), []).append(value)
+    if len(named["host"]) > 1:
+        raise WireError("more than one Host header")
+    lengths, codings = named["content-length"], named["transfer-encoding"]
+    if len(lengths) > 1 or (lengths and not CONTENT_LENGTH.fullmatch(lengths[0])):
+        raise WireError(f"malformed Content-Length: {', '.join(lengths)[:80]!r}")
+    if len(codings) > 1 or (codings and codings[0].lower() != "chunked"):
+        raise WireError("only Transfer-Encoding: chunked is forwarded", status=501)
+    if lengths and codings:
+        raise WireError("both Content-Length and Transfer-Encoding")
 
 
 def split_authority(authority: str, default_port: int | None = None) -> tuple[str, int]:
@@ -98,7 +148,7 @@ def split_authority(authority: str, default_port: int | None = None) -> tuple[st
             raise WireError(f"no port in {authority!r}")
         return host, default_port
     port_text = rest[1:] if rest.startswith(":") else ""
-    if not port_text.isdigit() or not 1 <= int(port_text) <= 65535:
+    if not PORT.fullmatch(port_text) or not 1 <= int(port_text) <= 65535:
         raise WireError(f"bad port in {authority!r}")
     return host, int(port_text)
 
@@ -160,6 +210,7 @@ REASONS = {
     403: "Forbidden",
     405: "Method Not Allowed",
     431: "Request Header Fields Too Large",
+    501: "Not Implemented",
     502: "Bad Gateway",
     503: "Service Unavailable",
     504: "Gateway Timeout",
@@ -203,6 +254,8 @@ def socks_choose_method(greeting: bytes) -> int:
 def socks_address_length(header: bytes) -> int:
     """How many bytes follow the 4-byte request header (``VER CMD RSV ATYP``), plus the 1-byte
     domain length when ATYP is a domain (pass ``header`` with that byte then)."""
+    if len(header) < 4:
+        raise WireError("short SOCKS5 request", status=SOCKS_FAILURE)
     atyp = header[3]
     if atyp == ATYP_IPV4:
         return 4 + 2
@@ -216,7 +269,8 @@ def socks_address_length(header: bytes) -> int:
 
 
 def parse_socks_request(request: bytes) -> tuple[int, str, int]:
-    """``VER CMD RSV ATYP ADDR PORT`` -> (command, host, port). Domains must be ASCII."""
+    """``VER CMD RSV ATYP ADDR PORT`` -> (command, host, port). Domains must be visible
+    ASCII, as an HTTP target is."""
     if len(request) < 4 or request[0] != SOCKS_VERSION or request[2] != 0:
         raise WireError("malformed SOCKS5 request", status=SOCKS_FAILURE)
     command, atyp = request[1], request[3]
@@ -226,8 +280,8 @@ def parse_socks_request(request: bytes) -> tuple[int, str, int]:
         host = str(ipaddress.IPv6Address(request[4:20]))
     elif atyp == ATYP_DOMAIN and len(request) >= 5 and len(request) == 7 + request[4]:
         raw = request[5 : 5 + request[4]]
-        if not raw or not raw.isascii():
-            raise WireError("SOCKS5 domain is not ASCII", status=SOCKS_NOT_ALLOWED)
+        if not TARGET.fullmatch(raw.decode("latin-1")):
+            raise WireError("SOCKS5 domain is not visible ASCII", status=SOCKS_NOT_ALLOWED)
         host = raw.decode("ascii")
     else:
         raise WireError("malformed SOCKS5 address", status=SOCKS_ATYP_UNSUPPORTED)
