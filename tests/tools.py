@@ -91,6 +91,11 @@ def claude_release(label: str) -> ClaudeRelease:
     return ClaudeRelease(label, binary, version)
 
 
+def release_tuple(version: str | None) -> tuple[int, ...]:
+    """``"2.1.332"`` as ``(2, 1, 332)``, to compare releases."""
+    return tuple(int(part) for part in (version or "0").split(".") if part.isdigit())
+
+
 # The release the running e2e test is parametrized for (tests/e2e/conftest.py sets it).
 _current_release: ClaudeRelease | None = None
 

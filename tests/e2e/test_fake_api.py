@@ -35,7 +35,14 @@ from tests.claude_run import (
     run_claude_turn,
 )
 from tests.fake_api import BashStep, FakeMessagesAPI, Step, TextStep
-from tests.tools import ClaudeRelease, claude_binary, require_root, require_tool
+from tests.tools import (
+    CLAUDE_OLDEST,
+    ClaudeRelease,
+    claude_binary,
+    release_tuple,
+    require_root,
+    require_tool,
+)
 
 pytestmark = pytest.mark.e2e
 
@@ -231,7 +238,7 @@ def test_auto_allow_of_sandboxed_commands_is_no_longer_the_default(
     with FakeMessagesAPI(bash_turn(marker)) as api:
         run = run_as_nobody(api, tree, nobody, settings=SANDBOX, skip_permissions=False)
     denials = run.result()["permission_denials"]
-    if claude_under_test.label == "oldest":
+    if release_tuple(claude_under_test.version) <= release_tuple(CLAUDE_OLDEST):
         assert denials == [], run
     else:
         assert [d["tool_name"] for d in denials] == ["Bash"], run
