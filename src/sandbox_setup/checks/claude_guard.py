@@ -36,7 +36,7 @@ from sandbox_setup.checks.claude import (
     judge_untrusted_claude,
     untrusted_as_root,
 )
-from sandbox_setup.checks.claude_path import lookup_claude
+from sandbox_setup.checks.claude_path import lookup_claude, shims_note
 from sandbox_setup.checks.model import Status
 from sandbox_setup.checks.probe import ProbeResult
 
@@ -110,9 +110,7 @@ def judge_root_guard(facts: GuardFacts) -> Verdict:
     """Pure: would the guard block --dangerously-skip-permissions for the probe user,
     and does the operator's environment switch it off without a sandbox?"""
     claims = guard_skipping_claims(facts.operator_env)
-    detail = _judged_from(facts) + _version_text(facts)
-    if facts.skipped:
-        detail += "\nnot run: sandbox-setup's claude shim at " + ", ".join(facts.skipped)
+    detail = _judged_from(facts) + _version_text(facts) + shims_note(facts.skipped)
     if claims and facts.operator_uid == 0:
         return Verdict(
             Status.WARN,

@@ -37,6 +37,11 @@ def file_is_claude_shim(path: str) -> bool:
         return True
 
 
+def shims_note(skipped: tuple[str, ...]) -> str:
+    """A line for a finding's detail naming the shims a search passed over ("" if none)."""
+    return "\nnot run: sandbox-setup's claude shim at " + ", ".join(skipped) if skipped else ""
+
+
 @dataclass(frozen=True)
 class ClaudeLookup:
     """Where Claude Code is, and the claude shims the search passed over."""
@@ -51,9 +56,7 @@ class ClaudeLookup:
         return None if self.given_shim else self.path
 
     def note(self) -> str:
-        if not self.skipped:
-            return ""
-        return "\nnot run: sandbox-setup's claude shim at " + ", ".join(self.skipped)
+        return shims_note(self.skipped)
 
 
 def lookup_claude(explicit: str | None = None, home: Path | None = None) -> ClaudeLookup:
