@@ -59,7 +59,11 @@ PYTHONPATH="$REPO/src" "$VENV_PY" -P -m sandbox_setup.launcher.egress.probe --ui
   --gid "$EGRESS_UID" >/dev/null 2>&1
 if [ "$CLAUDE_TOO" = 1 ] && CLAUDE=$(command -v claude); then
   "${AS[@]}" "$CLAUDE" --version >/dev/null 2>&1
-  HOME=$(mktemp -d) "${AS[@]}" "$CLAUDE" --dangerously-skip-permissions --print ok \
-    </dev/null >/dev/null 2>&1
+  # claude.root_guard: the version again, and the guard's message looked for in the
+  # binary; no probe starts Claude with a session (invariant 13).
+  GUARD_HOME=$(mktemp -d)
+  HOME=$GUARD_HOME "${AS[@]}" "$CLAUDE" --version </dev/null >/dev/null 2>&1
+  rm -rf "$GUARD_HOME"
+  grep -qF "cannot be used with root/sudo privileges" "$(readlink -f "$CLAUDE")"
 fi
 exit 0

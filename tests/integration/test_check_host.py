@@ -23,11 +23,14 @@ pytestmark = pytest.mark.integration
 MUST_PASS = ("bwrap.installed", "bwrap.sandbox", "userns.create", "proc.fresh_mount")
 
 
-def run_check(*args: str) -> tuple[int, dict[str, Any], str]:
+def run_check(
+    *args: str, unset: tuple[str, ...] = (), **extra: str
+) -> tuple[int, dict[str, Any], str]:
+    env = {k: v for k, v in os.environ.items() if k not in unset}
     proc = subprocess.run(
         [sys.executable, "-m", "sandbox_setup", "--check", "--json", *args],
         cwd="/",
-        env={**os.environ, "PYTHONPATH": str(SRC)},
+        env={**env, "PYTHONPATH": str(SRC), **extra},
         capture_output=True,
         text=True,
         timeout=120,
@@ -188,17 +191,24 @@ def test_setuid_bwrap_under_no_new_privs(host_report, tmp_path: Path) -> None:
 
 
 def test_root_guard_with_the_real_claude_code(host_report) -> None:
-    """The real Claude Code's guard blocks --dangerously-skip-permissions for root
-    and not for an unprivileged user; the check reports exactly that."""
+    """The real Claude Code carries the guard that blocks --dangerously-skip-permissions
+    for root and not for an unprivileged user; the check reports exactly that, judged
+    without starting it (issue 26), and warns when root's environment switches the
+    guard off (issue 28)."""
     require_root()
     claude = require_tool("claude")
     ids = ("claude.installed", "claude.root_guard")
-    _, as_root, stderr = run_check("--claude", claude, "--as-user", "root", *ids)
+    clean = ("IS_SANDBOX", "CLAUDE_CODE_BUBBLEWRAP")  # the caller's own claim, if any
+    _, as_root, stderr = run_check("--claude", claude, "--as-user", "root", *ids, unset=clean)
     guard = by_id(as_root)["claude.root_guard"]
     assert guard["status"] == "warn" and "cause: root-guard-blocks" in guard["detail"], stderr
+    assert "the guard's message in the binary" in guard["detail"]
     installed = by_id(as_root)["claude.installed"]
     assert installed["status"] == "pass" and "Claude Code" in installed["summary"]
     for who in (("--as-user", "nobody"), ()):  # root's plain --check probes as the agent
-        _, as_nobody, stderr = run_check("--claude", claude, *who, *ids)
+        _, as_nobody, stderr = run_check("--claude", claude, *who, *ids, unset=clean)
         guard = by_id(as_nobody)["claude.root_guard"]
         assert guard["status"] == "pass" and "not root" in guard["summary"], (guard, stderr)
+    _, claimed, stderr = run_check("--claude", claude, "claude.root_guard", IS_SANDBOX="yes")
+    guard = by_id(claimed)["claude.root_guard"]
+    assert "cause: root-guard-skipped-by-environment" in guard["detail"], (guard, stderr)

@@ -16,12 +16,7 @@ from sandbox_setup.checks.bwrap import (
     judge_nested,
     judge_nested_inside_bwrap,
 )
-from sandbox_setup.checks.claude import (
-    GUARD_TEXT,
-    judge_claude_installed,
-    judge_root_guard,
-    judge_sandbox_deps,
-)
+from sandbox_setup.checks.claude import judge_claude_installed, judge_sandbox_deps
 from sandbox_setup.checks.facts import HostFacts, parse_status
 from sandbox_setup.checks.identity import judge_identity
 from sandbox_setup.checks.model import Status
@@ -34,7 +29,6 @@ from sandbox_setup.checks.userns import judge_userns_create, judge_userns_policy
 from tests.unit.fixtures.trees import DEBIAN_SYSCTLS, UBUNTU_2404_SYSCTLS, fixture_text
 
 OK = ProbeResult(("x",), 0)
-GUARD_LINE = f"--dangerously-skip-permissions {GUARD_TEXT} for security reasons"
 
 
 def host(mountinfo: str = "host_debian12.txt", status: str = "host_root.txt", **sysctl: str):
@@ -315,42 +309,6 @@ def test_judge_claude_installed() -> None:
     assert (v.status, cause_of(v)) == (Status.WARN, "claude-unreadable-by-agent")
     broken = ProbeResult(("claude", "--version"), 1, "", "Segmentation fault\n")
     assert judge_claude_installed("/x/claude", broken, None).status is Status.FAIL
-
-
-@pytest.mark.parametrize(
-    ("result", "uid", "env", "status", "words"),
-    [
-        (
-            ProbeResult(("claude",), 1, "", GUARD_LINE + "\n"),
-            0,
-            None,
-            Status.WARN,
-            ["blocks", "sandbox or user"],
-        ),
-        (
-            ProbeResult(("claude",), 1, "Not logged in · Please run /login\n"),
-            1000,
-            None,
-            Status.PASS,
-            ["not root"],
-        ),
-        (
-            ProbeResult(("claude",), 1, "Not logged in · Please run /login\n"),
-            0,
-            None,
-            Status.WARN,
-            ["did not block"],
-        ),
-        (None, 0, None, Status.SKIP, ["would block", "uid"]),
-        (None, 1000, None, Status.SKIP, ["not root"]),
-        (ProbeResult(("claude",), 1, "", GUARD_LINE), 0, "1", Status.WARN, ["IS_SANDBOX=1"]),
-    ],
-)
-def test_judge_root_guard(result, uid, env, status, words) -> None:
-    v = judge_root_guard(result, uid=uid, operator_is_sandbox=env)
-    assert v.status is status
-    for word in words:
-        assert word in v.summary + v.detail + v.remedy
 
 
 def test_judge_sandbox_deps() -> None:

@@ -27,7 +27,7 @@ from dataclasses import replace
 from sandbox_setup.base.accounts import Account, lookup_user
 from sandbox_setup.checks.base import Context, Verdict
 from sandbox_setup.checks.causes import Cause, diagnose
-from sandbox_setup.checks.claude import find_claude
+from sandbox_setup.checks.claude_path import find_claude
 from sandbox_setup.checks.experiments import BWRAP_BASE, OUTER_UP, SANDBOX_PROBE
 from sandbox_setup.checks.facts import CAP_SETFCAP, HostFacts
 from sandbox_setup.checks.model import Status

@@ -39,6 +39,14 @@ MARKER_FILES = (
     "/var/run/secrets/kubernetes.io/serviceaccount/namespace",
     "/dev/lxd/sock",
 )
+# The operator's variables the checks judge: the container hints, and the ones that
+# make Claude Code skip its root guard (claude.root_guard).
+JUDGED_VARIABLES = (
+    "KUBERNETES_SERVICE_HOST",
+    "container",
+    "IS_SANDBOX",
+    "CLAUDE_CODE_BUBBLEWRAP",
+)
 
 
 @dataclass(frozen=True)
@@ -170,5 +178,5 @@ def gather_host_facts(
         bwrap_profiles=find_bwrap_profiles(root),
         bwrap_restricting_profiles=find_bwrap_restricting_profiles(root),
         markers=markers,
-        env={k: env[k] for k in ("KUBERNETES_SERVICE_HOST", "container", "IS_SANDBOX") if k in env},
+        env={k: env[k] for k in JUDGED_VARIABLES if k in env},
     )

@@ -9,6 +9,7 @@ from sandbox_setup.checks import (
     bwrap,
     cgroup,
     claude,
+    claude_guard,
     container,
     identity,
     net,
@@ -66,7 +67,7 @@ CHECKS: tuple[Check, ...] = (
         cgroup.check_cgroup_delegation,
     ),
     Check("claude.installed", "Claude Code installed", False, claude.check_claude_installed),
-    Check("claude.root_guard", "Claude Code's root guard", True, claude.check_root_guard),
+    Check("claude.root_guard", "Claude Code's root guard", True, claude_guard.check_root_guard),
     Check(
         "claude.sandbox_deps",
         "socat and ripgrep for Claude's sandbox",

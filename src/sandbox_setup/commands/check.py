@@ -19,13 +19,14 @@ from sandbox_setup.base.errors import SetupError
 from sandbox_setup.base.exitcodes import ExitCode
 from sandbox_setup.base.launcher_config import parse_launcher_config
 from sandbox_setup.base.paths import Layout
+from sandbox_setup.checks.claude_path import find_claude
 from sandbox_setup.checks.experiments import (
     CLAUDE_QUIET_ENV,
     egress_command,
     egress_ids,
     first_experiments,
 )
-from sandbox_setup.checks.prefetch import SAFE_PATH, probe_ids, start, which
+from sandbox_setup.checks.prefetch import probe_ids, start, which
 from sandbox_setup.configure.probes import EGRESS_PROBE, choose_probe_user, run_live_checks
 
 
@@ -80,9 +81,10 @@ def start_experiments(ids: list[str], as_user: str | None, claude: str | None = 
         bwrap = which("bwrap")
         if bwrap is not None:
             start([(bwrap, "--version")])
-    # claude.installed asks the agent first: an unprivileged run, so never a risk.
+    # claude.installed asks the agent first: an unprivileged run of `--version` (no
+    # session), of the binary that check would find: never the claude shim.
     if as_user is not None and (not ids or "claude.installed" in ids) and claude is None:
-        found = which("claude", os.environ.get("PATH", "") + os.pathsep + SAFE_PATH)
+        found = find_claude()
         if found is not None:
             start([(found, "--version")], as_user, CLAUDE_QUIET_ENV)
 

@@ -16,21 +16,23 @@ any copy of itself when it looks for the real one.
 
 from __future__ import annotations
 
-from pathlib import PurePosixPath
+# The shim's path and marker are vocabulary (the checks need them too).
+from sandbox_setup.base.claude_shim import MARKER_WINDOW, SHIM_MARKER, SHIM_PATH, is_claude_shim
 
-SHIM_PATH = PurePosixPath("/usr/local/sbin/claude")
-SHIM_MARKER = b"sandbox-setup claude shim"
-# The marker is within the first lines; a real Claude binary is hundreds of MB.
-MARKER_WINDOW = 1024
+__all__ = [
+    "MARKER_WINDOW",
+    "OPT_OUT_VALUE",
+    "OPT_OUT_VARIABLE",
+    "SHIM_MARKER",
+    "SHIM_PATH",
+    "is_claude_shim",
+    "shim_refusal",
+]
+
 # Root exporting exactly this keeps Claude Code's own root guard: the shim steps
 # aside and runs the real Claude unchanged (the bug report's opt-out).
 OPT_OUT_VARIABLE = "IS_SANDBOX"
 OPT_OUT_VALUE = "0"
-
-
-def is_claude_shim(head: bytes) -> bool:
-    """Whether a file that starts with ``head`` is a sandbox-setup claude shim."""
-    return SHIM_MARKER in head[:MARKER_WINDOW]
 
 
 def shim_refusal(path: str) -> str:
