@@ -13,9 +13,7 @@ import sys
 import threading
 from collections.abc import Sequence
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from sandbox_setup.launcher.seams import LaunchSeams
+from sandbox_setup.launcher.seams import REAL, LaunchSeams
 
 
 def main(argv: Sequence[str] | None = None, *, seams: LaunchSeams | None = None) -> int:
@@ -33,7 +31,6 @@ def main(argv: Sequence[str] | None = None, *, seams: LaunchSeams | None = None)
     # processes that need none of the launch pipeline (the egress probe of --check,
     # `python -m sandbox_setup.launcher.egress.probe`).
     from sandbox_setup.launcher.main import main as launcher_main
-    from sandbox_setup.launcher.seams import REAL
 
     code = launcher_main(argv, seams=seams or REAL)
     if argv is None:
