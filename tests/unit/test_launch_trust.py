@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from sandbox_setup.base.errors import RefusedError
-from sandbox_setup.launcher.trust import check_trusted_file, find_trusted_tool, read_trusted_text
+from sandbox_setup.launcher.trust import find_trusted_tool, read_trusted_text
+from sandbox_setup.policy.trust import check_trusted_file
 from tests.tools import require_root
 
 NOBODY = 65534

@@ -22,8 +22,7 @@ from sandbox_setup.base.errors import RefusedError
 from sandbox_setup.base.launcher_config import LauncherConfig
 from sandbox_setup.base.paths import Layout
 from sandbox_setup.configure.claude_binary import find_claude, is_trusted
-from sandbox_setup.launcher.trust import check_trusted_file
-from sandbox_setup.policy.trust import untrusted_reason
+from sandbox_setup.policy.trust import check_trusted_file, untrusted_reason
 from tests.core_fixtures import REPO, make_target_root
 from tests.tools import require_root
 

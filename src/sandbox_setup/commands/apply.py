@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from sandbox_setup.configure.apply import ApplySeams
     from sandbox_setup.configure.plan import Plan
 from sandbox_setup.configure.probes import choose_probe_user, run_live_checks
+from sandbox_setup.configure.state_trust import trusted_answers_path
 from sandbox_setup.policy.network import parse_port
 
 _ANSWER_FLAGS = (
@@ -86,7 +87,8 @@ def answers_from_args(args: argparse.Namespace, layout: Layout) -> Answers:
                 f"--answers {args.answers} cannot be combined with {', '.join(given)}; "
                 "edit the answers file instead"
             )
-        return load_answers(Path(args.answers))
+        # Root replays it: it must pass the trust rule first (exit 3 otherwise).
+        return load_answers(trusted_answers_path(layout, Path(args.answers)))
     if not args.mode:
         raise InputError("--headless needs --mode sandbox|user|unsafe or --answers FILE")
     try:

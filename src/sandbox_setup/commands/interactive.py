@@ -351,11 +351,14 @@ class InteractiveCore:
         """The answers of the last apply, if any (for the audit's fix)."""
         # why: first paint (see the note at the top)
         from sandbox_setup.configure.answers import load_answers
+        from sandbox_setup.configure.state_trust import check_setup_file
 
         path = self.layout.real(self.layout.answers)
         if not path.is_file():
             return None
         with _in_tui_words():  # the audit view shows why a file is refused
+            # Its fix replays them as root: they must pass the trust rule (exit 3).
+            check_setup_file(self.layout, self.layout.answers, "answers file")
             return load_answers(path)
 
     # -- plan and apply --------------------------------------------------

@@ -51,6 +51,7 @@ from typing import Any
 from sandbox_setup.base.errors import RefusedError, SetupError
 from sandbox_setup.base.paths import Layout
 from sandbox_setup.configure import fsops
+from sandbox_setup.configure.state_trust import check_backups, check_state_dir, check_state_file
 
 
 def now() -> str:
@@ -73,7 +74,9 @@ def open_in(layout: Layout, target: PurePosixPath, flags: int) -> int:
 
 @contextlib.contextmanager
 def apply_lock(layout: Layout) -> Iterator[None]:
-    """Hold the exclusive apply lock, or raise RefusedError if another run has it."""
+    """Hold the exclusive apply lock, or raise RefusedError if another run has it
+    (or if the state directory fails the trust rule: nothing is created in it)."""
+    check_state_dir(layout)
     try:
         fd = open_in(layout, layout.lock, os.O_RDWR | os.O_CREAT)
     except OSError as exc:
@@ -98,7 +101,11 @@ def apply_lock(layout: Layout) -> Iterator[None]:
 
 
 def read_journal(layout: Layout) -> list[dict[str, Any]]:
-    """Every journal entry, oldest first; a torn last line (killed write) is skipped."""
+    """Every journal entry, oldest first; a torn last line (killed write) is skipped.
+
+    A journal (or state directory) that fails the trust rule is refused (exit 3)
+    before a line of it is read: root would replay whatever it says."""
+    check_state_file(layout, layout.journal, "journal")
     state = fsops.read_file(layout.root, layout.real(layout.journal))
     if state is None:
         return []
@@ -159,6 +166,7 @@ def last_open(layout: Layout) -> tuple[str, list[dict[str, Any]], dict[int, int]
     mine = [e for e in entries if e["txn"] == txns[-1]]
     index = {id(entry): number for number, entry in pending_steps(mine)}
     kept = [e for e in mine if e.get("op") in ("begin", "accounts-done") or id(e) in index]
+    check_backups(layout, kept)  # before the preview shows them or an undo reads one
     return txns[-1], kept, index
 
 

@@ -32,6 +32,7 @@ from sandbox_setup.base.errors import InputError
 from sandbox_setup.base.paths import Layout
 from sandbox_setup.configure import fsops
 from sandbox_setup.configure.journal import open_steps
+from sandbox_setup.configure.state_trust import check_state_file
 
 LEDGER_FORMAT = "sandbox-setup-setups-1"
 LEDGER_NAME = "setups.json"
@@ -96,7 +97,9 @@ def parse_ledger(data: bytes | None, source: str) -> dict[str, SetupRecord]:
 
 def read_ledger(layout: Layout) -> dict[str, SetupRecord]:
     """The ledger as it is now; {} when there is none or it cannot be read (the
-    journal still knows what was created; the next apply reports a bad file)."""
+    journal still knows what was created; the next apply reports a bad file). A
+    ledger that fails the trust rule is refused (exit 3): undo and plan act on it."""
+    check_state_file(layout, ledger_path(layout), "ledger")
     real = layout.real(ledger_path(layout))
     try:
         state = fsops.read_file(layout.root, real)

@@ -48,15 +48,11 @@ from sandbox_setup.launcher.notice import config_notice
 from sandbox_setup.launcher.seams import REAL, LaunchSeams
 from sandbox_setup.launcher.session.cgroup import EarlySessionCgroup
 from sandbox_setup.launcher.session.runner import run_session, session_end_hooks
-from sandbox_setup.launcher.trust import (
-    check_trusted_file,
-    find_trusted_tool,
-    read_trusted_text,
-    refuse_claude_shim,
-)
+from sandbox_setup.launcher.trust import find_trusted_tool, read_trusted_text, refuse_claude_shim
 from sandbox_setup.launcher.workdir import WorkDir, choose_workdir, current_directory, real_paths
 from sandbox_setup.policy.environment import loopback_port_hint
 from sandbox_setup.policy.names import user_name_problem
+from sandbox_setup.policy.trust import check_trusted_file
 
 if TYPE_CHECKING:
     from sandbox_setup.base.cgroups import Delegation

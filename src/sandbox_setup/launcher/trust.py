@@ -1,8 +1,8 @@
 """Trust checks of the files the launcher reads or executes (security invariant 2).
 
-The rule itself is :mod:`sandbox_setup.policy.trust` (shared with the plan, the audit
-and the checks); this module applies it to live paths and turns a problem into
-a refusal (exit 3) that names the file, the reason and the fix.
+The rule itself, its words and its live-path check (:func:`check_trusted_file`)
+are :mod:`sandbox_setup.policy.trust` (shared with the plan, the audit, the undo
+and the checks); this module reads what passed it and finds the tools on PATH.
 
 Symlinks are resolved first and the *resolved* path is checked and used (read or
 exec'd), so a link planted somewhere cannot redirect the launcher afterwards.
@@ -11,73 +11,20 @@ exec'd), so a link planted somewhere cannot redirect the launcher afterwards.
 from __future__ import annotations
 
 import os
-import pwd
 from collections.abc import Iterable
 from pathlib import Path, PurePosixPath
 
 from sandbox_setup.base.errors import RefusedError
-from sandbox_setup.base.pathfacts import resolved_chain
 from sandbox_setup.policy.claude_shim import MARKER_WINDOW, is_claude_shim, shim_refusal
-from sandbox_setup.policy.trust import TrustProblem, chain_problems
+from sandbox_setup.policy.trust import check_trusted_file
 
 # Used when PATH is unset; the same directories Debian's login.defs gives root.
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 
-def _owner_text(uid: int) -> str:
-    try:
-        return f"{pwd.getpwuid(uid).pw_name} (uid {uid})"
-    except KeyError:
-        return f"uid {uid}"
-
-
-def refusal_text(problem: TrustProblem, what: str) -> str:
-    """The launcher's words for one trust problem of ``what``."""
-    facts = problem.facts
-    path = facts.shown
-    mode = f"{facts.perms:04o}"
-    if not problem.leaf:
-        where = f"{what}: directory {path} on its path"
-        if problem.kind == "type":
-            return f"{what}: {path} on its path is not a directory"
-        if problem.kind == "writable":
-            return (
-                f"{where} is group- or world-writable (mode {mode}); anyone who can write "
-                f"there could replace it. Fix: {problem.fix}"
-            )
-        return (
-            f"{where} is owned by {_owner_text(facts.uid)}, not by you or root. Fix: {problem.fix}"
-        )
-    if problem.kind in ("type", "missing"):
-        return f"{what}: {path} is not a regular file"
-    if problem.kind == "owner":
-        owner = _owner_text(facts.uid)
-        return f"{what}: {path} is owned by {owner}, not by you or root. Fix: {problem.fix}"
-    return f"{what}: {path} is group- or world-writable (mode {mode}). Fix: {problem.fix}"
-
-
 def trusted_owners(uid: int | None = None) -> frozenset[int]:
     """Root and the invoking user."""
     return frozenset({0, os.getuid() if uid is None else uid})
-
-
-def check_trusted_file(path: Path | PurePosixPath | str, owners: Iterable[int], what: str) -> Path:
-    """Check ``path`` and its directories; return the resolved path to use.
-
-    Raises :class:`RefusedError` (exit 3) naming the file and the reason.
-    """
-    owners = frozenset(owners)
-    given = Path(path)
-    if not given.is_absolute():
-        raise RefusedError(f"{what}: {given} is not an absolute path")
-    try:
-        real = Path(os.path.realpath(given, strict=True))
-    except OSError as exc:
-        raise RefusedError(f"{what}: {given}: {exc.strerror or exc}") from None
-    problems = chain_problems(*resolved_chain(real), owners)
-    if problems:
-        raise RefusedError(refusal_text(problems[0], what))
-    return real
 
 
 def read_trusted_text(

@@ -10,17 +10,28 @@ A sticky directory owned by anyone else is refused: its owner can swap entries.
 The launcher (refuses), the plan (refuses before writing a config the launcher
 would refuse), the audit (reports) and the checks (never run such a binary as
 root) all judge with these functions, so an apply never writes what a launch
-then refuses. Pure functions over :class:`~sandbox_setup.base.pathfacts.PathFacts`.
+then refuses. The judges are pure functions over
+:class:`~sandbox_setup.base.pathfacts.PathFacts`.
+
+The same rule covers everything else root reads and then acts on (invariant 12):
+an answers file, the journal, the state directory, the backups the journal names.
+:func:`refusal_text` words a problem once for all of them, :func:`refuse` turns
+problems into the refusal (exit 3), and :func:`check_trusted_file` applies the
+rule to a live path. The state directory itself is judged by
+:func:`state_dir_problems`: there, unlike on the way to a file, a sticky
+world-writable directory is not enough, since anyone may create entries in it.
 """
 
 from __future__ import annotations
 
 import os
+import pwd
 import stat
-from collections.abc import Collection
-from dataclasses import dataclass
-from pathlib import Path
+from collections.abc import Collection, Iterable
+from dataclasses import dataclass, replace
+from pathlib import Path, PurePosixPath
 
+from sandbox_setup.base.errors import RefusedError
 from sandbox_setup.base.pathfacts import PathFacts, resolved_chain
 
 
@@ -124,6 +135,90 @@ def chain_problems(
     for directory in directories:
         found += directory_problems(directory, owners)
     return found + file_problems(leaf, owners)
+
+
+def state_dir_problems(
+    leaf: PathFacts, directories: list[PathFacts], owners: Collection[int]
+) -> list[TrustProblem]:
+    """A directory whose entries root obeys (the state directory): the directories
+    above it as for a file, and the directory itself trusted with no sticky exception
+    (anyone who may create entries there could plant a journal or a backup)."""
+    found: list[TrustProblem] = []
+    for directory in directories:
+        found += directory_problems(directory, owners)
+    if not leaf.exists:
+        return found
+    own = directory_problems(leaf, owners)
+    if leaf.is_dir and leaf.perms & 0o022 and not writable_by_others(leaf):
+        own.append(
+            TrustProblem(
+                leaf,
+                False,
+                "writable",
+                f"is group- or world-writable (mode {_mode(leaf)})",
+                f"chmod go-w {leaf.shown}",
+            )
+        )
+    return found + [replace(p, leaf=True) for p in own]
+
+
+def _owner_text(uid: int) -> str:
+    try:
+        return f"{pwd.getpwuid(uid).pw_name} (uid {uid})"
+    except KeyError:
+        return f"uid {uid}"
+
+
+def refusal_text(problem: TrustProblem, what: str) -> str:
+    """The words for one trust problem of ``what``: the file, why, and the fix."""
+    facts = problem.facts
+    path = facts.shown
+    mode = f"{facts.perms:04o}"
+    if not problem.leaf:
+        where = f"{what}: directory {path} on its path"
+        if problem.kind == "type":
+            return f"{what}: {path} on its path is not a directory"
+        if problem.kind == "writable":
+            return (
+                f"{where} is group- or world-writable (mode {mode}); anyone who can write "
+                f"there could replace it. Fix: {problem.fix}"
+            )
+        return (
+            f"{where} is owned by {_owner_text(facts.uid)}, not by you or root. Fix: {problem.fix}"
+        )
+    if problem.kind in ("type", "missing"):
+        return f"{what}: {path} {problem.text}"
+    if problem.kind == "owner":
+        owner = _owner_text(facts.uid)
+        return f"{what}: {path} is owned by {owner}, not by you or root. Fix: {problem.fix}"
+    return f"{what}: {path} is group- or world-writable (mode {mode}). Fix: {problem.fix}"
+
+
+def refuse(problems: Iterable[TrustProblem], what: str) -> None:
+    """Raise the refusal (exit 3) for the first of ``problems``, if any."""
+    for problem in problems:
+        raise RefusedError(refusal_text(problem, what) + "; nothing was changed")
+
+
+def check_trusted_file(path: Path | PurePosixPath | str, owners: Iterable[int], what: str) -> Path:
+    """Check the live path ``path`` and its directories; return the resolved path to use.
+
+    Symlinks are resolved first and the *resolved* path is checked (and is what the
+    caller must use), so a link planted somewhere cannot redirect it afterwards.
+    Raises :class:`RefusedError` (exit 3) naming the file, the reason and the fix.
+    """
+    owners = frozenset(owners)
+    given = Path(path)
+    if not given.is_absolute():
+        raise RefusedError(f"{what}: {given} is not an absolute path")
+    try:
+        real = Path(os.path.realpath(given, strict=True))
+    except OSError as exc:
+        raise RefusedError(f"{what}: {given}: {exc.strerror or exc}") from None
+    problems = chain_problems(*resolved_chain(real), owners)
+    if problems:
+        raise RefusedError(refusal_text(problems[0], what))
+    return real
 
 
 def untrusted_reason(path: str | Path, owners: Collection[int] | None = None) -> str | None:
