@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from sandbox_setup.configure.plan import Plan
 from sandbox_setup.configure.probes import choose_probe_user, run_live_checks
 from sandbox_setup.configure.state_trust import trusted_answers_path
+from sandbox_setup.policy.limits import over_maximum
 from sandbox_setup.policy.network import parse_port
 
 _ANSWER_FLAGS = (
@@ -99,6 +100,14 @@ def answers_from_args(args: argparse.Namespace, layout: Layout) -> Answers:
         raise InputError(
             f"--accept-unsafe-root only applies to --mode unsafe (this is --mode {mode}); drop it"
         )
+    for flag, key, given in (
+        ("--workspace", "workspaces", args.workspace),
+        ("--allow-domain", "allowed_domains", args.allow_domain),
+        ("--allow-loopback-port", "loopback_ports", args.allow_loopback_port),
+    ):
+        problem = over_maximum(key, given)
+        if problem is not None:
+            raise InputError(f"{flag} (repeated): {problem}")
     ports = []
     for value in args.allow_loopback_port:
         ports.append(parse_port(value, "--allow-loopback-port"))

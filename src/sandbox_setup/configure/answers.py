@@ -57,6 +57,7 @@ from sandbox_setup.base.launcher_config import absolute_path, load_toml
 from sandbox_setup.base.limits import Limits
 from sandbox_setup.base.regular_files import read_regular_text
 from sandbox_setup.policy.environment import validate_pass_names
+from sandbox_setup.policy.limits import over_maximum
 from sandbox_setup.policy.names import agent_name_problem, user_name_problem, workspace_path_problem
 from sandbox_setup.policy.network import SANDBOX_PROXY_PORT, parse_domain_pattern, parse_port
 
@@ -345,6 +346,19 @@ def check_network(a: Answers, source: str = "answers") -> None:
             )
 
 
+def check_list_maxima(a: Answers, source: str = "answers") -> None:
+    """Workspaces, allowed domains and loopback ports within what the launcher handles
+    (:mod:`sandbox_setup.policy.limits`)."""
+    for key, items in (
+        ("workspaces", a.workspaces),
+        ("allowed_domains", a.allowed_domains),
+        ("loopback_ports", a.loopback_ports),
+    ):
+        problem = over_maximum(key, items)
+        if problem is not None:
+            raise InputError(f"{source}: {key}: {problem}")
+
+
 def validate_answers(a: Answers, layout: Layout, source: str = "answers") -> None:
     """Validate ``a`` against the target system of ``layout``.
 
@@ -352,6 +366,7 @@ def validate_answers(a: Answers, layout: Layout, source: str = "answers") -> Non
     (exit 3) for unsafe mode without the explicit acceptance.
     """
     check_names(a, source)
+    check_list_maxima(a, source)
     if a.mode is Mode.UNSAFE and not a.accept_unsafe_root:
         raise RefusedError(
             "unsafe mode runs Claude Code as root with no OS sandbox; it needs the explicit "

@@ -51,6 +51,7 @@ from sandbox_setup.launcher.session.runner import run_session, session_end_hooks
 from sandbox_setup.launcher.trust import find_trusted_tool, read_trusted_text, refuse_claude_shim
 from sandbox_setup.launcher.workdir import WorkDir, choose_workdir, current_directory, real_paths
 from sandbox_setup.policy.environment import loopback_port_hint
+from sandbox_setup.policy.limits import over_maximum
 from sandbox_setup.policy.names import user_name_problem
 from sandbox_setup.policy.trust import check_trusted_file
 
@@ -139,6 +140,14 @@ def load_config(path: Path, owners: frozenset[int]) -> tuple[Path, LauncherConfi
     problem = user_name_problem(config.agent_user)
     if problem is not None:
         raise RefusedError(f"{real}: key 'agent.user' {problem}")
+    for key, items in (
+        ("workspaces", config.workspaces),
+        ("allowed_domains", config.allowed_domains),
+        ("loopback_ports", config.loopback_ports),
+    ):
+        problem = over_maximum(key, items)
+        if problem is not None:  # more than the launcher handles: refuse before anything
+            raise RefusedError(f"{real}: key 'sandbox.{key}': {problem}")
     return real, config
 
 

@@ -41,6 +41,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 from sandbox_setup.base.errors import RefusedError
+from sandbox_setup.policy.limits import MAX_LOOPBACK_PORTS
 
 CLONE_NEWNET = 0x40000000
 CLONE_NEWUSER = 0x10000000
@@ -53,6 +54,11 @@ HELPER_TIMEOUT = 5.0
 # at 128, each burst 0.5 s -> 1.2 s).
 BACKLOG = 512
 PROBE_SOCKETS = 2  # probe_proxy makes two connections (HTTP, then SOCKS5)
+# The most sockets one launch makes in the namespace and passes on in one SCM_RIGHTS
+# message: the proxy's port and every exposed port, each IPv4 and IPv6, plus the probes.
+MAX_SOCKETS = 2 * (1 + MAX_LOOPBACK_PORTS) + PROBE_SOCKETS
+SCM_MAX_FD = 253  # Linux: the most descriptors one SCM_RIGHTS message carries
+assert MAX_SOCKETS <= SCM_MAX_FD, "MAX_LOOPBACK_PORTS: more than one message carries"
 # The namespace has no IPv6 loopback (ipv6.disable=1, or no ::1 on lo): IPv4 only.
 NO_IPV6 = frozenset({errno.EADDRNOTAVAIL, errno.EAFNOSUPPORT})
 
@@ -266,7 +272,7 @@ def _by_helper(
         theirs.close()
         try:
             ours.settimeout(timeout)
-            message, fds, _flags, _addr = socket.recv_fds(ours, 65536, 64)
+            message, fds, _flags, _addr = socket.recv_fds(ours, 65536, MAX_SOCKETS)
         except OSError as exc:
             raise RefusedError(f"the sandbox's network helper did not answer: {exc}") from None
         finally:

@@ -53,6 +53,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sandbox_setup.base.errors import RefusedError
+from sandbox_setup.launcher.egress.netns import MAX_SOCKETS
 from sandbox_setup.launcher.egress.wire import PROXY_HEADER
 from sandbox_setup.policy.addresses import parse_address
 from sandbox_setup.policy.network import REFUSED_PREFIX, EgressPolicy
@@ -348,7 +349,7 @@ def _receive_listeners(
 ) -> tuple[list[socket.socket], list[tuple[socket.socket, int]]]:
     """In a proxy forked with ``later``: the sockets :meth:`ProxyProcess.hand_over`
     sends; with none (the launcher gave up), the proxy just ends."""
-    message, fds, _flags, _addr = socket.recv_fds(control, 65536, 64)
+    message, fds, _flags, _addr = socket.recv_fds(control, 65536, MAX_SOCKETS)
     control.close()
     spec = json.loads(message or b"[]")
     if not fds or not isinstance(spec, list) or len(spec) != len(fds):
