@@ -53,15 +53,59 @@ def _version() -> str:
         return "(not installed)"
 
 
+# The longest per-probe timeout: a day. subprocess and select wait in milliseconds in a
+# C int (about 24.8 days); past that every probe failed with OverflowError.
+MAX_TIMEOUT = 86400.0
+
+
 def _timeout(text: str) -> float:
-    """A finite number of seconds above 0 (argparse reports the error, exit 2)."""
+    """A finite number of seconds above 0, at most :data:`MAX_TIMEOUT` (argparse reports
+    the error, exit 2)."""
     try:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-    if not math.isfinite(value) or value <= 0:
-        raise argparse.ArgumentTypeError(f"{text!r}: must be a finite number of seconds above 0")
+    if not math.isfinite(value) or not 0 < value <= MAX_TIMEOUT:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: must be a finite number of seconds above 0 and at most {MAX_TIMEOUT:g}"
+        )
     return value
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _option_looking_value(parser: argparse.ArgumentParser, args: argparse.Namespace) -> str | None:
+    """The first option that was given an option-looking value, as an error, or None.
+
+    argparse drops a ``--`` value (``--root=--``) and stores an empty list where the
+    type conversion and the choices check never see it (``--root=--`` became the live
+    system, ``--network=--`` a crash), and it takes ``--workspace=-x`` as a value. Every
+    option that takes a value is checked here, once, before anything runs. A negative
+    number is left to the option's own range check, which names the range.
+    """
+    for action in parser._actions:  # every option, so a new one is covered too
+        if not action.option_strings or action.nargs == 0:
+            continue  # positionals (`--check -- ID` is theirs) and flags without a value
+        value = getattr(args, action.dest, None)
+        given = value if action.default == [] and isinstance(value, list) else [value]
+        for item in given:
+            if isinstance(item, list):  # what argparse left of a `--` value
+                text = "--"
+            elif isinstance(item, str) and item.startswith("-") and not _is_number(item):
+                text = shown(item)
+            else:
+                continue
+            flag = action.option_strings[-1]
+            path = action.metavar in ("DIR", "FILE", "PATH")
+            hint = " (a path that starts with '-' as ./-name)" if path else ""
+            return f"{flag} {text}: looks like an option, not a value; give {flag} its value{hint}"
+    return None
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -184,6 +228,9 @@ def build_parser() -> argparse.ArgumentParser:
 def _dispatch(
     args: argparse.Namespace, parser: argparse.ArgumentParser, apply_seams: ApplySeams | None
 ) -> int:
+    problem = _option_looking_value(parser, args)
+    if problem is not None:
+        parser.error(problem)
     if args.root == "":
         # `--root "$UNSET"` in a build script must not mean the live system.
         parser.error(
