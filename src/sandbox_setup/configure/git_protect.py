@@ -54,7 +54,8 @@ def _workspace_owners(
     owners: list[Account] = []
     for workspace in workspaces:
         try:
-            uid = os.stat(layout.real(workspace)).st_uid
+            # Resolved inside the root: under --root an absolute link stays in DIR.
+            uid = os.stat(layout.real(layout.resolve(workspace))).st_uid
         except OSError:
             continue  # a missing workspace is refused elsewhere
         account = lookup_user(uid, layout.root)
