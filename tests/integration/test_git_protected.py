@@ -224,3 +224,8 @@ def test_the_audit_reports_a_removed_include_and_an_edited_owned_file(root: Path
     owned.write_bytes(original)
     owned.chmod(0o644)
     assert git_ids(root) == []
+
+    owned.parent.chmod(0o777)  # whoever can write the directory can swap the file
+    assert git_ids(root) == ["audit.git.protected_dir"]
+    owned.parent.chmod(0o755)
+    assert git_ids(root) == []
