@@ -49,7 +49,17 @@ pytestmark = pytest.mark.integration
 
 OLD_SETTINGS = '{"model": "opus",   "permissions": {"deny": []}}'
 # The sandbox apply's changing steps, in order (the pause seam counts these).
-STEPS = ("group", "user", "workspace ACLs", "settings", "launcher config", "answers")
+STEPS = (
+    "group",
+    "user",
+    "workspace ACLs",
+    "settings",
+    "git protected settings",
+    "root's git include",
+    "launcher config",
+    "ledger",
+    "answers",
+)
 
 
 def prepare(root: Path) -> Path:
@@ -137,7 +147,7 @@ def test_sigkill_at_each_step_then_undo_and_audit(
     tmp_path: Path, root: Path, step: int, fault: FaultRow
 ) -> None:
     fault.expect(
-        f"SIGKILL after step {step} of 6 ({STEPS[step - 1]})",
+        f"SIGKILL after step {step} of {len(STEPS)} ({STEPS[step - 1]})",
         "each file old or new; audit answers without a traceback; undo restores all; "
         "re-apply and audit clean (exit 0)",
     )

@@ -94,6 +94,14 @@ def test_undo_goes_back_one_apply_at_a_time(root: Path) -> None:
     assert system_state(root) == original
 
 
+# What an apply writes besides FILES: root's protected git settings and the include,
+# after the settings and before the launcher config.
+GIT_FILES = ("etc/sandbox-setup/git-protected.gitconfig", "root/.gitconfig")
+# The sandbox apply's changes, in order: group, user, ACLs, settings, the owned git file,
+# root's include, launcher.toml, ...; the files changed when the kill lands after the n-th.
+FILES_CHANGED_AFTER = {2: 0, 4: 1, 5: 2, 7: 4}
+
+
 def new_contents(tmp_path: Path, args: tuple[str, ...]) -> dict[str, bytes]:
     """The files a complete apply writes, from a twin root prepared the same way."""
     twin = make_target_root(tmp_path / "twin")
@@ -102,15 +110,18 @@ def new_contents(tmp_path: Path, args: tuple[str, ...]) -> dict[str, bytes]:
     managed.write_text('{"model": "opus",   "permissions": {"deny": []}}')
     proc = run_cli("--headless", "--root", str(twin), "--yes", *args)
     assert proc.returncode == 0, proc.stderr
-    return {rel: (twin / rel).read_bytes() for rel in FILES}
+    return {rel: (twin / rel).read_bytes() for rel in FILES + GIT_FILES}
 
 
-@pytest.mark.parametrize("pause_after", [2, 4, 5])
+@pytest.mark.parametrize("pause_after", sorted(FILES_CHANGED_AFTER))
 def test_sigkill_mid_apply_leaves_old_or_new_files_and_undo_restores(
     tmp_path: Path, root: Path, pause_after: int
 ) -> None:
     new = new_contents(tmp_path, SANDBOX)
-    old = {rel: (root / rel).read_bytes() if (root / rel).exists() else None for rel in FILES}
+    old = {
+        rel: (root / rel).read_bytes() if (root / rel).exists() else None
+        for rel in FILES + GIT_FILES
+    }
     before = system_state(root)
     child = subprocess.Popen(
         [
@@ -144,11 +155,11 @@ def test_sigkill_mid_apply_leaves_old_or_new_files_and_undo_restores(
         child.wait()
     assert child.returncode == -signal.SIGKILL
     changed = 0
-    for rel in FILES:
+    for rel in FILES + GIT_FILES:
         current = (root / rel).read_bytes() if (root / rel).exists() else None
         assert current in (old[rel], new[rel]), f"{rel} is neither old nor new"
         changed += current != old[rel]
-    assert changed == max(0, pause_after - 3), "the kill landed where the hook paused"
+    assert changed == FILES_CHANGED_AFTER[pause_after], "the kill landed where the hook paused"
     leftovers = [p for p in root.rglob("*.sandbox-setup-*.tmp")]
     assert leftovers == []
     out = undo(root)

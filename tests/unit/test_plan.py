@@ -55,6 +55,8 @@ def test_sandbox_plan_order_targets_and_nothing_written(layout: Layout) -> None:
         "create-user",
         "workspace-access",
         "write-file",
+        "git-protected",
+        "git-include",
         "write-file",
         "write-file",
         "write-file",
@@ -63,6 +65,8 @@ def test_sandbox_plan_order_targets_and_nothing_written(layout: Layout) -> None:
     assert targets[0] == "sandbox-ws-claude-agent"  # the setup's own group
     assert targets[3:] == [
         "/etc/claude-code/managed-settings.json",
+        "/etc/sandbox-setup/git-protected.gitconfig",
+        "/root/.gitconfig",
         "/root/.config/sandbox-setup/launcher.toml",
         "/root/.local/state/sandbox-setup/setups.json",
         "/root/.config/sandbox-setup/answers.toml",

@@ -32,6 +32,9 @@ diff, accepted):
 - accounts and sessions (:mod:`sandbox_setup.audit.accounts`): ``audit.accounts.system``,
   ``.service``, ``.admin_group``, ``.root``, ``.outlived``, ``.legacy_group``; the
   session limits (and whether this host enforces memory) are a note.
+- root's protected git settings (:mod:`sandbox_setup.audit.git`): ``audit.git.protected``
+  (the owned file missing or changed), ``.protected_dir``, ``.include`` (a global git
+  config no longer includes it last); not drift, so reported even when drift is not compared.
 - network (:mod:`sandbox_setup.audit.network`): ``audit.network.host`` (medium: sandbox mode
   sharing the host's network), ``audit.network.egress`` (high: allowlist, but net.egress
   fails now). What the network allows, and what the egress proxy's decision log refused
@@ -54,6 +57,7 @@ from pathlib import Path
 
 from sandbox_setup.audit.accounts import account_findings, limits_note
 from sandbox_setup.audit.drift import drift_findings
+from sandbox_setup.audit.git import git_findings
 from sandbox_setup.audit.grade import grade
 from sandbox_setup.audit.mode import claude_findings, mode_findings
 from sandbox_setup.audit.model import AuditFinding, AuditReport, Severity
@@ -221,6 +225,7 @@ def audit(layout: Layout, timeout: float = 10.0, as_user: str | None = None) -> 
         scanned, scan_notes = scan_findings(real, layout.real(layout.state_dir))
         findings += scanned
         notes = [*notes, *scan_notes]
+    findings += git_findings(layout, config, reapply)
     findings += account_findings(layout, config, agent)
     limits = limits_note(config)
     if limits is not None:

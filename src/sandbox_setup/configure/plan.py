@@ -18,8 +18,9 @@ Order of actions: workspace group (one per setup, :func:`sandbox_setup.policy.ac
 workspace_group`), agent user (created, or an existing one the account rules
 accept: :mod:`sandbox_setup.configure.agent_account`), group membership, leaving the
 legacy shared group, workspace ACLs, Claude binary copy, login copy, Claude
-settings, launcher.toml, the setup ledger (:mod:`sandbox_setup.configure.ledger`),
-answers.toml, and (``install_claude_shim``) the claude shim
+settings, root's protected git settings and the includes of them
+(:mod:`sandbox_setup.configure.git_protect`), launcher.toml, the setup ledger
+(:mod:`sandbox_setup.configure.ledger`), answers.toml, and (``install_claude_shim``) the claude shim
 (:mod:`sandbox_setup.configure.claude_shim`).
 """
 
@@ -54,6 +55,7 @@ from sandbox_setup.configure.answers import Answers, default_network, validate_a
 from sandbox_setup.configure.answers_file import render_answers
 from sandbox_setup.configure.claude_binary import INSTALLED_CLAUDE, ClaudeBinary, find_claude
 from sandbox_setup.configure.claude_shim import leftover_shim_note, shim_actions
+from sandbox_setup.configure.git_protect import protected_git_actions
 from sandbox_setup.configure.inner_sandbox import check_sandbox_deps, sandbox_keys
 from sandbox_setup.configure.ledger import SetupRecord
 from sandbox_setup.configure.network_plan import check_egress, plan_network
@@ -386,6 +388,10 @@ def build_plan(report: Report, answers: Answers, layout: Layout, source: str = "
             dir_mode=0o755 if scope == "managed" else 0o700,
         )
     )
+
+    # Before the launcher config: by the time a session can start, root's git already
+    # refuses what a workspace could plant for it.
+    actions += protected_git_actions(layout, answers.mode, agent_name, answers.workspaces, notes)
 
     unsafe = None
     limits = answers.limits or Limits()
