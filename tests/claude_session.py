@@ -308,7 +308,12 @@ def written_settings(inner: str) -> dict[str, Any]:
     return data
 
 
-def claude_args(base_url: str, debug_log: Path, extra: Sequence[str] = ()) -> list[str]:
+def claude_args(
+    base_url: str, debug_log: Path, extra: Sequence[str] = (), print_mode: bool = True
+) -> list[str]:
+    """Claude's arguments: bypass mode, the fake API through ``--settings`` (the launcher
+    passes nothing of the caller's but what it names), its debug log, one prompt;
+    ``print_mode``: ``--print`` with one JSON result (off for ``--bg``)."""
     flag = {
         "env": {
             "ANTHROPIC_BASE_URL": base_url,
@@ -318,9 +323,10 @@ def claude_args(base_url: str, debug_log: Path, extra: Sequence[str] = ()) -> li
             "CLAUDE_CODE_MAX_RETRIES": "2",
         }
     }
+    printed = ["--print", "--output-format", "json"] if print_mode else []
     return [
-        "--print", "--output-format", "json", "--dangerously-skip-permissions",
-        "--settings", json.dumps(flag), "--debug-file", str(debug_log), *extra, "--", PROMPT,
+        *printed, "--dangerously-skip-permissions", "--settings", json.dumps(flag),
+        "--debug-file", str(debug_log), *extra, "--", PROMPT,
     ]  # fmt: skip
 
 
@@ -334,6 +340,7 @@ def launch_session(
     env_pass: Sequence[str] = (),
     settings: Mapping[str, Any] | None = None,
     extra_args: Sequence[str] = (),
+    print_mode: bool = True,
     timeout: float = 180,
 ) -> SessionRun:
     """``sandbox-launch`` as root for one scripted turn, with ``caller_env`` exported
@@ -342,7 +349,7 @@ def launch_session(
     config = at.config(mode, inner, env_pass)
     python = str(installed_copy().python)
     launcher = [python, "-m", "sandbox_setup.launcher", "--config", str(config), "--"]
-    launcher += claude_args(api.base_url, at.debug_log, extra_args)
+    launcher += claude_args(api.base_url, at.debug_log, extra_args, print_mode)
     argv = ["/bin/sh", "-c", 'mount -t tmpfs -o mode=1777 tmpfs /tmp && exec "$@"', "sh"]
     argv = with_managed_settings(
         [*argv, *launcher], written_settings(inner) if settings is None else settings,
