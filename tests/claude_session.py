@@ -42,7 +42,14 @@ from tests.fake_api import FakeMessagesAPI
 from tests.installed import installed_copy
 from tests.launch_fixtures import LaunchTree, launcher_env, make_launch_tree
 from tests.live_accounts import LiveAccount, live_account
-from tests.tools import claude_binary, require_root, require_tool
+from tests.tools import (
+    CLAUDE_OLDEST,
+    ClaudeRelease,
+    claude_binary,
+    release_tuple,
+    require_root,
+    require_tool,
+)
 
 AGENT = "ac-claude-e2e"
 PROMPT = "Run the scripted command."
@@ -372,6 +379,13 @@ def launch_session(
         left = tuple(p.pid for p in processes_of_uid(at.agent.uid) if p.running)
     run = ClaudeRun(tuple(argv), proc.returncode, stdout, stderr)
     return SessionRun(run, api, watch, proc.pid, left)
+
+
+def changed_since_oldest(release: ClaudeRelease) -> bool:
+    """Is ``release`` newer than the oldest supported one (:data:`CLAUDE_OLDEST`)? What
+    the tests pin as changed was seen in 2.1.332; the release it changed in is not
+    known, and where the newest installed is still the oldest, it behaves as that."""
+    return release_tuple(release.version) > release_tuple(CLAUDE_OLDEST)
 
 
 def session_cgroup_names(launcher_pid: int, agent: str) -> set[str]:

@@ -33,7 +33,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.claude_session import AgentTree, agent_tree, assert_contained, launch_session
+from tests.claude_session import (
+    AgentTree,
+    agent_tree,
+    assert_contained,
+    changed_since_oldest,
+    launch_session,
+)
 from tests.fake_api import BashStep, FakeMessagesAPI, TextStep, ToolUseStep
 from tests.tools import ClaudeRelease, require_tool
 
@@ -153,7 +159,7 @@ def test_writes_to_git_of_claudes_file_tools_never_reach_roots_git(
         assert "fsmonitor" in session.run.stderr, session.run.stderr
         manifests = list((state / "sandbox-setup" / "quarantine").glob("*/manifest.json"))
         assert len(manifests) == 1 and "fsmonitor" in manifests[0].read_text(), manifests
-        if claude_under_test.label == "latest":
+        if changed_since_oldest(claude_under_test):
             # 2.1.332's Bash sandbox binds .git/hooks of a repository below the working
             # directory read-only: the hook stays a file git does not run.
             assert "chmod=1" in chmod.text and "Read-only file system" in chmod.text, chmod

@@ -35,6 +35,7 @@ from tests.claude_session import (
     agent_tree,
     ancestors,
     assert_contained,
+    changed_since_oldest,
     claude_process,
     launch_session,
     session_cgroup_names,
@@ -99,7 +100,7 @@ def test_claudes_tool_cgroup_stays_inside_the_session_and_its_limits(
     assert marker in text, text
 
     tried = agent.debug_lines("tool cgroup:")
-    if claude_under_test.label == "oldest":
+    if not changed_since_oldest(claude_under_test):
         assert tried == [], f"Claude Code {claude_under_test.version} has no tool cgroups: {tried}"
     else:
         assert tried, "Claude never reached its tool cgroup code: was the variable passed?"
@@ -168,7 +169,7 @@ def test_claudes_inner_bwrap_comes_up_whoever_starts_it(
     seen = session.watch.seen
     for bwrap in bwraps:
         parent = seen[bwrap.ppid]
-        if claude_under_test.label == "latest":
+        if changed_since_oldest(claude_under_test):
             assert parent.argv[:2] == ("/bin/sh", "-c") and parent.ppid == claude.pid, (
                 f"Claude Code {claude_under_test.version}: the inner bwrap's parent is "
                 f"{parent.argv[:2]}, not the /bin/sh wrapper below Claude"
