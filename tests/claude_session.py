@@ -403,7 +403,8 @@ def session_has_cgroup() -> bool:
 def ancestors(session: SessionRun, process: AgentProcess) -> list[AgentProcess]:
     """The agent's processes above ``process``, nearest first (up to the first one that
     is not the agent's, e.g. the launcher)."""
-    seen, found, pid = session.watch.seen, [], process.ppid
+    seen, pid = session.watch.seen, process.ppid
+    found: list[AgentProcess] = []
     while pid in seen and len(found) < 64:
         found.append(seen[pid])
         pid = seen[pid].ppid

@@ -40,7 +40,7 @@ from tests.claude_session import (
     changed_since_oldest,
     launch_session,
 )
-from tests.fake_api import BashStep, FakeMessagesAPI, TextStep, ToolUseStep
+from tests.fake_api import BashStep, FakeMessagesAPI, Step, TextStep, ToolUseStep
 from tests.tools import ClaudeRelease, require_tool
 
 pytestmark = pytest.mark.e2e
@@ -99,7 +99,7 @@ def plant(markers: Path, name: str) -> str:
     return f"id -u >> {markers}/{name}; true"
 
 
-def script(repo: Path, markers: Path) -> list[ToolUseStep | BashStep | TextStep]:
+def script(repo: Path, markers: Path) -> list[Step]:
     config = repo / ".git" / "config"
     planted = config.read_text() + f'[core]\n\tfsmonitor = "{plant(markers, "fsmonitor")}"\n'
     hook = repo / ".git" / "hooks" / "pre-commit"

@@ -29,7 +29,7 @@ import pytest
 from sandbox_setup.base.accounts import Account, lookup_user
 from tests.claude_run import ClaudeTree, claude_tree, run_claude_turn
 from tests.claude_session import AgentTree, agent_tree, assert_contained, launch_session
-from tests.fake_api import BashStep, FakeMessagesAPI, TextStep, ToolUseStep
+from tests.fake_api import BashStep, FakeMessagesAPI, Step, TextStep, ToolUseStep
 from tests.tools import ClaudeRelease, claude_binary, require_root, require_tool
 
 pytestmark = pytest.mark.e2e
@@ -113,7 +113,7 @@ def test_env_files_the_glob_credential_rules_name_stay_unreadable_to_bash(
     for path in [workspace / "sub", *workspace.rglob("*")]:
         os.chown(path, agent.agent.uid, agent.agent.gid)
     read_all = "; ".join(f"cat {name}" for name in ENV_FILES)
-    script = [
+    script: list[Step] = [
         BashStep("mkdir later && echo SECRET-later > later/.env && echo made"),
         BashStep(f"{read_all}; cat later/.env; echo SECRET-own > own.env.x; cat own.env.x"),
         BashStep("echo SECRET-now > .env.now && cat .env.now"),

@@ -41,7 +41,7 @@ from tests.claude_session import (
     session_cgroup_names,
     session_has_cgroup,
 )
-from tests.fake_api import BashStep, FakeMessagesAPI, TextStep
+from tests.fake_api import BashStep, FakeMessagesAPI, Step, TextStep
 from tests.tools import ClaudeRelease
 
 pytestmark = pytest.mark.e2e
@@ -152,7 +152,7 @@ def test_claudes_inner_bwrap_comes_up_whoever_starts_it(
     2.1.197: its parent is Claude. The sandbox comes up through the launcher either way."""
     marker = new_marker()
     # The second lets the host see the inner bwrap, however fast the command is.
-    script = [BashStep(evidence_command(marker) + "; sleep 1"), TextStep(FINAL)]
+    script: list[Step] = [BashStep(evidence_command(marker) + "; sleep 1"), TextStep(FINAL)]
     with FakeMessagesAPI(script) as api:
         session = launch_session(agent, api, mode=mode, inner=inner)
     assert session.run.returncode == 0, session.run
