@@ -149,8 +149,14 @@ def _drop_to(account: Account) -> list[str]:
     return ["/usr/bin/setpriv", f"--reuid={account.uid}", f"--regid={account.gid}", groups, "--"]
 
 
-def with_managed_settings(argv: list[str], settings: Mapping[str, Any], base: Path) -> list[str]:
-    """``argv`` run where /etc/claude-code/managed-settings.json holds ``settings``.
+def with_managed_settings(
+    argv: list[str],
+    settings: Mapping[str, Any],
+    base: Path,
+    drop_ins: Mapping[str, Mapping[str, Any]] | None = None,
+) -> list[str]:
+    """``argv`` run where /etc/claude-code/managed-settings.json holds ``settings``
+    and ``/etc/claude-code/managed-settings.d/NAME`` each of ``drop_ins``.
 
     Root only. The overlay exists in a private mount namespace (``unshare
     --mount --propagation private``): the host's /etc never changes, and the
@@ -164,6 +170,12 @@ def with_managed_settings(argv: list[str], settings: Mapping[str, Any], base: Pa
     managed = upper / "claude-code" / "managed-settings.json"
     managed.write_text(json.dumps(settings, indent=2))
     managed.chmod(0o644)
+    if drop_ins:
+        directory = upper / "claude-code" / "managed-settings.d"
+        directory.mkdir(mode=0o755, exist_ok=True)
+        for name, content in drop_ins.items():
+            (directory / name).write_text(json.dumps(content, indent=2))
+            (directory / name).chmod(0o644)
     # The overlay puts the file in /etc; the bind hides whatever else the host's
     # /etc/claude-code holds (managed-settings.d/, which the overlay would merge in).
     mount = (
@@ -187,6 +199,7 @@ def run_claude_turn(
     settings: Mapping[str, Any] | None = None,
     user_settings: Mapping[str, Any] | None = None,
     managed_settings: Mapping[str, Any] | None = None,
+    managed_drop_ins: Mapping[str, Mapping[str, Any]] | None = None,
     env_extra: Mapping[str, str] | None = None,
     path: str = DEFAULT_PATH,
     tmpdir: Path | None = None,
@@ -204,9 +217,10 @@ def run_claude_turn(
     ``HOME/.claude/settings.json`` (all three work with 2.1.197). ``settings`` is more
     ``--settings`` JSON (flag settings); ``user_settings`` is written to
     ``HOME/.claude/settings.json`` (owned by ``as_user``); ``managed_settings``
-    see the module docstring. ``skip_permissions`` adds
-    ``--dangerously-skip-permissions`` (refused by Claude as root: use
-    ``as_user``, or ``extra_args=["--allowedTools=Bash"]`` instead).
+    (and ``managed_drop_ins``, files of ``managed-settings.d/``) see the module
+    docstring. ``skip_permissions`` adds ``--dangerously-skip-permissions`` (refused
+    by Claude as root: use ``as_user``, or ``extra_args=["--allowedTools=Bash"]``
+    instead).
     """
     credentials = {"ANTHROPIC_BASE_URL": base_url, "ANTHROPIC_API_KEY": api_key}
     env = {
@@ -248,7 +262,7 @@ def run_claude_turn(
     if as_user is not None:
         argv = _drop_to(as_user) + argv
     if managed_settings is not None:
-        argv = with_managed_settings(argv, managed_settings, home.parent)
+        argv = with_managed_settings(argv, managed_settings, home.parent, managed_drop_ins)
     return _run(argv, env, cwd, timeout)
 
 

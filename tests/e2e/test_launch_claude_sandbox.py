@@ -35,9 +35,9 @@ from typing import Any
 import pytest
 
 from sandbox_setup.checks.claude import sandbox_binaries
-from sandbox_setup.configure.settings import SandboxKeys, merge_settings
 from tests.bash_evidence import BashEvidence, evidence_command, new_marker, parse_evidence
 from tests.claude_run import FAKE_API_KEY, ClaudeRun, with_managed_settings
+from tests.claude_session import written_settings
 from tests.fake_api import BashStep, FakeMessagesAPI, TextStep
 from tests.installed import installed_copy
 from tests.launch_fixtures import LaunchTree, launcher_env, make_launch_tree
@@ -49,7 +49,6 @@ NOBODY = 65534
 GUARD = "cannot be used with root/sudo privileges"
 FINAL = "The scripted turn is complete."
 PROMPT = "Run the scripted command."
-MANAGED = "/etc/claude-code/managed-settings.json"
 KEY_PROBE = "; echo key=${ANTHROPIC_API_KEY:-unset}"
 UNAVAILABLE = "sandbox required but unavailable"
 
@@ -123,17 +122,6 @@ def tree() -> Iterator[LaunchTree]:
         require_tool(tool)
     with make_launch_tree("/var/tmp") as made:  # /tmp gets a tmpfs of its own below
         yield made
-
-
-def written_settings(inner: str) -> dict[str, Any]:
-    """The managed settings an apply writes for this inner sandbox strength."""
-    binaries = sandbox_binaries()
-    assert binaries["bwrap"] and binaries["socat"], binaries
-    keys = SandboxKeys(
-        inner, managed=True, bwrap_path=binaries["bwrap"], socat_path=binaries["socat"]
-    )
-    data: dict[str, Any] = json.loads(merge_settings(None, MANAGED, keys))
-    return data
 
 
 def claude_args(base_url: str) -> list[str]:
