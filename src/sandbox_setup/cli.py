@@ -20,6 +20,7 @@ from sandbox_setup.base.crashlog import report_crash
 from sandbox_setup.base.errors import SetupError
 from sandbox_setup.base.exitcodes import EXIT_CODES_HELP, ExitCode
 from sandbox_setup.base.paths import Layout
+from sandbox_setup.base.printable import printable_lines
 from sandbox_setup.policy.names import path_text_problem, shown
 
 if TYPE_CHECKING:
@@ -287,7 +288,8 @@ def main(argv: Sequence[str] | None = None, *, apply_seams: ApplySeams | None = 
     except SystemExit as exc:
         return int(exc.code or 0)
     except SetupError as exc:
-        print(f"sandbox-setup: {exc}", file=sys.stderr)
+        # A refusal names the file (a workspace's, the state directory's): invariant 15.
+        print(f"sandbox-setup: {printable_lines(str(exc))}", file=sys.stderr)
         return int(exc.exit_code)
     except KeyboardInterrupt:
         print("sandbox-setup: interrupted", file=sys.stderr)

@@ -226,6 +226,30 @@ def test_undo_without_a_terminal_only_previews(
     assert sys.stdin.read() == "y\n"
 
 
+def test_undo_prints_journal_and_workspace_names_escaped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Invariant 15: a path in the journal or a file the ACL step names is printed
+    escaped, in the preview and in what the undo did."""
+    import sandbox_setup.commands.undo as undo
+    from sandbox_setup.commands.undo import run_undo
+
+    evil = "/srv/project/\x1b]0;pwned\x07\x1b[2J\u202e\r"
+    shown = "/srv/project/\\x1b]0;pwned\\x07\\x1b[2J\\u202e\\r"
+    monkeypatch.setattr(undo, "last_transaction", lambda layout: ("t1", [{"target": evil}]))
+    monkeypatch.setattr(undo, "describe_entry", lambda e: f"restore {e['target']}")
+    monkeypatch.setattr(undo, "undo_last", lambda layout: [f"removed the ACL of {evil}"])
+    (tmp_path / "etc").mkdir()
+    assert run_undo(_undo_args(tmp_path)) == 0
+    args = _undo_args(tmp_path)
+    args.yes = True
+    assert run_undo(args) == 0
+    out = capsys.readouterr()
+    printed = out.out + out.err
+    assert f"restore {shown}" in printed and f"removed the ACL of {shown}" in printed
+    assert not [c for c in printed if (ord(c) < 0x20 and c != "\n") or c == "\u202e"]
+
+
 class _Tty(io.StringIO):
     def isatty(self) -> bool:
         return True

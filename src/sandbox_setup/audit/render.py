@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 
 from sandbox_setup.audit.model import AuditFinding, AuditReport
-from sandbox_setup.base.styled import PIPE_WIDTH, Line, wrapped
+from sandbox_setup.base.styled import PIPE_WIDTH, Line, one_line, wrapped
 
 INDENT = 10
 
@@ -26,7 +26,7 @@ def _finding_lines(finding: AuditFinding, width: int) -> list[Line]:
     if finding.accepted:
         head.add("  (accepted)", "accepted")
     lines = [head]
-    lines += wrapped([(" " * INDENT, "")], " ".join(finding.summary.split()), width, INDENT)
+    lines += wrapped([(" " * INDENT, "")], one_line(finding.summary), width, INDENT)
     if finding.detail:
         lines += wrapped([(" " * INDENT, "")], finding.detail, width, INDENT, "dim")
     for line in finding.diff.rstrip("\n").splitlines():
@@ -64,7 +64,8 @@ def render_lines(report: AuditReport, width: int = PIPE_WIDTH) -> list[Line]:
             4,
         )
     for line in report.network:
-        out += wrapped([("  network: ", "")], line, width, 11)
+        # The egress proxy's refusals name what the agent asked for: one line each.
+        out += wrapped([("  network: ", "")], line, width, 11, breaks=False)
     for note in report.notes:
         out += wrapped([("  note: ", "dim")], note, width, 8)
     out.append(Line())

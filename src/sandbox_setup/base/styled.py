@@ -6,16 +6,24 @@ text with a style name) laid out for a width (:func:`output_width`: the terminal
 lines go through Rich, in colour; on a pipe, a dumb terminal or with ``NO_COLOR``
 they are written as plain text, and Rich is never imported: ``--check --json``
 and scripts pay nothing for the colours. JSON output never comes here.
+
+Every span goes through :func:`~sandbox_setup.base.printable.printable` on its
+way in (:meth:`Line.add`, :func:`wrapped`): a report quotes file names, git keys and
+hostnames the agent chose, and none of them reaches the terminal raw (invariant 15).
+Only a ``\n`` in :func:`wrapped`'s text breaks a line.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import textwrap
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TextIO
+
+from sandbox_setup.base.printable import printable
 
 # Style names -> Rich styles; a span's meaning is always in its words too.
 STYLES = {
@@ -41,17 +49,24 @@ MAX_WIDTH = 120
 
 @dataclass(slots=True)
 class Line:
-    """One output line: (text, style name) spans."""
+    """One output line: (text, style name) spans, printable (:meth:`add` escapes)."""
 
     spans: list[tuple[str, str]] = field(default_factory=list)
 
     def add(self, text: str, style: str = "") -> Line:
-        self.spans.append((text, style))
+        self.spans.append((printable(text), style))
         return self
 
     @property
     def plain(self) -> str:
         return "".join(text for text, _ in self.spans)
+
+
+def one_line(text: str) -> str:
+    """``text`` on one line: runs of spaces and newlines become one space. Other
+    whitespace is left for :func:`printable` to show (a ``\r`` or a tab in a
+    file name is seen, not turned into a space)."""
+    return re.sub(r"[ \n]+", " ", text).strip(" ")
 
 
 def wants_color(stream: TextIO) -> bool:
@@ -77,19 +92,35 @@ def output_width(stream: TextIO) -> int:
 
 
 def wrapped(
-    head: list[tuple[str, str]], text: str, width: int, indent: int, style: str = ""
+    head: list[tuple[str, str]],
+    text: str,
+    width: int,
+    indent: int,
+    style: str = "",
+    *,
+    breaks: bool = True,
 ) -> list[Line]:
     """``head`` spans, then ``text`` wrapped to ``width``; continuation lines (and
-    each of ``text``'s own lines after the first) start at column ``indent``."""
+    each of ``text``'s own lines after the first) start at column ``indent``.
+
+    Only ``\n`` ends a line of ``text``, and only with ``breaks`` (a line that
+    quotes a hostname passes ``breaks=False``: its ``\n`` is shown, never a new line
+    of the report); every other control in it (a ``\r`` in a file name) is escaped,
+    before the wrap measures it."""
+    head = [(printable(t), s) for t, s in head]
     used = sum(len(t) for t, _ in head)
     lines: list[Line] = []
-    for paragraph in text.rstrip("\n").splitlines() or [""]:
+    paragraphs = text.rstrip("\n").split("\n") if breaks else [text]
+    for paragraph in paragraphs:
         room = max(20, width - (used if not lines else indent))
         # A command to paste is never split inside a word.
-        pieces = textwrap.wrap(paragraph, room, break_long_words=False, break_on_hyphens=False)
+        pieces = textwrap.wrap(
+            printable(paragraph), room, break_long_words=False, break_on_hyphens=False
+        )
         for piece in pieces or [""]:
             line = Line(list(head)) if not lines else Line().add(" " * indent)
-            lines.append(line.add(piece, style))
+            line.spans.append((piece, style))  # escaped above, as a whole paragraph
+            lines.append(line)
     return lines
 
 

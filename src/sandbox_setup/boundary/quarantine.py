@@ -19,7 +19,10 @@ and the result is parsed again to prove only those settings went). If the copy
 cannot be proven, the whole file is moved aside instead.
 
 What is told. One line per action for stderr, with the restore command, and a
-``manifest.json`` in the quarantine listing the same.
+``manifest.json`` in the quarantine listing the same. The line quotes names the
+agent chose: each is shown through :func:`~sandbox_setup.base.printable.printable`
+(invariant 15), and the restore command quotes them as bash reads them back
+(:func:`~sandbox_setup.base.printable.shell_word`); the manifest keeps them exact.
 """
 
 from __future__ import annotations
@@ -27,13 +30,13 @@ from __future__ import annotations
 import errno
 import json
 import os
-import shlex
 import stat
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from sandbox_setup.base import fdwalk
+from sandbox_setup.base.printable import printable, shell_word
 from sandbox_setup.boundary.scan import QUARANTINE_NAME, Hit
 from sandbox_setup.policy.claude_project import (
     judge_claude_settings,
@@ -157,7 +160,7 @@ class _Quarantine:
 
 
 def restore_command(quarantined: str, original: str) -> str:
-    return f"mv -- {shlex.quote(quarantined)} {shlex.quote(original)}"
+    return f"mv -- {shell_word(quarantined)} {shell_word(original)}"
 
 
 def _open_parent(top_fd: int, rel: str) -> tuple[int, str]:
@@ -177,7 +180,7 @@ def _still_there(dir_fd: int, name: str, hit: Hit) -> os.stat_result | None:
 def _summary(hits: Sequence[Hit]) -> str:
     first = hits[0]
     more = f" and {len(hits) - 1} more" if len(hits) > 1 else ""
-    return f"{first.what}: {first.why}{more}"
+    return f"{printable(first.what)}: {printable(first.why)}{more}"
 
 
 def _cleaned(hits: Sequence[Hit], data: bytes) -> bytes | None:
@@ -234,14 +237,15 @@ def _write_beside(dir_fd: int, name: str, data: bytes, st: os.stat_result) -> st
 def _neutralize_one(q: _Quarantine, top_fd: int, hits: Sequence[Hit], rewrite: bool) -> Neutralized:
     hit = hits[0]
     path = hit.path
+    shown = printable(path)  # for the line; the manifest and the moves use the name
     try:
         dir_fd, name = _open_parent(top_fd, hit.rel)
     except OSError as exc:
-        return Neutralized(path, False, f"could not neutralize {path}: {exc.strerror}")
+        return Neutralized(path, False, f"could not neutralize {shown}: {exc.strerror}")
     try:
         st = _still_there(dir_fd, name, hit)
         if st is None:
-            return Neutralized(path, False, f"left {path} alone: it changed after the scan")
+            return Neutralized(path, False, f"left {shown} alone: it changed after the scan")
         cleaned = None
         if rewrite:
             content = fdwalk.read_file_at(dir_fd, name, 1 << 20)
@@ -258,17 +262,22 @@ def _neutralize_one(q: _Quarantine, top_fd: int, hits: Sequence[Hit], rewrite: b
         if tmp is not None:
             os.rename(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
             q.record(path, moved, "rewritten", hits)
-            keys = "; ".join(f"{h.what.split(' = ', 1)[0]} ({h.why})" for h in hits)
+            keys = "; ".join(
+                f"{printable(h.what.split(' = ', 1)[0])} ({printable(h.why)})" for h in hits
+            )
             line = (
-                f"removed from {path}: {keys}; every other setting is kept; "
-                f"the original is at {moved}; restore: {restore}"
+                f"removed from {shown}: {keys}; every other setting is kept; "
+                f"the original is at {printable(moved)}; restore: {restore}"
             )
         else:
             q.record(path, moved, "moved", hits)
-            line = f"quarantined {path} ({_summary(hits)}) -> {moved}; restore: {restore}"
+            line = (
+                f"quarantined {shown} ({_summary(hits)}) -> {printable(moved)}; restore: {restore}"
+            )
         return Neutralized(path, True, line, moved)
     except OSError as exc:
-        return Neutralized(path, False, f"could NOT move {path} aside ({exc.strerror}): {hit.why}")
+        why = printable(hit.why)
+        return Neutralized(path, False, f"could NOT move {shown} aside ({exc.strerror}): {why}")
     finally:
         os.close(dir_fd)
 
@@ -291,7 +300,8 @@ def neutralize_all(hits: Sequence[Hit], quarantine_dir: str) -> list[Neutralized
             try:
                 top = os.open(workspace, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
             except OSError as exc:
-                done.append(Neutralized(group[0].path, False, f"could not open {workspace}: {exc}"))
+                line = f"could not open {printable(workspace)}: {exc.strerror}"
+                done.append(Neutralized(group[0].path, False, line))
                 continue
             try:
                 rewrite = all(h.action == "rewrite" for h in group)

@@ -38,6 +38,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from sandbox_setup.base.printable import printable
 from sandbox_setup.boundary.binds import Prepared, finish, prepare, ro_bind_argv
 from sandbox_setup.boundary.quarantine import neutralize
 from sandbox_setup.boundary.scan import scan, snapshot
@@ -157,7 +158,8 @@ def end_scan(workspaces: Sequence[str], before: Snapshot, state: Path, session: 
         _make_private_dir(state / QUARANTINE_DIR)
         lines += neutralize(todo, quarantine_dir(state, session))
     lines += [
-        f"workspace scan stopped early ({t}); run sandbox-setup --audit" for t in result.truncated
+        f"workspace scan stopped early ({printable(t)}); run sandbox-setup --audit"
+        for t in result.truncated
     ]
     # The baseline keeps other setups' workspaces (one state directory, several configs).
     baseline = read_state(state / BASELINE) or Snapshot()
@@ -285,7 +287,8 @@ class Boundary:
         except OSError as exc:
             # The session file stays: the next launch scans against it again.
             lines = [
-                f"WARNING: the end-of-session workspace scan could not finish ({exc}); "
+                f"WARNING: the end-of-session workspace scan could not finish "
+                f"({printable(str(exc))}); "
                 "the next launch retries it; until then run sandbox-setup --audit before "
                 "you use git in the workspace as root"
             ]

@@ -26,6 +26,7 @@ from sandbox_setup.base.choices import InnerSandbox, Mode, Network, SettingsScop
 from sandbox_setup.base.errors import InputError
 from sandbox_setup.base.exitcodes import ExitCode
 from sandbox_setup.base.paths import Layout
+from sandbox_setup.base.printable import printable, printable_lines
 from sandbox_setup.checks.model import Report
 from sandbox_setup.configure.answers import Answers, load_answers, validate_answers
 from sandbox_setup.configure.apply import apply_plan
@@ -147,22 +148,25 @@ def gather_report(answers: Answers, layout: Layout, timeout: float) -> Report:
 
 
 def _print_plan(plan: Plan, *, dry_run: bool) -> None:
+    # A diff shows what a file holds now (the agent's own settings files among them),
+    # an action names paths: each line printable (invariant 15).
     out = sys.stdout
-    print(f"Plan for mode {plan.answers.mode} (root {plan.layout.root}):", file=out)
+    root = printable(str(plan.layout.root))
+    print(f"Plan for mode {plan.answers.mode} (root {root}):", file=out)
     for action in plan.actions:
         mark = "change" if action.is_change() else "ok    "
-        print(f"  [{mark}] {action.describe()}", file=out)
+        print(f"  [{mark}] {printable_lines(action.describe())}", file=out)
         if dry_run and action.is_change():
             for argv in action.commands():
-                print(f"      $ {' '.join(argv)}", file=out)
+                print(f"      $ {printable(' '.join(argv))}", file=out)
             diff = action.diff()
             if diff:
-                for line in diff.splitlines():
-                    print(f"      {line}", file=out)
+                for line in diff.rstrip("\n").split("\n"):
+                    print(f"      {printable(line)}", file=out)
     for line in plan.network:
-        print(f"  network: {line}", file=out)
+        print(f"  network: {printable_lines(line)}", file=out)
     for note in plan.notes:
-        print(f"note: {note}", file=sys.stderr)
+        print(f"note: {printable_lines(note)}", file=sys.stderr)
 
 
 def run_headless(args: argparse.Namespace, seams: ApplySeams | None = None) -> int:
@@ -197,7 +201,7 @@ def run_headless(args: argparse.Namespace, seams: ApplySeams | None = None) -> i
 
     def progress(action: Action, status: str) -> None:
         if status == "running" and not args.json:
-            print(f"  {action.describe()}", file=sys.stderr)
+            print(f"  {printable_lines(action.describe())}", file=sys.stderr)
 
     result = apply_plan(plan, progress=progress, seams=seams)
     if args.json:
@@ -214,7 +218,7 @@ def run_headless(args: argparse.Namespace, seams: ApplySeams | None = None) -> i
         print(json.dumps(data, indent=2))
     elif result.changed:
         for line in result.changed:
-            print(f"changed: {line}")
+            print(f"changed: {printable_lines(line)}")
         print(f"Applied: {len(result.changed)} changed, {len(result.unchanged)} unchanged.")
         print("Undo with: sandbox-setup --undo --yes" + root_flag(layout))
     else:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TextIO
 
-from sandbox_setup.base.styled import Line, emit, output_width, wrapped
+from sandbox_setup.base.styled import Line, emit, one_line, output_width, wrapped
 from sandbox_setup.checks.model import Finding, Report, Status, cause_key, worst_first
 
 LABEL = {
@@ -63,14 +63,14 @@ def report_lines(report: Report, width: int) -> list[Line]:
     for finding in findings:
         head = [(f"{LABEL[finding.status]:<5}", finding.status.value), ("  ", "")]
         head.append((f"{finding.id:<{id_width}}  ", "id"))
-        lines += wrapped(head, " ".join(finding.summary.split()), width, indent)
+        lines += wrapped(head, one_line(finding.summary), width, indent)
     groups = cause_groups(report.findings)
     if groups:
         lines += [Line(), Line().add("What to fix, each cause once:", "head")]
     for number, group in enumerate(groups):
         if number:
             lines.append(Line())
-        lines += wrapped([("  ", "")], " ".join(group.label.split()), width, 4)
+        lines += wrapped([("  ", "")], one_line(group.label), width, 4)
         lines += wrapped([("    -> ", "dim")], ", ".join(group.ids), width, 7, "id")
         lines += wrapped([("    remedy: ", "")], group.remedy, width, 12, "remedy")
     notes = host.get("probe_notes") or []

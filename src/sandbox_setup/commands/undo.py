@@ -5,6 +5,10 @@ Without ``--yes`` it prints what the undo would do; on a terminal it then asks
 no terminal (a script, a pipe) it only prints the preview, as before.
 Exit 1 when something could not be undone or was left as it is (it changed since).
 ``--dry-run`` only shows, even with ``--yes``, as it does for an apply.
+
+The lines quote paths from the journal and from the workspaces (a file the ACL step
+could not change is named by the agent): each is printed through
+:func:`~sandbox_setup.base.printable.printable_lines` (invariant 15).
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ import argparse
 import sys
 
 from sandbox_setup.base.exitcodes import ExitCode
+from sandbox_setup.base.printable import printable, printable_lines
 from sandbox_setup.commands.apply import layout_from_args, root_flag
 from sandbox_setup.configure.journal import last_transaction
 from sandbox_setup.configure.revert import describe_entry, is_failure, is_left
@@ -37,11 +42,11 @@ def run_undo(args: argparse.Namespace) -> int:
             print("Nothing to undo.")
             return int(ExitCode.OK)
         txn, entries = found
-        print(f"Undo of apply {txn} would:")
+        print(f"Undo of apply {printable(txn)} would:")
         for entry in reversed(entries):
             line = describe_entry(entry)
             if line:
-                print(f"  {line}")
+                print(f"  {printable_lines(line)}")
         if args.dry_run:
             print("sandbox-setup: nothing changed; drop --dry-run to undo", file=sys.stderr)
             return int(ExitCode.OK)
@@ -52,7 +57,7 @@ def run_undo(args: argparse.Namespace) -> int:
     if not done:
         print("Nothing to undo.")
     for line in done:
-        print(line)
+        print(printable_lines(line))
     failed = [line for line in done if is_failure(line)]
     if failed:
         print(

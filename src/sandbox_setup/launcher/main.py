@@ -33,6 +33,7 @@ from sandbox_setup.base.errors import InputError, RefusedError, SetupError
 from sandbox_setup.base.exitcodes import ExitCode
 from sandbox_setup.base.launcher_config import LauncherConfig, parse_launcher_config
 from sandbox_setup.base.paths import Layout
+from sandbox_setup.base.printable import printable_lines
 from sandbox_setup.boundary.session import Boundary
 from sandbox_setup.launcher.command import (
     Agent,
@@ -331,11 +332,11 @@ def _run_checked(
         )
         hooks = [boundary.end] if boundary is not None else []
         if launch.warning:
-            print(launch.warning, file=sys.stderr)
+            print(printable_lines(launch.warning), file=sys.stderr)
         if launch.notice and not options.quiet and not options.dry_run:
-            print(launch.notice, file=sys.stderr)
+            print(printable_lines(launch.notice), file=sys.stderr)
         if options.dry_run:
-            print(describe(launch, real, config.mode))
+            print(printable_lines(describe(launch, real, config.mode)))
             return int(ExitCode.OK)
         if launch.cwd:
             try:
@@ -371,7 +372,7 @@ def main(argv: Sequence[str] | None = None, *, seams: LaunchSeams = REAL) -> int
     try:
         options = parse_args(sys.argv[1:] if argv is None else argv)
     except InputError as exc:
-        print(f"sandbox-launch: {exc}\n\n{USAGE}", file=sys.stderr)
+        print(f"sandbox-launch: {printable_lines(str(exc))}\n\n{USAGE}", file=sys.stderr)
         return int(ExitCode.USAGE)
     if options is None:
         print(USAGE)
@@ -379,10 +380,11 @@ def main(argv: Sequence[str] | None = None, *, seams: LaunchSeams = REAL) -> int
     try:
         return run(options, os.environ, seams)
     except RefusedError as exc:
-        print(f"sandbox-launch: refused: {exc}", file=sys.stderr)
+        # Refusals quote paths (a workspace's, a config's): invariant 15.
+        print(f"sandbox-launch: refused: {printable_lines(str(exc))}", file=sys.stderr)
         return int(ExitCode.REFUSED)
     except SetupError as exc:
-        print(f"sandbox-launch: {exc}", file=sys.stderr)
+        print(f"sandbox-launch: {printable_lines(str(exc))}", file=sys.stderr)
         return int(exc.exit_code)
     except KeyboardInterrupt:
         return int(ExitCode.INTERRUPTED)

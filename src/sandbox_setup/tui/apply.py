@@ -19,6 +19,7 @@ from textual.containers import Horizontal
 from textual.message import Message
 from textual.widgets import Footer, ProgressBar, RichLog, Static
 
+from sandbox_setup.base.printable import printable_lines
 from sandbox_setup.tui.core import Core
 from sandbox_setup.tui.step import StepScreen
 from sandbox_setup.tui.widgets import ActionButton
@@ -100,10 +101,11 @@ class ApplyScreen(StepScreen["ApplyResult"]):
     def _progress(self, message: Progress) -> None:
         if not message.finished:
             if not self.quit_requested:
-                self.query_one("#apply-status", Static).update(f"Applying: {message.line}")
+                line = Text("Applying: " + printable_lines(message.line))  # not markup
+                self.query_one("#apply-status", Static).update(line)
             return
         self.query_one("#progress", ProgressBar).advance(1)
-        self.query_one("#apply-log", RichLog).write(Text(message.line))
+        self.query_one("#apply-log", RichLog).write(Text(printable_lines(message.line)))
 
     @on(Finished)
     def _finished(self, message: Finished) -> None:

@@ -19,6 +19,7 @@ from textual.containers import Horizontal
 from textual.message import Message
 from textual.widgets import Footer, Static
 
+from sandbox_setup.base.printable import printable, printable_lines
 from sandbox_setup.checks.model import worst_first
 from sandbox_setup.tui.core import Core
 from sandbox_setup.tui.findings_step import FindingsStep
@@ -47,8 +48,8 @@ def grade_text(audit: AuditReport) -> Text:
     text.append(f"\n{grade.meaning}; {bands}", style="dim")
     if audit.unsafe:
         text.append(
-            f"\nUnsafe mode accepted by {audit.unsafe.get('accepted_by', '?')} "
-            f"at {audit.unsafe.get('accepted_at', '?')}"
+            f"\nUnsafe mode accepted by {printable(str(audit.unsafe.get('accepted_by', '?')))} "
+            f"at {printable(str(audit.unsafe.get('accepted_at', '?')))}"
         )
     return text
 
@@ -131,7 +132,7 @@ class AuditScreen(FindingsStep[AuditChoice]):
         status = self.query_one("#audit-status", Static)
         rows = self.query_one(FindingList)
         if message.error is not None:
-            status.update(Text("The audit could not run: " + message.error))
+            status.update(Text("The audit could not run: " + printable_lines(message.error)))
             rows.set_rows([])
         else:
             assert message.audit is not None

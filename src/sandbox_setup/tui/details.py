@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from enum import StrEnum
 from typing import TypeVar
 
+from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -24,6 +25,7 @@ from textual.widgets import Footer, Input, RadioSet, Static
 
 from sandbox_setup.base.choices import InnerSandbox, Mode, Network, SettingsScope, values
 from sandbox_setup.base.limits import Limits
+from sandbox_setup.base.printable import printable_lines
 from sandbox_setup.tui.controls import ChoiceButton, ChoiceSet, TextField, Toggle
 from sandbox_setup.tui.core import Core
 from sandbox_setup.tui.draft import Details
@@ -338,7 +340,9 @@ class DetailsScreen(StepScreen[Details]):
             first = next(f for f in self.query(Field) if f.error is not None)
             count = len(errors)
             more = f" ({count} fields need attention)" if count > 1 else ""
-            self.query_one("#details-error", Static).update(f"Cannot continue{more}: {first.error}")
+            # The operator's own words come back in the error: text, never markup.
+            error = Text(f"Cannot continue{more}: {printable_lines(first.error or '')}")
+            self.query_one("#details-error", Static).update(error)
             first.control.focus(scroll_visible=False)
             self.call_after_refresh(first.scroll_visible, animate=False)
             return

@@ -5,6 +5,12 @@ finding as shown: a marker word that reads without colour ("FAIL", "high"), one
 line for the list, and the whole text (summary, detail, cause, remedy, diff) for
 :class:`sandbox_setup.tui.detail.DetailScreen`. Rows can exist before their finding (a
 pending check) and are filled in when it arrives.
+
+A row quotes what the checks and the audit found: probe output, file names and git
+keys from the workspaces, hostnames the agent asked for. Everything it shows goes
+through :func:`~sandbox_setup.base.printable.printable` into a Rich ``Text`` (never
+markup: ``[red]`` in a name is shown as written) when the row is made (invariant
+15); only :attr:`Row.remedy`, what ``c`` copies, stays exact.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from textual.binding import Binding
 from textual.message import Message
 from textual.widgets.option_list import Option
 
+from sandbox_setup.base.printable import printable, printable_lines
 from sandbox_setup.checks.model import Finding, Status, cause_key
 from sandbox_setup.tui.controls import ChoiceList
 from sandbox_setup.tui.plan_view import diff_renderable
@@ -52,20 +59,21 @@ MARK_STYLE = {
 
 @dataclass(frozen=True)
 class Row:
-    """One row: what the list shows, and everything the detail view shows."""
+    """One row: what the list shows, and everything the detail view shows (printable
+    already: :func:`finding_row`, :func:`audit_row`)."""
 
     id: str
     marker: str  # a word: FAIL, pass, high, accepted, ....
     summary: str
     title: str
     body: RenderableType
-    remedy: str = ""
+    remedy: str = ""  # exact: what the copy key puts on the clipboard
 
     def line(self) -> Text:
         text = Text(no_wrap=True, overflow="ellipsis")
         text.append(f"{self.marker:<8}", style=MARK_STYLE.get(self.marker, ""))
         text.append(self.id, style="bold")
-        text.append("  " + " ".join(self.summary.split()))
+        text.append("  " + one_line(self.summary))
         return text
 
 
@@ -73,22 +81,30 @@ def pending_row(check_id: str, title: str) -> Row:
     return Row(check_id, "....", "running…", title, Text(f"{title}\nrunning…"))
 
 
+def one_line(text: str) -> str:
+    """``text`` printable, on one line (a row of the list)."""
+    return " ".join(part for part in printable_lines(text).replace("\n", " ").split(" ") if part)
+
+
 def finding_body(finding: Finding) -> Text:
-    """Summary, detail, cause and remedy as plain text (probe output may hold [])."""
+    """Summary, detail, cause and remedy as plain text (probe output may hold []),
+    printable."""
     body = Text()
-    body.append(finding.summary.rstrip() + "\n\n")
+    body.append(printable_lines(finding.summary.rstrip()) + "\n\n")
     cause = cause_key(finding)
     detail = "\n".join(
-        line for line in finding.detail.rstrip().splitlines() if not line.startswith("cause: ")
+        printable(line)
+        for line in finding.detail.rstrip().split("\n")
+        if not line.startswith("cause: ")
     )
     if detail:
         body.append(detail + "\n\n")
     if cause:
         body.append("Cause: ", style="bold")
-        body.append(cause + "\n\n")
+        body.append(printable(cause) + "\n\n")
     if finding.remedy:
         body.append("Fix: ", style="bold")
-        body.append(finding.remedy.rstrip())
+        body.append(printable_lines(finding.remedy.rstrip()))
     elif finding.status is Status.PASS:
         body.append("Nothing to fix.")
     return body
@@ -96,28 +112,29 @@ def finding_body(finding: Finding) -> Text:
 
 def finding_row(finding: Finding) -> Row:
     return Row(
-        finding.id,
+        printable(finding.id),
         STATUS_LABEL[finding.status],
         finding.summary,
-        finding.title,
+        printable(finding.title),
         finding_body(finding),
         finding.remedy,
     )
 
 
 def audit_row(finding: AuditFinding) -> Row:
-    parts: list[RenderableType] = [Text(finding.summary.rstrip() + "\n")]
+    parts: list[RenderableType] = [Text(printable_lines(finding.summary.rstrip()) + "\n")]
     if finding.detail:
-        parts.append(Text(finding.detail.rstrip() + "\n"))
+        parts.append(Text(printable_lines(finding.detail.rstrip()) + "\n"))
     if finding.diff:
-        parts.append(diff_renderable(finding.diff))
+        parts.append(diff_renderable(printable_lines(finding.diff.rstrip("\n"))))
     if finding.remedy:
         fix = Text()
         fix.append("\nFix: ", style="bold")
-        fix.append(finding.remedy.rstrip())
+        fix.append(printable_lines(finding.remedy.rstrip()))
         parts.append(fix)
     marker = "accepted" if finding.accepted else finding.severity.label
-    return Row(finding.id, marker, finding.summary, finding.id, Group(*parts), finding.remedy)
+    row_id = printable(finding.id)
+    return Row(row_id, marker, finding.summary, row_id, Group(*parts), finding.remedy)
 
 
 class FindingList(ChoiceList):

@@ -22,6 +22,7 @@ from textual.app import App
 from sandbox_setup.base.choices import Mode
 from sandbox_setup.base.errors import SetupError
 from sandbox_setup.base.exitcodes import ExitCode
+from sandbox_setup.base.printable import printable_lines
 from sandbox_setup.checks.model import Report
 from sandbox_setup.tui.core import Core
 from sandbox_setup.tui.draft import Details, Draft, Nav, Outcome
@@ -292,7 +293,8 @@ async def run_flow(app: App[Any], core: Core) -> Outcome:
                 try:
                     saved = core.saved_answers()
                 except SetupError as exc:  # a malformed answers.toml: say which and why
-                    app.notify(str(exc), severity="error", timeout=15)
+                    message = printable_lines(str(exc))  # names a file: text, not markup
+                    app.notify(message, severity="error", timeout=15, markup=False)
                     continue
                 if saved is None:
                     app.notify("No answers.toml to re-apply; start the wizard (w).")
