@@ -4,7 +4,8 @@
 The test id names the release and its version (``[claude-latest-2.1.332]``), and the
 run's summary lists each e2e test with the version it ran against. A test that holds
 for one release only says so with ``@pytest.mark.claude_release("latest", reason=...)``;
-it is skipped, with that reason, for the other.
+it is skipped, with that reason, for the other. A test that runs no Claude at all
+(a control) says ``@pytest.mark.no_claude`` and runs once, with no release.
 """
 
 from __future__ import annotations
@@ -20,10 +21,13 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "claude_release(label, reason): the test holds for that Claude Code release"
     )
+    config.addinivalue_line("markers", "no_claude: the test runs no Claude Code (runs once)")
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    if "claude_under_test" in metafunc.fixturenames:
+    if "claude_under_test" in metafunc.fixturenames and not any(
+        m.name == "no_claude" for m in metafunc.definition.iter_markers()
+    ):
         releases = [claude_release(label) for label in RELEASE_LABELS]
         metafunc.parametrize(
             "claude_under_test", releases, ids=[r.id for r in releases], indirect=True
@@ -31,8 +35,11 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 
 @pytest.fixture(autouse=True)
-def claude_under_test(request: pytest.FixtureRequest) -> Iterator[ClaudeRelease]:
+def claude_under_test(request: pytest.FixtureRequest) -> Iterator[ClaudeRelease | None]:
     """The release this test runs against; :func:`tests.tools.claude_binary` returns it."""
+    if request.node.get_closest_marker("no_claude") is not None:
+        yield None
+        return
     release: ClaudeRelease = request.param
     request.node.user_properties.append(("claude_code", f"{release.label} {release.version}"))
     marker = request.node.get_closest_marker("claude_release")

@@ -175,7 +175,7 @@ def test_writes_to_git_of_claudes_file_tools_never_reach_roots_git(
     assert_contained(session, agent)
 
 
-@pytest.mark.claude_release("latest", reason="no Claude runs here: once is enough")
+@pytest.mark.no_claude  # no Claude runs here: once, not once per release
 def test_the_control_roots_git_runs_what_the_file_tools_wrote_without_the_scan(
     agent: AgentTree,
 ) -> None:
