@@ -15,13 +15,16 @@ the file and the fix, raised before anything is written.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import stat
 from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from sandbox_setup.base.errors import RefusedError
 from sandbox_setup.base.paths import Layout
+from sandbox_setup.base.regular_files import not_regular
 from sandbox_setup.policy.trust import (
     chain_problems,
     check_trusted_file,
@@ -60,6 +63,10 @@ def trusted_answers_path(layout: Layout, path: Path) -> Path:
     given = Path(os.path.abspath(path))
     if not os.path.lexists(given):
         return given
+    with contextlib.suppress(OSError):  # unreadable: the trust check names it
+        mode = os.stat(given).st_mode
+        if not stat.S_ISREG(mode):  # a FIFO or a directory is bad input, not a threat
+            raise not_regular(given, mode)
     return check_trusted_file(given, _owners(layout), "answers file")
 
 
