@@ -10,7 +10,12 @@ import subprocess
 
 import pytest
 
-from sandbox_setup.base.printable import printable, printable_lines, shell_word
+from sandbox_setup.base.printable import (
+    printable,
+    printable_diff_line,
+    printable_lines,
+    shell_word,
+)
 
 BIDI = [chr(c) for c in (*range(0x202A, 0x202F), *range(0x2066, 0x206A))]
 C1 = [chr(c) for c in range(0x80, 0xA0)]
@@ -101,6 +106,12 @@ def test_different_inputs_print_differently() -> None:
     assert len(set(shown)) == len(shown), [
         (a, b) for a, b in zip(SAMPLE, shown, strict=True) if shown.count(b) > 1
     ]
+
+
+def test_a_diff_line_keeps_its_tabs_and_nothing_else() -> None:
+    line = "+\tfsmonitor = /x\x1b]0;t\x07\r"
+    assert printable_diff_line(line) == "+\tfsmonitor = /x\\x1b]0;t\\x07\\r"
+    assert_terminal_safe(printable_diff_line(line).replace("\t", " "))
 
 
 def test_printable_lines_keeps_only_line_breaks() -> None:

@@ -60,6 +60,12 @@ def printable(text: str) -> str:
     return "".join(char if _plain(char) else _escape(char) for char in text)
 
 
+def printable_diff_line(line: str) -> str:
+    """:func:`printable` for one line of a file's diff: tabs stay tabs (a file's own
+    indentation, as in a gitconfig; a tab moves the cursor and nothing else)."""
+    return "\t".join(printable(part) for part in line.split("\t"))
+
+
 def printable_lines(text: str) -> str:
     """:func:`printable` line by line: a message of several lines (ours) keeps its
     ``\n``; anything else it quotes is escaped."""

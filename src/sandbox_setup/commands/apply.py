@@ -26,7 +26,7 @@ from sandbox_setup.base.choices import InnerSandbox, Mode, Network, SettingsScop
 from sandbox_setup.base.errors import InputError
 from sandbox_setup.base.exitcodes import ExitCode
 from sandbox_setup.base.paths import Layout
-from sandbox_setup.base.printable import printable, printable_lines
+from sandbox_setup.base.printable import printable, printable_diff_line, printable_lines
 from sandbox_setup.checks.model import Report
 from sandbox_setup.configure.answers import Answers, load_answers, validate_answers
 from sandbox_setup.configure.apply import apply_plan
@@ -162,7 +162,7 @@ def _print_plan(plan: Plan, *, dry_run: bool) -> None:
             diff = action.diff()
             if diff:
                 for line in diff.rstrip("\n").split("\n"):
-                    print(f"      {printable(line)}", file=out)
+                    print(f"      {printable_diff_line(line)}", file=out)
     for line in plan.network:
         print(f"  network: {printable_lines(line)}", file=out)
     for note in plan.notes:
