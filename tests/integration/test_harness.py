@@ -209,7 +209,8 @@ def test_project_runs_inside_a_mapped_container(
     container: Maker, project_install: ProjectInstall
 ) -> None:
     code = (
-        "import checks, wizard, platformdirs, tomlkit, importlib.util as u; "
+        "import sandbox_setup.checks, sandbox_setup.cli, platformdirs, tomlkit; "
+        "import importlib.util as u; "
         "print('textual' if u.find_spec('textual') else 'no-textual')"
     )
     result = container(ContainerConfig()).run(
