@@ -51,7 +51,9 @@ from tests.tools import (
     require_tool,
 )
 
-AGENT = "ac-claude-e2e"
+# One live account per run; a second run beside this one (a helper's branch) names its
+# own through SANDBOX_SETUP_TEST_E2E_AGENT so the two never remove each other's.
+AGENT = os.environ.get("SANDBOX_SETUP_TEST_E2E_AGENT", "ac-claude-e2e")
 PROMPT = "Run the scripted command."
 MANAGED = "/etc/claude-code/managed-settings.json"
 CGROUP_ROOT = Path("/sys/fs/cgroup")
