@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# The README's test command on a host where sandbox-setup is set up and in use.
+#
+#   bash tests/set_up_host.sh [pytest args...]        (as root, from a checkout)
+#
+# It shows what issue 25 asks: the whole suite passes on a host that has a real
+# live apply (agent account, managed settings, claude shim, root's git include), a
+# managed-settings drop-in that turns Claude's sandbox off, and a sandbox-launch
+# session running (writing its state) for the whole run.
+#
+# The "host" is this machine seen through a private mount namespace: /etc, /opt,
+# /root, /home, /srv and /usr/local are overlays whose writes go to a temp
+# directory, so the live apply inside is real for everything in the namespace
+# (useradd, the shim on PATH, /etc/claude-code, root's ~/.gitconfig and state
+# directory) and gone with it. Only the session's cgroup is on the host's cgroup
+# tree; the launcher removes it when the session ends.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if [ "${SET_UP_HOST_INSIDE:-}" != 1 ]; then
+  [ "$(id -u)" = 0 ] || { echo "set_up_host.sh: run as root" >&2; exit 2; }
+  export SET_UP_HOST_INSIDE=1
+  exec unshare --mount --propagation private -- bash "$0" "$@"
+fi
+
+work=$(mktemp -d /var/tmp/set-up-host.XXXXXX)
+session_pid=
+cleanup() {
+  if [ -n "$session_pid" ]; then
+    kill -TERM -- "-$session_pid" 2>/dev/null || true
+    wait "$session_pid" 2>/dev/null || true
+  fi
+  rm -rf "$work" 2>/dev/null || true
+}
+trap cleanup EXIT
+
+for dir in etc opt root home srv usr/local; do
+  mkdir -p "$work/$dir/upper" "$work/$dir/work" "/$dir"
+  mount -t overlay overlay \
+    -o "lowerdir=/$dir,upperdir=$work/$dir/upper,workdir=$work/$dir/work" "/$dir"
+done
+
+# The project installed the README's way (without running the wizard).
+apt_line=$(sed -n 's/^apt-get update && \(apt-get install -y [^&]*\)&&.*/\1/p' README.md)
+[ -n "$apt_line" ] && DEBIAN_FRONTEND=noninteractive $apt_line >/dev/null
+/usr/bin/python3 -m venv /opt/sandbox-setup
+/opt/sandbox-setup/bin/pip install -q --disable-pip-version-check . 2> >(grep -v "^WARNING: Location" >&2)
+ln -sf /opt/sandbox-setup/bin/sandbox-setup /opt/sandbox-setup/bin/sandbox-launch /usr/local/bin/
+
+# A stand-in Claude for the host's session: it answers --version like Claude Code
+# and otherwise keeps working in its workspace until it is stopped.
+mkdir -p /opt/host-claude /srv/host-app
+cat >/opt/host-claude/claude <<'EOF'
+#!/bin/sh
+case "$1" in --version) echo "2.1.332 (Claude Code)"; exit 0 ;; esac
+while :; do date >"$PWD/.host-session-tick"; sleep 1; done
+EOF
+chmod 0755 /opt/host-claude/claude
+
+sandbox-setup --headless --mode sandbox --workspace /srv/host-app --agent-user host-agent \
+  --claude /opt/host-claude/claude --settings-scope managed --install-claude-shim --yes
+
+# The host's own Claude policy, beside the apply's: the sandbox off for everyone.
+mkdir -p /etc/claude-code/managed-settings.d
+echo '{"sandbox": {"enabled": false}}' >/etc/claude-code/managed-settings.d/50-host.json
+echo "set-up host: managed settings:" /etc/claude-code/managed-settings.json \
+  /etc/claude-code/managed-settings.d/*
+
+(cd /srv/host-app && exec setsid sandbox-launch --quiet </dev/null >"$work/session.log" 2>&1) &
+session_pid=$!
+for _ in $(seq 50); do [ -e /srv/host-app/.host-session-tick ] && break; sleep 0.2; done
+[ -e /srv/host-app/.host-session-tick ] || { echo "the host session did not start:"; cat "$work/session.log"; exit 1; }
+echo "set-up host: a sandbox-launch session is running (pid $session_pid)"
+
+status=0
+bash tests/run.sh "$@" || status=$?
+kill -0 "$session_pid" 2>/dev/null && echo "set-up host: the session ran for the whole suite" \
+  || { echo "set-up host: the session ended during the suite:"; cat "$work/session.log"; status=1; }
+exit "$status"
