@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 from sandbox_setup.configure.actions import WriteFile
 from sandbox_setup.configure.answers import Answers
 from sandbox_setup.configure.git_protect import GIT_KINDS
+from sandbox_setup.configure.login_routes import LOGIN_KINDS
 from sandbox_setup.configure.settings import owned_changes
 
 FILE_KINDS = ("write-file",)
@@ -64,6 +65,8 @@ def findings_from_plan(
         if agent_missing and kind in USER_KINDS:
             continue
         if kind in GIT_KINDS:  # audit.git.* (sandbox_setup.audit.git) reports them
+            continue
+        if kind in LOGIN_KINDS:  # audit.login.* (sandbox_setup.audit.login_routes)
             continue
         target = str(action.target)
         finding_id = drift_id(layout, kind, target)

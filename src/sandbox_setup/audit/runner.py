@@ -59,6 +59,7 @@ from sandbox_setup.audit.accounts import account_findings, limits_note
 from sandbox_setup.audit.drift import drift_findings
 from sandbox_setup.audit.git import git_findings
 from sandbox_setup.audit.grade import grade
+from sandbox_setup.audit.login_routes import login_findings
 from sandbox_setup.audit.mode import claude_findings, mode_findings
 from sandbox_setup.audit.model import AuditFinding, AuditReport, Severity
 from sandbox_setup.audit.network import (
@@ -226,6 +227,7 @@ def audit(layout: Layout, timeout: float = 10.0, as_user: str | None = None) -> 
         findings += scanned
         notes = [*notes, *scan_notes]
     findings += git_findings(layout, config, reapply)
+    findings += login_findings(layout, config, reapply)
     findings += account_findings(layout, config, agent)
     limits = limits_note(config)
     if limits is not None:

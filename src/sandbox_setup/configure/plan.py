@@ -58,6 +58,7 @@ from sandbox_setup.configure.claude_shim import leftover_shim_note, shim_actions
 from sandbox_setup.configure.git_protect import protected_git_actions
 from sandbox_setup.configure.inner_sandbox import check_sandbox_deps, sandbox_keys
 from sandbox_setup.configure.ledger import SetupRecord
+from sandbox_setup.configure.login_routes import login_route_actions
 from sandbox_setup.configure.network_plan import check_egress, plan_network
 from sandbox_setup.configure.settings import merge_settings
 from sandbox_setup.policy.accounts import workspace_group
@@ -392,6 +393,8 @@ def build_plan(report: Report, answers: Answers, layout: Layout, source: str = "
     # Before the launcher config: by the time a session can start, root's git already
     # refuses what a workspace could plant for it.
     actions += protected_git_actions(layout, answers.mode, agent_name, answers.workspaces, notes)
+    # And the agent has no way in but the launcher: no login, no scheduled job.
+    actions += login_route_actions(layout, answers.mode, agent_name, notes)
 
     unsafe = None
     limits = answers.limits or Limits()

@@ -1,0 +1,72 @@
+"""The agent still has no way in but the launcher (:mod:`sandbox_setup.policy.login_routes`).
+
+The actions an apply would take now (:func:`~sandbox_setup.configure.login_routes.
+login_route_actions`, from the launcher config) are the measure, so the audit and the
+apply cannot disagree:
+
+- ``audit.login.sshd``: the agent's sshd drop-in is missing or edited;
+- ``audit.login.deny``: ``/etc/cron.deny`` or ``/etc/at.deny`` no longer names the agent.
+
+They are independent of drift (``audit.drift.*`` skips these actions).
+"""
+
+from __future__ import annotations
+
+from sandbox_setup.audit.model import AuditFinding, Severity
+from sandbox_setup.base.errors import SetupError
+from sandbox_setup.base.launcher_config import LauncherConfig
+from sandbox_setup.base.paths import Layout
+from sandbox_setup.configure.actions import WriteFile
+from sandbox_setup.configure.login_routes import SSHD_KIND, login_route_actions
+
+_WHY = (
+    "A process the agent starts outside a session (an ssh login with a key it planted, "
+    "a cron or at job) is in no session's pid namespace or cgroup, outlives the launcher "
+    "and its end-of-session workspace scan, and can plant what root's git then obeys."
+)
+
+
+def login_findings(layout: Layout, config: LauncherConfig, reapply: str) -> list[AuditFinding]:
+    """The ``audit.login.*`` findings of this setup."""
+    try:
+        actions = login_route_actions(layout, config.mode, config.agent_user, [])
+    except SetupError:
+        return []
+    found: list[AuditFinding] = []
+    for action in actions:
+        assert isinstance(action, WriteFile)
+        try:
+            changed = action.is_change()
+        except SetupError as exc:
+            changed, reason = True, str(exc)
+        else:
+            reason = ""
+        if not changed:
+            continue
+        sshd = action.kind == SSHD_KIND
+        state = None if reason else action.state()
+        what = (
+            f"cannot be read ({reason})"
+            if reason
+            else "is missing"
+            if state is None
+            else "differs from what the apply wrote"
+            if sshd
+            else f"does not name {config.agent_user}"
+        )
+        summary = (
+            f"the sshd drop-in that denies {config.agent_user} ({action.real}) {what}"
+            if sshd
+            else f"{action.real} {what}"
+        )
+        found.append(
+            AuditFinding(
+                id="audit.login.sshd" if sshd else "audit.login.deny",
+                severity=Severity.HIGH,
+                summary=summary,
+                detail=_WHY,
+                remedy=reapply,
+                diff=action.diff(),
+            )
+        )
+    return found
