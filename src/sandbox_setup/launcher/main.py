@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import shlex
+import shutil
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -49,7 +50,12 @@ from sandbox_setup.launcher.notice import config_notice
 from sandbox_setup.launcher.seams import REAL, LaunchSeams
 from sandbox_setup.launcher.session.cgroup import EarlySessionCgroup
 from sandbox_setup.launcher.session.runner import run_session, session_end_hooks
-from sandbox_setup.launcher.trust import find_trusted_tool, read_trusted_text, refuse_claude_shim
+from sandbox_setup.launcher.trust import (
+    DEFAULT_PATH,
+    find_trusted_tool,
+    read_trusted_text,
+    refuse_claude_shim,
+)
 from sandbox_setup.launcher.workdir import WorkDir, choose_workdir, current_directory, real_paths
 from sandbox_setup.policy.environment import loopback_port_hint
 from sandbox_setup.policy.limits import over_maximum
@@ -60,6 +66,7 @@ if TYPE_CHECKING:
     from sandbox_setup.base.cgroups import Delegation
 
 USAGE = """usage: sandbox-launch [--dry-run] [--quiet] [--config PATH] [--] [claude arguments ...]
+       sandbox-launch [--dry-run] [--quiet] [--config PATH] --run PROGRAM [arguments ...]
 
 Start Claude Code as launcher.toml says (sandbox, user or unsafe mode), or refuse.
 
@@ -68,6 +75,12 @@ options:
   --quiet        no launch notice or notes on stderr (warnings, refusals and what the
                  end-of-session workspace scan moved aside are still printed)
   --config PATH  launcher config (default: ~/.config/sandbox-setup/launcher.toml)
+  --run PROGRAM  run PROGRAM (a root-owned program on PATH, e.g. git, or an absolute
+                 path) instead of Claude Code, as the agent in the same containment
+                 and with the same end-of-session scan, and none of your variables:
+                 the safe way to review the agent's work, e.g.
+                 sandbox-launch --run git -C /srv/app log -p
+                 (sandbox and user mode; it gets a terminal of its own)
   -h, --help     show this help
 
 Arguments after the options (or after --) go to Claude Code unchanged. Claude Code
@@ -92,11 +105,13 @@ class Options:
     config: Path | None
     claude_args: tuple[str, ...]
     quiet: bool = False
+    # --run: a program to run instead of Claude (its arguments are claude_args).
+    program: str | None = None
 
 
 def parse_args(argv: Sequence[str]) -> Options | None:
     """Our options come first; the first other argument (or ``--``) starts Claude's."""
-    dry_run, quiet, config = False, False, None
+    dry_run, quiet, config, program = False, False, None, None
     args = list(argv)
     while args:
         arg = args[0]
@@ -105,6 +120,17 @@ def parse_args(argv: Sequence[str]) -> Options | None:
             break
         if arg in ("-h", "--help"):
             return None
+        if arg == "--run" or arg.startswith("--run="):
+            if arg == "--run":
+                if len(args) < 2:
+                    raise InputError("--run needs a program (e.g. --run git log)")
+                program = args.pop(1)
+            else:
+                program = arg.split("=", 1)[1]
+            if not program or program.startswith("-"):
+                raise InputError(f"--run needs a program, not {program!r} (e.g. --run git log)")
+            args.pop(0)
+            break  # the rest is the program's
         if arg == "--dry-run":
             dry_run = True
         elif arg == "--quiet":
@@ -122,7 +148,9 @@ def parse_args(argv: Sequence[str]) -> Options | None:
         else:
             break
         args.pop(0)
-    return Options(dry_run=dry_run, config=config, claude_args=tuple(args), quiet=quiet)
+    return Options(
+        dry_run=dry_run, config=config, claude_args=tuple(args), quiet=quiet, program=program
+    )
 
 
 def default_config_path() -> Path:
@@ -181,12 +209,21 @@ def build_launch(
     owners: frozenset[int],
     workspace_binds: Sequence[str] = (),
     delegation: Delegation | None = None,
+    program: str | None = None,
 ) -> tuple[Launch, Agent | None, Containment | None]:
-    claude = check_trusted_file(config.claude, owners, "Claude binary")
-    if not os.access(claude, os.X_OK):
-        raise RefusedError(f"Claude binary {claude} is not executable")
-    refuse_claude_shim(claude)
     path_env = environ.get("PATH")
+    if program is not None:
+        claude = _review_program(program, config, owners, path_env)
+        # Nothing of the caller's environment: a review program needs no API key, and
+        # the agent's own config (a pager) would see whatever it is given.
+        config = replace(config, env_pass=())
+    else:
+        claude = check_trusted_file(config.claude, owners, "Claude binary")
+    if not os.access(claude, os.X_OK):
+        raise RefusedError(
+            f"{'program' if program else 'Claude binary'} {claude} is not executable"
+        )
+    refuse_claude_shim(claude)
     if config.mode is Mode.UNSAFE:
         who = "root (uid 0)" if uid == 0 else f"uid {uid}"
         launch = unsafe_launch(config, str(claude), environ, claude_args, uid, who)
@@ -200,7 +237,27 @@ def build_launch(
         config, agent, claude, claude_args, uid, environ, owners, workdir, workspace_binds
     )
     launch, containment = contain(config, agent, separate, uid, owners, path_env, delegation)
-    return _with_notice(launch, config, agent.name, workdir), agent, containment
+    launch = _with_notice(launch, config, agent.name, workdir)
+    if program is not None:
+        launch = replace(launch, notice=f"{launch.notice}; runs {claude}, not Claude Code")
+    return launch, agent, containment
+
+
+def _review_program(
+    program: str, config: LauncherConfig, owners: frozenset[int], path_env: str | None
+) -> Path:
+    """The program of ``--run``: trusted like every tool the launcher starts (root's or
+    the operator's, nobody else can write it or a directory above it)."""
+    if config.mode is Mode.UNSAFE:
+        raise RefusedError(
+            "--run needs an agent account (sandbox or user mode); in unsafe mode there is "
+            "none, and the program would run as you"
+        )
+    if "/" in program:
+        return check_trusted_file(Path(program).absolute(), owners, f"--run program {program}")
+    if shutil.which(program, path=path_env or DEFAULT_PATH) is None:
+        raise RefusedError(f"--run: {program} not found on PATH ({path_env or DEFAULT_PATH})")
+    return find_trusted_tool(program, owners, path_env)
 
 
 def _separate_launch(
@@ -329,6 +386,7 @@ def _run_checked(
             owners,
             boundary.bind_args if boundary is not None else (),
             early.delegation if early is not None else None,
+            options.program,
         )
         hooks = [boundary.end] if boundary is not None else []
         if launch.warning:
