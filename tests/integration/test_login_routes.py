@@ -6,9 +6,11 @@ ssh or schedule a cron/at job, so nothing it starts outlives a session.
   ``~/.ssh/authorized_keys`` and runs a command (a marker appears) while sshd reads an
   empty drop-in directory; with the drop-in the apply wrote for that agent, the same
   login is refused and no marker appears.
-- The apply under ``--root``: the drop-in, ``cron.deny`` created and ``at.deny`` merged
-  (every other byte kept); the plan says so; ``--undo`` restores every byte; the audit
-  reports a removed drop-in or an edited deny file (``audit.login.*``).
+- The apply under ``--root``: the agent's login shell is nologin (a re-apply takes it
+  as the setup's own account, not a service's); the drop-in, ``cron.deny`` created and
+  ``at.deny`` merged (every other byte kept); the plan says so; ``--undo`` restores
+  every byte; the audit reports a removed drop-in or an edited deny file
+  (``audit.login.*``).
 """
 
 from __future__ import annotations
@@ -96,6 +98,11 @@ def test_apply_denies_the_agent_logins_and_jobs_and_undo_restores_every_byte(roo
     assert (root / "etc/at.deny").read_bytes() == AT_DENY_BEFORE + f"\n{AGENT}\n".encode()
     assert (root / "etc/at.deny").stat().st_mode & 0o777 == 0o640, "its mode is kept"
     assert login_ids(root) == []
+    passwd = (root / "etc/passwd").read_text().splitlines()
+    (line,) = [entry for entry in passwd if entry.startswith(f"{AGENT}:")]
+    assert line.endswith(":/usr/sbin/nologin"), f"the agent has no login shell: {line}"
+    again = apply(root, "--yes")
+    assert (again.returncode, "No change" in again.stdout) == (0, True), again.stdout + again.stderr
 
     written.unlink()
     (root / "etc/at.deny").write_bytes(AT_DENY_BEFORE)

@@ -160,6 +160,7 @@ def test_environment_is_clean_and_is_sandbox_only_inside() -> None:
     assert launch.env == {
         "HOME": "/home/claude-agent",
         "PATH": "/usr/local/bin:/usr/bin:/bin",
+        "SHELL": "/bin/bash",  # the account's own is nologin
         "TERM": "xterm",
         "LANG": "de_DE.UTF-8",
     }
@@ -301,6 +302,7 @@ def test_user_mode() -> None:
     assert dict(launch.env) == {
         "HOME": "/home/claude-agent",
         "PATH": "/usr/local/bin:/usr/bin:/bin",
+        "SHELL": "/bin/bash",
         "TERM": "xterm",
         "LANG": "de_DE.UTF-8",
         "USER": "claude-agent",

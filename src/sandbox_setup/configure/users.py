@@ -30,7 +30,10 @@ from sandbox_setup.base.regular_files import read_regular_text
 # sandbox_setup.policy.accounts.workspace_group(agent); this one was shared by all setups
 # before (kept for old setups' undo and upgrade).
 LEGACY_WORKSPACE_GROUP = "sandbox-ws"
-AGENT_SHELL = "/bin/bash"
+# The agent has no login shell: it starts only through sandbox-launch, which gives
+# Claude SHELL=/bin/bash (sandbox_setup.launcher.command.base_env). A login by any other
+# route (su, a console, an sshd that lets it in) gets nologin (issue 24, layer 5).
+AGENT_SHELL = "/usr/sbin/nologin"
 
 
 class CommandError(SetupError):

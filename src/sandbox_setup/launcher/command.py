@@ -23,6 +23,8 @@ from sandbox_setup.policy.unsafe import ACCEPTANCE_KEYS, acceptance_problem
 
 # PATH inside the sandbox and for the agent user: system directories only.
 AGENT_PATH = "/usr/local/bin:/usr/bin:/bin"
+# The shell Claude Code runs its Bash tool with (the account has none: nologin).
+AGENT_SHELL = "/bin/bash"
 SKIP_PERMISSIONS = "--dangerously-skip-permissions"
 # bwrap reads these fds; the real numbers are known only when the pipes exist.
 STATUS_FD = "{status-fd}"
@@ -145,8 +147,9 @@ def resolver_dirs(root: Path = Path("/")) -> tuple[str, ...]:
 
 
 def base_env(agent: Agent, environ: Mapping[str, str]) -> dict[str, str]:
-    """The clean environment: HOME PATH TERM LANG, nothing inherited beyond those."""
-    env = {"HOME": str(agent.home), "PATH": AGENT_PATH}
+    """The clean environment: HOME PATH SHELL TERM LANG, nothing inherited beyond those.
+    SHELL is bash: the agent account's own login shell is nologin."""
+    env = {"HOME": str(agent.home), "PATH": AGENT_PATH, "SHELL": AGENT_SHELL}
     env["TERM"] = environ.get("TERM", "dumb")
     env["LANG"] = environ.get("LANG", "C.UTF-8")
     return env

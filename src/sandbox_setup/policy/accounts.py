@@ -139,13 +139,15 @@ def _under(path: str, trees: tuple[str, ...]) -> str | None:
     return None
 
 
-def service_signs(name: str, home: str, shell: str) -> list[str]:
-    """Why the account looks like a service's (empty: it does not)."""
+def service_signs(name: str, home: str, shell: str, *, ours: bool = False) -> list[str]:
+    """Why the account looks like a service's (empty: it does not). ``ours``: an agent
+    sandbox-setup created, whose nologin shell is its own doing (it logs in only
+    through sandbox-launch), not a sign."""
     signs = []
     tree = _under(home, SERVICE_HOME_TREES)
     if tree is not None or home in ("", "/"):
         signs.append(f"its home {home or '(none)'} is in {tree or '/'}, where services keep data")
-    if shell == "" or PurePosixPath(shell).name in NOLOGIN_SHELLS:
+    if not ours and (shell == "" or PurePosixPath(shell).name in NOLOGIN_SHELLS):
         signs.append(f"its shell {shell or '(none)'} refuses logins")
     if name in SERVICE_NAMES:
         signs.append(f"{name} is the name of a well-known service account")
@@ -181,7 +183,7 @@ def agent_account_problems(facts: AccountFacts, *, reuse: bool) -> list[AccountP
                 "are the regular users'): a system account",
             )
         )
-    signs = service_signs(facts.name, facts.home, facts.shell)
+    signs = service_signs(facts.name, facts.home, facts.shell, ours=facts.created_by_setup)
     if signs:
         found.append(
             AccountProblem(
