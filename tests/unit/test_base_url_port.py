@@ -95,6 +95,7 @@ def test_dropped_names_are_the_claude_related_ones_not_passed() -> None:
         "ANTHROPIC_API_KEY": "k",
         "CLAUDE_CODE_BUBBLEWRAP": "1",
         "GITHUB_TOKEN": "t",
+        "CLAUDE_\x1b[31mX": "not a variable name",
     }
     passable, refused = dropped_claude_names(environ, ["ANTHROPIC_API_KEY"], Mode.SANDBOX)
     assert passable == ("ANTHROPIC_BETAS", "CLAUDE_CODE_AUTO_COMPACT_WINDOW")

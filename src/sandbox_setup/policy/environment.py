@@ -331,16 +331,20 @@ def dropped_claude_names(
     environ: Mapping[str, str], passed: Iterable[str], mode: Mode
 ) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """The Claude-related variables (``CLAUDE_*``, ``ANTHROPIC_*``) set in ``environ``
-    that the launch did not pass: ``(passable, never passed)``. The first can be
-    added with ``--pass-env``; the second the policy refuses (a sandbox claim)."""
+    that the launch did not pass: ``(passable, sandbox claims)``. The first can be
+    added with ``--pass-env``; the second the policy never passes in ``mode``. (A name
+    that is not a variable name at all is in neither: nothing passes it.)"""
     given = set(passed)
     passable: list[str] = []
-    refused: list[str] = []
+    claims: list[str] = []
     for name in sorted(environ):
         if name in given or not name.startswith(CLAUDE_PREFIXES):
             continue
-        (refused if pass_name_problem(name, mode) is not None else passable).append(name)
-    return tuple(passable), tuple(refused)
+        if pass_name_problem(name, mode) is None:
+            passable.append(name)
+        elif name in SANDBOX_CLAIMS:
+            claims.append(name)
+    return tuple(passable), tuple(claims)
 
 
 def pass_env_command(names: Iterable[str]) -> str:
