@@ -18,11 +18,15 @@ command -v npm >/dev/null || apt-get install -y -qq --no-install-recommends node
 # bare name resolves, on Debian's Node, to the last release that accepts it): the newest
 # (`latest`, what operators install today) and the oldest the project supports
 # (tests/tools.py CLAUDE_OLDEST); the e2e tests run against both.
+OCX_VERSION=$(sed -n 's/^OCX_VERSION = "\(.*\)"$/\1/p' tests/tools.py)
 CLAUDE_OLDEST=$(sed -n 's/^CLAUDE_OLDEST = "\(.*\)"$/\1/p' tests/tools.py)
 OLDEST_PREFIX=${SANDBOX_SETUP_NPM_OLDEST_PREFIX:-/opt/sandbox-setup-test/npm-claude-$CLAUDE_OLDEST}
 mkdir -p "$NPM_PREFIX" "$OLDEST_PREFIX"
+# OpenCodex (`ocx`), a proxy launcher: tests/e2e/test_ocx_launcher.py runs `ocx claude`
+# through the claude shim (pinned: the release the issue was reproduced with).
 npm install --no-fund --no-audit --loglevel=error --prefix "$NPM_PREFIX" \
-  @anthropic-ai/claude-code@latest @anthropic-ai/sandbox-runtime >/dev/null
+  @anthropic-ai/claude-code@latest @anthropic-ai/sandbox-runtime \
+  "@bitkyc08/opencodex@$OCX_VERSION" >/dev/null
 npm install --no-fund --no-audit --loglevel=error --prefix "$OLDEST_PREFIX" \
   "@anthropic-ai/claude-code@$CLAUDE_OLDEST" >/dev/null
 chmod -R a+rX "$NPM_PREFIX" "$OLDEST_PREFIX"

@@ -56,6 +56,17 @@ OLDEST_PREFIX = Path(
     )
 )
 RELEASE_LABELS = ("latest", "oldest")
+# OpenCodex (npm @bitkyc08/opencodex), the proxy launcher of issue 28; tests/run.sh
+# installs this release into NPM_PREFIX.
+OCX_VERSION = "2.63.0"
+
+
+def ocx_binary() -> str:
+    """OpenCodex's ``ocx`` from NPM_PREFIX (skipped, or a failure under CI, when absent)."""
+    path = NPM_PREFIX / "node_modules/.bin/ocx"
+    if not path.exists():
+        _missing(f"OpenCodex {OCX_VERSION} (ocx) is not installed (tests/run.sh installs it)")
+    return str(path)
 
 
 @dataclass(frozen=True)

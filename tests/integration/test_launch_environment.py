@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import contextlib
 import os
+import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -34,9 +36,26 @@ pytestmark = pytest.mark.integration
 
 MODES = ["sandbox", "user"]
 SECRET = "sk-ant-api03-passed-secret-value"
+
+
+def _listener() -> int:
+    """A loopback port that accepts connections: the launch checks that its base URL
+    answers (issue 28), so the caller's points at one."""
+    server = socket.create_server(("127.0.0.1", 0))
+
+    def serve() -> None:
+        while True:
+            conn, _ = server.accept()
+            conn.close()
+
+    threading.Thread(target=serve, daemon=True).start()
+    return int(server.getsockname()[1])
+
+
+API_PORT = _listener()
 CALLER = {
     "ANTHROPIC_API_KEY": SECRET,
-    "ANTHROPIC_BASE_URL": "http://127.0.0.1:8317",
+    "ANTHROPIC_BASE_URL": f"http://127.0.0.1:{API_PORT}",
     "AWS_SECRET_ACCESS_KEY": "decoy-aws-secret",
     "GITHUB_TOKEN": "decoy-github-token",
     "MY_EXTRA": "extra-value",
@@ -80,7 +99,7 @@ def test_exactly_the_pass_list_reaches_claude(tree: LaunchTree, mode: str) -> No
     assert result.returncode == 0, result.stderr
     env = last_json(result.stdout)["env"]
     base = {"HOME": str(tree.home), "PATH": "/usr/local/bin:/usr/bin:/bin",
-            "TERM": "xterm-256color", "LANG": "C.UTF-8"}  # fmt: skip
+            "SHELL": "/bin/bash", "TERM": "xterm-256color", "LANG": "C.UTF-8"}  # fmt: skip
     passed = {k: CALLER[k] for k in ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "MY_EXTRA")}
     if mode == "sandbox":
         # The caller's IS_SANDBOX=0 and CLAUDE_CODE_BUBBLEWRAP are never taken; only
@@ -95,7 +114,7 @@ def test_without_the_list_nothing_of_the_caller_passes(tree: LaunchTree) -> None
     result = run_launcher(tree.write_config(env_claude(tree)), env=launcher_env(CALLER))
     assert result.returncode == 0, result.stderr
     names = set(last_json(result.stdout)["env"])
-    assert names == {"HOME", "PATH", "TERM", "LANG", "IS_SANDBOX", "PWD"}
+    assert names == {"HOME", "PATH", "SHELL", "TERM", "LANG", "IS_SANDBOX", "PWD"}
     assert "passes none of your variables" in result.stderr
 
 
@@ -258,10 +277,17 @@ def test_unsafe_mode_keeps_its_warning_under_quiet(tree: LaunchTree) -> None:
 def test_the_launch_says_which_loopback_port_the_allowlist_needs(tree: LaunchTree) -> None:
     claude = env_claude(tree)
     config = tree.write_config(claude, network="allowlist", env_pass=DEFAULT_PASS)
+    # base_url_port = "auto" (the default): the launch exposes it, nothing to do.
     result = run_launcher(config, env=launcher_env(CALLER), dry_run=True)
-    assert "--allow-loopback-port 8317" in result.stderr, result.stderr
+    assert result.returncode == 0 and "--allow-loopback-port" not in result.stderr
+    exposed = f"host loopback port {API_PORT} (from ANTHROPIC_BASE_URL, this session only)"
+    assert exposed in result.stdout, result.stdout
+    off = config.read_text().replace("[sandbox]\n", '[sandbox]\nbase_url_port = "off"\n', 1)
+    config.write_text(off)
+    result = run_launcher(config, env=launcher_env(CALLER), dry_run=True)
+    assert f"--allow-loopback-port {API_PORT}" in result.stderr, result.stderr
     allowed = tree.write_config(
-        claude, network="allowlist", env_pass=DEFAULT_PASS, loopback_ports=[8317]
+        claude, network="allowlist", env_pass=DEFAULT_PASS, loopback_ports=[API_PORT]
     )
     result = run_launcher(allowed, env=launcher_env(CALLER), dry_run=True)
     assert result.returncode == 0 and "--allow-loopback-port" not in result.stderr

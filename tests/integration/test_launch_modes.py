@@ -73,7 +73,7 @@ def test_user_mode_switches_to_the_agent_with_a_clean_environment(
     }
     assert report["ns"]["pid"] != host["pid"] and report["ns"]["mnt"] != host["mnt"]
     assert report["is_sandbox"] is None
-    assert set(report["env"]) <= {"HOME", "PATH", "TERM", "LANG", "USER", "LOGNAME"}
+    assert set(report["env"]) <= {"HOME", "PATH", "SHELL", "TERM", "LANG", "USER", "LOGNAME"}
     assert report["env"]["HOME"] == str(tree.home)
     assert report["env"]["USER"] == "nobody"
     assert report["write_root_home"] is False

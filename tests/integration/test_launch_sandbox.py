@@ -70,7 +70,7 @@ def test_child_runs_inside_verified_namespaces(
     assert report["cap_eff"] == "0000000000000000"
     assert report["no_new_privs"] == "1"
     # Clean environment: the caller's secret did not cross.
-    assert set(report["env"]) <= {"HOME", "PATH", "TERM", "LANG", "IS_SANDBOX", "PWD"}
+    assert set(report["env"]) <= {"HOME", "PATH", "SHELL", "TERM", "LANG", "IS_SANDBOX", "PWD"}
     assert report["env"]["HOME"] == str(tree.home)
     assert report["env"]["TERM"] == "xterm-256color"
 
@@ -195,6 +195,7 @@ def test_dry_run_prints_the_clean_environment_and_is_sandbox_only_for_bwrap(
     assert block == {
         "HOME": str(tree.home),
         "PATH": "/usr/local/bin:/usr/bin:/bin",
+        "SHELL": "/bin/bash",
         "TERM": "xterm-256color",
         "LANG": "de_DE.UTF-8",
     }

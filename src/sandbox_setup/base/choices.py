@@ -33,6 +33,14 @@ class Network(enum.StrEnum):
     NONE = "none"  # loopback only, nothing out
 
 
+class BaseUrlPort(enum.StrEnum):
+    """``[sandbox] base_url_port``: does a loopback ``ANTHROPIC_BASE_URL`` in the launch
+    environment expose its port for that session (network allowlist)."""
+
+    AUTO = "auto"  # yes: that one port, for that session, named in the launch line
+    OFF = "off"  # no: only the configured loopback_ports
+
+
 class SettingsScope(enum.StrEnum):
     """Where Claude Code's settings are written."""
 

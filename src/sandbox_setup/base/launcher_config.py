@@ -18,6 +18,8 @@ Format (``schema = 1``)::
     allowed_domains = ["example.com", "*.example.org:8443"]   # beyond Claude's own
     loopback_ports = [8080]          # host 127.0.0.1 ports seen inside at the same port
     inner_sandbox = "strong"         # strong | weak | off
+    base_url_port = "auto"           # optional; auto | off: a loopback ANTHROPIC_BASE_URL
+                                     # of the launch exposes its port for that session
 
     [env]
     pass = ["ANTHROPIC_API_KEY", ...] # the caller's variables Claude gets (nothing else)
@@ -45,7 +47,7 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Any, TypeVar
 
-from sandbox_setup.base.choices import InnerSandbox, Mode, Network, values
+from sandbox_setup.base.choices import BaseUrlPort, InnerSandbox, Mode, Network, values
 from sandbox_setup.base.errors import InputError
 from sandbox_setup.base.limits import Limits
 
@@ -81,6 +83,9 @@ class LauncherConfig:
     loopback_ports: tuple[int, ...] = ()
     env_pass: tuple[str, ...] = ()
     limits: Limits = field(default_factory=Limits)
+    # Not written by an apply (no answer sets it): the operator's own edit, kept on
+    # rewrite like any key the tool does not own; the launcher reads it.
+    base_url_port: BaseUrlPort = field(default=BaseUrlPort.AUTO, compare=False)
     claude_version: str | None = None
     unsafe: UnsafeAcceptance | None = None
     schema: int = SCHEMA
@@ -180,6 +185,9 @@ def parse_launcher_config(text: str, source: str = "launcher.toml") -> LauncherC
     network = _choice(sandbox, "network", Network, Network.HOST, "sandbox.", source)
     inner = _choice(sandbox, "inner_sandbox", InnerSandbox, InnerSandbox.STRONG, "sandbox.", source)
     domains = _strings(sandbox, "allowed_domains", "sandbox.", source)
+    base_url_port = _choice(
+        sandbox, "base_url_port", BaseUrlPort, BaseUrlPort.AUTO, "sandbox.", source
+    )
     ports = sandbox.get("loopback_ports", [])
     if not isinstance(ports, list) or not all(
         isinstance(p, int) and not isinstance(p, bool) and 1 <= p <= 65535 for p in ports
@@ -220,6 +228,7 @@ def parse_launcher_config(text: str, source: str = "launcher.toml") -> LauncherC
         loopback_ports=tuple(ports),
         env_pass=env_pass,
         limits=limits,
+        base_url_port=base_url_port,
         claude_version=version,
         unsafe=unsafe,
         schema=schema,

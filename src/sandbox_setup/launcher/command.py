@@ -46,6 +46,14 @@ GATE_SCRIPT = (
 )
 ROOT_LINKS = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 
+# user_launch's note when it runs Claude in a session of its own (the containment
+# replaces it with its own words for the session runner's pty).
+SETSID_NOTE = (
+    "runs in a new session (setsid) under sandbox-launch, which forwards signals and "
+    "returns Claude's status: dev.tty.legacy_tiocsti is on, and the agent must not "
+    "own this terminal (TIOCSTI)"
+)
+
 UNSAFE_WARNING = (
     "sandbox-launch: WARNING: unsafe mode: Claude Code runs as {who} with NO OS sandbox; "
     "it can read and change everything this account can. To set up a real sandbox or a "
@@ -396,11 +404,7 @@ def user_launch(
     cwd = workdir or (str(config.workspaces[0]) if config.workspaces else str(agent.home))
     notes: tuple[str, ...] = env_notes
     if new_session:
-        notes += (
-            "runs in a new session (setsid) under sandbox-launch, which forwards signals and "
-            "returns Claude's status: dev.tty.legacy_tiocsti is on, and the agent must not "
-            "own this terminal (TIOCSTI)",
-        )
+        notes += (SETSID_NOTE,)
     return Launch(
         argv=(*argv, claude, *claude_args),
         env=env,

@@ -32,7 +32,7 @@ from sandbox_setup.base.choices import Mode
 from sandbox_setup.base.errors import RefusedError
 from sandbox_setup.base.launcher_config import LauncherConfig
 from sandbox_setup.base.limits import Limits, mem_total, memory_bytes, size_bytes
-from sandbox_setup.launcher.command import Agent, Launch
+from sandbox_setup.launcher.command import SETSID_NOTE, Agent, Launch
 from sandbox_setup.launcher.trust import find_trusted_tool
 
 # bash, not dash: on Ctrl-C dash aborts its script with 130 even when Claude caught
@@ -322,7 +322,10 @@ def contained_launch(
     and the notes for --dry-run (``ctty``: the session's pty is its terminal)."""
     if mode is Mode.USER:
         argv = contain_user_argv(launch.argv, containment, tools, ctty=ctty)
-        notes: tuple[str, ...] = (USER_SESSION_NOTE,)
+        # The session runner's pty replaces user_launch's setsid; its other notes
+        # (an [env] pass name refused) stay.
+        kept = tuple(note for note in launch.notes if note != SETSID_NOTE)
+        notes: tuple[str, ...] = (*kept, USER_SESSION_NOTE)
     else:
         argv = contain_sandbox_argv(launch.argv, containment)
         notes = launch.notes

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sandbox_setup.base.accounts import lookup_user
-from sandbox_setup.base.choices import Mode
+from sandbox_setup.base.choices import Mode, Network
 from sandbox_setup.base.crashlog import report_crash
 from sandbox_setup.base.errors import InputError, RefusedError, SetupError
 from sandbox_setup.base.exitcodes import ExitCode
@@ -36,6 +36,7 @@ from sandbox_setup.base.launcher_config import LauncherConfig, parse_launcher_co
 from sandbox_setup.base.paths import Layout
 from sandbox_setup.base.printable import printable_lines
 from sandbox_setup.boundary.session import Boundary
+from sandbox_setup.launcher.base_url import managed_env, refuse_unreachable
 from sandbox_setup.launcher.command import (
     Agent,
     Launch,
@@ -57,7 +58,15 @@ from sandbox_setup.launcher.trust import (
     refuse_claude_shim,
 )
 from sandbox_setup.launcher.workdir import WorkDir, choose_workdir, current_directory, real_paths
-from sandbox_setup.policy.environment import loopback_port_hint
+from sandbox_setup.policy.environment import (
+    BaseUrl,
+    base_url_in_effect,
+    base_url_port,
+    base_url_port_problem,
+    dropped_claude_names,
+    loopback_port_hint,
+    select_passed,
+)
 from sandbox_setup.policy.limits import over_maximum
 from sandbox_setup.policy.names import user_name_problem
 from sandbox_setup.policy.trust import check_trusted_file
@@ -210,7 +219,11 @@ def build_launch(
     workspace_binds: Sequence[str] = (),
     delegation: Delegation | None = None,
     program: str | None = None,
+    exposed: int | None = None,
 ) -> tuple[Launch, Agent | None, Containment | None]:
+    """The launch of ``config`` (or of ``--run``'s ``program``); ``exposed``: the base
+    URL's loopback port this session exposes beyond the configured ones
+    (:func:`expose_base_url_port`), for the notice."""
     path_env = environ.get("PATH")
     if program is not None:
         claude = _review_program(program, config, owners, path_env)
@@ -228,7 +241,7 @@ def build_launch(
         who = "root (uid 0)" if uid == 0 else f"uid {uid}"
         launch = unsafe_launch(config, str(claude), environ, claude_args, uid, who)
         here = current_directory() or "a directory that no longer exists"
-        return _with_notice(launch, config, who, WorkDir(here)), None, None
+        return _with_notice(launch, config, who, WorkDir(here), environ), None, None
     agent = resolve_agent(config, uid)
     workdir = choose_workdir(
         config.workspaces, real_paths(config.workspaces), current_directory(), agent.home
@@ -237,7 +250,9 @@ def build_launch(
         config, agent, claude, claude_args, uid, environ, owners, workdir, workspace_binds
     )
     launch, containment = contain(config, agent, separate, uid, owners, path_env, delegation)
-    launch = _with_notice(launch, config, agent.name, workdir)
+    # --run: the notice lists no "not passed" variables (none are, on purpose).
+    noticed = environ if program is None else {}
+    launch = _with_notice(launch, config, agent.name, workdir, noticed, exposed)
     if program is not None:
         launch = replace(launch, notice=f"{launch.notice}; runs {claude}, not Claude Code")
     return launch, agent, containment
@@ -288,7 +303,9 @@ def _separate_launch(
             workdir=workdir.path,
             workspace_binds=workspace_binds,
         )
-        hint = loopback_port_hint(environ, launch.passed, config.network, config.loopback_ports)
+        hint = loopback_port_hint(
+            environ, launch.passed, config.network, config.loopback_ports, config.base_url_port
+        )
         if hint is not None:
             warnings = [w for w in (launch.warning, f"sandbox-launch: {hint}") if w]
             launch = replace(launch, warning="\n".join(warnings))
@@ -306,8 +323,59 @@ def _separate_launch(
     )
 
 
-def _with_notice(launch: Launch, config: LauncherConfig, agent: str, workdir: WorkDir) -> Launch:
-    return replace(launch, notice=config_notice(config, agent, workdir, launch.passed))
+def _with_notice(
+    launch: Launch,
+    config: LauncherConfig,
+    agent: str,
+    workdir: WorkDir,
+    environ: Mapping[str, str],
+    exposed: int | None = None,
+) -> Launch:
+    if config.mode is Mode.UNSAFE:
+        dropped: tuple[str, ...] = ()
+        refused: tuple[str, ...] = ()
+    else:
+        dropped, refused = dropped_claude_names(environ, launch.passed, config.mode)
+    notice = config_notice(
+        config, agent, workdir, launch.passed, exposed=exposed, dropped=dropped, refused=refused
+    )
+    return replace(launch, notice=notice)
+
+
+def launch_base_url(config: LauncherConfig, environ: Mapping[str, str]) -> BaseUrl | None:
+    """The ``ANTHROPIC_BASE_URL`` this launch gives Claude, from the places that count
+    (:func:`sandbox_setup.policy.environment.base_url_in_effect`): the caller's
+    variables as passed (unsafe mode: all of them) and root's managed settings."""
+    if config.mode is Mode.UNSAFE:
+        passed: Mapping[str, str] = environ
+    else:
+        passed, _ = select_passed(config.env_pass, environ, config.mode)
+    return base_url_in_effect(passed, managed_env())
+
+
+def expose_base_url_port(
+    config: LauncherConfig, base: BaseUrl | None
+) -> tuple[LauncherConfig, int | None]:
+    """``config`` with the base URL's loopback port added to the ports this session
+    exposes (``[sandbox] base_url_port = "auto"``), and that port; unchanged and None
+    when there is none to add. The session then exposes it exactly as a configured
+    ``--allow-loopback-port``: the same forwarders, ``NO_PROXY`` and egress log."""
+    port = base_url_port(
+        base, config.mode, config.network, config.base_url_port, config.loopback_ports
+    )
+    if port is None or base is None:
+        return config, None
+    problem = base_url_port_problem(port, base.source)
+    ports = (*config.loopback_ports, port)
+    problem = problem or over_maximum("loopback_ports", ports)
+    if problem is not None:
+        raise RefusedError(problem)
+    return replace(config, loopback_ports=ports), port
+
+
+def _may_reach(config: LauncherConfig) -> bool:
+    """Can this launch reach a network at all (not a sandbox with network none)?"""
+    return not (config.mode is Mode.SANDBOX and config.network == Network.NONE)
 
 
 def start_boundary(config: LauncherConfig, dry_run: bool) -> Boundary | None:
@@ -373,6 +441,11 @@ def _run_checked(
     early: EarlySessionCgroup | None,
     seams: LaunchSeams,
 ) -> int:
+    # A --run review talks to no API: its base URL neither opens a port nor refuses.
+    base = None if options.program else launch_base_url(config, environ)
+    config, exposed = expose_base_url_port(config, base)
+    if base is not None and not options.dry_run and _may_reach(config):
+        refuse_unreachable(base)  # in seconds, not Claude's minutes of retries
     boundary = start_boundary(config, options.dry_run)
     # However the launch ends (refused before bwrap, a session that could not start,
     # an error), the boundary ends too: placeholders out, the scan, the baseline.
@@ -387,6 +460,7 @@ def _run_checked(
             boundary.bind_args if boundary is not None else (),
             early.delegation if early is not None else None,
             options.program,
+            exposed,
         )
         hooks = [boundary.end] if boundary is not None else []
         if launch.warning:

@@ -15,14 +15,20 @@ from collections.abc import Sequence
 from sandbox_setup.base.choices import Mode, Network
 from sandbox_setup.base.launcher_config import LauncherConfig
 from sandbox_setup.launcher.workdir import WorkDir
+from sandbox_setup.policy.environment import BASE_URL, pass_env_command
 
 PREFIX = "sandbox-launch: "
 
 
 def network_policy(
-    mode: Mode, network: Network, domains: Sequence[str] = (), ports: Sequence[int] = ()
+    mode: Mode,
+    network: Network,
+    domains: Sequence[str] = (),
+    ports: Sequence[int] = (),
+    exposed: int | None = None,
 ) -> str:
-    """The network part of the notice, in words."""
+    """The network part of the notice, in words; ``exposed``: the port (one of
+    ``ports``) exposed for this session only, because ANTHROPIC_BASE_URL points at it."""
     if mode != Mode.SANDBOX:
         return "network of the host (no namespace of its own)"
     if network == Network.NONE:
@@ -35,7 +41,9 @@ def network_policy(
     text = f"network allowlist ({allowed}"
     if ports:
         text += "; host loopback port" + ("s " if len(ports) > 1 else " ")
-        text += ", ".join(str(p) for p in ports)
+        text += ", ".join(
+            f"{p} (from {BASE_URL}, this session only)" if p == exposed else str(p) for p in ports
+        )
     return text + ")"
 
 
@@ -48,8 +56,13 @@ def launch_notice(
     moved_from: str | None = None,
     passed: Sequence[str] = (),
     notes: Sequence[str] = (),
+    dropped: Sequence[str] = (),
+    refused: Sequence[str] = (),
 ) -> str:
-    """``sandbox-launch: sandbox mode; agent X; in DIR; network ...; passes A, B``."""
+    """``sandbox-launch: sandbox mode; agent X; in DIR; network ...; passes A, B``.
+
+    ``dropped``: Claude-related variables of the caller's it did not pass (names only),
+    with the command that passes them; ``refused``: those it never passes."""
     where = f"in {directory}"
     if moved_from is not None:
         where += f" (you are in {moved_from}, outside the workspace)"
@@ -60,6 +73,12 @@ def launch_notice(
         parts.append("passes " + ", ".join(passed))
     else:
         parts.append("passes none of your variables")
+    if dropped:
+        parts.append(
+            f"did not pass {', '.join(dropped)} (to pass them: {pass_env_command(dropped)})"
+        )
+    if refused:
+        parts.append(f"never passes {', '.join(refused)} (a sandbox claim)")
     parts += [note for note in notes if note]
     return PREFIX + "; ".join(parts)
 
@@ -70,10 +89,14 @@ def config_notice(
     workdir: WorkDir,
     passed: Sequence[str],
     notes: Sequence[str] = (),
+    *,
+    exposed: int | None = None,
+    dropped: Sequence[str] = (),
+    refused: Sequence[str] = (),
 ) -> str:
     """:func:`launch_notice` for a launch of ``config``."""
     network = network_policy(
-        config.mode, config.network, config.allowed_domains, config.loopback_ports
+        config.mode, config.network, config.allowed_domains, config.loopback_ports, exposed
     )
     return launch_notice(
         config.mode,
@@ -83,4 +106,6 @@ def config_notice(
         moved_from=workdir.moved_from,
         passed=passed,
         notes=notes,
+        dropped=dropped,
+        refused=refused,
     )

@@ -50,10 +50,12 @@ from __future__ import annotations
 import re
 import urllib.parse
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 
-from sandbox_setup.base.choices import Mode, Network
+from sandbox_setup.base.choices import BaseUrlPort, Mode, Network
 from sandbox_setup.base.errors import InputError
 from sandbox_setup.policy.addresses import parse_address
+from sandbox_setup.policy.network import SANDBOX_PROXY_PORT
 
 _MODEL_SLOTS = ("OPUS", "SONNET", "HAIKU")
 _MODEL_SUFFIXES = ("", "_NAME", "_DESCRIPTION", "_SUPPORTED_CAPABILITIES")
@@ -182,14 +184,16 @@ def loopback_port_hint(
     names: Iterable[str],
     network: Network,
     loopback_ports: Iterable[int],
+    setting: BaseUrlPort | None = None,
 ) -> str | None:
     """What to do when the passed base URL is on the host's loopback but the sandbox
     cannot reach it (None when it can, or when there is nothing to say).
 
     Only a sandbox with a network of its own is concerned: ``allowlist`` reaches
-    one host loopback port through ``--allow-loopback-port PORT``; ``none`` reaches
-    nothing. The URL itself is never repeated (it may carry a token); host and
-    port are.
+    one host loopback port through ``--allow-loopback-port PORT``, or, at launch
+    (``setting``: the config's ``base_url_port``), through ``base_url_port = "auto"``;
+    ``none`` reaches nothing. The URL itself is never repeated (it may carry a
+    token); host and port are.
     """
     if BASE_URL not in names or network == Network.HOST:
         return None
@@ -203,9 +207,147 @@ def loopback_port_hint(
             f"{where}, but the sandbox has no network (network none), so Claude Code cannot "
             f"reach it; use --network allowlist --allow-loopback-port {port}"
         )
-    if port in set(loopback_ports):
+    if port in set(loopback_ports) or setting is BaseUrlPort.AUTO:
         return None
-    return (
+    text = (
         f"{where}; the sandbox (network allowlist) reaches it only through "
         f"--allow-loopback-port {port}: re-run sandbox-setup with --allow-loopback-port {port}"
     )
+    if setting is BaseUrlPort.OFF:
+        text += ' (or set base_url_port = "auto" in [sandbox] of launcher.toml)'
+    return text
+
+
+# --- the base URL a launch uses, and the one port it may expose (issue 28) -----------
+#
+# A proxy launcher (``ocx claude ...``) starts its API proxy on the host's loopback and
+# exports ANTHROPIC_BASE_URL=http://127.0.0.1:PORT to its child only, so no plan can
+# know PORT in advance. With ``[sandbox] base_url_port = "auto"`` (the default) the
+# launch exposes exactly that port, for that session, the way a configured
+# ``--allow-loopback-port`` is exposed. Which base URLs count, and from where, is this:
+#
+# * the caller's environment, as the launcher passes it to Claude (ANTHROPIC_BASE_URL in
+#   ``[env] pass``, and set): the operator, or the program the operator ran, chose it;
+# * the ``env`` table of the root-owned managed settings
+#   (/etc/claude-code/managed-settings.json), which Claude Code applies over its process
+#   environment: root chose it, and it wins over the caller's, as in Claude Code.
+#
+# Never a file the agent can write: its own ~/.claude/settings.json or a workspace's
+# .claude/settings*.json would let the agent choose which loopback service of the host
+# the next session reaches. (Claude may still obey such a file; it then reaches only
+# what the operator exposed.)
+
+FROM_CALLER = "your environment"
+FROM_MANAGED = "the managed settings"
+# Claude-related names: what the launch line lists when it did not pass one.
+CLAUDE_PREFIXES = ("CLAUDE_", "ANTHROPIC_")
+
+
+@dataclass(frozen=True, slots=True)
+class BaseUrl:
+    """The ``ANTHROPIC_BASE_URL`` a launch gives Claude, and where it came from (words)."""
+
+    url: str
+    source: str
+
+
+def base_url_in_effect(
+    passed: Mapping[str, str], managed_env: Mapping[str, object] | None = None
+) -> BaseUrl | None:
+    """The base URL Claude Code will use, from the places that count (see above).
+
+    ``passed``: the caller's variables the launcher hands to Claude (in unsafe mode,
+    the whole inherited environment); ``managed_env``: the managed settings' ``env``
+    table, None when there is none (or it is not root's and trusted).
+    """
+    managed = (managed_env or {}).get(BASE_URL)
+    if isinstance(managed, str) and managed.strip():
+        return BaseUrl(managed, FROM_MANAGED)
+    url = passed.get(BASE_URL, "")
+    if url.strip():
+        return BaseUrl(url, FROM_CALLER)
+    return None
+
+
+def base_url_port(
+    base: BaseUrl | None,
+    mode: Mode,
+    network: Network,
+    setting: BaseUrlPort,
+    configured: Iterable[int],
+) -> int | None:
+    """The host loopback port this launch exposes for ``base`` (None: none to expose).
+
+    Only a sandbox with the allowlist network needs one (``host`` and user mode share
+    the host's loopback; ``none`` reaches nothing), only with ``base_url_port = "auto"``,
+    only a loopback URL, and only a port not configured already.
+    """
+    if base is None or setting is not BaseUrlPort.AUTO:
+        return None
+    if mode is not Mode.SANDBOX or network != Network.ALLOWLIST:
+        return None
+    endpoint = loopback_endpoint(base.url)
+    if endpoint is None or endpoint[1] in set(configured):
+        return None
+    return endpoint[1]
+
+
+def base_url_port_problem(port: int, source: str) -> str | None:
+    """Why ``port`` (a base URL's) cannot be exposed, or None."""
+    if port == SANDBOX_PROXY_PORT:
+        return (
+            f"{BASE_URL} (from {source}) points at loopback port {port}, the port of the "
+            "launcher's egress proxy inside the sandbox; run the API proxy on another port"
+        )
+    return None
+
+
+def url_endpoint(url: str) -> tuple[str, int] | str:
+    """``(host, port)`` a URL connects to (the scheme's port when it names none), or
+    why it names none."""
+    try:
+        parts = urllib.parse.urlsplit(url.strip())
+        host, port = parts.hostname, parts.port
+    except ValueError:
+        return "it is not a URL with a valid port"
+    if not host:
+        return "it names no host"
+    if port is None:
+        port = _DEFAULT_PORTS.get(parts.scheme.lower())
+        if port is None:
+            return f"its scheme {parts.scheme!r} is not http or https"
+    return host, port
+
+
+def base_url_where(url: str) -> str:
+    """``host port N`` of ``url``, never the URL itself (it may carry a token)."""
+    endpoint = url_endpoint(url)
+    if isinstance(endpoint, str):
+        return "an address that is not a usable URL"
+    return f"{endpoint[0]} port {endpoint[1]}"
+
+
+def dropped_claude_names(
+    environ: Mapping[str, str], passed: Iterable[str], mode: Mode
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The Claude-related variables (``CLAUDE_*``, ``ANTHROPIC_*``) set in ``environ``
+    that the launch did not pass: ``(passable, sandbox claims)``. The first can be
+    added with ``--pass-env``; the second the policy never passes in ``mode``. (A name
+    that is not a variable name at all is in neither: nothing passes it.)"""
+    given = set(passed)
+    passable: list[str] = []
+    claims: list[str] = []
+    for name in sorted(environ):
+        if name in given or not name.startswith(CLAUDE_PREFIXES):
+            continue
+        if pass_name_problem(name, mode) is None:
+            passable.append(name)
+        elif name in SANDBOX_CLAIMS:
+            claims.append(name)
+    return tuple(passable), tuple(claims)
+
+
+def pass_env_command(names: Iterable[str]) -> str:
+    """The command that adds ``names`` to ``[env] pass`` and changes nothing else."""
+    flags = " ".join(f"--pass-env {name}" for name in names)
+    return f"sandbox-setup --headless {flags} --yes"
