@@ -14,6 +14,10 @@
 # (useradd, the shim on PATH, /etc/claude-code, root's ~/.gitconfig and state
 # directory) and gone with it. Only the session's cgroup is on the host's cgroup
 # tree; the launcher removes it when the session ends.
+#
+# Run it alone: the agent's uid exists only in the namespace's /etc/passwd, so a test
+# suite running beside it on the real host can create a live account with the same
+# uid and, cleaning up, kill every process of that uid (the host's session too).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -28,7 +32,7 @@ session_pid=
 cleanup() {
   if [ -n "$session_pid" ]; then
     kill -TERM -- "-$session_pid" 2>/dev/null || true
-    wait "$session_pid" 2>/dev/null || true
+    for _ in $(seq 100); do kill -0 "$session_pid" 2>/dev/null || break; sleep 0.1; done
   fi
   rm -rf "$work" 2>/dev/null || true
 }
@@ -66,14 +70,24 @@ echo '{"sandbox": {"enabled": false}}' >/etc/claude-code/managed-settings.d/50-h
 echo "set-up host: managed settings:" /etc/claude-code/managed-settings.json \
   /etc/claude-code/managed-settings.d/*
 
-(cd /srv/host-app && exec setsid sandbox-launch --quiet </dev/null >"$work/session.log" 2>&1) &
-session_pid=$!
+# setsid: the session is a process group of its own (the cleanup stops it whole); the
+# subshell records when and how it ended.
+(
+  cd /srv/host-app
+  setsid sandbox-launch --quiet </dev/null >>"$work/session.log" 2>&1 &
+  echo $! >"$work/session.pid"
+  wait $! && code=0 || code=$?
+  echo "set-up host: the session ended (exit $code) at $(date -u +%T)" >>"$work/session.log"
+) &
+for _ in $(seq 50); do [ -s "$work/session.pid" ] && break; sleep 0.1; done
+session_pid=$(cat "$work/session.pid")
 for _ in $(seq 50); do [ -e /srv/host-app/.host-session-tick ] && break; sleep 0.2; done
 [ -e /srv/host-app/.host-session-tick ] || { echo "the host session did not start:"; cat "$work/session.log"; exit 1; }
-echo "set-up host: a sandbox-launch session is running (pid $session_pid)"
+echo "set-up host: a sandbox-launch session is running (pid $session_pid, agent uid $(id -u host-agent))"
 
 status=0
 bash tests/run.sh "$@" || status=$?
-kill -0 "$session_pid" 2>/dev/null && echo "set-up host: the session ran for the whole suite" \
+kill -0 "$session_pid" 2>/dev/null \
+  && echo "set-up host: the session ran for the whole suite (last tick $(cat /srv/host-app/.host-session-tick))" \
   || { echo "set-up host: the session ended during the suite:"; cat "$work/session.log"; status=1; }
 exit "$status"
