@@ -132,6 +132,11 @@ FIELD_WORDS: dict[str, str] = {
     "--as-user": "the agent user",
     "--timeout": "the probe timeout",
     "--root": "the target root",
+    "--no-workspace": "the workspaces field",
+    "--no-allow-domain": "the allowed domains field",
+    "--no-allow-loopback-port": "the loopback ports field",
+    "--no-pass-env": "the variables to pass field",
+    "--all": "every apply",
 }
 _FLAG = re.compile(r"--[a-z][a-z-]*[a-z](?: [A-Z][A-Z_]*\b)?")
 # A command to paste: one of sandbox-setup's actions (not a setting's flag named in
