@@ -16,7 +16,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from sandbox_setup.base.choices import InnerSandbox, Mode, Network, SettingsScope, values
+from sandbox_setup.base.choices import (
+    SCOPE_REACH,
+    InnerSandbox,
+    Mode,
+    Network,
+    SettingsScope,
+    values,
+)
 from sandbox_setup.base.crashlog import report_crash
 from sandbox_setup.base.errors import SetupError
 from sandbox_setup.base.exitcodes import EXIT_CODES_HELP, ExitCode
@@ -175,7 +182,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     headless.add_argument("--agent-user", metavar="NAME", help="default: claude-agent")
     headless.add_argument("--claude", metavar="PATH", help="the Claude Code binary")
-    headless.add_argument("--settings-scope", choices=values(SettingsScope))
+    headless.add_argument(
+        "--settings-scope",
+        choices=values(SettingsScope),
+        help=(
+            f"where Claude's settings go: managed ({SCOPE_REACH['managed']}) or user "
+            f"({SCOPE_REACH['user']}); default managed in sandbox and user modes"
+        ),
+    )
     headless.add_argument(
         "--inner-sandbox", choices=values(InnerSandbox), help="default: from the probes"
     )

@@ -36,7 +36,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from sandbox_setup.base.accounts import lookup_user
-from sandbox_setup.base.choices import InnerSandbox, Mode, SettingsScope
+from sandbox_setup.base.choices import EVERY_USER, InnerSandbox, Mode, SettingsScope
 from sandbox_setup.base.errors import InputError, RefusedError
 from sandbox_setup.base.launcher_config import (
     LauncherConfig,
@@ -382,7 +382,8 @@ def build_plan(report: Report, answers: Answers, layout: Layout, source: str = "
             settings_path,
             lambda current: merge_settings(current, source_name, keys),
             owner=settings_owner,
-            label=f"Claude settings ({scope} scope)",
+            label=f"Claude settings ({scope} scope"
+            + (f": they apply to {EVERY_USER})" if scope == "managed" else ")"),
             mode=0o644,
             readable_by=agent_name,
             dir_mode=0o755 if scope == "managed" else 0o700,
