@@ -10,12 +10,12 @@ from __future__ import annotations
 import argparse
 import math
 import os
-import shlex
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from sandbox_setup.base import remedies
 from sandbox_setup.base.choices import (
     SCOPE_REACH,
     InnerSandbox,
@@ -290,7 +290,7 @@ def _headless_options_given(parser: argparse.ArgumentParser, args: argparse.Name
             words.append(flag)
         else:
             for item in value if isinstance(value, list) else [value]:
-                words += [flag, shlex.quote(str(item))]
+                words += [flag, str(item)]
     return words
 
 
@@ -317,7 +317,7 @@ def _dispatch(
             if problem is not None:
                 parser.error(f"{flag} {shown(value)}: {problem}")
     if args.all and not args.undo:
-        parser.error("--all only applies to --undo (sandbox-setup --undo --all)")
+        parser.error(f"--all only applies to --undo ({remedies.undo_all(args.root, yes=False)})")
     # why (each command imported here): an action loads only its own layers; --check would
     # otherwise load the configuration core and the audit before its probes start.
     if args.check or args.list_checks:
@@ -344,10 +344,9 @@ def _dispatch(
     if given:
         # The wizard would ignore them (it opens on the audit of the saved setup).
         names = ", ".join(dict.fromkeys(word for word in given if word.startswith("--")))
-        root = "" if args.root == "/" else f" --root {shlex.quote(args.root)}"
         parser.error(
             f"{names}: options of the headless path; to change only that in the saved setup: "
-            f"sandbox-setup --headless {' '.join(given)}{root} --yes"
+            + remedies.change_setup(*given, root=args.root)
         )
     from sandbox_setup.tui.app import run_app  # why: the only path that loads Textual
 

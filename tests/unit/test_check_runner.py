@@ -187,7 +187,7 @@ def test_cli_json_and_exit_code(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert set(data["checks"][0]) == {"id", "title", "status", "summary", "detail", "remedy"}
     # Two checks of many: no mode is recommended from them (issue 28).
     assert data["recommendation"]["mode"] is None
-    assert "needs the full run (sandbox-setup --check)" in data["recommendation"]["reason"]
+    assert "needs the full run: sandbox-setup --check" in data["recommendation"]["reason"]
     masked = make_root(tmp_path / "masked", mountinfo="docker_default.txt")
     assert main(["--check", "--root", str(masked), "proc.masks"]) == 1
     captured = capsys.readouterr()

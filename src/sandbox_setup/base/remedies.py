@@ -16,6 +16,9 @@ from __future__ import annotations
 import shlex
 from collections.abc import Callable, Iterable
 
+# Functions here that build a part of a command, not a command.
+HELPERS = ("root_flag",)
+
 
 def root_flag(root: str) -> str:
     """`` --root DIR`` for a command to paste, when ``root`` is not the live system."""
@@ -51,7 +54,7 @@ def pass_env(names: Iterable[str], root: str = "/") -> str:
 
 
 def replay_answers(path: str, root: str = "/") -> str:
-    return f"sandbox-setup --headless --answers {shlex.quote(path)}{root_flag(root)} --yes"
+    return f"sandbox-setup --headless --answers {shlex.quote(path)} --yes{root_flag(root)}"
 
 
 def rerun_checks(*ids: str, as_user: str | None = None) -> str:

@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from sandbox_setup.base import remedies
 from sandbox_setup.base.choices import Mode
 
 SCHEMA = 1
@@ -81,7 +82,9 @@ class Recommendation:
     reason: str
 
 
-PARTIAL_REASON = "not all checks ran: the recommendation needs the full run (sandbox-setup --check)"
+PARTIAL_REASON = (
+    f"not all checks ran: the recommendation needs the full run: {remedies.rerun_checks()}"
+)
 
 
 @dataclass

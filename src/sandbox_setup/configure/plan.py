@@ -35,6 +35,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from sandbox_setup.base import remedies
 from sandbox_setup.base.accounts import lookup_user
 from sandbox_setup.base.choices import EVERY_USER, InnerSandbox, Mode, SettingsScope
 from sandbox_setup.base.errors import InputError, RefusedError
@@ -115,8 +116,8 @@ def mode_blocker(report: Report, mode: Mode) -> Blocker | None:
     if finding is not None and finding.status is Status.PASS:
         return None
     summary = finding.summary if finding else f"{check_id} was not checked"
-    remedy = finding.remedy if finding else "sandbox-setup --check " + check_id
-    return Blocker(check_id, f"{check_id}: {summary}", remedy or "see sandbox-setup --check")
+    remedy = finding.remedy if finding else remedies.rerun_checks(check_id)
+    return Blocker(check_id, f"{check_id}: {summary}", remedy or remedies.rerun_checks(check_id))
 
 
 def _check_mode(report: Report, answers: Answers) -> None:
@@ -424,7 +425,9 @@ def build_plan(report: Report, answers: Answers, layout: Layout, source: str = "
         claude_version=_claude_version(layout, claude.version, launcher_claude),
         unsafe=unsafe,
     )
-    hint = loopback_port_hint(os.environ, config.env_pass, network, config.loopback_ports)
+    hint = loopback_port_hint(
+        os.environ, config.env_pass, network, config.loopback_ports, str(layout.root)
+    )
     if answers.mode is Mode.SANDBOX and hint is not None:
         notes.append(hint)  # from the operator's environment now; the launch says it again
     op_dirs = 0o700

@@ -51,6 +51,7 @@ import re
 import urllib.parse
 from collections.abc import Iterable, Mapping
 
+from sandbox_setup.base import remedies
 from sandbox_setup.base.choices import Mode, Network
 from sandbox_setup.base.errors import InputError
 from sandbox_setup.policy.addresses import parse_address
@@ -182,6 +183,7 @@ def loopback_port_hint(
     names: Iterable[str],
     network: Network,
     loopback_ports: Iterable[int],
+    root: str = "/",
 ) -> str | None:
     """What to do when the passed base URL is on the host's loopback but the sandbox
     cannot reach it (None when it can, or when there is nothing to say).
@@ -201,11 +203,11 @@ def loopback_port_hint(
     if network == Network.NONE:
         return (
             f"{where}, but the sandbox has no network (network none), so Claude Code cannot "
-            f"reach it; use --network allowlist --allow-loopback-port {port}"
+            f"reach it; to allow it: {remedies.allowlist_with_port(port, root)}"
         )
     if port in set(loopback_ports):
         return None
     return (
-        f"{where}; the sandbox (network allowlist) reaches it only through "
-        f"--allow-loopback-port {port}: re-run sandbox-setup with --allow-loopback-port {port}"
+        f"{where}; the sandbox (network allowlist) reaches only the loopback ports allowed; "
+        f"to allow it: {remedies.allow_loopback_port(port, root)}"
     )
