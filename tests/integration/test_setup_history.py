@@ -117,6 +117,21 @@ def test_undo_says_what_remains_and_undo_all_restores_the_host_byte_for_byte(roo
     assert "Nothing to undo" in cli(root, "--undo", "--all", "--yes")
 
 
+def test_undo_all_keeps_what_the_sessions_left_in_the_state_directory(root: Path) -> None:
+    """The quarantine holds files moved out of a workspace: never deleted by an undo."""
+    cli(root, "--headless", "--yes", *SANDBOX)
+    moved = root / STATE / "quarantine/session-1/hooks/post-checkout"
+    moved.parent.mkdir(parents=True)
+    moved.write_text("#!/bin/sh\n")
+    preview = cli(root, "--undo", "--all")
+    assert "keeping the directory: the sessions left quarantine there" in preview
+    out = cli(root, "--undo", "--all", "--yes")
+    assert f"removed the journal and the backups from /{STATE}" in out
+    assert f"Kept the state directory /{STATE}: the sessions left quarantine there" in out
+    assert moved.read_text() == "#!/bin/sh\n"
+    assert sorted(p.name for p in (root / STATE).iterdir()) == ["quarantine"]
+
+
 def test_headless_without_mode_changes_only_the_options_given(root: Path) -> None:
     cli(root, "--headless", "--yes", *SANDBOX)
     before = setup_files(root)

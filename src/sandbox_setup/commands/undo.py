@@ -167,7 +167,17 @@ def _run_undo_all(args: argparse.Namespace, layout: Layout) -> int:
     if not args.yes or args.dry_run:
         _preview(applies)
         _preview_owned(layout, owners)
-        print(f"and then remove the state directory {state} ({files} file(s), {backups} backup(s))")
+        kept = history.kept_in_state_dir(layout)
+        if kept:
+            print(
+                f"and then remove the journal and {backups} backup(s) from {state}, keeping "
+                "the directory: the sessions left " + printable(", ".join(kept)) + " there"
+            )
+        else:
+            print(
+                f"and then remove the state directory {state} ({files} file(s), "
+                f"{backups} backup(s))"
+            )
     if not _ask(args, f"Undo all {len(applies)} applies?"):
         return int(ExitCode.OK)
     done: list[str] = []
@@ -183,12 +193,20 @@ def _run_undo_all(args: argparse.Namespace, layout: Layout) -> int:
     if code == int(ExitCode.OK) and not history.open_applies(layout):
         print(
             f"Every apply is undone; removing the state directory {state} with its journal "
-            f"and {backups} backup(s) (copies of the files the applies replaced)."
+            f"and {backups} backup(s) (copies of the files the applies replaced, among them "
+            "the account files)."
         )
         with apply_lock(layout):  # no apply starts while it goes
-            lines = history.remove_state_dir(layout)
+            lines, left = history.remove_state_dir(layout)
         for line in lines:
             print(printable_lines(line))
+        if left:
+            print(
+                f"Kept the state directory {state}: the sessions left "
+                + printable(", ".join(left))
+                + " there (the quarantine holds files moved out of the workspaces, never "
+                "deleted); look through them, then remove the directory by hand"
+            )
     else:
         print(
             f"Kept the state directory {state}: "

@@ -224,22 +224,52 @@ def created_parents(layout: Layout) -> list[PurePosixPath]:
     return [PurePosixPath(p) for p in listed if isinstance(p, str) and PurePosixPath(p) in allowed]
 
 
-def remove_state_dir(layout: Layout) -> list[str]:
-    """Remove the state directory and what the first apply created above it (when
-    empty); one line per directory removed."""
+# What the applies keep in the state directory (removed by `--undo --all`), beside what
+# the sessions keep there (the quarantine, the session records, the egress log), which
+# an undo never deletes: files moved out of a workspace are moved aside, never deleted.
+HISTORY = ("journal.jsonl", "backups", "apply.lock", CREATED_PARENTS, "setups.json", "crash.log")
+
+
+def kept_in_state_dir(layout: Layout) -> list[str]:
+    """What the sessions keep in the state directory (not the applies' history)."""
+    real = layout.real(layout.state_dir)
+    if not real.is_dir():
+        return []
+    return sorted(name for name in os.listdir(real) if name not in HISTORY)
+
+
+def remove_state_dir(layout: Layout) -> tuple[list[str], list[str]]:
+    """Remove the applies' history from the state directory, then the directory and
+    what the first apply created above it when nothing else is left. Returns (one line
+    per thing removed, the names of what was left there)."""
     check_state_dir(layout)
     real = layout.real(layout.state_dir)
     parents = created_parents(layout)
     top = fsops.open_dir(layout.root, real)
     if top is None:
-        return []
+        return [], []
     try:
-        st = os.fstat(top)
-        if not stat.S_ISDIR(st.st_mode):
-            return []
-        _remove_tree(top)
+        if not stat.S_ISDIR(os.fstat(top).st_mode):
+            return [], []
+        for name in HISTORY:
+            st = fdwalk.lstat_at(top, name)
+            if st is None:
+                continue
+            if stat.S_ISDIR(st.st_mode):
+                child = fdwalk.open_dir_at(top, name)
+                try:
+                    _remove_tree(child)
+                finally:
+                    os.close(child)
+                os.rmdir(name, dir_fd=top)
+            else:
+                os.unlink(name, dir_fd=top)
+        left = sorted(os.listdir(top))
     finally:
         os.close(top)
+    lines = [f"removed the journal and the backups from {layout.state_dir}"]
+    if left:
+        return lines, left
     fsops.remove_empty_dir(layout.root, real)
     lines = [f"removed the state directory {layout.state_dir}"]
     for parent in sorted(parents, key=lambda p: len(p.parts), reverse=True):
@@ -249,4 +279,4 @@ def remove_state_dir(layout: Layout) -> list[str]:
         except OSError as exc:
             if exc.errno != errno.ENOTEMPTY:
                 raise
-    return lines
+    return lines, []
