@@ -182,3 +182,19 @@ def test_a_headless_option_without_headless_names_the_command(root: Path) -> Non
     assert (
         f"sandbox-setup --headless --allow-loopback-port 10100 --root {root} --yes" in proc.stderr
     )
+
+
+def test_undoing_the_only_apply_says_what_is_left_and_how_to_remove_it(root: Path) -> None:
+    cli(root, "--headless", "--yes", *SANDBOX)
+    out = cli(root, "--undo", "--yes")
+    assert "removed user claude-agent" in out
+    assert (
+        f"No apply of this setup is in effect any more; its journal and backups are left in "
+        f"/{STATE}; remove them with: sandbox-setup --undo --all --yes --root {root}"
+    ) in out
+    again = cli(root, "--undo", "--yes")
+    assert "Nothing to undo." in again and "--undo --all --yes" in again
+    cli(root, "--undo", "--all", "--yes")
+    assert not (root / "root/.local").exists()
+    wrong = run_cli("--check", "--all", "--root", str(root))
+    assert wrong.returncode == 2 and "--all only applies to --undo" in wrong.stderr

@@ -61,8 +61,8 @@ def _remaining_line(layout: Layout, remaining: int) -> str:
             f"back: {_all_command(layout)}"
         )
     return (
-        "That was the first apply: only the state directory "
-        f"{layout.state_dir} (journal and backups) is left; remove it with: " + _all_command(layout)
+        "No apply of this setup is in effect any more; its journal and backups are left in "
+        f"{layout.state_dir}; remove them with: " + _all_command(layout)
     )
 
 
