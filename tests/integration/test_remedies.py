@@ -33,6 +33,7 @@ NOT_REMEDIES = {
     "configure/answers.py": "a comment inside answers.toml",
     "configure/claude_shim.py": "a comment inside the shim script",
     "policy/git_protected.py": "comments inside the protected git config",
+    "policy/login_routes.py": "a comment inside the sshd drop-in",
 }
 
 

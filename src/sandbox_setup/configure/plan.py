@@ -426,7 +426,7 @@ def build_plan(report: Report, answers: Answers, layout: Layout, source: str = "
         unsafe=unsafe,
     )
     hint = loopback_port_hint(
-        os.environ, config.env_pass, network, config.loopback_ports, str(layout.root)
+        os.environ, config.env_pass, network, config.loopback_ports, root=str(layout.root)
     )
     if answers.mode is Mode.SANDBOX and hint is not None:
         notes.append(hint)  # from the operator's environment now; the launch says it again
