@@ -15,7 +15,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from sandbox_setup.base.choices import InnerSandbox, Mode, Network, SettingsScope, values
+from sandbox_setup.base import remedies
+from sandbox_setup.base.choices import (
+    SCOPE_REACH,
+    InnerSandbox,
+    Mode,
+    Network,
+    SettingsScope,
+    values,
+)
 from sandbox_setup.base.crashlog import report_crash
 from sandbox_setup.base.errors import SetupError
 from sandbox_setup.base.exitcodes import EXIT_CODES_HELP, ExitCode
@@ -27,6 +35,13 @@ if TYPE_CHECKING:
     from sandbox_setup.configure.apply import ApplySeams
 
 MODES = values(Mode)
+# The options of the headless path that add to a list: (flag without --, metavar, noun).
+LIST_OPTIONS = (
+    ("workspace", "DIR", "workspace"),
+    ("allow-domain", "PATTERN", "allowed domain"),
+    ("allow-loopback-port", "PORT", "loopback port"),
+    ("pass-env", "NAME", "variable"),
+)
 
 
 VERSION_HELP = "show program's version number and exit"
@@ -129,12 +144,20 @@ def build_parser() -> argparse.ArgumentParser:
     action.add_argument("--check", action="store_true", help="run the host checks")
     action.add_argument("--audit", action="store_true", help="audit an existing setup")
     action.add_argument(
-        "--headless", action="store_true", help="plan (and with --yes, apply) without the TUI"
+        "--headless",
+        action="store_true",
+        help=(
+            "plan (and with --yes, apply) without the TUI; without --mode or --answers it "
+            "starts from the saved setup and changes only the options given"
+        ),
     )
     action.add_argument(
         "--undo",
         action="store_true",
-        help="restore what the last apply changed (exit 1 when something was left as it is)",
+        help=(
+            "take back the last apply and say how many earlier ones remain; with --all, "
+            "every apply (exit 1 when something was left as it is)"
+        ),
     )
 
     check = parser.add_argument_group("check options")
@@ -159,7 +182,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     headless.add_argument("--agent-user", metavar="NAME", help="default: claude-agent")
     headless.add_argument("--claude", metavar="PATH", help="the Claude Code binary")
-    headless.add_argument("--settings-scope", choices=values(SettingsScope))
+    headless.add_argument(
+        "--settings-scope",
+        choices=values(SettingsScope),
+        help=(
+            f"where Claude's settings go: managed ({SCOPE_REACH['managed']}) or user "
+            f"({SCOPE_REACH['user']}); default managed in sandbox and user modes"
+        ),
+    )
     headless.add_argument(
         "--inner-sandbox", choices=values(InnerSandbox), help="default: from the probes"
     )
@@ -187,6 +217,16 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="NAME",
         help="pass this variable of your environment to Claude, beyond the defaults (repeatable)",
     )
+    # Every option that adds to a list has a --no-... pair that takes an item out of it
+    # (of the saved answers, when --headless starts from them): a unit test holds it.
+    for flag, metavar, what in LIST_OPTIONS:
+        headless.add_argument(
+            f"--no-{flag}",
+            action="append",
+            default=[],
+            metavar=metavar,
+            help=f"remove this {what} from the saved setup's list (repeatable)",
+        )
     headless.add_argument(
         "--reuse-account",
         action="store_true",
@@ -215,6 +255,17 @@ def build_parser() -> argparse.ArgumentParser:
         "--dry-run", action="store_true", help="show the plan with diffs and commands"
     )
 
+    undo = parser.add_argument_group("undo options")
+    undo.add_argument(
+        "--all",
+        action="store_true",
+        help=(
+            "with --undo: take back every apply, restoring the host as it was before the "
+            "first, give the agent's files in the workspaces to their owner and remove the "
+            "state directory"
+        ),
+    )
+
     common = parser.add_argument_group("common options")
     common.add_argument("--json", action="store_true", help="machine-readable output on stdout")
     common.add_argument(
@@ -224,6 +275,23 @@ def build_parser() -> argparse.ArgumentParser:
         help="apply/audit/undo under another root (tests, image builds); default /",
     )
     return parser
+
+
+def _headless_options_given(parser: argparse.ArgumentParser, args: argparse.Namespace) -> list[str]:
+    """The options of the headless group given on this command line."""
+    group = next(g for g in parser._action_groups if g.title == "headless options")
+    words: list[str] = []
+    for action in group._group_actions:
+        value = getattr(args, action.dest, None)
+        if value in (None, False, []):
+            continue
+        flag = action.option_strings[-1]
+        if value is True:
+            words.append(flag)
+        else:
+            for item in value if isinstance(value, list) else [value]:
+                words += [flag, str(item)]
+    return words
 
 
 def _dispatch(
@@ -242,11 +310,14 @@ def _dispatch(
         ("--claude", [args.claude]),
         ("--answers", [args.answers]),
         ("--workspace", args.workspace),
+        ("--no-workspace", args.no_workspace),
     ):
         for value in given:
             problem = path_text_problem(value) if value else None
             if problem is not None:
                 parser.error(f"{flag} {shown(value)}: {problem}")
+    if args.all and not args.undo:
+        parser.error(f"--all only applies to --undo ({remedies.undo_all(args.root, yes=False)})")
     # why (each command imported here): an action loads only its own layers; --check would
     # otherwise load the configuration core and the audit before its probes start.
     if args.check or args.list_checks:
@@ -269,6 +340,14 @@ def _dispatch(
         return run_undo(args)
     if args.mode or args.answers or args.yes or args.dry_run:
         parser.error("--mode/--answers/--yes/--dry-run need --headless")
+    given = _headless_options_given(parser, args)
+    if given:
+        # The wizard would ignore them (it opens on the audit of the saved setup).
+        names = ", ".join(dict.fromkeys(word for word in given if word.startswith("--")))
+        parser.error(
+            f"{names}: options of the headless path; to change only that in the saved setup: "
+            + remedies.change_setup(*given, root=args.root)
+        )
     from sandbox_setup.tui.app import run_app  # why: the only path that loads Textual
 
     return run_app(args)

@@ -157,14 +157,16 @@ def test_a_denied_domain_gets_the_403_message(egress: Proxy) -> None:
     body, _, code = result.stdout.rpartition("\n")
     assert code == "403"
     assert body.strip() == (
-        "sandbox-launch egress proxy: refused denied.test:80: not on the allowlist "
-        "(sandbox-setup --allow-domain PATTERN allows more)"
+        "sandbox-launch egress proxy: refused denied.test:80: not on the allowlist; to allow "
+        "it: sandbox-setup --headless --allow-domain denied.test:80 --yes"
     )
     answer = raw_connect(egress, "denied.test:443")
     assert answer.startswith(b"HTTP/1.1 403 Forbidden\r\n")
     assert b"X-Sandbox-Launch-Proxy: refused" in answer
-    assert answer.endswith(b"refused denied.test:443: not on the allowlist "
-                           b"(sandbox-setup --allow-domain PATTERN allows more)\n")  # fmt: skip
+    assert answer.endswith(
+        b"refused denied.test:443: not on the allowlist; to allow it: "
+        b"sandbox-setup --headless --allow-domain denied.test:443 --yes\n"
+    )
 
 
 REFUSALS = [

@@ -185,12 +185,28 @@ def test_cli_json_and_exit_code(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert data["schema"] == 1
     assert [c["id"] for c in data["checks"]] == ["proc.masks", "userns.policy"]
     assert set(data["checks"][0]) == {"id", "title", "status", "summary", "detail", "remedy"}
-    assert data["recommendation"]["mode"] in ("sandbox", "user")
+    # Two checks of many: no mode is recommended from them (issue 28).
+    assert data["recommendation"]["mode"] is None
+    assert "needs the full run: sandbox-setup --check" in data["recommendation"]["reason"]
     masked = make_root(tmp_path / "masked", mountinfo="docker_default.txt")
     assert main(["--check", "--root", str(masked), "proc.masks"]) == 1
     captured = capsys.readouterr()
     assert "FAIL" in captured.out and "remedy:" in captured.out
-    assert "Recommended:" in captured.out and "proc.masks" in captured.err
+    assert "Recommended: no mode from a partial run" in captured.out
+    assert "needs the full run" in captured.out and "proc.masks" in captured.err
+    for mode in ("sandbox", "user", "unsafe"):
+        assert f"Recommended: {mode}" not in captured.out
+
+
+def test_a_partial_report_round_trips_without_a_mode(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from sandbox_setup.checks.model import Report
+
+    assert main(["--check", "--json", "--root", str(make_root(tmp_path)), "proc.masks"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    report = Report.from_json(data)
+    assert report.partial and report.to_json()["recommendation"]["mode"] is None
 
 
 def test_check_path_imports_no_textual(tmp_path: Path) -> None:

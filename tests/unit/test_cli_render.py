@@ -197,7 +197,7 @@ def test_undo_on_a_terminal_asks_y_n(
 
     calls: list[str] = []
     entry = {"op": "write", "target": "/etc/x"}
-    monkeypatch.setattr(undo, "last_transaction", lambda layout: ("t1", [entry]))
+    monkeypatch.setattr(undo.history, "open_applies", lambda layout: [("t1", [entry])])
     monkeypatch.setattr(undo, "describe_entry", lambda e: f"restore {e['target']}")
     monkeypatch.setattr(undo, "undo_last", lambda layout: calls.append("undo") or ["restored"])
     (tmp_path / "etc").mkdir()
@@ -217,7 +217,7 @@ def test_undo_without_a_terminal_only_previews(
     import sandbox_setup.commands.undo as undo
     from sandbox_setup.commands.undo import run_undo
 
-    monkeypatch.setattr(undo, "last_transaction", lambda layout: ("t1", [{"op": "write"}]))
+    monkeypatch.setattr(undo.history, "open_applies", lambda layout: [("t1", [{"op": "write"}])])
     monkeypatch.setattr(undo, "describe_entry", lambda e: "restore it")
     monkeypatch.setattr(undo, "undo_last", lambda layout: pytest.fail("undid without --yes"))
     monkeypatch.setattr(sys, "stdin", io.StringIO("y\n"))  # not a terminal: never read
@@ -236,7 +236,7 @@ def test_undo_prints_journal_and_workspace_names_escaped(
 
     evil = "/srv/project/\x1b]0;pwned\x07\x1b[2J\u202e\r"
     shown = "/srv/project/\\x1b]0;pwned\\x07\\x1b[2J\\u202e\\r"
-    monkeypatch.setattr(undo, "last_transaction", lambda layout: ("t1", [{"target": evil}]))
+    monkeypatch.setattr(undo.history, "open_applies", lambda layout: [("t1", [{"target": evil}])])
     monkeypatch.setattr(undo, "describe_entry", lambda e: f"restore {e['target']}")
     monkeypatch.setattr(undo, "undo_last", lambda layout: [f"removed the ACL of {evil}"])
     (tmp_path / "etc").mkdir()

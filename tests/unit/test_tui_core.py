@@ -75,11 +75,17 @@ def test_every_option_has_the_wizards_words() -> None:
         ("install Claude Code elsewhere (npm -g ...) and pass --claude PATH",
          "and enter its path in the Claude Code field"),
         ("ANTHROPIC_BASE_URL points at 127.0.0.1 port 8080 ...; the sandbox (network allowlist) "
-         "reaches it only through --allow-loopback-port 8080: re-run sandbox-setup with "
-         "--allow-loopback-port 8080",
-         "reaches it only when 8080 is in the loopback ports field"),
-        ("... which network none cannot reach (use --network allowlist --allow-loopback-port 8080)",
-         "(choose the network 'allowlist' and enter 8080 in the loopback ports field)"),
+         "reaches only the loopback ports allowed; to allow it: sandbox-setup --headless "
+         "--allow-loopback-port 8080 --yes",
+         "to allow it, enter 8080 in the loopback ports field"),
+        ("..., so Claude Code cannot reach it; to allow it: sandbox-setup --headless --network "
+         "allowlist --allow-loopback-port 8080 --root /r --yes",
+         "choose the network 'allowlist' and enter 8080 in the loopback ports field"),
+        ("Live probes run as root here; ...: re-check as the agent once it exists (here with the "
+         "default name): sandbox-setup --check --as-user claude-agent",
+         "re-run the checks once the agent user exists"),
+        ("refused x.test:443: not on the allowlist; to allow it: sandbox-setup --headless "
+         "--allow-domain x.test:443 --yes", "to allow it, enter x.test:443 in the allowed domains"),
         ("set network = \"allowlist\" in /a.toml (--network allowlist of a headless apply), then "
          "re-apply: sandbox-setup --headless --answers /a.toml --yes",
          'set network = "allowlist" in /a.toml, then re-apply: sandbox-setup --headless'),

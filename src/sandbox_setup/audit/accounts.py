@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 from sandbox_setup.audit.model import AuditFinding, Severity
+from sandbox_setup.base import remedies
 from sandbox_setup.base.accounts import Account, lookup_user
 from sandbox_setup.base.cgroups import judge_delegation, read_cgroup_facts
 from sandbox_setup.base.launcher_config import LauncherConfig
@@ -36,10 +37,6 @@ _RULE_IDS = {
     AccountRule.SERVICE: "audit.accounts.service",
     AccountRule.ADMIN_GROUP: "audit.accounts.admin_group",
 }
-
-
-def _root_flag(layout: Layout) -> str:
-    return "" if layout.live else f" --root {layout.root}"
 
 
 def agent_rule_findings(layout: Layout, agent: Account) -> list[AuditFinding]:
@@ -79,7 +76,7 @@ def outlived_findings(layout: Layout, config: LauncherConfig) -> list[AuditFindi
                 detail="No setup uses it any more, yet it keeps its groups, its home and "
                 "whatever it can still write; an undo that could not remove it leaves it "
                 "recorded for the next --undo.",
-                remedy=f"sandbox-setup --undo --yes{_root_flag(layout)}  # or: userdel "
+                remedy=f"{remedies.undo_last(str(layout.root))}  # or: userdel "
                 f"{'' if layout.live else f'--prefix {layout.root} '}--remove {name}",
             )
         )
@@ -98,7 +95,8 @@ def legacy_group_findings(layout: Layout) -> list[AuditFinding]:
             f"still has members: {', '.join(members)}",
             detail="Every member can write every workspace it was given; each setup now has "
             "a group of its own (sandbox-ws-AGENT), made on its next apply.",
-            remedy="re-apply each of these setups (sandbox-setup --headless --answers FILE --yes)",
+            remedy="re-apply each of these setups; this one: "
+            + remedies.change_setup(root=str(layout.root)),
         )
     ]
 

@@ -8,6 +8,7 @@ same reader the plan records it with.
 from __future__ import annotations
 
 from sandbox_setup.audit.model import AuditFinding, Severity
+from sandbox_setup.base import remedies
 from sandbox_setup.base.launcher_config import LauncherConfig
 from sandbox_setup.checks.model import Report, Status
 
@@ -37,7 +38,7 @@ def _need(report: Report, check_id: str, audit_id: str, purpose: str) -> list[Au
             summary=f"{check_id} is now {status}: {purpose} needs it ({cause})",
             detail=detail,
             remedy=(finding.remedy if finding and finding.remedy else "")
-            or f"sandbox-setup --check {check_id}",
+            or remedies.rerun_checks(check_id),
         )
     ]
 
@@ -112,6 +113,6 @@ def claude_findings(
             f"the setup recorded {config.claude_version}",
             detail="A new version may change the root guard or the sandbox settings it "
             "honours; re-check and re-apply so the launcher config records what runs.",
-            remedy=f"sandbox-setup --check claude.installed claude.root_guard && {reapply}",
+            remedy=f"{remedies.rerun_checks('claude.installed', 'claude.root_guard')} && {reapply}",
         )
     ]

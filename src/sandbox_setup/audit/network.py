@@ -26,6 +26,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from sandbox_setup.audit.model import AuditFinding, Severity
+from sandbox_setup.base import remedies
 from sandbox_setup.base.launcher_config import LauncherConfig
 from sandbox_setup.checks.model import Report, Status
 from sandbox_setup.policy.network import HOST_EXPOSURE, describe_network
@@ -74,7 +75,7 @@ def network_findings(
             "and every launch is refused without it" + (f" ({check.summary})" if check else ""),
             detail=check.detail if check else "",
             remedy=(check.remedy if check and check.remedy else "")
-            or "sandbox-setup --check net.egress",
+            or remedies.rerun_checks("net.egress"),
         )
     ]
 

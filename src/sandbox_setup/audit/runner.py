@@ -52,7 +52,6 @@ No Textual import on this path.
 from __future__ import annotations
 
 import os
-import shlex
 from pathlib import Path
 
 from sandbox_setup.audit.accounts import account_findings, limits_note
@@ -78,6 +77,7 @@ from sandbox_setup.audit.safety import (
 )
 from sandbox_setup.audit.workspace import private_findings
 from sandbox_setup.audit.workspace_scan import scan_findings
+from sandbox_setup.base import remedies
 from sandbox_setup.base.accounts import Account, lookup_group_gid, lookup_user
 from sandbox_setup.base.claude_version import read_claude_version
 from sandbox_setup.base.errors import InputError
@@ -119,11 +119,7 @@ def load_setup(layout: Layout) -> tuple[LauncherConfig, Answers]:
 
 def reapply_command(layout: Layout) -> str:
     """The command that brings a drifted setup back (the fix path)."""
-    command = (
-        f"sandbox-setup --headless --answers {shlex.quote(str(layout.real(layout.answers)))} --yes"
-    )
-    if not layout.live:
-        command += f" --root {shlex.quote(str(layout.root))}"
+    command = remedies.replay_answers(str(layout.real(layout.answers)), str(layout.root))
     return command
 
 

@@ -21,6 +21,7 @@ from sandbox_setup.audit.rules import (
     judge_sudoers,
     judge_workspace,
 )
+from sandbox_setup.base import remedies
 from sandbox_setup.base.account_files import agent_groups, read_text_or_none, sudoers_files
 from sandbox_setup.base.accounts import Account
 from sandbox_setup.base.launcher_config import LauncherConfig
@@ -145,7 +146,6 @@ def agent_findings(
 ) -> list[AuditFinding]:
     """The agent user: exists, 0700 home, workspace access, no sudo, locked password."""
     if agent is None:
-        where = "" if layout.live else f" --root {layout.root}"
         return [
             AuditFinding(
                 id="audit.safety.agent_missing",
@@ -155,8 +155,7 @@ def agent_findings(
                 detail=f"{config.mode} mode runs Claude Code as {config.agent_user}; the "
                 "launcher cannot start, and files still owned by its old uid may go to "
                 "the next user created.",
-                remedy=f"sandbox-setup --headless --answers {layout.real(layout.answers)} "
-                f"--yes{where}",
+                remedy=remedies.replay_answers(str(layout.real(layout.answers)), str(layout.root)),
             )
         ]
     if agent.uid in (0, layout.operator.uid):

@@ -48,6 +48,16 @@ class SettingsScope(enum.StrEnum):
     MANAGED = "managed"  # /etc/claude-code/managed-settings.json (root-owned)
 
 
+# What each scope reaches, in one place: the CLI help, the plan and the wizard's scope
+# choice say it (managed settings bind every user's Claude on the host, not only the agent's).
+EVERY_USER = "every user's Claude Code on this host"
+SCOPE_REACH: dict[str, str] = {
+    "managed": f"root-owned, out of the agent's reach; applies to {EVERY_USER}",
+    "user": "only the settings of the user that runs Claude (in sandbox and user modes the "
+    "agent owns that file and could rewrite it)",
+}
+
+
 def values(choice: type[enum.StrEnum]) -> tuple[str, ...]:
     """The valid spellings of ``choice``, in order (for messages and argparse)."""
     return tuple(member.value for member in choice)

@@ -38,6 +38,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from sandbox_setup.base import remedies
 from sandbox_setup.base.printable import printable
 from sandbox_setup.boundary.binds import Prepared, finish, prepare, ro_bind_argv
 from sandbox_setup.boundary.quarantine import neutralize
@@ -158,7 +159,7 @@ def end_scan(workspaces: Sequence[str], before: Snapshot, state: Path, session: 
         _make_private_dir(state / QUARANTINE_DIR)
         lines += neutralize(todo, quarantine_dir(state, session))
     lines += [
-        f"workspace scan stopped early ({printable(t)}); run sandbox-setup --audit"
+        f"workspace scan stopped early ({printable(t)}); run: {remedies.audit()}"
         for t in result.truncated
     ]
     # The baseline keeps other setups' workspaces (one state directory, several configs).
@@ -289,8 +290,8 @@ class Boundary:
             lines = [
                 f"WARNING: the end-of-session workspace scan could not finish "
                 f"({printable(str(exc))}); "
-                "the next launch retries it; until then run sandbox-setup --audit before "
-                "you use git in the workspace as root"
+                "the next launch retries it; until then, before you use git in the workspace "
+                f"as root, run: {remedies.audit()}"
             ]
         else:
             with contextlib.suppress(OSError):

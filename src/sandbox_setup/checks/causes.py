@@ -15,6 +15,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from sandbox_setup.base import remedies
+from sandbox_setup.base.accounts import DEFAULT_AGENT_USER
 from sandbox_setup.checks.facts import CAP_SETFCAP, HostFacts
 from sandbox_setup.checks.mounts import proc_covers, proc_locked_readonly, summarize_covers
 from sandbox_setup.checks.platform import seccomp_remedy, unmask_remedy
@@ -152,8 +154,8 @@ def cause_fresh_proc(facts: HostFacts, platform: str, *, uid: int, in_our_outer:
             "(and /proc/sys, /proc/sysrq-trigger where root may write them) read-only inside "
             "it; those covers make a nested fresh /proc impossible",
             "let an unprivileged user start the outer sandbox (sandbox mode does: the "
-            "launcher drops to the agent user first); re-check as that user: "
-            "sandbox-setup --check --as-user <agent-user>",
+            "launcher drops to the agent user first); re-check as that user (here with the "
+            f"default name): {remedies.rerun_checks(as_user=DEFAULT_AGENT_USER)}",
         )
     covers = proc_covers(facts.mounts)
     if covers:
@@ -291,7 +293,7 @@ def _helper_without_caps(f: Failure) -> Cause | None:
         "Claude's seccomp helper (apply-seccomp) got no CAP_SYS_ADMIN in its nested user "
         "namespace: the bwrap that started it cleared the capability bounding set (as "
         "bubblewrap 0.9.0 on Ubuntu 24.04 does), and no AppArmor rule explains it",
-        "sandbox-setup --headless --answers <answers.toml> --inner-sandbox off --yes   "
+        f"{remedies.change_setup('--inner-sandbox', 'off')}   "
         "(the launcher's own sandbox still confines the agent); or, to keep Claude's "
         "sandbox without its Unix-socket filter, set sandbox.network.allowAllUnixSockets "
         "= true in /etc/claude-code/managed-settings.json (Claude then skips the helper)",
@@ -324,7 +326,7 @@ def _loopback(f: Failure) -> Cause:
         "refused: no CAP_NET_ADMIN there, which an LSM or a seccomp profile took away)",
         "check the LSM logs: journalctl -k | grep -i -e apparmor -e avc   (Ubuntu: "
         "kernel.apparmor_restrict_unprivileged_userns=1 does this; the bwrap AppArmor profile "
-        "of sandbox-setup --check userns.policy fixes it)",
+        f"that this check names fixes it: {remedies.rerun_checks('userns.policy')})",
     )
 
 

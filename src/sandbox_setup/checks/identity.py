@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 
+from sandbox_setup.base import remedies
+from sandbox_setup.base.accounts import DEFAULT_AGENT_USER
 from sandbox_setup.checks.base import Context, Verdict
 from sandbox_setup.checks.model import Status
 
@@ -21,7 +23,8 @@ def judge_identity(
     if euid == 0 and not as_user:
         detail += (
             "\nLive probes run as root here; the agent user may get other results: "
-            "re-check with --as-user <agent-user> once it exists."
+            "re-check as the agent once it exists (here with the default name): "
+            f"{remedies.rerun_checks(as_user=DEFAULT_AGENT_USER)}"
         )
     return Verdict(Status.PASS, summary, detail)
 

@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from sandbox_setup.base import remedies
 from sandbox_setup.base.choices import Mode
 
 SCHEMA = 1
@@ -81,6 +82,11 @@ class Recommendation:
     reason: str
 
 
+PARTIAL_REASON = (
+    f"not all checks ran: the recommendation needs the full run: {remedies.rerun_checks()}"
+)
+
+
 @dataclass
 class Report:
     """Every finding of one run, facts about the host, and a recommendation."""
@@ -105,6 +111,11 @@ class Report:
         return self.status(check_id) is Status.PASS
 
     @property
+    def partial(self) -> bool:
+        """A run of some checks only (``--check ID ...``): no mode is recommended from it."""
+        return bool(self.extra.get("partial"))
+
+    @property
     def failed(self) -> bool:
         return any(f.status in (Status.FAIL, Status.ERROR) for f in self.findings)
 
@@ -114,20 +125,23 @@ class Report:
             "host": self.host,
             "as_user": self.as_user,
             "checks": [f.to_json() for f in self.findings],
-            "recommendation": {
-                "mode": str(self.recommendation.mode),
-                "reason": self.recommendation.reason,
-            },
+            "recommendation": (
+                {"mode": None, "reason": PARTIAL_REASON}
+                if self.partial
+                else {"mode": str(self.recommendation.mode), "reason": self.recommendation.reason}
+            ),
         }
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Report:
         rec = data.get("recommendation") or {}
+        partial = "mode" in rec and rec["mode"] is None
         return cls(
             host=dict(data.get("host") or {}),
             findings=[Finding.from_json(c) for c in data.get("checks", [])],
             recommendation=Recommendation(
-                Mode(rec.get("mode", "user")), str(rec.get("reason", ""))
+                Mode(rec.get("mode") or "user"), str(rec.get("reason", ""))
             ),
             as_user=data.get("as_user"),
+            extra={"partial": True} if partial else {},
         )

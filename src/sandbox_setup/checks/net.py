@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
+from sandbox_setup.base import remedies
 from sandbox_setup.checks.base import Context, Verdict
 from sandbox_setup.checks.causes import diagnose
 from sandbox_setup.checks.experiments import NETNS_PROBE, PROXY_STAND_IN, egress_command, egress_ids
@@ -67,7 +68,7 @@ def judge_egress(facts: EgressFacts, host: HostFacts, *, uid: int, platform: str
             Status.FAIL,
             "a sandbox with a network namespace of its own does not start here: " + cause.summary,
             facts.netns.describe() + f"\ncause: {cause.key}",
-            cause.remedy or "sandbox-setup --check bwrap.sandbox",
+            cause.remedy or remedies.rerun_checks("bwrap.sandbox"),
         )
     leaks = routes_out(facts.netns.stdout)
     if leaks:
@@ -83,14 +84,14 @@ def judge_egress(facts: EgressFacts, host: HostFacts, *, uid: int, platform: str
                 Status.WARN,
                 "the sandbox's network namespace has only loopback; the egress proxy was "
                 "not tried (no egress probe was given to the checks)",
-                remedy="sandbox-setup --check net.egress",
+                remedy=remedies.rerun_checks("net.egress"),
             )
         return Verdict(
             Status.FAIL,
             "the egress proxy probe did not report (a launch with network allowlist would "
             "be refused)",
             facts.proxy_run.describe(),
-            "sandbox-setup --check net.egress",
+            remedies.rerun_checks("net.egress"),
         )
     state = facts.proxy.get("proxy")
     refused = facts.proxy.get("refused")

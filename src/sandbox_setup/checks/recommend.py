@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from sandbox_setup.base import remedies
+from sandbox_setup.base.accounts import DEFAULT_AGENT_USER
 from sandbox_setup.base.choices import Mode
 from sandbox_setup.checks.model import Finding, Recommendation, Status
 
@@ -57,11 +59,15 @@ def recommend(
             )
         caveat = ""
         if euid == 0 and not as_user:
-            caveat = " Probed as root: re-check with --as-user <agent-user> once it exists."
+            caveat = (
+                " Probed as root: re-check as the agent once it exists (here with the default "
+                f"name): {remedies.rerun_checks(as_user=DEFAULT_AGENT_USER)}"
+            )
         return Recommendation(
             Mode.SANDBOX,
-            f"bubblewrap starts a sandbox with a fresh /proc {who}; {inner}.{caveat} "
-            + UNSAFE_NOTE,
+            f"bubblewrap starts a sandbox with a fresh /proc {who}; {inner}. "
+            + UNSAFE_NOTE
+            + caveat,
         )
     if sandbox is None:
         why = "bwrap.sandbox was not run"

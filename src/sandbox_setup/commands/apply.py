@@ -18,18 +18,21 @@ import argparse
 import json
 import os
 import sys
+from dataclasses import replace
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
-from sandbox_setup.base.accounts import DEFAULT_AGENT_USER
+from sandbox_setup.base import remedies
 from sandbox_setup.base.choices import InnerSandbox, Mode, Network, SettingsScope
 from sandbox_setup.base.errors import InputError
 from sandbox_setup.base.exitcodes import ExitCode
 from sandbox_setup.base.paths import Layout
 from sandbox_setup.base.printable import printable, printable_diff_line, printable_lines
+from sandbox_setup.base.remedies import undo_commands
 from sandbox_setup.checks.model import Report
 from sandbox_setup.configure.answers import Answers, load_answers, validate_answers
 from sandbox_setup.configure.apply import apply_plan
+from sandbox_setup.configure.history import open_applies
 from sandbox_setup.configure.plan import build_plan
 
 if TYPE_CHECKING:
@@ -40,6 +43,8 @@ from sandbox_setup.configure.probes import choose_probe_user, run_live_checks
 from sandbox_setup.configure.state_trust import trusted_answers_path
 from sandbox_setup.policy.limits import over_maximum
 from sandbox_setup.policy.network import parse_port
+
+T = TypeVar("T")
 
 _ANSWER_FLAGS = (
     "mode",
@@ -57,12 +62,16 @@ _ANSWER_FLAGS = (
     "install_claude_shim",
     "copy_login",
     "accept_unsafe_root",
+    "no_workspace",
+    "no_allow_domain",
+    "no_allow_loopback_port",
+    "no_pass_env",
 )
 
 
 def root_flag(layout: Layout) -> str:
     """`` --root DIR`` for a command to paste, when not the live system."""
-    return "" if layout.live else f" --root {layout.root}"
+    return remedies.root_flag(str(layout.root))
 
 
 def layout_from_args(args: argparse.Namespace) -> Layout:
@@ -81,7 +90,8 @@ def _target_path(value: str, flag: str, layout: Layout) -> PurePosixPath:
 
 
 def answers_from_args(args: argparse.Namespace, layout: Layout) -> Answers:
-    """The Answers the flags (or ``--answers FILE``) describe."""
+    """The Answers the flags (or ``--answers FILE``) describe; with neither ``--mode``
+    nor ``--answers``, the saved answers of this setup changed by the flags given."""
     if args.answers:
         given = [f"--{f.replace('_', '-')}" for f in _ANSWER_FLAGS if getattr(args, f, None)]
         if given:
@@ -92,7 +102,7 @@ def answers_from_args(args: argparse.Namespace, layout: Layout) -> Answers:
         # Root replays it: it must pass the trust rule first (exit 3 otherwise).
         return load_answers(trusted_answers_path(layout, Path(args.answers)))
     if not args.mode:
-        raise InputError("--headless needs --mode sandbox|user|unsafe or --answers FILE")
+        return _changed(saved_answers(layout), args, layout)
     try:
         mode = Mode(args.mode)
     except ValueError:
@@ -101,6 +111,33 @@ def answers_from_args(args: argparse.Namespace, layout: Layout) -> Answers:
         raise InputError(
             f"--accept-unsafe-root only applies to --mode unsafe (this is --mode {mode}); drop it"
         )
+    return _changed(Answers(mode=mode), args, layout)
+
+
+def saved_answers(layout: Layout) -> Answers:
+    """The answers the last apply of this setup saved (``answers.toml`` beside the
+    launcher config); none is an input error naming what is missing."""
+    path = layout.real(layout.answers)
+    if not path.exists():
+        raise InputError(
+            f"--headless needs --mode sandbox|user|unsafe or --answers FILE: there is no saved "
+            f"setup to start from ({layout.answers} does not exist"
+            + ("" if layout.live else f" under {layout.root}")
+            + ")"
+        )
+    # Root replays it: it must pass the trust rule first (exit 3 otherwise).
+    return load_answers(trusted_answers_path(layout, path))
+
+
+def _edited(items: tuple[T, ...], added: list[T], removed: list[T]) -> tuple[T, ...]:
+    """``items`` plus ``added``, minus ``removed``, in order, each once."""
+    gone = set(removed)
+    return tuple(item for item in dict.fromkeys((*items, *added)) if item not in gone)
+
+
+def _changed(base: Answers, args: argparse.Namespace, layout: Layout) -> Answers:
+    """``base`` with what the flags say: a value given replaces it, a list option adds
+    to the list and its ``--no-...`` pair takes out of it, a tick box given turns on."""
     for flag, key, given in (
         ("--workspace", "workspaces", args.workspace),
         ("--allow-domain", "allowed_domains", args.allow_domain),
@@ -109,28 +146,38 @@ def answers_from_args(args: argparse.Namespace, layout: Layout) -> Answers:
         problem = over_maximum(key, given)
         if problem is not None:
             raise InputError(f"{flag} (repeated): {problem}")
-    ports = []
-    for value in args.allow_loopback_port:
-        ports.append(parse_port(value, "--allow-loopback-port"))
-    return Answers(
-        mode=mode,
-        workspaces=tuple(
-            dict.fromkeys(_target_path(w, "--workspace", layout) for w in args.workspace)
-        ),
+    if args.accept_unsafe_root and base.mode is not Mode.UNSAFE:
+        raise InputError(
+            f"--accept-unsafe-root only applies to --mode unsafe (the saved setup is "
+            f"{base.mode}); drop it"
+        )
+    ports = [parse_port(v, "--allow-loopback-port") for v in args.allow_loopback_port]
+    no_ports = [parse_port(v, "--no-allow-loopback-port") for v in args.no_allow_loopback_port]
+    workspaces = [_target_path(w, "--workspace", layout) for w in args.workspace]
+    no_workspaces = [_target_path(w, "--no-workspace", layout) for w in args.no_workspace]
+    return replace(
+        base,
+        workspaces=_edited(base.workspaces, workspaces, no_workspaces),
         # An explicit empty value is invalid input, not "use the default".
-        agent_user=DEFAULT_AGENT_USER if args.agent_user is None else args.agent_user,
-        claude=None if args.claude is None else _target_path(args.claude, "--claude", layout),
-        settings_scope=None if args.settings_scope is None else SettingsScope(args.settings_scope),
-        inner_sandbox=None if args.inner_sandbox is None else InnerSandbox(args.inner_sandbox),
-        network=None if args.network is None else Network(args.network),
-        allowed_domains=tuple(dict.fromkeys(args.allow_domain)),
-        loopback_ports=tuple(dict.fromkeys(ports)),
-        pass_env=tuple(dict.fromkeys(args.pass_env)),
-        reuse_account=bool(args.reuse_account),
-        include_private=bool(args.include_private),
-        install_claude_shim=bool(args.install_claude_shim),
-        copy_login=bool(args.copy_login),
-        accept_unsafe_root=bool(args.accept_unsafe_root),
+        agent_user=base.agent_user if args.agent_user is None else args.agent_user,
+        claude=base.claude
+        if args.claude is None
+        else _target_path(args.claude, "--claude", layout),
+        settings_scope=base.settings_scope
+        if args.settings_scope is None
+        else SettingsScope(args.settings_scope),
+        inner_sandbox=base.inner_sandbox
+        if args.inner_sandbox is None
+        else InnerSandbox(args.inner_sandbox),
+        network=base.network if args.network is None else Network(args.network),
+        allowed_domains=_edited(base.allowed_domains, args.allow_domain, args.no_allow_domain),
+        loopback_ports=_edited(base.loopback_ports, ports, no_ports),
+        pass_env=_edited(base.pass_env, args.pass_env, args.no_pass_env),
+        reuse_account=base.reuse_account or bool(args.reuse_account),
+        include_private=base.include_private or bool(args.include_private),
+        install_claude_shim=base.install_claude_shim or bool(args.install_claude_shim),
+        copy_login=base.copy_login or bool(args.copy_login),
+        accept_unsafe_root=base.accept_unsafe_root or bool(args.accept_unsafe_root),
     )
 
 
@@ -220,7 +267,8 @@ def run_headless(args: argparse.Namespace, seams: ApplySeams | None = None) -> i
         for line in result.changed:
             print(f"changed: {printable_lines(line)}")
         print(f"Applied: {len(result.changed)} changed, {len(result.unchanged)} unchanged.")
-        print("Undo with: sandbox-setup --undo --yes" + root_flag(layout))
+        for what, command in undo_commands(len(open_applies(layout)), str(layout.root)):
+            print(f"{what}: {command}")
     else:
         print("No change: the system already matches the answers.")
     return int(ExitCode.OK)

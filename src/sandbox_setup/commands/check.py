@@ -110,6 +110,10 @@ def run_check(args: argparse.Namespace) -> int:
         system_root=Path(args.root),
     )
     report.host["probe_notes"] = notes
+    from sandbox_setup.checks.registry import CHECKS
+
+    if args.ids and {f.id for f in report.findings} != {c.id for c in CHECKS}:
+        report.extra["partial"] = True  # no mode is recommended from some checks
     if args.json:
         json.dump(report.to_json(), sys.stdout, indent=2)
         sys.stdout.write("\n")

@@ -11,7 +11,14 @@ from dataclasses import dataclass, field
 from typing import TextIO
 
 from sandbox_setup.base.styled import Line, emit, one_line, output_width, wrapped
-from sandbox_setup.checks.model import Finding, Report, Status, cause_key, worst_first
+from sandbox_setup.checks.model import (
+    PARTIAL_REASON,
+    Finding,
+    Report,
+    Status,
+    cause_key,
+    worst_first,
+)
 
 LABEL = {
     Status.PASS: "PASS",
@@ -79,6 +86,10 @@ def report_lines(report: Report, width: int) -> list[Line]:
     for note in notes:
         lines += wrapped([("note: ", "dim")], note, width, 6)
     rec = report.recommendation
+    if report.partial:
+        lines += [Line(), Line().add("Recommended: ", "head").add("no mode from a partial run", "")]
+        lines += wrapped([("  ", "")], PARTIAL_REASON, width, 2)
+        return lines
     inner = host.get("inner_sandbox")
     suffix = f" (inner sandbox: {inner})" if rec.mode == "sandbox" and inner else ""
     lines += [Line(), Line().add("Recommended: ", "head").add(f"{rec.mode}{suffix}", "pass")]

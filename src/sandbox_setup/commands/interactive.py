@@ -160,6 +160,15 @@ class InteractiveCore:
     def existing_setup(self) -> bool:
         return self.layout.real(self.layout.launcher_config).is_file()
 
+    def applies_in_effect(self) -> int:
+        # why: first paint (see the note at the top)
+        from sandbox_setup.configure.history import open_applies
+
+        try:
+            return max(1, len(open_applies(self.layout)))
+        except SetupError:  # a journal that fails the trust rule: the audit says so
+            return 1
+
     # -- Claude Code: one lookup for the checks, the details and the plan ----
     def claude_lookup(self) -> tuple[PurePosixPath | None, str]:
         """(the binary the plan would use when no path is entered, where it looked)."""

@@ -1,4 +1,14 @@
-"""``sandbox-setup --undo [--yes]``: show (or with ``--yes`` revert) the last apply.
+"""``sandbox-setup --undo [--all] [--yes]``: show (or with ``--yes`` revert) the last
+apply, or with ``--all`` every apply of this setup.
+
+A setup is one thing with a history: ``--undo`` takes back the last apply and says
+how many earlier ones remain and the command that removes them all; ``--undo --all``
+takes them all back, newest first (each through
+:func:`~sandbox_setup.configure.undo.undo_last`), so the host is as it was before the
+first. An undo that removes the agent also gives the files it owned in the workspaces
+to the workspace's owner (listed in the preview); ``--undo --all`` ends by removing
+the state directory with its journal and backups, after saying so, or says why it
+keeps it (:mod:`sandbox_setup.configure.history`).
 
 Without ``--yes`` it prints what the undo would do; on a terminal it then asks
 ``Undo it? [y/N]`` (anything but y/yes, or end of input, changes nothing). With
@@ -15,11 +25,15 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import Any
 
+from sandbox_setup.base import remedies
 from sandbox_setup.base.exitcodes import ExitCode
+from sandbox_setup.base.paths import Layout
 from sandbox_setup.base.printable import printable, printable_lines
-from sandbox_setup.commands.apply import layout_from_args, root_flag
-from sandbox_setup.configure.journal import last_transaction
+from sandbox_setup.commands.apply import layout_from_args
+from sandbox_setup.configure import history
+from sandbox_setup.configure.journal import apply_lock
 from sandbox_setup.configure.revert import describe_entry, is_failure, is_left
 from sandbox_setup.configure.undo import undo_last
 
@@ -34,37 +48,63 @@ def confirm(question: str) -> bool:
     return answer.strip().lower() in ("y", "yes")
 
 
-def run_undo(args: argparse.Namespace) -> int:
-    layout = layout_from_args(args)
-    if not args.yes or args.dry_run:  # --dry-run only shows, even with --yes
-        found = last_transaction(layout)
-        if found is None:
-            print("Nothing to undo.")
-            return int(ExitCode.OK)
-        txn, entries = found
+def _all_command(layout: Layout) -> str:
+    return remedies.undo_all(str(layout.root))
+
+
+def _remaining_line(layout: Layout, remaining: int) -> str:
+    """What is still in effect after one undo, and the command that removes it all."""
+    if remaining:
+        noun = "apply" if remaining == 1 else "applies"
+        return (
+            f"{remaining} earlier {noun} of this setup remain in effect; to take them all "
+            f"back: {_all_command(layout)}"
+        )
+    return (
+        "No apply of this setup is in effect any more; its journal and backups are left in "
+        f"{layout.state_dir}; remove them with: " + _all_command(layout)
+    )
+
+
+def _preview(applies: list[tuple[str, list[dict[str, Any]]]]) -> None:
+    for txn, entries in applies:
         print(f"Undo of apply {printable(txn)} would:")
         for entry in reversed(entries):
             line = describe_entry(entry)
             if line:
                 print(f"  {printable_lines(line)}")
-        if args.dry_run:
-            print("sandbox-setup: nothing changed; drop --dry-run to undo", file=sys.stderr)
-            return int(ExitCode.OK)
-        if not (sys.stdin.isatty() and sys.stdout.isatty()) or not confirm("Undo it?"):
-            print("sandbox-setup: nothing changed; add --yes to undo", file=sys.stderr)
-            return int(ExitCode.OK)
-    done = undo_last(layout)
-    if not done:
-        print("Nothing to undo.")
+
+
+def _preview_owned(layout: Layout, owners: history.Owners) -> None:
+    files = history.agent_files(layout, history.journal_workspaces(layout), owners)
+    if files:
+        print("and give what the agent owned in the workspaces to their owner:")
+        for line in history.describe_owned(files, owners):
+            print(f"  {printable_lines(line)}")
+
+
+def _ask(args: argparse.Namespace, question: str) -> bool:
+    """True when the undo should run: --yes, or a yes on a terminal."""
+    if args.dry_run:  # --dry-run only shows, even with --yes
+        print("sandbox-setup: nothing changed; drop --dry-run to undo", file=sys.stderr)
+        return False
+    if args.yes:
+        return True
+    if not (sys.stdin.isatty() and sys.stdout.isatty()) or not confirm(question):
+        print("sandbox-setup: nothing changed; add --yes to undo", file=sys.stderr)
+        return False
+    return True
+
+
+def _report(layout: Layout, done: list[str], *, again: str) -> int:
+    """Print the lines of an undo; the exit code (1: failed or left steps)."""
     for line in done:
         print(printable_lines(line))
     failed = [line for line in done if is_failure(line)]
     if failed:
         print(
             f"sandbox-setup: undo could not finish: {len(failed)} step(s) failed (see above); "
-            "the journal keeps them: run sandbox-setup --undo --yes"
-            + root_flag(layout)
-            + " again once the cause is fixed",
+            f"the journal keeps them: run {again} again once the cause is fixed",
             file=sys.stderr,
         )
         return int(ExitCode.FINDINGS)
@@ -78,3 +118,102 @@ def run_undo(args: argparse.Namespace) -> int:
         )
         return int(ExitCode.FINDINGS)
     return int(ExitCode.OK)
+
+
+def run_undo(args: argparse.Namespace) -> int:
+    layout = layout_from_args(args)
+    if getattr(args, "all", False):
+        return _run_undo_all(args, layout)
+    applies = history.open_applies(layout)
+    owners = history.agent_owners(layout, history.steps(applies[:1]))
+    if not args.yes or args.dry_run:
+        if not applies:
+            return _nothing(layout)
+        _preview(applies[:1])
+        _preview_owned(layout, owners)
+        if len(applies) > 1:
+            print(printable_lines(_remaining_line(layout, len(applies) - 1)))
+    if not _ask(args, "Undo it?"):
+        return int(ExitCode.OK)
+    done = undo_last(layout)  # under the apply lock: refused while an apply runs
+    if not done:
+        return _nothing(layout)
+    if not any(is_failure(line) for line in done):
+        done += history.give_back(layout, history.journal_workspaces(layout), owners)
+    code = _report(layout, done, again=remedies.undo_last(str(layout.root)))
+    if not any(is_failure(line) for line in done):
+        print(printable_lines(_remaining_line(layout, len(history.open_applies(layout)))))
+    return code
+
+
+def _nothing(layout: Layout) -> int:
+    print("Nothing to undo.")
+    if history.state_dir_contents(layout)[0]:
+        print(printable_lines(_remaining_line(layout, 0)))
+    return int(ExitCode.OK)
+
+
+def _run_undo_all(args: argparse.Namespace, layout: Layout) -> int:
+    """``--undo --all``: every apply, newest first, then the agent's files and the
+    state directory."""
+    applies = history.open_applies(layout)
+    owners = history.agent_owners(layout, history.steps(applies))
+    workspaces = history.journal_workspaces(layout)
+    files, backups = history.state_dir_contents(layout)
+    if not applies and not files:
+        print("Nothing to undo.")
+        return int(ExitCode.OK)
+    state = printable(str(layout.state_dir))
+    if not args.yes or args.dry_run:
+        _preview(applies)
+        _preview_owned(layout, owners)
+        kept = history.kept_in_state_dir(layout)
+        if kept:
+            print(
+                f"and then remove the journal and {backups} backup(s) from {state}, keeping "
+                "the directory: the sessions left " + printable(", ".join(kept)) + " there"
+            )
+        else:
+            print(
+                f"and then remove the state directory {state} ({files} file(s), "
+                f"{backups} backup(s))"
+            )
+    if not _ask(args, f"Undo all {len(applies)} applies?"):
+        return int(ExitCode.OK)
+    done: list[str] = []
+    for _ in applies:
+        lines = undo_last(layout)
+        done += lines
+        if not lines or any(is_failure(line) for line in lines):
+            break
+    failed = any(is_failure(line) for line in done)
+    if not failed:
+        done += history.give_back(layout, workspaces, owners)
+    code = _report(layout, done, again=_all_command(layout))
+    if code == int(ExitCode.OK) and not history.open_applies(layout):
+        print(
+            f"Every apply is undone; removing the state directory {state} with its journal "
+            f"and {backups} backup(s) (copies of the files the applies replaced, among them "
+            "the account files)."
+        )
+        with apply_lock(layout):  # no apply starts while it goes
+            lines, left = history.remove_state_dir(layout)
+        for line in lines:
+            print(printable_lines(line))
+        if left:
+            print(
+                f"Kept the state directory {state}: the sessions left "
+                + printable(", ".join(left))
+                + " there (the quarantine holds files moved out of the workspaces, never "
+                "deleted); look through them, then remove the directory by hand"
+            )
+    else:
+        print(
+            f"Kept the state directory {state}: "
+            + (
+                "its journal keeps the steps that failed for the next " + _all_command(layout)
+                if failed
+                else "its backups hold the files left as they are (see above)"
+            ),
+        )
+    return code

@@ -117,6 +117,33 @@ PHRASES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
     )
 )
 
+# Remedies that are commands to paste on the command line (base/remedies.py) but a
+# field of the wizard: put in its words before the commands are set aside.
+_ROOT = r"(?: --root \S+)?"
+COMMAND_PHRASES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
+    (re.compile(pattern), replacement)
+    for pattern, replacement in (
+        (
+            rf"to allow it: sandbox-setup --headless --network allowlist "
+            rf"--allow-loopback-port (\d+){_ROOT} --yes",
+            r"to allow it, choose the network 'allowlist' and enter \1 in the loopback ports field",
+        ),
+        (
+            rf"to allow it: sandbox-setup --headless --allow-loopback-port (\d+){_ROOT} --yes",
+            r"to allow it, enter \1 in the loopback ports field",
+        ),
+        (
+            rf"to allow it: sandbox-setup --headless --allow-domain (\S+){_ROOT} --yes",
+            r"to allow it, enter \1 in the allowed domains field",
+        ),
+        (
+            r"re-check as (?:the agent|that user)(?: once it exists)? \(here with the default "
+            r"name\): sandbox-setup --check --as-user \S+",
+            "re-run the checks once the agent user exists",
+        ),
+    )
+)
+
 # Every option of the headless path, in the words of the details step.
 FIELD_WORDS: dict[str, str] = {
     "--mode": "the path (sandbox, user or unsafe)",
@@ -132,6 +159,11 @@ FIELD_WORDS: dict[str, str] = {
     "--as-user": "the agent user",
     "--timeout": "the probe timeout",
     "--root": "the target root",
+    "--no-workspace": "the workspaces field",
+    "--no-allow-domain": "the allowed domains field",
+    "--no-allow-loopback-port": "the loopback ports field",
+    "--no-pass-env": "the variables to pass field",
+    "--all": "every apply",
 }
 _FLAG = re.compile(r"--[a-z][a-z-]*[a-z](?: [A-Z][A-Z_]*\b)?")
 # A command to paste: one of sandbox-setup's actions (not a setting's flag named in
@@ -155,6 +187,8 @@ def _fields(text: str) -> str:
 def tui_words(text: str) -> str:
     """``text`` with sandbox-setup's flags put in the wizard's words; commands to
     paste (``sandbox-setup --...`` to the end of the line) are kept as they are."""
+    for pattern, replacement in COMMAND_PHRASES:
+        text = pattern.sub(replacement, text)
     out: list[str] = []
     last = 0
     for command in _COMMAND.finditer(text):

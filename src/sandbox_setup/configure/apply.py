@@ -23,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from sandbox_setup.base import remedies
 from sandbox_setup.base.errors import SetupError
 from sandbox_setup.base.exitcodes import ExitCode
 from sandbox_setup.configure.actions import Action
@@ -64,7 +65,6 @@ def _incomplete(plan: Plan, exc: BaseException, undone: list[str]) -> str:
     failed = [line for line in undone if is_failure(line)]
     reverted = [line for line in undone if not is_failure(line)]
     cause = str(exc) or type(exc).__name__
-    root = "" if plan.layout.live else f" --root {plan.layout.root}"
     when = (
         "once space is free"
         if any("No space left" in line for line in failed) or "No space left" in cause
@@ -74,7 +74,8 @@ def _incomplete(plan: Plan, exc: BaseException, undone: list[str]) -> str:
         f"{cause}; the rollback could not finish: these could not be restored:"
         + "".join(f"\n  {line}" for line in failed)
         + ("\n  (rolled back: " + "; ".join(reverted) + ")" if reverted else "")
-        + f"\nthe journal records what is left; run sandbox-setup --undo --yes{root} {when}"
+        + f"\nthe journal records what is left; {when}, run: "
+        + remedies.undo_last(str(plan.layout.root))
     )
 
 

@@ -41,6 +41,7 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 
+from sandbox_setup.base import remedies
 from sandbox_setup.base.errors import InputError, RefusedError
 from sandbox_setup.base.pathfacts import resolved_chain
 from sandbox_setup.base.paths import Layout
@@ -279,7 +280,7 @@ def shim_actions(
     if existing is not None and not is_claude_shim(existing.data[:MARKER_WINDOW]):
         notes.append(
             f"{SHIM_PATH} exists and is not sandbox-setup's shim: it is backed up and "
-            "replaced; sandbox-setup --undo puts it back"
+            f"replaced; {remedies.undo_last(str(layout.root), yes=False)} puts it back"
         )
     if layout.live:
         notes += _path_notes(environ, SHIM_PATH)

@@ -77,8 +77,11 @@ def apply_lock(layout: Layout) -> Iterator[None]:
     """Hold the exclusive apply lock, or raise RefusedError if another run has it
     (or if the state directory fails the trust rule: nothing is created in it)."""
     check_state_dir(layout)
+    missing = _missing_parents(layout)
     try:
         fd = open_in(layout, layout.lock, os.O_RDWR | os.O_CREAT)
+        if missing:
+            _note_created_parents(layout, missing)
     except OSError as exc:
         # A read-only or full state directory: nothing can be journaled, so nothing runs.
         raise JournalError(
@@ -96,6 +99,35 @@ def apply_lock(layout: Layout) -> Iterator[None]:
                 "wait for it to finish and run again"
             ) from None
         yield
+    finally:
+        os.close(fd)
+
+
+# In the state directory: the directories above it that its first creation made, so
+# that `--undo --all` can leave the operator's home as it was (JSON list of paths).
+CREATED_PARENTS = "created-parents.json"
+
+
+def _missing_parents(layout: Layout) -> list[str]:
+    """The state directory's ancestors below the operator's home that do not exist."""
+    home = PurePosixPath(layout.operator.home)
+    return [
+        str(p)
+        for p in layout.state_dir.parents
+        if home in p.parents and not os.path.lexists(layout.real(p))
+    ]
+
+
+def _note_created_parents(layout: Layout, created: list[str]) -> None:
+    try:
+        fd = open_in(
+            layout, layout.state_dir / CREATED_PARENTS, os.O_WRONLY | os.O_CREAT | os.O_EXCL
+        )
+    except FileExistsError:
+        return  # the first creation's record stands
+    try:
+        os.write(fd, json.dumps(created).encode("utf-8"))
+        os.fsync(fd)
     finally:
         os.close(fd)
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from sandbox_setup.base import remedies
 from sandbox_setup.base.choices import Mode, Network
 from sandbox_setup.base.errors import RefusedError
 from sandbox_setup.checks.model import Report, Status
@@ -29,7 +30,7 @@ def check_egress(report: Report, mode: Mode, network: Network) -> None:
         return
     raise RefusedError(
         f"network allowlist needs the egress proxy, but {EGRESS_CHECK} failed: "
-        f"{finding.summary}. Remedy: {finding.remedy or 'sandbox-setup --check net.egress'}; "
+        f"{finding.summary}. Remedy: {finding.remedy or remedies.rerun_checks('net.egress')}; "
         "or choose --network none (closed, and Claude cannot reach its API)."
     )
 

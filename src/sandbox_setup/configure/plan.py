@@ -35,8 +35,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from sandbox_setup.base import remedies
 from sandbox_setup.base.accounts import lookup_user
-from sandbox_setup.base.choices import InnerSandbox, Mode, SettingsScope
+from sandbox_setup.base.choices import EVERY_USER, InnerSandbox, Mode, SettingsScope
 from sandbox_setup.base.errors import InputError, RefusedError
 from sandbox_setup.base.launcher_config import (
     LauncherConfig,
@@ -116,8 +117,8 @@ def mode_blocker(report: Report, mode: Mode) -> Blocker | None:
     if finding is not None and finding.status is Status.PASS:
         return None
     summary = finding.summary if finding else f"{check_id} was not checked"
-    remedy = finding.remedy if finding else "sandbox-setup --check " + check_id
-    return Blocker(check_id, f"{check_id}: {summary}", remedy or "see sandbox-setup --check")
+    remedy = finding.remedy if finding else remedies.rerun_checks(check_id)
+    return Blocker(check_id, f"{check_id}: {summary}", remedy or remedies.rerun_checks(check_id))
 
 
 def _check_mode(report: Report, answers: Answers) -> None:
@@ -383,7 +384,8 @@ def build_plan(report: Report, answers: Answers, layout: Layout, source: str = "
             settings_path,
             lambda current: merge_settings(current, source_name, keys),
             owner=settings_owner,
-            label=f"Claude settings ({scope} scope)",
+            label=f"Claude settings ({scope} scope"
+            + (f": they apply to {EVERY_USER})" if scope == "managed" else ")"),
             mode=0o644,
             readable_by=agent_name,
             dir_mode=0o755 if scope == "managed" else 0o700,
@@ -426,7 +428,9 @@ def build_plan(report: Report, answers: Answers, layout: Layout, source: str = "
         claude_version=_claude_version(layout, claude.version, launcher_claude),
         unsafe=unsafe,
     )
-    hint = loopback_port_hint(os.environ, config.env_pass, network, config.loopback_ports)
+    hint = loopback_port_hint(
+        os.environ, config.env_pass, network, config.loopback_ports, root=str(layout.root)
+    )
     if answers.mode is Mode.SANDBOX and hint is not None:
         notes.append(hint)  # from the operator's environment now; the launch says it again
     op_dirs = 0o700

@@ -16,6 +16,8 @@ any copy of itself when it looks for the real one.
 
 from __future__ import annotations
 
+from sandbox_setup.base import remedies
+
 # The shim's path and marker are vocabulary (the checks need them too).
 from sandbox_setup.base.claude_shim import MARKER_WINDOW, SHIM_MARKER, SHIM_PATH, is_claude_shim
 
@@ -40,5 +42,5 @@ def shim_refusal(path: str) -> str:
     return (
         f"{path} is sandbox-setup's claude shim, not Claude Code: exec'ing it from "
         "sandbox-launch would start the launcher again. Point the config at the real "
-        "binary (sandbox-setup --headless ... --claude /path/to/real/claude)"
+        f"binary, where it is installed: {remedies.change_setup('--claude', 'PATH')}"
     )

@@ -52,6 +52,7 @@ import urllib.parse
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from sandbox_setup.base import remedies
 from sandbox_setup.base.choices import BaseUrlPort, Mode, Network
 from sandbox_setup.base.errors import InputError
 from sandbox_setup.policy.addresses import parse_address
@@ -74,7 +75,7 @@ DEFAULT_PASS = (
     "CLAUDE_CODE_SUBAGENT_MODEL",
 )
 # Set by the launcher itself (a caller's value would be replaced anyway).
-LAUNCHER_OWNED = frozenset({"HOME", "PATH", "USER", "LOGNAME", "TERM", "LANG"})
+LAUNCHER_OWNED = frozenset({"HOME", "PATH", "SHELL", "USER", "LOGNAME", "TERM", "LANG"})
 # A sandbox claim: only the launcher makes it, and only inside a verified sandbox.
 SANDBOX_CLAIMS = frozenset({"IS_SANDBOX", "CLAUDE_CODE_BUBBLEWRAP"})
 # Would change what the launcher's own tools or the proxy settings do.
@@ -185,6 +186,7 @@ def loopback_port_hint(
     network: Network,
     loopback_ports: Iterable[int],
     setting: BaseUrlPort | None = None,
+    root: str = "/",
 ) -> str | None:
     """What to do when the passed base URL is on the host's loopback but the sandbox
     cannot reach it (None when it can, or when there is nothing to say).
@@ -205,17 +207,14 @@ def loopback_port_hint(
     if network == Network.NONE:
         return (
             f"{where}, but the sandbox has no network (network none), so Claude Code cannot "
-            f"reach it; use --network allowlist --allow-loopback-port {port}"
+            f"reach it; to allow it: {remedies.allowlist_with_port(port, root)}"
         )
     if port in set(loopback_ports) or setting is BaseUrlPort.AUTO:
         return None
-    text = (
-        f"{where}; the sandbox (network allowlist) reaches it only through "
-        f"--allow-loopback-port {port}: re-run sandbox-setup with --allow-loopback-port {port}"
-    )
+    where += "; the sandbox (network allowlist) reaches only the loopback ports allowed"
     if setting is BaseUrlPort.OFF:
-        text += ' (or set base_url_port = "auto" in [sandbox] of launcher.toml)'
-    return text
+        where += ' (or set base_url_port = "auto" in [sandbox] of launcher.toml)'
+    return f"{where}; to allow it: {remedies.allow_loopback_port(port, root)}"
 
 
 # --- the base URL a launch uses, and the one port it may expose (issue 28) -----------
@@ -349,5 +348,4 @@ def dropped_claude_names(
 
 def pass_env_command(names: Iterable[str]) -> str:
     """The command that adds ``names`` to ``[env] pass`` and changes nothing else."""
-    flags = " ".join(f"--pass-env {name}" for name in names)
-    return f"sandbox-setup --headless {flags} --yes"
+    return remedies.pass_env(names)

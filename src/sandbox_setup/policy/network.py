@@ -33,6 +33,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from sandbox_setup.base import remedies
 from sandbox_setup.base.choices import Network
 from sandbox_setup.base.errors import InputError
 from sandbox_setup.policy.addresses import (
@@ -322,16 +323,15 @@ class EgressPolicy:
                 return Decision(
                     False,
                     "address not allowlisted",
-                    f"{REFUSED_PREFIX} {where}: an IP address the operator did not allow "
-                    "(sandbox-setup --allow-domain ADDRESS[:PORT] allows one)",
+                    f"{REFUSED_PREFIX} {where}: an IP address the operator did not allow"
+                    + _allow_it(where),
                 )
             return None
         if not any(p.matches(name, port) for p in self.allowed):
             return Decision(
                 False,
                 "not allowlisted",
-                f"{REFUSED_PREFIX} {where}: not on the allowlist "
-                "(sandbox-setup --allow-domain PATTERN allows more)",
+                f"{REFUSED_PREFIX} {where}: not on the allowlist" + _allow_it(where),
             )
         return None
 
@@ -415,6 +415,15 @@ class EgressPolicy:
         except ValueError as exc:
             raise InputError(f"egress policy: host address: {exc}") from None
         return cls(tuple(patterns), tuple(addresses), hosts)
+
+
+def _allow_it(where: str) -> str:
+    """The command that allows ``where`` (a refusal's remedy), when it is a valid pattern."""
+    try:
+        parse_domain_pattern(where)
+    except InputError:
+        return " (the operator's allowed domains allow more)"
+    return f"; to allow it: {remedies.allow_domain(where)}"
 
 
 def _where(name: str, port: int) -> str:

@@ -23,7 +23,14 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.widget import Widget
 from textual.widgets import Footer, Input, RadioSet, Static
 
-from sandbox_setup.base.choices import InnerSandbox, Mode, Network, SettingsScope, values
+from sandbox_setup.base.choices import (
+    SCOPE_REACH,
+    InnerSandbox,
+    Mode,
+    Network,
+    SettingsScope,
+    values,
+)
 from sandbox_setup.base.limits import Limits
 from sandbox_setup.base.printable import printable_lines
 from sandbox_setup.tui.controls import ChoiceButton, ChoiceSet, TextField, Toggle
@@ -167,8 +174,9 @@ class DetailsScreen(StepScreen[Details]):
             ),
             self._field(
                 "scope",
-                "Claude settings scope (managed: root-owned, out of the agent's reach)",
+                "Claude settings scope",
                 _choices((SettingsScope.MANAGED, SettingsScope.USER), d.settings_scope, "scope"),
+                f"{d.settings_scope}: {SCOPE_REACH[d.settings_scope]}",
             ),
             self._field(
                 "copy-login",
@@ -365,6 +373,11 @@ class DetailsScreen(StepScreen[Details]):
         self.query_one("#field-inner", Field).set_hint(
             INNER_HELP[InnerSandbox(str(event.pressed.label))]
         )
+
+    @on(RadioSet.Changed, "#scope")
+    def _scope_changed(self, event: RadioSet.Changed) -> None:
+        scope = str(event.pressed.label)
+        self.query_one("#field-scope", Field).set_hint(f"{scope}: {SCOPE_REACH[scope]}")
 
     @on(RadioSet.Changed, "#network")
     def _network_changed(self, event: RadioSet.Changed) -> None:

@@ -8,13 +8,21 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal
 from textual.widgets import Footer, Static
 
+from sandbox_setup.base import remedies
+from sandbox_setup.base.remedies import undo_commands
 from sandbox_setup.tui.step import StepScreen
 from sandbox_setup.tui.widgets import ActionButton, ReadingPane
 
 
 def done_text(
-    mode: str, answers_path: str, config_path: str, root: str, login_note: str | None = None
+    mode: str,
+    answers_path: str,
+    config_path: str,
+    root: str,
+    login_note: str | None = None,
+    applies: int = 1,
 ) -> Text:
+    """``applies``: how many applies of this setup are in effect (this one included)."""
     text = Text()
     text.append(f"{mode} mode is set up.\n\n", style="bold")
     if login_note:
@@ -24,12 +32,12 @@ def done_text(
     text.append("  sandbox-launch -- --dangerously-skip-permissions\n")
     text.append("  sandbox-launch --dry-run   (show what it would run)\n\n")
     text.append("Audit the setup later (also what `sandbox-setup` opens on now):\n", style="bold")
-    text.append("  sandbox-setup --audit\n\n")
-    text.append("Undo this apply:\n", style="bold")
-    text.append("  sandbox-setup --undo\n\n")
-    text.append(
-        "Answers file (replay: sandbox-setup --headless --answers FILE --yes):\n", style="bold"
-    )
+    text.append(f"  {remedies.audit(root)}\n\n")
+    for what, command in undo_commands(applies, root, yes=False):
+        text.append(f"{what}:\n", style="bold")
+        text.append(f"  {command}\n")
+    text.append("\n")
+    text.append(f"Answers file (re-apply it: {remedies.change_setup(root=root)}):\n", style="bold")
     text.append(f"  {answers_path}\n")
     text.append("Launcher config:\n", style="bold")
     text.append(f"  {config_path}\n")

@@ -177,9 +177,9 @@ def _done_screen(core: Core, draft: Draft) -> DoneScreen:
     layout = core.layout
     mode = draft.mode.value if draft.mode else "?"
     note = core.login_note(draft.answers()) if draft.mode and draft.details else None
-    return DoneScreen(
-        done_text(mode, str(layout.answers), str(layout.launcher_config), str(layout.root), note)
-    )
+    answers, config, root = str(layout.answers), str(layout.launcher_config), str(layout.root)
+    applies = core.applies_in_effect()
+    return DoneScreen(done_text(mode, answers, config, root, note, applies=applies))
 
 
 def _ignore(core: Core, draft: Draft, value: str) -> None:

@@ -10,6 +10,8 @@ from rich.console import Group, RenderableType
 from rich.syntax import Syntax
 from rich.text import Text
 
+from sandbox_setup.base import remedies
+
 if TYPE_CHECKING:
     from sandbox_setup.configure.actions import Action
     from sandbox_setup.configure.plan import Plan
@@ -58,6 +60,7 @@ def plan_summary(plan: Plan, backups_dir: str) -> Text:
     text.append(f"{changes} change(s) in {len(plan.actions)} action(s). ", style="bold")
     text.append(
         f"Every file replaced is backed up under {backups_dir} first; "
-        "sandbox-setup --undo restores the last apply."
+        f"{remedies.undo_last(yes=False)} takes back the last apply, "
+        f"{remedies.undo_all(yes=False)} every apply."
     )
     return text

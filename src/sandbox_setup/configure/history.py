@@ -1,0 +1,282 @@
+"""A setup as one thing with a history: every apply not yet undone, the agent's files
+left in the workspaces, and the state directory at the end of ``--undo --all``.
+
+:func:`sandbox_setup.configure.undo.undo_last` takes back one apply; this module
+adds what an undo of the whole history needs around it:
+
+- :func:`open_applies`: the applies still in effect, newest first, each with the
+  entries its undo would replay (the backups they name pass the trust rule first);
+- :func:`agent_owners` / :func:`agent_files` / :func:`give_back`: the files in the
+  workspaces owned by an agent (or by a workspace group) that this undo removes,
+  found by a walk over file descriptors that never follows a symlink (invariant 11),
+  and chowned to the workspace's owner, so the next account to get that uid or gid
+  does not inherit them;
+- :func:`remove_state_dir`: the journal, the backups (of ``/etc/shadow`` among them)
+  and the lock, then the parent directories the first apply created for them
+  (recorded in :data:`CREATED_PARENTS` by :func:`sandbox_setup.configure.journal.apply_lock`).
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import stat
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+from typing import Any
+
+from sandbox_setup.base import fdwalk
+from sandbox_setup.base.accounts import lookup_group_gid, lookup_user
+from sandbox_setup.base.paths import Layout
+from sandbox_setup.configure import fsops
+from sandbox_setup.configure.journal import (
+    BOOKKEEPING,
+    CLOSED,
+    CREATED_PARENTS,
+    pending_steps,
+    read_journal,
+)
+from sandbox_setup.configure.state_trust import check_backups, check_state_dir, check_state_file
+
+
+def open_applies(layout: Layout) -> list[tuple[str, list[dict[str, Any]]]]:
+    """Every apply not yet undone, newest first: its id and the entries an undo of it
+    replays (``begin``, ``accounts-done`` and the steps still in effect)."""
+    entries = read_journal(layout)
+    closed = {e["txn"] for e in entries if e.get("op") in CLOSED}
+    txns = [e["txn"] for e in entries if e.get("op") == "begin" and e["txn"] not in closed]
+    found = []
+    for txn in reversed(txns):
+        mine = [e for e in entries if e["txn"] == txn]
+        pending = {id(entry) for _, entry in pending_steps(mine)}
+        kept = [e for e in mine if e.get("op") in ("begin", "accounts-done") or id(e) in pending]
+        check_backups(layout, kept)
+        found.append((txn, kept))
+    return found
+
+
+def steps(applies: list[tuple[str, list[dict[str, Any]]]]) -> list[dict[str, Any]]:
+    """The steps (not the bookkeeping) of ``applies``."""
+    return [e for _, kept in applies for e in kept if e.get("op") not in BOOKKEEPING]
+
+
+@dataclass(frozen=True)
+class Owners:
+    """Whose files an undo hands back: the agents' uids and the groups' gids it removes."""
+
+    uids: frozenset[int]
+    gids: frozenset[int]
+    names: tuple[str, ...]
+
+    def __bool__(self) -> bool:
+        return bool(self.uids or self.gids)
+
+
+def agent_owners(layout: Layout, undone: list[dict[str, Any]]) -> Owners:
+    """The uids of the agents and the gids of the groups the steps ``undone`` remove,
+    looked up in the target's account files while they still exist."""
+    uids: set[int] = set()
+    gids: set[int] = set()
+    names: list[str] = []
+    for entry in undone:
+        name = str(entry.get("name", ""))
+        if entry.get("op") == "create-user":
+            account = lookup_user(name, layout.root)
+            if account is not None and account.uid != 0:
+                uids.add(account.uid)
+                names.append(name)
+        elif entry.get("op") == "create-group":
+            gid = lookup_group_gid(name, layout.root)
+            if gid is not None and gid != 0:
+                gids.add(gid)
+    return Owners(frozenset(uids), frozenset(gids), tuple(names))
+
+
+def journal_workspaces(layout: Layout) -> list[PurePosixPath]:
+    """Every workspace an apply of this setup opened to its agent (its ACL steps)."""
+    found = [
+        PurePosixPath(str(e["target"]))
+        for e in read_journal(layout)
+        if e.get("op") == "acl" and isinstance(e.get("target"), str)
+    ]
+    return list(dict.fromkeys(found))
+
+
+@dataclass(frozen=True)
+class OwnedFile:
+    workspace: PurePosixPath
+    rel: str
+    uid: int
+    gid: int
+
+    @property
+    def path(self) -> PurePosixPath:
+        return self.workspace / self.rel
+
+
+def _walk(layout: Layout, workspace: PurePosixPath, owners: Owners, chown: bool) -> list[OwnedFile]:
+    top = fsops.open_dir(layout.root, layout.real(workspace))
+    if top is None:
+        return []
+    found = []
+    try:
+        owner = os.fstat(top)
+        for visit in fdwalk.walk(top, fdwalk.UNBOUNDED):
+            for entry in visit.entries:
+                try:
+                    st = entry.stat(follow_symlinks=False)
+                except OSError:
+                    continue  # gone since the listing
+                if st.st_uid not in owners.uids and st.st_gid not in owners.gids:
+                    continue
+                found.append(OwnedFile(workspace, visit.join(entry.name), st.st_uid, st.st_gid))
+                if chown:
+                    uid = owner.st_uid if st.st_uid in owners.uids else -1
+                    gid = owner.st_gid if st.st_gid in owners.gids or uid != -1 else -1
+                    os.chown(entry.name, uid, gid, dir_fd=visit.fd, follow_symlinks=False)
+    finally:
+        os.close(top)
+    return found
+
+
+def agent_files(layout: Layout, workspaces: list[PurePosixPath], owners: Owners) -> list[OwnedFile]:
+    """The files, directories and links in ``workspaces`` that ``owners`` own."""
+    if not owners:
+        return []
+    return [f for ws in workspaces for f in _walk(layout, ws, owners, chown=False)]
+
+
+def give_back(layout: Layout, workspaces: list[PurePosixPath], owners: Owners) -> list[str]:
+    """Chown what ``owners`` own in ``workspaces`` to each workspace's owner (and its
+    group); one line per workspace. A setuid bit of a regular file is cleared by the
+    kernel on chown."""
+    lines = []
+    for ws in workspaces:
+        if not owners:
+            break
+        try:
+            moved = _walk(layout, ws, owners, chown=True)
+        except OSError as exc:
+            lines.append(f"could not give the agent's files in {ws} to its owner: {exc}")
+            continue
+        if moved:
+            lines.append(f"gave {len(moved)} file(s) the agent owned in {ws} to its owner")
+    return lines
+
+
+def describe_owned(files: list[OwnedFile], owners: Owners, limit: int = 20) -> list[str]:
+    """The preview lines for ``files``."""
+    lines = []
+    for item in files[:limit]:
+        whose = "agent" if item.uid in owners.uids else "workspace group"
+        lines.append(f"give {item.path} ({whose}'s) to the owner of {item.workspace}")
+    if len(files) > limit:
+        lines.append(f"... and {len(files) - limit} more")
+    return lines
+
+
+def _remove_tree(dir_fd: int) -> None:
+    """Remove everything in the directory ``dir_fd`` (no symlink followed)."""
+    with os.scandir(dir_fd) as it:
+        names = [(e.name, e.is_dir(follow_symlinks=False)) for e in it]
+    for name, is_dir in names:
+        if is_dir:
+            child = fdwalk.open_dir_at(dir_fd, name)
+            try:
+                _remove_tree(child)
+            finally:
+                os.close(child)
+            os.rmdir(name, dir_fd=dir_fd)
+        else:
+            os.unlink(name, dir_fd=dir_fd)
+
+
+def state_dir_contents(layout: Layout) -> tuple[int, int]:
+    """(files, backups) in the state directory now; (0, 0) when there is none."""
+    real = layout.real(layout.state_dir)
+    if not real.is_dir():
+        return 0, 0
+    files = backups = 0
+    for dirpath, _dirs, names in os.walk(real):
+        files += len(names)
+        if PurePosixPath(dirpath).is_relative_to(layout.real(layout.backups_dir)):
+            backups += len(names)
+    return files, backups
+
+
+def created_parents(layout: Layout) -> list[PurePosixPath]:
+    """The directories above the state directory its first creation made (recorded);
+    only the state directory's own ancestors below the operator's home count."""
+    target = layout.state_dir / CREATED_PARENTS
+    check_state_file(layout, target, "state directory record")
+    state = fsops.read_file(layout.root, layout.real(target))
+    if state is None:
+        return []
+    try:
+        listed = json.loads(state.data)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return []
+    home = PurePosixPath(layout.operator.home)
+    allowed = {p for p in layout.state_dir.parents if home in p.parents}
+    if not isinstance(listed, list):
+        return []
+    return [PurePosixPath(p) for p in listed if isinstance(p, str) and PurePosixPath(p) in allowed]
+
+
+# What the applies keep in the state directory (removed by `--undo --all`), beside what
+# the sessions keep there (the quarantine, the session records, the egress log), which
+# an undo never deletes: files moved out of a workspace are moved aside, never deleted.
+HISTORY = ("journal.jsonl", "backups", "apply.lock", CREATED_PARENTS, "setups.json", "crash.log")
+
+
+def kept_in_state_dir(layout: Layout) -> list[str]:
+    """What the sessions keep in the state directory (not the applies' history)."""
+    real = layout.real(layout.state_dir)
+    if not real.is_dir():
+        return []
+    return sorted(name for name in os.listdir(real) if name not in HISTORY)
+
+
+def remove_state_dir(layout: Layout) -> tuple[list[str], list[str]]:
+    """Remove the applies' history from the state directory, then the directory and
+    what the first apply created above it when nothing else is left. Returns (one line
+    per thing removed, the names of what was left there)."""
+    check_state_dir(layout)
+    real = layout.real(layout.state_dir)
+    parents = created_parents(layout)
+    top = fsops.open_dir(layout.root, real)
+    if top is None:
+        return [], []
+    try:
+        if not stat.S_ISDIR(os.fstat(top).st_mode):
+            return [], []
+        for name in HISTORY:
+            st = fdwalk.lstat_at(top, name)
+            if st is None:
+                continue
+            if stat.S_ISDIR(st.st_mode):
+                child = fdwalk.open_dir_at(top, name)
+                try:
+                    _remove_tree(child)
+                finally:
+                    os.close(child)
+                os.rmdir(name, dir_fd=top)
+            else:
+                os.unlink(name, dir_fd=top)
+        left = sorted(os.listdir(top))
+    finally:
+        os.close(top)
+    lines = [f"removed the journal and the backups from {layout.state_dir}"]
+    if left:
+        return lines, left
+    fsops.remove_empty_dir(layout.root, real)
+    lines = [f"removed the state directory {layout.state_dir}"]
+    for parent in sorted(parents, key=lambda p: len(p.parts), reverse=True):
+        try:
+            if fsops.remove_empty_dir(layout.root, layout.real(parent)):
+                lines.append(f"removed directory {parent}")
+        except OSError as exc:
+            if exc.errno != errno.ENOTEMPTY:
+                raise
+    return lines, []
