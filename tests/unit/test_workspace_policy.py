@@ -397,6 +397,11 @@ def test_bare_layout_markers() -> None:
     assert not looks_like_git_dir({"HEAD": "file", "objects": "dir"})
     assert not looks_like_git_dir({"objects": "dir", "refs": "dir", "config": "file"})
     assert not looks_like_git_dir({"HEAD": "dir", "objects": "dir", "refs": "dir"})
+    # git's access(X_OK) follows symlinks and passes files with an x bit (issue 24)
+    assert looks_like_git_dir({"HEAD": "file", "objects": "link", "refs": "link"})
+    assert looks_like_git_dir({"HEAD": "file", "objects": "file", "refs": "file"})
+    assert looks_like_git_dir({"HEAD": "link", "objects": "other", "refs": "dir"})
+    assert looks_like_git_dir({"HEAD": "file", "commondir": "link"})
 
 
 def test_bind_plan_covers_git_and_workspace_files() -> None:

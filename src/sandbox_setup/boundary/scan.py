@@ -89,7 +89,9 @@ class _Discovery(GitDiscovery):
             visit.subdirs.remove(entry.name)
 
     def _visit(self, visit: fdwalk.DirVisit, entries: dict[str, os.DirEntry[str]]) -> None:
-        if "HEAD" in entries and ".git" not in entries:
+        if "HEAD" in entries:
+            # git looks at the directory itself when its .git is missing or not a
+            # repository, and at every directory up to the top: each one counts.
             kinds = {e.name: entry_kind(e) for e in visit.entries if e.name in _GITDIR_NAMES}
             if policy.looks_like_git_dir(kinds):
                 # git's own directories are judged as a git directory; anything

@@ -402,11 +402,13 @@ class GitDiscovery:
         self.seen_gitdirs.add((st.st_dev, st.st_ino))
         head = next(e for e in visit.entries if e.name == "HEAD")
         hst = head.stat(follow_symlinks=False)
+        head_rel = visit.join("HEAD")
+        self.marks[head_rel] = Mark.of(hst)
         self.add(
             Finding(
-                f"{visit.rel}/HEAD",
+                head_rel,
                 "bare-repo",
-                "a bare repository layout (HEAD, objects/, refs/)",
+                "a bare repository layout (HEAD, objects, refs)",
                 "git takes this directory for a repository when run inside it "
                 "(safe.bareRepository defaults to all) and obeys its config",
                 "quarantine",

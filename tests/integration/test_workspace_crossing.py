@@ -1,0 +1,181 @@
+"""Issue 24, layers 2 to 4: the end-of-session scan finds repositories the way git
+does, lets only a short allowlist of inert keys change in agent-writable git
+metadata, and never stops silently.
+
+Every reproduction runs root's real git (HOME a temp dir without the protected
+include of layer 1, so the scan alone is what holds) and is checked twice: the
+control shows the plant runs as uid 0 without the scan, then the scan and
+neutralize run and the same git commands run nothing.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from sandbox_setup.boundary import quarantine
+from sandbox_setup.boundary import scan as workspace_scan
+from tests.integration.workspace_fixtures import (  # noqa: F401 (the fixture)
+    World,
+    world_fixture,
+)
+
+pytestmark = pytest.mark.integration
+
+
+@dataclass(frozen=True)
+class Plant:
+    """``plant`` writes what the session left (the repository ``repo`` exists);
+    ``trigger`` is root's git afterwards."""
+
+    name: str
+    plant: Callable[[World], None]
+    trigger: Callable[[World], None]
+
+
+def _repo(w: World) -> Path:
+    return w.workspace / "repo"
+
+
+def _bare_layout(w: World, kind: str) -> None:
+    # In app/, a directory root made before the session (git checks its owner:
+    # root, so no safe.directory is needed): HEAD plus objects and refs that pass
+    # access(X_OK) without being directories.
+    app = _repo(w) / "app"
+    (app / "HEAD").write_text("ref: refs/heads/main\n")
+    for name in ("objects", "refs"):
+        if kind == "symlinks":
+            (app / name).symlink_to(f"../.git/{name}")
+        else:
+            (app / name).write_text("")
+            (app / name).chmod(0o755)
+    (app / "config").write_text(
+        "[core]\n\trepositoryformatversion = 0\n\tbare = false\n\tworktree = ..\n"
+        f'\tfsmonitor = "{w.command("bare-" + kind)}"\n'
+    )
+
+
+def _status_in_lib(w: World) -> None:
+    w.git(_repo(w) / "app/lib", "status", check=False)
+
+
+def _config(w: World, text: str) -> None:
+    with (_repo(w) / ".git/config").open("a") as f:
+        f.write(text)
+
+
+def _alias_upload_pack(w: World) -> None:
+    script = w.script(w.workspace / ".p/run.sh", "alias-upload-pack")
+    _config(w, f'[alias]\n\tco = "fetch --upload-pack=\\"{script} x;\\" ."\n')
+
+
+def _alias_rebase_exec(w: World) -> None:
+    w.git(_repo(w), "commit", "-q", "--allow-empty", "-m", "second")
+    # (a '#' outside quotes would start a comment: a plain command)
+    command = f"id -u > {w.marker('alias-exec')}"
+    _config(w, f'[alias]\n\tup = rebase -q --exec \\"{command}\\" HEAD~1\n')
+
+
+def _alias_output(w: World) -> None:
+    target = w.marker("alias-output")
+    _config(w, f"[alias]\n\tl = log --output={target} -1\n")
+
+
+def _run_alias(name: str) -> Callable[[World], None]:
+    def run(w: World) -> None:
+        w.git(_repo(w), name, check=False)
+
+    return run
+
+
+def _rebase_state(w: World) -> None:
+    repo = _repo(w)
+    head = w.git(repo, "rev-parse", "HEAD").stdout.strip()
+    state = repo / ".git/rebase-merge"
+    state.mkdir()
+    files = {
+        "git-rebase-todo": f"exec {w.command('rebase-exec')}\n",
+        "head-name": "refs/heads/main\n",
+        "onto": f"{head}\n",
+        "orig-head": f"{head}\n",
+        "interactive": "",
+        "end": "1\n",
+        "msgnum": "0\n",
+    }
+    for name, text in files.items():
+        (state / name).write_text(text)
+
+
+def _rebase_continue(w: World) -> None:
+    w.git(_repo(w), "status", check=False)
+    w.git(_repo(w), "rebase", "--continue", check=False)
+
+
+def _fsmonitor_on(w: World) -> None:
+    # git reads " on" as a command, not a boolean: ./on runs where root's PATH
+    # has "." (here: the work tree top, where git runs the hook from).
+    w.script(_repo(w) / "on", "fsmonitor-on")
+    _config(w, '[core]\n\tfsmonitor = " on"\n')
+
+
+def _status_with_dot_path(w: World) -> None:
+    env = {**w.env(), "PATH": ".:" + w.env()["PATH"]}
+    subprocess.run(["git", "status"], cwd=_repo(w), env=env, capture_output=True, timeout=60)
+
+
+PLANTS = [
+    Plant(
+        "bare layout, objects and refs symlinks",
+        lambda w: _bare_layout(w, "symlinks"),
+        _status_in_lib,
+    ),
+    Plant(
+        "bare layout, objects and refs empty files",
+        lambda w: _bare_layout(w, "files"),
+        _status_in_lib,
+    ),
+]
+
+
+def _before(w: World) -> None:
+    repo = w.repo(_repo(w))
+    (repo / "app/lib").mkdir(parents=True)
+    (repo / "app/lib/x.txt").write_text("x\n")
+    w.git(repo, "add", "app")
+    w.git(repo, "commit", "-q", "-m", "app")
+
+
+@pytest.mark.parametrize("plant", PLANTS, ids=lambda p: p.name)
+def test_the_plant_runs_as_root_without_the_scan(world: World, plant: Plant) -> None:
+    _before(world)
+    plant.plant(world)
+    plant.trigger(world)
+    assert world.fired(), f"{plant.name}: nothing ran; the test below would prove nothing"
+    owners = {p.name: p.stat().st_uid for p in world.markers.iterdir()}
+    assert set(owners.values()) == {0}, owners  # written by root's git
+
+
+@pytest.mark.parametrize("plant", PLANTS, ids=lambda p: p.name)
+def test_after_the_end_scan_the_plant_does_not_run(world: World, plant: Plant) -> None:
+    _before(world)
+    before = workspace_scan.Snapshot.from_json(
+        workspace_scan.snapshot([str(world.workspace)]).to_json()
+    )
+    plant.plant(world)
+    result = workspace_scan.scan([str(world.workspace)], before)
+    assert result.truncated == []
+    assert result.to_neutralize, f"{plant.name}: the scan found nothing"
+    done = quarantine.neutralize_all(result.hits, str(world.base / "state/q"))
+    assert all(n.done for n in done), [n.line for n in done]
+    plant.trigger(world)
+    assert world.fired() == {}, f"{plant.name}: ran after the scan"
+    again = workspace_scan.scan([str(world.workspace)], before)
+    assert again.to_neutralize == [], [h.describe() for h in again.to_neutralize]
+    # Root's repository still works.
+    assert world.git(_repo(world), "log", "-1", "--format=%s").stdout.strip()
+    assert os.path.exists(_repo(world) / ".git/HEAD")
