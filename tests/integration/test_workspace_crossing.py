@@ -139,6 +139,11 @@ PLANTS = [
         lambda w: _bare_layout(w, "files"),
         _status_in_lib,
     ),
+    Plant("alias fetch --upload-pack", _alias_upload_pack, _run_alias("co")),
+    Plant("alias rebase --exec", _alias_rebase_exec, _run_alias("up")),
+    Plant("alias log --output", _alias_output, _run_alias("l")),
+    Plant("planted rebase-merge state", _rebase_state, _rebase_continue),
+    Plant('core.fsmonitor = " on"', _fsmonitor_on, _status_with_dot_path),
 ]
 
 
@@ -179,3 +184,41 @@ def test_after_the_end_scan_the_plant_does_not_run(world: World, plant: Plant) -
     # Root's repository still works.
     assert world.git(_repo(world), "log", "-1", "--format=%s").stdout.strip()
     assert os.path.exists(_repo(world) / ".git/HEAD")
+
+
+def test_only_the_inert_keys_may_change_and_roots_own_settings_stay(world: World) -> None:
+    """Layer 3: what root had before the session stays (an alias and a pull
+    setting are not on the list); of what the session wrote, the inert keys stay
+    and everything else goes, whatever it is."""
+    repo = world.repo(_repo(world))
+    world.git(repo, "config", "alias.st", "status -sb")
+    world.git(repo, "config", "pull.rebase", "true")
+    before = workspace_scan.snapshot([str(world.workspace)])
+    assert [h for h in before.hits if h.kind == "git-unlisted"] == []
+    original = (repo / ".git/config").read_text()
+
+    world.git(repo, "remote", "add", "origin", "https://example.com/r.git")
+    world.git(repo, "config", "branch.main.remote", "origin")
+    world.git(repo, "config", "branch.main.merge", "refs/heads/main")
+    world.git(repo, "config", "user.email", "agent@example.com")
+    inert = world.git(repo, "config", "--local", "--list").stdout
+    for key, value in (
+        ("alias.lg", "log --graph"),  # harmless today, not on the list: goes
+        ("pull.rebase", "false"),  # root's key with another value: goes
+        ("gc.auto", "0"),
+        ("core.bare", "true"),
+    ):
+        world.git(repo, "config", "--add", key, value)
+    result = workspace_scan.scan([str(world.workspace)], before)
+    moving = sorted(h.what for h in result.to_neutralize)
+    assert moving == [
+        "alias.lg = log --graph",
+        "core.bare = true",
+        "gc.auto = 0",
+        "pull.rebase = false",
+    ]
+    quarantine.neutralize(result.hits, str(world.base / "q"))
+    # (an emptied section's header stays: every other line is kept byte for byte)
+    assert world.git(repo, "config", "--local", "--list").stdout == inert
+    assert (repo / ".git/config").read_text().startswith(original)
+    assert world.git(repo, "config", "alias.st").stdout.strip() == "status -sb"

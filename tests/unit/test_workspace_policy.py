@@ -155,6 +155,18 @@ def test_git_bool_follows_git() -> None:
         False,
     ]
     assert git_bool("./hook") is None
+    # as git_parse_maybe_bool() reads them: nothing trimmed but strtoimax's
+    # leading spaces, octal and units (issue 24: " on" is a command)
+    assert [git_bool(v) for v in (" on", "on ", "true ", " 1", "1 ", "010", "0x0", "2k")] == [
+        None,
+        None,
+        None,
+        True,
+        None,
+        True,
+        False,
+        True,
+    ]
 
 
 def test_includes_and_hooks_path_are_read() -> None:

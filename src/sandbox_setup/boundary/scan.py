@@ -54,6 +54,10 @@ __all__ = [
 
 _INTERESTING = frozenset({".git", "HEAD", ".claude", ".mcp.json", ".envrc", ".vscode", ".idea"})
 _GITDIR_NAMES = frozenset({"HEAD", "objects", "refs", "commondir", "config", "hooks"})
+# Findings that matter only when they are new against a snapshot: a repository or
+# watched file that appeared, a setting off the inert list (the operator's own
+# user.signingKey or pull.rebase are not worth a line in every audit).
+_NEWS_ONLY = frozenset({"new-repo", "watched", "git-unlisted"})
 # What git keeps in a git directory (judged through it, never walked as files).
 _GIT_OWN_DIRS = frozenset(
     {"objects", "refs", "logs", "hooks", "info", "worktrees", "modules", "lfs", "rr-cache"}
@@ -350,10 +354,13 @@ def _judge(ws: str, found: _Discovery, before: Snapshot | None) -> list[Hit]:
     hits = []
     for f in found.findings:
         new = _is_new(f, found.marks, old)
-        if f.kind in ("new-repo", "watched"):
+        if f.kind in _NEWS_ONLY:
             if old is None or not new:
                 continue  # news only against a snapshot
             appeared = f.rel not in old
+            if f.kind == "git-unlisted":
+                hits.append(_hit(ws, f, new))
+                continue
             if f.kind == "new-repo":
                 what = "a git repository " + ("appeared" if appeared else "was replaced")
             else:
@@ -374,9 +381,7 @@ def snapshot(workspaces: Sequence[str], limits: fdwalk.WalkLimits | None = None)
         key = found.ws
         result.marks[key] = found.marks
         result.layouts[key] = found.layout()
-        result.hits += [
-            _hit(key, f, new=False) for f in found.findings if f.kind not in ("new-repo", "watched")
-        ]
+        result.hits += [_hit(key, f, new=False) for f in found.findings if f.kind not in _NEWS_ONLY]
         result.truncated += [f"{key}: {t}" for t in found.stats.truncated]
     return result
 
