@@ -222,3 +222,83 @@ def test_only_the_inert_keys_may_change_and_roots_own_settings_stay(world: World
     assert world.git(repo, "config", "--local", "--list").stdout == inert
     assert (repo / ".git/config").read_text().startswith(original)
     assert world.git(repo, "config", "alias.st").stdout.strip() == "status -sb"
+
+
+def _cli_at_ulimit(nofile: int, *args: str) -> subprocess.CompletedProcess[str]:
+    import sys
+
+    from tests.tools import REPO
+
+    return subprocess.run(
+        ["bash", "-c", f'ulimit -n {nofile} && exec "$@"', "bash", sys.executable, "-m",
+         "sandbox_setup", *args],
+        cwd=REPO, capture_output=True, text=True, timeout=600, check=False,
+        stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+
+
+def test_a_wide_directory_needs_no_more_descriptors_for_audit_and_undo(tmp_path: Path) -> None:
+    """Layer 4: 1,100 files in one directory at ``ulimit -n 1024``: the walks of
+    apply, --audit and --undo hold a bounded number of descriptors (they held
+    one per file of a directory)."""
+    from tests.core_fixtures import make_target_root
+    from tests.tools import require_root, require_tool
+
+    require_root()
+    for tool in ("useradd", "setfacl", "getfacl", "bwrap"):
+        require_tool(tool)
+    tmp_path.chmod(0o755)
+    root = make_target_root(tmp_path / "root")
+    wide = root / "srv/project/wide"
+    wide.mkdir()
+    for i in range(1100):
+        (wide / f"f{i:04d}").write_text("x\n")
+    argv = ("--mode", "sandbox", "--workspace", "/srv/project", "--root", str(root))
+    applied = _cli_at_ulimit(1024, "--headless", *argv, "--yes")
+    assert applied.returncode == 0, applied.stderr[-2000:]
+    gid = next(
+        line.split(":")[2]
+        for line in (root / "etc/group").read_text().splitlines()
+        if line.startswith("sandbox-ws")
+    )
+    acl = ["getfacl", "--absolute-names", "--numeric", "--omit-header"]
+    last = wide / "f1099"
+    assert f"group:{gid}:" in subprocess.run([*acl, str(last)], capture_output=True,
+                                             text=True, check=True).stdout  # fmt: skip
+    audit = _cli_at_ulimit(1024, "--audit", "--root", str(root))
+    assert audit.returncode in (0, 1), audit.stderr[-2000:]
+    undo = _cli_at_ulimit(1024, "--undo", "--yes", "--root", str(root))
+    assert undo.returncode == 0, undo.stderr[-2000:]
+    assert f"group:{gid}:" not in subprocess.run([*acl, str(last)], capture_output=True,
+                                                 text=True, check=True).stdout  # fmt: skip
+
+
+DEEP_WALK = """
+import os, resource, sys
+from sandbox_setup.base import fdwalk
+resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64))
+top = os.open(sys.argv[1], os.O_RDONLY | os.O_DIRECTORY)
+stats = fdwalk.WalkStats()
+rels = [v.rel for v in fdwalk.walk(top, fdwalk.UNBOUNDED, stats)]
+print(len(rels), max(r.count("/") for r in rels), len(stats.errors), len(stats.skipped))
+"""
+
+
+def test_a_deep_tree_is_walked_whole_with_few_descriptors(tmp_path: Path) -> None:
+    """300 nested directories (each with a sibling) at 64 descriptors: every one is
+    seen, none is left out for want of a descriptor."""
+    import sys
+
+    from tests.tools import SRC
+
+    path = tmp_path
+    for _ in range(300):
+        path = path / "d"
+        (path / "side").mkdir(parents=True)
+    proc = subprocess.run(
+        [sys.executable, "-c", DEEP_WALK, str(tmp_path)],
+        env={**os.environ, "PYTHONPATH": str(SRC)}, capture_output=True, text=True,
+        timeout=120, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.split() == ["601", "300", "0", "0"]
