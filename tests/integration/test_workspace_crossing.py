@@ -42,15 +42,16 @@ def _repo(w: World) -> Path:
     return w.workspace / "repo"
 
 
-def _bare_layout(w: World, kind: str) -> None:
+def _bare_layout(w: World, kind: str, where: str = "app") -> None:
     # In app/, a directory root made before the session (git checks its owner:
     # root, so no safe.directory is needed): HEAD plus objects and refs that pass
     # access(X_OK) without being directories.
-    app = _repo(w) / "app"
+    app = _repo(w) / where
     (app / "HEAD").write_text("ref: refs/heads/main\n")
+    up = "../" * (where.count("/") + 1)
     for name in ("objects", "refs"):
         if kind == "symlinks":
-            (app / name).symlink_to(f"../.git/{name}")
+            (app / name).symlink_to(f"{up}.git/{name}")
         else:
             (app / name).write_text("")
             (app / name).chmod(0o755)
@@ -302,3 +303,66 @@ def test_a_deep_tree_is_walked_whole_with_few_descriptors(tmp_path: Path) -> Non
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.split() == ["601", "300", "0", "0"]
+
+
+def _many_files(directory: Path, count: int) -> None:
+    directory.mkdir(parents=True, exist_ok=True)
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for i in range(count):
+            os.close(os.open(f"e{i}", os.O_CREAT | os.O_WRONLY, 0o644, dir_fd=fd))
+    finally:
+        os.close(fd)
+
+
+def test_past_210000_entries_the_plant_is_still_found(world: World) -> None:
+    """Layer 4: the scan stopped at 200,000 entries ("stopped early") and root's
+    git status in app/lib ran the plant below them. Now it walks the whole
+    workspace: the plant is neutralized and nothing is marked untrusted."""
+    from sandbox_setup.boundary import session
+
+    _before(world)
+    state = world.base / "state"
+    state.mkdir(mode=0o700)  # as Boundary.start makes it
+    before = workspace_scan.snapshot([str(world.workspace)])
+    _many_files(_repo(world) / "app", 210_000)
+    _bare_layout(world, "symlinks", "app/lib")
+    lines = session.end_scan([str(world.workspace)], before, state, "s1")
+    assert not (state / session.UNTRUSTED).exists(), lines
+    assert any(line.startswith("quarantined ") and "app/lib/HEAD" in line for line in lines), lines
+    _status_in_lib(world)
+    assert world.fired() == {}
+
+
+def test_a_scan_that_cannot_see_everything_marks_the_workspace_untrusted(
+    world: World, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Layer 4: where the end scan cannot finish (here: bounds made small), the
+    workspace is marked untrusted; the next launch and the audit say so and tell
+    root not to run git there; an audit that sees it whole clears the mark."""
+    from sandbox_setup.audit.workspace_scan import scan_findings
+    from sandbox_setup.base.fdwalk import WalkLimits
+    from sandbox_setup.boundary import session
+
+    _before(world)
+    state = world.base / "state"
+    state.mkdir(mode=0o700)  # as Boundary.start makes it
+    ws = str(world.workspace)
+    before = workspace_scan.snapshot([ws])
+    _many_files(_repo(world) / "app", 3000)
+    _bare_layout(world, "symlinks")
+    lines = session.end_scan([ws], before, state, "s1", WalkLimits(max_entries=1000))
+    assert (state / session.UNTRUSTED).exists()
+    warning = [line for line in lines if "untrusted" in line]
+    assert warning and "do NOT run git" in warning[0] and "sandbox-setup --audit" in warning[0]
+
+    session.Boundary.start([(ws, ws)], state, sandbox=False).end()
+    err = capsys.readouterr().err
+    assert f"{ws} is untrusted since " in err and "do NOT run git" in err
+
+    found, _notes = scan_findings([ws], state)
+    untrusted = [f for f in found if f.id == "audit.workspace.untrusted"]
+    assert untrusted and untrusted[0].severity.name == "HIGH", found
+    assert not (state / session.UNTRUSTED).exists()  # this audit saw it whole
+    again, _notes = scan_findings([ws], state)
+    assert [f for f in again if f.id == "audit.workspace.untrusted"] == []

@@ -2,9 +2,12 @@
 would run, found before the launcher hands the terminal back.
 
 ``snapshot()`` runs when a session starts, ``scan(before=snapshot)`` when it
-ends; ``--audit`` runs ``scan(before=None)``. Both walk each workspace by file
-descriptor (:mod:`sandbox_setup.base.fdwalk`: no symlink followed, nothing but regular
-files and directories opened, bounded), find git repositories the way git does
+ends; ``--audit`` runs ``scan(before=None)``. Both walk each workspace whole by
+file descriptor (:mod:`sandbox_setup.base.fdwalk`: no symlink followed, nothing but
+regular files and directories opened, a bounded number of descriptors held; a
+million entries take seconds), and say what they could not see
+(``ScanResult.truncated``: the caller then marks the workspace untrusted). They
+find git repositories the way git does
 (``.git`` directories, ``.git`` files with ``gitdir:``, ``commondir``, linked
 worktrees under ``.git/worktrees``, submodules under ``.git/modules``, bare
 repository layouts), and judge what they hold with :mod:`sandbox_setup.policy.workspace`.
@@ -188,8 +191,9 @@ class _Discovery(GitDiscovery):
         except OSError:
             return
         try:
-            limits = fdwalk.WalkLimits(max_entries=2000, max_depth=4)
-            for visit in fdwalk.walk(fd, limits):
+            limits = fdwalk.WalkLimits(max_entries=MAX_GIT_ENTRIES, max_depth=16)
+            stats = fdwalk.WalkStats()
+            for visit in fdwalk.walk(fd, limits, stats):
                 for entry in visit.entries:
                     if entry.is_dir(follow_symlinks=False):
                         continue
@@ -208,6 +212,7 @@ class _Discovery(GitDiscovery):
                             ino=est.st_ino,
                         )
                     )
+            self.stats.truncated += [f"{rel}: {t}" for t in stats.truncated + stats.errors]
         finally:
             os.close(fd)
 
@@ -375,14 +380,14 @@ def snapshot(workspaces: Sequence[str], limits: fdwalk.WalkLimits | None = None)
     read-only binds, and what is there already (all of it reported, none moved)."""
     result = Snapshot()
     for ws in workspaces:
-        found = _discover(str(ws), limits or fdwalk.WalkLimits())
+        found = _discover(str(ws), limits or fdwalk.UNBOUNDED)
         if found is None:
             continue
         key = found.ws
         result.marks[key] = found.marks
         result.layouts[key] = found.layout()
         result.hits += [_hit(key, f, new=False) for f in found.findings if f.kind not in _NEWS_ONLY]
-        result.truncated += [f"{key}: {t}" for t in found.stats.truncated]
+        result.truncated += [f"{key}: {t}" for t in found.incomplete()]
     return result
 
 
@@ -398,11 +403,11 @@ def scan(
     layouts: dict[str, policy.WorkspaceLayout] = {}
     marks: dict[str, dict[str, Mark]] = {}
     for ws in workspaces:
-        found = _discover(str(ws), limits or fdwalk.WalkLimits())
+        found = _discover(str(ws), limits or fdwalk.UNBOUNDED)
         if found is None:
             continue
         hits += _judge(found.ws, found, before)
         layouts[found.ws] = found.layout()
         marks[found.ws] = found.marks
-        truncated += [f"{found.ws}: {t}" for t in found.stats.truncated]
+        truncated += [f"{found.ws}: {t}" for t in found.incomplete()]
     return ScanResult(hits=hits, truncated=truncated, layouts=layouts, marks=marks)

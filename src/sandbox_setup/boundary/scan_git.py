@@ -55,6 +55,10 @@ class GitDiscovery:
         self.roots = {posixpath.normpath(self.ws), os.path.realpath(self.ws)}
         self._added: set[tuple[str, str, str, tuple[str | int, ...]]] = set()
 
+    def incomplete(self) -> list[str]:
+        """What this walk could not see: where it stopped, what it could not read."""
+        return [*self.stats.truncated, *(f"could not read {e}" for e in self.stats.errors)]
+
     def abspath(self, rel: str) -> str:
         return self.ws if rel == "." else posixpath.join(self.ws, rel)
 
@@ -155,7 +159,8 @@ class GitDiscovery:
                 entries = {e.name: e for e in it}
         except OSError:
             return
-        self.git_entries += len(entries)
+        if role != "bare":  # a bare layout is a directory of the walk: counted there
+            self.git_entries += len(entries)
         self.marks[rel] = Mark.of(st)
         self.add(
             Finding(
@@ -443,7 +448,8 @@ class GitDiscovery:
             return
         try:
             limits = fdwalk.WalkLimits(max_entries=MAX_GIT_ENTRIES, max_depth=16)
-            for visit in fdwalk.walk(fd, limits):
+            stats = fdwalk.WalkStats()
+            for visit in fdwalk.walk(fd, limits, stats):
                 self.git_entries += len(visit.entries)
                 for entry in list(visit.entries):
                     if entry.name not in visit.subdirs:
@@ -456,6 +462,7 @@ class GitDiscovery:
                         visit.subdirs.remove(entry.name)
                         module_rel = f"{rel}/{visit.join(entry.name)}"
                         self._gitdir(visit.fd, entry.name, module_rel, "module", worktree=None)
+            self.stats.truncated += [f"{rel}: {t}" for t in stats.truncated + stats.errors]
         finally:
             os.close(fd)
 
