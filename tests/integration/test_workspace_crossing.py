@@ -366,3 +366,45 @@ def test_a_scan_that_cannot_see_everything_marks_the_workspace_untrusted(
     assert not (state / session.UNTRUSTED).exists()  # this audit saw it whole
     again, _notes = scan_findings([ws], state)
     assert [f for f in again if f.id == "audit.workspace.untrusted"] == []
+
+
+def test_the_audit_exits_1_on_an_untrusted_workspace_until_it_has_seen_it_whole(
+    tmp_path: Path,
+) -> None:
+    """Layer 4 through the CLI: an end scan that could not finish marked the
+    workspace; `sandbox-setup --audit` says so (high: exit 1), and having walked
+    it whole, clears the mark: the next audit does not say it again."""
+    import json
+
+    from sandbox_setup.base.fdwalk import WalkLimits
+    from sandbox_setup.boundary import session
+    from tests.core_fixtures import make_target_root, run_cli
+    from tests.tools import require_root, require_tool
+
+    require_root()
+    for tool in ("useradd", "setfacl", "getfacl", "bwrap"):
+        require_tool(tool)
+    tmp_path.chmod(0o755)
+    root = make_target_root(tmp_path / "root")
+    argv = ("--mode", "sandbox", "--workspace", "/srv/project", "--root", str(root))
+    applied = run_cli("--headless", *argv, "--yes")
+    assert applied.returncode == 0, applied.stderr[-2000:]
+    ws = os.path.realpath(root / "srv/project")
+    state = root / "root/.local/state/sandbox-setup"
+    state.mkdir(mode=0o700, parents=True, exist_ok=True)
+    _many_files(Path(ws) / "many", 50)
+    before = workspace_scan.snapshot([ws])
+    lines = session.end_scan([ws], before, state, "s1", WalkLimits(max_entries=10))
+    assert (state / session.UNTRUSTED).exists(), lines
+
+    def audit() -> tuple[int, list[dict[str, object]]]:
+        done = run_cli("--audit", "--json", "--root", str(root))
+        return done.returncode, json.loads(done.stdout)["findings"]
+
+    code, found = audit()
+    untrusted = [f for f in found if f["id"] == "audit.workspace.untrusted"]
+    assert code == 1 and untrusted, found
+    assert "do NOT run git" in str(untrusted[0]["summary"])
+    assert not (state / session.UNTRUSTED).exists()
+    _code, found = audit()
+    assert [f for f in found if f["id"] == "audit.workspace.untrusted"] == []
