@@ -468,3 +468,44 @@ def test_bind_plan_is_capped_and_says_what_it_left_to_the_scan() -> None:
     plan = plan_ro_binds(WorkspaceLayout(gitdirs=gitdirs), max_binds=10)
     assert len(plan.binds) == 10
     assert any("more than 10" in reason for _rel, reason in plan.not_bound)
+
+
+def test_only_the_inert_keys_pass_the_allowlist() -> None:
+    """Issue 24, layer 3: what git init/clone/remote/branch -u/submodule add write
+    passes; anything else, and inert keys with a value of the wrong shape, do not."""
+    from pathlib import PurePosixPath
+
+    from sandbox_setup.policy.git_danger import ConfigContext
+    from sandbox_setup.policy.git_inert import unlisted_entries
+
+    text = (
+        "[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = false\n"
+        "\tlogallrefupdates = always\n\tworktree = ../../../lib\n"
+        '[remote "origin"]\n\turl = https://example.com/r.git\n'
+        "\tfetch = +refs/heads/*:refs/remotes/origin/*\n"
+        '[branch "main"]\n\tremote = origin\n\tmerge = refs/heads/main\n'
+        '[submodule "lib"]\n\turl = ../lib.git\n\tactive = true\n'
+        "[user]\n\tname = A\n\temail = a@example.com\n"
+        # not inert:
+        '[core]\n\tbare = true\n\tfilemode = " on"\n\tworktree = /etc\n\tpager = less\n'
+        '[remote "x"]\n\turl = ext::sh -c id\n\tuploadpack = evil\n'
+        '[branch "b"]\n\tremote = fd::3\n'
+        "[alias]\n\tlg = log --graph\n[pull]\n\trebase = true\n[gc]\n\tauto = 0\n"
+        "[include]\n\tpath = x.cfg\n[core]\n\trepositoryformatversion = 0 x\n"
+    )
+    context = ConfigContext(PurePosixPath("/ws"), PurePosixPath("/ws/repo/.git/modules/lib"))
+    entries = parse_git_config(text).entries
+    assert [h.key for h in unlisted_entries(entries, context)] == [
+        "core.bare",
+        "core.filemode",
+        "core.worktree",
+        "core.pager",
+        "remote.x.url",
+        "remote.x.uploadpack",
+        "branch.b.remote",
+        "alias.lg",
+        "pull.rebase",
+        "gc.auto",
+        "include.path",
+        "core.repositoryformatversion",
+    ]
