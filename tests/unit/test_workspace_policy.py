@@ -155,6 +155,18 @@ def test_git_bool_follows_git() -> None:
         False,
     ]
     assert git_bool("./hook") is None
+    # as git_parse_maybe_bool() reads them: nothing trimmed but strtoimax's
+    # leading spaces, octal and units (issue 24: " on" is a command)
+    assert [git_bool(v) for v in (" on", "on ", "true ", " 1", "1 ", "010", "0x0", "2k")] == [
+        None,
+        None,
+        None,
+        True,
+        None,
+        True,
+        False,
+        True,
+    ]
 
 
 def test_includes_and_hooks_path_are_read() -> None:
@@ -397,6 +409,11 @@ def test_bare_layout_markers() -> None:
     assert not looks_like_git_dir({"HEAD": "file", "objects": "dir"})
     assert not looks_like_git_dir({"objects": "dir", "refs": "dir", "config": "file"})
     assert not looks_like_git_dir({"HEAD": "dir", "objects": "dir", "refs": "dir"})
+    # git's access(X_OK) follows symlinks and passes files with an x bit (issue 24)
+    assert looks_like_git_dir({"HEAD": "file", "objects": "link", "refs": "link"})
+    assert looks_like_git_dir({"HEAD": "file", "objects": "file", "refs": "file"})
+    assert looks_like_git_dir({"HEAD": "link", "objects": "other", "refs": "dir"})
+    assert looks_like_git_dir({"HEAD": "file", "commondir": "link"})
 
 
 def test_bind_plan_covers_git_and_workspace_files() -> None:
@@ -451,3 +468,44 @@ def test_bind_plan_is_capped_and_says_what_it_left_to_the_scan() -> None:
     plan = plan_ro_binds(WorkspaceLayout(gitdirs=gitdirs), max_binds=10)
     assert len(plan.binds) == 10
     assert any("more than 10" in reason for _rel, reason in plan.not_bound)
+
+
+def test_only_the_inert_keys_pass_the_allowlist() -> None:
+    """Issue 24, layer 3: what git init/clone/remote/branch -u/submodule add write
+    passes; anything else, and inert keys with a value of the wrong shape, do not."""
+    from pathlib import PurePosixPath
+
+    from sandbox_setup.policy.git_danger import ConfigContext
+    from sandbox_setup.policy.git_inert import unlisted_entries
+
+    text = (
+        "[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = false\n"
+        "\tlogallrefupdates = always\n\tworktree = ../../../lib\n"
+        '[remote "origin"]\n\turl = https://example.com/r.git\n'
+        "\tfetch = +refs/heads/*:refs/remotes/origin/*\n"
+        '[branch "main"]\n\tremote = origin\n\tmerge = refs/heads/main\n'
+        '[submodule "lib"]\n\turl = ../lib.git\n\tactive = true\n'
+        "[user]\n\tname = A\n\temail = a@example.com\n"
+        # not inert:
+        '[core]\n\tbare = true\n\tfilemode = " on"\n\tworktree = /etc\n\tpager = less\n'
+        '[remote "x"]\n\turl = ext::sh -c id\n\tuploadpack = evil\n'
+        '[branch "b"]\n\tremote = fd::3\n'
+        "[alias]\n\tlg = log --graph\n[pull]\n\trebase = true\n[gc]\n\tauto = 0\n"
+        "[include]\n\tpath = x.cfg\n[core]\n\trepositoryformatversion = 0 x\n"
+    )
+    context = ConfigContext(PurePosixPath("/ws"), PurePosixPath("/ws/repo/.git/modules/lib"))
+    entries = parse_git_config(text).entries
+    assert [h.key for h in unlisted_entries(entries, context)] == [
+        "core.bare",
+        "core.filemode",
+        "core.worktree",
+        "core.pager",
+        "remote.x.url",
+        "remote.x.uploadpack",
+        "branch.b.remote",
+        "alias.lg",
+        "pull.rebase",
+        "gc.auto",
+        "include.path",
+        "core.repositoryformatversion",
+    ]

@@ -17,19 +17,31 @@ state directory (:mod:`sandbox_setup.boundary.session`):
   (info: the operator's own hooks and filters, reported so they stay known);
 - with no saved state at all (no session has ended since the setup), every hit is
   ``audit.workspace.present``, with a note;
-- ``audit.workspace.truncated`` (low): the scan stopped at its bounds, so a part of
-  a workspace was not looked at.
+- ``audit.workspace.untrusted`` (high): an end-of-session scan could not see a
+  workspace whole and marked it (``workspace-untrusted.json``); this audit's scan,
+  when it sees every workspace whole, clears the mark (DESIGN invariant 8 (e));
+- ``audit.workspace.truncated`` (high): this scan could not see a part of a
+  workspace (a directory it could not open or list).
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from pathlib import Path
 
 from sandbox_setup.audit.model import AuditFinding, Severity
+from sandbox_setup.base import remedies
 from sandbox_setup.boundary.scan import scan
 from sandbox_setup.boundary.scan_model import Hit, Snapshot
-from sandbox_setup.boundary.session import BASELINE, read_state, session_records
+from sandbox_setup.boundary.session import (
+    BASELINE,
+    clear_untrusted,
+    read_state,
+    read_untrusted,
+    session_records,
+    untrusted_line,
+)
 
 NO_STATE_NOTE = (
     "workspace scan: no sandbox-launch session has ended since the setup, so what the "
@@ -84,7 +96,13 @@ def scan_findings(workspaces: Sequence[str], state: Path) -> tuple[list[AuditFin
         since = "written since the last session's end scan"
     if before is None:
         notes.append(NO_STATE_NOTE)
+    marked = read_untrusted(state)
     result = scan(workspaces, before)
+    complete = not result.truncated
+    findings += _untrusted(marked, complete)
+    if marked and complete:
+        real = {os.path.realpath(ws) for ws in workspaces}
+        clear_untrusted(state, [ws for ws in marked if ws == "*" or os.path.realpath(ws) in real])
     for hit in result.hits:
         planted = before is not None and hit.new
         findings.append(_finding(hit, planted, since if planted else "before"))
@@ -92,10 +110,34 @@ def scan_findings(workspaces: Sequence[str], state: Path) -> tuple[list[AuditFin
         findings.append(
             AuditFinding(
                 id="audit.workspace.truncated",
-                severity=Severity.LOW,
-                summary=f"the workspace scan stopped early: {truncated}",
-                remedy="split the workspace, or move generated trees (node_modules, build "
-                "output) out of it",
+                severity=Severity.HIGH,
+                summary=f"the workspace scan could not see all of a workspace: {truncated}; "
+                "what it did not see may hold what root's git would run",
+                remedy="make the part it could not read readable to root (until then do not "
+                f"run git there as root), then run: {remedies.audit()}",
             )
         )
     return findings, notes
+
+
+def _untrusted(marked: dict[str, dict[str, object]], complete: bool) -> list[AuditFinding]:
+    found = []
+    for ws, entry in sorted(marked.items()):
+        why = entry.get("why")
+        reasons = [str(w) for w in why] if isinstance(why, list) else []
+        found.append(
+            AuditFinding(
+                id="audit.workspace.untrusted",
+                severity=Severity.HIGH,
+                summary=untrusted_line(ws, str(entry.get("since") or ""), reasons),
+                detail="this audit's scan saw every workspace whole, so the mark is cleared: "
+                "what it lists below (planted or present) is all there is; what a session "
+                "wrote where the end scan could not see may be listed as present"
+                if complete
+                else "this audit's scan could not see all of it either "
+                "(audit.workspace.truncated); the mark stays",
+                remedy="review every finding below for this workspace (move aside what you "
+                "did not put there) before you run git there as root",
+            )
+        )
+    return found

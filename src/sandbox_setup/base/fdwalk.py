@@ -158,6 +158,7 @@ class WalkStats:
     entries: int = 0
     dirs: int = 0
     skipped: list[str] = field(default_factory=list)  # vanished or swapped mid-walk
+    errors: list[str] = field(default_factory=list)  # not opened or listed: not seen
     truncated: list[str] = field(default_factory=list)
     stopped: bool = False
 
@@ -182,7 +183,7 @@ def _list(fd: int, rel: str, depth: int, limits: WalkLimits, stats: WalkStats) -
         with os.scandir(fd) as it:
             entries = list(it)
     except OSError as exc:
-        stats.skipped.append(f"{rel}: {exc.strerror}")
+        (stats.skipped if exc.errno in _RACES else stats.errors).append(f"{rel}: {exc.strerror}")
         entries = []
     stats.dirs += 1
     stats.entries += len(entries)
@@ -195,6 +196,15 @@ def _list(fd: int, rel: str, depth: int, limits: WalkLimits, stats: WalkStats) -
     return DirVisit(rel=rel, fd=fd, depth=depth, entries=entries, subdirs=subdirs)
 
 
+# Directory descriptors a walk keeps open along its path; below this depth a
+# directory is opened again from the top (one component at a time, checked to be
+# the same inode) for each child, so a walk holds a bounded number of descriptors
+# however deep the tree is.
+KEEP_OPEN = 32
+# errnos of an entry that vanished or was swapped mid-walk (it is not there to miss)
+_RACES = frozenset({errno.ENOENT, errno.ENOTDIR, errno.ELOOP})
+
+
 def walk(
     top_fd: int, limits: WalkLimits | None = None, stats: WalkStats | None = None
 ) -> Iterator[DirVisit]:
@@ -203,38 +213,86 @@ def walk(
 
     A directory that vanished or was swapped for something else between being
     listed and being opened is skipped (named in ``stats.skipped``); the walk
-    never opens it.
+    never opens it. One that could not be opened or listed for another reason
+    (permissions, no descriptors left) is named in ``stats.errors``: the walk did
+    not see what is below it. A visit's ``fd`` is valid during its yield (and, for
+    the first :data:`KEEP_OPEN` levels, until the walk leaves its subtree).
     """
     limits = limits or WalkLimits()
     stats = stats if stats is not None else WalkStats()
-    # Frames: (fd, rel, depth, names still to descend into, fd is ours to close).
-    stack: list[tuple[int, str, int, Iterator[str], bool]] = []
+    stack: list[_Frame] = []
     try:
         visit = _list(top_fd, ".", 0, limits, stats)
         yield visit
-        stack.append((top_fd, ".", 0, iter(list(visit.subdirs)), False))
+        stack.append(_Frame(top_fd, ".", 0, iter(list(visit.subdirs)), False, _ident(top_fd)))
         while stack and not stats.stopped:
-            fd, rel, depth, names, _owned = stack[-1]
-            name = next(names, None)
+            frame = stack[-1]
+            name = next(frame.names, None)
             if name is None:
-                done = stack.pop()
-                if done[4]:
-                    os.close(done[0])
+                stack.pop().close()
                 continue
-            child_rel = name if rel == "." else f"{rel}/{name}"
-            if limits.max_depth is not None and depth + 1 > limits.max_depth:
+            child_rel = name if frame.rel == "." else f"{frame.rel}/{name}"
+            if limits.max_depth is not None and frame.depth + 1 > limits.max_depth:
                 stats.truncated.append(f"not entered {child_rel}: deeper than {limits.max_depth}")
                 continue
             try:
-                child = open_dir_at(fd, name)
+                child = frame.open_child(_nearest_open(stack), name)
             except OSError as exc:
-                stats.skipped.append(f"{child_rel}: {exc.strerror}")
+                (stats.skipped if exc.errno in _RACES else stats.errors).append(
+                    f"{child_rel}: {exc.strerror}"
+                )
                 continue
-            stack.append((child, child_rel, depth + 1, iter(()), True))
-            visit = _list(child, child_rel, depth + 1, limits, stats)
+            depth = frame.depth + 1
+            stack.append(_Frame(child, child_rel, depth, iter(()), True, _ident(child)))
+            visit = _list(child, child_rel, depth, limits, stats)
             yield visit
-            stack[-1] = (child, child_rel, depth + 1, iter(list(visit.subdirs)), True)
+            stack[-1].names = iter(list(visit.subdirs))
+            if depth > KEEP_OPEN:
+                stack[-1].close()  # opened again from the top for each child
     finally:
-        for fd, _rel, _depth, _names, owned in stack:
-            if owned:
-                os.close(fd)
+        for frame in stack:
+            frame.close()
+
+
+@dataclass(slots=True)
+class _Frame:
+    """A directory on the walk's path: its fd (None once closed), the names still
+    to descend into, and its (dev, ino) to check it when it is opened again."""
+
+    fd: int | None
+    rel: str
+    depth: int
+    names: Iterator[str]
+    owned: bool
+    ident: tuple[int, int]
+
+    def close(self) -> None:
+        if self.owned and self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+    def open_child(self, base: _Frame, name: str) -> int:
+        if self.fd is not None:
+            return open_dir_at(self.fd, name)
+        assert base.fd is not None
+        rel = self.rel if base.rel == "." else self.rel[len(base.rel) + 1 :]
+        fd = open_dir_path(base.fd, rel)
+        try:
+            if _ident(fd) != self.ident:
+                raise OSError(errno.ENOENT, "replaced during the walk", self.rel)
+            return open_dir_at(fd, name)
+        finally:
+            os.close(fd)
+
+
+def _nearest_open(stack: list[_Frame]) -> _Frame:
+    """The deepest frame whose directory is still open (the top always is)."""
+    for frame in reversed(stack):
+        if frame.fd is not None:
+            return frame
+    raise AssertionError("the top of a walk is always open")
+
+
+def _ident(fd: int) -> tuple[int, int]:
+    st = os.fstat(fd)
+    return (st.st_dev, st.st_ino)

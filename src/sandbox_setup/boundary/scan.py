@@ -2,9 +2,12 @@
 would run, found before the launcher hands the terminal back.
 
 ``snapshot()`` runs when a session starts, ``scan(before=snapshot)`` when it
-ends; ``--audit`` runs ``scan(before=None)``. Both walk each workspace by file
-descriptor (:mod:`sandbox_setup.base.fdwalk`: no symlink followed, nothing but regular
-files and directories opened, bounded), find git repositories the way git does
+ends; ``--audit`` runs ``scan(before=None)``. Both walk each workspace whole by
+file descriptor (:mod:`sandbox_setup.base.fdwalk`: no symlink followed, nothing but
+regular files and directories opened, a bounded number of descriptors held; a
+million entries take seconds), and say what they could not see
+(``ScanResult.truncated``: the caller then marks the workspace untrusted). They
+find git repositories the way git does
 (``.git`` directories, ``.git`` files with ``gitdir:``, ``commondir``, linked
 worktrees under ``.git/worktrees``, submodules under ``.git/modules``, bare
 repository layouts), and judge what they hold with :mod:`sandbox_setup.policy.workspace`.
@@ -54,6 +57,10 @@ __all__ = [
 
 _INTERESTING = frozenset({".git", "HEAD", ".claude", ".mcp.json", ".envrc", ".vscode", ".idea"})
 _GITDIR_NAMES = frozenset({"HEAD", "objects", "refs", "commondir", "config", "hooks"})
+# Findings that matter only when they are new against a snapshot: a repository or
+# watched file that appeared, a setting off the inert list (the operator's own
+# user.signingKey or pull.rebase are not worth a line in every audit).
+_NEWS_ONLY = frozenset({"new-repo", "watched", "git-unlisted"})
 # What git keeps in a git directory (judged through it, never walked as files).
 _GIT_OWN_DIRS = frozenset(
     {"objects", "refs", "logs", "hooks", "info", "worktrees", "modules", "lfs", "rr-cache"}
@@ -89,7 +96,9 @@ class _Discovery(GitDiscovery):
             visit.subdirs.remove(entry.name)
 
     def _visit(self, visit: fdwalk.DirVisit, entries: dict[str, os.DirEntry[str]]) -> None:
-        if "HEAD" in entries and ".git" not in entries:
+        if "HEAD" in entries:
+            # git looks at the directory itself when its .git is missing or not a
+            # repository, and at every directory up to the top: each one counts.
             kinds = {e.name: entry_kind(e) for e in visit.entries if e.name in _GITDIR_NAMES}
             if policy.looks_like_git_dir(kinds):
                 # git's own directories are judged as a git directory; anything
@@ -182,8 +191,9 @@ class _Discovery(GitDiscovery):
         except OSError:
             return
         try:
-            limits = fdwalk.WalkLimits(max_entries=2000, max_depth=4)
-            for visit in fdwalk.walk(fd, limits):
+            limits = fdwalk.WalkLimits(max_entries=MAX_GIT_ENTRIES, max_depth=16)
+            stats = fdwalk.WalkStats()
+            for visit in fdwalk.walk(fd, limits, stats):
                 for entry in visit.entries:
                     if entry.is_dir(follow_symlinks=False):
                         continue
@@ -202,6 +212,7 @@ class _Discovery(GitDiscovery):
                             ino=est.st_ino,
                         )
                     )
+            self.stats.truncated += [f"{rel}: {t}" for t in stats.truncated + stats.errors]
         finally:
             os.close(fd)
 
@@ -348,10 +359,13 @@ def _judge(ws: str, found: _Discovery, before: Snapshot | None) -> list[Hit]:
     hits = []
     for f in found.findings:
         new = _is_new(f, found.marks, old)
-        if f.kind in ("new-repo", "watched"):
+        if f.kind in _NEWS_ONLY:
             if old is None or not new:
                 continue  # news only against a snapshot
             appeared = f.rel not in old
+            if f.kind == "git-unlisted":
+                hits.append(_hit(ws, f, new))
+                continue
             if f.kind == "new-repo":
                 what = "a git repository " + ("appeared" if appeared else "was replaced")
             else:
@@ -366,16 +380,14 @@ def snapshot(workspaces: Sequence[str], limits: fdwalk.WalkLimits | None = None)
     read-only binds, and what is there already (all of it reported, none moved)."""
     result = Snapshot()
     for ws in workspaces:
-        found = _discover(str(ws), limits or fdwalk.WalkLimits())
+        found = _discover(str(ws), limits or fdwalk.UNBOUNDED)
         if found is None:
             continue
         key = found.ws
         result.marks[key] = found.marks
         result.layouts[key] = found.layout()
-        result.hits += [
-            _hit(key, f, new=False) for f in found.findings if f.kind not in ("new-repo", "watched")
-        ]
-        result.truncated += [f"{key}: {t}" for t in found.stats.truncated]
+        result.hits += [_hit(key, f, new=False) for f in found.findings if f.kind not in _NEWS_ONLY]
+        result.truncated += [f"{key}: {t}" for t in found.incomplete()]
     return result
 
 
@@ -391,11 +403,11 @@ def scan(
     layouts: dict[str, policy.WorkspaceLayout] = {}
     marks: dict[str, dict[str, Mark]] = {}
     for ws in workspaces:
-        found = _discover(str(ws), limits or fdwalk.WalkLimits())
+        found = _discover(str(ws), limits or fdwalk.UNBOUNDED)
         if found is None:
             continue
         hits += _judge(found.ws, found, before)
         layouts[found.ws] = found.layout()
         marks[found.ws] = found.marks
-        truncated += [f"{found.ws}: {t}" for t in found.stats.truncated]
+        truncated += [f"{found.ws}: {t}" for t in found.incomplete()]
     return ScanResult(hits=hits, truncated=truncated, layouts=layouts, marks=marks)

@@ -7,6 +7,7 @@ the workspace. The walk itself is :mod:`sandbox_setup.boundary.scan`.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import posixpath
 import stat
@@ -25,9 +26,13 @@ from sandbox_setup.boundary.scan_model import (
 )
 from sandbox_setup.policy import workspace as policy
 from sandbox_setup.policy.git_danger import ConfigContext
+from sandbox_setup.policy.git_inert import unlisted_entries
 from sandbox_setup.policy.gitconfig import hooks_path, included_files
 
 _MODULE_MARKERS = frozenset({"HEAD", "config", "hooks", "objects"})
+# An operation in progress: what `git <op> --continue` reads and runs (the todo
+# list's exec lines, the merge strategy, the editor).
+SEQUENCER_STATE = ("rebase-merge", "rebase-apply", "sequencer")
 
 
 class GitDiscovery:
@@ -48,13 +53,19 @@ class GitDiscovery:
         self.seen_gitdirs: set[tuple[int, int]] = set()
         self.git_entries = 0
         self.roots = {posixpath.normpath(self.ws), os.path.realpath(self.ws)}
-        self._added: set[tuple[str, str, str]] = set()
+        self._added: set[tuple[str, str, str, tuple[str | int, ...]]] = set()
+
+    def incomplete(self) -> list[str]:
+        """What this walk could not see: where it stopped, what it could not read."""
+        return [*self.stats.truncated, *(f"could not read {e}" for e in self.stats.errors)]
 
     def abspath(self, rel: str) -> str:
         return self.ws if rel == "." else posixpath.join(self.ws, rel)
 
     def add(self, finding: Finding) -> None:
-        key = (finding.rel, finding.kind, finding.identity)
+        # Two entries with the same key and value are two findings (each has
+        # its own locator, and a rewrite must remove both).
+        key = (finding.rel, finding.kind, finding.identity, finding.locator)
         if key not in self._added:
             self._added.add(key)
             self.findings.append(finding)
@@ -148,7 +159,8 @@ class GitDiscovery:
                 entries = {e.name: e for e in it}
         except OSError:
             return
-        self.git_entries += len(entries)
+        if role != "bare":  # a bare layout is a directory of the walk: counted there
+            self.git_entries += len(entries)
         self.marks[rel] = Mark.of(st)
         self.add(
             Finding(
@@ -186,12 +198,63 @@ class GitDiscovery:
         hooks_base = self.abspath(rel if role == "bare" or worktree is None else worktree)
         for text in texts:
             self._hooks_path(text, hooks_base)
+        for state in SEQUENCER_STATE:
+            if state in entries:
+                self._sequencer(fd, state, f"{rel}/{state}")
         if "commondir" in entries:
             self._commondir(fd, entries["commondir"], rel, role, worktree)
         if entries.get("worktrees") is not None and entry_kind(entries["worktrees"]) == "dir":
             self._listed_gitdirs(fd, "worktrees", f"{rel}/worktrees", "worktree")
         if entries.get("modules") is not None and entry_kind(entries["modules"]) == "dir":
             self._modules(fd, f"{rel}/modules")
+
+    def _sequencer(self, gitdir_fd: int, name: str, rel: str) -> None:
+        st = fdwalk.lstat_at(gitdir_fd, name)
+        if st is None:
+            return
+        digest = None
+        if stat.S_ISDIR(st.st_mode):
+            digest = self._tree_digest(gitdir_fd, name)
+        elif stat.S_ISREG(st.st_mode):
+            digest = self._digest(gitdir_fd, name, st)
+        self.marks[rel] = Mark.of(st, digest)
+        self.add(
+            Finding(
+                rel,
+                "sequencer",
+                f"an operation in progress ({name}/)",
+                "`git rebase --continue`, `git cherry-pick --continue` and `git am "
+                "--continue` run its exec lines, strategy and editor as root",
+                "quarantine",
+                dev=st.st_dev,
+                ino=st.st_ino,
+            )
+        )
+
+    def _tree_digest(self, dir_fd: int, name: str) -> str | None:
+        """A digest of every name, type and content below directory ``name``; None
+        (never the same as before) when it cannot be read whole."""
+        try:
+            fd = fdwalk.open_dir_at(dir_fd, name)
+        except OSError:
+            return None
+        digest = hashlib.sha256()
+        stats = fdwalk.WalkStats()
+        try:
+            for visit in fdwalk.walk(fd, fdwalk.WalkLimits(max_entries=2000, max_depth=4), stats):
+                for entry in sorted(visit.entries, key=lambda e: e.name):
+                    est = entry.stat(follow_symlinks=False)
+                    content = self._digest(visit.fd, entry.name, est)
+                    digest.update(
+                        f"{visit.join(entry.name)}\0{est.st_mode}\0{est.st_size}\0{content}\n".encode(
+                            "utf-8", "surrogateescape"
+                        )
+                    )
+        except OSError:
+            return None
+        finally:
+            os.close(fd)
+        return None if stats.truncated else digest.hexdigest()
 
     def _config_file(
         self, dir_fd: int, name: str, rel: str, context: ConfigContext | None, action: str
@@ -211,13 +274,19 @@ class GitDiscovery:
             return None
         text = content.data.decode("utf-8", "surrogateescape")
         hits = policy.dangerous_git_config(text, context)
+        if action == "rewrite":
+            # A git directory's own config (or what it includes): anything not on
+            # the short inert list is news when it appeared during the session.
+            judged = {h.locator for h in hits}
+            parsed = policy.parse_git_config(text).entries
+            hits += [h for h in unlisted_entries(parsed, context) if h.locator not in judged]
         self.marks[rel] = Mark.of(content.st, content.sha256, [h.identity for h in hits])
         for hit in hits:
             rewrite = action == "rewrite" and hit.kind != "unreadable"
             self.add(
                 Finding(
                     rel,
-                    "git-config",
+                    "git-unlisted" if hit.kind == "unlisted" else "git-config",
                     f"{hit.key} = {hit.value}" if hit.value is not None else hit.key,
                     hit.why,
                     "rewrite" if rewrite else ("quarantine" if action == "rewrite" else action),
@@ -379,7 +448,8 @@ class GitDiscovery:
             return
         try:
             limits = fdwalk.WalkLimits(max_entries=MAX_GIT_ENTRIES, max_depth=16)
-            for visit in fdwalk.walk(fd, limits):
+            stats = fdwalk.WalkStats()
+            for visit in fdwalk.walk(fd, limits, stats):
                 self.git_entries += len(visit.entries)
                 for entry in list(visit.entries):
                     if entry.name not in visit.subdirs:
@@ -392,6 +462,7 @@ class GitDiscovery:
                         visit.subdirs.remove(entry.name)
                         module_rel = f"{rel}/{visit.join(entry.name)}"
                         self._gitdir(visit.fd, entry.name, module_rel, "module", worktree=None)
+            self.stats.truncated += [f"{rel}: {t}" for t in stats.truncated + stats.errors]
         finally:
             os.close(fd)
 
@@ -402,11 +473,13 @@ class GitDiscovery:
         self.seen_gitdirs.add((st.st_dev, st.st_ino))
         head = next(e for e in visit.entries if e.name == "HEAD")
         hst = head.stat(follow_symlinks=False)
+        head_rel = visit.join("HEAD")
+        self.marks[head_rel] = Mark.of(hst)
         self.add(
             Finding(
-                f"{visit.rel}/HEAD",
+                head_rel,
                 "bare-repo",
-                "a bare repository layout (HEAD, objects/, refs/)",
+                "a bare repository layout (HEAD, objects, refs)",
                 "git takes this directory for a repository when run inside it "
                 "(safe.bareRepository defaults to all) and obeys its config",
                 "quarantine",

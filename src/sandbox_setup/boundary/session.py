@@ -21,6 +21,10 @@ to keep out), in this order:
    (:mod:`sandbox_setup.boundary.quarantine`, never deleted) and each action is one line on
    stderr; then the workspaces as they are now become ``workspace-baseline.json``
    (what ``--audit`` judges against between sessions) and the session file goes.
+   A scan that could not see a workspace whole (it could not read a directory,
+   or the scan failed) marks it untrusted (``workspace-untrusted.json``): each
+   launch and ``--audit`` say so, and tell root not to run git there, until an
+   ``--audit`` whose scan covers it whole clears the mark.
 
 Everything here walks the workspaces by fd (:mod:`sandbox_setup.base.fdwalk`): no symlink
 is followed and nothing but regular files and directories is opened.
@@ -39,6 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from sandbox_setup.base import remedies
+from sandbox_setup.base.fdwalk import WalkLimits
 from sandbox_setup.base.printable import printable
 from sandbox_setup.boundary.binds import Prepared, finish, prepare, ro_bind_argv
 from sandbox_setup.boundary.quarantine import neutralize
@@ -48,6 +53,8 @@ from sandbox_setup.policy.workspace import BindPlan, RoBind, plan_ro_binds
 
 SESSIONS_DIR = "workspace-sessions"
 BASELINE = "workspace-baseline.json"
+# Workspaces an end scan could not see whole: untrusted until --audit completes.
+UNTRUSTED = "workspace-untrusted.json"
 QUARANTINE_DIR = "quarantine"
 PREFIX = "sandbox-launch: "
 
@@ -150,18 +157,93 @@ def quarantine_dir(state: Path, session: str) -> str:
     return str(state / QUARANTINE_DIR / session)
 
 
-def end_scan(workspaces: Sequence[str], before: Snapshot, state: Path, session: str) -> list[str]:
-    """Scan against ``before``, neutralize what is new, save the baseline; the lines to print."""
-    result = scan(workspaces, before)
+def read_untrusted(state: Path) -> dict[str, dict[str, object]]:
+    """The workspaces marked untrusted (path -> when and why), from :data:`UNTRUSTED`.
+    A marker that cannot be read counts as one for every workspace (``"*"``)."""
+    path = state / UNTRUSTED
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return {}
+    except OSError as exc:
+        return {"*": {"since": "", "why": [f"the marker {path} cannot be read: {exc.strerror}"]}}
+    try:
+        with os.fdopen(os.dup(fd), "rb") as handle:
+            data = json.loads(handle.read(1 << 20).decode())
+        marked = data["workspaces"]
+        if not isinstance(marked, dict):
+            raise TypeError("workspaces")
+        return {str(ws): dict(entry) for ws, entry in marked.items()}
+    except (ValueError, KeyError, TypeError, UnicodeDecodeError):
+        return {"*": {"since": "", "why": [f"the marker {path} is not one this version reads"]}}
+    finally:
+        os.close(fd)
+
+
+def mark_untrusted(state: Path, why: dict[str, list[str]]) -> None:
+    """Mark the workspaces of ``why`` (path -> what the scan could not see)
+    untrusted, until an ``--audit`` whose scan covers them whole clears them."""
+    marked = {ws: e for ws, e in read_untrusted(state).items() if ws != "*"}
+    now = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    for ws, reasons in why.items():
+        marked[ws] = {"since": marked.get(ws, {}).get("since") or now, "why": reasons[:20]}
+    _make_private_dir(state)
+    write_state(state / UNTRUSTED, json.dumps({"format": 1, "workspaces": marked}, indent=2))
+
+
+def clear_untrusted(state: Path, workspaces: Sequence[str]) -> None:
+    """Take ``workspaces`` (scanned whole just now) off the marker."""
+    marked = read_untrusted(state)
+    if not marked:
+        return
+    left = {ws: e for ws, e in marked.items() if ws != "*" and ws not in workspaces}
+    if left:
+        write_state(state / UNTRUSTED, json.dumps({"format": 1, "workspaces": left}, indent=2))
+    else:
+        with contextlib.suppress(FileNotFoundError):
+            (state / UNTRUSTED).unlink()
+
+
+def untrusted_line(workspace: str, since: str, why: Sequence[str]) -> str:
+    """What the launcher and the audit say of an untrusted workspace."""
+    when = f" since {since}" if since else ""
+    first = printable(str(why[0])) if why else "it could not finish"
+    more = f" (and {len(why) - 1} more)" if len(why) > 1 else ""
+    return (
+        f"WARNING: {printable(workspace)} is untrusted{when}: the end-of-session workspace "
+        f"scan did not see all of it ({first}{more}); do NOT run git, Claude Code or an "
+        f"editor there as root until this completes: {remedies.audit()}"
+    )
+
+
+def _by_workspace(truncated: Sequence[str], workspaces: Sequence[str]) -> dict[str, list[str]]:
+    found: dict[str, list[str]] = {}
+    for line in truncated:
+        ws = next((w for w in workspaces if line.startswith(f"{w.rstrip('/') or '/'}: ")), "")
+        found.setdefault(ws or "*", []).append(line)
+    return found
+
+
+def end_scan(
+    workspaces: Sequence[str],
+    before: Snapshot,
+    state: Path,
+    session: str,
+    limits: WalkLimits | None = None,
+) -> list[str]:
+    """Scan against ``before``, neutralize what is new, save the baseline; the lines to print.
+    A scan that could not see everything marks the workspaces it missed untrusted
+    (``limits``: the walk's bounds; none by default)."""
+    result = scan(workspaces, before, limits)
     lines: list[str] = []
     todo = result.to_neutralize
     if todo:
         _make_private_dir(state / QUARANTINE_DIR)
         lines += neutralize(todo, quarantine_dir(state, session))
-    lines += [
-        f"workspace scan stopped early ({printable(t)}); run: {remedies.audit()}"
-        for t in result.truncated
-    ]
+    if result.truncated:
+        missed = _by_workspace(result.truncated, workspaces)
+        mark_untrusted(state, missed)
+        lines += [untrusted_line(ws, "", why) for ws, why in missed.items()]
     # The baseline keeps other setups' workspaces (one state directory, several configs).
     baseline = read_state(state / BASELINE) or Snapshot()
     # Nothing was moved aside: the workspaces are as the scan just walked them (its
@@ -258,6 +340,12 @@ class Boundary:
             record = state / SESSIONS_DIR / f"{me}-{_starttime(me) or 0}.json"
             write_state(record, boundary.record_json())
             boundary.record = record
+        marked = read_untrusted(state)
+        for ws, entry in marked.items():
+            if ws == "*" or ws in real:
+                why = entry.get("why")
+                reasons = [str(w) for w in why] if isinstance(why, list) else []
+                lines.append(untrusted_line(ws, str(entry.get("since") or ""), reasons))
         for line in lines:
             print(PREFIX + line, file=sys.stderr)
         return boundary
@@ -287,12 +375,11 @@ class Boundary:
             lines = end_scan(self.workspaces, self.before, self.state, self.session)
         except OSError as exc:
             # The session file stays: the next launch scans against it again.
-            lines = [
-                f"WARNING: the end-of-session workspace scan could not finish "
-                f"({printable(str(exc))}); "
-                "the next launch retries it; until then, before you use git in the workspace "
-                f"as root, run: {remedies.audit()}"
-            ]
+            why = [f"the scan failed: {printable(str(exc))}"]
+            with contextlib.suppress(OSError):
+                mark_untrusted(self.state, {ws: why for ws in self.workspaces})
+            lines = [untrusted_line(ws, "", why) for ws in self.workspaces]
+            lines.append("the next launch scans again against this session's start")
         else:
             with contextlib.suppress(OSError):
                 self.record.unlink()

@@ -203,32 +203,40 @@ class AclWalkReport:
         return out
 
 
+# Regular files held open at once per directory: a directory of any size costs at
+# most this many descriptors (plus one per level of the walk's path).
+WALK_BATCH = 256
+
+
 def walk_workspace(top_fd: int) -> Iterator[tuple[str, list[tuple[str, int, os.stat_result]]]]:
     """For the directory ``top_fd`` and every directory below it (symlinks never
     followed, FIFOs, sockets and devices never opened): ``(relative dir, [(relative
-    path, fd, stat)])`` with the directory itself first, then its regular files.
-    The fds are valid during the yield."""
+    path, fd, stat)])``. The directory itself comes first in its first batch, then
+    its regular files, at most :data:`WALK_BATCH` of them per yield (a directory
+    with more yields again, without itself), so the descriptors held stay bounded
+    whatever the directory's size. The fds are valid during the yield."""
     for visit in fdwalk.walk(top_fd, fdwalk.UNBOUNDED):
         items = [(visit.rel, visit.fd, os.fstat(visit.fd))]
-        opened = []
-        try:
-            for entry in visit.entries:
-                # The listing's type first: a FIFO or a symlink is never opened at
-                # all; fstat below catches a regular file swapped since the listing.
-                if not entry.is_file(follow_symlinks=False):
-                    continue
-                try:
-                    fd = os.open(entry.name, fdwalk.PATH_FLAGS, dir_fd=visit.fd)
-                except (FileNotFoundError, NotADirectoryError):
-                    continue
-                opened.append(fd)
-                st = os.fstat(fd)
-                if stat.S_ISREG(st.st_mode):
-                    items.append((visit.join(entry.name), fd, st))
-            yield visit.rel, items
-        finally:
-            for fd in opened:
-                os.close(fd)
+        files = [e for e in visit.entries if e.is_file(follow_symlinks=False)]
+        for start in range(0, max(len(files), 1), WALK_BATCH):
+            opened = []
+            try:
+                for entry in files[start : start + WALK_BATCH]:
+                    # The listing's type first: a FIFO or a symlink is never opened
+                    # at all; fstat below catches a regular file swapped since.
+                    try:
+                        fd = os.open(entry.name, fdwalk.PATH_FLAGS, dir_fd=visit.fd)
+                    except (FileNotFoundError, NotADirectoryError):
+                        continue
+                    opened.append(fd)
+                    st = os.fstat(fd)
+                    if stat.S_ISREG(st.st_mode):
+                        items.append((visit.join(entry.name), fd, st))
+                yield visit.rel, items
+            finally:
+                for fd in opened:
+                    os.close(fd)
+            items = []
 
 
 def _left_alone(rel: str, st: os.stat_result, include_private: bool, report: AclWalkReport) -> bool:
@@ -305,21 +313,23 @@ def grant_workspace(top_fd: int, gid: int, *, include_private: bool = False) -> 
     spec = f"g:{gid}:rwX"
     report = AclWalkReport()
     private_dirs: list[str] = []
-    for _rel_dir, items in walk_workspace(top_fd):
-        dir_rel, dirfd, dir_st = items[0]
-        if _below(dir_rel, private_dirs):
+    for rel_dir, items in walk_workspace(top_fd):
+        if rel_dir in private_dirs or _below(rel_dir, private_dirs):
             continue
-        if _left_alone(dir_rel, dir_st, include_private, report):
-            private_dirs.append(dir_rel)
-            continue
-        files = [
-            fd for rel, fd, st in items[1:] if not _left_alone(rel, st, include_private, report)
-        ]
-        _setfacl_fds(["-m", spec], [dirfd, *files])
-        _setfacl_fds(["-d", "-m", spec], [dirfd])
-        mode = os.fstat(dirfd).st_mode
-        if not mode & 0o2000:
-            os.fchmod(dirfd, stat.S_IMODE(mode) | 0o2000)
+        dirfd = None
+        if items and items[0][0] == rel_dir:  # the directory's first batch
+            dir_rel, dirfd, dir_st = items[0]
+            if _left_alone(dir_rel, dir_st, include_private, report):
+                private_dirs.append(dir_rel)
+                continue
+            items = items[1:]
+        files = [fd for rel, fd, st in items if not _left_alone(rel, st, include_private, report)]
+        _setfacl_fds(["-m", spec], [*([dirfd] if dirfd is not None else []), *files])
+        if dirfd is not None:
+            _setfacl_fds(["-d", "-m", spec], [dirfd])
+            mode = os.fstat(dirfd).st_mode
+            if not mode & 0o2000:
+                os.fchmod(dirfd, stat.S_IMODE(mode) | 0o2000)
     return report
 
 

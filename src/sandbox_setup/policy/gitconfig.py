@@ -225,20 +225,53 @@ def parse_git_config(text: str) -> ParsedConfig:
         )
 
 
+_UNIT = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3}
+
+
+def git_int(value: str) -> int | None:
+    """git's ``git_parse_int()``: C ``strtoimax(value, &end, 0)`` (leading
+    whitespace and a sign skipped; ``0x`` hex, a leading ``0`` octal), then an
+    optional unit ``k``/``m``/``g`` and nothing else. None when git refuses it."""
+    i = 0
+    while i < len(value) and value[i] in " \t\n\v\f\r":
+        i += 1
+    sign = 1
+    if i < len(value) and value[i] in "+-":
+        sign = -1 if value[i] == "-" else 1
+        i += 1
+    rest = value[i:]
+    if rest[:2].lower() == "0x" and len(rest) > 2 and rest[2] in "0123456789abcdefABCDEF":
+        base, digits, i = 16, "0123456789abcdefABCDEF", i + 2
+    elif rest[:1] == "0":
+        base, digits = 8, "01234567"
+    else:
+        base, digits = 10, "0123456789"
+    j = i
+    while j < len(value) and value[j] in digits:
+        j += 1
+    if j == i:
+        return None
+    factor = _UNIT.get(value[j:].lower())
+    if factor is None:
+        return None
+    return sign * int(value[i:j], base) * factor
+
+
 def git_bool(value: str | None) -> bool | None:
-    """git's maybe-bool: None (no "=") is true, "" false, yes/on/true/1...; None
-    when the value is not a boolean (then git reads it as a command or path)."""
+    """git's ``git_parse_maybe_bool()``: None (no "=") is true, "" false, and
+    ``true yes on`` / ``false no off`` compared whole and case-insensitively (no
+    spaces trimmed: ``" on"`` is not a boolean, git runs it as a command where a
+    command may go), else an integer as :func:`git_int` reads it; None when the
+    value is not a boolean."""
     if value is None:
         return True
-    low = value.strip().lower()
+    low = value.lower()
     if low in ("", "false", "no", "off"):
         return False
     if low in ("true", "yes", "on"):
         return True
-    try:
-        return int(low, 0) != 0
-    except ValueError:
-        return None
+    number = git_int(value)
+    return None if number is None else number != 0
 
 
 def remove_entries(text: str, starts: Iterable[int]) -> str:

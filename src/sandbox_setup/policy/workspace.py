@@ -152,15 +152,23 @@ def is_hook_that_runs(name: str, mode: int) -> bool:
 
 
 def looks_like_git_dir(kinds: Mapping[str, str]) -> bool:
-    """Would git's discovery take a directory with these entries (name -> kind)
-    for a repository? git wants ``HEAD`` plus ``objects/`` and ``refs/`` (or a
-    ``commondir`` that supplies them). A bare repository is found this way too,
-    unless root's config says ``safe.bareRepository = explicit``."""
+    """Would git's discovery take a directory with these entries (name -> kind, as
+    ``lstat`` sees them) for a repository?
+
+    git's ``is_git_directory()``: a ``HEAD`` it can read (a file, or a symlink it
+    follows), and ``objects`` and ``refs`` that pass ``access(X_OK)``, which
+    follows symlinks and lets a file with an x bit through (root: any x bit); with a
+    ``commondir``, those two are looked for in the directory it names. So any
+    ``objects`` and ``refs`` count here, whatever their type, and any
+    ``commondir``: a directory taken for a repository by mistake costs a look at
+    its config, one missed costs root a command. A bare repository is found this
+    way too, from any directory below it, unless root's config says
+    ``safe.bareRepository = explicit``."""
     if kinds.get("HEAD") not in ("file", "link"):
         return False
-    if kinds.get("commondir") == "file":
+    if "commondir" in kinds:
         return True
-    return kinds.get("objects") == "dir" and kinds.get("refs") == "dir"
+    return "objects" in kinds and "refs" in kinds
 
 
 @dataclass(frozen=True, slots=True)
