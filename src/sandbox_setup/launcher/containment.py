@@ -322,7 +322,9 @@ def contained_launch(
     and the notes for --dry-run (``ctty``: the session's pty is its terminal)."""
     if mode is Mode.USER:
         argv = contain_user_argv(launch.argv, containment, tools, ctty=ctty)
-        notes: tuple[str, ...] = (USER_SESSION_NOTE,)
+        # user_launch's own session note is this one's, said better; its others stay.
+        kept = tuple(n for n in launch.notes if not n.startswith("runs in a new session"))
+        notes: tuple[str, ...] = (USER_SESSION_NOTE, *kept)
     else:
         argv = contain_sandbox_argv(launch.argv, containment)
         notes = launch.notes
