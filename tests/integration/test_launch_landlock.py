@@ -12,6 +12,8 @@ import http.server
 import json
 import os
 import shutil
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,7 +22,23 @@ from typing import Any
 import pytest
 
 from sandbox_setup.base import landlock
-from tests.launch_fixtures import LaunchTree, last_json, launch_tree, make_launch_tree, run_launcher
+from tests.integration.egress_world import (
+    ALLOWED_PATTERNS,
+    HOST_LOOPBACK_PORT,
+    HOST_SECRET,
+    WORLD_GREETING,
+    make_world,
+)
+from tests.launch_fixtures import (
+    LaunchTree,
+    last_json,
+    launch_tree,
+    launcher_env,
+    make_launch_tree,
+    run_launcher,
+)
+from tests.seams import LAUNCH_WITH_SEAMS
+from tests.tools import REPO, require_tool
 
 pytestmark = pytest.mark.integration
 
@@ -244,9 +262,69 @@ def test_a_helper_that_cannot_run_refuses_the_launch(tree: LaunchTree) -> None:
                                name="claude-never")  # fmt: skip
     path = tree.write_config(claude, mode="user", name="hidden.toml")
     env = {"PATH": f"{hidden}:/usr/bin:/bin"}
-    from tests.launch_fixtures import launcher_env
-
     result = run_launcher(path, env=launcher_env(env))
     assert result.returncode == 3, result.stderr
     assert "Landlock" in result.stderr
     assert not (tree.workspace / "ran").exists()
+
+
+# --- the egress proxy of a user-mode session, in a world of namespaces ---------------
+
+WORLD_ATTEMPTS = r"""#!/bin/sh
+attempt() {{ name=$1; shift; out=$("$@" 2>&1); printf '=== %s rc=%s\n%s\n' "$name" "$?" "$out"; }}
+here=$(readlink /proc/self/ns/net)
+if [ "$here" = "{real}" ]; then echo "in the real host network namespace" >&2; exit 99; fi
+attempt allowed curl -sS --max-time 8 --cacert {ca} https://allowed.test/hello.txt
+attempt denied curl -sS --max-time 8 --cacert {ca} https://denied.test/hello.txt
+attempt hidden_direct curl -sS --max-time 8 --noproxy '*' http://127.0.0.1:{hidden}/secret.txt
+"""
+
+
+def _world_attempts(world_tree: LaunchTree, world: Any, landlock_on: bool) -> dict[str, Any]:
+    from tests.integration.test_launch_network import REAL_HOST_NETNS, parse_attempts
+
+    ca = world_tree.bin / "ca.pem"
+    ca.write_bytes(world.ca.read_bytes())
+    ca.chmod(0o644)
+    script = WORLD_ATTEMPTS.format(real=REAL_HOST_NETNS, ca=ca, hidden=HOST_LOOPBACK_PORT)
+    name = "world-on" if landlock_on else "world-off"
+    claude = world_tree.write_script(script, name=f"claude-{name}")
+    config = world_tree.write_config(
+        claude, mode="user", allowed_domains=ALLOWED_PATTERNS, name=f"{name}.toml",
+        landlock=None if landlock_on else False,
+    )  # fmt: skip
+    launcher = subprocess.run(
+        ["ip", "netns", "exec", world.host_ns, sys.executable, str(LAUNCH_WITH_SEAMS),
+         f"--seam-resolve={world.resolve_map}", "--config", str(config), "--"],
+        env=launcher_env({"XDG_STATE_HOME": str(world_tree.base / "state")}), cwd=REPO,
+        capture_output=True, text=True, timeout=180, check=False,
+    )  # fmt: skip
+    assert launcher.returncode == 0, launcher.stderr
+    attempts = parse_attempts(launcher.stdout)
+    assert "allowed" in attempts, launcher.stdout + launcher.stderr
+    return attempts
+
+
+@pytest.fixture(scope="module")
+def world() -> Iterator[Any]:
+    for tool in ("ip", "openssl", "curl", "setpriv"):
+        require_tool(tool)
+    with make_world(prefix="lg") as made:
+        yield made
+
+
+@needs_net
+def test_the_session_proxy_lets_an_allowed_name_out_and_nothing_else(
+    tree: LaunchTree, world: Any
+) -> None:
+    on = _world_attempts(tree, world, landlock_on=True)
+    off = _world_attempts(tree, world, landlock_on=False)
+    # Through the session's proxy (HTTPS_PROXY, set by the launcher): the allowlist.
+    assert on["allowed"] == (0, WORLD_GREETING.rstrip("\n")), on
+    assert on["denied"][0] != 0, on
+    # Straight to a loopback service of the host: refused by Landlock, where without
+    # it the same account reads the secret.
+    assert off["hidden_direct"] == (0, HOST_SECRET), off
+    assert on["hidden_direct"][0] != 0 and HOST_SECRET not in on["hidden_direct"][1], on
+    log = (tree.base / "state" / "sandbox-setup" / "egress.log").read_text()
+    assert '"mode": "user"' in log and "allowed.test" in log
