@@ -432,10 +432,8 @@ def user_launch(
             if config.inner_sandbox != "off":
                 # Claude's Bash sandbox would start proxies of its own on loopback ports
                 # the agent may not connect to: its commands use this session's instead.
-                port = {"httpProxyPort": PROXY_PORT, "socksProxyPort": PROXY_PORT}
-                network = json.dumps(port).replace(f'"{PROXY_PORT}"', PROXY_PORT)
-                settings = f'{{"sandbox": {{"network": {network}}}}}'
-                claude_args = ["--settings", settings, *claude_args]
+                claude_args, note = with_proxy_settings(claude_args)
+                notes += (note,)
             notes += (
                 "the egress proxy (the allowlist: Claude's endpoints and "
                 "sandbox.allowed_domains) listens on an ephemeral port of 127.0.0.1 chosen at "
@@ -462,6 +460,56 @@ def user_launch(
         passed=passed,
         landlock=landlock,
     )
+
+
+def with_proxy_settings(claude_args: Sequence[str]) -> tuple[list[str], str]:
+    """Claude's arguments with its Bash sandbox's proxy ports set to the session proxy's
+    (:data:`PROXY_PORT`), and a note. Claude Code reads only its last ``--settings``:
+    one the caller gave inline (JSON) gets the two keys merged in; none, one of ours
+    goes first; a settings *file* of the caller's is left as it is, and the note says
+    what that costs (its Bash sandbox then starts proxies Landlock refuses)."""
+    args = list(claude_args)
+    end = args.index("--") if "--" in args else len(args)
+    last = None
+    for index in range(end):
+        if args[index] == "--settings" and index + 1 < end:
+            last = index + 1
+        elif args[index].startswith("--settings="):
+            last = index
+    ports = {"httpProxyPort": PROXY_PORT, "socksProxyPort": PROXY_PORT}
+    note = (
+        "Claude Code's Bash sandbox uses the session's proxy (sandbox.network.httpProxyPort "
+        "and socksProxyPort through --settings): proxies of its own would listen on "
+        "ports Landlock refuses"
+    )
+    if last is None:
+        return ["--settings", _settings_json({"sandbox": {"network": ports}}), *args], note
+    value = args[last]
+    prefix = "--settings=" if value.startswith("--settings=") else ""
+    try:
+        given = json.loads(value.removeprefix(prefix))
+    except ValueError:
+        given = None
+    if not isinstance(given, dict):
+        return args, (
+            "your --settings names a file: Claude Code's Bash sandbox is not told the "
+            "session's proxy, and its own proxies cannot listen under Landlock; give "
+            "--settings inline (JSON) or set [user] landlock = false"
+        )
+    sandbox = given.setdefault("sandbox", {})
+    if not isinstance(sandbox, dict):
+        sandbox = given["sandbox"] = {}
+    network = sandbox.setdefault("network", {})
+    if not isinstance(network, dict):
+        network = sandbox["network"] = {}
+    network.update(ports)
+    args[last] = prefix + _settings_json(given)
+    return args, note + " (merged into your inline --settings)"
+
+
+def _settings_json(data: object) -> str:
+    # The port is known when the session starts: a number in place of its placeholder.
+    return json.dumps(data).replace(f'"{PROXY_PORT}"', PROXY_PORT)
 
 
 def _with_base_url_port(
