@@ -111,3 +111,31 @@ def test_the_helper_parses_its_options() -> None:
     assert rules.read == ("/usr",) and rules.write == ("/w",) and rules.connect_tcp == (8080,)
     with pytest.raises(ValueError):
         _parse(["--status-fd", "5", "--", "/bin/claude"])
+
+
+@pytest.mark.parametrize(
+    ("abi", "inner", "expected"),
+    [
+        (7, "strong", (False, True, True, True)),
+        (7, "off", (True, True, True, True)),
+        (3, "off", (True, False, False, False)),
+        (3, "strong", None),  # nothing useful: no plan, and the launch says why
+        (0, "off", None),
+    ],
+)
+def test_the_launchers_plan_per_abi(abi: int, inner: str, expected: object) -> None:
+    from pathlib import Path, PurePosixPath
+
+    from sandbox_setup.launcher.command import Agent
+    from sandbox_setup.launcher.main import landlock_plan
+
+    config = parse_launcher_config(BASE + f'[sandbox]\ninner_sandbox = "{inner}"\n')
+    agent = Agent("claude-agent", 1001, 1001, PurePosixPath("/home/claude-agent"))
+    plan = landlock_plan(config, agent, Path("/usr/bin/true"), abi, frozenset({0}), "/usr/bin")
+    if expected is None:
+        assert plan is None
+        return
+    assert plan is not None
+    walls = plan.walls
+    assert (walls.files, walls.network, walls.scope, plan.proxy) == expected
+    assert plan.connect[0] == "{proxy-port}" and "python3" in plan.python

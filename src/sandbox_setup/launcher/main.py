@@ -257,9 +257,15 @@ def _separate_launch(
     if not config.user_landlock:
         note = "Landlock is off ([user] landlock = false): the agent account's own limits only"
         return replace(launch, notes=(*launch.notes, note))
+    what = (
+        "this kernel has no Landlock"
+        if abi < 1
+        else f"Landlock ABI {abi} has no TCP rules (ABI 4), and file rules would forbid the "
+        "mounts Claude's own sandbox needs"
+    )
     warning = (
-        "sandbox-launch: note: this kernel has no Landlock: the agent reads what its account "
-        "may and reaches the host's network, loopback services included"
+        f"sandbox-launch: note: {what}: the agent reads what its account may and reaches "
+        "the host's network, loopback services included"
     )
     return replace(launch, warning=warning, notes=(*launch.notes, warning.split(": ", 2)[2]))
 
