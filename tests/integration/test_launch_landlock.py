@@ -328,3 +328,27 @@ def test_the_session_proxy_lets_an_allowed_name_out_and_nothing_else(
     assert on["hidden_direct"][0] != 0 and HOST_SECRET not in on["hidden_direct"][1], on
     log = (tree.base / "state" / "sandbox-setup" / "egress.log").read_text()
     assert '"mode": "user"' in log and "allowed.test" in log
+
+
+@needs_net
+def test_a_non_root_operator_is_confined_too(tree: LaunchTree, loopback_server: int) -> None:
+    # The operator's own uid is the agent (nobody here, running the installed copy): the
+    # helper's canary file is in its state directory, the proxy runs as itself.
+    results = {}
+    for on in (True, False):
+        other, bashrc = _plant(tree)
+        script = ATTEMPTS.format(
+            port=loopback_server, workspace=str(tree.workspace), home=str(tree.home),
+            other_project=str(other), other_home=str(bashrc),
+        )  # fmt: skip
+        name = f"nonroot-{on}"
+        claude = tree.write_script(script, name=f"claude-{name}")
+        path = tree.write_config(claude, mode="user", name=f"{name}.toml",
+                                 landlock=None if on else False)  # fmt: skip
+        os.chown(path, 65534, 65534)
+        result = run_launcher(path, ["--print", "hi"], preexec_user=65534)
+        assert result.returncode == 0, result.stderr
+        results[on] = last_json(result.stdout)
+    assert results[False]["loopback"] == "ok"
+    assert results[True]["loopback"] == "EACCES"
+    assert results[True]["workspace"] == results[True]["home"] == "ok"
