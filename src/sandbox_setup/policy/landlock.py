@@ -97,6 +97,11 @@ class Walls:
             )
         else:
             lines.append(f"scope: not limited (Landlock ABI {self.abi} < {SCOPE_ABI})")
+        lines.append(
+            "Landlock cannot: make .git/hooks read-only inside a writable workspace (the "
+            "end-of-session scan covers it), hide a subpath of a readable tree or that a "
+            "path exists, filter UDP or DNS"
+        )
         return lines
 
 
