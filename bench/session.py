@@ -23,6 +23,13 @@ every command must have printed its ``step-N-ok``. Runs alternate; the result is
 ratio of the medians. Target: <= 1.02.
 
     .venv/bin/python bench/session.py [--runs 7] [--network allowlist|host]
+    .venv/bin/python bench/session.py --compare landlock [--runs 7]
+
+``--compare landlock`` (issue 29): both sides are user-mode launches as ``nobody``, the
+baseline with ``[user] landlock = false``, the candidate with Landlock as the launcher
+applies it by default (Claude's inner sandbox off on both, so all three walls: the
+files rules, TCP connect only to the session's egress proxy and the fake API's port,
+scopes; the helper, its verification and the session's proxy). Same target.
 
 Needs root, bwrap, setpriv, git and Claude Code from npm (tests/run.sh installs it).
 """
@@ -46,7 +53,7 @@ sys.path[:0] = [str(REPO / "bench"), str(REPO / "src"), str(REPO)]
 
 from launch import NOBODY, NPM_CLAUDE, console  # noqa: E402  (bench/launch.py)
 
-from sandbox_setup.base.choices import Mode, Network  # noqa: E402
+from sandbox_setup.base.choices import InnerSandbox, Mode, Network  # noqa: E402
 from sandbox_setup.base.launcher_config import LauncherConfig, render_launcher_config  # noqa: E402
 from tests.fake_api import BashStep, FakeMessagesAPI, Pace, TextStep, content_text  # noqa: E402
 
@@ -201,11 +208,41 @@ def check_session(
         raise SystemExit(f"the commands did not run as uid {uid}")
 
 
+def write_config(
+    path: Path,
+    claude: str,
+    home: Path,
+    workspace: Path,
+    network: Network,
+    api_port: int,
+    landlock: bool,
+    off: bool = False,
+) -> None:
+    """The launcher config of the launched side: sandbox mode as sandbox-setup writes it,
+    or (``landlock``) user mode, Landlock on unless ``off``; the fake API's port exposed
+    either way (in user mode, Landlock's one loopback port besides the proxy)."""
+    sandbox = not landlock
+    text = render_launcher_config(
+        LauncherConfig(
+            mode=Mode.SANDBOX if sandbox else Mode.USER,
+            claude=PurePosixPath(claude),
+            agent_user="nobody",
+            agent_home=PurePosixPath(home),
+            workspaces=(PurePosixPath(workspace),),
+            network=network if sandbox else Network.HOST,
+            inner_sandbox=InnerSandbox.STRONG if sandbox else InnerSandbox.OFF,
+            loopback_ports=(api_port,) if not sandbox or network is Network.ALLOWLIST else (),
+        )
+    )
+    path.write_text(text + ("\n[user]\nlandlock = false\n" if off else ""))
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--claude", default=str(shutil.which("claude") or NPM_CLAUDE))
     parser.add_argument("--network", choices=["allowlist", "host"], default="allowlist")
+    parser.add_argument("--compare", choices=["direct", "landlock"], default="direct")
     args = parser.parse_args()
     if os.geteuid() != 0:
         raise SystemExit("run as root (the launcher drops to nobody)")
@@ -222,21 +259,12 @@ def main() -> int:
         ws_direct, home_direct = base / "ws-direct", base / "home-direct"
         ws_launch, home_launch = base / "ws-launch", base / "home-launch"
         fresh(template, ws_launch, home_launch, NOBODY)  # the launcher checks they exist
+        landlock = args.compare == "landlock"
+        if landlock:
+            fresh(template, ws_direct, home_direct, NOBODY)
         network = Network(args.network)
         config = base / "launcher.toml"
-        config.write_text(
-            render_launcher_config(
-                LauncherConfig(
-                    mode=Mode.SANDBOX,
-                    claude=PurePosixPath(args.claude),
-                    agent_user="nobody",
-                    agent_home=PurePosixPath(home_launch),
-                    workspaces=(PurePosixPath(ws_launch),),
-                    network=network,
-                    loopback_ports=(api.port,) if network is Network.ALLOWLIST else (),
-                )
-            )
-        )
+        write_config(config, args.claude, home_launch, ws_launch, network, api.port, landlock)
         config.chmod(0o644)
         direct_env = {"PATH": PATH, "HOME": str(home_direct), "TERM": "dumb",
                       "LANG": "C.UTF-8", "IS_SANDBOX": "1"}  # fmt: skip
@@ -261,8 +289,21 @@ def main() -> int:
             check_session(api, since, result, uid)
             return elapsed
 
+        if landlock:  # the baseline: the same user-mode launch without Landlock
+            unconfined = base / "unconfined.toml"
+            write_config(unconfined, args.claude, home_direct, ws_direct, network, api.port,
+                         landlock, off=True)  # fmt: skip
+            unconfined.chmod(0o644)
+            sides["direct"] = (
+                [*launcher[:-1], str(unconfined), "--", *claude_args(api.base_url)],
+                launch_env, ws_direct, home_direct, NOBODY,
+            )  # fmt: skip
         timed("direct"), timed("launch")  # warm the page cache for both
-        if network is Network.ALLOWLIST:
+        if landlock:
+            log = base / "state" / "sandbox-setup" / "egress.log"
+            if '"mode": "user"' not in (log.read_text() if log.exists() else ""):
+                raise SystemExit(f"no user-mode egress proxy in {log}: Landlock was not on")
+        elif network is Network.ALLOWLIST:
             log = base / "state" / "sandbox-setup" / "egress.log"
             if f'"port": {api.port}' not in (log.read_text() if log.exists() else ""):
                 raise SystemExit(f"no loopback forward of port {api.port} in {log}")
@@ -276,9 +317,14 @@ def main() -> int:
 
     direct, launched = statistics.median(times["direct"]), statistics.median(times["launch"])
     ratio = launched / direct
-    print(f"claude directly        median {direct * 1000:8.1f} ms over {args.runs} sessions")
-    print(f"through sandbox-launch median {launched * 1000:8.1f} ms over {args.runs} sessions "
-          f"(network {args.network})")  # fmt: skip
+    if args.compare == "landlock":
+        print(f"user mode, no Landlock median {direct * 1000:8.1f} ms over {args.runs} sessions")
+        print(f"user mode with Landlock median {launched * 1000:7.1f} ms over {args.runs} "
+              "sessions")  # fmt: skip
+    else:
+        print(f"claude directly        median {direct * 1000:8.1f} ms over {args.runs} sessions")
+        print(f"through sandbox-launch median {launched * 1000:8.1f} ms over {args.runs} "
+              f"sessions (network {args.network})")  # fmt: skip
     print(f"ratio {ratio:.3f} (target <= {TARGET}) -> {'ok' if ratio <= TARGET else 'OVER'}")
     return 0 if ratio <= TARGET else 1
 

@@ -23,6 +23,7 @@ import os
 import subprocess
 import threading
 import time
+import urllib.parse
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -266,8 +267,17 @@ class AgentTree:
         object.__setattr__(self, "debug_log", self.tree.home / "claude-debug.log")
 
     def config(
-        self, mode: str, inner: str, env_pass: Sequence[str] = (), limits: Limits = LIMITS
+        self,
+        mode: str,
+        inner: str,
+        env_pass: Sequence[str] = (),
+        limits: Limits = LIMITS,
+        loopback_ports: Sequence[int] = (),
+        landlock: bool = True,
     ) -> Path:
+        """``loopback_ports``: in user mode, the host loopback ports Landlock lets the
+        agent connect to besides the session's proxy (the fake API's); ``landlock``
+        False writes ``[user] landlock = false``."""
         config = LauncherConfig(
             mode=Mode(mode),
             claude=PurePosixPath(claude_binary()),
@@ -278,9 +288,11 @@ class AgentTree:
             inner_sandbox=InnerSandbox(inner),
             env_pass=passed_names(env_pass),
             limits=limits,
+            loopback_ports=tuple(loopback_ports),
         )
         path = self.tree.config_dir / f"{mode}-{inner}.toml"
-        path.write_text(render_launcher_config(config))
+        text = render_launcher_config(config)
+        path.write_text(text if landlock else text + "\n[user]\nlandlock = false\n")
         path.chmod(0o644)
         return path
 
@@ -351,11 +363,17 @@ def launch_session(
     extra_args: Sequence[str] = (),
     print_mode: bool = True,
     timeout: float = 180,
+    landlock: bool = True,
 ) -> SessionRun:
     """``sandbox-launch`` as root for one scripted turn, with ``caller_env`` exported
     (the launcher passes only what ``env_pass`` and its defaults name) and ``settings``
     as the managed settings (default: what an apply writes for ``inner``)."""
-    config = at.config(mode, inner, env_pass)
+    # User mode: Landlock lets the agent connect only to the session's proxy and the
+    # exposed loopback ports; the fake API (given through --settings, which the
+    # launcher does not read) is one.
+    api_port = urllib.parse.urlsplit(api.base_url).port
+    ports = (api_port,) if mode == "user" and api_port else ()
+    config = at.config(mode, inner, env_pass, loopback_ports=ports, landlock=landlock)
     python = str(installed_copy().python)
     launcher = [python, "-m", "sandbox_setup.launcher", "--config", str(config), "--"]
     launcher += claude_args(api.base_url, at.debug_log, extra_args, print_mode)

@@ -174,7 +174,11 @@ class LaunchTree:
         env_pass: Sequence[str] = (),
         allowed_domains: Sequence[str] = (),
         loopback_ports: Sequence[int] = (),
+        landlock: bool | None = None,
+        readable: Sequence[str] = (),
     ) -> Path:
+        """``landlock``/``readable``: a ``[user]`` table (the operator's; no apply writes
+        it); None and empty: none, the default (Landlock on)."""
         config = LauncherConfig(
             mode=Mode(mode) if mode in {m.value for m in Mode} else Mode.SANDBOX,
             claude=PurePosixPath(claude),
@@ -193,6 +197,12 @@ class LaunchTree:
         text = render_launcher_config(config)
         if mode not in {m.value for m in Mode}:
             text = text.replace('mode = "sandbox"', f'mode = "{mode}"')
+        if landlock is not None or readable:
+            text += "\n[user]\n"
+            if landlock is not None:
+                text += f"landlock = {str(landlock).lower()}\n"
+            if readable:
+                text += "readable = [" + ", ".join(f'"{r}"' for r in readable) + "]\n"
         path = (directory or self.config_dir) / name
         path.write_text(text)
         path.chmod(0o644)

@@ -158,7 +158,12 @@ def launch(
 ) -> ClaudeRun:
     """``sandbox-launch`` as root, in a private mount namespace with ``settings`` as the
     managed settings, a fresh /tmp, and (``hide_socat``) socat gone from /usr/bin."""
-    config = tree.write_config(claude_binary(), mode=mode, inner_sandbox=inner, network="host")
+    # User mode: Landlock lets the agent connect only to the session's proxy and the
+    # exposed loopback ports; the fake API (given through --settings) is one.
+    ports = (api.port,) if mode == "user" else ()
+    config = tree.write_config(
+        claude_binary(), mode=mode, inner_sandbox=inner, network="host", loopback_ports=ports
+    )
     # The installed copy under /var/tmp: the fresh /tmp below hides a checkout cloned
     # under /tmp (as CI's is).
     python = str(installed_copy().python)

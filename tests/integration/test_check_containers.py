@@ -507,3 +507,21 @@ def test_as_user_needs_root_when_run_as_nobody(
     assert result.returncode == 2, (result.returncode, result.stdout, result.stderr)
     assert "--as-user root" in result.stderr and "needs root" in result.stderr, result.stderr
     assert result.stdout == ""
+
+
+@pytest.mark.parametrize("observed", ["seccomp-no-newuser"], indirect=True)
+def test_where_namespaces_are_refused_landlock_is_found_and_recommended(
+    observed: Observed,
+) -> None:
+    """Issue 29: a container whose seccomp profile refuses CLONE_NEWUSER (as Docker's
+    default does) has no namespaces for the agent, but has Landlock (the profile allows
+    its syscalls): --check says both and recommends user mode with Landlock."""
+    assert observed.finding("userns.create")["status"] == "fail"
+    landlock = observed.finding("landlock.abi")
+    assert landlock["status"] == "pass", landlock
+    assert landlock["summary"].startswith("Landlock ABI "), landlock
+    recommendation = observed.report["recommendation"]
+    assert recommendation["mode"] == "user", recommendation
+    assert (
+        "user namespaces are refused here, so User mode with Landlock" in (recommendation["reason"])
+    ), recommendation

@@ -106,7 +106,15 @@ def test_exactly_the_pass_list_reaches_claude(tree: LaunchTree, mode: str) -> No
         # the verified sandbox claims itself. (PWD: the release gate is a shell.)
         assert env == {**base, **passed, "IS_SANDBOX": "1", "PWD": str(tree.workspace)}
     else:
-        assert env == {**base, **passed, "USER": "nobody", "LOGNAME": "nobody"}
+        # With Landlock's network wall (ABI >= 4), the session's proxy is the way out:
+        # its variables are the launcher's, not the caller's.
+        ours = {k: v for k, v in env.items() if k.lower().endswith("_proxy")}
+        assert all(
+            v.startswith("http://127.0.0.1:")
+            for k, v in ours.items()
+            if not k.lower().startswith("no_")
+        )
+        assert env == {**base, **passed, "USER": "nobody", "LOGNAME": "nobody", **ours}
     assert "decoy" not in result.stdout + result.stderr
 
 

@@ -70,3 +70,17 @@ def test_a_missing_socat_is_named_before_the_inner_sandbox_is_promised() -> None
     assert "claude.sandbox_deps" in rec.reason and "--inner-sandbox off" in rec.reason
     fine = recommend(findings(bwrap__sandbox=P, bwrap__nested=P, claude__sandbox_deps=P))
     assert "claude.sandbox_deps" not in fine.reason
+
+
+def test_user_with_landlock_where_namespaces_are_refused() -> None:
+    given = findings(bwrap__sandbox=F, userns__create=F, landlock__abi=P)
+    rec = recommend(given, euid=0)
+    assert rec.mode is Mode.USER
+    assert "user namespaces are refused here, so User mode with Landlock" in rec.reason
+    assert "landlock__abi summary" in rec.reason
+    # No Landlock (or a warning): the reason claims none.
+    for status in (Status.WARN, None):
+        others = findings(bwrap__sandbox=F, userns__create=F)
+        if status is not None:
+            others += findings(landlock__abi=status)
+        assert "Landlock" not in recommend(others, euid=0).reason

@@ -37,6 +37,7 @@ REQUIRED = (
     "bwrap.nested",
     "bwrap.nested_weak",
     "seccomp.available",
+    "landlock.abi",
     "tty.tiocsti",
     "claude.installed",
     "claude.root_guard",
@@ -56,6 +57,7 @@ def test_registry_has_every_required_id_once_in_order() -> None:
         "bwrap.sandbox",
         "bwrap.nested",
         "bwrap.nested_weak",
+        "landlock.abi",
     } <= live
     assert {"proc.masks", "userns.policy", "tty.tiocsti"}.isdisjoint(live)
     assert all(c.title for c in CHECKS)

@@ -54,6 +54,8 @@ from sandbox_setup.launcher.containment import (
     contained_launch,
     plan_containment,
 )
+from sandbox_setup.launcher.landlock_gate import PROXY_PORT, LandlockPlan
+from sandbox_setup.policy.landlock import user_trees, user_walls
 from sandbox_setup.policy.workspace import BindPlan, RoBind
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -236,6 +238,23 @@ def user_root() -> Launch:
     )
 
 
+def user_root_landlock() -> Launch:
+    # The shape where user namespaces are refused: Claude's inner sandbox off, so all
+    # three walls (sandbox_setup.policy.landlock), with the trees the policy gives.
+    cfg = config(Mode.USER, inner_sandbox=InnerSandbox.OFF)
+    walls = user_walls(7, enabled=True, inner_sandbox_on=False)
+    read, write = user_trees(cfg.agent_home, cfg.workspaces, CLAUDE, CLAUDE)
+    plan = LandlockPlan(walls, read, write, (PROXY_PORT,), proxy=True, python="/usr/bin/python3")
+    launch = user_launch(
+        cfg, AGENT, CLAUDE, SETPRIV, ENVIRON, ["--continue"], switch_user=True,
+        new_session=True, workdir="/srv/docs", landlock=plan,
+    )  # fmt: skip
+    delegation = Delegation("none", "no cgroup here", remedy="boot with cgroup v2")
+    return _contained(
+        cfg, launch, AGENT, ContainmentFacts(delegation, PID_NS_ROOT, 8 * GIB), dedicated_uid=True
+    )
+
+
 def user_root_no_pid_namespace() -> Launch:
     cfg = config(Mode.USER, workspaces=())
     launch = user_launch(cfg, AGENT, CLAUDE, SETPRIV, ENVIRON, [], switch_user=True)
@@ -304,6 +323,12 @@ CASES = (
         "user-root",
         "user mode, root operator, a pid namespace with a fresh /proc, cgroup v1, stdin a terminal",
         user_root,
+    ),
+    Case(
+        "user-root-landlock",
+        "user mode, root operator, Landlock ABI 7 with files (inner sandbox off), network "
+        "through the session's proxy, scope",
+        user_root_landlock,
     ),
     Case(
         "user-root-no-pid-namespace",

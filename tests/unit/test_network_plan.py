@@ -63,3 +63,25 @@ def test_the_plan_carries_the_network_lines_and_the_note(
     assert host.network == [f"host: {HOST_EXPOSURE}"]
     settings = next(a for a in host.actions if "Claude settings" in a.describe())
     assert "network" not in json.loads(settings.desired())["sandbox"]  # type: ignore[attr-defined]
+
+
+def test_user_mode_lines_say_which_landlock_wall_confines_what() -> None:
+    from sandbox_setup.base.choices import Mode as M
+    from sandbox_setup.checks.model import Finding, Recommendation, Report, Status
+    from sandbox_setup.configure.network_plan import landlock_abi, user_mode_lines
+
+    def report(status: Status | None, summary: str = "") -> Report:
+        found = [] if status is None else [Finding("landlock.abi", "t", status, summary)]
+        return Report({}, found, Recommendation(M.USER, "r"))
+
+    seven = report(Status.PASS, "Landlock ABI 7: has files, ...")
+    assert landlock_abi(seven) == 7
+    lines = "\n".join(user_mode_lines(seven, inner_sandbox_on=False))
+    assert "Landlock ABI 7 files" in lines and "Landlock ABI 7 network" in lines
+    lines = "\n".join(user_mode_lines(seven, inner_sandbox_on=True))
+    assert "Claude Code's own bwrap sandbox confines" in lines
+    three = "\n".join(user_mode_lines(report(Status.PASS, "Landlock ABI 3: ..."), False))
+    assert "network: the host's" in three
+    none = user_mode_lines(report(Status.WARN, "no Landlock here"), False)
+    assert "not available" in none[0]
+    assert "not probed" in user_mode_lines(report(None), False)[-1]

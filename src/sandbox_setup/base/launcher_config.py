@@ -29,6 +29,10 @@ Format (``schema = 1``)::
     memory = "50%"                   # of the host's RAM, or a size ("4G")
     tmpfs = "512M"                   # each of the sandbox's /tmp, /run, /dev/shm
 
+    [user]                           # user mode
+    landlock = true                  # confine the agent with Landlock where the kernel has it
+    readable = ["/opt/tools"]        # more trees the agent may read (Landlock file rules)
+
     [unsafe]                         # only in unsafe mode
     accepted_by = "root (uid 0)"
     accepted_at = "2026-11-30T04:00:00+00:00"
@@ -88,6 +92,9 @@ class LauncherConfig:
     base_url_port: BaseUrlPort = field(default=BaseUrlPort.AUTO, compare=False)
     claude_version: str | None = None
     unsafe: UnsafeAcceptance | None = None
+    # [user]: Landlock for user mode (sandbox_setup.policy.landlock); default on.
+    user_landlock: bool = True
+    user_readable: tuple[PurePosixPath, ...] = ()
     schema: int = SCHEMA
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
 
@@ -210,11 +217,22 @@ def parse_launcher_config(text: str, source: str = "launcher.toml") -> LauncherC
             accepted_at=_require(unsafe_table, "accepted_at", str, "unsafe.", source),
             statement=_require(unsafe_table, "statement", str, "unsafe.", source),
         )
+    user = data.get("user", {})
+    if not isinstance(user, dict):
+        raise InputError(f"{source}: 'user' must be a table")
+    user_landlock = user.get("landlock", True)
+    if not isinstance(user_landlock, bool):
+        raise InputError(f"{source}: key 'user.landlock' must be true or false")
+    user_readable = tuple(
+        absolute_path(p, "user.readable", source)
+        for p in _strings(user, "readable", "user.", source)
+    )
     version = data.get("claude_version")
     if version is not None and not isinstance(version, str):
         raise InputError(f"{source}: key 'claude_version' must be a string")
     known = {
-        "schema", "mode", "claude", "claude_version", "agent", "sandbox", "unsafe", "env", "limits"
+        "schema", "mode", "claude", "claude_version", "agent", "sandbox", "unsafe", "env", "limits",
+        "user",
     }  # fmt: skip
     return LauncherConfig(
         mode=mode,
@@ -231,6 +249,8 @@ def parse_launcher_config(text: str, source: str = "launcher.toml") -> LauncherC
         base_url_port=base_url_port,
         claude_version=version,
         unsafe=unsafe,
+        user_landlock=user_landlock,
+        user_readable=user_readable,
         schema=schema,
         extra={k: v for k, v in data.items() if k not in known},
     )
@@ -357,6 +377,8 @@ def render_launcher_config(
         doc["limits"] = limits
     for key, value in config.limits.to_table().items():
         limits[key] = value
+    # [user] is the operator's (landlock, readable): no answer sets it, so a rewrite
+    # keeps the table as it is, with any other keys in it.
     if config.unsafe is not None:
         unsafe = doc.get("unsafe")
         if not isinstance(unsafe, dict):

@@ -41,6 +41,43 @@ for line in open("/proc/self/status"):
 """
 
 
+# landlock.abi: the ABI level (landlock_create_ruleset(NULL, 0, VERSION)), then a real
+# ruleset (handling file reads, allowing /) applied with no_new_privs: a container's
+# seccomp profile or LSM that refuses any of the three syscalls shows here. Prints
+# "abi N" and "restricted", or "error STEP ERRNO".
+LANDLOCK_SCRIPT = r"""
+import ctypes, errno, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+def fail(step):
+    code = ctypes.get_errno()
+    print("error", step, errno.errorcode.get(code, code))
+    sys.exit(0)
+abi = libc.syscall(444, None, ctypes.c_size_t(0), ctypes.c_uint32(1))
+if abi < 0:
+    fail("create_ruleset(VERSION)")
+print("abi", abi)
+attr = ctypes.c_uint64 * 3
+ruleset = libc.syscall(444, ctypes.byref(attr(4, 0, 0)), ctypes.c_size_t(24), ctypes.c_uint32(0))
+if ruleset < 0:
+    fail("create_ruleset")
+class Beneath(ctypes.Structure):
+    _pack_ = 1
+    _fields_ = [("access", ctypes.c_uint64), ("fd", ctypes.c_int32)]
+if libc.syscall(445, ruleset, 1, ctypes.byref(Beneath(4, os.open("/", os.O_PATH))), 0) < 0:
+    fail("add_rule")
+if libc.prctl(38, 1, 0, 0, 0) != 0:
+    fail("prctl(PR_SET_NO_NEW_PRIVS)")
+if libc.syscall(446, ruleset, ctypes.c_uint32(0)) < 0:
+    fail("restrict_self")
+print("restricted")
+"""
+
+
+def landlock_command() -> tuple[str, ...]:
+    return (python_for_probes(), "-I", "-S", "-c", LANDLOCK_SCRIPT)
+
+
 def python_for_probes() -> str:
     # The real interpreter, not a venv symlink under a home the agent can't enter.
     return os.path.realpath(sys.executable)
@@ -89,5 +126,6 @@ def first_experiments() -> dict[str, tuple[str, ...]]:
         "proc.fresh_mount": FRESH_PROC_PROBE,
         "bwrap.sandbox": SANDBOX_PROBE,
         "seccomp.available": seccomp_command(),
+        "landlock.abi": landlock_command(),
         "net.egress": NETNS_PROBE,
     }

@@ -81,5 +81,19 @@ def recommend(
     return Recommendation(
         Mode.USER,
         f"no verified sandbox {who} ({why}); {user}, and Claude Code's root guard never "
-        f"fires for it. " + UNSAFE_NOTE,
+        f"fires for it.{landlock_note(by_id)} " + UNSAFE_NOTE,
+    )
+
+
+def landlock_note(by_id: dict[str, Finding]) -> str:
+    """What Landlock adds to user mode here (landlock.abi), as a sentence; empty without it."""
+    finding = by_id.get("landlock.abi")
+    if finding is None or finding.status is not Status.PASS:
+        return ""
+    userns = by_id.get("userns.create")
+    refused = userns is not None and userns.status is Status.FAIL
+    where = "user namespaces are refused here, so " if refused else ""
+    return (
+        f" {where}User mode with Landlock: {finding.summary} (the launcher confines the "
+        "agent before Claude starts; files too where Claude's own sandbox cannot run)."
     )

@@ -12,6 +12,7 @@ from sandbox_setup.checks import (
     claude_guard,
     container,
     identity,
+    landlock,
     net,
     proc,
     seccomp,
@@ -59,6 +60,12 @@ CHECKS: tuple[Check, ...] = (
         bwrap.check_bwrap_nested_weak,
     ),
     Check("seccomp.available", "seccomp filters can be installed", True, seccomp.check_seccomp),
+    Check(
+        "landlock.abi",
+        "Landlock for the agent (files, TCP ports, scopes)",
+        True,
+        landlock.check_landlock,
+    ),
     Check("tty.tiocsti", "TIOCSTI terminal injection", False, tty.check_tiocsti),
     Check(
         "cgroup.delegation",

@@ -6,13 +6,17 @@ The words are the policy's (:func:`sandbox_setup.policy.network.describe_network
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 
 from sandbox_setup.base import remedies
 from sandbox_setup.base.choices import Mode, Network
 from sandbox_setup.base.errors import RefusedError
 from sandbox_setup.checks.model import Report, Status
+from sandbox_setup.policy.landlock import user_walls
 from sandbox_setup.policy.network import describe_network
+
+LANDLOCK_CHECK = "landlock.abi"
 
 EGRESS_CHECK = "net.egress"
 
@@ -50,3 +54,27 @@ def plan_network(
     # The ANTHROPIC_BASE_URL note is the policy's (sandbox_setup.policy.environment.
     # loopback_port_hint), added by the plan: one rule, and never the URL (a token).
     return lines, []
+
+
+def landlock_abi(report: Report) -> int | None:
+    """The Landlock ABI landlock.abi found for the agent (0: none), None: not probed."""
+    finding = report.get(LANDLOCK_CHECK)
+    if finding is None or finding.status is Status.ERROR:
+        return None
+    if finding.status is not Status.PASS:
+        return 0
+    match = re.match(r"Landlock ABI (\d+)", finding.summary)
+    return int(match.group(1)) if match else None
+
+
+def user_mode_lines(report: Report, inner_sandbox_on: bool) -> list[str]:
+    """What confines a user-mode agent on this host, wall by wall (Landlock on, the
+    default; the operator turns it off with ``[user] landlock = false``)."""
+    abi = landlock_abi(report)
+    if abi is None:
+        return [
+            *describe_network(Network.HOST, (), ()),
+            f"Landlock: not probed ({LANDLOCK_CHECK}); the launcher applies what the kernel "
+            "offers at each launch",
+        ]
+    return user_walls(abi, True, inner_sandbox_on).describe(inner_sandbox_on)

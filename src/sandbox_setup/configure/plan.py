@@ -60,7 +60,7 @@ from sandbox_setup.configure.git_protect import protected_git_actions
 from sandbox_setup.configure.inner_sandbox import check_sandbox_deps, sandbox_keys
 from sandbox_setup.configure.ledger import SetupRecord
 from sandbox_setup.configure.login_routes import login_route_actions
-from sandbox_setup.configure.network_plan import check_egress, plan_network
+from sandbox_setup.configure.network_plan import check_egress, plan_network, user_mode_lines
 from sandbox_setup.configure.settings import merge_settings
 from sandbox_setup.policy.accounts import workspace_group
 from sandbox_setup.policy.environment import loopback_port_hint, passed_names
@@ -483,6 +483,8 @@ def build_plan(report: Report, answers: Answers, layout: Layout, source: str = "
     network_lines, network_notes = plan_network(
         answers.mode, network, answers.allowed_domains, answers.loopback_ports, os.environ
     )
+    if answers.mode is Mode.USER:
+        network_lines = user_mode_lines(report, inner is not InnerSandbox.OFF)
     return Plan(resolved, layout, config, actions, notes + network_notes, network_lines)
 
 

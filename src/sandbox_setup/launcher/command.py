@@ -7,17 +7,34 @@ table-tested and printed by ``--dry-run``.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 
 from sandbox_setup.base.choices import Network
 from sandbox_setup.base.errors import RefusedError
 from sandbox_setup.base.launcher_config import LauncherConfig, UnsafeAcceptance
 from sandbox_setup.base.limits import size_bytes
-from sandbox_setup.launcher.egress.network import network_env, network_notes, network_notice
-from sandbox_setup.policy.environment import SANDBOX_CLAIMS, select_passed
+from sandbox_setup.launcher.egress.network import (
+    PROXY_ENV,
+    network_env,
+    network_notes,
+    network_notice,
+)
+from sandbox_setup.launcher.landlock_gate import (
+    BASE_URL_PORT,
+    PROXY_PORT,
+    LandlockPlan,
+    helper_argv,
+)
+from sandbox_setup.policy.environment import (
+    BASE_URL,
+    SANDBOX_CLAIMS,
+    loopback_endpoint,
+    select_passed,
+)
 from sandbox_setup.policy.system_dirs import bind_conflict
 from sandbox_setup.policy.unsafe import ACCEPTANCE_KEYS, acceptance_problem
 
@@ -106,6 +123,9 @@ class Launch:
     # never printed. ``notice`` is the launch's one stderr line (sandbox_setup.launcher.notice).
     passed: tuple[str, ...] = ()
     notice: str | None = None
+    # User mode confined by Landlock: what the session's helper applies and the runner
+    # verifies before release (sandbox_setup.launcher.landlock_gate); None: no Landlock.
+    landlock: LandlockPlan | None = None
 
 
 def gather_host_facts(root: Path = Path("/"), binds: Sequence[PurePosixPath] = ()) -> HostFacts:
@@ -390,8 +410,13 @@ def user_launch(
     switch_user: bool,
     new_session: bool = True,
     workdir: str | None = None,
+    landlock: LandlockPlan | None = None,
 ) -> Launch:
     """setpriv to the agent with a clean environment and no_new_privs, in the workspace.
+
+    ``landlock``: the walls the session gets (:mod:`sandbox_setup.policy.landlock`): the
+    Landlock helper goes before Claude; with the network wall, the session's egress
+    proxy is Claude's only way out (its port, ``{proxy-port}`` here, is known at start).
 
     ``new_session`` (pass ``HostFacts.legacy_tiocsti``): run it in its own
     session so it cannot inject keystrokes into the operator's terminal.
@@ -403,17 +428,107 @@ def user_launch(
     env["USER"] = env["LOGNAME"] = agent.name
     cwd = workdir or (str(config.workspaces[0]) if config.workspaces else str(agent.home))
     notes: tuple[str, ...] = env_notes
+    confine: list[str] = []
+    if landlock is not None:
+        landlock = _with_base_url_port(landlock, env, passed)
+        confine = helper_argv(landlock)
+        notes += tuple(landlock.walls.describe(config.inner_sandbox != "off"))
+        if landlock.proxy:
+            proxy = f"http://127.0.0.1:{PROXY_PORT}"
+            env.update(dict.fromkeys(PROXY_ENV, proxy))
+            env["NO_PROXY"] = env["no_proxy"] = "localhost,127.0.0.1,::1"
+            # The session's proxy replaces any the caller passed: it is no secret of theirs.
+            ours = {*PROXY_ENV, "NO_PROXY", "no_proxy"}
+            passed = tuple(name for name in passed if name not in ours)
+            if config.inner_sandbox != "off":
+                # Claude's Bash sandbox would start proxies of its own on loopback ports
+                # the agent may not connect to: its commands use this session's instead.
+                claude_args, note = with_proxy_settings(claude_args)
+                notes += (note,)
+            notes += (
+                "the egress proxy (the allowlist: Claude's endpoints and "
+                "sandbox.allowed_domains) listens on an ephemeral port of 127.0.0.1 chosen at "
+                f"start ({PROXY_PORT}), runs as the agent, and is probed before Claude starts",
+            )
+        notes += (
+            "Landlock is applied by the session's helper before Claude starts and verified "
+            "from outside (a probe in the same domain must fail to reach the launcher's "
+            "canaries); anything else refuses the launch",
+        )
     if new_session:
         notes += (SETSID_NOTE,)
     return Launch(
-        argv=(*argv, claude, *claude_args),
+        argv=(*argv, *confine, claude, *claude_args),
         env=env,
         cwd=cwd,
         supervised=False,
         new_session=new_session,
         notes=notes,
         passed=passed,
+        landlock=landlock,
     )
+
+
+def with_proxy_settings(claude_args: Sequence[str]) -> tuple[list[str], str]:
+    """Claude's arguments with its Bash sandbox's proxy ports set to the session proxy's
+    (:data:`PROXY_PORT`), and a note. Claude Code reads only its last ``--settings``:
+    one the caller gave inline (JSON) gets the two keys merged in; none, one of ours
+    goes first; a settings *file* of the caller's is left as it is, and the note says
+    what that costs (its Bash sandbox then starts proxies Landlock refuses)."""
+    args = list(claude_args)
+    end = args.index("--") if "--" in args else len(args)
+    last = None
+    for index in range(end):
+        if args[index] == "--settings" and index + 1 < end:
+            last = index + 1
+        elif args[index].startswith("--settings="):
+            last = index
+    ports = {"httpProxyPort": PROXY_PORT, "socksProxyPort": PROXY_PORT}
+    note = (
+        "Claude Code's Bash sandbox uses the session's proxy (sandbox.network.httpProxyPort "
+        "and socksProxyPort through --settings): proxies of its own would listen on "
+        "ports Landlock refuses"
+    )
+    if last is None:
+        return ["--settings", _settings_json({"sandbox": {"network": ports}}), *args], note
+    value = args[last]
+    prefix = "--settings=" if value.startswith("--settings=") else ""
+    try:
+        given = json.loads(value.removeprefix(prefix))
+    except ValueError:
+        given = None
+    if not isinstance(given, dict):
+        return args, (
+            "your --settings names a file: Claude Code's Bash sandbox is not told the "
+            "session's proxy, and its own proxies cannot listen under Landlock; give "
+            "--settings inline (JSON) or set [user] landlock = false"
+        )
+    sandbox = given.setdefault("sandbox", {})
+    if not isinstance(sandbox, dict):
+        sandbox = given["sandbox"] = {}
+    network = sandbox.setdefault("network", {})
+    if not isinstance(network, dict):
+        network = sandbox["network"] = {}
+    network.update(ports)
+    args[last] = prefix + _settings_json(given)
+    return args, note + " (merged into your inline --settings)"
+
+
+def _settings_json(data: object) -> str:
+    # The port is known when the session starts: a number in place of its placeholder.
+    return json.dumps(data).replace(f'"{PROXY_PORT}"', PROXY_PORT)
+
+
+def _with_base_url_port(
+    plan: LandlockPlan, env: Mapping[str, str], passed: Sequence[str]
+) -> LandlockPlan:
+    """A loopback ``ANTHROPIC_BASE_URL`` that was passed: its port may be connected to
+    (as the sandbox's ``base_url_port = "auto"`` exposes it). The port stands in argv
+    as :data:`BASE_URL_PORT` (the URL is the caller's, never printed)."""
+    endpoint = loopback_endpoint(env.get(BASE_URL, "")) if BASE_URL in passed else None
+    if endpoint is None or not plan.walls.network:
+        return plan
+    return replace(plan, connect=(*plan.connect, BASE_URL_PORT), base_url_port=endpoint[1])
 
 
 def unsafe_launch(

@@ -28,10 +28,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sandbox_setup.base.accounts import lookup_user
-from sandbox_setup.base.choices import Mode, Network
+from sandbox_setup.base.choices import InnerSandbox, Mode, Network
 from sandbox_setup.base.crashlog import report_crash
 from sandbox_setup.base.errors import InputError, RefusedError, SetupError
 from sandbox_setup.base.exitcodes import ExitCode
+from sandbox_setup.base.landlock import abi_version
 from sandbox_setup.base.launcher_config import LauncherConfig, parse_launcher_config
 from sandbox_setup.base.paths import Layout
 from sandbox_setup.base.printable import printable_lines
@@ -47,7 +48,8 @@ from sandbox_setup.launcher.command import (
 )
 from sandbox_setup.launcher.containment import Containment, contain
 from sandbox_setup.launcher.egress.network import is_allowlist, state_dir
-from sandbox_setup.launcher.notice import config_notice
+from sandbox_setup.launcher.landlock_gate import PROXY_PORT, LandlockPlan
+from sandbox_setup.launcher.notice import config_notice, network_policy
 from sandbox_setup.launcher.seams import REAL, LaunchSeams
 from sandbox_setup.launcher.session.cgroup import EarlySessionCgroup
 from sandbox_setup.launcher.session.runner import run_session, session_end_hooks
@@ -67,6 +69,7 @@ from sandbox_setup.policy.environment import (
     loopback_port_hint,
     select_passed,
 )
+from sandbox_setup.policy.landlock import user_trees, user_walls
 from sandbox_setup.policy.limits import over_maximum
 from sandbox_setup.policy.names import user_name_problem
 from sandbox_setup.policy.trust import check_trusted_file
@@ -311,7 +314,8 @@ def _separate_launch(
             launch = replace(launch, warning="\n".join(warnings))
         return launch
     setpriv = find_trusted_tool("setpriv", owners, path_env)
-    return user_launch(
+    abi = abi_version()
+    launch = user_launch(
         config,
         agent,
         str(claude),
@@ -320,7 +324,57 @@ def _separate_launch(
         claude_args,
         switch_user=uid == 0,
         workdir=workdir.path,
+        landlock=landlock_plan(config, agent, claude, abi, owners, path_env),
     )
+    if launch.landlock is not None:
+        return launch
+    if not config.user_landlock:
+        note = "Landlock is off ([user] landlock = false): the agent account's own limits only"
+        return replace(launch, notes=(*launch.notes, note))
+    what = (
+        "this kernel has no Landlock"
+        if abi < 1
+        else f"Landlock ABI {abi} has no TCP rules (ABI 4), and file rules would forbid the "
+        "mounts Claude's own sandbox needs"
+    )
+    warning = (
+        f"sandbox-launch: note: {what}: the agent reads what its account may and reaches "
+        "the host's network, loopback services included"
+    )
+    return replace(launch, warning=warning, notes=(*launch.notes, warning.split(": ", 2)[2]))
+
+
+def landlock_plan(
+    config: LauncherConfig,
+    agent: Agent,
+    claude: Path,
+    abi: int,
+    owners: frozenset[int],
+    path_env: str | None,
+) -> LandlockPlan | None:
+    """User mode's Landlock here (``abi``: what the kernel offers the launcher, which the
+    agent's helper then applies and reports); None when off or not available."""
+    walls = user_walls(abi, config.user_landlock, config.inner_sandbox != InnerSandbox.OFF)
+    if not walls.any:
+        return None
+    read, write = user_trees(
+        config.agent_home,
+        config.workspaces,
+        str(claude),
+        os.path.realpath(claude),
+        readable=[str(p) for p in config.user_readable],
+    )
+    connect = (PROXY_PORT, *map(str, dict.fromkeys(config.loopback_ports)))
+    # The system's python3 (trusted like every tool): the agent can run it, where the
+    # launcher's own interpreter may sit in root's home.
+    python = str(find_trusted_tool("python3", owners, path_env))
+    return LandlockPlan(walls, read, write, connect, proxy=walls.network, python=python)
+
+
+def _has_proxy(launch: Launch, config: LauncherConfig) -> bool:
+    if launch.supervised:
+        return is_allowlist(config)
+    return launch.landlock is not None and launch.landlock.proxy
 
 
 def _with_notice(
@@ -339,6 +393,18 @@ def _with_notice(
     notice = config_notice(
         config, agent, workdir, launch.passed, exposed=exposed, dropped=dropped, refused=refused
     )
+    if launch.landlock is not None:
+        walls = launch.landlock.walls
+        if walls.network:
+            # Landlock made the host's network the allowlist's (sandbox_setup.policy.landlock).
+            allowed = " + ".join(("Claude Code's endpoints", *config.allowed_domains))
+            notice = notice.replace(
+                network_policy(config.mode, config.network),
+                f"network allowlist through the session's proxy ({allowed}; Landlock)",
+            )
+        shown = [n for n, on in (("files", walls.files), ("network", walls.network),
+                                 ("scope", walls.scope)) if on]  # fmt: skip
+        notice += f"; Landlock ABI {walls.abi}: {', '.join(shown)}"
     return replace(launch, notice=notice)
 
 
@@ -482,7 +548,7 @@ def _run_checked(
                 containment,
                 switch_user=uid == 0,
                 hooks=[*hooks, *session_end_hooks()],
-                network=config if launch.supervised and is_allowlist(config) else None,
+                network=config if _has_proxy(launch, config) else None,
                 quiet=options.quiet,
                 early_cgroup=early,
                 seams=seams,

@@ -31,7 +31,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import FrameType
 
 from sandbox_setup.base.errors import RefusedError
@@ -41,6 +41,13 @@ from sandbox_setup.base.processes import descendants, read_process
 from sandbox_setup.launcher.command import Agent, Launch
 from sandbox_setup.launcher.containment import Containment
 from sandbox_setup.launcher.egress.network import EgressSession, state_dir
+from sandbox_setup.launcher.egress.user_proxy import UserEgress
+from sandbox_setup.launcher.landlock_gate import (
+    BASE_URL_PORT,
+    PROXY_PORT,
+    LandlockGate,
+    substitute,
+)
 from sandbox_setup.launcher.seams import REAL, LaunchSeams
 from sandbox_setup.launcher.session.cgroup import (
     EarlySessionCgroup,
@@ -217,9 +224,45 @@ class _UserSession:
             self.child.kill()  # its first process; the rest dies with it (pdeathsig)
 
 
-def run_user_session(launch: Launch) -> tuple[int, str]:
+def run_user_session(
+    launch: Launch,
+    agent: Agent | None = None,
+    network: LauncherConfig | None = None,
+    seams: LaunchSeams = REAL,
+) -> tuple[int, str]:
     """Run the contained user-mode argv in a new session (on a relayed pty when the
-    operator is at a terminal); its exit status (128+N for signal N) and how it ended."""
+    operator is at a terminal); its exit status (128+N for signal N) and how it ended.
+
+    With ``launch.landlock``: the session's egress proxy first (``network``: the config,
+    when the plan has one), then the session, held at its Landlock helper until
+    :class:`~sandbox_setup.launcher.landlock_gate.LandlockGate` verified it."""
+    egress: UserEgress | None = None
+    gate: LandlockGate | None = None
+    try:
+        if launch.landlock is not None:
+            assert agent is not None
+            table: dict[str, str] = {}
+            if launch.landlock.base_url_port is not None:
+                table[BASE_URL_PORT] = str(launch.landlock.base_url_port)
+            if launch.landlock.proxy:
+                assert network is not None
+                egress = UserEgress.start(network, agent.uid, agent.gid, state_dir(),
+                                          resolver=seams.resolver,
+                                          after_drop=seams.after_proxy_drop)  # fmt: skip
+                table[PROXY_PORT] = str(egress.port)
+            gate = LandlockGate.open(launch.landlock, state_dir())
+            table.update(gate.fd_table())
+            env = {key: substitute([value], table)[0] for key, value in launch.env.items()}
+            launch = replace(launch, argv=tuple(substitute(launch.argv, table)), env=env)
+        return _run_user_session(launch, gate)
+    finally:
+        if gate is not None:
+            gate.close()
+        if egress is not None:
+            egress.close()
+
+
+def _run_user_session(launch: Launch, gate: LandlockGate | None) -> tuple[int, str]:
     relay = PtyRelay.for_stdio()
     stdio = relay.child_stdio() if relay is not None else (0, 1, 2)
     state = _UserSession(master=relay.master if relay is not None else None)
@@ -241,11 +284,16 @@ def run_user_session(launch: Launch) -> tuple[int, str]:
                 stderr=stdio[2],
                 start_new_session=True,
                 preexec_fn=_die_with_launcher,
+                pass_fds=gate.child_fds if gate is not None else (),
             )
         except OSError as exc:
             raise RefusedError(f"cannot start {launch.argv[0]}: {exc.strerror}") from None
         state.child = child
         try:
+            if gate is not None:
+                gate.after_start()
+                gate.verify()  # RefusedError: the session is killed below, nothing released
+                gate.release()
             if relay is not None:
                 relay.start()
                 while child.poll() is None:
@@ -374,7 +422,7 @@ def run_session(
                 terminal.restore()
             how = "exited"
         else:
-            code, how = run_user_session(launch)
+            code, how = run_user_session(launch, agent, network, seams)
     finally:
         # The session ended. Nothing of it may outlive this point. (After a pass that
         # left none, none can be: only the session's own processes could start more.)

@@ -1,0 +1,216 @@
+"""User mode's Landlock, launcher side: the helper's argv, and the gate that verifies it.
+
+The walls and trees are the policy's (:mod:`sandbox_setup.policy.landlock`); the helper
+that applies them to itself before exec'ing the session is
+:mod:`sandbox_setup.launcher.landlock_exec`. The launcher, before Claude is released:
+
+1. reads the helper's ``applied ...`` line: the ABI and the walls it enforced must be
+   the ones planned (a kernel that gave less is a refusal, not a silent downgrade);
+2. hands it three canaries only the domain's walls can keep it from: a TCP listener on
+   the host's loopback (network), an abstract unix socket (scope), a world-readable
+   file outside every allowed tree (files); a probe child in the same domain must get
+   EACCES / EPERM / EACCES, and, checked from outside, nothing may have reached the
+   listeners;
+3. writes ``release``; any failure, EOF or timeout kills the session and refuses
+   (exit 3), as the sandbox's gate does.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import secrets
+import select
+import shutil
+import socket
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from sandbox_setup.base.errors import RefusedError
+from sandbox_setup.launcher.landlock_exec import RELEASE
+from sandbox_setup.policy.landlock import Walls
+
+STATUS_FD = "{landlock-status-fd}"
+GATE_FD = "{landlock-gate-fd}"
+PROXY_PORT = "{proxy-port}"
+BASE_URL_PORT = "{base-url-port}"
+# The helper's script (helper_source(), some 300 lines) stands in argv as this until
+# the session starts: --dry-run and the golden files show the command, not the text.
+HELPER = "{landlock-helper}"
+VERIFY_TIMEOUT = 15.0
+
+
+@dataclass(frozen=True, slots=True)
+class LandlockPlan:
+    """What the session's helper applies (and the runner verifies)."""
+
+    walls: Walls
+    read: tuple[str, ...] = ()
+    write: tuple[str, ...] = ()
+    connect: tuple[str, ...] = ()  # ports; PROXY_PORT stands for the session proxy's
+    proxy: bool = False  # a user-mode egress proxy runs for the session
+    python: str = "/usr/bin/python3"  # the trusted interpreter that runs the helper
+    base_url_port: int | None = None  # a passed loopback ANTHROPIC_BASE_URL's (not shown)
+
+
+def helper_source() -> str:
+    """The helper as one script for ``python -I -S -c``: the binding, then the helper.
+
+    Given as text, not imported from the launcher's install: the agent runs it, and
+    may not read a package that lives in root's home (nor a venv's interpreter there).
+    """
+    here = Path(__file__).resolve().parent
+    binding = (here.parent / "base" / "landlock.py").read_text()
+    helper = (here / "landlock_exec.py").read_text()
+    drop = ("from __future__ import annotations", "from sandbox_setup.base.landlock import")
+    kept = [line for line in helper.splitlines() if not line.startswith(drop)]
+    return binding + "\n" + "\n".join(kept) + "\n"
+
+
+def helper_argv(plan: LandlockPlan) -> list[str]:
+    """``python3 -I -S -c HELPER OPTIONS --``: the session's argv goes after it."""
+    argv = [plan.python, "-I", "-S", "-c", HELPER]
+    argv += ["--status-fd", STATUS_FD, "--gate-fd", GATE_FD]
+    if plan.walls.files:
+        argv.append("--files")
+        for path in plan.read:
+            argv += ["--read", path]
+        for path in plan.write:
+            argv += ["--write", path]
+    if plan.walls.network:
+        argv.append("--network")
+        for port in plan.connect:
+            argv += ["--connect", port]
+    if plan.walls.scope:
+        argv.append("--scope")
+    return [*argv, "--"]
+
+
+def substitute(values: Sequence[str], table: Mapping[str, str]) -> list[str]:
+    """``values`` with the placeholders of ``table`` replaced; :data:`HELPER`, an
+    argument of its own, becomes :func:`helper_source`."""
+    out = []
+    for value in values:
+        if value == HELPER:
+            out.append(helper_source())
+            continue
+        for key, real in table.items():
+            value = value.replace(key, real)
+        out.append(value)
+    return out
+
+
+class LandlockGate:
+    """One session's verification (see the module docstring)."""
+
+    def __init__(self, plan: LandlockPlan, canary_dir: Path) -> None:
+        self.plan = plan
+        self.status_r, self.status_w = os.pipe()
+        self.gate_r, self.gate_w = os.pipe()
+        self.tcp = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.tcp.bind(("127.0.0.1", 0))
+        self.tcp.listen(4)
+        self.tcp.setblocking(False)
+        self.abstract_name = f"sandbox-launch-canary-{os.getpid()}-{secrets.token_hex(6)}"
+        self.abstract = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.abstract.bind("\0" + self.abstract_name)
+        self.abstract.listen(4)
+        self.abstract.setblocking(False)
+        self.canary_dir: str | None = None
+        self.canary_file = "-"
+        if plan.walls.files:
+            # World-readable, outside every allowed tree: only the files wall hides it.
+            self.canary_dir = tempfile.mkdtemp(prefix="sandbox-launch-canary-", dir=canary_dir)
+            os.chmod(self.canary_dir, 0o755)
+            self.canary_file = os.path.join(self.canary_dir, "canary")
+            with open(self.canary_file, "w") as stream:
+                stream.write("canary\n")
+            os.chmod(self.canary_file, 0o644)
+
+    @classmethod
+    def open(cls, plan: LandlockPlan, state: Path) -> LandlockGate:
+        # /run for root (no agent tree is there); the operator's state dir otherwise
+        # (the agent is the operator's own uid then, so only Landlock hides it).
+        where = Path("/run") if os.geteuid() == 0 and os.access("/run", os.W_OK) else state
+        where.mkdir(parents=True, exist_ok=True)
+        return cls(plan, where)
+
+    @property
+    def child_fds(self) -> tuple[int, int]:
+        return self.status_w, self.gate_r
+
+    def fd_table(self) -> dict[str, str]:
+        return {STATUS_FD: str(self.status_w), GATE_FD: str(self.gate_r)}
+
+    def after_start(self) -> None:
+        """In the launcher, once the child holds its ends."""
+        for fd in self.child_fds:
+            os.close(fd)
+        self.status_w = self.gate_r = -1
+
+    def _read_line(self, deadline: float) -> str:
+        data = b""
+        while not data.endswith(b"\n"):
+            left = deadline - time.monotonic()
+            readable, _, _ = select.select([self.status_r], [], [], max(left, 0))
+            if not readable:
+                raise RefusedError("Landlock: the session's helper did not report in time")
+            chunk = os.read(self.status_r, 256)
+            if not chunk:
+                break
+            data += chunk
+        return data.decode(errors="replace").strip()
+
+    def verify(self, timeout: float = VERIFY_TIMEOUT) -> str:
+        """Everything in the module docstring before the release; the applied line."""
+        deadline = time.monotonic() + timeout
+        applied = self._read_line(deadline)
+        walls = self.plan.walls
+        want = (f"applied abi={walls.abi} files={int(walls.files)} "
+                f"network={int(walls.network)} scope={int(walls.scope)}")  # fmt: skip
+        if applied != want:
+            said = applied or "nothing (it ended: the launcher's interpreter or package may "
+            said += "" if applied else "not be readable by the agent)"
+            raise RefusedError(f"Landlock: the session's helper said {said!r}, not {want!r}")
+        port = str(self.tcp.getsockname()[1]) if walls.network else "-"
+        name = self.abstract_name if walls.scope else "-"
+        os.write(self.gate_w, f"probe {port} {name} {self.canary_file}\n".encode())
+        probed = self._read_line(deadline)
+        expected = {
+            "connect": "EACCES" if walls.network else "-",
+            "abstract": "EPERM" if walls.scope else "-",
+            "file": "EACCES" if walls.files else "-",
+        }
+        got = dict(word.partition("=")[::2] for word in probed.removeprefix("probed ").split())
+        if not probed.startswith("probed ") or got != expected:
+            raise RefusedError(
+                f"Landlock: a probe in the session's domain got {json.dumps(got)}, "
+                f"expected {json.dumps(expected)}"
+            )
+        for listener in (self.tcp, self.abstract):
+            try:
+                conn, _ = listener.accept()
+            except BlockingIOError:
+                continue
+            conn.close()
+            raise RefusedError("Landlock: a probe in the session's domain reached a canary")
+        return applied
+
+    def release(self) -> None:
+        os.write(self.gate_w, f"{RELEASE}\n".encode())
+
+    def close(self) -> None:
+        for fd in (self.status_r, self.status_w, self.gate_r, self.gate_w):
+            if fd >= 0:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+        self.status_r = self.status_w = self.gate_r = self.gate_w = -1
+        self.tcp.close()
+        self.abstract.close()
+        if self.canary_dir is not None:
+            shutil.rmtree(self.canary_dir, ignore_errors=True)
+            self.canary_dir = None

@@ -1,0 +1,146 @@
+"""User mode's Landlock walls: which ones apply on a host, and what they allow (pure).
+
+One rule decides the shape (issue 29): a process whose Landlock ruleset handles
+filesystem access may not ``mount(2)`` or ``pivot_root(2)``, nor may its children, so a
+filesystem ruleset breaks Claude Code's own bwrap sandbox ("Failed to make / slave").
+Hence:
+
+* **network** (ABI >= 4): TCP connect only to the session's egress proxy (and the
+  loopback ports the operator exposed, and a loopback ``ANTHROPIC_BASE_URL`` that was
+  passed); bind nothing. Everywhere it exists: it does not hinder bwrap.
+* **scope** (ABI >= 6): abstract unix sockets and signals stay inside the domain.
+  Everywhere it exists.
+* **files** (ABI >= 1): only where Claude's inner sandbox is off (``inner_sandbox =
+  "off"``, what the plan writes where user namespaces are refused): readable the system
+  trees and Claude's install, writable the workspaces, the agent's home and temp; other
+  homes, other ``/srv`` projects, ``/root``, ``/var/log`` are then unreachable. Where
+  the inner sandbox is on it confines files itself, and the walls say so.
+
+What Landlock cannot do (docs/threat-model.md): make ``.git/hooks`` read-only inside a
+writable workspace (rules only add access), filter UDP or DNS, hide a path's existence
+or a subpath of a readable tree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+
+from sandbox_setup.base.landlock import NETWORK_ABI, SCOPE_ABI
+
+# Readable (and executable): what programs need. /opt is not here: other software there
+# is not the agent's; Claude's own install is added wherever it is.
+SYSTEM_READABLE = (
+    "/usr", "/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32",
+    "/proc", "/sys",
+)  # fmt: skip
+# Writable besides the workspaces and the home: the shared temp directories (Landlock
+# cannot give the agent only its own files there; their modes still do), and the
+# devices a shell and a terminal program open.
+TEMP_WRITABLE = ("/tmp", "/var/tmp", "/dev/shm")
+DEVICES = (
+    "/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty",
+    "/dev/ptmx", "/dev/pts",
+)  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class Walls:
+    """Which Landlock walls a user-mode session gets here, and why not the others."""
+
+    abi: int
+    files: bool
+    network: bool
+    scope: bool
+
+    @property
+    def any(self) -> bool:
+        return self.files or self.network or self.scope
+
+    def describe(self, inner_sandbox_on: bool) -> list[str]:
+        """The plan's and ``--dry-run``'s lines: which wall confines what here."""
+        if self.abi < 1:
+            return ["Landlock: not available on this kernel: the agent is confined only by "
+                    "its account (files by their modes, the host's network)"]  # fmt: skip
+        lines = []
+        if self.files:
+            lines.append(
+                f"Landlock ABI {self.abi} files: readable only the system trees, Claude's "
+                "install and what [user] readable adds; writable only the workspaces, the "
+                "agent's home, /tmp, /var/tmp, /dev/shm (other homes, /srv projects, /root, "
+                "/var/log are unreadable)"
+            )
+        elif inner_sandbox_on:
+            lines.append(
+                "files: Claude Code's own bwrap sandbox confines its Bash commands; Landlock "
+                "has no file rules here (they would forbid the mounts that sandbox needs), "
+                "so Claude's own process reads what the agent account may"
+            )
+        else:
+            lines.append("files: no Landlock file rules (turned off): the account's modes only")
+        if self.network:
+            lines.append(
+                f"Landlock ABI {self.abi} network: TCP connect only to the session's egress "
+                "proxy (the allowlist) and the exposed loopback ports; no TCP bind. UDP and "
+                "DNS are not filtered"
+            )
+        else:
+            lines.append(
+                f"network: the host's (Landlock ABI {self.abi} < {NETWORK_ABI} has no TCP "
+                "rules): every service on the host's loopback is reachable"
+            )
+        if self.scope:
+            lines.append(
+                f"Landlock ABI {self.abi} scope: no signal to, and no abstract unix socket of, "
+                "a process outside the session"
+            )
+        else:
+            lines.append(f"scope: not limited (Landlock ABI {self.abi} < {SCOPE_ABI})")
+        lines.append(
+            "Landlock cannot: make .git/hooks read-only inside a writable workspace (the "
+            "end-of-session scan covers it), hide a subpath of a readable tree or that a "
+            "path exists, filter UDP or DNS"
+        )
+        return lines
+
+
+def user_walls(abi: int, enabled: bool, inner_sandbox_on: bool) -> Walls:
+    """The walls for a user-mode session: ``enabled`` is ``[user] landlock``."""
+    if not enabled or abi < 1:
+        return Walls(abi, False, False, False)
+    return Walls(
+        abi,
+        files=not inner_sandbox_on,
+        network=abi >= NETWORK_ABI,
+        scope=abi >= SCOPE_ABI,
+    )
+
+
+def claude_install_dirs(claude: str, real: str) -> tuple[str, ...]:
+    """Claude's install, wherever it is: the binary's real directory and, for an npm
+    install (``.../node_modules/@anthropic-ai/claude-code/cli.js``), the tree that
+    holds the outermost ``node_modules`` (its ``.bin`` link and its dependencies).
+    ``real``: where ``claude``'s symlinks lead."""
+    found = [str(PurePosixPath(claude).parent), str(PurePosixPath(real).parent)]
+    parts = PurePosixPath(real).parts
+    if "node_modules" in parts:
+        found.append(str(PurePosixPath(*parts[: parts.index("node_modules")])))
+    return tuple(dict.fromkeys(found))
+
+
+def user_trees(
+    agent_home: PurePosixPath | str,
+    workspaces: Sequence[PurePosixPath | str],
+    claude: str,
+    claude_real: str,
+    readable: Sequence[str] = (),
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """``(readable, writable)`` paths of the files wall; ``readable``: what the operator
+    added (``[user] readable``)."""
+    read = [*SYSTEM_READABLE, *claude_install_dirs(claude, claude_real), *readable]
+    write = [*map(str, workspaces), str(agent_home), *TEMP_WRITABLE, *DEVICES]
+    return tuple(dict.fromkeys(read)), tuple(dict.fromkeys(write))
+
+
+__all__ = ["Walls", "claude_install_dirs", "user_trees", "user_walls"]

@@ -1,0 +1,354 @@
+"""User mode confined by Landlock: real launches on this kernel (issue 29).
+
+A fake ``claude`` (python3, run by the real launcher as ``nobody`` through setpriv, the
+session's reaper and the Landlock helper) tries what the walls must stop and prints one
+JSON line. Each test has its twin: the same launch with ``[user] landlock = false``,
+where the same attempt succeeds, so the refusal is Landlock's and not the host's.
+"""
+
+from __future__ import annotations
+
+import http.server
+import json
+import os
+import shutil
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sandbox_setup.base import landlock
+from tests.integration.egress_world import (
+    ALLOWED_PATTERNS,
+    HOST_LOOPBACK_PORT,
+    HOST_SECRET,
+    WORLD_GREETING,
+    make_world,
+)
+from tests.launch_fixtures import (
+    LaunchTree,
+    last_json,
+    launch_tree,
+    launcher_env,
+    make_launch_tree,
+    run_launcher,
+)
+from tests.seams import LAUNCH_WITH_SEAMS
+from tests.tools import REPO, require_tool
+
+pytestmark = pytest.mark.integration
+
+ABI = landlock.abi_version()
+needs_net = pytest.mark.skipif(ABI < 4, reason=f"TCP rules need Landlock ABI 4 (kernel: {ABI})")
+needs_scope = pytest.mark.skipif(ABI < 6, reason=f"scopes need Landlock ABI 6 (kernel: {ABI})")
+
+ATTEMPTS = r"""#!/usr/bin/python3
+import errno, json, os, socket, sys
+def attempt(action):
+    try:
+        action()
+    except OSError as exc:
+        return errno.errorcode.get(exc.errno, str(exc.errno))
+    return "ok"
+def connect(port):
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
+        sock.sendall(b"GET / HTTP/1.0\r\n\r\n")
+        if b"loopback-secret" not in sock.recv(4096):
+            raise OSError(errno.EPROTO, "no secret")
+def write(directory):
+    path = os.path.join(directory, ".landlock-probe")
+    with open(path, "w") as stream:
+        stream.write("x")
+    os.unlink(path)
+def read(path):
+    with open(path) as stream:
+        stream.read()
+report = {{
+    "uid": os.getuid(),
+    "loopback": attempt(lambda: connect({port})),
+    "kill_init": attempt(lambda: os.kill(1, 0)),
+    "workspace": attempt(lambda: write({workspace!r})),
+    "home": attempt(lambda: write({home!r})),
+    "other_project": attempt(lambda: read({other_project!r})),
+    "other_home": attempt(lambda: read({other_home!r})),
+    "root": attempt(lambda: os.listdir("/root")),
+    "proxy_env": os.environ.get("HTTPS_PROXY"),
+    "args": sys.argv[1:],
+}}
+print(json.dumps(report))
+"""
+
+
+class _Secret(http.server.BaseHTTPRequestHandler):
+    def do_GET(self) -> None:
+        self.send_response(200)
+        self.end_headers()
+        self.wfile.write(b"loopback-secret\n")
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture(scope="module")
+def loopback_server() -> Iterator[int]:
+    """A service on the host's loopback that the agent's account could reach."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Secret)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield server.server_address[1]
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture(scope="module")
+def tree() -> Iterator[LaunchTree]:
+    yield from launch_tree()
+
+
+@pytest.fixture(scope="module")
+def srv_tree() -> Iterator[LaunchTree]:
+    """A launch tree under /srv (a temp dir of its own, removed after): its workspace
+    is one /srv project; its ``outside`` holds another, and another user's home."""
+    with make_launch_tree("/srv") as made:
+        yield made
+
+
+def _plant(tree: LaunchTree) -> tuple[Path, Path]:
+    other = tree.outside / "other-project" / "README"
+    bashrc = tree.outside / "home" / "ac-g-other" / ".bashrc"
+    for path in (other, bashrc):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.parent.chmod(0o755)
+        path.write_text("not the agent's\n")
+        path.chmod(0o644)
+    return other, bashrc
+
+
+def _launch(tree: LaunchTree, port: int, name: str, **config: Any) -> tuple[dict[str, Any], str]:
+    other, bashrc = _plant(tree)
+    script = ATTEMPTS.format(
+        port=port, workspace=str(tree.workspace), home=str(tree.home),
+        other_project=str(other), other_home=str(bashrc),
+    )  # fmt: skip
+    claude = tree.write_script(script, name=f"claude-{name}")
+    path = tree.write_config(claude, mode="user", name=f"{name}.toml", **config)
+    result = run_launcher(path, ["--print", "hi"])
+    assert result.returncode == 0, result.stderr
+    return last_json(result.stdout), result.stderr
+
+
+@pytest.fixture(scope="module")
+def confined(tree: LaunchTree, loopback_server: int) -> tuple[dict[str, Any], str]:
+    """The default: Landlock on; Claude's inner sandbox on (network and scope only)."""
+    return _launch(tree, loopback_server, "confined")
+
+
+@pytest.fixture(scope="module")
+def unconfined(tree: LaunchTree, loopback_server: int) -> tuple[dict[str, Any], str]:
+    """The twin: ``[user] landlock = false``."""
+    return _launch(tree, loopback_server, "unconfined", landlock=False)
+
+
+def test_the_twin_without_landlock_reaches_everything(
+    unconfined: tuple[dict[str, Any], str],
+) -> None:
+    report, _ = unconfined
+    assert report["uid"] == 65534
+    assert report["loopback"] == "ok"
+    assert report["kill_init"] == "ok"
+    assert report["other_project"] == report["other_home"] == "ok"
+    assert report["proxy_env"] is None
+
+
+@needs_net
+def test_user_mode_cannot_connect_to_a_loopback_service(
+    confined: tuple[dict[str, Any], str],
+) -> None:
+    report, _ = confined
+    assert report["uid"] == 65534
+    assert report["loopback"] == "EACCES"
+    # Its way out is the session's proxy, on a port chosen at start.
+    assert report["proxy_env"].startswith("http://127.0.0.1:")
+    assert "{proxy-port}" not in report["proxy_env"]
+
+
+@needs_scope
+def test_user_mode_cannot_signal_a_process_outside_its_domain(
+    confined: tuple[dict[str, Any], str],
+) -> None:
+    # pid 1 of the session's pid namespace is its reaper, the agent's own uid, outside
+    # the domain (the helper starts below it): kill -0 worked before Landlock.
+    assert confined[0]["kill_init"] == "EPERM"
+
+
+def test_workspace_and_home_stay_writable(
+    confined: tuple[dict[str, Any], str], unconfined: tuple[dict[str, Any], str]
+) -> None:
+    for report, _ in (confined, unconfined):
+        assert report["workspace"] == report["home"] == "ok", report
+
+
+def test_with_the_inner_sandbox_on_files_are_not_landlocked(
+    confined: tuple[dict[str, Any], str],
+) -> None:
+    # A files ruleset would forbid the mounts Claude's own bwrap sandbox needs: with it
+    # on, Landlock keeps to network and scope (and Claude's Bash sandbox gets the
+    # session's proxy as its own).
+    report, _ = confined
+    assert report["other_project"] == "ok"
+    assert report["args"][:1] == ["--settings"]
+    settings = json.loads(report["args"][1])
+    port = int(report["proxy_env"].rpartition(":")[2])
+    assert settings == {"sandbox": {"network": {"httpProxyPort": port, "socksProxyPort": port}}}
+    assert report["args"][2:] == ["--print", "hi"]
+
+
+@pytest.fixture(scope="module")
+def no_userns_shape(srv_tree: LaunchTree, loopback_server: int) -> Iterator[dict[str, Any]]:
+    """inner_sandbox "off": what the plan writes where user namespaces are refused."""
+    report, _ = _launch(srv_tree, loopback_server, "files", inner_sandbox="off")
+    yield report
+
+
+@pytest.fixture(scope="module")
+def no_userns_twin(srv_tree: LaunchTree, loopback_server: int) -> dict[str, Any]:
+    return _launch(srv_tree, loopback_server, "files-twin", inner_sandbox="off", landlock=False)[0]
+
+
+def test_without_the_inner_sandbox_other_projects_and_homes_are_unreadable(
+    no_userns_shape: dict[str, Any], no_userns_twin: dict[str, Any]
+) -> None:
+    assert no_userns_twin["other_project"] == no_userns_twin["other_home"] == "ok"
+    assert no_userns_shape["other_project"] == "EACCES"
+    assert no_userns_shape["other_home"] == "EACCES"
+    assert no_userns_shape["root"] == "EACCES"
+    assert no_userns_shape["workspace"] == no_userns_shape["home"] == "ok"
+    # No inner sandbox to hand the proxy to: Claude's args are the operator's.
+    assert no_userns_shape["args"] == ["--print", "hi"]
+
+
+def test_the_operator_adds_a_readable_tree(srv_tree: LaunchTree, loopback_server: int) -> None:
+    report, _ = _launch(
+        srv_tree, loopback_server, "readable", inner_sandbox="off",
+        readable=[str(srv_tree.outside / "other-project")],
+    )  # fmt: skip
+    assert report["other_project"] == "ok"
+    assert report["other_home"] == "EACCES"
+
+
+def test_dry_run_says_which_wall_confines_what(tree: LaunchTree) -> None:
+    claude = tree.write_script("#!/bin/sh\nexit 0\n", name="claude-dry")
+    for inner, files_line in (("strong", "Claude Code's own bwrap"), ("off", "files: readable")):
+        path = tree.write_config(claude, mode="user", name=f"dry-{inner}.toml",
+                                 inner_sandbox=inner)  # fmt: skip
+        result = run_launcher(path, dry_run=True)
+        assert result.returncode == 0, result.stderr
+        assert files_line in result.stdout
+        if ABI >= 4:
+            assert "TCP connect only to the session's egress proxy" in result.stdout
+
+
+def test_a_helper_that_cannot_run_refuses_the_launch(tree: LaunchTree) -> None:
+    # The agent cannot run the interpreter the helper needs: nothing starts unconfined.
+    hidden = tree.base / "hidden-bin"
+    hidden.mkdir(mode=0o700, exist_ok=True)
+    python = hidden / "python3"
+    shutil.copy2(os.path.realpath("/usr/bin/python3"), python)
+    claude = tree.write_script("#!/bin/sh\ntouch " + str(tree.workspace / "ran") + "\n",
+                               name="claude-never")  # fmt: skip
+    path = tree.write_config(claude, mode="user", name="hidden.toml")
+    env = {"PATH": f"{hidden}:/usr/bin:/bin"}
+    result = run_launcher(path, env=launcher_env(env))
+    assert result.returncode == 3, result.stderr
+    assert "Landlock" in result.stderr
+    assert not (tree.workspace / "ran").exists()
+
+
+# --- the egress proxy of a user-mode session, in a world of namespaces ---------------
+
+WORLD_ATTEMPTS = r"""#!/bin/sh
+attempt() {{ name=$1; shift; out=$("$@" 2>&1); printf '=== %s rc=%s\n%s\n' "$name" "$?" "$out"; }}
+here=$(readlink /proc/self/ns/net)
+if [ "$here" = "{real}" ]; then echo "in the real host network namespace" >&2; exit 99; fi
+attempt allowed curl -sS --max-time 8 --cacert {ca} https://allowed.test/hello.txt
+attempt denied curl -sS --max-time 8 --cacert {ca} https://denied.test/hello.txt
+attempt hidden_direct curl -sS --max-time 8 --noproxy '*' http://127.0.0.1:{hidden}/secret.txt
+"""
+
+
+def _world_attempts(world_tree: LaunchTree, world: Any, landlock_on: bool) -> dict[str, Any]:
+    from tests.integration.test_launch_network import REAL_HOST_NETNS, parse_attempts
+
+    ca = world_tree.bin / "ca.pem"
+    ca.write_bytes(world.ca.read_bytes())
+    ca.chmod(0o644)
+    script = WORLD_ATTEMPTS.format(real=REAL_HOST_NETNS, ca=ca, hidden=HOST_LOOPBACK_PORT)
+    name = "world-on" if landlock_on else "world-off"
+    claude = world_tree.write_script(script, name=f"claude-{name}")
+    config = world_tree.write_config(
+        claude, mode="user", allowed_domains=ALLOWED_PATTERNS, name=f"{name}.toml",
+        landlock=None if landlock_on else False,
+    )  # fmt: skip
+    launcher = subprocess.run(
+        ["ip", "netns", "exec", world.host_ns, sys.executable, str(LAUNCH_WITH_SEAMS),
+         f"--seam-resolve={world.resolve_map}", "--config", str(config), "--"],
+        env=launcher_env({"XDG_STATE_HOME": str(world_tree.base / "state")}), cwd=REPO,
+        capture_output=True, text=True, timeout=180, check=False,
+    )  # fmt: skip
+    assert launcher.returncode == 0, launcher.stderr
+    attempts = parse_attempts(launcher.stdout)
+    assert "allowed" in attempts, launcher.stdout + launcher.stderr
+    return attempts
+
+
+@pytest.fixture(scope="module")
+def world() -> Iterator[Any]:
+    for tool in ("ip", "openssl", "curl", "setpriv"):
+        require_tool(tool)
+    with make_world(prefix="lg") as made:
+        yield made
+
+
+@needs_net
+def test_the_session_proxy_lets_an_allowed_name_out_and_nothing_else(
+    tree: LaunchTree, world: Any
+) -> None:
+    on = _world_attempts(tree, world, landlock_on=True)
+    off = _world_attempts(tree, world, landlock_on=False)
+    # Through the session's proxy (HTTPS_PROXY, set by the launcher): the allowlist.
+    assert on["allowed"] == (0, WORLD_GREETING.rstrip("\n")), on
+    assert on["denied"][0] != 0, on
+    # Straight to a loopback service of the host: refused by Landlock, where without
+    # it the same account reads the secret.
+    assert off["hidden_direct"] == (0, HOST_SECRET), off
+    assert on["hidden_direct"][0] != 0 and HOST_SECRET not in on["hidden_direct"][1], on
+    log = (tree.base / "state" / "sandbox-setup" / "egress.log").read_text()
+    assert '"mode": "user"' in log and "allowed.test" in log
+
+
+@needs_net
+def test_a_non_root_operator_is_confined_too(tree: LaunchTree, loopback_server: int) -> None:
+    # The operator's own uid is the agent (nobody here, running the installed copy): the
+    # helper's canary file is in its state directory, the proxy runs as itself.
+    results = {}
+    for on in (True, False):
+        other, bashrc = _plant(tree)
+        script = ATTEMPTS.format(
+            port=loopback_server, workspace=str(tree.workspace), home=str(tree.home),
+            other_project=str(other), other_home=str(bashrc),
+        )  # fmt: skip
+        name = f"nonroot-{on}"
+        claude = tree.write_script(script, name=f"claude-{name}")
+        path = tree.write_config(claude, mode="user", name=f"{name}.toml",
+                                 landlock=None if on else False)  # fmt: skip
+        os.chown(path, 65534, 65534)
+        result = run_launcher(path, ["--print", "hi"], preexec_user=65534)
+        assert result.returncode == 0, result.stderr
+        results[on] = last_json(result.stdout)
+    assert results[False]["loopback"] == "ok"
+    assert results[True]["loopback"] == "EACCES"
+    assert results[True]["workspace"] == results[True]["home"] == "ok"

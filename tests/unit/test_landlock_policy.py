@@ -1,0 +1,141 @@
+"""User mode's Landlock walls and trees (policy), the [user] table, the settings merge."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from sandbox_setup.base.errors import InputError
+from sandbox_setup.base.launcher_config import parse_launcher_config, render_launcher_config
+from sandbox_setup.launcher.command import with_proxy_settings
+from sandbox_setup.launcher.landlock_exec import _parse
+from sandbox_setup.policy.landlock import claude_install_dirs, user_trees, user_walls
+
+BASE = """schema = 1
+mode = "user"
+claude = "/usr/local/bin/claude"
+[agent]
+user = "claude-agent"
+home = "/home/claude-agent"
+"""
+
+
+@pytest.mark.parametrize(
+    ("abi", "enabled", "inner_on", "walls"),
+    [
+        (7, True, True, (False, True, True)),  # bwrap must mount: no files rules
+        (7, True, False, (True, True, True)),  # no inner sandbox: files too
+        (5, True, False, (True, True, False)),
+        (3, True, False, (True, False, False)),  # below 4: the host's network
+        (3, True, True, (False, False, False)),
+        (7, False, False, (False, False, False)),  # [user] landlock = false
+        (0, True, False, (False, False, False)),  # no Landlock
+    ],
+)
+def test_walls(abi: int, enabled: bool, inner_on: bool, walls: tuple[bool, ...]) -> None:
+    got = user_walls(abi, enabled, inner_on)
+    assert (got.files, got.network, got.scope) == walls
+
+
+def test_the_plan_lines_say_which_wall_confines_what() -> None:
+    strong = "\n".join(user_walls(7, True, True).describe(True))
+    assert "Claude Code's own bwrap sandbox confines its Bash commands" in strong
+    assert "TCP connect only to the session's egress proxy" in strong
+    low = "\n".join(user_walls(3, True, False).describe(False))
+    assert "network: the host's" in low and "loopback is reachable" in low
+    assert "scope: not limited" in low
+    assert "not available" in user_walls(0, True, False).describe(False)[0]
+
+
+def test_trees() -> None:
+    read, write = user_trees(
+        "/home/a", ["/srv/p"], "/usr/local/bin/claude",
+        "/usr/local/lib/node_modules/@anthropic-ai/claude-code/cli.js", readable=["/opt/x"],
+    )  # fmt: skip
+    assert {"/usr", "/etc", "/usr/local/lib", "/opt/x"} <= set(read)
+    assert not {"/home", "/srv", "/root", "/var/log", "/opt", "/"} & set(read)
+    assert {"/srv/p", "/home/a", "/tmp", "/dev/null"} <= set(write)
+    assert not {"/home", "/srv", "/"} & set(write)
+    assert claude_install_dirs("/opt/npm/node_modules/.bin/claude",
+                               "/opt/npm/node_modules/pkg/cli.js")[-1] == "/opt/npm"  # fmt: skip
+
+
+def test_the_user_table_is_read_and_kept_on_rewrite() -> None:
+    config = parse_launcher_config(BASE)
+    assert config.user_landlock is True and config.user_readable == ()
+    text = BASE + '[user]\nlandlock = false  # mine\nreadable = ["/opt/tools"]\nother = 1\n'
+    config = parse_launcher_config(text)
+    assert config.user_landlock is False and [str(p) for p in config.user_readable] == [
+        "/opt/tools"
+    ]
+    rewritten = render_launcher_config(config, text)
+    assert "landlock = false  # mine" in rewritten and "other = 1" in rewritten
+    assert "[user]" not in render_launcher_config(parse_launcher_config(BASE))
+
+
+@pytest.mark.parametrize(
+    ("table", "key"),
+    [('landlock = "yes"', "user.landlock"), ('readable = ["rel"]', "user.readable")],
+)
+def test_a_bad_user_key_is_an_error_naming_it(table: str, key: str) -> None:
+    with pytest.raises(InputError, match=key):
+        parse_launcher_config(BASE + f"[user]\n{table}\n", "launcher.toml")
+
+
+def test_proxy_settings_go_first_or_into_the_callers_inline_settings() -> None:
+    args, note = with_proxy_settings(["--print", "hi"])
+    assert args[0] == "--settings" and args[2:] == ["--print", "hi"]
+    assert json.loads(args[1].replace("{proxy-port}", "9")) == {
+        "sandbox": {"network": {"httpProxyPort": 9, "socksProxyPort": 9}}
+    }
+    mine = json.dumps({"env": {"A": "1"}, "sandbox": {"network": {"allowedDomains": ["x"]}}})
+    args, note = with_proxy_settings(["--settings", mine, "--", "--settings", "prompt"])
+    merged = json.loads(args[1].replace("{proxy-port}", "9"))
+    assert merged["env"] == {"A": "1"}
+    assert merged["sandbox"]["network"] == {
+        "allowedDomains": ["x"], "httpProxyPort": 9, "socksProxyPort": 9,
+    }  # fmt: skip
+    assert args[2:] == ["--", "--settings", "prompt"] and "merged" in note
+    args, note = with_proxy_settings(["--settings=/root/s.json"])
+    assert args == ["--settings=/root/s.json"] and "names a file" in note
+
+
+def test_the_helper_parses_its_options() -> None:
+    status, gate, rules, command = _parse(
+        ["--status-fd", "5", "--gate-fd", "6", "--files", "--read", "/usr", "--write", "/w",
+         "--network", "--connect", "8080", "--scope", "--", "/bin/claude", "--x"]
+    )  # fmt: skip
+    assert (status, gate, command) == (5, 6, ["/bin/claude", "--x"])
+    assert rules.files and rules.network and rules.scope
+    assert rules.read == ("/usr",) and rules.write == ("/w",) and rules.connect_tcp == (8080,)
+    with pytest.raises(ValueError):
+        _parse(["--status-fd", "5", "--", "/bin/claude"])
+
+
+@pytest.mark.parametrize(
+    ("abi", "inner", "expected"),
+    [
+        (7, "strong", (False, True, True, True)),
+        (7, "off", (True, True, True, True)),
+        (3, "off", (True, False, False, False)),
+        (3, "strong", None),  # nothing useful: no plan, and the launch says why
+        (0, "off", None),
+    ],
+)
+def test_the_launchers_plan_per_abi(abi: int, inner: str, expected: object) -> None:
+    from pathlib import Path, PurePosixPath
+
+    from sandbox_setup.launcher.command import Agent
+    from sandbox_setup.launcher.main import landlock_plan
+
+    config = parse_launcher_config(BASE + f'[sandbox]\ninner_sandbox = "{inner}"\n')
+    agent = Agent("claude-agent", 1001, 1001, PurePosixPath("/home/claude-agent"))
+    plan = landlock_plan(config, agent, Path("/usr/bin/true"), abi, frozenset({0}), "/usr/bin")
+    if expected is None:
+        assert plan is None
+        return
+    assert plan is not None
+    walls = plan.walls
+    assert (walls.files, walls.network, walls.scope, plan.proxy) == expected
+    assert plan.connect[0] == "{proxy-port}" and "python3" in plan.python
