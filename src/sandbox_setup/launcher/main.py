@@ -231,8 +231,10 @@ def build_launch(
     if program is not None:
         claude = _review_program(program, config, owners, path_env)
         # Nothing of the caller's environment: a review program needs no API key, and
-        # the agent's own config (a pager) would see whatever it is given.
-        config = replace(config, env_pass=())
+        # the agent's own config (a pager) would see whatever it is given. It is not
+        # Claude: no inner sandbox of its own to configure (no --settings added), and
+        # in user mode Landlock then confines its files too.
+        config = replace(config, env_pass=(), inner_sandbox=InnerSandbox.OFF)
     else:
         claude = check_trusted_file(config.claude, owners, "Claude binary")
     if not os.access(claude, os.X_OK):
