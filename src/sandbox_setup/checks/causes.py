@@ -15,15 +15,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from sandbox_setup.base.apparmor import manual_remedy
 from sandbox_setup.checks.facts import CAP_SETFCAP, HostFacts
 from sandbox_setup.checks.mounts import proc_covers, proc_locked_readonly, summarize_covers
 from sandbox_setup.checks.platform import seccomp_remedy, unmask_remedy
 from sandbox_setup.checks.probe import ProbeResult
-from sandbox_setup.policy.apparmor import manual_remedy
 
 SYSCTL_USERNS_PERSIST = "/etc/sysctl.d/90-sandbox-setup-userns.conf"
 
-# The profile (policy.apparmor), how --apparmor-bwrap-profile installs it, the same by
+# The profile (base.apparmor), how --apparmor-bwrap-profile installs it, the same by
 # hand, and the host-wide sysctl with what it weakens.
 APPARMOR_BWRAP_PROFILE = manual_remedy()
 

@@ -24,7 +24,8 @@ The file and profile are named :data:`PROFILE_NAME`, which no distribution ships
 loading it never replaces a distribution's ``bwrap`` profile. ``abi <abi/4.0>`` and
 ``userns,`` need AppArmor 4 (Ubuntu 24.04's parser); the restriction exists only
 where the kernel and AppArmor 4 mediate user namespaces, so the text is not made
-conditional. Pure: the plan and the audit render the same bytes from here.
+conditional. Pure, in base: the checks (remedies), the plan and the audit render the
+same bytes from here.
 """
 
 from __future__ import annotations
