@@ -55,6 +55,7 @@ _ANSWER_FLAGS = (
     "reuse_account",
     "include_private",
     "install_claude_shim",
+    "apparmor_bwrap_profile",
     "copy_login",
     "accept_unsafe_root",
 )
@@ -129,6 +130,7 @@ def answers_from_args(args: argparse.Namespace, layout: Layout) -> Answers:
         reuse_account=bool(args.reuse_account),
         include_private=bool(args.include_private),
         install_claude_shim=bool(args.install_claude_shim),
+        apparmor_bwrap_profile=bool(args.apparmor_bwrap_profile),
         copy_login=bool(args.copy_login),
         accept_unsafe_root=bool(args.accept_unsafe_root),
     )
