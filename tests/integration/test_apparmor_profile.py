@@ -103,6 +103,9 @@ def test_plan_apply_undo_and_audit_of_the_profile(root: Path, parser: tuple[Path
     st = profile.stat()
     assert (st.st_uid, st.st_mode & 0o7777) == (0, 0o644)
     assert calls(log) == [f"-r -W {profile}"], "loaded once, with the file it wrote"
+    # ... then re-probed live: what bwrap can do now (this host: no restriction).
+    assert f"re-probed after loading {PROFILE_FILE}: bwrap.sandbox pass" in done.stderr
+    assert f"re-probed after loading {PROFILE_FILE}: userns.policy pass" in done.stderr
     assert (
         "apparmor_bwrap_profile = true"
         in (root / "root/.config/sandbox-setup/answers.toml").read_text()
@@ -141,6 +144,7 @@ def test_under_root_without_a_stand_in_the_profile_is_written_never_loaded(
     assert done.returncode == 0, done.stderr
     assert (root / str(PROFILE_FILE).lstrip("/")).is_file()
     assert calls(log) == [], "under --root nothing loads the profile"
+    assert "re-probed" not in done.stderr, "nothing loaded, nothing re-probed"
     undone = run_cli("--undo", "--yes", "--root", str(root))
     assert undone.returncode == 0, undone.stdout + undone.stderr
     assert calls(log) == [] and not (root / str(PROFILE_FILE).lstrip("/")).exists()
