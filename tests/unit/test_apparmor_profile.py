@@ -47,13 +47,13 @@ DOCUMENTED = [  # Ubuntu's documented form, with this project's profile name
 ]
 
 
-def restricted_report(*, restricted: bool = True) -> Report:
+def restricted_report(*, restricted: bool = True, check: str = "userns.policy") -> Report:
     """What the probes report on Ubuntu 24.04 without a bwrap profile (the cause line
-    is what the checks write), or on a host without the restriction."""
+    is what the checks write, here on ``check``), or on a host without the restriction."""
     cause = "\ncause: apparmor-userns-restricted" if restricted else ""
     status = Status.FAIL if restricted else Status.PASS
     findings = [
-        Finding("userns.policy", "userns.policy", status, "policy", "sysctls" + cause),
+        Finding(check, check, status, "policy", "sysctls" + cause),
         *(
             Finding(cid, cid, Status.PASS, "ok")
             for cid in ("bwrap.sandbox", "bwrap.nested", "bwrap.nested_weak")
@@ -159,6 +159,10 @@ def test_the_restriction_found_and_not_requested_is_offered_in_a_note(layout: La
     quiet = build_plan(
         restricted_report(restricted=False), Answers(Mode.USER, workspaces=WS), layout
     )
+    assert not [n for n in quiet.notes if "--apparmor-bwrap-profile" in n]
+    # unshare stopped while a profile lets bwrap through: nothing to offer for bwrap
+    only_unshare = restricted_report(check="userns.create")
+    quiet = build_plan(only_unshare, Answers(Mode.USER, workspaces=WS), layout)
     assert not [n for n in quiet.notes if "--apparmor-bwrap-profile" in n]
 
 

@@ -53,8 +53,13 @@ RESTRICTED_CAUSE = "apparmor-userns-restricted"
 
 
 def restriction_found(report: Report) -> bool:
-    """Did a probe name Ubuntu's user-namespace restriction as what stops bwrap?"""
-    return any(cause_key(f) == RESTRICTED_CAUSE for f in report.findings)
+    """Did a probe name Ubuntu's user-namespace restriction as what stops bwrap?
+    ``userns.policy`` and the ``bwrap.*`` probes speak for bwrap; ``userns.create``
+    runs ``unshare``, which the restriction stops even where a profile lets bwrap through."""
+    return any(
+        cause_key(f) == RESTRICTED_CAUSE and (f.id == "userns.policy" or f.id.startswith("bwrap."))
+        for f in report.findings
+    )
 
 
 def find_parser(layout: Layout) -> str | None:
