@@ -181,3 +181,12 @@ def test_the_answers_record_the_request_and_replay_it() -> None:
     assert "apparmor_bwrap_profile" not in dump_answers(Answers(Mode.USER, workspaces=WS))
     with pytest.raises(InputError, match="apparmor_bwrap_profile"):
         parse_answers('mode = "user"\napparmor_bwrap_profile = "yes"\n')
+
+
+def test_a_wizard_run_from_saved_answers_keeps_the_request() -> None:
+    from sandbox_setup.tui.flow import draft_from_answers
+
+    saved = Answers(Mode.USER, workspaces=WS, apparmor_bwrap_profile=True)
+    assert draft_from_answers(saved).answers().apparmor_bwrap_profile
+    plain = Answers(Mode.USER, workspaces=WS)
+    assert not draft_from_answers(plain).answers().apparmor_bwrap_profile
