@@ -148,3 +148,18 @@ def test_under_root_without_a_stand_in_the_profile_is_written_never_loaded(
     undone = run_cli("--undo", "--yes", "--root", str(root))
     assert undone.returncode == 0, undone.stdout + undone.stderr
     assert calls(log) == [] and not (root / str(PROFILE_FILE).lstrip("/")).exists()
+
+
+def test_a_load_that_fails_rolls_the_apply_back(root: Path, tmp_path: Path) -> None:
+    """The parser refuses the profile: nothing of the apply is left, nothing to unload."""
+    refusing = tmp_path / "refusing/apparmor_parser"
+    refusing.parent.mkdir(mode=0o755)
+    log = tmp_path / "refusing.log"
+    refusing.write_text(RECORDER.format(log=log) + "echo 'parser says no' >&2\nexit 1\n")
+    refusing.chmod(0o755)
+    before = system_state(root)
+    done = with_seam(refusing, "--headless", "--root", str(root), *USER_MODE, "--yes")
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "parser says no" in done.stderr and "rolled back" in done.stderr
+    assert calls(log) == [f"-r -W {root}/etc/apparmor.d/sandbox-setup-bwrap"], "no -R"
+    assert system_state(root) == before

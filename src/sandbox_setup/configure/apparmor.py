@@ -188,7 +188,8 @@ def apparmor_actions(
         notes.append(
             f"{PROFILE_FILE}: {bwrap} may create user namespaces (nothing else changes for "
             "it, flags=(unconfined)); any local user can run bwrap, so any user can again get "
-            "a user namespace through it. After the apply: sandbox-setup --check "
-            "bwrap.sandbox"
+            "a user namespace through it. The apply loads it, then re-probes userns.policy "
+            "and bwrap.sandbox; where bwrap works now, plan again for sandbox mode or the "
+            "inner sandbox"
         )
     return [action]
