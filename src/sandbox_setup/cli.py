@@ -243,6 +243,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="route root's `claude` on PATH through sandbox-launch",
     )
     headless.add_argument(
+        "--apparmor-bwrap-profile",
+        action="store_true",
+        help="Ubuntu 23.10+: install and load an AppArmor profile that lets the probed bwrap "
+        "create user namespaces (/etc/apparmor.d/sandbox-setup-bwrap; --undo removes it)",
+    )
+    headless.add_argument(
         "--copy-login", action="store_true", help="copy your Claude login to the agent user"
     )
     headless.add_argument(

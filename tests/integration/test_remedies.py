@@ -34,6 +34,7 @@ NOT_REMEDIES = {
     "configure/claude_shim.py": "a comment inside the shim script",
     "policy/git_protected.py": "comments inside the protected git config",
     "policy/login_routes.py": "a comment inside the sshd drop-in",
+    "base/apparmor.py": "a comment inside the AppArmor profile",
 }
 
 

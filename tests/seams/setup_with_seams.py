@@ -10,6 +10,11 @@ real ``sandbox-setup``. Each seam stops a headless apply at a known point, print
 ``--seam-pause-in-write=NAME``
     inside the write of the file named NAME: its temp file is written and fsynced,
     the rename has not run.
+
+And one that stands in for a tool, so an apply under ``--root`` runs it:
+
+``--seam-apparmor-parser=PATH``
+    load the AppArmor profile with PATH (a stand-in ``apparmor_parser``), not nothing.
 """
 
 from __future__ import annotations
@@ -48,6 +53,7 @@ def pause_in_write(name: str) -> Callable[[Path], None]:
 def parse_seams(argv: Sequence[str]) -> tuple[ApplySeams, list[str]]:
     """The seams the leading ``--seam-...`` options ask for, and the other arguments."""
     after_change = before_rename = None
+    parser = None
     args = list(argv)
     while args and args[0].startswith("--seam-"):
         option, _, value = args.pop(0).partition("=")
@@ -55,9 +61,14 @@ def parse_seams(argv: Sequence[str]) -> tuple[ApplySeams, list[str]]:
             after_change = pause_after(int(value))
         elif option == "--seam-pause-in-write" and value:
             before_rename = pause_in_write(value)
+        elif option == "--seam-apparmor-parser" and value:
+            parser = value
         else:
             raise SystemExit(f"setup_with_seams: unknown seam {option!r}")
-    return ApplySeams(after_change=after_change, before_rename=before_rename), args
+    seams = ApplySeams(
+        after_change=after_change, before_rename=before_rename, apparmor_parser=parser
+    )
+    return seams, args
 
 
 if __name__ == "__main__":

@@ -123,7 +123,7 @@ CASES = [
         "none",
         False,
         "apparmor-userns-restricted",
-        ["/etc/apparmor.d/bwrap", "userns,"],
+        ["/etc/apparmor.d/sandbox-setup-bwrap", "userns,"],
     ),
     (
         "loopback without AppArmor",

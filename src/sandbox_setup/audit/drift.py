@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from sandbox_setup.configure.plan import Plan
 from sandbox_setup.configure.actions import WriteFile
 from sandbox_setup.configure.answers import Answers
+from sandbox_setup.configure.apparmor import APPARMOR_KIND
 from sandbox_setup.configure.git_protect import GIT_KINDS
 from sandbox_setup.configure.login_routes import LOGIN_KINDS
 from sandbox_setup.configure.settings import owned_changes
@@ -67,6 +68,8 @@ def findings_from_plan(
         if kind in GIT_KINDS:  # audit.git.* (sandbox_setup.audit.git) reports them
             continue
         if kind in LOGIN_KINDS:  # audit.login.* (sandbox_setup.audit.login_routes)
+            continue
+        if kind == APPARMOR_KIND:  # audit.apparmor.* (sandbox_setup.audit.apparmor)
             continue
         target = str(action.target)
         finding_id = drift_id(layout, kind, target)

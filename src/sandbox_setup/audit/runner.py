@@ -35,6 +35,8 @@ diff, accepted):
 - root's protected git settings (:mod:`sandbox_setup.audit.git`): ``audit.git.protected``
   (the owned file missing or changed), ``.protected_dir``, ``.include`` (a global git
   config no longer includes it last); not drift, so reported even when drift is not compared.
+- the AppArmor profile for bwrap, where the answers ask for it (:mod:`sandbox_setup.audit.
+  apparmor`): ``audit.apparmor.profile`` (missing, edited, or not root's 0644); not drift.
 - network (:mod:`sandbox_setup.audit.network`): ``audit.network.host`` (medium: sandbox mode
   sharing the host's network), ``audit.network.egress`` (high: allowlist, but net.egress
   fails now). What the network allows, and what the egress proxy's decision log refused
@@ -55,6 +57,7 @@ import os
 from pathlib import Path
 
 from sandbox_setup.audit.accounts import account_findings, limits_note
+from sandbox_setup.audit.apparmor import apparmor_findings
 from sandbox_setup.audit.drift import drift_findings
 from sandbox_setup.audit.git import git_findings
 from sandbox_setup.audit.grade import grade
@@ -223,6 +226,7 @@ def audit(layout: Layout, timeout: float = 10.0, as_user: str | None = None) -> 
         findings += scanned
         notes = [*notes, *scan_notes]
     findings += git_findings(layout, config, reapply)
+    findings += apparmor_findings(layout, answers, report, reapply)
     findings += login_findings(layout, config, reapply)
     findings += account_findings(layout, config, agent)
     limits = limits_note(config)

@@ -41,6 +41,11 @@ def allowlist_with_port(port: int, root: str = "/") -> str:
     return change_setup("--network", "allowlist", "--allow-loopback-port", str(port), root=root)
 
 
+def apparmor_profile(root: str = "/") -> str:
+    """Install and load the AppArmor profile that gives the probed bwrap user namespaces."""
+    return change_setup("--apparmor-bwrap-profile", root=root)
+
+
 def allow_domain(pattern: str, root: str = "/") -> str:
     return change_setup("--allow-domain", pattern, root=root)
 
@@ -97,6 +102,7 @@ EXAMPLES: dict[str, Callable[[str], str]] = {
     "allow_loopback_port": lambda root: allow_loopback_port(10100, root),
     "allowlist_with_port": lambda root: allowlist_with_port(10100, root),
     "allow_domain": lambda root: allow_domain("*.example.com", root),
+    "apparmor_profile": lambda root: apparmor_profile(root),
     "pass_env": lambda root: pass_env(["MY_TOKEN", "OTHER_TOKEN"], root),
     "replay_answers": lambda root: replay_answers(
         root.rstrip("/") + "/root/.config/sandbox-setup/answers.toml", root

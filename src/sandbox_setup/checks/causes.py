@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from sandbox_setup.base import remedies
 from sandbox_setup.base.accounts import DEFAULT_AGENT_USER
+from sandbox_setup.base.apparmor import manual_remedy
 from sandbox_setup.checks.facts import CAP_SETFCAP, HostFacts
 from sandbox_setup.checks.mounts import proc_covers, proc_locked_readonly, summarize_covers
 from sandbox_setup.checks.platform import seccomp_remedy, unmask_remedy
@@ -24,15 +25,9 @@ from sandbox_setup.checks.probe import ProbeResult
 
 SYSCTL_USERNS_PERSIST = "/etc/sysctl.d/90-sandbox-setup-userns.conf"
 
-APPARMOR_BWRAP_PROFILE = """cat > /etc/apparmor.d/bwrap <<'EOF'
-abi <abi/4.0>,
-include <tunables/global>
-profile bwrap /usr/bin/bwrap flags=(unconfined) {
-  userns,
-  include if exists <local/bwrap>
-}
-EOF
-apparmor_parser -r /etc/apparmor.d/bwrap"""
+# The profile (base.apparmor), how --apparmor-bwrap-profile installs it, the same by
+# hand, and the host-wide sysctl with what it weakens.
+APPARMOR_BWRAP_PROFILE = manual_remedy()
 
 
 @dataclass(frozen=True)
@@ -140,8 +135,7 @@ def cause_apparmor(facts: HostFacts, uid: int, *, tool: str) -> Cause | None:
         "kernel.apparmor_restrict_unprivileged_userns=1"
         + extra
         + ": unconfined programs (like unshare) get a user namespace without capabilities",
-        "bwrap works with its own profile:\n" + APPARMOR_BWRAP_PROFILE + "\n(or, host-wide: "
-        "sysctl -w kernel.apparmor_restrict_unprivileged_userns=0)",
+        "bwrap works with its own profile: " + APPARMOR_BWRAP_PROFILE,
     )
 
 

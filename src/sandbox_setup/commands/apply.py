@@ -23,6 +23,7 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, TypeVar
 
 from sandbox_setup.base import remedies
+from sandbox_setup.base.apparmor import PROFILE_FILE
 from sandbox_setup.base.choices import InnerSandbox, Mode, Network, SettingsScope
 from sandbox_setup.base.errors import InputError
 from sandbox_setup.base.exitcodes import ExitCode
@@ -31,6 +32,7 @@ from sandbox_setup.base.printable import printable, printable_diff_line, printab
 from sandbox_setup.base.remedies import undo_commands
 from sandbox_setup.checks.model import Report
 from sandbox_setup.configure.answers import Answers, load_answers, validate_answers
+from sandbox_setup.configure.apparmor import APPARMOR_KIND
 from sandbox_setup.configure.apply import apply_plan
 from sandbox_setup.configure.history import open_applies
 from sandbox_setup.configure.plan import build_plan
@@ -60,6 +62,7 @@ _ANSWER_FLAGS = (
     "reuse_account",
     "include_private",
     "install_claude_shim",
+    "apparmor_bwrap_profile",
     "copy_login",
     "accept_unsafe_root",
     "no_workspace",
@@ -176,6 +179,7 @@ def _changed(base: Answers, args: argparse.Namespace, layout: Layout) -> Answers
         reuse_account=base.reuse_account or bool(args.reuse_account),
         include_private=base.include_private or bool(args.include_private),
         install_claude_shim=base.install_claude_shim or bool(args.install_claude_shim),
+        apparmor_bwrap_profile=base.apparmor_bwrap_profile or bool(args.apparmor_bwrap_profile),
         copy_login=base.copy_login or bool(args.copy_login),
         accept_unsafe_root=base.accept_unsafe_root or bool(args.accept_unsafe_root),
     )
@@ -216,6 +220,33 @@ def _print_plan(plan: Plan, *, dry_run: bool) -> None:
         print(f"note: {printable_lines(note)}", file=sys.stderr)
 
 
+REPROBED = ("userns.policy", "bwrap.sandbox")
+
+
+def reprobe_after_load(
+    plan: Plan, changed: list[str], seams: ApplySeams | None, timeout: float
+) -> list[str]:
+    """Once the apply loaded the AppArmor profile for bwrap, what bwrap can do now
+    (``userns.policy``, ``bwrap.sandbox`` re-run live, as the plan's probes ran): a line
+    each. [] when nothing was loaded (not changed, or written under ``--root``)."""
+    loaded = plan.layout.live or (seams is not None and seams.apparmor_parser is not None)
+    if not loaded or not any(
+        a.kind == APPARMOR_KIND and a.describe() in changed for a in plan.actions
+    ):
+        return []
+    report = run_live_checks(
+        REPROBED,
+        as_user=probe_user(plan.answers, plan.layout),
+        root=plan.layout.root,
+        timeout=timeout,
+    )
+    return [
+        f"re-probed after loading {PROFILE_FILE}: {f.id} {f.status}: {f.summary}"
+        + (f" Remedy: {f.remedy}" if f.status != "pass" and f.remedy else "")
+        for f in report.findings
+    ]
+
+
 def run_headless(args: argparse.Namespace, seams: ApplySeams | None = None) -> int:
     """``--headless``: plan from the answers, then apply with ``--yes``. ``seams``: see
     :class:`~sandbox_setup.configure.apply.ApplySeams` (a test's; none otherwise)."""
@@ -251,6 +282,11 @@ def run_headless(args: argparse.Namespace, seams: ApplySeams | None = None) -> i
             print(f"  {printable_lines(action.describe())}", file=sys.stderr)
 
     result = apply_plan(plan, progress=progress, seams=seams)
+    reprobed = reprobe_after_load(
+        plan, result.changed, seams, float(getattr(args, "timeout", 10.0) or 10.0)
+    )
+    for line in reprobed:
+        print(f"sandbox-setup: {printable_lines(line)}", file=sys.stderr)
     if args.json:
         data = {
             "schema": 1,
@@ -261,6 +297,7 @@ def run_headless(args: argparse.Namespace, seams: ApplySeams | None = None) -> i
             "unchanged_actions": result.unchanged,
             "actions": actions,
             "transaction": result.transaction,
+            "reprobe": reprobed,
         }
         print(json.dumps(data, indent=2))
     elif result.changed:

@@ -164,6 +164,7 @@ FIELD_WORDS: dict[str, str] = {
     "--no-allow-loopback-port": "the loopback ports field",
     "--no-pass-env": "the variables to pass field",
     "--all": "every apply",
+    "--apparmor-bwrap-profile": "the AppArmor profile for bwrap (from saved answers)",
 }
 _FLAG = re.compile(r"--[a-z][a-z-]*[a-z](?: [A-Z][A-Z_]*\b)?")
 # A command to paste: one of sandbox-setup's actions (not a setting's flag named in

@@ -29,6 +29,7 @@ Format (``schema = 1``)::
     reuse_account = false            # let an existing account be the agent
     include_private = false          # let workspace ACLs open owner-only files
     install_claude_shim = false      # route root's `claude` through sandbox-launch
+    apparmor_bwrap_profile = false   # install an AppArmor profile giving bwrap userns (Ubuntu)
     copy_login = false
     accept_unsafe_root = false
     accepted_by = "root (uid 0)"     # optional, unsafe mode: recorded acceptance
@@ -85,6 +86,9 @@ class Answers:
     reuse_account: bool = False
     include_private: bool = False
     install_claude_shim: bool = False
+    # Install and load /etc/apparmor.d/sandbox-setup-bwrap (base.apparmor): bwrap gets
+    # user namespaces under Ubuntu's kernel.apparmor_restrict_unprivileged_userns=1.
+    apparmor_bwrap_profile: bool = False
     limits: Limits | None = None  # None: the defaults
     copy_login: bool = False
     accept_unsafe_root: bool = False
@@ -109,6 +113,7 @@ _KEYS = (
     "reuse_account",
     "include_private",
     "install_claude_shim",
+    "apparmor_bwrap_profile",
     "limits",
     "copy_login",
     "accept_unsafe_root",
@@ -142,6 +147,7 @@ _FLAGS = (
     "reuse_account",
     "include_private",
     "install_claude_shim",
+    "apparmor_bwrap_profile",
     "copy_login",
     "accept_unsafe_root",
 )
@@ -199,6 +205,7 @@ def parse_answers(text: str, source: str = "answers.toml") -> Answers:
         reuse_account=flags.get("reuse_account", False),
         include_private=flags.get("include_private", False),
         install_claude_shim=flags.get("install_claude_shim", False),
+        apparmor_bwrap_profile=flags.get("apparmor_bwrap_profile", False),
         limits=Limits.from_table(data["limits"], "limits.", source) if "limits" in data else None,
         copy_login=flags.get("copy_login", False),
         accept_unsafe_root=flags.get("accept_unsafe_root", False),
@@ -246,6 +253,7 @@ def dump_answers(a: Answers) -> str:
         ("reuse_account", a.reuse_account),
         ("include_private", a.include_private),
         ("install_claude_shim", a.install_claude_shim),
+        ("apparmor_bwrap_profile", a.apparmor_bwrap_profile),
     ):
         if flag:
             doc[key] = True

@@ -42,10 +42,14 @@ class ApplySeams:
     ``after_change(n)``: once the ``n``-th changing action is done (journaled, applied).
     ``before_rename(path)``: in the write of each file the plan writes, once its new
     bytes are whole in a temp file beside ``path``, before the rename puts them there.
+    ``apparmor_parser``: a stand-in ``apparmor_parser`` that loads the AppArmor profile
+    (:mod:`sandbox_setup.configure.apparmor`) where the apply would otherwise load
+    nothing (under ``--root``); undo runs the one the journal recorded.
     """
 
     after_change: Callable[[int], None] | None = None
     before_rename: Callable[[Path], None] | None = None
+    apparmor_parser: str | None = None
 
 
 class ApplyError(SetupError):
@@ -110,7 +114,11 @@ def apply_plan(
                     report(action, "unchanged")
                     continue
                 if txn is None:
-                    txn = Transaction(plan.layout, before_rename=seams.before_rename)
+                    txn = Transaction(
+                        plan.layout,
+                        before_rename=seams.before_rename,
+                        apparmor_parser=seams.apparmor_parser,
+                    )
                     result.transaction = txn.id
                 try:
                     action.apply(txn)

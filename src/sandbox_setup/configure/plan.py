@@ -19,9 +19,10 @@ workspace_group`), agent user (created, or an existing one the account rules
 accept: :mod:`sandbox_setup.configure.agent_account`), group membership, leaving the
 legacy shared group, workspace ACLs, Claude binary copy, login copy, Claude
 settings, root's protected git settings and the includes of them
-(:mod:`sandbox_setup.configure.git_protect`), launcher.toml, the setup ledger
-(:mod:`sandbox_setup.configure.ledger`), answers.toml, and (``install_claude_shim``) the claude shim
-(:mod:`sandbox_setup.configure.claude_shim`).
+(:mod:`sandbox_setup.configure.git_protect`), the agent's login routes, on request the
+AppArmor profile for bwrap (:mod:`sandbox_setup.configure.apparmor`), launcher.toml, the
+setup ledger (:mod:`sandbox_setup.configure.ledger`), answers.toml, and
+(``install_claude_shim``) the claude shim (:mod:`sandbox_setup.configure.claude_shim`).
 """
 
 from __future__ import annotations
@@ -54,6 +55,7 @@ from sandbox_setup.configure.agent_account import check_agent_account
 from sandbox_setup.configure.agent_setup import account_actions, ledger_action
 from sandbox_setup.configure.answers import Answers, default_network, validate_answers
 from sandbox_setup.configure.answers_file import render_answers
+from sandbox_setup.configure.apparmor import apparmor_actions
 from sandbox_setup.configure.claude_binary import INSTALLED_CLAUDE, ClaudeBinary, find_claude
 from sandbox_setup.configure.claude_shim import leftover_shim_note, shim_actions
 from sandbox_setup.configure.git_protect import protected_git_actions
@@ -397,6 +399,8 @@ def build_plan(report: Report, answers: Answers, layout: Layout, source: str = "
     actions += protected_git_actions(layout, answers.mode, agent_name, answers.workspaces, notes)
     # And the agent has no way in but the launcher: no login, no scheduled job.
     actions += login_route_actions(layout, answers.mode, agent_name, notes)
+    # On request, the AppArmor profile that lets bwrap create user namespaces (Ubuntu).
+    actions += apparmor_actions(layout, report, answers.apparmor_bwrap_profile, notes)
 
     unsafe = None
     limits = answers.limits or Limits()

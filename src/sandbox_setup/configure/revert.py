@@ -20,6 +20,7 @@ from sandbox_setup.base.errors import SetupError
 from sandbox_setup.base.paths import Layout
 from sandbox_setup.configure import account_undo, fsops, users
 from sandbox_setup.configure.account_files import revert_account_step, settle_kept_account_files
+from sandbox_setup.configure.apparmor_load import revert_load
 from sandbox_setup.policy.accounts import LEGACY_WORKSPACE_GROUP
 
 
@@ -113,6 +114,8 @@ def _revert_one(
         return account_undo.revert_step(layout, entry, entries)
     if op == "acl":
         return _revert_acl(layout, entry)
+    if op == "apparmor-load":
+        return revert_load(layout, entry)
     return None
 
 
@@ -157,6 +160,7 @@ STEP_OPS = (
     "add-to-group",
     "remove-from-group",
     "acl",
+    "apparmor-load",
 )
 
 
@@ -202,6 +206,8 @@ def describe_entry(entry: dict[str, Any]) -> str | None:
         return f"add {entry['user']} back to group {entry['group']}"
     if op == "acl":
         return f"restore ACLs of {entry['target']}"
+    if op == "apparmor-load":
+        return f"unload the AppArmor profile of {entry['target']}"
     return None
 
 

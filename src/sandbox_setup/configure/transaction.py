@@ -35,11 +35,17 @@ class Transaction:
     """
 
     def __init__(
-        self, layout: Layout, *, before_rename: Callable[[Path], None] | None = None
+        self,
+        layout: Layout,
+        *,
+        before_rename: Callable[[Path], None] | None = None,
+        apparmor_parser: str | None = None,
     ) -> None:
         self.layout = layout
         # Passed to the write of each file the plan writes (see fsops.atomic_write).
         self.before_rename = before_rename
+        # A test's stand-in parser that loads the AppArmor profile (configure.apparmor).
+        self.apparmor_parser = apparmor_parser
         # Unique even for two applies in one process within a second (the TUI).
         stamp = datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%S")
         self.id = f"{stamp}-{os.getpid()}-{secrets.token_hex(3)}"

@@ -336,6 +336,7 @@ class DetailsScreen(StepScreen[Details]):
                 limits=limits,
                 install_claude_shim=self._flag("install-shim", d.install_claude_shim),
                 claude=claude,
+                apparmor_bwrap_profile=d.apparmor_bwrap_profile,
             ),
             {},
         )

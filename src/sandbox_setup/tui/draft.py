@@ -58,6 +58,9 @@ class Details:
     limits: Limits = field(default_factory=Limits)
     install_claude_shim: bool = False
     claude: PurePosixPath | None = None  # None: find `claude` on PATH
+    # Kept from saved answers (--apparmor-bwrap-profile; no field of its own yet), so a
+    # wizard run does not drop the profile an earlier headless apply installed.
+    apparmor_bwrap_profile: bool = False
 
 
 @dataclass
@@ -101,6 +104,7 @@ class Draft:
             reuse_account=d.reuse_account and not unsafe,
             include_private=d.include_private and not unsafe,
             install_claude_shim=d.install_claude_shim and not unsafe,
+            apparmor_bwrap_profile=d.apparmor_bwrap_profile,
             # The defaults stay implicit, so an untouched setup replays as it was.
             limits=None if unsafe or d.limits == Limits() else d.limits,
             copy_login=d.copy_login and not unsafe,

@@ -222,6 +222,7 @@ def draft_from_answers(answers: Answers, report: Report | None = None) -> Draft:
             limits=answers.limits or defaults.limits,
             install_claude_shim=answers.install_claude_shim,
             claude=answers.claude,
+            apparmor_bwrap_profile=answers.apparmor_bwrap_profile,
         ),
     )
 
