@@ -253,6 +253,21 @@ class DetailsScreen(StepScreen[Details]):
             yield ActionButton("Back", id="back", compact=True)
         yield Footer(compact=True, show_command_palette=False)
 
+    def set_focus(
+        self, widget: Widget | None, scroll_visible: bool = True, from_app_focus: bool = False
+    ) -> None:
+        """Focus ``widget``; a form control's whole field (label, control, hint, error)
+        is scrolled into view at once, in the same frame as the focus. Textual's own
+        scroll comes a frame later and animated, to the centre (Tab showed the focus
+        below the form, then jumped twice: typed blind at 80x24), then the field's."""
+        field = next((a for a in getattr(widget, "ancestors", ()) if isinstance(a, Field)), None)
+        ours = scroll_visible and field is not None and widget is not self.focused
+        if ours and field is not None and widget is not None and widget.focusable:
+            self.query_one("#details-form", VerticalScroll).scroll_to_widget(
+                field, animate=False, immediate=True
+            )
+        super().set_focus(widget, scroll_visible and not ours, from_app_focus)
+
     def on_mount(self) -> None:
         form = self.query_one("#details-form", VerticalScroll)
         first = form.query("Input, RadioSet, Checkbox")
