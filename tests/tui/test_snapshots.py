@@ -7,7 +7,7 @@ Update after an intended change with ``pytest tests/tui/test_snapshots.py
 from __future__ import annotations
 
 import threading
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from textual.pilot import Pilot
@@ -162,6 +162,29 @@ def test_details_invalid_field(snap_compare: Any, tmp_path: Path) -> None:
         await pilot.press("ctrl+n")
         field = pilot.app.screen.query_one("#field-workspaces")
         await _settle(pilot, lambda: field.has_class("invalid"))
+
+    assert snap_compare(app, run_before=run_before, terminal_size=SIZE)
+
+
+def test_details_tab_to_a_field_below(snap_compare: Any, tmp_path: Path) -> None:
+    """Saved answers pre-filled, Tab to Loopback ports (below the first screenful):
+    the form has scrolled it into view with its label, the cursor after 10100."""
+    backend = _backend(tmp_path)
+    details = Details(
+        workspaces=(PurePosixPath("/srv/project"),),
+        agent_user="op-agent",
+        loopback_ports=(10100,),
+        install_claude_shim=True,
+    )
+    app = ScreenHarness(
+        lambda: DetailsScreen(backend, Mode.SANDBOX, details, InnerSandbox.STRONG, CLAUDE_HINT)
+    )
+
+    async def run_before(pilot: Pilot[Any]) -> None:
+        await pilot.pause()
+        for _ in range(5):  # agent user, reuse, network, domains, ports
+            await pilot.press("tab")
+        await _settle(pilot, lambda: pilot.app.focused.id == "ports")
 
     assert snap_compare(app, run_before=run_before, terminal_size=SIZE)
 

@@ -13,11 +13,8 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
-from sandbox_setup.base.accounts import DEFAULT_AGENT_USER
 from sandbox_setup.base.choices import Mode
-from sandbox_setup.base.errors import SetupError
 from sandbox_setup.base.exitcodes import ExitCode
-from sandbox_setup.base.launcher_config import parse_launcher_config
 from sandbox_setup.base.paths import Layout
 from sandbox_setup.checks.claude_path import find_claude
 from sandbox_setup.checks.experiments import (
@@ -27,7 +24,12 @@ from sandbox_setup.checks.experiments import (
     first_experiments,
 )
 from sandbox_setup.checks.prefetch import probe_ids, start, which
-from sandbox_setup.configure.probes import EGRESS_PROBE, choose_probe_user, run_live_checks
+from sandbox_setup.configure.probes import (
+    EGRESS_PROBE,
+    choose_probe_user,
+    configured_agent,
+    run_live_checks,
+)
 
 
 def render_list(out: TextIO) -> None:
@@ -51,14 +53,7 @@ def probe_user(args: argparse.Namespace) -> tuple[str | None, list[str]]:
     if os.geteuid() != 0:
         return None, []
     layout = Layout.for_root(args.root)
-    mode, agent = None, DEFAULT_AGENT_USER
-    config_path = layout.real(layout.launcher_config)
-    try:
-        text = config_path.read_text(encoding="utf-8")
-        config = parse_launcher_config(text, str(layout.launcher_config))
-        mode, agent = config.mode, config.agent_user
-    except (OSError, UnicodeDecodeError, SetupError):
-        pass  # no setup yet (or a broken one, which --audit reports): the default agent
+    mode, agent = configured_agent(layout)
     as_user, notes = choose_probe_user(mode, agent, layout)
     if as_user is None and mode is Mode.UNSAFE:
         notes = ["unsafe mode is configured: Claude Code runs as root, so the probes did too"]

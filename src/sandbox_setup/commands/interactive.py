@@ -60,17 +60,23 @@ def live_report_provider(
 ) -> Report:
     """Run the real probes; each finding is reported as it is ready.
 
-    They run as the default agent user when it exists, else as an unprivileged
-    stand-in (:mod:`sandbox_setup.configure.probes`): the mode is not chosen yet, and a
-    probe as root would not speak for the agent. ``claude`` is the binary the plan
-    would use (see :meth:`InteractiveCore.run_checks`).
+    They run as ``--check``'s do: as this setup's agent (a re-run), or the default
+    agent user, when it exists, else as an unprivileged stand-in
+    (:mod:`sandbox_setup.configure.probes`): a probe as root would not speak for the
+    agent. ``claude`` is the binary the plan would use (see
+    :meth:`InteractiveCore.run_checks`).
     """
     # why: first paint (see the note at the top)
-    from sandbox_setup.configure.probes import choose_probe_user
+    from sandbox_setup.configure.probes import choose_probe_user, configured_agent
 
     as_user = None
     if layout is not None:
-        as_user, _ = choose_probe_user(None, DEFAULT_AGENT_USER, layout)
+        # The mode is not chosen yet: an unsafe setup's "agent" is the operator, and
+        # the checks must still speak for a separate agent.
+        mode, agent = configured_agent(layout)
+        as_user, _ = choose_probe_user(
+            None, DEFAULT_AGENT_USER if mode is Mode.UNSAFE else agent, layout
+        )
     return run_live_checks(on_finding=on_finding, as_user=as_user, claude=claude)
 
 
@@ -262,8 +268,10 @@ class InteractiveCore:
 
     def validate_agent_user(self, name: str, mode: Mode, reuse: bool = False) -> str | None:
         """The name's rules, then, for an account that exists already and would be
-        a separate agent: reused only when asked to, and only if it passes every
-        rule (the refusal's reasons are the message)."""
+        a separate agent: the headless path's judgement. An account sandbox-setup
+        created (this setup's agent, on a re-run) is its own, no reuse needed; any
+        other is reused only when asked to, and only if it passes every rule (the
+        refusal's reasons are the message)."""
         problem = agent_name_problem(name, unsafe=mode is Mode.UNSAFE)
         if problem is not None:
             return _words(problem)
@@ -272,17 +280,18 @@ class InteractiveCore:
         account = lookup_user(name, self.layout.root)
         if account is None:
             return None
-        if not reuse:
-            return (
-                f"the account {name} already exists; tick 'Reuse an existing account' to make "
-                "it the agent (it must pass every rule), or pick a new name"
-            )
         # why: first paint (see the note at the top)
         from sandbox_setup.configure.agent_account import check_agent_account
+        from sandbox_setup.configure.ledger import created_accounts
 
         try:
-            check_agent_account(self.layout, name, account, reuse=True)
-        except SetupError as exc:
+            if not reuse and name not in created_accounts(self.layout):
+                return (
+                    f"the account {name} already exists; tick 'Reuse an existing account' to "
+                    "make it the agent (it must pass every rule), or pick a new name"
+                )
+            check_agent_account(self.layout, name, account, reuse=reuse)
+        except SetupError as exc:  # a refused rule, or a ledger that fails the trust rule
             return _words(str(exc))
         return None
 

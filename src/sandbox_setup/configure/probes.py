@@ -17,8 +17,10 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from sandbox_setup.base.accounts import lookup_user
+from sandbox_setup.base.accounts import DEFAULT_AGENT_USER, lookup_user
 from sandbox_setup.base.choices import Mode
+from sandbox_setup.base.errors import SetupError
+from sandbox_setup.base.launcher_config import parse_launcher_config
 from sandbox_setup.base.paths import Layout
 from sandbox_setup.policy.trust import untrusted_reason
 
@@ -49,6 +51,19 @@ def uid_mapped(uid: int, uid_map: str | None = None) -> bool:
             if inside <= uid < inside + count:
                 return True
     return False
+
+
+def configured_agent(layout: Layout) -> tuple[Mode | None, str]:
+    """``(mode, agent user)`` of the setup under ``layout`` (its launcher config), for
+    probes run before a mode is chosen (``--check``, the wizard's checks step); with
+    no setup yet (or a config that cannot be read, which ``--audit`` reports), no mode
+    and the default agent."""
+    try:
+        real = layout.real(layout.launcher_config)
+        config = parse_launcher_config(real.read_text(encoding="utf-8"), str(real))
+    except (OSError, UnicodeDecodeError, SetupError):
+        return None, DEFAULT_AGENT_USER
+    return config.mode, config.agent_user
 
 
 def choose_probe_user(

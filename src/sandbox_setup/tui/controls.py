@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from textual import events
 from textual.binding import Binding
 from textual.widgets import Checkbox, Input, OptionList, RadioButton, RadioSet
 
@@ -65,13 +66,21 @@ class Toggle(Checkbox):
 
 
 class TextField(Input):
-    """A one-line text field (compact); Enter goes on (the screen validates first)."""
+    """A one-line text field (compact); Enter goes on (the screen validates first).
+
+    Focus puts the cursor at the end of what is there, never selects it all: a
+    pre-filled value (``op-agent``, a saved answer) is kept when the first key is
+    typed, not replaced by it."""
 
     BINDINGS = [Binding("enter", "submit", "Next", key_display="Enter")]
 
     def __init__(self, value: str = "", **kwargs: Any) -> None:
         kwargs.setdefault("compact", True)
+        kwargs.setdefault("select_on_focus", False)
         super().__init__(value, **kwargs)
+
+    def on_focus(self, event: events.Focus) -> None:
+        self.cursor_position = len(self.value)
 
 
 class ChoiceList(OptionList):

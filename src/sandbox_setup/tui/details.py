@@ -7,6 +7,10 @@ the wizard's words); all of them at once on Ctrl+N or Enter, each invalid one
 marked where it is. Ctrl+N is an ordinary binding, not a priority one: a
 priority binding runs before the keys typed just before it have reached the
 field, and would validate what was there a moment earlier.
+
+A mark says what was wrong with the answer it judged: once that answer changes
+(or one judged with it: the agent and "Reuse", the network and its lists) the
+mark goes, and Ctrl+N judges again; a ✗ never stays beside a new answer.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.widget import Widget
-from textual.widgets import Footer, Input, RadioSet, Static
+from textual.widgets import Checkbox, Footer, Input, RadioSet, Static
 
 from sandbox_setup.base.choices import (
     SCOPE_REACH,
@@ -71,6 +75,12 @@ FIELDS = {
     Mode.USER: set(SEPARATE_AGENT),
     Mode.UNSAFE: {"inner", "scope", "pass-env", "claude"},
 }
+# Fields judged together: a change to one clears the other's mark too.
+JUDGED_WITH = {
+    "agent-user": ("reuse-account", "workspaces"),
+    "reuse-account": ("agent-user",),
+    "network": ("domains", "ports"),
+}
 ChoiceT = TypeVar("ChoiceT", bound=StrEnum)
 
 
@@ -112,6 +122,8 @@ class DetailsScreen(StepScreen[Details]):
         self.preset = preset
         self.claude_hint = claude_hint
         self.fields = fields_for(mode)
+        # Each control's value when the fields were last judged (Ctrl+N).
+        self.judged: dict[str, object] = {}
 
     def _field(self, id: str, label: str, control: Widget, hint: str = "") -> Field | None:
         return Field(label, control, hint, id=id) if id in self.fields else None
@@ -249,6 +261,21 @@ class DetailsScreen(StepScreen[Details]):
             yield ActionButton("Back", id="back", compact=True)
         yield Footer(compact=True, show_command_palette=False)
 
+    def set_focus(
+        self, widget: Widget | None, scroll_visible: bool = True, from_app_focus: bool = False
+    ) -> None:
+        """Focus ``widget``; a form control's whole field (label, control, hint, error)
+        is scrolled into view at once, in the same frame as the focus. Textual's own
+        scroll comes a frame later and animated, to the centre (Tab showed the focus
+        below the form, then jumped twice: typed blind at 80x24), then the field's."""
+        field = next((a for a in getattr(widget, "ancestors", ()) if isinstance(a, Field)), None)
+        ours = scroll_visible and field is not None and widget is not self.focused
+        if ours and field is not None and widget is not None and widget.focusable:
+            self.query_one("#details-form", VerticalScroll).scroll_to_widget(
+                field, animate=False, immediate=True
+            )
+        super().set_focus(widget, scroll_visible and not ours, from_app_focus)
+
     def on_mount(self) -> None:
         form = self.query_one("#details-form", VerticalScroll)
         first = form.query("Input, RadioSet, Checkbox")
@@ -341,21 +368,56 @@ class DetailsScreen(StepScreen[Details]):
             {},
         )
 
+    @staticmethod
+    def _value(control: Widget) -> object:
+        if isinstance(control, Input):
+            return control.value
+        if isinstance(control, RadioSet):
+            return control.pressed_index
+        if isinstance(control, Checkbox):
+            return control.value
+        return None
+
+    def _say_errors(self) -> Field | None:
+        """The line under the form: what the first marked field says (and how many
+        are marked), or nothing once none is. Returns that field."""
+        marked = [f for f in self.query(Field) if f.error is not None]
+        line = self.query_one("#details-error", Static)
+        if not marked:
+            line.update("")
+            return None
+        more = f" ({len(marked)} fields need attention)" if len(marked) > 1 else ""
+        # The operator's own words come back in the error: text, never markup.
+        line.update(Text(f"Cannot continue{more}: {printable_lines(marked[0].error or '')}"))
+        return marked[0]
+
     def action_next(self) -> None:
         details, errors = self.collect()
+        self.judged = {}
         for field in self.query(Field):
-            field.set_error(errors.get(field.control.id or ""))
+            id = field.control.id or ""
+            self.judged[id] = self._value(field.control)
+            field.set_error(errors.get(id))
+        first = self._say_errors()
         if details is None:
-            first = next(f for f in self.query(Field) if f.error is not None)
-            count = len(errors)
-            more = f" ({count} fields need attention)" if count > 1 else ""
-            # The operator's own words come back in the error: text, never markup.
-            error = Text(f"Cannot continue{more}: {printable_lines(first.error or '')}")
-            self.query_one("#details-error", Static).update(error)
+            assert first is not None
             first.control.focus(scroll_visible=False)
             self.call_after_refresh(first.scroll_visible, animate=False)
             return
         self.dismiss(details)
+
+    @on(Input.Changed)
+    @on(Checkbox.Changed)
+    @on(RadioSet.Changed)
+    def _answer_changed(self, event: Input.Changed | Checkbox.Changed | RadioSet.Changed) -> None:
+        id = event.control.id or ""
+        if id not in self.judged or self._value(event.control) == self.judged[id]:
+            return  # not judged yet, or still the judged answer (a late message)
+        cleared = (id, *JUDGED_WITH.get(id, ()))
+        for field in self.query(Field):
+            if field.control.id in cleared and field.error is not None:
+                field.set_error(None)
+        self._say_errors()
 
     @on(Input.Submitted)
     def _submitted(self) -> None:

@@ -3,14 +3,13 @@
 An invalid field is marked where it is: the ``invalid`` class on the field (the
 stylesheet draws the control's left edge in the error colour) and the message,
 starting with ✗ so it reads without colour, under the control. When the control
-gets focus the whole field is scrolled into view, so its label is never cut off
-above it (Textual scrolls only the control itself).
+gets focus the screen scrolls the whole field into view, in the same frame, so its
+label is never cut off above it (``DetailsScreen.set_focus``).
 """
 
 from __future__ import annotations
 
 from rich.text import Text
-from textual import events
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widget import Widget
@@ -46,7 +45,3 @@ class Field(Vertical):
         found = self.query(".hint")
         if found:
             found.first(Static).update(hint)
-
-    def _on_descendant_focus(self, event: events.DescendantFocus) -> None:
-        # After Textual has scrolled the control into view: bring the label along.
-        self.call_after_refresh(self.scroll_visible, animate=False)
