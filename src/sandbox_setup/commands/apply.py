@@ -19,10 +19,11 @@ import json
 import os
 import sys
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sandbox_setup.base.accounts import DEFAULT_AGENT_USER
 from sandbox_setup.base.choices import InnerSandbox, Mode, Network, SettingsScope
+from sandbox_setup.base.console import OutputError
 from sandbox_setup.base.errors import InputError
 from sandbox_setup.base.exitcodes import ExitCode
 from sandbox_setup.base.paths import Layout
@@ -34,7 +35,7 @@ from sandbox_setup.configure.plan import build_plan
 
 if TYPE_CHECKING:
     from sandbox_setup.configure.actions import Action
-    from sandbox_setup.configure.apply import ApplySeams
+    from sandbox_setup.configure.apply import ApplyResult, ApplySeams
     from sandbox_setup.configure.plan import Plan
 from sandbox_setup.configure.probes import choose_probe_user, run_live_checks
 from sandbox_setup.configure.state_trust import trusted_answers_path
@@ -204,7 +205,19 @@ def run_headless(args: argparse.Namespace, seams: ApplySeams | None = None) -> i
             print(f"  {printable_lines(action.describe())}", file=sys.stderr)
 
     result = apply_plan(plan, progress=progress, seams=seams)
-    if args.json:
+    try:
+        _print_result(result, actions, plan, layout, as_json=bool(args.json))
+    except OutputError as exc:
+        # The apply is done: its exit code says so, and one line says what was lost.
+        print(f"sandbox-setup: applied; {exc} (sandbox-setup --audit shows the setup)",
+              file=sys.stderr)  # fmt: skip
+    return int(ExitCode.OK)
+
+
+def _print_result(
+    result: ApplyResult, actions: list[dict[str, Any]], plan: Plan, layout: Layout, *, as_json: bool
+) -> None:
+    if as_json:
         data = {
             "schema": 1,
             "mode": str(plan.answers.mode),
@@ -223,4 +236,3 @@ def run_headless(args: argparse.Namespace, seams: ApplySeams | None = None) -> i
         print("Undo with: sandbox-setup --undo --yes" + root_flag(layout))
     else:
         print("No change: the system already matches the answers.")
-    return int(ExitCode.OK)

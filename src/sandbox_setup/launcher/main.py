@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 
 from sandbox_setup.base.accounts import lookup_user
 from sandbox_setup.base.choices import Mode
+from sandbox_setup.base.console import OutputError, prepare_streams
 from sandbox_setup.base.crashlog import report_crash
 from sandbox_setup.base.errors import InputError, RefusedError, SetupError
 from sandbox_setup.base.exitcodes import ExitCode
@@ -370,12 +371,21 @@ def main(argv: Sequence[str] | None = None, *, seams: LaunchSeams = REAL) -> int
     """Console script entry point. ``seams``: what a test replaces (see
     :mod:`sandbox_setup.launcher.seams`); the console script passes none."""
     try:
+        prepare_streams("sandbox-launch")
+    except OutputError as exc:
+        print(f"sandbox-launch: {exc}", file=sys.stderr)
+        return int(exc.exit_code)
+    try:
         options = parse_args(sys.argv[1:] if argv is None else argv)
     except InputError as exc:
         print(f"sandbox-launch: {printable_lines(str(exc))}\n\n{USAGE}", file=sys.stderr)
         return int(ExitCode.USAGE)
     if options is None:
-        print(USAGE)
+        try:
+            print(USAGE)
+        except OutputError as exc:  # --help > /dev/full
+            print(f"sandbox-launch: {exc}", file=sys.stderr)
+            return int(exc.exit_code)
         return int(ExitCode.OK)
     try:
         return run(options, os.environ, seams)
@@ -387,6 +397,7 @@ def main(argv: Sequence[str] | None = None, *, seams: LaunchSeams = REAL) -> int
         print(f"sandbox-launch: {printable_lines(str(exc))}", file=sys.stderr)
         return int(exc.exit_code)
     except KeyboardInterrupt:
+        print("sandbox-launch: interrupted", file=sys.stderr)
         return int(ExitCode.INTERRUPTED)
     except Exception as exc:
         # Fail closed: whatever went wrong, nothing may start half-checked. A bug is
