@@ -45,7 +45,7 @@ from sandbox_setup.launcher.command import (
     user_launch,
 )
 from sandbox_setup.launcher.containment import Containment, contain
-from sandbox_setup.launcher.egress.network import is_allowlist, state_dir
+from sandbox_setup.launcher.egress.network import build_policy, is_allowlist, state_dir
 from sandbox_setup.launcher.notice import config_notice
 from sandbox_setup.launcher.seams import REAL, LaunchSeams
 from sandbox_setup.launcher.session.cgroup import EarlySessionCgroup
@@ -150,6 +150,10 @@ def load_config(path: Path, owners: frozenset[int]) -> tuple[Path, LauncherConfi
         problem = over_maximum(key, items)
         if problem is not None:  # more than the launcher handles: refuse before anything
             raise RefusedError(f"{real}: key 'sandbox.{key}': {problem}")
+    if is_allowlist(config):
+        # The proxy builds the same policy at launch; building it here refuses a bad
+        # pattern for --dry-run too, with the same words (it used to pass, exit 0).
+        build_policy(config)
     return real, config
 
 
