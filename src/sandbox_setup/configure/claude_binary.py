@@ -92,6 +92,32 @@ def _is_shim(real: Path) -> bool:
         return False
 
 
+def _shebang_problem(path: Path) -> str | None:
+    """Why the kernel could not start the script at ``path``, or None.
+
+    A ``#!`` line saved with Windows line endings names an interpreter ending in a
+    carriage return (``/bin/sh\\r``): every launch would end in exit 127.
+    """
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(256)
+    except OSError:
+        return None  # judged elsewhere (trust, version)
+    if not head.startswith(b"#!"):
+        return None
+    line = head.split(b"\n", 1)[0]
+    if not line.endswith(b"\r"):
+        return None
+    shown = line[2:-1].decode("utf-8", "backslashreplace").strip()
+    # The fix is pasteable as printed: messages escape backslashes, so no \\r in it.
+    return (
+        f"its #! line ends in a carriage return (Windows line endings), so the kernel "
+        f"looks for an interpreter named '{shown}' plus a carriage return and every launch "
+        f"would fail (exit 127); convert the file to Unix line endings: "
+        f"sed -i 's/[[:cntrl:]]$//' {path}"
+    )
+
+
 def locate_claude(layout: Layout, given: PurePosixPath | None = None) -> PurePosixPath | None:
     """The target path of the binary :func:`find_claude` would use (``given`` or the
     first ``claude`` on the search path), without running it; None: not found.
@@ -132,6 +158,9 @@ def find_claude(layout: Layout, given: PurePosixPath | None = None) -> ClaudeBin
     resolved = _to_target(layout, resolved_real)
     if not os.access(resolved_real, os.X_OK):
         raise InputError(f"{candidate}: not executable")
+    problem = _shebang_problem(Path(resolved_real))
+    if problem is not None:
+        raise InputError(f"{candidate}: {problem}")
     trusted = is_trusted(layout, resolved)
     return ClaudeBinary(
         path=candidate,
