@@ -168,6 +168,12 @@ def _print_plan(plan: Plan, *, dry_run: bool) -> None:
         print(f"  network: {printable_lines(line)}", file=out)
     for note in plan.notes:
         print(f"note: {printable_lines(note)}", file=sys.stderr)
+    _print_warnings(plan)
+
+
+def _print_warnings(plan: Plan) -> None:
+    for warning in plan.warnings:
+        print(f"warning: {printable_lines(warning)}", file=sys.stderr)
 
 
 def run_headless(args: argparse.Namespace, seams: ApplySeams | None = None) -> int:
@@ -192,6 +198,7 @@ def run_headless(args: argparse.Namespace, seams: ApplySeams | None = None) -> i
                 "changed": any(a["change"] for a in actions),
                 "actions": actions,
                 "notes": plan.notes,
+                "warnings": plan.warnings,
                 "network": plan.network,
             }
             print(json.dumps(data, indent=2))
@@ -199,6 +206,9 @@ def run_headless(args: argparse.Namespace, seams: ApplySeams | None = None) -> i
             _print_plan(plan, dry_run=bool(args.dry_run))
         print("sandbox-setup: nothing written; add --yes to apply", file=sys.stderr)
         return int(ExitCode.OK)
+
+    if not args.json:
+        _print_warnings(plan)
 
     def progress(action: Action, status: str) -> None:
         if status == "running" and not args.json:
@@ -226,6 +236,7 @@ def _print_result(
             "changed_actions": result.changed,
             "unchanged_actions": result.unchanged,
             "actions": actions,
+            "warnings": plan.warnings,
             "transaction": result.transaction,
         }
         print(json.dumps(data, indent=2))

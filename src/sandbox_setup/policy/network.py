@@ -230,6 +230,53 @@ def parse_domain_pattern(text: str) -> DomainPattern:
     return DomainPattern(host=base, wildcard=wildcard, port=port)
 
 
+# Names that reach the machine itself or its cloud's metadata service, without resolving.
+_LOOPBACK_NAMES = ("localhost",)  # and every *.localhost (RFC 6761)
+_METADATA_NAMES = ("metadata.google.internal", "metadata.goog", "instance-data.ec2.internal")
+# Why an allowance of each kind deserves a word in the plan.
+_REACHES = {
+    "loopback": "every service listening on this host's loopback (databases, admin and "
+    "debug ports) becomes reachable through the proxy; to expose one port use "
+    "--allow-loopback-port PORT instead",
+    "cloud metadata": "the cloud metadata service hands out this machine's credentials "
+    "and tokens to whoever asks",
+    "link-local": "link-local addresses hold the cloud metadata service (169.254.169.254) "
+    "and this network link's devices",
+    "private": "a private (RFC 1918, CGNAT or ULA) address is inside your network, "
+    "which the proxy otherwise keeps out of reach",
+}
+
+
+def allowance_warning(pattern: DomainPattern) -> str | None:
+    """A warning for an allowed pattern that opens this host, its cloud's metadata
+    service or the local network, or None. The proxy refuses those ranges unless one
+    is allowed exactly; the operator should know when an allowance does that."""
+    rule: str | None = None
+    if pattern.address is not None:
+        reason = refusal_reason(pattern.address)
+        rule = next((r for r in _REACHES if reason is not None and reason.startswith(r)), None)
+    elif pattern.host in _LOOPBACK_NAMES or pattern.host.endswith(".localhost"):
+        rule = "loopback"
+    elif pattern.host in _METADATA_NAMES:
+        rule = "cloud metadata"
+    if rule is None:
+        return None
+    return f"allowed domain {pattern} is {rule}: the agent can reach it; {_REACHES[rule]}"
+
+
+def allowance_warnings(patterns: Iterable[str]) -> list[str]:
+    """:func:`allowance_warning` over the allowed patterns (those that parse)."""
+    warnings = []
+    for text in patterns:
+        try:
+            warning = allowance_warning(parse_domain_pattern(text))
+        except InputError:
+            continue  # refused elsewhere, with its own message
+        if warning is not None:
+            warnings.append(warning)
+    return warnings
+
+
 def _split_port(text: str, raw: str) -> tuple[str, int | None]:
     if raw.startswith("["):
         close = raw.find("]")

@@ -415,6 +415,8 @@ def main() -> None:
         "actions": [{k: v for k, v in a.items() if k != "diff"} for a in actions],
         "changed_actions": list(data.get("changed_actions") or []),
         "notes": list(data.get("notes") or []),
+        # Ansible shows these as [WARNING] lines (an allowance that opens loopback, ...).
+        "warnings": list(data.get("warnings") or (planned or {}).get("warnings") or []),
         "report": data,
         "answers": answers,
         "cmd": argv,
