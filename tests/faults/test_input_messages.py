@@ -88,3 +88,74 @@ def test_a_public_allowance_has_no_warning(root: Path) -> None:
     argv = ("--headless", *SANDBOX, "--allow-domain", "203.0.113.7", "--allow-domain", "x.org")
     data = json.loads(run_cli(*argv, "--json", "--root", str(root)).stdout)
     assert data["warnings"] == []
+
+
+def test_no_enum_repr_reaches_a_message(fault: FaultRow, root: Path) -> None:
+    fault.expect("--mode user --network allowlist", "exit 2 in plain words, no <Network...>")
+    result = run_cli(
+        "--headless", "--mode", "user", "--network", "allowlist", "--workspace", "/srv/project",
+        "--root", str(root),
+    )  # fmt: skip
+    fault.saw(f"exit {result.returncode}: {result.stderr.strip()[-120:]}")
+    assert result.returncode == 2
+    assert "network 'allowlist' needs sandbox mode" in result.stderr
+    assert "<Network" not in result.stderr and "<Mode" not in result.stderr
+
+
+def test_a_newline_in_a_pass_env_name_is_refused_escaped(fault: FaultRow, root: Path) -> None:
+    fault.expect("--pass-env 'FOO<newline>BAR'", "exit 2, the name escaped on one line")
+    result = run_cli("--headless", *SANDBOX, "--pass-env", "FOO\nBAR", "--root", str(root))
+    fault.saw(f"exit {result.returncode}: {result.stderr.strip()[-120:]}")
+    assert result.returncode == 2
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert "pass_env 'FOO\\\\nBAR': not an environment variable name" in result.stderr
+
+
+def test_a_doubled_slash_workspace_is_normalised(fault: FaultRow, root: Path) -> None:
+    fault.expect("--workspace //srv//project", "the plan for /srv/project, no symlink talk")
+    result = run_cli("--headless", "--mode", "sandbox", "--workspace", "//srv//project",
+                     "--root", str(root))  # fmt: skip
+    fault.saw(f"exit {result.returncode}: {result.stderr.strip()[-100:]}")
+    assert result.returncode == 0, result.stderr
+    assert "symlink" not in result.stderr
+    assert "read and write /srv/project" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("domain", "words"),
+    [
+        (" example.com", "white space around it"),
+        ("example.com ", "white space around it"),
+        ("exa mple.com", "contains white space"),
+        ("[fe80::1%eth0]", "an IPv6 zone id"),
+        ("[fe80::1%eth0]:443", "an IPv6 zone id"),
+        ("fe80::1%eth0", "an IPv6 zone id"),
+    ],
+)
+def test_allow_domain_with_spaces_or_a_zone_id_is_refused(
+    fault: FaultRow, root: Path, domain: str, words: str
+) -> None:
+    fault.expect(f"--allow-domain {domain!r}", "exit 2 naming it, nothing written")
+    before = snapshot(root)
+    result = run_cli("--headless", *SANDBOX, "--allow-domain", domain, "--yes", "--root", str(root))
+    fault.saw(f"exit {result.returncode}: {result.stderr.strip()[-120:]}")
+    assert result.returncode == 2, result.stderr
+    assert f"allowed domain {domain!r}: {words}" in result.stderr
+    assert snapshot(root) == before
+
+
+def test_accept_unsafe_root_in_a_sandbox_answers_file_is_refused(
+    fault: FaultRow, root: Path
+) -> None:
+    fault.expect("answers: mode = sandbox, accept_unsafe_root = true", "exit 2 like the CLI")
+    answers = root.parent / "answers.toml"
+    answers.write_text(
+        'schema = 1\nmode = "sandbox"\nworkspaces = ["/srv/project"]\naccept_unsafe_root = true\n'
+    )
+    before = snapshot(root)
+    result = run_cli("--headless", "--answers", str(answers), "--yes", "--root", str(root))
+    fault.saw(f"exit {result.returncode}: {result.stderr.strip()[-120:]}")
+    assert result.returncode == 2, result.stderr
+    assert 'accept_unsafe_root only applies to mode "unsafe"' in result.stderr
+    assert str(answers) in result.stderr
+    assert snapshot(root) == before

@@ -40,6 +40,7 @@ tool does not own survive.
 from __future__ import annotations
 
 import enum
+import os
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
@@ -131,10 +132,19 @@ def absolute_path(value: str, key: str, source: str) -> PurePosixPath:
     """``value`` as an absolute path, or an error naming ``source`` and ``key``."""
     if "\x00" in value:
         raise InputError(f"{source}: key '{key}' contains a NUL character")
-    path = PurePosixPath(value)
+    path = PurePosixPath(normal_path(value))
     if not path.is_absolute():
         raise InputError(f"{source}: key '{key}' must be an absolute path, got {value!r}")
     return path
+
+
+def normal_path(value: str) -> str:
+    """``value`` with repeated slashes, ``.`` and ``..`` collapsed, also the leading
+    ``//`` that POSIX lets a system treat specially and Linux does not: ``//srv//project``
+    is ``/srv/project`` (it was called a symlink to itself)."""
+    if not value.startswith("/"):
+        return value
+    return os.path.normpath("/" + value.lstrip("/"))
 
 
 def load_toml(text: str, source: str) -> dict[str, Any]:

@@ -26,6 +26,7 @@ from sandbox_setup.base.choices import InnerSandbox, Mode, Network, SettingsScop
 from sandbox_setup.base.console import OutputError
 from sandbox_setup.base.errors import InputError
 from sandbox_setup.base.exitcodes import ExitCode
+from sandbox_setup.base.launcher_config import normal_path
 from sandbox_setup.base.paths import Layout
 from sandbox_setup.base.printable import printable, printable_diff_line, printable_lines
 from sandbox_setup.checks.model import Report
@@ -75,7 +76,7 @@ def layout_from_args(args: argparse.Namespace) -> Layout:
 
 def _target_path(value: str, flag: str, layout: Layout) -> PurePosixPath:
     if value.startswith("/"):
-        return PurePosixPath(os.path.normpath(value))
+        return PurePosixPath(normal_path(value))
     if layout.live:
         return PurePosixPath(os.path.abspath(value))
     raise InputError(f"{flag} {value!r}: must be an absolute path with --root")

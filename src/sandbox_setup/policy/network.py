@@ -179,6 +179,14 @@ def parse_domain_pattern(text: str) -> DomainPattern:
     if not isinstance(text, str) or not text.strip():
         raise _refuse(str(text), "it is empty")
     raw = text.strip()
+    if raw != text:
+        raise _refuse(text, "white space around it; give the host alone, e.g. example.com")
+    if "%" in raw:
+        raise _refuse(
+            text,
+            "an IPv6 zone id (%eth0) names an interface of this host; the proxy "
+            "dials addresses, not links: give a routable address",
+        )
     if "://" in raw:
         raise _refuse(text, "a URL, not a host; give only the host, e.g. example.com")
     for char, why in (("/", "contains a path"), ("@", "contains user info"),
