@@ -98,7 +98,7 @@ def test_a_symlink_at_its_path_is_an_input_error(layout: Layout) -> None:
     # The link resolves inside the root to the real Claude, which the search then finds
     # at the shim's path first (it used to follow the link onto the host, find nothing
     # there and go on): refused for that, or for the symlink; an input error either way.
-    with pytest.raises(InputError, match="symlink|where the shim goes"):
+    with pytest.raises(InputError, match=r"symlink|where the shim goes"):
         build_plan(report(), SHIMMED, layout)
 
 
