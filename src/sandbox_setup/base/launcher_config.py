@@ -289,24 +289,39 @@ def update_array(table: Any, key: str, values: list[str]) -> None:
 
 
 def _reordered(current: Any, values: list[str]) -> Any:
-    """A multi-line array of ``values`` carrying each kept item's comment along
-    (tomlkit keeps them in the array's item groups); a plain list when the
-    comments cannot be read (another tomlkit layout)."""
+    """A multi-line array of ``values`` carrying each kept item's comments along
+    (tomlkit keeps them in the array's item groups): the one after it on its line, and
+    the own-line comments above it, which describe it and move with it; comments after
+    the last item stay last. A plain list when the comments cannot be read (another
+    tomlkit layout)."""
     import tomlkit  # why: the launcher reads this module and must not load tomlkit
+    import tomlkit.items
 
+    inline: dict[str, str] = {}
+    above: dict[str, list[str]] = {}
+    pending: list[str] = []
     try:
-        notes = {
-            str(group.value): group.comment.as_string().strip().lstrip("#").strip()
-            for group in current._value
-            if group.value is not None and group.comment is not None
-        }
+        for group in current._value:
+            text = group.comment.as_string().strip().lstrip("#").strip() if group.comment else None
+            if group.value is None or isinstance(group.value, tomlkit.items.Null):
+                if text is not None:
+                    pending.append(text)
+                continue
+            above.setdefault(str(group.value), []).extend(pending)
+            pending = []
+            if text is not None:
+                inline[str(group.value)] = text
     except AttributeError:
         return values
-    if not notes:
+    if not inline and not pending and not any(above.values()):
         return values
     array = tomlkit.array()
     for value in values:
-        array.add_line(value, comment=notes.get(value))
+        for note in above.get(value, []):
+            array.add_line(comment=note)
+        array.add_line(value, comment=inline.get(value))
+    for note in pending:
+        array.add_line(comment=note)
     array.add_line(indent="")
     return array
 
