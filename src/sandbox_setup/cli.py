@@ -24,6 +24,7 @@ from sandbox_setup.base.choices import (
     SettingsScope,
     values,
 )
+from sandbox_setup.base.console import OutputError, prepare_streams
 from sandbox_setup.base.crashlog import report_crash
 from sandbox_setup.base.errors import SetupError
 from sandbox_setup.base.exitcodes import EXIT_CODES_HELP, ExitCode
@@ -341,6 +342,11 @@ def _dispatch(
 
         return run_headless(args, apply_seams)
     if args.undo:
+        if args.json:
+            parser.error(
+                "--undo has no --json output; run it without --json (its exit code says "
+                "whether everything was restored: 0, or 1 when something was left)"
+            )
         from sandbox_setup.commands.undo import run_undo
 
         return run_undo(args)
@@ -363,11 +369,16 @@ def main(argv: Sequence[str] | None = None, *, apply_seams: ApplySeams | None = 
     """Console script entry point. ``apply_seams``: where a test steps into a headless
     apply (:class:`~sandbox_setup.configure.apply.ApplySeams`); the console script
     passes none."""
-    parser = build_parser()
     try:
-        args = parser.parse_args(argv)
-    except SystemExit as exc:  # argparse exits 2 on usage errors, 0 on --help
-        return int(exc.code or 0)
+        prepare_streams("sandbox-setup")
+        parser = build_parser()
+        try:
+            args = parser.parse_args(argv)
+        except SystemExit as exc:  # argparse exits 2 on usage errors, 0 on --help
+            return int(exc.code or 0)
+    except OutputError as exc:  # a closed or full stdout (--help > /dev/full)
+        print(f"sandbox-setup: {exc}", file=sys.stderr)
+        return int(exc.exit_code)
     try:
         return int(_dispatch(args, parser, apply_seams))
     except SystemExit as exc:

@@ -35,7 +35,7 @@ def test_a_crash_is_exit_70_with_the_traceback_in_the_state_dir(
         assert (log.stat().st_mode & 0o777) == 0o600
 
 
-def test_a_crash_whose_log_cannot_be_written_prints_the_traceback(
+def test_a_crash_with_an_unusable_state_dir_is_one_line_naming_a_temp_log(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     root = make_target_root(tmp_path / "root")
@@ -44,7 +44,15 @@ def test_a_crash_whose_log_cannot_be_written_prints_the_traceback(
     monkeypatch.setattr(check_command, "run_check", _broken)
     assert main(["--check", "--root", str(root)]) == 70
     err = capsys.readouterr().err
-    assert "could not be saved" in err and "Traceback" in err
+    # One line, not the traceback (issue 26): the traceback is in a private temp file.
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+    log = Path(err.split("The traceback is in ", 1)[1].split(" (the state directory", 1)[0])
+    try:
+        assert "Not a directory" in err
+        assert "KeyError: 'nobody foresaw this'" in log.read_text()
+        assert (log.stat().st_mode & 0o777) == 0o600
+    finally:
+        log.unlink()
 
 
 def test_a_known_error_keeps_its_exit_code(

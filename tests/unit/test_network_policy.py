@@ -72,7 +72,6 @@ def test_parse_port_refuses_naming_the_value(value: object, why: str) -> None:
         ("localhost", DomainPattern("localhost"), "localhost"),
         ("xn--bcher-kva.example", DomainPattern("xn--bcher-kva.example"), "xn--bcher-kva.example"),
         ("_dmarc.example.com", DomainPattern("_dmarc.example.com"), "_dmarc.example.com"),
-        ("  example.com  ", DomainPattern("example.com"), "example.com"),
     ],
 )
 def test_name_patterns(text: str, expected: DomainPattern, rendered: str) -> None:
@@ -115,6 +114,9 @@ def test_ip_literals_are_exact_addresses(
         ("example.com?q", "query"),
         ("example.com#f", "fragment"),
         ("exa mple.com", "white space"),
+        ("  example.com  ", "white space around it"),  # was stored with the spaces (issue 26)
+        ("[fe80::1%eth0]", "zone id"),
+        ("fe80::1%eth0", "zone id"),
         ("bücher.example", "xn--"),
         ("ex*.com", "wildcard may only be the whole leftmost label"),
         ("a.*.com", "wildcard may only be the whole leftmost label"),

@@ -53,7 +53,6 @@ No Textual import on this path.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from sandbox_setup.audit.accounts import account_findings, limits_note
@@ -221,7 +220,8 @@ def audit(layout: Layout, timeout: float = 10.0, as_user: str | None = None) -> 
         findings += agent_findings(layout, config, agent)
         findings += _workspace_findings(layout, config, answers)
     if str(config.mode) in ("sandbox", "user") and config.workspaces:
-        real = [os.path.realpath(layout.real(w)) for w in config.workspaces]
+        # Symlinks followed inside the root (--root), never onto the host.
+        real = [str(layout.real(layout.resolve(w))) for w in config.workspaces]
         scanned, scan_notes = scan_findings(real, layout.real(layout.state_dir))
         findings += scanned
         notes = [*notes, *scan_notes]

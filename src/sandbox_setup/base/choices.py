@@ -9,7 +9,15 @@ from __future__ import annotations
 import enum
 
 
-class Mode(enum.StrEnum):
+class Choice(enum.StrEnum):
+    """A choice the operator reads: its repr is its quoted value (``'allowlist'``), so a
+    message that quotes one with ``!r`` never shows ``<Network.ALLOWLIST: 'allowlist'>``."""
+
+    def __repr__(self) -> str:
+        return repr(self.value)
+
+
+class Mode(Choice):
     """The three honest paths (DESIGN.md)."""
 
     SANDBOX = "sandbox"
@@ -17,7 +25,7 @@ class Mode(enum.StrEnum):
     UNSAFE = "unsafe"
 
 
-class InnerSandbox(enum.StrEnum):
+class InnerSandbox(Choice):
     """Claude Code's own Bash sandbox inside the launcher's: its strength, or off."""
 
     STRONG = "strong"  # its own fresh /proc
@@ -25,7 +33,7 @@ class InnerSandbox(enum.StrEnum):
     OFF = "off"
 
 
-class Network(enum.StrEnum):
+class Network(Choice):
     """What the sandbox's network is (sandbox mode)."""
 
     ALLOWLIST = "allowlist"  # its own namespace; egress only through the launcher's proxy
@@ -33,7 +41,7 @@ class Network(enum.StrEnum):
     NONE = "none"  # loopback only, nothing out
 
 
-class BaseUrlPort(enum.StrEnum):
+class BaseUrlPort(Choice):
     """``[sandbox] base_url_port``: does a loopback ``ANTHROPIC_BASE_URL`` in the launch
     environment expose its port for that session (network allowlist)."""
 
@@ -41,7 +49,7 @@ class BaseUrlPort(enum.StrEnum):
     OFF = "off"  # no: only the configured loopback_ports
 
 
-class SettingsScope(enum.StrEnum):
+class SettingsScope(Choice):
     """Where Claude Code's settings are written."""
 
     USER = "user"  # ~/.claude/settings.json of the user that runs Claude

@@ -3,8 +3,10 @@
 Exit code 70 (``ExitCode.INTERNAL``) means a bug in sandbox-setup, never
 "findings" (1). The traceback goes to ``crash.log`` in the state directory of
 the user running the tool (under ``--root`` for the wizard), appended, mode
-0600, written without following a symlink; when it cannot be written the
-traceback goes to stderr instead, so it is never lost.
+0600, written without following a symlink. When the state directory is unusable (a
+file in its place, no space, no permission) the traceback goes to a new private file
+in the temp directory, and the one line names it; only when that fails too is the
+traceback printed, so it is never lost.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import datetime
 import os
 import sys
+import tempfile
 import traceback
 from pathlib import Path
 
@@ -38,11 +41,22 @@ def report_crash(program: str, exc: BaseException, state_dir: Path | None) -> No
     )
     where = None
     why = "no state directory"
+    record = f"--- {when} {program} (pid {os.getpid()})\n{trace}"
     if state_dir is not None:
         try:
-            where = _append(state_dir, f"--- {when} {program} (pid {os.getpid()})\n{trace}")
+            where = _append(state_dir, record)
         except OSError as error:
             why = f"{error.strerror or error}"
+    if where is None:
+        where = _temp_log(program, record)
+        if where is not None:
+            print(
+                f"{program}: internal error ({summary}); this is a bug in sandbox-setup. "
+                f"The traceback is in {where} (the state directory {state_dir} could not "
+                f"take it: {why})",
+                file=sys.stderr,
+            )
+            return
     if where is not None:
         print(
             f"{program}: internal error ({summary}); this is a bug in sandbox-setup. "
@@ -56,3 +70,18 @@ def report_crash(program: str, exc: BaseException, state_dir: Path | None) -> No
             file=sys.stderr,
         )
         sys.stderr.write(trace)
+
+
+def _temp_log(program: str, record: str) -> Path | None:
+    """A new 0600 file in the temp directory holding ``record``, or None."""
+    try:
+        fd, name = tempfile.mkstemp(prefix=f"{program}-crash-", suffix=".log")
+    except OSError:
+        return None
+    try:
+        os.write(fd, record.encode("utf-8", errors="replace"))
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    return Path(name)

@@ -46,6 +46,7 @@ tool does not own survive.
 from __future__ import annotations
 
 import enum
+import os
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
@@ -143,10 +144,19 @@ def absolute_path(value: str, key: str, source: str) -> PurePosixPath:
     """``value`` as an absolute path, or an error naming ``source`` and ``key``."""
     if "\x00" in value:
         raise InputError(f"{source}: key '{key}' contains a NUL character")
-    path = PurePosixPath(value)
+    path = PurePosixPath(normal_path(value))
     if not path.is_absolute():
         raise InputError(f"{source}: key '{key}' must be an absolute path, got {value!r}")
     return path
+
+
+def normal_path(value: str) -> str:
+    """``value`` with repeated slashes, ``.`` and ``..`` collapsed, also the leading
+    ``//`` that POSIX lets a system treat specially and Linux does not: ``//srv//project``
+    is ``/srv/project`` (it was called a symlink to itself)."""
+    if not value.startswith("/"):
+        return value
+    return os.path.normpath("/" + value.lstrip("/"))
 
 
 def load_toml(text: str, source: str) -> dict[str, Any]:
@@ -308,24 +318,39 @@ def update_array(table: Any, key: str, values: list[str]) -> None:
 
 
 def _reordered(current: Any, values: list[str]) -> Any:
-    """A multi-line array of ``values`` carrying each kept item's comment along
-    (tomlkit keeps them in the array's item groups); a plain list when the
-    comments cannot be read (another tomlkit layout)."""
+    """A multi-line array of ``values`` carrying each kept item's comments along
+    (tomlkit keeps them in the array's item groups): the one after it on its line, and
+    the own-line comments above it, which describe it and move with it; comments after
+    the last item stay last. A plain list when the comments cannot be read (another
+    tomlkit layout)."""
     import tomlkit  # why: the launcher reads this module and must not load tomlkit
+    import tomlkit.items
 
+    inline: dict[str, str] = {}
+    above: dict[str, list[str]] = {}
+    pending: list[str] = []
     try:
-        notes = {
-            str(group.value): group.comment.as_string().strip().lstrip("#").strip()
-            for group in current._value
-            if group.value is not None and group.comment is not None
-        }
+        for group in current._value:
+            text = group.comment.as_string().strip().lstrip("#").strip() if group.comment else None
+            if group.value is None or isinstance(group.value, tomlkit.items.Null):
+                if text is not None:
+                    pending.append(text)
+                continue
+            above.setdefault(str(group.value), []).extend(pending)
+            pending = []
+            if text is not None:
+                inline[str(group.value)] = text
     except AttributeError:
         return values
-    if not notes:
+    if not inline and not pending and not any(above.values()):
         return values
     array = tomlkit.array()
     for value in values:
-        array.add_line(value, comment=notes.get(value))
+        for note in above.get(value, []):
+            array.add_line(comment=note)
+        array.add_line(value, comment=inline.get(value))
+    for note in pending:
+        array.add_line(comment=note)
     array.add_line(indent="")
     return array
 

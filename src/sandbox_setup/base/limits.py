@@ -23,6 +23,10 @@ MAX_TASKS = 4_194_304  # the kernel's PID_MAX_LIMIT
 _SIZE = re.compile(r"^([0-9]+)([KMGT]?)$")
 _PERCENT = re.compile(r"^([0-9]{1,3})%$")
 _UNITS = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4}
+# The largest size: 1024T (1 PiB), beyond any host's memory. Past 2**64 bytes bwrap
+# refused the tmpfs (`--size takes a non-zero number of bytes`) only at launch, after
+# the apply and a --dry-run had accepted it.
+MAX_SIZE = "1024T"
 
 
 def parse_size(text: str, what: str, *, percent: bool = False) -> str:
@@ -39,6 +43,8 @@ def parse_size(text: str, what: str, *, percent: bool = False) -> str:
         raise InputError(f"{what} {text!r} is not {forms}")
     if int(match.group(1)) == 0:
         raise InputError(f"{what} {text!r} must be more than 0")
+    if size_bytes(value) > size_bytes(MAX_SIZE):
+        raise InputError(f"{what} {text!r} is too large (at most {MAX_SIZE})")
     return value
 
 

@@ -20,13 +20,15 @@ import os
 import sys
 from dataclasses import replace
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from sandbox_setup.base import remedies
 from sandbox_setup.base.apparmor import PROFILE_FILE
 from sandbox_setup.base.choices import InnerSandbox, Mode, Network, SettingsScope
+from sandbox_setup.base.console import OutputError
 from sandbox_setup.base.errors import InputError
 from sandbox_setup.base.exitcodes import ExitCode
+from sandbox_setup.base.launcher_config import normal_path
 from sandbox_setup.base.paths import Layout
 from sandbox_setup.base.printable import printable, printable_diff_line, printable_lines
 from sandbox_setup.base.remedies import undo_commands
@@ -39,7 +41,7 @@ from sandbox_setup.configure.plan import build_plan
 
 if TYPE_CHECKING:
     from sandbox_setup.configure.actions import Action
-    from sandbox_setup.configure.apply import ApplySeams
+    from sandbox_setup.configure.apply import ApplyResult, ApplySeams
     from sandbox_setup.configure.plan import Plan
 from sandbox_setup.configure.probes import choose_probe_user, run_live_checks
 from sandbox_setup.configure.state_trust import trusted_answers_path
@@ -86,7 +88,7 @@ def layout_from_args(args: argparse.Namespace) -> Layout:
 
 def _target_path(value: str, flag: str, layout: Layout) -> PurePosixPath:
     if value.startswith("/"):
-        return PurePosixPath(os.path.normpath(value))
+        return PurePosixPath(normal_path(value))
     if layout.live:
         return PurePosixPath(os.path.abspath(value))
     raise InputError(f"{flag} {value!r}: must be an absolute path with --root")
@@ -218,6 +220,12 @@ def _print_plan(plan: Plan, *, dry_run: bool) -> None:
         print(f"  network: {printable_lines(line)}", file=out)
     for note in plan.notes:
         print(f"note: {printable_lines(note)}", file=sys.stderr)
+    _print_warnings(plan)
+
+
+def _print_warnings(plan: Plan) -> None:
+    for warning in plan.warnings:
+        print(f"warning: {printable_lines(warning)}", file=sys.stderr)
 
 
 REPROBED = ("userns.policy", "bwrap.sandbox")
@@ -269,6 +277,7 @@ def run_headless(args: argparse.Namespace, seams: ApplySeams | None = None) -> i
                 "changed": any(a["change"] for a in actions),
                 "actions": actions,
                 "notes": plan.notes,
+                "warnings": plan.warnings,
                 "network": plan.network,
             }
             print(json.dumps(data, indent=2))
@@ -276,6 +285,9 @@ def run_headless(args: argparse.Namespace, seams: ApplySeams | None = None) -> i
             _print_plan(plan, dry_run=bool(args.dry_run))
         print("sandbox-setup: nothing written; add --yes to apply", file=sys.stderr)
         return int(ExitCode.OK)
+
+    if not args.json:
+        _print_warnings(plan)
 
     def progress(action: Action, status: str) -> None:
         if status == "running" and not args.json:
@@ -287,7 +299,27 @@ def run_headless(args: argparse.Namespace, seams: ApplySeams | None = None) -> i
     )
     for line in reprobed:
         print(f"sandbox-setup: {printable_lines(line)}", file=sys.stderr)
-    if args.json:
+    try:
+        _print_result(result, actions, plan, layout, reprobed, as_json=bool(args.json))
+    except OutputError as exc:
+        # The apply is done: its exit code says so, and one line says what was lost.
+        print(
+            f"sandbox-setup: applied; {exc}; to see the setup: {remedies.audit(str(layout.root))}",
+            file=sys.stderr,
+        )
+    return int(ExitCode.OK)
+
+
+def _print_result(
+    result: ApplyResult,
+    actions: list[dict[str, Any]],
+    plan: Plan,
+    layout: Layout,
+    reprobed: list[str],
+    *,
+    as_json: bool,
+) -> None:
+    if as_json:
         data = {
             "schema": 1,
             "mode": str(plan.answers.mode),
@@ -296,6 +328,7 @@ def run_headless(args: argparse.Namespace, seams: ApplySeams | None = None) -> i
             "changed_actions": result.changed,
             "unchanged_actions": result.unchanged,
             "actions": actions,
+            "warnings": plan.warnings,
             "transaction": result.transaction,
             "reprobe": reprobed,
         }
@@ -308,4 +341,3 @@ def run_headless(args: argparse.Namespace, seams: ApplySeams | None = None) -> i
             print(f"{what}: {command}")
     else:
         print("No change: the system already matches the answers.")
-    return int(ExitCode.OK)

@@ -28,6 +28,7 @@ import sys
 from typing import Any
 
 from sandbox_setup.base import remedies
+from sandbox_setup.base.console import OutputError
 from sandbox_setup.base.exitcodes import ExitCode
 from sandbox_setup.base.paths import Layout
 from sandbox_setup.base.printable import printable, printable_lines
@@ -98,8 +99,12 @@ def _ask(args: argparse.Namespace, question: str) -> bool:
 
 def _report(layout: Layout, done: list[str], *, again: str) -> int:
     """Print the lines of an undo; the exit code (1: failed or left steps)."""
-    for line in done:
-        print(printable_lines(line))
+    try:
+        for line in done:
+            print(printable_lines(line))
+    except OutputError as exc:
+        # The undo ran: the exit code below says how it ended; one line says what was lost.
+        print(f"sandbox-setup: the undo ran; {exc}", file=sys.stderr)
     failed = [line for line in done if is_failure(line)]
     if failed:
         print(

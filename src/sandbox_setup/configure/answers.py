@@ -375,6 +375,13 @@ def validate_answers(a: Answers, layout: Layout, source: str = "answers") -> Non
     """
     check_names(a, source)
     check_list_maxima(a, source)
+    if a.accept_unsafe_root and a.mode is not Mode.UNSAFE:
+        # As the CLI refuses --accept-unsafe-root outside unsafe mode: an acceptance
+        # recorded for a mode that is not unsafe would be read as consent it is not.
+        raise InputError(
+            f'{source}: accept_unsafe_root only applies to mode "unsafe" (this is '
+            f'mode "{a.mode}"); remove it'
+        )
     if a.mode is Mode.UNSAFE and not a.accept_unsafe_root:
         raise RefusedError(
             "unsafe mode runs Claude Code as root with no OS sandbox; it needs the explicit "

@@ -40,13 +40,6 @@ class ClaudeBinary:
     trusted: bool  # only root or the operator can change it (or a directory above it)
 
 
-def _to_target(layout: Layout, real: str) -> PurePosixPath:
-    if layout.live:
-        return PurePosixPath(real)
-    rel = Path(real).relative_to(layout.root)
-    return PurePosixPath("/") / PurePosixPath(rel.as_posix())
-
-
 def _search_dirs(layout: Layout) -> list[PurePosixPath]:
     dirs = [d for d in os.environ.get("PATH", "").split(":") if d.startswith("/")]
     dirs += [str(PurePosixPath(layout.operator.home) / ".local/bin"), *_FALLBACK_DIRS]
@@ -92,6 +85,32 @@ def _is_shim(real: Path) -> bool:
         return False
 
 
+def _shebang_problem(path: Path) -> str | None:
+    """Why the kernel could not start the script at ``path``, or None.
+
+    A ``#!`` line saved with Windows line endings names an interpreter ending in a
+    carriage return (``/bin/sh\\r``): every launch would end in exit 127.
+    """
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(256)
+    except OSError:
+        return None  # judged elsewhere (trust, version)
+    if not head.startswith(b"#!"):
+        return None
+    line = head.split(b"\n", 1)[0]
+    if not line.endswith(b"\r"):
+        return None
+    shown = line[2:-1].decode("utf-8", "backslashreplace").strip()
+    # The fix is pasteable as printed: messages escape backslashes, so no \\r in it.
+    return (
+        f"its #! line ends in a carriage return (Windows line endings), so the kernel "
+        f"looks for an interpreter named '{shown}' plus a carriage return and every launch "
+        f"would fail (exit 127); convert the file to Unix line endings: "
+        f"sed -i 's/[[:cntrl:]]$//' {path}"
+    )
+
+
 def locate_claude(layout: Layout, given: PurePosixPath | None = None) -> PurePosixPath | None:
     """The target path of the binary :func:`find_claude` would use (``given`` or the
     first ``claude`` on the search path), without running it; None: not found.
@@ -102,7 +121,9 @@ def locate_claude(layout: Layout, given: PurePosixPath | None = None) -> PurePos
     candidates = [given] if given is not None else [d / "claude" for d in _search_dirs(layout)]
     for candidate in candidates:
         try:
-            real = layout.real(candidate)
+            # Symlinks followed inside the root: an absolute link under --root means
+            # the target system's path, never the host's (issue 26).
+            real = layout.real(layout.resolve(candidate))
             if not real.is_file():
                 continue
         except OSError:  # a PATH entry this user cannot search: not ours to use
@@ -125,13 +146,15 @@ def find_claude(layout: Layout, given: PurePosixPath | None = None) -> ClaudeBin
             f"Claude Code not found ({search_description(layout)}); install it or pass "
             "--claude PATH"
         )
-    real = layout.real(candidate)
-    resolved_real = os.path.realpath(real)
-    if not layout.live and not resolved_real.startswith(str(layout.root) + "/"):
-        raise InputError(f"{candidate}: its symlinks lead outside {layout.root}")
-    resolved = _to_target(layout, resolved_real)
+    resolved = layout.resolve(candidate)
+    resolved_real = str(layout.real(resolved))
+    if not layout.live and os.path.islink(resolved_real):  # a loop: resolve gave up
+        raise InputError(f"{candidate}: too many levels of symlinks under {layout.root}")
     if not os.access(resolved_real, os.X_OK):
         raise InputError(f"{candidate}: not executable")
+    problem = _shebang_problem(Path(resolved_real))
+    if problem is not None:
+        raise InputError(f"{candidate}: {problem}")
     trusted = is_trusted(layout, resolved)
     return ClaudeBinary(
         path=candidate,

@@ -64,6 +64,15 @@ def _inside(root: Path, path: str) -> bool:
     return path == str(root) or path.startswith(str(root).rstrip("/") + "/")
 
 
+def _denied(path: Path, exc: OSError, access: str) -> InputError:
+    """A file or directory this user may not open (mode 0000, another owner's): an
+    input error naming it and the fix, not an internal error."""
+    return InputError(
+        f"{path}: {exc.strerror or 'permission denied'}; sandbox-setup cannot read it as uid "
+        f"{os.geteuid()}: give it back its access (chmod u+{access} {path}) or run as its owner"
+    )
+
+
 def open_dir(
     root: Path,
     real_dir: Path,
@@ -99,6 +108,8 @@ def open_dir(
                 os.chown(name, create.uid, create.gid, dir_fd=fd, follow_symlinks=False)
                 os.chmod(name, create.mode, dir_fd=fd, follow_symlinks=False)
                 nfd = os.open(name, _DIR_FLAGS | os.O_NOFOLLOW, dir_fd=fd)
+            except PermissionError as exc:
+                raise _denied(Path(current) / name, exc, "rwx") from None
             except OSError as exc:
                 if exc.errno not in (errno.ELOOP, errno.ENOTDIR):
                     raise
@@ -155,6 +166,8 @@ def read_file(root: Path, real_path: Path) -> FileState | None:
             )
         except FileNotFoundError:
             return None
+        except PermissionError as exc:
+            raise _denied(real_path, exc, "rw") from None
         except OSError as exc:
             if exc.errno != errno.ELOOP:
                 raise

@@ -14,7 +14,7 @@ from sandbox_setup.base.choices import Mode, Network
 from sandbox_setup.base.errors import RefusedError
 from sandbox_setup.checks.model import Report, Status
 from sandbox_setup.policy.landlock import user_walls
-from sandbox_setup.policy.network import describe_network
+from sandbox_setup.policy.network import allowance_warnings, describe_network
 
 LANDLOCK_CHECK = "landlock.abi"
 
@@ -46,14 +46,16 @@ def plan_network(
     loopback_ports: Sequence[int],
     environ: Mapping[str, str],
 ) -> tuple[list[str], list[str]]:
-    """``(lines, notes)``: what the network is, and what the operator should know."""
+    """``(lines, warnings)``: what the network is, and what the operator must know (an
+    allowance that opens loopback, link-local, metadata or private addresses)."""
     if mode is not Mode.SANDBOX:
         # user and unsafe modes have no network namespace of their own
         return describe_network(Network.HOST, (), ()), []
     lines = describe_network(network, allowed_domains, loopback_ports)
     # The ANTHROPIC_BASE_URL note is the policy's (sandbox_setup.policy.environment.
     # loopback_port_hint), added by the plan: one rule, and never the URL (a token).
-    return lines, []
+    warnings = allowance_warnings(allowed_domains) if network is Network.ALLOWLIST else []
+    return lines, warnings
 
 
 def landlock_abi(report: Report) -> int | None:

@@ -82,6 +82,8 @@ class Plan:
     notes: list[str] = field(default_factory=list)
     # What the agent's network is (sandbox_setup.configure.network_plan), shown with the actions.
     network: list[str] = field(default_factory=list)
+    # What the operator must know before applying (an allowance that opens loopback, ...).
+    warnings: list[str] = field(default_factory=list)
 
     def changes(self) -> list[Action]:
         """The actions that would change something now."""
@@ -484,12 +486,12 @@ def build_plan(report: Report, answers: Answers, layout: Layout, source: str = "
     for action in actions:
         if isinstance(action, WriteFile) and not action.binary:
             action.desired()
-    network_lines, network_notes = plan_network(
+    network_lines, network_warnings = plan_network(
         answers.mode, network, answers.allowed_domains, answers.loopback_ports, os.environ
     )
     if answers.mode is Mode.USER:
         network_lines = user_mode_lines(report, inner is not InnerSandbox.OFF)
-    return Plan(resolved, layout, config, actions, notes + network_notes, network_lines)
+    return Plan(resolved, layout, config, actions, notes, network_lines, network_warnings)
 
 
 def _login_copies(layout: Layout, agent: str, agent_home: PurePosixPath) -> list[Action]:

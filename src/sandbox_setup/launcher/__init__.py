@@ -13,6 +13,7 @@ import sys
 import threading
 from collections.abc import Sequence
 
+from sandbox_setup.base.exitcodes import ExitCode
 from sandbox_setup.launcher.seams import REAL, LaunchSeams
 
 
@@ -30,9 +31,13 @@ def main(argv: Sequence[str] | None = None, *, seams: LaunchSeams | None = None)
     # why: this __init__ runs first for every module of the package, also in the
     # processes that need none of the launch pipeline (the egress probe of --check,
     # `python -m sandbox_setup.launcher.egress.probe`).
-    from sandbox_setup.launcher.main import main as launcher_main
-
-    code = launcher_main(argv, seams=seams or REAL)
+    try:
+        from sandbox_setup.launcher.main import main as launcher_main
+    except KeyboardInterrupt:
+        print("sandbox-launch: interrupted", file=sys.stderr)
+        code = int(ExitCode.INTERRUPTED)
+    else:
+        code = launcher_main(argv, seams=seams or REAL)
     if argv is None:
         _exit_now(code)
     return code

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING
 
 from sandbox_setup.base.accounts import lookup_user
 from sandbox_setup.base.choices import InnerSandbox, Mode, Network
+from sandbox_setup.base.console import OutputError, prepare_streams
 from sandbox_setup.base.crashlog import report_crash
 from sandbox_setup.base.errors import InputError, RefusedError, SetupError
 from sandbox_setup.base.exitcodes import ExitCode
@@ -47,7 +48,7 @@ from sandbox_setup.launcher.command import (
     user_launch,
 )
 from sandbox_setup.launcher.containment import Containment, contain
-from sandbox_setup.launcher.egress.network import is_allowlist, state_dir
+from sandbox_setup.launcher.egress.network import build_policy, is_allowlist, state_dir
 from sandbox_setup.launcher.landlock_gate import PROXY_PORT, LandlockPlan
 from sandbox_setup.launcher.notice import config_notice, network_policy
 from sandbox_setup.launcher.seams import REAL, LaunchSeams
@@ -189,6 +190,10 @@ def load_config(path: Path, owners: frozenset[int]) -> tuple[Path, LauncherConfi
         problem = over_maximum(key, items)
         if problem is not None:  # more than the launcher handles: refuse before anything
             raise RefusedError(f"{real}: key 'sandbox.{key}': {problem}")
+    if is_allowlist(config):
+        # The proxy builds the same policy at launch; building it here refuses a bad
+        # pattern for --dry-run too, with the same words (it used to pass, exit 0).
+        build_policy(config)
     return real, config
 
 
@@ -570,12 +575,21 @@ def main(argv: Sequence[str] | None = None, *, seams: LaunchSeams = REAL) -> int
     """Console script entry point. ``seams``: what a test replaces (see
     :mod:`sandbox_setup.launcher.seams`); the console script passes none."""
     try:
+        prepare_streams("sandbox-launch")
+    except OutputError as exc:
+        print(f"sandbox-launch: {exc}", file=sys.stderr)
+        return int(exc.exit_code)
+    try:
         options = parse_args(sys.argv[1:] if argv is None else argv)
     except InputError as exc:
         print(f"sandbox-launch: {printable_lines(str(exc))}\n\n{USAGE}", file=sys.stderr)
         return int(ExitCode.USAGE)
     if options is None:
-        print(USAGE)
+        try:
+            print(USAGE)
+        except OutputError as exc:  # --help > /dev/full
+            print(f"sandbox-launch: {exc}", file=sys.stderr)
+            return int(exc.exit_code)
         return int(ExitCode.OK)
     try:
         return run(options, os.environ, seams)
@@ -587,6 +601,7 @@ def main(argv: Sequence[str] | None = None, *, seams: LaunchSeams = REAL) -> int
         print(f"sandbox-launch: {printable_lines(str(exc))}", file=sys.stderr)
         return int(exc.exit_code)
     except KeyboardInterrupt:
+        print("sandbox-launch: interrupted", file=sys.stderr)
         return int(ExitCode.INTERRUPTED)
     except Exception as exc:
         # Fail closed: whatever went wrong, nothing may start half-checked. A bug is

@@ -56,6 +56,7 @@ from sandbox_setup.base import remedies
 from sandbox_setup.base.choices import BaseUrlPort, Mode, Network
 from sandbox_setup.base.errors import InputError
 from sandbox_setup.policy.addresses import parse_address
+from sandbox_setup.policy.names import shown
 from sandbox_setup.policy.network import SANDBOX_PROXY_PORT
 
 _MODEL_SLOTS = ("OPUS", "SONNET", "HAIKU")
@@ -92,7 +93,7 @@ _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}\Z")
 def pass_name_problem(name: str, mode: Mode) -> str | None:
     """Why ``name`` may not be passed from the caller to Claude (None: it may)."""
     if not _NAME.match(name):
-        return f"{name!r} is not an environment variable name (letters, digits and '_')"
+        return "not an environment variable name (letters, digits and '_')"
     if name in LAUNCHER_OWNED:
         return f"{name} is set by the launcher itself"
     if name in SANDBOX_CLAIMS and mode is Mode.SANDBOX:
@@ -110,7 +111,8 @@ def validate_pass_names(names: Iterable[str], mode: Mode, what: str) -> tuple[st
     for name in names:
         problem = pass_name_problem(name, mode)
         if problem is not None:
-            raise InputError(f"{what} {name}: {problem}")
+            # A name that is not one (a newline in it) is shown escaped, never raw.
+            raise InputError(f"{what} {name if _NAME.match(name) else shown(name)}: {problem}")
         if name not in seen:
             seen.append(name)
     return tuple(seen)

@@ -180,6 +180,14 @@ def parse_domain_pattern(text: str) -> DomainPattern:
     if not isinstance(text, str) or not text.strip():
         raise _refuse(str(text), "it is empty")
     raw = text.strip()
+    if raw != text:
+        raise _refuse(text, "white space around it; give the host alone, e.g. example.com")
+    if "%" in raw:
+        raise _refuse(
+            text,
+            "an IPv6 zone id (%eth0) names an interface of this host; the proxy "
+            "dials addresses, not links: give a routable address",
+        )
     if "://" in raw:
         raise _refuse(text, "a URL, not a host; give only the host, e.g. example.com")
     for char, why in (("/", "contains a path"), ("@", "contains user info"),
@@ -229,6 +237,53 @@ def parse_domain_pattern(text: str) -> DomainPattern:
     if wildcard and len(labels) < 2:
         raise _refuse(text, "a wildcard over a top-level domain allows too much")
     return DomainPattern(host=base, wildcard=wildcard, port=port)
+
+
+# Names that reach the machine itself or its cloud's metadata service, without resolving.
+_LOOPBACK_NAMES = ("localhost",)  # and every *.localhost (RFC 6761)
+_METADATA_NAMES = ("metadata.google.internal", "metadata.goog", "instance-data.ec2.internal")
+# Why an allowance of each kind deserves a word in the plan.
+_REACHES = {
+    "loopback": "every service listening on this host's loopback (databases, admin and "
+    "debug ports) becomes reachable through the proxy; to expose one port use "
+    "--allow-loopback-port PORT instead",
+    "cloud metadata": "the cloud metadata service hands out this machine's credentials "
+    "and tokens to whoever asks",
+    "link-local": "link-local addresses hold the cloud metadata service (169.254.169.254) "
+    "and this network link's devices",
+    "private": "a private (RFC 1918, CGNAT or ULA) address is inside your network, "
+    "which the proxy otherwise keeps out of reach",
+}
+
+
+def allowance_warning(pattern: DomainPattern) -> str | None:
+    """A warning for an allowed pattern that opens this host, its cloud's metadata
+    service or the local network, or None. The proxy refuses those ranges unless one
+    is allowed exactly; the operator should know when an allowance does that."""
+    rule: str | None = None
+    if pattern.address is not None:
+        reason = refusal_reason(pattern.address)
+        rule = next((r for r in _REACHES if reason is not None and reason.startswith(r)), None)
+    elif pattern.host in _LOOPBACK_NAMES or pattern.host.endswith(".localhost"):
+        rule = "loopback"
+    elif pattern.host in _METADATA_NAMES:
+        rule = "cloud metadata"
+    if rule is None:
+        return None
+    return f"allowed domain {pattern} is {rule}: the agent can reach it; {_REACHES[rule]}"
+
+
+def allowance_warnings(patterns: Iterable[str]) -> list[str]:
+    """:func:`allowance_warning` over the allowed patterns (those that parse)."""
+    warnings = []
+    for text in patterns:
+        try:
+            warning = allowance_warning(parse_domain_pattern(text))
+        except InputError:
+            continue  # refused elsewhere, with its own message
+        if warning is not None:
+            warnings.append(warning)
+    return warnings
 
 
 def _split_port(text: str, raw: str) -> tuple[str, int | None]:

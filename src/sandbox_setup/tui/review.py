@@ -81,6 +81,7 @@ class ReviewScreen(StepScreen["Plan"]):
                 for i, action in enumerate(plan.actions, 1)
             ]
             parts += [Text("Note: " + note) for note in plan.notes]
+            parts += [Text("Warning: " + warning) for warning in plan.warnings]
         except Exception as exc:  # RefusedError/InputError carry reason and remedy
             self.post_message(self.Planned(None, str(exc) or type(exc).__name__))
             return

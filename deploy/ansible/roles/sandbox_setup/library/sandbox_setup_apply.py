@@ -128,6 +128,13 @@ options:
   timeout:
     description: Per-probe timeout in seconds (C(--timeout)); unset means sandbox-setup's default.
     type: float
+  installing:
+    description:
+      - An earlier task of this run installs O(executable) (the role's install step).
+      - In check mode a missing O(executable) then reports C(changed) with an empty plan;
+        otherwise a missing O(executable) fails, in check mode as in the real run.
+    type: bool
+    default: false
 """
 
 EXAMPLES = r"""
@@ -359,6 +366,7 @@ ARGUMENT_SPEC: dict[str, Any] = {
     "root": {"type": "path", "default": "/"},
     "executable": {"type": "str", "default": "sandbox-setup"},
     "timeout": {"type": "float"},
+    "installing": {"type": "bool", "default": False},
 }
 
 
@@ -368,7 +376,7 @@ def main() -> None:
     answers = render_answers(params)
     executable = resolve_executable(params["executable"])
     if executable is None:
-        if module.check_mode:
+        if module.check_mode and params["installing"]:
             # A first check run: the install tasks before this one only said they would
             # install sandbox-setup, so there is nothing to ask for a plan yet.
             module.exit_json(
@@ -407,6 +415,8 @@ def main() -> None:
         "actions": [{k: v for k, v in a.items() if k != "diff"} for a in actions],
         "changed_actions": list(data.get("changed_actions") or []),
         "notes": list(data.get("notes") or []),
+        # Ansible shows these as [WARNING] lines (an allowance that opens loopback, ...).
+        "warnings": list(data.get("warnings") or (planned or {}).get("warnings") or []),
         "report": data,
         "answers": answers,
         "cmd": argv,

@@ -1,0 +1,161 @@
+"""Inputs of issue 26 that were taken silently or answered in Python's words: each is
+now refused with exit 2 naming it, or printed in plain words, through the real CLI."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.core_fixtures import SANDBOX, make_target_root, run_cli, snapshot
+from tests.faults.conftest import FaultRow
+from tests.tools import require_root
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    require_root()
+    return make_target_root(tmp_path / "root")
+
+
+def _no_crash(stderr: str) -> None:
+    assert "Traceback" not in stderr and "internal error" not in stderr, stderr
+
+
+def test_a_claude_script_with_a_crlf_shebang_is_refused(fault: FaultRow, root: Path) -> None:
+    fault.expect("--claude script saved with CRLF (#!/bin/sh\\r)", "exit 2 naming it and the fix")
+    script = root / "opt/claude-crlf"
+    script.parent.mkdir(parents=True)
+    script.write_bytes(b'#!/bin/sh\r\necho "2.1.197 (Claude Code)"\r\n')
+    script.chmod(0o755)
+    before = snapshot(root)
+    for extra in ([], ["--yes"]):
+        result = run_cli(
+            "--headless", *SANDBOX, "--claude", "/opt/claude-crlf", "--root", str(root), *extra
+        )
+        fault.saw(f"exit {result.returncode}: {result.stderr.strip()[-140:]}")
+        assert result.returncode == 2, result.stderr
+        assert "/opt/claude-crlf: its #! line ends in a carriage return" in result.stderr
+        assert f"sed -i 's/[[:cntrl:]]$//' {script}" in result.stderr
+        _no_crash(result.stderr)
+    assert snapshot(root) == before
+
+
+def test_undo_json_is_refused_clearly(fault: FaultRow, root: Path) -> None:
+    fault.expect("--undo --json", "exit 2: --undo has no --json output")
+    result = run_cli("--undo", "--json", "--root", str(root))
+    fault.saw(f"exit {result.returncode}: {result.stderr.strip()[-120:]}")
+    assert result.returncode == 2
+    assert "--undo has no --json output" in result.stderr
+    assert result.stdout == ""
+
+
+@pytest.mark.parametrize(
+    ("domain", "rule"),
+    [
+        ("127.0.0.1", "loopback"),
+        ("127.0.0.53:53", "loopback"),
+        ("[::1]", "loopback"),
+        ("localhost:8080", "loopback"),
+        ("db.localhost", "loopback"),
+        ("169.254.169.254", "cloud metadata"),
+        ("metadata.google.internal", "cloud metadata"),
+        ("169.254.10.1", "link-local"),
+        ("[fe80::1]", "link-local"),
+        ("10.1.2.3", "private"),
+        ("192.168.1.10:443", "private"),
+        ("172.16.0.1", "private"),
+        ("[fd00::1]", "private"),
+    ],
+)
+def test_the_plan_warns_of_an_allowance_into_this_host_or_network(
+    fault: FaultRow, root: Path, domain: str, rule: str
+) -> None:
+    fault.expect(f"--allow-domain {domain}", f"a warning line naming it as {rule}, and in --json")
+    argv = ("--headless", *SANDBOX, "--allow-domain", domain, "--allow-domain", "example.com")
+    text = run_cli(*argv, "--root", str(root))
+    assert text.returncode == 0, text.stderr
+    warnings = [line for line in text.stderr.splitlines() if line.startswith("warning: ")]
+    fault.saw(warnings[0][:140] if warnings else "no warning")
+    assert len(warnings) == 1, text.stderr
+    assert f" is {rule}: the agent can reach it" in warnings[0]
+    data = json.loads(run_cli(*argv, "--json", "--root", str(root)).stdout)
+    assert len(data["warnings"]) == 1 and f" is {rule}: " in data["warnings"][0]
+
+
+def test_a_public_allowance_has_no_warning(root: Path) -> None:
+    argv = ("--headless", *SANDBOX, "--allow-domain", "203.0.113.7", "--allow-domain", "x.org")
+    data = json.loads(run_cli(*argv, "--json", "--root", str(root)).stdout)
+    assert data["warnings"] == []
+
+
+def test_no_enum_repr_reaches_a_message(fault: FaultRow, root: Path) -> None:
+    fault.expect("--mode user --network allowlist", "exit 2 in plain words, no <Network...>")
+    result = run_cli(
+        "--headless", "--mode", "user", "--network", "allowlist", "--workspace", "/srv/project",
+        "--root", str(root),
+    )  # fmt: skip
+    fault.saw(f"exit {result.returncode}: {result.stderr.strip()[-120:]}")
+    assert result.returncode == 2
+    assert "network 'allowlist' needs sandbox mode" in result.stderr
+    assert "<Network" not in result.stderr and "<Mode" not in result.stderr
+
+
+def test_a_newline_in_a_pass_env_name_is_refused_escaped(fault: FaultRow, root: Path) -> None:
+    fault.expect("--pass-env 'FOO<newline>BAR'", "exit 2, the name escaped on one line")
+    result = run_cli("--headless", *SANDBOX, "--pass-env", "FOO\nBAR", "--root", str(root))
+    fault.saw(f"exit {result.returncode}: {result.stderr.strip()[-120:]}")
+    assert result.returncode == 2
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert "pass_env 'FOO\\\\nBAR': not an environment variable name" in result.stderr
+
+
+def test_a_doubled_slash_workspace_is_normalised(fault: FaultRow, root: Path) -> None:
+    fault.expect("--workspace //srv//project", "the plan for /srv/project, no symlink talk")
+    result = run_cli("--headless", "--mode", "sandbox", "--workspace", "//srv//project",
+                     "--root", str(root))  # fmt: skip
+    fault.saw(f"exit {result.returncode}: {result.stderr.strip()[-100:]}")
+    assert result.returncode == 0, result.stderr
+    assert "symlink" not in result.stderr
+    assert "read and write /srv/project" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("domain", "words"),
+    [
+        (" example.com", "white space around it"),
+        ("example.com ", "white space around it"),
+        ("exa mple.com", "contains white space"),
+        ("[fe80::1%eth0]", "an IPv6 zone id"),
+        ("[fe80::1%eth0]:443", "an IPv6 zone id"),
+        ("fe80::1%eth0", "an IPv6 zone id"),
+    ],
+)
+def test_allow_domain_with_spaces_or_a_zone_id_is_refused(
+    fault: FaultRow, root: Path, domain: str, words: str
+) -> None:
+    fault.expect(f"--allow-domain {domain!r}", "exit 2 naming it, nothing written")
+    before = snapshot(root)
+    result = run_cli("--headless", *SANDBOX, "--allow-domain", domain, "--yes", "--root", str(root))
+    fault.saw(f"exit {result.returncode}: {result.stderr.strip()[-120:]}")
+    assert result.returncode == 2, result.stderr
+    assert f"allowed domain {domain!r}: {words}" in result.stderr
+    assert snapshot(root) == before
+
+
+def test_accept_unsafe_root_in_a_sandbox_answers_file_is_refused(
+    fault: FaultRow, root: Path
+) -> None:
+    fault.expect("answers: mode = sandbox, accept_unsafe_root = true", "exit 2 like the CLI")
+    answers = root.parent / "answers.toml"
+    answers.write_text(
+        'schema = 1\nmode = "sandbox"\nworkspaces = ["/srv/project"]\naccept_unsafe_root = true\n'
+    )
+    before = snapshot(root)
+    result = run_cli("--headless", "--answers", str(answers), "--yes", "--root", str(root))
+    fault.saw(f"exit {result.returncode}: {result.stderr.strip()[-120:]}")
+    assert result.returncode == 2, result.stderr
+    assert 'accept_unsafe_root only applies to mode "unsafe"' in result.stderr
+    assert str(answers) in result.stderr
+    assert snapshot(root) == before
