@@ -16,7 +16,7 @@ from typing import Any
 from sandbox_setup.base.errors import SetupError
 from sandbox_setup.base.paths import Layout
 from sandbox_setup.configure import fsops
-from sandbox_setup.configure.journal import JournalError, now, open_in, state_dirs
+from sandbox_setup.configure.journal import JournalError, now, open_for_append, state_dirs
 from sandbox_setup.configure.revert import drop_restore_points, is_failure, revert
 
 # Room kept allocated past the journal's end (fallocate) for the lines a rollback
@@ -46,7 +46,7 @@ class Transaction:
         self.entries: list[dict[str, Any]] = []
         self._fd = -1
         try:
-            self._fd = open_in(layout, layout.journal, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+            self._fd = open_for_append(layout, create=True)
         except OSError as exc:
             raise JournalError(f"cannot open the journal {layout.journal}: {exc}") from exc
         self._backups = 0
