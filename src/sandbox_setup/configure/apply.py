@@ -122,6 +122,10 @@ def apply_plan(
                 report(action, "changed")
                 if seams.after_change is not None:
                     seams.after_change(len(result.changed))
+            if txn is not None:
+                # Inside the try: an apply whose commit line cannot be written (a full
+                # disk) is rolled back like any failed step, never left half-recorded.
+                txn.commit()
         except BaseException as exc:
             if txn is not None:
                 undone, complete = txn.rollback()
@@ -133,6 +137,4 @@ def apply_plan(
                         + "".join(f"\n  {line}" for line in undone),
                     )
             raise
-        if txn is not None:
-            txn.commit()
     return result
