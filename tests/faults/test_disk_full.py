@@ -127,6 +127,7 @@ def failed_step(stderr: str) -> str:
     return progress[-1].split(" (")[0] if progress else "?"
 
 
+@pytest.mark.timeout(1500)  # some 40 levels, each an apply and an undo on its own tmpfs
 def test_disk_full_at_every_level_from_0_to_128_kib(tmp_path: Path, fault: FaultRow) -> None:
     require_root()
     for tool in ("useradd", "userdel", "groupadd", "setfacl", "getfacl", "bwrap", "unshare"):
@@ -176,6 +177,7 @@ def test_disk_full_at_every_level_from_0_to_128_kib(tmp_path: Path, fault: Fault
     assert any(o.startswith("applied") for o in outcomes.values()), outcomes
 
 
+@pytest.mark.timeout(900)
 @pytest.mark.parametrize("reserve", ["kept", "gone"])
 def test_disk_full_right_after_every_step(tmp_path: Path, reserve: str, fault: FaultRow) -> None:
     """Where the space runs out is no longer left to chance: a seam fills the disk to
