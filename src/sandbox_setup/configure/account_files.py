@@ -305,6 +305,9 @@ def revert_account_step(
             settle_kept_account_files(layout, files)
             return None  # the tool never ran (or a previous undo restored it)
         if new is not None and all(now[item["target"]] == new[item["target"]] for item in changed):
+            bad = [(item, why) for item in changed if (why := _unrestorable(layout, item))]
+            if bad:
+                return _fallback(layout, entry, files, bad)
             for item in changed:
                 _restore_file(layout, item)
             settle_kept_account_files(layout, files)
@@ -315,6 +318,48 @@ def revert_account_step(
         settle_kept_account_files(layout, files)
         return line
     return _revert_with_tools(layout, entry)
+
+
+def _unrestorable(layout: Layout, item: dict[str, Any]) -> str | None:
+    """Why ``item`` cannot be put back byte for byte (None: it can): neither its
+    restore point nor its backup holds the bytes the journal recorded."""
+    if item["old_sha256"] is None:
+        return None  # it did not exist: removing it needs no backup
+    real = Path(item["real"])
+    if item.get("keep"):
+        kept = fsops.read_file(layout.root, real.parent / item["keep"])
+        if kept is not None:
+            if fsops.sha256(kept.data) == item["old_sha256"]:
+                return None
+            return f"its restore point {real.parent / item['keep']} does not match the journal"
+    backup = fsops.read_file(layout.root, layout.real(item["backup"]))
+    if backup is None:
+        return f"its backup {item['backup']} is missing"
+    if fsops.sha256(backup.data) != item["old_sha256"]:
+        return f"its backup {item['backup']} does not match the journal"
+    return None
+
+
+def _fallback(
+    layout: Layout,
+    entry: dict[str, Any],
+    files: list[dict[str, Any]],
+    bad: list[tuple[dict[str, Any], str]],
+) -> str:
+    """A backup of the account files is bad: never write it back, and never stay stuck
+    on it either. The tools remove what this step created (``userdel --remove``,
+    ``groupdel``, ``usermod --remove``, with ``--prefix`` under ``--root``); the files
+    are then as the tools leave them, and the line says which and why (undo exits 1)."""
+    done = _revert_with_tools(layout, entry)
+    settle_kept_account_files(layout, files)
+    item, why = bad[0]
+    names = ", ".join(str(i["target"]) for i, _ in bad)
+    tool = {"create-user": "userdel", "create-group": "groupdel"}.get(entry["op"], "usermod")
+    return (
+        f"left {names} as {tool} leaves {'it' if len(bad) == 1 else 'them'}, not byte for "
+        f"byte as before: {item['target']}: {why}; "
+        + (f"{done} with {tool} instead" if done else "nothing of this step was left to remove")
+    )
 
 
 def _home_is_ours(layout: Layout, entry: dict[str, Any]) -> bool:
