@@ -14,7 +14,7 @@ next append cuts it off first.
 The formats (written by :mod:`sandbox_setup.configure.transaction`, the actions and
 :mod:`sandbox_setup.configure.account_files`) are in
 :mod:`sandbox_setup.configure.journal`'s docstring. Fields that older versions did
-not write (``keep``, ``backup_sha256``, ``files``, ``step``, ``home_existed``) may be
+not write (``keep``, ``backup_sha256``, ``files``, ``step``, ``home``, ``home_existed``) may be
 absent; when present they must have their type.
 """
 
@@ -188,7 +188,7 @@ FIELDS: dict[str, Fields] = {
     "mkdir": {"target": (_absolute, True), "real": (_inside_root, True)},
     "create-user": {
         "name": (_account, True),
-        "home": (_absolute, True),
+        "home": (_absolute, False),
         "home_existed": (_boolean, False),
         **_ACCOUNT_STEP,
     },
