@@ -2,7 +2,9 @@
 settings, launcher config, answers, journal, backups, and the account files that
 ``useradd --prefix`` rewrites all compete for the same few free pages.
 
-At every free-space level from 0 to 64 KiB in 4 KiB steps the apply must end as
+At every free-space level from 0 to 128 KiB in 4 KiB steps, and on until the apply
+fits, and with the disk made full right after each step of the apply (the commit
+included; :func:`test_disk_full_right_after_every_step`), the apply must end as
 one of: never started (exit 2, nothing changed), failed and rolled back completely
 (exit 2, the tree byte for byte as before), failed with a rollback that could not
 finish (exit 1, the journal says so, and ``--undo --yes`` finishes it once space is
@@ -32,13 +34,14 @@ from tests.core_fixtures import (
 )
 from tests.faults.conftest import FaultRow
 from tests.faults.namespace import run_in_namespace
-from tests.faults.tmpfs_root import run_on_full_tmpfs
+from tests.faults.tmpfs_root import FILLER, run_on_full_tmpfs
+from tests.seams import SETUP_WITH_SEAMS
 from tests.tools import require_root, require_tool
 
 pytestmark = pytest.mark.integration
 
 OLD_SETTINGS = '{"model": "opus",   "permissions": {"deny": []}}'
-LEVELS = range(0, 64 * 1024 + 1, 4096)
+LEVELS = range(0, 128 * 1024 + 1, 4096)
 MAX_LEVEL = 320 * 1024  # past it, a sweep that never applies is itself a failure
 
 
@@ -59,22 +62,24 @@ def differences(a: dict[str, object], b: dict[str, object]) -> list[str]:
     return sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
 
 
-def one_level(tmp_path: Path, leave: int, new: dict[str, str]) -> str:
+def one_level(tmp_path: Path, leave: int, new: dict[str, str], seams: tuple[str, ...] = ()) -> str:
     """Run the apply on a tmpfs with ``leave`` bytes free, then undo; returns what
-    happened in a few words, or raises AssertionError naming what broke."""
-    base = tmp_path / f"fl-{leave}"
+    happened in a few words, or raises AssertionError naming what broke. ``seams``:
+    the apply runs through ``tests/seams/setup_with_seams.py`` with these."""
+    base = tmp_path / f"fl-{leave}-{len(seams)}-{abs(hash(seams))}"
     seed = prepare(base / "seed")
     old = {rel: digest((seed / rel).read_bytes()) if (seed / rel).exists() else None
            for rel in FILES}  # fmt: skip
     mount = base / "tmpfs"
     mount.mkdir()
     cli = [sys.executable, "-m", "sandbox_setup"]
+    apply = [sys.executable, str(SETUP_WITH_SEAMS), *seams] if seams else cli
     result = run_on_full_tmpfs(
         {
             "dir": str(mount),
             "seed": str(seed),
             "leave": leave,
-            "apply": [*cli, "--headless", "--root", "{root}", "--yes", *SANDBOX],
+            "apply": [*apply, "--headless", "--root", "{root}", "--yes", *SANDBOX],
             "undo": [*cli, "--undo", "--yes", "--root", "{root}"],
         }
     )
@@ -82,7 +87,10 @@ def one_level(tmp_path: Path, leave: int, new: dict[str, str]) -> str:
     before, after_apply, after_undo = (
         result["before"], result["after_apply"], result["after_undo"]
     )  # fmt: skip
-    where = f"{leave // 1024} KiB free: apply exit {applied['rc']}: {applied['stderr'][-600:]}"
+    where = (
+        f"{leave // 1024} KiB free {' '.join(seams)}: apply exit {applied['rc']}: "
+        f"{applied['stderr'][-600:]}"
+    )
     assert "Traceback" not in applied["stderr"] + undone["stderr"], where
     for rel in FILES:
         now = after_apply.get(rel)
@@ -119,13 +127,14 @@ def failed_step(stderr: str) -> str:
     return progress[-1].split(" (")[0] if progress else "?"
 
 
-def test_disk_full_at_every_level_from_0_to_64_kib(tmp_path: Path, fault: FaultRow) -> None:
+@pytest.mark.timeout(1500)  # some 40 levels, each an apply and an undo on its own tmpfs
+def test_disk_full_at_every_level_from_0_to_128_kib(tmp_path: Path, fault: FaultRow) -> None:
     require_root()
     for tool in ("useradd", "userdel", "groupadd", "setfacl", "getfacl", "bwrap", "unshare"):
         require_tool(tool)
     fault.expect(
         "disk full mid-apply: the whole root (account files, settings, journal, backups) on a "
-        "tmpfs with 0 KiB free and up in 4 KiB steps (every level to 64 KiB, then on until "
+        "tmpfs with 0 KiB free and up in 4 KiB steps (every level to 128 KiB, then on until "
         "the apply fits)",
         "each level: never started, or rolled back byte for byte (exit 2), or a rollback that "
         "could not finish recorded and reported (exit 1); each file old or new; after freeing "
@@ -145,7 +154,7 @@ def test_disk_full_at_every_level_from_0_to_64_kib(tmp_path: Path, fault: FaultR
 
     # In parallel: where a lock file of shadow-utils cannot be written, useradd
     # retries for 15 s before it gives up; the levels are independent trees. Past
-    # 64 KiB the sweep goes on until an apply has room to finish, so that a failure
+    # 128 KiB the sweep goes on until an apply has room to finish, so that a failure
     # at every later step (settings, launcher config, answers) is covered too.
     batch = 6
     levels = list(LEVELS)
@@ -166,6 +175,56 @@ def test_disk_full_at_every_level_from_0_to_64_kib(tmp_path: Path, fault: FaultR
     fault.saw("; ".join(f"{what}: {kib} KiB" for what, kib in summary.items()))
     assert broken == [], "\n\n".join(broken)
     assert any(o.startswith("applied") for o in outcomes.values()), outcomes
+
+
+@pytest.mark.timeout(900)
+@pytest.mark.parametrize("reserve", ["kept", "gone"])
+def test_disk_full_right_after_every_step(tmp_path: Path, reserve: str, fault: FaultRow) -> None:
+    """Where the space runs out is no longer left to chance: a seam fills the disk to
+    the last byte right after step N, for every N up to the last (so the commit meets
+    a full disk too). ``gone``: the journal's preallocated room past its last block is
+    handed back first, as on a file system without ``fallocate``: a commit that asks
+    for room then fails at every run, not only when the journal's length happens to
+    end near a block boundary (what made the level sweep fail once in CI)."""
+    require_root()
+    for tool in ("useradd", "userdel", "groupadd", "setfacl", "getfacl", "bwrap", "unshare"):
+        require_tool(tool)
+    fault.expect(
+        f"disk full right after each step of the apply, the commit included (journal "
+        f"reserve {reserve})",
+        "each step: rolled back byte for byte (exit 2) or a rollback that could not finish "
+        "reported (exit 1) and finished by --undo; never exit 2 with the tree changed",
+    )
+    twin = prepare(tmp_path / "twin")
+    applied = run_cli("--headless", "--root", str(twin), "--yes", *SANDBOX)
+    assert applied.returncode == 0, applied.stderr
+    new = {rel: digest((twin / rel).read_bytes()) for rel in FILES}
+    steps = sum(line.startswith("changed: ") for line in applied.stdout.splitlines())
+    assert steps >= 8, applied.stdout
+
+    def after(step: int) -> tuple[int, str, str | None]:
+        seams = (f"--seam-fill-disk-after={step}:{{root}}/../{FILLER}",)
+        if reserve == "gone":
+            seams += (f"--seam-drop-journal-reserve={{root}}/{STATE}/journal.jsonl",)
+        try:
+            return step, one_level(tmp_path, 512 * 1024, new, seams), None
+        except AssertionError as exc:
+            return step, "BROKEN", str(exc)[:1500]
+
+    outcomes: dict[int, str] = {}
+    broken: list[str] = []
+    with concurrent.futures.ThreadPoolExecutor(max_workers=4) as pool:
+        for step, outcome, error in pool.map(after, range(1, steps + 1)):
+            outcomes[step] = outcome
+            if error:
+                broken.append(f"after step {step}: {error}")
+    fault.saw("; ".join(f"after {step}: {what}" for step, what in outcomes.items()))
+    assert broken == [], "\n\n".join(broken)
+    # The commit's line fits in the room the last step reserved. Without that room it
+    # fits in what is left of the journal's last block, or it does not, and then the
+    # apply is rolled back (and the journal line saying so cannot be written: exit 1).
+    last = ("applied",) if reserve == "kept" else ("applied", "rollback incomplete")
+    assert outcomes[steps].startswith(last), outcomes
 
 
 # Run in a private mount namespace: right before the launcher config is written, the

@@ -94,7 +94,8 @@ def forge_sudoers(root: Path, backup: Path) -> None:
             "real": str(root / "etc/sudoers.d/bad-evil"),
             "tmp": ".bad-evil.forged.tmp",
             "old_sha256": _sha(EVIL),
-            "new_sha256": None,
+            # A well-formed entry (the journal is read strictly): only its backup is wrong.
+            "new_sha256": _sha(b""),
             "backup": "/" + str(backup.relative_to(root)),
             "old_mode": 0o440,
             "old_uid": 0,

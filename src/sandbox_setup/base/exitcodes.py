@@ -22,4 +22,4 @@ EXIT_CODES_HELP = """exit codes:
        config failed the strict-mode check)
   70   internal error: a bug; one line on stderr, the traceback in the state
        directory's crash.log
-  130  interrupted"""
+  130  interrupted (SIGINT, SIGTERM or SIGHUP); an apply rolls back first"""

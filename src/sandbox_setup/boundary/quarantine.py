@@ -19,7 +19,11 @@ and the result is parsed again to prove only those settings went). If the copy
 cannot be proven, the whole file is moved aside instead.
 
 What is told. One line per action for stderr, with the restore command, and a
-``manifest.json`` in the quarantine listing the same. The line quotes names the
+``manifest.json`` in the quarantine listing the same. Root reads an existing
+manifest back (it merges into it) and the operator pastes its restore commands, so
+the quarantine and every manifest in it pass the trust rule of
+:mod:`sandbox_setup.policy.trust` first (:func:`check_quarantine_trust`): a launch
+refuses (exit 3) naming the file and the fix before it writes anything. The line quotes names the
 agent chose: each is shown through :func:`~sandbox_setup.base.printable.printable`
 (invariant 15), and the restore command quotes them as bash reads them back
 (:func:`~sandbox_setup.base.printable.shell_word`); the manifest keeps them exact.
@@ -34,8 +38,11 @@ import stat
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from sandbox_setup.base import fdwalk
+from sandbox_setup.base.errors import RefusedError
+from sandbox_setup.base.pathfacts import resolved_chain
 from sandbox_setup.base.printable import printable, shell_word
 from sandbox_setup.boundary.scan import QUARANTINE_NAME, Hit
 from sandbox_setup.policy.claude_project import (
@@ -45,8 +52,60 @@ from sandbox_setup.policy.claude_project import (
 )
 from sandbox_setup.policy.config_hit import ConfigHit
 from sandbox_setup.policy.gitconfig import parse_git_config, remove_entries
+from sandbox_setup.policy.trust import (
+    TrustProblem,
+    chain_problems,
+    refusal_text,
+    state_dir_problems,
+    trusted_owners,
+)
 
 MANIFEST = "manifest.json"
+
+
+def check_quarantine_trust(quarantine: Path | str) -> None:
+    """The quarantine folder (``<state>/quarantine``), each session's folder in it and
+    each ``manifest.json``: owned by root or this user, not group/world-writable, and
+    so is every directory above. Raises :class:`RefusedError` naming the first that is
+    not, and the fix; a quarantine that does not exist yet passes."""
+    owners = trusted_owners(os.geteuid())
+    top = Path(os.path.abspath(quarantine))
+    if not os.path.lexists(top):
+        leaf, dirs = resolved_chain(top)
+        _refuse(state_dir_problems(leaf, dirs, owners), "quarantine")
+        return
+    for path, what, as_dir in _quarantine_paths(top):
+        leaf, dirs = resolved_chain(path)
+        if as_dir:
+            _refuse(state_dir_problems(leaf, dirs, owners), what)
+        else:
+            _refuse(chain_problems(leaf, dirs, owners), what)
+
+
+def _quarantine_paths(top: Path) -> list[tuple[Path, str, bool]]:
+    found = [(top, "quarantine", True)]
+    try:
+        names = sorted(os.listdir(top))
+    except OSError:
+        return found  # the trust check of top names what is wrong with it
+    for name in names:
+        session = top / name
+        if os.path.islink(session) or not os.path.isdir(session):
+            found.append((session, "quarantine", True))  # refused: not a directory
+            continue
+        found.append((session, "quarantine", True))
+        manifest = session / MANIFEST
+        if os.path.lexists(manifest):
+            found.append((manifest, "quarantine manifest", False))
+    return found
+
+
+def _refuse(problems: list[TrustProblem], what: str) -> None:
+    for problem in problems:
+        raise RefusedError(
+            f"{refusal_text(problem, what)}; root reads it back and its restore commands "
+            "are pasted as root. Nothing was written"
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,6 +199,11 @@ class _Quarantine:
 
     def _write_manifest(self) -> None:
         fd = self.open()
+        manifest = os.path.join(self.directory, MANIFEST)
+        if os.path.lexists(manifest):
+            # Root merges the old entries into what it writes: the rule first.
+            leaf, dirs = resolved_chain(Path(os.path.abspath(manifest)))
+            _refuse(chain_problems(leaf, dirs, trusted_owners(os.geteuid())), "quarantine manifest")
         old: list[object] = []
         existing = fdwalk.read_file_at(fd, MANIFEST, 16 << 20)
         if existing is not None:

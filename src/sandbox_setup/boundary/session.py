@@ -43,10 +43,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from sandbox_setup.base import remedies
+from sandbox_setup.base.errors import RefusedError
 from sandbox_setup.base.fdwalk import WalkLimits
 from sandbox_setup.base.printable import printable
 from sandbox_setup.boundary.binds import Prepared, finish, prepare, ro_bind_argv
-from sandbox_setup.boundary.quarantine import neutralize
+from sandbox_setup.boundary.quarantine import check_quarantine_trust, neutralize
 from sandbox_setup.boundary.scan import scan, snapshot
 from sandbox_setup.boundary.scan_model import Snapshot
 from sandbox_setup.policy.workspace import BindPlan, RoBind, plan_ro_binds
@@ -238,6 +239,7 @@ def end_scan(
     lines: list[str] = []
     todo = result.to_neutralize
     if todo:
+        check_quarantine_trust(state / QUARANTINE_DIR)
         _make_private_dir(state / QUARANTINE_DIR)
         lines += neutralize(todo, quarantine_dir(state, session))
     if result.truncated:
@@ -320,6 +322,8 @@ class Boundary:
         real = tuple(host for _, host in workspaces)
         lines: list[str] = []
         if not dry_run:
+            # Before anything is written: the quarantine root reads back (its manifests).
+            check_quarantine_trust(state / QUARANTINE_DIR)
             _make_private_dir(state)
             _make_private_dir(state / SESSIONS_DIR)
             lines += recover(state)
@@ -373,7 +377,7 @@ class Boundary:
             finish(host, plan, prepared)
         try:
             lines = end_scan(self.workspaces, self.before, self.state, self.session)
-        except OSError as exc:
+        except (OSError, RefusedError) as exc:
             # The session file stays: the next launch scans against it again.
             why = [f"the scan failed: {printable(str(exc))}"]
             with contextlib.suppress(OSError):

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from sandbox_setup.base.errors import SetupError
 from sandbox_setup.base.paths import Layout
-from sandbox_setup.configure import fsops, users
+from sandbox_setup.configure import fsops, interrupts, users
 
 if TYPE_CHECKING:
     from sandbox_setup.configure.transaction import Transaction
@@ -124,6 +124,13 @@ def account_step(txn: Transaction, layout: Layout, entry: dict[str, Any]) -> Ite
     snapshot of the account files, run the body (the tool), then record the files'
     new digests. A ``create-user`` entry carries ``home``; its missing parents are
     journaled first (useradd creates them) so undo removes them after the home."""
+    # A signal waits until the step is whole: the tool is never killed half way
+    # through its rewrite, and what it left is recorded before the rollback starts.
+    with interrupts.deferred():
+        yield from _account_step(txn, layout, entry)
+
+
+def _account_step(txn: Transaction, layout: Layout, entry: dict[str, Any]) -> Iterator[None]:
     home = entry.get("home")
     if home is not None:
         for path in _missing_parents(layout, PurePosixPath(home)):
@@ -203,12 +210,84 @@ def _what(entry: dict[str, Any]) -> str:
     return f"removed {entry['user']} from group {entry['group']}"
 
 
+def _pid_alive(text: str) -> bool:
+    try:
+        pid = int(text.strip("\0 \n\t") or "0")  # shadow-utils writes "PID\0"
+    except ValueError:
+        return True  # not a lock of shadow-utils' making: leave it
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # A killed tool whose parent died too can stay a zombie for a while (nobody
+    # reaps it yet): it holds nothing.
+    try:
+        stat_line = Path(f"/proc/{pid}/stat").read_bytes()
+    except OSError:
+        return False
+    return stat_line.rsplit(b")", 1)[-1].split()[:1] != [b"Z"]
+
+
+def remove_stale_locks(layout: Layout) -> list[str]:
+    """The lock files a shadow-utils tool killed half way left in ``/etc``: ``NAME.lock``
+    and ``NAME.PID`` whose process is gone, and ``NAME+`` (its new copy, never renamed)
+    once no live lock is left. Returns the target paths removed."""
+    etc = layout.real("/etc")
+    dfd = fsops.open_dir(layout.root, etc)
+    if dfd is None:
+        return []
+    removed = []
+    try:
+        names = set(os.listdir(dfd))
+        for db in DATABASES:
+            pids = [n for n in names if n.startswith(db + ".") and n[len(db) + 1 :].isdigit()]
+            locks = [n for n in [f"{db}.lock", *pids] if n in names]
+            live = False
+            for name in locks:
+                text = _read_small(dfd, name)
+                if text is None:
+                    continue
+                alive = _pid_alive(name[len(db) + 1 :] if name in pids else text)
+                if alive:
+                    live = True
+                    continue
+                os.unlink(name, dir_fd=dfd)
+                removed.append(f"/etc/{name}")
+            if not live and f"{db}+" in names and _read_small(dfd, f"{db}+") is not None:
+                os.unlink(f"{db}+", dir_fd=dfd)
+                removed.append(f"/etc/{db}+")
+    finally:
+        os.close(dfd)
+    return removed
+
+
+def _read_small(dfd: int, name: str) -> str | None:
+    """The text of the regular file ``name`` (never through a symlink), else None."""
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dfd)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        return os.read(fd, 4096).decode("ascii", "replace")
+    finally:
+        os.close(fd)
+
+
 def revert_account_step(
     layout: Layout, entry: dict[str, Any], new: dict[str, str | None] | None
 ) -> str | None:
     """Undo one account step; ``new`` is what the tool left (None: unknown)."""
     files = entry.get("files")
     if files is not None:
+        # A tool killed half way (kill -9) left its locks: they would stop every later
+        # account change, and the root is not as before while they are there.
+        remove_stale_locks(layout)
         now = _digests(layout, files)
         # A "-" backup still moved aside (killed while the tool ran) counts as unchanged.
         changed = [
@@ -217,11 +296,18 @@ def revert_account_step(
             if now[item["target"]] != item["old_sha256"]
             and not (_is_dash_backup(item) and now[item["target"]] is None and item["keep"])
         ]
+        if new is None:
+            # Killed while the tool ran (no accounts-done line): what it left counts as
+            # its own when nobody changed the files before it (its "-" copies say so).
+            new = now if _untouched_before_the_tool(files, now) else None
         ours = entry["op"] == "create-user" and _home_is_ours(layout, entry)
         if not changed and not ours:
             settle_kept_account_files(layout, files)
             return None  # the tool never ran (or a previous undo restored it)
         if new is not None and all(now[item["target"]] == new[item["target"]] for item in changed):
+            bad = [(item, why) for item in changed if (why := _unrestorable(layout, item))]
+            if bad:
+                return _fallback(layout, entry, files, bad)
             for item in changed:
                 _restore_file(layout, item)
             settle_kept_account_files(layout, files)
@@ -232,6 +318,48 @@ def revert_account_step(
         settle_kept_account_files(layout, files)
         return line
     return _revert_with_tools(layout, entry)
+
+
+def _unrestorable(layout: Layout, item: dict[str, Any]) -> str | None:
+    """Why ``item`` cannot be put back byte for byte (None: it can): neither its
+    restore point nor its backup holds the bytes the journal recorded."""
+    if item["old_sha256"] is None:
+        return None  # it did not exist: removing it needs no backup
+    real = Path(item["real"])
+    if item.get("keep"):
+        kept = fsops.read_file(layout.root, real.parent / item["keep"])
+        if kept is not None:
+            if fsops.sha256(kept.data) == item["old_sha256"]:
+                return None
+            return f"its restore point {real.parent / item['keep']} does not match the journal"
+    backup = fsops.read_file(layout.root, layout.real(item["backup"]))
+    if backup is None:
+        return f"its backup {item['backup']} is missing"
+    if fsops.sha256(backup.data) != item["old_sha256"]:
+        return f"its backup {item['backup']} does not match the journal"
+    return None
+
+
+def _fallback(
+    layout: Layout,
+    entry: dict[str, Any],
+    files: list[dict[str, Any]],
+    bad: list[tuple[dict[str, Any], str]],
+) -> str:
+    """A backup of the account files is bad: never write it back, and never stay stuck
+    on it either. The tools remove what this step created (``userdel --remove``,
+    ``groupdel``, ``usermod --remove``, with ``--prefix`` under ``--root``); the files
+    are then as the tools leave them, and the line says which and why (undo exits 1)."""
+    done = _revert_with_tools(layout, entry)
+    settle_kept_account_files(layout, files)
+    item, why = bad[0]
+    names = ", ".join(str(i["target"]) for i, _ in bad)
+    tool = {"create-user": "userdel", "create-group": "groupdel"}.get(entry["op"], "usermod")
+    return (
+        f"left {names} as {tool} leaves {'it' if len(bad) == 1 else 'them'}, not byte for "
+        f"byte as before: {item['target']}: {why}; "
+        + (f"{done} with {tool} instead" if done else "nothing of this step was left to remove")
+    )
 
 
 def _home_is_ours(layout: Layout, entry: dict[str, Any]) -> bool:

@@ -8,7 +8,9 @@ and the exception is re-raised (an OSError as :class:`ApplyError`, exit 2, its
 message naming the step and listing what was rolled back). A rollback needs no free
 space (see :class:`~sandbox_setup.configure.transaction.Transaction`); one that still could not
 revert everything raises :class:`RollbackIncompleteError` (exit 1) naming what could
-not be restored and the ``--undo`` that finishes it. A run where nothing
+not be restored and the ``--undo`` that finishes it. SIGINT, SIGTERM and SIGHUP
+roll back the same way (:mod:`sandbox_setup.configure.interrupts`) and end as
+:class:`ApplyInterrupted` (exit 130, one line). A run where nothing
 needs to change writes nothing at all: no journal transaction, no file rewritten (mtimes unchanged).
 
 ``seams`` (:class:`ApplySeams`) are the points where a caller steps into an apply: a
@@ -26,6 +28,7 @@ from pathlib import Path
 from sandbox_setup.base import remedies
 from sandbox_setup.base.errors import SetupError
 from sandbox_setup.base.exitcodes import ExitCode
+from sandbox_setup.configure import interrupts
 from sandbox_setup.configure.actions import Action
 from sandbox_setup.configure.journal import apply_lock
 from sandbox_setup.configure.plan import Plan
@@ -55,6 +58,22 @@ class ApplySeams:
 class ApplyError(SetupError):
     """A step failed while applying; everything done before it was rolled back,
     so nothing changed (exit 2, like bad input)."""
+
+
+class ApplyInterrupted(SetupError):
+    """SIGINT, SIGTERM or SIGHUP during an apply, after a complete rollback (one that
+    could not finish is a :class:`RollbackIncompleteError`). Exit 130, one line."""
+
+    exit_code = ExitCode.INTERRUPTED
+
+    def __init__(self, exc: KeyboardInterrupt, *, rolled_back: bool) -> None:
+        name = exc.name if isinstance(exc, interrupts.Interrupted) else "SIGINT"
+        done = (
+            "rolled back what this apply had done; nothing changed"
+            if rolled_back
+            else "before any change; nothing changed"
+        )
+        super().__init__(f"interrupted by {name}: {done}")
 
 
 class RollbackIncompleteError(SetupError):
@@ -103,7 +122,7 @@ def apply_plan(
             progress(action, status)
 
     result = ApplyResult()
-    with apply_lock(plan.layout):
+    with interrupts.handled(), apply_lock(plan.layout):
         txn: Transaction | None = None
         try:
             for action in plan.actions:
@@ -114,11 +133,12 @@ def apply_plan(
                     report(action, "unchanged")
                     continue
                 if txn is None:
-                    txn = Transaction(
-                        plan.layout,
-                        before_rename=seams.before_rename,
-                        apparmor_parser=seams.apparmor_parser,
-                    )
+                    with interrupts.deferred():  # its begin line and the txn we roll back
+                        txn = Transaction(
+                            plan.layout,
+                            before_rename=seams.before_rename,
+                            apparmor_parser=seams.apparmor_parser,
+                        )
                     result.transaction = txn.id
                 try:
                     action.apply(txn)
@@ -131,9 +151,16 @@ def apply_plan(
                 report(action, "changed")
                 if seams.after_change is not None:
                     seams.after_change(len(result.changed))
+            if txn is not None:
+                # Inside the try: an apply whose commit line cannot be written (a full
+                # disk) is rolled back like any failed step, never left half-recorded.
+                # A signal during the commit is dropped: the apply is done by then.
+                with interrupts.shielded():
+                    txn.commit()
         except BaseException as exc:
             if txn is not None:
-                undone, complete = txn.rollback()
+                with interrupts.shielded():  # a second Ctrl-C must not cut the rollback
+                    undone, complete = txn.rollback()
                 if not complete:
                     raise RollbackIncompleteError(_incomplete(plan, exc, undone)) from exc
                 if isinstance(exc, SetupError):
@@ -141,7 +168,7 @@ def apply_plan(
                         f"{exc}; rolled back what this apply had done"
                         + "".join(f"\n  {line}" for line in undone),
                     )
+            if isinstance(exc, KeyboardInterrupt):
+                raise ApplyInterrupted(exc, rolled_back=txn is not None) from None
             raise
-        if txn is not None:
-            txn.commit()
     return result

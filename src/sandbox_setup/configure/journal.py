@@ -51,6 +51,7 @@ from typing import Any
 from sandbox_setup.base.errors import RefusedError, SetupError
 from sandbox_setup.base.paths import Layout
 from sandbox_setup.configure import fsops
+from sandbox_setup.configure.journal_check import MAX_LINE, parse_journal, torn_tail
 from sandbox_setup.configure.state_trust import check_backups, check_state_dir, check_state_file
 
 
@@ -133,7 +134,10 @@ def _note_created_parents(layout: Layout, created: list[str]) -> None:
 
 
 def read_journal(layout: Layout) -> list[dict[str, Any]]:
-    """Every journal entry, oldest first; a torn last line (killed write) is skipped.
+    """Every journal entry, oldest first, read strictly (see
+    :mod:`sandbox_setup.configure.journal_check`): a line that does not parse or
+    validate raises :class:`JournalCorruptError` (exit 2) naming it; only a torn last
+    line (a killed write) is skipped.
 
     A journal (or state directory) that fails the trust rule is refused (exit 3)
     before a line of it is read: root would replay whatever it says."""
@@ -141,13 +145,25 @@ def read_journal(layout: Layout) -> list[dict[str, Any]]:
     state = fsops.read_file(layout.root, layout.real(layout.journal))
     if state is None:
         return []
-    entries = []
-    for line in state.data.decode("utf-8", errors="replace").splitlines():
-        with contextlib.suppress(json.JSONDecodeError):
-            entry = json.loads(line)
-            if isinstance(entry, dict) and "txn" in entry:
-                entries.append(entry)
-    return entries
+    return parse_journal(state.data, layout, str(layout.real(layout.journal)))
+
+
+def open_for_append(layout: Layout, *, create: bool) -> int:
+    """The journal opened to append to, with a torn last line (a write killed half
+    way) cut off first, so the next entry starts on a line of its own."""
+    flags = os.O_RDWR | os.O_APPEND | (os.O_CREAT if create else 0)
+    fd = open_in(layout, layout.journal, flags)
+    try:
+        size = os.fstat(fd).st_size
+        start = max(0, size - MAX_LINE - 1)
+        tail = os.pread(fd, size - start, start)
+        cut = torn_tail(tail)
+        if cut < len(tail) and (start == 0 or b"\n" in tail[:cut]):
+            os.ftruncate(fd, start + cut)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
 
 
 class JournalError(SetupError):

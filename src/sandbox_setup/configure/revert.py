@@ -113,25 +113,26 @@ def _revert_one(
     if op == "remove-from-group":
         return account_undo.revert_step(layout, entry, entries)
     if op == "acl":
-        return _revert_acl(layout, entry)
+        return _revert_acl(layout, entry, entries)
     if op == "apparmor-load":
         return revert_load(layout, entry)
     return None
 
 
-def _revert_acl(layout: Layout, entry: dict[str, Any]) -> str | None:
+def _revert_acl(layout: Layout, entry: dict[str, Any], entries: list[dict[str, Any]]) -> str | None:
     """Take the group's ACL entries and setgid bits off the workspace, walking it by
     fd. Never ``setfacl --restore``: it follows symlinks the agent may have planted
     and would chmod/chown their targets as root."""
     saved = fsops.read_file(layout.root, layout.real(entry["backup"]))
+    why = None
     if saved is None:
-        return f"could not undo the ACLs of {entry['target']}: backup {entry['backup']} is missing"
-    recorded = entry.get("backup_sha256")  # absent in journals of older versions
-    if recorded is not None and fsops.sha256(saved.data) != recorded:
-        return (
-            f"could not undo the ACLs of {entry['target']}: its backup {entry['backup']} does "
-            "not match the journal; the ACLs were left as they are"
-        )
+        why = f"its backup {entry['backup']} is missing"
+    else:
+        recorded = entry.get("backup_sha256")  # absent in journals of older versions
+        if recorded is not None and fsops.sha256(saved.data) != recorded:
+            why = f"its backup {entry['backup']} does not match the journal"
+    if why is not None or saved is None:
+        return _strip_own_acls(layout, entry, entries, why or "")
     try:
         snapshot = json.loads(saved.data)
     except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
@@ -149,6 +150,41 @@ def _revert_acl(layout: Layout, entry: dict[str, Any]) -> str | None:
     finally:
         os.close(top)
     return f"restored ACLs and setgid bits of {entry['target']}" if changed else None
+
+
+def _own_groups(layout: Layout, entries: list[dict[str, Any]]) -> dict[str, int]:
+    """The groups this transaction created or put its agent in, that still exist."""
+    names = [str(e["name"]) for e in entries if e.get("op") == "create-group"]
+    names += [str(e["group"]) for e in entries if e.get("op") == "add-to-group"]
+    found = {}
+    for name in dict.fromkeys(names):
+        gid = users.group_gid(layout, name)
+        if gid is not None:
+            found[name] = gid
+    return found
+
+
+def _strip_own_acls(
+    layout: Layout, entry: dict[str, Any], entries: list[dict[str, Any]], why: str
+) -> str:
+    """The ACL snapshot cannot be trusted: still take this setup's own group entries
+    off every path of the workspace (the fallback), and say what stays (the setgid
+    bits and group permission bits the apply set, which only the snapshot knew)."""
+    target = entry["target"]
+    groups = _own_groups(layout, entries)
+    if not groups:
+        return f"could not undo the ACLs of {target}: {why}; the ACLs were left as they are"
+    top = fsops.open_dir(layout.root, layout.real(target))
+    if top is not None:
+        try:
+            for gid in groups.values():
+                users.revoke_workspace(top, {"gid": gid, "entries": {}})
+        finally:
+            os.close(top)
+    return (
+        f"left the setgid bits and group permission bits of {target} as they are: {why}; "
+        f"removed the ACL entries of group {', '.join(groups)} from it instead"
+    )
 
 
 # The ops that are steps of an apply (everything else is the journal's bookkeeping).

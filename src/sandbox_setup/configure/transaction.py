@@ -16,7 +16,7 @@ from typing import Any
 from sandbox_setup.base.errors import SetupError
 from sandbox_setup.base.paths import Layout
 from sandbox_setup.configure import fsops
-from sandbox_setup.configure.journal import JournalError, now, open_in, state_dirs
+from sandbox_setup.configure.journal import JournalError, now, open_for_append, state_dirs
 from sandbox_setup.configure.revert import drop_restore_points, is_failure, revert
 
 # Room kept allocated past the journal's end (fallocate) for the lines a rollback
@@ -52,7 +52,7 @@ class Transaction:
         self.entries: list[dict[str, Any]] = []
         self._fd = -1
         try:
-            self._fd = open_in(layout, layout.journal, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+            self._fd = open_for_append(layout, create=True)
         except OSError as exc:
             raise JournalError(f"cannot open the journal {layout.journal}: {exc}") from exc
         self._backups = 0
@@ -66,7 +66,9 @@ class Transaction:
 
     def _append(self, entry: dict[str, Any], *, reserve: bool = True) -> None:
         data = (json.dumps({"txn": self.id, **entry}, sort_keys=True) + "\n").encode("utf-8")
+        size = -1
         try:
+            size = os.fstat(self._fd).st_size
             if reserve:  # this line, and the reserve again after it
                 fsops.reserve_space(self._fd, len(data) + JOURNAL_RESERVE)
             view = memoryview(data)
@@ -74,6 +76,11 @@ class Transaction:
                 view = view[os.write(self._fd, view) :]
             os.fsync(self._fd)
         except OSError as exc:
+            if size >= 0:
+                # A line written in part would be a torn line in the middle of the
+                # journal once the rollback appends its own: cut it off again.
+                with contextlib.suppress(OSError):
+                    os.ftruncate(self._fd, size)
             # A full or read-only state dir: a clear error (exit 2), not a traceback.
             raise JournalError(f"cannot write the journal {self.layout.journal}: {exc}") from exc
 
@@ -121,7 +128,10 @@ class Transaction:
         return fsops.keep_name(real, f"{self.id}-{self.next_step()}")
 
     def commit(self) -> None:
-        self._append({"op": "commit", "at": now()})
+        """Mark the apply done. The line goes into the room the previous line reserved
+        (no new reserve: on a full disk asking for more fails after every step has
+        run); if it still cannot be written this raises, and the caller rolls back."""
+        self._append({"op": "commit", "at": now()}, reserve=False)
         self.close()
         # Committed: the restore points beside the targets are not needed any more
         # (undo works from the backups); a failure here leaves a stray file, no harm.

@@ -17,7 +17,13 @@ from typing import Any
 
 from sandbox_setup.base.paths import Layout
 from sandbox_setup.configure import account_undo
-from sandbox_setup.configure.journal import append_line, apply_lock, last_open, now, open_in
+from sandbox_setup.configure.journal import (
+    append_line,
+    apply_lock,
+    last_open,
+    now,
+    open_for_append,
+)
 from sandbox_setup.configure.revert import is_failure, revert
 
 
@@ -29,7 +35,7 @@ def undo_last(layout: Layout) -> list[str]:
             return []
         last, entries, index = found
         steps = [e for e in entries if id(e) in index]
-        fd = open_in(layout, layout.journal, os.O_WRONLY | os.O_APPEND)
+        fd = open_for_append(layout, create=False)
         try:
 
             def mark(entry: dict[str, Any]) -> None:
