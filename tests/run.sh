@@ -10,7 +10,8 @@ NPM_PREFIX=${SANDBOX_SETUP_NPM_PREFIX:-/opt/sandbox-setup-test/npm}
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends \
   bubblewrap runc util-linux passwd acl socat ripgrep procps python3 python3-venv \
-  ca-certificates git iproute2 curl openssl e2fsprogs keyutils tmux >/dev/null
+  ca-certificates git iproute2 curl openssl e2fsprogs keyutils tmux \
+  podman uidmap slirp4netns fuse-overlayfs >/dev/null
 command -v npm >/dev/null || apt-get install -y -qq --no-install-recommends nodejs npm >/dev/null
 
 # Claude Code and sandbox-runtime (srt), in prefixes outside /root so the agent user and

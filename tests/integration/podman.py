@@ -1,0 +1,142 @@
+"""Real Podman containers for the tests, from a root filesystem the test builds.
+
+No image registry: the container's root is a skeleton directory (the usual top-level
+directories, ``bin``/``lib``/... as links into ``usr``) run as ``--rootfs DIR:O``
+(an overlay: what the container writes goes to a throw-away upper layer), with the
+host's ``/usr`` and ``/etc`` as overlay volumes (``:O``: the container sees them and
+may write to them, e.g. ``useradd``, and nothing reaches the host) and the Claude Code
+prefixes and the test's work directory read-only. Each :meth:`PodmanContainer.run` is
+a new container (``--rm``), with no network (``--network none``).
+
+Rootful Podman on a host where root lacks ``CAP_SYS_RESOURCE`` (this CI machine is
+one: containers started by a sandboxing runtime often are) cannot start a container
+with its default rlimits (``error setting rlimit type 7``: RLIMIT_NOFILE above the
+hard limit); :func:`ulimit_options` finds that out once, by trying, and then adds
+``--ulimit nofile=20000:20000 --ulimit nproc=32768:32768`` (lowered to the host's hard
+limits where those are lower).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import resource
+import subprocess
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+from tests.integration.containers import Result, base_env
+from tests.tools import NPM_PREFIX, require_tool
+
+CAP_SYS_RESOURCE = 24
+UNMASK = ("--security-opt", "unmask=/proc/*")
+RLIMIT_ERROR = "error setting rlimit"
+NOFILE, NPROC = 20000, 32768
+SKELETON_DIRS = ("usr", "etc", "proc", "sys", "dev", "tmp", "run", "var/tmp", "root", "home", "srv")
+SKELETON_LINKS = {"bin": "usr/bin", "sbin": "usr/sbin", "lib": "usr/lib", "lib64": "usr/lib64"}
+
+
+def build_rootfs(base: Path) -> Path:
+    """The skeleton root (0755, under ``base``); the host's trees come in as volumes."""
+    rootfs = base / "rootfs"
+    if rootfs.is_dir():
+        return rootfs
+    rootfs.mkdir(mode=0o755, parents=True)
+    for name in SKELETON_DIRS:
+        (rootfs / name).mkdir(mode=0o755, parents=True, exist_ok=True)
+    (rootfs / "tmp").chmod(0o1777)
+    (rootfs / "var/tmp").chmod(0o1777)
+    for name, target in SKELETON_LINKS.items():
+        (rootfs / name).symlink_to(target)
+    return rootfs
+
+
+def root_has_cap(cap: int) -> bool:
+    with open("/proc/self/status", encoding="ascii") as handle:
+        for line in handle:
+            if line.startswith("CapEff:"):
+                return bool(int(line.split()[1], 16) >> cap & 1)
+    return False
+
+
+@dataclass(frozen=True)
+class Ulimits:
+    """What starting a rootful container needs here, and why (for the test's output)."""
+
+    options: tuple[str, ...]
+    reason: str
+
+
+def _hard(which: int) -> int:
+    hard = resource.getrlimit(which)[1]
+    return hard if hard != resource.RLIM_INFINITY else 1 << 20
+
+
+@cache
+def ulimit_options(podman: str, rootfs: str) -> Ulimits:
+    """Try a container with Podman's default rlimits; where that fails on RLIMIT_*,
+    the host's own hard limits (which root, without CAP_SYS_RESOURCE, cannot raise)."""
+    plain = subprocess.run(
+        [podman, "run", "--rm", "--network", "none", "--rootfs", f"{rootfs}:O", "/usr/bin/true"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        stdin=subprocess.DEVNULL,
+    )
+    if plain.returncode == 0:
+        return Ulimits((), "Podman's default rlimits work here")
+    if RLIMIT_ERROR not in plain.stderr:
+        raise RuntimeError(f"podman cannot start a container here: {plain.stderr.strip()}")
+    # The issue's values, lowered to the host's hard limits where those are lower.
+    nofile = min(NOFILE, _hard(resource.RLIMIT_NOFILE))
+    nproc = min(NPROC, _hard(resource.RLIMIT_NPROC))
+    cap = "lacks" if not root_has_cap(CAP_SYS_RESOURCE) else "has"
+    return Ulimits(
+        ("--ulimit", f"nofile={nofile}:{nofile}", "--ulimit", f"nproc={nproc}:{nproc}"),
+        f"root {cap} CAP_SYS_RESOURCE; Podman's default rlimits fail "
+        f"({plain.stderr.strip().splitlines()[-1]}), so --ulimit nofile={nofile}:{nofile} "
+        f"--ulimit nproc={nproc}:{nproc} is added",
+    )
+
+
+@dataclass
+class PodmanContainer:
+    """A rootful Podman container as an operator runs one (default capabilities and
+    masks unless ``options`` say otherwise)."""
+
+    workdir: Path
+    options: tuple[str, ...] = ()
+    name: str = "podman"
+    readonly: tuple[str, ...] = ()  # host paths bound read-only at the same place
+
+    def with_options(self, *options: str) -> PodmanContainer:
+        return dataclasses.replace(self, options=(*self.options, *options))
+
+    def argv(self, inner: Sequence[str], env: Mapping[str, str]) -> list[str]:
+        podman = require_tool("podman")
+        rootfs = build_rootfs(self.workdir)
+        ulimits = ulimit_options(podman, str(rootfs))
+        volumes = ["-v", "/usr:/usr:O", "-v", "/etc:/etc:O"]
+        for path in (str(NPM_PREFIX.parent), str(self.workdir), *self.readonly):
+            if Path(path).exists():
+                volumes += ["-v", f"{path}:{path}:ro"]
+        envs = [f"--env={key}={value}" for key, value in env.items()]
+        return [
+            podman, "run", "--rm", "--network", "none", *ulimits.options, *self.options,
+            *volumes, *envs, "--workdir", "/", "--rootfs", f"{rootfs}:O", *inner,
+        ]  # fmt: skip
+
+    def run(
+        self, argv: Sequence[str], *, env: Mapping[str, str] | None = None, timeout: float = 300
+    ) -> Result:
+        proc = subprocess.run(
+            self.argv(argv, env if env is not None else base_env(home="/root")),
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+        return Result(proc.returncode, proc.stdout, proc.stderr)

@@ -1,0 +1,143 @@
+"""Containers as operators run them (issue 27): real rootful Podman, ``--rootfs DIR:O``
+from a root the test builds (:mod:`tests.integration.podman`), no registry.
+
+In each container, one script: ``sandbox-setup --check --json``, the headless apply of
+what it recommends (the container's /etc and /usr are overlays, so nothing reaches the
+host), and ``sandbox-launch -- --version`` through the launcher that apply installed.
+
+- Podman's default masks (the bug report's own situation): a fresh /proc cannot be
+  mounted, so the launcher's sandbox cannot start; Claude's own sandbox still works in
+  its weak form for an unprivileged agent. The recommendation is user mode with the
+  weak inner sandbox, never ``sandbox.enabled: false``.
+- ``--security-opt unmask=/proc/*`` with default capabilities (the report's fix): what
+  ``--check`` recommends must launch.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.installed import ProjectInstall
+from tests.integration.containers import Section, parse_sections, sectioned_script
+from tests.integration.podman import (
+    CAP_SYS_RESOURCE,
+    UNMASK,
+    PodmanContainer,
+    build_rootfs,
+    root_has_cap,
+    ulimit_options,
+)
+from tests.tools import NPM_PREFIX, require_root, require_tool
+
+pytestmark = pytest.mark.integration
+
+CLAUDE = NPM_PREFIX / "node_modules/.bin/claude"
+WORKSPACE = "/srv/project"
+PATH = f"{CLAUDE.parent}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin"
+SETTINGS = "/etc/claude-code/managed-settings.json"
+LAUNCHER_TOML = "/root/.config/sandbox-setup/launcher.toml"
+
+
+@pytest.fixture(scope="module")
+def podman_workdir(integration_workdir: Path) -> Iterator[Path]:
+    require_root()
+    require_tool("podman")
+    if not CLAUDE.exists():
+        pytest.fail(f"Claude Code is not installed at {CLAUDE} (tests/run.sh installs it)")
+    path = integration_workdir / "podman"
+    path.mkdir(mode=0o755, exist_ok=True)
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def scenario(
+    workdir: Path, install: ProjectInstall, options: tuple[str, ...], apply_args: str = ""
+) -> dict[str, Section]:
+    """check, apply what it recommends (plus ``apply_args``), launch: one container."""
+    wizard = shlex.join(install.wizard())
+    launcher = shlex.join([str(install.python), "-m", "sandbox_setup.launcher"])
+    pick = (
+        f"{shlex.quote(str(install.python))} -c "
+        "\"import json; print(json.load(open('/tmp/check.json'))['recommendation']['mode'])\""
+    )
+    commands = {
+        "check": f"mkdir -p {WORKSPACE}; {wizard} --check --json >/tmp/check.json "
+        "2>/tmp/check.err; cat /tmp/check.json",
+        "apply": f"{wizard} --headless --mode $({pick}) --workspace {WORKSPACE} "
+        f"--claude {CLAUDE} {apply_args} --yes",
+        "settings": f"cat {SETTINGS}",
+        "config": f"cat {LAUNCHER_TOML}",
+        "launch": f"cd {WORKSPACE} && {launcher} -- --version",
+    }
+    container = PodmanContainer(workdir, options=options, readonly=(str(install.root),))
+    done = container.run(
+        ["sh", "-c", sectioned_script(commands)], env={"PATH": PATH, "HOME": "/root"}
+    )
+    sections = parse_sections(done.stdout)
+    assert set(sections) == set(commands), done.stderr
+    return sections
+
+
+def check_json(sections: dict[str, Section]) -> dict[str, Any]:
+    return json.loads(sections["check"].output)
+
+
+def statuses(data: dict[str, Any]) -> dict[str, str]:
+    return {c["id"]: c["status"] for c in data["checks"]}
+
+
+def test_rootful_podman_starts_here(podman_workdir: Path) -> None:
+    """What a rootful container needs on this host, found out and said."""
+    rootfs = build_rootfs(podman_workdir)
+    ulimits = ulimit_options(require_tool("podman"), str(rootfs))
+    print(f"podman on this host: {ulimits.reason}")
+    if not root_has_cap(CAP_SYS_RESOURCE):
+        assert ulimits.options, ulimits.reason
+    done = PodmanContainer(podman_workdir).run(["/usr/bin/true"])
+    assert done.returncode == 0, done.stderr
+
+
+def test_default_masks_user_mode_with_the_weak_inner_sandbox(
+    podman_workdir: Path, project_install: ProjectInstall
+) -> None:
+    """The report's situation: user mode, Claude's own sandbox on in its weak form."""
+    sections = scenario(podman_workdir, project_install, ())
+    data = check_json(sections)
+    found = statuses(data)
+    assert found["bwrap.sandbox"] == "fail"  # the masks are really there
+    assert data["recommendation"]["mode"] == "user"
+    assert sections["apply"].returncode == 0, sections["apply"].output
+    settings = json.loads(sections["settings"].output)
+    assert settings["sandbox"]["enabled"] is True, settings
+    assert settings["sandbox"]["enableWeakerNestedSandbox"] is True, settings
+    assert 'inner_sandbox = "weak"' in sections["config"].output
+    assert sections["launch"].returncode == 0, sections["launch"].output
+    assert "Claude Code" in sections["launch"].output
+
+
+def test_default_masks_accept_the_weak_inner_sandbox_by_choice(
+    podman_workdir: Path, project_install: ProjectInstall
+) -> None:
+    sections = scenario(podman_workdir, project_install, (), "--inner-sandbox weak")
+    assert sections["apply"].returncode == 0, sections["apply"].output
+    assert 'inner_sandbox = "weak"' in sections["config"].output
+
+
+def test_unmasked_default_caps_what_check_recommends_launches(
+    podman_workdir: Path, project_install: ProjectInstall
+) -> None:
+    """The report's fix, default capabilities: the recommendation must launch."""
+    sections = scenario(podman_workdir, project_install, UNMASK)
+    data = check_json(sections)
+    assert statuses(data)["bwrap.sandbox"] == "pass"  # the unmask really took
+    assert sections["apply"].returncode == 0, sections["apply"].output
+    launch = sections["launch"]
+    assert launch.returncode == 0, (data["recommendation"], launch.output)
+    assert "Claude Code" in launch.output
