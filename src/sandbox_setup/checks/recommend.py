@@ -29,6 +29,28 @@ def inner_strength(findings: Iterable[Finding]) -> str:
     return "off"
 
 
+def direct_strength(findings: Iterable[Finding]) -> str | None:
+    """``strong`` / ``weak`` / ``off``: Claude Code's own sandbox with nothing around it
+    (user mode); None when the direct probes did not run."""
+    status = {f.id: f.status for f in findings}
+    if "bwrap.direct" not in status and "bwrap.direct_weak" not in status:
+        return None
+    if status.get("bwrap.direct") is Status.PASS:
+        return "strong"
+    if status.get("bwrap.direct_weak") is Status.PASS:
+        return "weak"
+    return "off"
+
+
+USER_INNER = {
+    "strong": "Claude Code's own sandbox works for it in its normal (strong) form",
+    "weak": "Claude Code's own sandbox works for it in its weaker form "
+    "(--inner-sandbox weak: enableWeakerNestedSandbox)",
+    "off": "no form of Claude Code's own sandbox works here, so its Bash would run "
+    "unsandboxed as that user",
+}
+
+
 def recommend(
     findings: Iterable[Finding], *, as_user: str | None = None, euid: int = 0
 ) -> Recommendation:
@@ -72,8 +94,10 @@ def recommend(
         if euid == 0
         else "you are not root, so your own account can be the agent"
     )
+    direct = direct_strength(findings)
+    inner = f"; {USER_INNER[direct]}" if direct is not None else ""
     return Recommendation(
         Mode.USER,
         f"no verified sandbox {who} ({why}); {user}, and Claude Code's root guard never "
-        f"fires for it. " + UNSAFE_NOTE,
+        f"fires for it{inner}. " + UNSAFE_NOTE,
     )

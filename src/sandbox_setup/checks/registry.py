@@ -58,6 +58,18 @@ CHECKS: tuple[Check, ...] = (
         True,
         bwrap.check_bwrap_nested_weak,
     ),
+    Check(
+        "bwrap.direct",
+        "Claude's own sandbox (strong) with no outer sandbox (user mode)",
+        True,
+        bwrap.check_bwrap_direct,
+    ),
+    Check(
+        "bwrap.direct_weak",
+        "Claude's weaker sandbox with no outer sandbox (user mode)",
+        True,
+        bwrap.check_bwrap_direct_weak,
+    ),
     Check("seccomp.available", "seccomp filters can be installed", True, seccomp.check_seccomp),
     Check("tty.tiocsti", "TIOCSTI terminal injection", False, tty.check_tiocsti),
     Check(

@@ -129,15 +129,48 @@ def _check_mode(report: Report, answers: Answers) -> None:
         )
 
 
+# Which probes verify each inner-sandbox strength: in sandbox mode Claude's sandbox runs
+# inside the launcher's (the nested probes); in user and unsafe modes nothing wraps it
+# (the direct probes). A stronger form that works verifies the weaker one too.
+INNER_PROBES = {
+    Mode.SANDBOX: {"strong": ("bwrap.nested",), "weak": ("bwrap.nested", "bwrap.nested_weak")},
+    Mode.USER: {"strong": ("bwrap.direct",), "weak": ("bwrap.direct", "bwrap.direct_weak")},
+}
+# A report without the direct probes (made by an older version): bwrap.sandbox stood in.
+LEGACY_DIRECT = ("bwrap.sandbox",)
+
+
+def inner_probes(report: Report, mode: Mode, inner: str) -> tuple[str, ...]:
+    """The check IDs any one of which verifies ``inner`` (strong/weak) for ``mode``."""
+    probes = INNER_PROBES[Mode.SANDBOX if mode is Mode.SANDBOX else Mode.USER][inner]
+    if mode is not Mode.SANDBOX and not any(report.get(c) for c in probes):
+        return LEGACY_DIRECT
+    return probes
+
+
 def default_inner_sandbox(report: Report, mode: Mode) -> InnerSandbox:
-    """The inner-sandbox strength the probes verified (never weaker by default)."""
+    """The strongest inner-sandbox form the probes of ``mode`` verified: Claude's own
+    sandbox in the form it would start in that mode (never weaker by default)."""
+    for strength in (InnerSandbox.STRONG, InnerSandbox.WEAK):
+        if any(report.passed(c) for c in inner_probes(report, mode, strength)):
+            return strength
+    return InnerSandbox.OFF
+
+
+def unsandboxed_note(report: Report, mode: Mode) -> str:
+    """What the plan says when Claude's own sandbox is off: where its Bash runs, and why."""
+    probes = inner_probes(report, mode, "weak")
+    why = "; ".join(_finding_text(report, c) for c in probes)
     if mode is Mode.SANDBOX:
-        if report.passed("bwrap.nested"):
-            return InnerSandbox.STRONG
-        if report.passed("bwrap.nested_weak"):
-            return InnerSandbox.WEAK
-        return InnerSandbox.OFF
-    return InnerSandbox.STRONG if report.passed("bwrap.sandbox") else InnerSandbox.OFF
+        return (
+            "Claude Code's own sandbox is off: its Bash commands run without it, contained "
+            f"only by the launcher's sandbox ({why})"
+        )
+    who = "as root" if mode is Mode.UNSAFE else "as the agent"
+    return (
+        f"Claude Code's Bash will run unsandboxed ({who}, with nothing but the account's "
+        f"own rights around it): no form of Claude Code's own sandbox works here ({why})"
+    )
 
 
 def default_settings_scope(mode: Mode, operator_is_root: bool) -> SettingsScope:
@@ -151,13 +184,10 @@ def default_settings_scope(mode: Mode, operator_is_root: bool) -> SettingsScope:
 def _check_inner(report: Report, mode: Mode, inner: str) -> None:
     if inner == "off":
         return
-    if mode is Mode.SANDBOX:
-        needed = ["bwrap.nested"] if inner == "strong" else ["bwrap.nested", "bwrap.nested_weak"]
-    else:
-        needed = ["bwrap.sandbox"]
+    needed = inner_probes(report, mode, inner)
     if not any(report.passed(check_id) for check_id in needed):
         raise RefusedError(
-            f"inner sandbox {inner!r} was not verified on this host: "
+            f"inner sandbox {str(inner)!r} was not verified on this host: "
             + "; ".join(_finding_text(report, c) for c in needed)
             + f". Choose --inner-sandbox {default_inner_sandbox(report, mode)} "
             "(what the probes verified) or fix the cause."
@@ -324,6 +354,8 @@ def build_plan(report: Report, answers: Answers, layout: Layout, source: str = "
                 raise InputError(f"{source}: {problem}")
     actions: list[Action] = []
     notes: list[str] = []
+    if inner == "off":
+        notes.append(unsandboxed_note(report, answers.mode))
     if separate and report.as_user != agent_name:
         notes.append(
             f"live probes ran as {report.as_user or 'the operator'}, not as the agent user "
