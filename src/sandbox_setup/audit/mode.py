@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from sandbox_setup.audit.model import AuditFinding, Severity
 from sandbox_setup.base.launcher_config import LauncherConfig
-from sandbox_setup.checks.model import Report, Status
+from sandbox_setup.checks.model import Report, Status, cause_key
 
 # (check ID, audit ID, what the mode uses it for)
 SANDBOX_NEEDS = ("bwrap.sandbox", "audit.mode.bwrap_sandbox", "the launcher's bubblewrap sandbox")
@@ -51,6 +51,23 @@ DEPS_NEEDS = (
 )
 
 
+LAUNCH_NEEDS = (
+    "launch.path",
+    "audit.mode.launch_path",
+    "every launch's own start-up (the sandbox's verification and network set-up)",
+)
+
+
+def _launch_needs(report: Report, config: LauncherConfig) -> list[AuditFinding]:
+    """launch.path, as the plan judges it: a network-only refusal matters to allowlist."""
+    finding = report.get(LAUNCH_NEEDS[0])
+    if finding is None or finding.status is Status.SKIP:
+        return []  # not tried (an older report, or no launch probe given)
+    if cause_key(finding) == "launch-network" and str(config.network) != "allowlist":
+        return []
+    return _need(report, *LAUNCH_NEEDS)
+
+
 def mode_findings(report: Report, config: LauncherConfig) -> list[AuditFinding]:
     """Sandbox mode needs bwrap.sandbox, and the nested probe of its inner strength;
     an inner sandbox that is on, in any mode, needs its dependencies."""
@@ -58,6 +75,8 @@ def mode_findings(report: Report, config: LauncherConfig) -> list[AuditFinding]:
     if str(config.mode) != "sandbox":
         return deps
     found = _need(report, *SANDBOX_NEEDS)
+    if not found:
+        found = _launch_needs(report, config)
     inner = INNER_NEEDS.get(config.inner_sandbox)
     if inner is not None:
         need = _need(report, *inner)

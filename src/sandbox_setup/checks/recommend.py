@@ -1,9 +1,12 @@
 """Which of the three paths the findings point to, and why (pure).
 
-``sandbox`` when bubblewrap starts a real sandbox for the probe user; ``user``
-when it does not (a separate non-root user is always possible: root creates one,
-a non-root operator already is one). ``unsafe`` is never recommended; the reason
-says why not. The inner sandbox strength comes from the nested probes.
+``sandbox`` when bubblewrap starts a real sandbox for the probe user and the
+launcher's own start-up gets past its verification and network set-up there
+(``launch.path``, when it ran: a host where a launch would be refused is never
+recommended); ``user`` when it does not (a separate non-root user is always
+possible: root creates one, a non-root operator already is one). ``unsafe`` is
+never recommended; the reason says why not. The inner sandbox strength comes from
+the nested probes (sandbox mode) or the direct ones (user mode).
 """
 
 from __future__ import annotations
@@ -58,7 +61,9 @@ def recommend(
     by_id = {f.id: f for f in findings}
     who = f"as {as_user}" if as_user else ("as root" if euid == 0 else f"as uid {euid}")
     sandbox = by_id.get("bwrap.sandbox")
-    if sandbox is not None and sandbox.status is Status.PASS:
+    launch = by_id.get("launch.path")
+    refused = launch is not None and launch.status not in (Status.PASS, Status.SKIP)
+    if sandbox is not None and sandbox.status is Status.PASS and not refused:
         strength = inner_strength(findings)
         probed = "bwrap.nested" in by_id or "bwrap.nested_weak" in by_id
         inner = (
@@ -87,6 +92,12 @@ def recommend(
         )
     if sandbox is None:
         why = "bwrap.sandbox was not run"
+    elif sandbox.status is Status.PASS and launch is not None:
+        why = (
+            f"bubblewrap starts a sandbox, but a sandbox-mode launch would be refused: "
+            f"launch.path {launch.status}: {launch.summary}"
+            + (f"; to allow it: {launch.remedy}" if launch.remedy else "")
+        )
     else:
         why = f"bwrap.sandbox {sandbox.status}: {sandbox.summary}"
     user = (

@@ -12,6 +12,7 @@ from sandbox_setup.checks import (
     claude_guard,
     container,
     identity,
+    launch,
     net,
     proc,
     seccomp,
@@ -91,6 +92,12 @@ CHECKS: tuple[Check, ...] = (
         "The sandbox's network: loopback only, egress through the proxy",
         True,
         net.check_egress,
+    ),
+    Check(
+        "launch.path",
+        "The launcher's own start-up: verification and network set-up",
+        True,
+        launch.check_launch_path,
     ),
 )
 

@@ -36,7 +36,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from sandbox_setup.base.accounts import lookup_user
-from sandbox_setup.base.choices import InnerSandbox, Mode, SettingsScope
+from sandbox_setup.base.choices import InnerSandbox, Mode, Network, SettingsScope
 from sandbox_setup.base.errors import InputError, RefusedError
 from sandbox_setup.base.launcher_config import (
     LauncherConfig,
@@ -46,7 +46,7 @@ from sandbox_setup.base.launcher_config import (
 )
 from sandbox_setup.base.limits import Limits
 from sandbox_setup.base.paths import Layout
-from sandbox_setup.checks.model import Report, Status
+from sandbox_setup.checks.model import Report, Status, cause_key
 from sandbox_setup.configure import fsops, users
 from sandbox_setup.configure.actions import Action, WorkspaceAccess, WriteFile
 from sandbox_setup.configure.agent_account import check_agent_account
@@ -103,27 +103,53 @@ class Blocker:
     remedy: str
 
 
-def mode_blocker(report: Report, mode: Mode) -> Blocker | None:
+# launch.path's cause when only the allowlist network's set-up was refused: a launch
+# with --network host or none does not make it (sandbox_setup.checks.launch).
+LAUNCH_NETWORK_CAUSE = "launch-network"
+
+
+def _launch_blocker(report: Report, network: Network | None) -> Blocker | None:
+    """launch.path failed: a launch would be refused (when it ran; older reports lack it)."""
+    finding = report.get("launch.path")
+    if finding is None or finding.status in (Status.PASS, Status.SKIP):
+        return None
+    if cause_key(finding) == LAUNCH_NETWORK_CAUSE and network not in (None, Network.ALLOWLIST):
+        return None
+    return Blocker(
+        "launch.path",
+        f"launch.path: {finding.summary}",
+        finding.remedy or "sandbox-setup --check launch.path",
+    )
+
+
+def mode_blocker(report: Report, mode: Mode, network: Network | None = None) -> Blocker | None:
     """Whether ``report`` rules ``mode`` out. Only ``sandbox`` depends on the host:
-    it needs bubblewrap that can start a sandbox here (the TUI greys the mode out
-    with this reason; the plan refuses with it)."""
+    it needs bubblewrap that can start a sandbox here, and a launcher that can verify
+    it (and, with ``network`` allowlist, the default, set up its network): the TUI
+    greys the mode out with this reason; the plan refuses with it."""
     if mode is not Mode.SANDBOX:
         return None
     # bwrap.sandbox is the live experiment; a missing bwrap fails it with that cause.
     check_id = "bwrap.sandbox"
     finding = report.get(check_id)
     if finding is not None and finding.status is Status.PASS:
-        return None
+        return _launch_blocker(report, network)
     summary = finding.summary if finding else f"{check_id} was not checked"
     remedy = finding.remedy if finding else "sandbox-setup --check " + check_id
     return Blocker(check_id, f"{check_id}: {summary}", remedy or "see sandbox-setup --check")
 
 
 def _check_mode(report: Report, answers: Answers) -> None:
-    blocker = mode_blocker(report, answers.mode)
+    network = answers.network or default_network(answers.mode)
+    blocker = mode_blocker(report, answers.mode, network)
     if blocker is not None:
+        needs = (
+            "a launcher that can verify its sandbox and set up its network"
+            if blocker.check_id == "launch.path"
+            else "a working bubblewrap sandbox"
+        )
         raise RefusedError(
-            "sandbox mode needs a working bubblewrap sandbox, but "
+            f"sandbox mode needs {needs}, but "
             + _finding_text(report, blocker.check_id)
             + " Or choose --mode user (a dedicated non-root user)."
         )

@@ -161,7 +161,14 @@ def _namespace_id(fd: int) -> tuple[int, int]:
 
 
 def _socket_namespace(sock: socket.socket) -> tuple[int, int]:
-    fd = fcntl.ioctl(sock.fileno(), SIOCGSKNS)
+    try:
+        fd = fcntl.ioctl(sock.fileno(), SIOCGSKNS)
+    except OSError as exc:
+        # (as root: CAP_NET_ADMIN over the sandbox's user namespace is needed)
+        raise RefusedError(
+            f"cannot check which network namespace a socket made in the sandbox is in: "
+            f"ioctl(SIOCGSKNS): {exc.strerror}"
+        ) from None
     try:
         return _namespace_id(fd)
     finally:
@@ -291,18 +298,22 @@ def _by_helper(
 
 @contextlib.contextmanager
 def held_sandbox(
-    bwrap: str, prefix: Sequence[str] = (), timeout: float = HELPER_TIMEOUT
+    bwrap: str,
+    prefix: Sequence[str] = (),
+    timeout: float = HELPER_TIMEOUT,
+    unshare: Sequence[str] = (),
 ) -> Iterator[int]:
     """A bwrap sandbox with a network namespace of its own, held before its release as a
     launch holds it (its command never runs): the pid of its init once it dropped its
-    capabilities. ``prefix`` switches user first (``setpriv ...``). For the bench and the
-    tests, which try this module's path on the host; released at the end (it then runs
-    ``true`` and exits)."""
+    capabilities. ``prefix`` switches user first (``setpriv ...``); ``unshare`` adds
+    namespaces (``--unshare-ipc``, ...). For the bench, the tests and the ``launch.path``
+    check (:mod:`sandbox_setup.launcher.startup_probe`), which try this path; released
+    at the end (it then runs ``true`` and exits)."""
     status_r, status_w = os.pipe()
     block_r, block_w = os.pipe()
     try:
         process = subprocess.Popen(
-            [*prefix, bwrap, "--unshare-user", "--unshare-pid", "--unshare-net",
+            [*prefix, bwrap, "--unshare-user", "--unshare-pid", "--unshare-net", *unshare,
              "--die-with-parent", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
              "--json-status-fd", str(status_w), "--block-fd", str(block_r), "--", "true"],
             pass_fds=(status_w, block_r), stdin=subprocess.DEVNULL,
