@@ -133,11 +133,18 @@ def test_default_masks_accept_the_weak_inner_sandbox_by_choice(
 def test_unmasked_default_caps_what_check_recommends_launches(
     podman_workdir: Path, project_install: ProjectInstall
 ) -> None:
-    """The report's fix, default capabilities: the recommendation must launch."""
+    """The report's fix, default capabilities: the recommendation must launch, and it
+    is sandbox mode (the launcher verifies its sandbox and sets up its network as the
+    agent where root lacks CAP_SYS_PTRACE, CAP_SYS_ADMIN and CAP_NET_ADMIN)."""
     sections = scenario(podman_workdir, project_install, UNMASK)
     data = check_json(sections)
-    assert statuses(data)["bwrap.sandbox"] == "pass"  # the unmask really took
+    found = statuses(data)
+    assert found["bwrap.sandbox"] == "pass"  # the unmask really took
+    assert found["launch.path"] == "pass", data["checks"]
+    assert data["recommendation"]["mode"] == "sandbox", data["recommendation"]
     assert sections["apply"].returncode == 0, sections["apply"].output
+    assert 'inner_sandbox = "strong"' in sections["config"].output
     launch = sections["launch"]
     assert launch.returncode == 0, (data["recommendation"], launch.output)
+    assert "sandbox-launch: sandbox mode" in launch.output
     assert "Claude Code" in launch.output

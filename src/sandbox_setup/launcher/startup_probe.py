@@ -66,7 +66,7 @@ def probe(uid: int, gid: int) -> dict[str, object]:
             except RefusedError as exc:
                 result["verify"] = str(exc)
             try:
-                open_in_sandbox(pid, SANDBOX_PROXY_PORT, (), TIMEOUT).close()
+                open_in_sandbox(pid, SANDBOX_PROXY_PORT, (), TIMEOUT, agent=(uid, gid)).close()
                 result["network"] = "ok"
             except RefusedError as exc:
                 result["network"] = str(exc)
