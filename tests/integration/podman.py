@@ -8,6 +8,13 @@ may write to them, e.g. ``useradd``, and nothing reaches the host) and the Claud
 prefixes and the test's work directory read-only. Each :meth:`PodmanContainer.run` is
 a new container (``--rm``), with no network (``--network none``).
 
+Rootless (``rootless=`` a live account, which useradd gives subordinate ids): the root
+is the account's, with a copy of /etc in it, and /usr comes in read-only with a tmpfs
+on /usr/local. What root owns on the host is nobody's (the overflow uid) inside a
+rootless container, so the tests only run ``--check`` there (the trust rule rightly
+refuses a bwrap or Claude that nobody owns; an image would have them owned by the
+container's root). Rootless Podman starts with its default rlimits here.
+
 Rootful Podman on a host where root lacks ``CAP_SYS_RESOURCE`` (this CI machine is
 one: containers started by a sandboxing runtime often are) cannot start a container
 with its default rlimits (``error setting rlimit type 7``: RLIMIT_NOFILE above the
@@ -20,6 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import resource
+import shutil
 import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -27,6 +35,7 @@ from functools import cache
 from pathlib import Path
 
 from tests.integration.containers import Result, base_env
+from tests.live_accounts import LiveAccount
 from tests.tools import NPM_PREFIX, require_tool
 
 CAP_SYS_RESOURCE = 24
@@ -37,11 +46,15 @@ SKELETON_DIRS = ("usr", "etc", "proc", "sys", "dev", "tmp", "run", "var/tmp", "r
 SKELETON_LINKS = {"bin": "usr/bin", "sbin": "usr/sbin", "lib": "usr/lib", "lib64": "usr/lib64"}
 
 
-def build_rootfs(base: Path) -> Path:
-    """The skeleton root (0755, under ``base``); the host's trees come in as volumes."""
-    rootfs = base / "rootfs"
-    if rootfs.is_dir():
-        return rootfs
+def build_rootfs(base: Path, owner: LiveAccount | None = None) -> Path:
+    """The skeleton root (0755, under ``base``); the host's trees come in as volumes.
+    For a rootless container (``owner``), a copy of /etc is in it and all of it is the
+    owner's: what root owns on the host is nobody's inside, which no one may write."""
+    final = base / ("rootfs" if owner is None else f"rootfs-{owner.name}")
+    if final.is_dir():
+        return final
+    rootfs = base / f"{final.name}.building"
+    shutil.rmtree(rootfs, ignore_errors=True)
     rootfs.mkdir(mode=0o755, parents=True)
     for name in SKELETON_DIRS:
         (rootfs / name).mkdir(mode=0o755, parents=True, exist_ok=True)
@@ -49,7 +62,31 @@ def build_rootfs(base: Path) -> Path:
     (rootfs / "var/tmp").chmod(0o1777)
     for name, target in SKELETON_LINKS.items():
         (rootfs / name).symlink_to(target)
-    return rootfs
+    if owner is not None:
+        (rootfs / "etc").rmdir()
+        # (not checked: a file other tests add or remove meanwhile may vanish mid-copy)
+        subprocess.run(["cp", "-a", "/etc", str(rootfs / "etc")], check=False)
+    if not (rootfs / "etc/mtab").is_symlink():
+        (rootfs / "etc/mtab").symlink_to("../proc/self/mounts")
+    if owner is not None:
+        subprocess.run(["chown", "-R", "-h", f"{owner.uid}:{owner.gid}", str(rootfs)], check=True)
+    rootfs.rename(final)
+    return final
+
+
+def as_account(account: LiveAccount | None) -> list[str]:
+    """The argv prefix that runs podman as ``account`` (rootless), or nothing."""
+    if account is None:
+        return []
+    return [
+        "setpriv", f"--reuid={account.uid}", f"--regid={account.gid}", "--init-groups", "--"
+    ]  # fmt: skip
+
+
+def account_env(account: LiveAccount | None) -> dict[str, str]:
+    if account is None:
+        return base_env()
+    return base_env(home=str(account.home)) | {"USER": account.name, "LOGNAME": account.name}
 
 
 def root_has_cap(cap: int) -> bool:
@@ -74,17 +111,20 @@ def _hard(which: int) -> int:
 
 
 @cache
-def ulimit_options(podman: str, rootfs: str) -> Ulimits:
+def ulimit_options(podman: str, rootfs: str, account: LiveAccount | None = None) -> Ulimits:
     """Try a container with Podman's default rlimits; where that fails on RLIMIT_*,
     the host's own hard limits (which root, without CAP_SYS_RESOURCE, cannot raise)."""
     plain = subprocess.run(
-        [podman, "run", "--rm", "--network", "none", "--rootfs", f"{rootfs}:O", "/usr/bin/true"],
+        [*as_account(account), podman, "run", "--rm", "--network", "none",
+         "-v", "/usr:/usr:ro", "--rootfs", f"{rootfs}:O", "/usr/bin/true"],
         capture_output=True,
         text=True,
         timeout=120,
         check=False,
         stdin=subprocess.DEVNULL,
-    )
+        env=account_env(account),
+        cwd="/",
+    )  # fmt: skip
     if plain.returncode == 0:
         return Ulimits((), "Podman's default rlimits work here")
     if RLIMIT_ERROR not in plain.stderr:
@@ -93,9 +133,10 @@ def ulimit_options(podman: str, rootfs: str) -> Ulimits:
     nofile = min(NOFILE, _hard(resource.RLIMIT_NOFILE))
     nproc = min(NPROC, _hard(resource.RLIMIT_NPROC))
     cap = "lacks" if not root_has_cap(CAP_SYS_RESOURCE) else "has"
+    who = "root" if account is None else account.name
     return Ulimits(
         ("--ulimit", f"nofile={nofile}:{nofile}", "--ulimit", f"nproc={nproc}:{nproc}"),
-        f"root {cap} CAP_SYS_RESOURCE; Podman's default rlimits fail "
+        f"{who}: root {cap} CAP_SYS_RESOURCE; Podman's default rlimits fail "
         f"({plain.stderr.strip().splitlines()[-1]}), so --ulimit nofile={nofile}:{nofile} "
         f"--ulimit nproc={nproc}:{nproc} is added",
     )
@@ -110,22 +151,31 @@ class PodmanContainer:
     options: tuple[str, ...] = ()
     name: str = "podman"
     readonly: tuple[str, ...] = ()  # host paths bound read-only at the same place
+    rootless: LiveAccount | None = None  # run podman as this account (subordinate ids)
 
     def with_options(self, *options: str) -> PodmanContainer:
         return dataclasses.replace(self, options=(*self.options, *options))
 
     def argv(self, inner: Sequence[str], env: Mapping[str, str]) -> list[str]:
         podman = require_tool("podman")
-        rootfs = build_rootfs(self.workdir)
-        ulimits = ulimit_options(podman, str(rootfs))
-        volumes = ["-v", "/usr:/usr:O", "-v", "/etc:/etc:O"]
-        for path in (str(NPM_PREFIX.parent), str(self.workdir), *self.readonly):
+        rootfs = build_rootfs(self.workdir, self.rootless)
+        ulimits = ulimit_options(podman, str(rootfs), self.rootless)
+        if self.rootless is None:
+            volumes = ["-v", "/usr:/usr:O", "-v", "/etc:/etc:O"]
+            shared: tuple[str, ...] = (str(self.workdir),)
+        else:
+            # /usr read-only (root's files are nobody's inside); /usr/local, where an
+            # apply installs its copy of Claude, a tmpfs of the container's root.
+            volumes = ["-v", "/usr:/usr:ro", "--tmpfs", "/usr/local"]
+            shared = ()
+        for path in (str(NPM_PREFIX.parent), *shared, *self.readonly):
             if Path(path).exists():
                 volumes += ["-v", f"{path}:{path}:ro"]
         envs = [f"--env={key}={value}" for key, value in env.items()]
         return [
-            podman, "run", "--rm", "--network", "none", *ulimits.options, *self.options,
-            *volumes, *envs, "--workdir", "/", "--rootfs", f"{rootfs}:O", *inner,
+            *as_account(self.rootless), podman, "run", "--rm", "--network", "none",
+            *ulimits.options, *self.options, *volumes, *envs, "--workdir", "/",
+            "--rootfs", f"{rootfs}:O", *inner,
         ]  # fmt: skip
 
     def run(
@@ -133,6 +183,8 @@ class PodmanContainer:
     ) -> Result:
         proc = subprocess.run(
             self.argv(argv, env if env is not None else base_env(home="/root")),
+            env=account_env(self.rootless),
+            cwd="/",
             stdin=subprocess.DEVNULL,
             capture_output=True,
             text=True,

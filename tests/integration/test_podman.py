@@ -34,6 +34,7 @@ from tests.integration.podman import (
     root_has_cap,
     ulimit_options,
 )
+from tests.live_accounts import LiveAccount, live_account
 from tests.tools import NPM_PREFIX, require_root, require_tool
 
 pytestmark = pytest.mark.integration
@@ -58,7 +59,11 @@ def podman_workdir(integration_workdir: Path) -> Iterator[Path]:
 
 
 def scenario(
-    workdir: Path, install: ProjectInstall, options: tuple[str, ...], apply_args: str = ""
+    workdir: Path,
+    install: ProjectInstall,
+    options: tuple[str, ...],
+    apply_args: str = "",
+    rootless: LiveAccount | None = None,
 ) -> dict[str, Section]:
     """check, apply what it recommends (plus ``apply_args``), launch: one container."""
     wizard = shlex.join(install.wizard())
@@ -76,7 +81,9 @@ def scenario(
         "config": f"cat {LAUNCHER_TOML}",
         "launch": f"cd {WORKSPACE} && {launcher} -- --version",
     }
-    container = PodmanContainer(workdir, options=options, readonly=(str(install.root),))
+    container = PodmanContainer(
+        workdir, options=options, readonly=(str(install.root),), rootless=rootless
+    )
     done = container.run(
         ["sh", "-c", sectioned_script(commands)], env={"PATH": PATH, "HOME": "/root"}
     )
@@ -148,3 +155,62 @@ def test_unmasked_default_caps_what_check_recommends_launches(
     assert launch.returncode == 0, (data["recommendation"], launch.output)
     assert "sandbox-launch: sandbox mode" in launch.output
     assert "Claude Code" in launch.output
+
+
+ROOTLESS = "ac-f-podman"
+
+
+@pytest.fixture(scope="module")
+def rootless(podman_workdir: Path) -> Iterator[LiveAccount]:
+    """A live account for rootless Podman: useradd gives it subordinate ids (from
+    login.defs' SUB_UID_* range, into /etc/subuid and /etc/subgid), removed afterwards."""
+    require_tool("newuidmap")
+    home = podman_workdir / "rootless-home"
+    with live_account(ROOTLESS, home=home) as account:
+        subuid = Path("/etc/subuid")
+        ranges = subuid.read_text().splitlines() if subuid.exists() else []
+        if not any(line.startswith(f"{ROOTLESS}:") for line in ranges):
+            pytest.fail(f"useradd gave {ROOTLESS} no subordinate uids (/etc/subuid)")
+        yield account
+
+
+def rootless_check(
+    workdir: Path, install: ProjectInstall, options: tuple[str, ...], account: LiveAccount
+) -> dict[str, Any]:
+    """``--check --json`` in a rootless container. (No apply: the host's /usr and /opt
+    are bound in, and what root owns on the host is nobody's inside a rootless
+    container, so the trust rule rightly refuses its bwrap and Claude; an image would
+    have them owned by the container's root. Copying /usr is 5 GB here.)"""
+    wizard = shlex.join(install.wizard())
+    container = PodmanContainer(
+        workdir, options=options, readonly=(str(install.root),), rootless=account
+    )
+    done = container.run(
+        ["sh", "-c", f"{wizard} --check --json 2>/dev/null"], env={"PATH": PATH, "HOME": "/root"}
+    )
+    assert done.stdout, done.stderr
+    data: dict[str, Any] = json.loads(done.stdout)
+    return data
+
+
+def test_rootless_default_masks_recommend_user_mode_with_the_weak_inner_sandbox(
+    podman_workdir: Path, project_install: ProjectInstall, rootless: LiveAccount
+) -> None:
+    data = rootless_check(podman_workdir, project_install, (), rootless)
+    found = statuses(data)
+    assert data["host"]["container"] == "podman"
+    assert found["bwrap.sandbox"] == "fail"
+    assert found["bwrap.direct"] == "fail"
+    assert found["bwrap.direct_weak"] == "pass", data["checks"]
+    assert data["recommendation"]["mode"] == "user"
+    assert "--inner-sandbox weak" in data["recommendation"]["reason"]
+
+
+def test_rootless_unmasked_recommends_a_sandbox_mode_that_launches(
+    podman_workdir: Path, project_install: ProjectInstall, rootless: LiveAccount
+) -> None:
+    data = rootless_check(podman_workdir, project_install, UNMASK, rootless)
+    found = statuses(data)
+    assert found["bwrap.sandbox"] == "pass"
+    assert found["launch.path"] == "pass", data["checks"]
+    assert data["recommendation"]["mode"] == "sandbox", data["recommendation"]
