@@ -214,3 +214,50 @@ def test_rootless_unmasked_recommends_a_sandbox_mode_that_launches(
     assert found["bwrap.sandbox"] == "pass"
     assert found["launch.path"] == "pass", data["checks"]
     assert data["recommendation"]["mode"] == "sandbox", data["recommendation"]
+
+
+def turn_harness(workdir: Path) -> Path:
+    """The driver and the stdlib-only test modules it imports, readable in a container."""
+    base = workdir / "harness"
+    if not base.is_dir():
+        tests = Path(__file__).resolve().parents[1]
+        ignore = shutil.ignore_patterns("__pycache__")
+        (base / "tests").mkdir(parents=True)
+        shutil.copy2(tests / "__init__.py", base / "tests" / "__init__.py")
+        shutil.copy2(tests / "bash_evidence.py", base / "tests" / "bash_evidence.py")
+        shutil.copytree(tests / "fake_api", base / "tests" / "fake_api", ignore=ignore)
+        shutil.copy2(tests / "integration" / "podman_turn.py", base / "podman_turn.py")
+        for path in [base, *base.rglob("*")]:
+            path.chmod(0o755 if path.is_dir() else 0o644)
+    return base
+
+
+def claude_turn(workdir: Path, install: ProjectInstall, options: tuple[str, ...]) -> dict[str, Any]:
+    """check, apply, and one real Claude turn through sandbox-launch, in one container."""
+    harness = turn_harness(workdir)
+    container = PodmanContainer(workdir, options=options, readonly=(str(install.root),))
+    env = {"PATH": PATH, "HOME": "/root", "PYTHONPATH": str(harness)}
+    argv = [str(install.python), str(harness / "podman_turn.py"), str(install.python)]
+    done = container.run([*argv, str(CLAUDE), WORKSPACE], env=env)
+    assert done.returncode == 0 and done.stdout, done.stderr
+    data: dict[str, Any] = json.loads(done.stdout)
+    return data
+
+
+@pytest.mark.parametrize(
+    ("options", "mode"), [((), "user"), (UNMASK, "sandbox")], ids=["default-masks", "unmask"]
+)
+def test_the_real_claudes_bash_runs_wrapped_in_what_check_recommends(
+    podman_workdir: Path, project_install: ProjectInstall, options: tuple[str, ...], mode: str
+) -> None:
+    """The real Claude Code 2.1.332 through the launcher the apply installed: its Bash
+    command runs inside Claude's own sandbox (seccomp filter, namespaces of its own,
+    SANDBOX_RUNTIME=1) as the agent, in the mode --check recommended."""
+    data = claude_turn(podman_workdir, project_install, options)
+    assert data["mode"] == mode, data
+    assert data["apply"][0] == 0, data["apply"]
+    assert data["launch"][0] == 0, data["launch"]
+    evidence = data.get("evidence")
+    assert evidence is not None, data
+    assert evidence["marker_seen"] and evidence["uid"] != 0, data
+    assert evidence["sandboxed"], data["tool_result"]
