@@ -138,3 +138,20 @@ def test_recommend_user_mode_says_which_inner_form_works() -> None:
     assert "weaker form" in reason and "--inner-sandbox weak" in reason
     no_form = report(dict(PODMAN_DEFAULT_MASKS, **{"bwrap.direct_weak": "fail"})).findings
     assert "Bash would run unsandboxed" in recommend(no_form, euid=0).reason
+
+
+def test_the_audit_judges_user_modes_inner_strength_by_the_direct_probes() -> None:
+    from sandbox_setup.audit.mode import mode_findings
+    from tests.unit.test_audit_mode import config
+
+    masks = report(PODMAN_DEFAULT_MASKS)
+    assert mode_findings(masks, config(mode="user", inner="weak")) == []
+    (found,) = mode_findings(masks, config(mode="user", inner="strong"))
+    assert found.id == "audit.mode.bwrap_direct" and "bwrap.direct is now fail" in found.summary
+    no_form = report(dict(PODMAN_DEFAULT_MASKS, **{"bwrap.direct_weak": "fail"}))
+    ids = [f.id for f in mode_findings(no_form, config(mode="user", inner="weak"))]
+    assert ids == ["audit.mode.bwrap_direct_weak"]
+    assert mode_findings(no_form, config(mode="user", inner="off")) == []
+    # a report without the direct probes (an older version's) is not judged here
+    older = report({"bwrap.sandbox": "fail", "claude.sandbox_deps": "pass"})
+    assert mode_findings(older, config(mode="user")) == []

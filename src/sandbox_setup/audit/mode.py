@@ -51,6 +51,32 @@ DEPS_NEEDS = (
 )
 
 
+# User (and unsafe) mode: Claude's own sandbox with nothing around it (issue 27).
+DIRECT_NEEDS = {
+    "strong": (
+        "bwrap.direct",
+        "audit.mode.bwrap_direct",
+        "Claude's own sandbox (strong), with no outer sandbox",
+    ),
+    "weak": (
+        "bwrap.direct_weak",
+        "audit.mode.bwrap_direct_weak",
+        "Claude's own sandbox (weak, enableWeakerNestedSandbox), with no outer sandbox",
+    ),
+}
+
+
+def _direct_needs(report: Report, config: LauncherConfig) -> list[AuditFinding]:
+    """The inner strength of a mode with no outer sandbox, still verified (a report
+    without the direct probes, from an older version, is not judged here)."""
+    spec = DIRECT_NEEDS.get(config.inner_sandbox)
+    if spec is None or report.get(spec[0]) is None:
+        return []
+    if config.inner_sandbox == "weak" and report.passed("bwrap.direct"):
+        return []  # the strong form works, so the weak one does
+    return _need(report, *spec)
+
+
 LAUNCH_NEEDS = (
     "launch.path",
     "audit.mode.launch_path",
@@ -73,7 +99,7 @@ def mode_findings(report: Report, config: LauncherConfig) -> list[AuditFinding]:
     an inner sandbox that is on, in any mode, needs its dependencies."""
     deps = _need(report, *DEPS_NEEDS) if config.inner_sandbox != "off" else []
     if str(config.mode) != "sandbox":
-        return deps
+        return _direct_needs(report, config) + deps
     found = _need(report, *SANDBOX_NEEDS)
     if not found:
         found = _launch_needs(report, config)
