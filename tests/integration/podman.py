@@ -2,15 +2,14 @@
 
 No image registry: the container's root is a skeleton directory (the usual top-level
 directories, ``bin``/``lib``/... as links into ``usr``) run as ``--rootfs DIR:O``
-(an overlay: what the container writes goes to a throw-away upper layer), with the
-host's ``/usr`` and ``/etc`` as overlay volumes (``:O``: the container sees them and
-may write to them, e.g. ``useradd``, and nothing reaches the host) and the Claude Code
-prefixes and the test's work directory read-only. Each :meth:`PodmanContainer.run` is
+(an overlay: what the container writes goes to a throw-away upper layer) with a copy
+of the host's /etc in it (``useradd`` inside writes the copy), the host's ``/usr``
+read-only with a tmpfs on ``/usr/local``, and the Claude Code prefixes and the project's
+install read-only. Each :meth:`PodmanContainer.run` is
 a new container (``--rm``), with no network (``--network none``).
 
 Rootless (``rootless=`` a live account, which useradd gives subordinate ids): the root
-is the account's, with a copy of /etc in it, and /usr comes in read-only with a tmpfs
-on /usr/local. What root owns on the host is nobody's (the overflow uid) inside a
+is the account's. What root owns on the host is nobody's (the overflow uid) inside a
 rootless container, so the tests only run ``--check`` there (the trust rule rightly
 refuses a bwrap or Claude that nobody owns; an image would have them owned by the
 container's root). Rootless Podman starts with its default rlimits here.
@@ -47,9 +46,11 @@ SKELETON_LINKS = {"bin": "usr/bin", "sbin": "usr/sbin", "lib": "usr/lib", "lib64
 
 
 def build_rootfs(base: Path, owner: LiveAccount | None = None) -> Path:
-    """The skeleton root (0755, under ``base``); the host's trees come in as volumes.
-    For a rootless container (``owner``), a copy of /etc is in it and all of it is the
-    owner's: what root owns on the host is nobody's inside, which no one may write."""
+    """The skeleton root (0755, under ``base``) with a copy of the host's /etc (taken
+    once: an overlay over the live /etc would break when other tests add accounts to
+    it meanwhile); /usr comes in as a volume. For a rootless container (``owner``) all
+    of it is the owner's: what root owns on the host is nobody's inside, which no one
+    may write."""
     final = base / ("rootfs" if owner is None else f"rootfs-{owner.name}")
     if final.is_dir():
         return final
@@ -62,10 +63,9 @@ def build_rootfs(base: Path, owner: LiveAccount | None = None) -> Path:
     (rootfs / "var/tmp").chmod(0o1777)
     for name, target in SKELETON_LINKS.items():
         (rootfs / name).symlink_to(target)
-    if owner is not None:
-        (rootfs / "etc").rmdir()
-        # (not checked: a file other tests add or remove meanwhile may vanish mid-copy)
-        subprocess.run(["cp", "-a", "/etc", str(rootfs / "etc")], check=False)
+    (rootfs / "etc").rmdir()
+    # (not checked: a file other tests add or remove meanwhile may vanish mid-copy)
+    subprocess.run(["cp", "-a", "/etc", str(rootfs / "etc")], check=False)
     if not (rootfs / "etc/mtab").is_symlink():
         (rootfs / "etc/mtab").symlink_to("../proc/self/mounts")
     if owner is not None:
@@ -160,15 +160,11 @@ class PodmanContainer:
         podman = require_tool("podman")
         rootfs = build_rootfs(self.workdir, self.rootless)
         ulimits = ulimit_options(podman, str(rootfs), self.rootless)
-        if self.rootless is None:
-            volumes = ["-v", "/usr:/usr:O", "-v", "/etc:/etc:O"]
-            shared: tuple[str, ...] = (str(self.workdir),)
-        else:
-            # /usr read-only (root's files are nobody's inside); /usr/local, where an
-            # apply installs its copy of Claude, a tmpfs of the container's root.
-            volumes = ["-v", "/usr:/usr:ro", "--tmpfs", "/usr/local"]
-            shared = ()
-        for path in (str(NPM_PREFIX.parent), *shared, *self.readonly):
+        # /usr read-only (never an overlay of a tree other tests may install into
+        # meanwhile); /usr/local, where an apply installs its copy of Claude, a tmpfs
+        # of the container's root.
+        volumes = ["-v", "/usr:/usr:ro", "--tmpfs", "/usr/local:mode=0755"]
+        for path in (str(NPM_PREFIX.parent), *self.readonly):
             if Path(path).exists():
                 volumes += ["-v", f"{path}:{path}:ro"]
         envs = [f"--env={key}={value}" for key, value in env.items()]

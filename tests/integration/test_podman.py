@@ -235,7 +235,8 @@ def turn_harness(workdir: Path) -> Path:
 def claude_turn(workdir: Path, install: ProjectInstall, options: tuple[str, ...]) -> dict[str, Any]:
     """check, apply, and one real Claude turn through sandbox-launch, in one container."""
     harness = turn_harness(workdir)
-    container = PodmanContainer(workdir, options=options, readonly=(str(install.root),))
+    readonly = (str(install.root), str(harness))
+    container = PodmanContainer(workdir, options=options, readonly=readonly)
     env = {"PATH": PATH, "HOME": "/root", "PYTHONPATH": str(harness)}
     argv = [str(install.python), str(harness / "podman_turn.py"), str(install.python)]
     done = container.run([*argv, str(CLAUDE), WORKSPACE], env=env)

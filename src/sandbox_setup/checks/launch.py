@@ -33,6 +33,9 @@ from sandbox_setup.checks.model import Status
 from sandbox_setup.checks.probe import ProbeResult
 
 SANDBOX, VERIFY, NETWORK = "launch-sandbox", "launch-verify", "launch-network"
+# The probe's own steps are bounded by the launcher's timeouts; this bounds the whole
+# (a sandbox start, a verification and a network set-up, on a loaded host).
+PROBE_TIMEOUT = 30.0
 CONTAINERS = ("docker", "podman")
 
 
@@ -136,7 +139,9 @@ def check_launch_path(ctx: Context) -> Verdict:
         return judge_launch_path(None, None, user=ctx.probe_user, platform=ctx.platform.name)
     user = ctx.probe_user if account is not None or ctx.euid != 0 else f"uid {ids[0]}"
     run = ctx.run(
-        (*ctx.launch_probe, "--uid", str(ids[0]), "--gid", str(ids[1])), as_probe_user=False
+        (*ctx.launch_probe, "--uid", str(ids[0]), "--gid", str(ids[1])),
+        as_probe_user=False,
+        timeout=max(ctx.timeout, PROBE_TIMEOUT),
     )
     try:
         parsed = json.loads(run.stdout) if run.ok else None

@@ -19,7 +19,9 @@ released before that comparison passes (invariant 1).
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import errno
+import functools
 import json
 import os
 import select
@@ -43,12 +45,21 @@ def agent_may_retry(uid: int) -> bool:
     return os.geteuid() == 0 and uid != 0
 
 
+@functools.cache
+def _libc() -> ctypes.CDLL:
+    return ctypes.CDLL(None, use_errno=True)
+
+
+def prepare() -> None:
+    """Before a fork: load what the child uses, so it takes no loader lock that
+    another thread of the launcher might have held at the fork."""
+    _libc()
+
+
 def become_agent(uid: int, gid: int) -> None:
     """In a forked, single-threaded child: the agent's effective ids, root's real and
     saved ones (so the agent cannot ptrace it), not dumpable."""
-    import ctypes
-
-    libc = ctypes.CDLL(None, use_errno=True)
+    libc = _libc()
     libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
     os.setresgid(-1, gid, -1)
     os.setresuid(-1, uid, -1)
@@ -63,6 +74,7 @@ def _wait(pid: int) -> None:
 def as_agent(uid: int, gid: int, step: Callable[[], Any], timeout: float = TIMEOUT) -> Any:
     """``step()`` (returning JSON-able data) in a child as the agent (see the module
     docstring); its result, or its OSError raised here."""
+    prepare()
     read_end, write_end = os.pipe()
     child = os.fork()
     if child == 0:  # pragma: no cover (the child's side; its result is what is tested)
@@ -111,6 +123,7 @@ def as_agent(uid: int, gid: int, step: Callable[[], Any], timeout: float = TIMEO
 def open_as_agent(path: str, uid: int, gid: int, timeout: float = TIMEOUT) -> int:
     """``os.open(path, O_RDONLY | O_CLOEXEC)`` done by a child as the agent; the
     descriptor, passed back over a unix socket (what it refers to does not change)."""
+    prepare()
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     child = os.fork()
     if child == 0:  # pragma: no cover
@@ -130,6 +143,10 @@ def open_as_agent(path: str, uid: int, gid: int, timeout: float = TIMEOUT) -> in
     try:
         ours.settimeout(timeout)
         message, fds, _flags, _addr = socket.recv_fds(ours, 4096, 1)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.kill(child, 9)  # (a child that hangs must not hang the launcher)
+        raise
     finally:
         ours.close()
         _wait(child)

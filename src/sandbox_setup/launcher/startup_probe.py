@@ -26,16 +26,16 @@ import sys
 from collections.abc import Sequence
 
 from sandbox_setup.base.errors import RefusedError
-from sandbox_setup.launcher.egress.netns import held_sandbox, open_in_sandbox
+from sandbox_setup.launcher.egress.netns import HELPER_TIMEOUT, held_sandbox, open_in_sandbox
 from sandbox_setup.launcher.session.supervise import (
     NAMESPACES,
     NETWORK_NAMESPACE,
+    VERIFY_TIMEOUT,
     _Supervision,
     verify,
 )
 from sandbox_setup.policy.network import SANDBOX_PROXY_PORT
 
-TIMEOUT = 5.0
 # The namespaces a launch's bwrap makes beyond held_sandbox's user, pid and net
 # (sandbox_setup.launcher.command.bwrap_argv): the verification compares them all.
 LAUNCH_NAMESPACES = ("--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try")
@@ -57,7 +57,8 @@ def probe(uid: int, gid: int) -> dict[str, object]:
     if (uid, gid) != (os.geteuid(), os.getegid()):
         prefix = (setpriv, f"--reuid={uid}", f"--regid={gid}", "--clear-groups", *prefix[1:])
     try:
-        with held_sandbox(bwrap, prefix, TIMEOUT, LAUNCH_NAMESPACES) as pid:
+        # a launch waits for bwrap's report as long as for its verification
+        with held_sandbox(bwrap, prefix, VERIFY_TIMEOUT, LAUNCH_NAMESPACES) as pid:
             result["sandbox"] = "ok"
             try:
                 state = _Supervision(namespaces=(*NAMESPACES, NETWORK_NAMESPACE))
@@ -66,7 +67,10 @@ def probe(uid: int, gid: int) -> dict[str, object]:
             except RefusedError as exc:
                 result["verify"] = str(exc)
             try:
-                open_in_sandbox(pid, SANDBOX_PROXY_PORT, (), TIMEOUT, agent=(uid, gid)).close()
+                sockets = open_in_sandbox(
+                    pid, SANDBOX_PROXY_PORT, (), HELPER_TIMEOUT, agent=(uid, gid)
+                )
+                sockets.close()
                 result["network"] = "ok"
             except RefusedError as exc:
                 result["network"] = str(exc)

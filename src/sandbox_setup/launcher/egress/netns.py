@@ -53,6 +53,7 @@ from sandbox_setup.launcher.agent_step import (
     become_agent,
     denied,
     open_as_agent,
+    prepare,
 )
 from sandbox_setup.policy.limits import MAX_LOOPBACK_PORTS
 
@@ -336,6 +337,7 @@ def _by_helper(
     Root without the capabilities for it: the same helper, as the agent (``agent``,
     which owns the sandbox's user namespace; :func:`~sandbox_setup.launcher.agent_step.
     become_agent`)."""
+    prepare()
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     try:
         helper = os.fork()
@@ -347,6 +349,8 @@ def _by_helper(
             ours.settimeout(timeout)
             message, fds, _flags, _addr = socket.recv_fds(ours, 65536, MAX_SOCKETS)
         except OSError as exc:
+            with contextlib.suppress(OSError):
+                os.kill(helper, 9)  # a helper that hangs must not hang the launcher
             raise RefusedError(f"the sandbox's network helper did not answer: {exc}") from None
         finally:
             with contextlib.suppress(ChildProcessError):
