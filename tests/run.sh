@@ -11,7 +11,7 @@ apt-get update -qq
 apt-get install -y -qq --no-install-recommends \
   bubblewrap runc util-linux passwd acl socat ripgrep procps python3 python3-venv \
   ca-certificates git iproute2 curl openssl e2fsprogs keyutils tmux openssh-server \
-  apparmor >/dev/null
+  apparmor podman uidmap slirp4netns fuse-overlayfs >/dev/null
 command -v npm >/dev/null || apt-get install -y -qq --no-install-recommends nodejs npm >/dev/null
 
 # Claude Code and sandbox-runtime (srt), in prefixes outside /root so the agent user and

@@ -34,6 +34,7 @@ from tests.claude_run import (
     path_without,
     run_claude_turn,
 )
+from tests.claude_session import changed_since_oldest
 from tests.fake_api import BashStep, FakeMessagesAPI, Step, TextStep
 from tests.tools import (
     CLAUDE_OLDEST,
@@ -370,3 +371,33 @@ def test_managed_fail_if_unavailable_beats_the_settings_flag(
         )
     assert run.returncode == 1 and "sandbox required but unavailable" in run.stderr, run
     assert api.main_requests == []
+
+
+@pytest.mark.usefixtures("bwrap_and_socat")
+def test_dangerously_disable_sandbox_with_allowed_tools_bash_in_print_mode(
+    tree: ClaudeTree, nobody: Account, marker: str, claude_under_test: ClaudeRelease
+) -> None:
+    """``--allowedTools=Bash`` without ``--dangerously-skip-permissions``: 2.1.197 runs
+    the request to leave the sandbox unwrapped; 2.1.332 denies it in ``--print`` mode
+    (the allow rule no longer covers it; the tool result says "Run outside of the
+    sandbox")."""
+    script = bash_turn(marker, dangerouslyDisableSandbox=True)
+    with FakeMessagesAPI(script) as api:
+        run = run_as_nobody(
+            api,
+            tree,
+            nobody,
+            settings=SANDBOX,
+            skip_permissions=False,
+            extra_args=["--allowedTools=Bash"],
+        )
+    assert run.returncode == 0, run
+    api.assert_conversation_done()
+    result = api.tool_result(0)
+    denials = [d["tool_name"] for d in run.result()["permission_denials"]]
+    if changed_since_oldest(claude_under_test):
+        assert result.is_error and marker not in result.text, result
+        assert denials == ["Bash"]
+    else:
+        assert not result.is_error and denials == [], (result, denials)
+        assert parse_evidence(result.text, marker).unsandboxed, result.text

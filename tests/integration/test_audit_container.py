@@ -5,7 +5,8 @@ a runc container built by the shared harness (``tests/integration/containers.py`
 that sees the same tree: with Docker's default masks over /proc a fresh /proc
 cannot be mounted, so ``bwrap.sandbox`` fails there and the audit names what the
 sandbox mode needs (``audit.mode.bwrap_sandbox``), exit 1. The same container
-with the masks removed (podman's ``--security-opt unmask=/proc/*``) audits clean.
+with the masks removed (podman's ``--security-opt unmask=/proc/*``) audits clean with
+Docker's default capabilities, ``launch.path`` (the launcher's own start-up) included.
 """
 
 from __future__ import annotations
@@ -61,12 +62,17 @@ def test_masked_proc_fails_the_sandbox_mode(
     assert not [i for i in run.ids if i.startswith(("audit.safety", "audit.claude"))]
 
 
-def test_unmasked_container_audits_clean(
+def test_unmasked_container_with_default_caps_audits_clean(
     setup: Setup, integration_workdir: Path, project_install: ProjectInstall
 ) -> None:
+    """Issue 27: with Docker's default capabilities root may not read the agent's
+    /proc/PID/ns, join the sandbox's network namespace or ask SIOCGSKNS; the launcher
+    does those steps as the agent, so a launch gets through (launch.path passes) and
+    the audit is clean. (Before, launch.path did not exist and every launch exited 3.)"""
     unmasked = ContainerConfig(userns=False).unmasked()
     run = audit_in(unmasked, integration_workdir, project_install, setup)
     statuses = {c["id"]: c["status"] for c in run.data["checks"]}
     assert statuses["bwrap.sandbox"] == "pass"
+    assert statuses["launch.path"] == "pass", run.data["checks"]
     assert run.returncode == 0, run.data["findings"]
     assert run.ids == []

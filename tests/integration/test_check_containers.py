@@ -461,6 +461,22 @@ def test_nested_says_whether_the_inner_form_alone_works(
     assert (said[1] == "works") is observed.works(inner_alone), observed.context(inner_alone)
 
 
+@pytest.mark.parametrize(
+    ("check_id", "experiment"),
+    [("bwrap.direct", "strong_here"), ("bwrap.direct_weak", "weak_here")],
+)
+def test_direct_checks_match_reality(observed: Observed, check_id: str, experiment: str) -> None:
+    """Claude's sandbox with nothing around it (user mode's form, issue 27): the check
+    passes exactly where that form, run right here as the probe user, works."""
+    finding = observed.finding(check_id)
+    if not observed.ran_helper(check_id):
+        experiment += "-stand-in"
+    works = observed.works(experiment)
+    assert (finding["status"] == "pass") is works, (finding, observed.context(experiment))
+    if not works:
+        assert "cause: " in finding["detail"], finding
+
+
 def test_seccomp_available_matches_reality(observed: Observed) -> None:
     finding = _assert_verdict(observed, "seccomp.available")
     if finding["status"] == "pass":

@@ -127,8 +127,8 @@ async def test_the_review_gives_notes_and_steps_in_the_wizards_words(
         shown = pane_text(review)
     assert names_a_flag(shown) == [], shown
     assert "user bob already exists (reused: 'Reuse an existing account' is ticked)" in shown
-    assert "only when 8080 is in the loopback ports field" in shown
-    assert shown.count("only when 8080 is in the loopback ports field") == 1, shown  # once
+    assert "to allow it, enter 8080 in the loopback ports" in shown  # (pane_text cuts)
+    assert shown.count("enter 8080 in the loopback ports") == 1, shown  # once
     # the review says what the agent's network is (issue 11), before the steps
     assert "Network" in shown and "allowlist: a network namespace of its own" in shown
     assert "api.anthropic.com:443" in shown

@@ -10,7 +10,7 @@ from __future__ import annotations
 from sandbox_setup.audit.model import AuditFinding, Severity
 from sandbox_setup.base import remedies
 from sandbox_setup.base.launcher_config import LauncherConfig
-from sandbox_setup.checks.model import Report, Status
+from sandbox_setup.checks.model import Report, Status, cause_key
 
 # (check ID, audit ID, what the mode uses it for)
 SANDBOX_NEEDS = ("bwrap.sandbox", "audit.mode.bwrap_sandbox", "the launcher's bubblewrap sandbox")
@@ -52,13 +52,58 @@ DEPS_NEEDS = (
 )
 
 
+# User (and unsafe) mode: Claude's own sandbox with nothing around it (issue 27).
+DIRECT_NEEDS = {
+    "strong": (
+        "bwrap.direct",
+        "audit.mode.bwrap_direct",
+        "Claude's own sandbox (strong), with no outer sandbox",
+    ),
+    "weak": (
+        "bwrap.direct_weak",
+        "audit.mode.bwrap_direct_weak",
+        "Claude's own sandbox (weak, enableWeakerNestedSandbox), with no outer sandbox",
+    ),
+}
+
+
+def _direct_needs(report: Report, config: LauncherConfig) -> list[AuditFinding]:
+    """The inner strength of a mode with no outer sandbox, still verified (a report
+    without the direct probes, from an older version, is not judged here)."""
+    spec = DIRECT_NEEDS.get(config.inner_sandbox)
+    if spec is None or report.get(spec[0]) is None:
+        return []
+    if config.inner_sandbox == "weak" and report.passed("bwrap.direct"):
+        return []  # the strong form works, so the weak one does
+    return _need(report, *spec)
+
+
+LAUNCH_NEEDS = (
+    "launch.path",
+    "audit.mode.launch_path",
+    "every launch's own start-up (the sandbox's verification and network set-up)",
+)
+
+
+def _launch_needs(report: Report, config: LauncherConfig) -> list[AuditFinding]:
+    """launch.path, as the plan judges it: a network-only refusal matters to allowlist."""
+    finding = report.get(LAUNCH_NEEDS[0])
+    if finding is None or finding.status is Status.SKIP:
+        return []  # not tried (an older report, or no launch probe given)
+    if cause_key(finding) == "launch-network" and str(config.network) != "allowlist":
+        return []
+    return _need(report, *LAUNCH_NEEDS)
+
+
 def mode_findings(report: Report, config: LauncherConfig) -> list[AuditFinding]:
     """Sandbox mode needs bwrap.sandbox, and the nested probe of its inner strength;
     an inner sandbox that is on, in any mode, needs its dependencies."""
     deps = _need(report, *DEPS_NEEDS) if config.inner_sandbox != "off" else []
     if str(config.mode) != "sandbox":
-        return deps
+        return _direct_needs(report, config) + deps
     found = _need(report, *SANDBOX_NEEDS)
+    if not found:
+        found = _launch_needs(report, config)
     inner = INNER_NEEDS.get(config.inner_sandbox)
     if inner is not None:
         need = _need(report, *inner)

@@ -54,6 +54,9 @@ class Context:
     # The command that starts the launcher's egress proxy as ``--uid U --gid G`` and
     # reports as JSON (net.egress), handed in by the caller; None: not tried.
     egress_probe: tuple[str, ...] | None = None
+    # The command that runs the launcher's own start-up as ``--uid U --gid G`` and
+    # reports as JSON (launch.path), handed in by the caller; None: not tried.
+    launch_probe: tuple[str, ...] | None = None
 
     @property
     def uid(self) -> int:

@@ -16,6 +16,13 @@ are inside a container whose /proc is covered), the check fails with that cause;
 the detail then also says whether the inner form alone works here. When this
 process already runs inside a bwrap sandbox (pid 1 is bwrap), that sandbox is the
 outer one: the inner form runs directly, as Claude Code's own sandbox would there.
+
+``bwrap.direct`` and ``bwrap.direct_weak`` are the same two inner forms run with no
+outer sandbox, as the probe user: Claude Code's own sandbox as it starts in user
+mode (and unsafe mode), where nothing wraps it. They decide the inner-sandbox
+strength of those modes (:func:`sandbox_setup.configure.plan.default_inner_sandbox`):
+under Podman's default masks the strong form cannot mount its fresh /proc, while the
+weak one (the container's /proc bound in) works for an unprivileged agent.
 """
 
 from __future__ import annotations
@@ -210,6 +217,35 @@ def judge_nested_inside_bwrap(
     return Verdict.from_cause(cause, detail + result.describe() + note)
 
 
+def judge_direct(
+    result: ProbeResult,
+    facts: HostFacts,
+    *,
+    weak: bool,
+    uid: int,
+    platform: str,
+    bwrap_setuid: bool = False,
+    helper: str | None = None,
+) -> Verdict:
+    """Pure: did Claude Code's own sandbox, in the given form and with nothing around
+    it (user and unsafe modes), start and run its command through the helper?"""
+    form = (
+        "the weak form of Claude Code's own sandbox (bound /proc + a nested user namespace)"
+        if weak
+        else "Claude Code's own sandbox in its strong form (its own fresh /proc)"
+    )
+    detail = "run directly, with no outer sandbox, as Claude Code starts it in user mode\n"
+    note = _helper_note(helper)
+    if result.ok:
+        return Verdict(
+            Status.PASS,
+            f"{form} works here without an outer sandbox",
+            detail + result.describe() + note,
+        )
+    cause = diagnose(result, facts, uid=uid, platform=platform, bwrap_setuid=bwrap_setuid)
+    return Verdict.from_cause(cause, detail + result.describe() + note)
+
+
 def find_bwrap() -> tuple[str | None, int | None]:
     path = which("bwrap")
     if path is None:
@@ -315,3 +351,26 @@ def check_bwrap_nested(ctx: Context) -> Verdict:
 
 def check_bwrap_nested_weak(ctx: Context) -> Verdict:
     return _check_nested(ctx, weak=True)
+
+
+def _check_direct(ctx: Context, *, weak: bool) -> Verdict:
+    helper, passed_over = probe_helper(ctx)
+    setfcap = ctx.facts.has_bounding_cap(CAP_SETFCAP)
+    inner = inner_command(weak=weak, helper=helper, uid=ctx.uid, setfcap=setfcap)
+    return judge_direct(
+        ctx.run(inner),
+        ctx.facts,
+        weak=weak,
+        uid=ctx.uid,
+        platform=ctx.platform.name,
+        bwrap_setuid=bwrap_is_setuid(),
+        helper=helper_note(helper, passed_over),
+    )
+
+
+def check_bwrap_direct(ctx: Context) -> Verdict:
+    return _check_direct(ctx, weak=False)
+
+
+def check_bwrap_direct_weak(ctx: Context) -> Verdict:
+    return _check_direct(ctx, weak=True)

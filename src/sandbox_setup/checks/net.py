@@ -11,10 +11,9 @@ Two experiments, judged together (:func:`judge_egress`, pure):
    :mod:`sandbox_setup.configure.probes`): checks do not import the launcher.
 
 The proxy is reached here through a unix socket of its own, not through the listeners a
-launch makes in the sandbox's namespace (:mod:`sandbox_setup.launcher.egress.netns`): making those
-needs access to the sandbox's ``/proc/PID/ns`` (as root, ``CAP_SYS_PTRACE``), which the
-launch's own verification needs anyway, and every launch makes and probes them before
-it releases Claude.
+launch makes in the sandbox's namespace (:mod:`sandbox_setup.launcher.egress.netns`):
+``launch.path`` (:mod:`sandbox_setup.checks.launch`) runs that part of the launcher's
+start-up, and every launch makes and probes them before it releases Claude.
 
 No experiment connects anywhere: the sandbox only reads its route table and every
 destination asked of the proxy is refused before it would dial.

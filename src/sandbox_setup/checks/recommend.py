@@ -1,9 +1,12 @@
 """Which of the three paths the findings point to, and why (pure).
 
-``sandbox`` when bubblewrap starts a real sandbox for the probe user; ``user``
-when it does not (a separate non-root user is always possible: root creates one,
-a non-root operator already is one). ``unsafe`` is never recommended; the reason
-says why not. The inner sandbox strength comes from the nested probes.
+``sandbox`` when bubblewrap starts a real sandbox for the probe user and the
+launcher's own start-up gets past its verification and network set-up there
+(``launch.path``, when it ran: a host where a launch would be refused is never
+recommended); ``user`` when it does not (a separate non-root user is always
+possible: root creates one, a non-root operator already is one). ``unsafe`` is
+never recommended; the reason says why not. The inner sandbox strength comes from
+the nested probes (sandbox mode) or the direct ones (user mode).
 """
 
 from __future__ import annotations
@@ -31,6 +34,28 @@ def inner_strength(findings: Iterable[Finding]) -> str:
     return "off"
 
 
+def direct_strength(findings: Iterable[Finding]) -> str | None:
+    """``strong`` / ``weak`` / ``off``: Claude Code's own sandbox with nothing around it
+    (user mode); None when the direct probes did not run."""
+    status = {f.id: f.status for f in findings}
+    if "bwrap.direct" not in status and "bwrap.direct_weak" not in status:
+        return None
+    if status.get("bwrap.direct") is Status.PASS:
+        return "strong"
+    if status.get("bwrap.direct_weak") is Status.PASS:
+        return "weak"
+    return "off"
+
+
+USER_INNER = {
+    "strong": "Claude Code's own sandbox works for it in its normal (strong) form",
+    "weak": "Claude Code's own sandbox works for it in its weaker form "
+    "(--inner-sandbox weak: enableWeakerNestedSandbox)",
+    "off": "no form of Claude Code's own sandbox works here, so its Bash would run "
+    "unsandboxed as that user",
+}
+
+
 def recommend(
     findings: Iterable[Finding], *, as_user: str | None = None, euid: int = 0
 ) -> Recommendation:
@@ -38,7 +63,9 @@ def recommend(
     by_id = {f.id: f for f in findings}
     who = f"as {as_user}" if as_user else ("as root" if euid == 0 else f"as uid {euid}")
     sandbox = by_id.get("bwrap.sandbox")
-    if sandbox is not None and sandbox.status is Status.PASS:
+    launch = by_id.get("launch.path")
+    refused = launch is not None and launch.status not in (Status.PASS, Status.SKIP)
+    if sandbox is not None and sandbox.status is Status.PASS and not refused:
         strength = inner_strength(findings)
         probed = "bwrap.nested" in by_id or "bwrap.nested_weak" in by_id
         inner = (
@@ -71,6 +98,12 @@ def recommend(
         )
     if sandbox is None:
         why = "bwrap.sandbox was not run"
+    elif sandbox.status is Status.PASS and launch is not None:
+        why = (
+            f"bubblewrap starts a sandbox, but a sandbox-mode launch would be refused: "
+            f"launch.path {launch.status}: {launch.summary}"
+            + (f"; to allow it: {launch.remedy}" if launch.remedy else "")
+        )
     else:
         why = f"bwrap.sandbox {sandbox.status}: {sandbox.summary}"
     user = (
@@ -78,10 +111,12 @@ def recommend(
         if euid == 0
         else "you are not root, so your own account can be the agent"
     )
+    direct = direct_strength(findings)
+    inner = f"; {USER_INNER[direct]}" if direct is not None else ""
     return Recommendation(
         Mode.USER,
         f"no verified sandbox {who} ({why}); {user}, and Claude Code's root guard never "
-        f"fires for it.{landlock_note(by_id)} " + UNSAFE_NOTE,
+        f"fires for it{inner}.{landlock_note(by_id)} " + UNSAFE_NOTE,
     )
 
 

@@ -13,6 +13,7 @@ from sandbox_setup.checks import (
     container,
     identity,
     landlock,
+    launch,
     net,
     proc,
     seccomp,
@@ -59,6 +60,18 @@ CHECKS: tuple[Check, ...] = (
         True,
         bwrap.check_bwrap_nested_weak,
     ),
+    Check(
+        "bwrap.direct",
+        "Claude's own sandbox (strong) with no outer sandbox (user mode)",
+        True,
+        bwrap.check_bwrap_direct,
+    ),
+    Check(
+        "bwrap.direct_weak",
+        "Claude's weaker sandbox with no outer sandbox (user mode)",
+        True,
+        bwrap.check_bwrap_direct_weak,
+    ),
     Check("seccomp.available", "seccomp filters can be installed", True, seccomp.check_seccomp),
     Check(
         "landlock.abi",
@@ -86,6 +99,12 @@ CHECKS: tuple[Check, ...] = (
         "The sandbox's network: loopback only, egress through the proxy",
         True,
         net.check_egress,
+    ),
+    Check(
+        "launch.path",
+        "The launcher's own start-up: verification and network set-up",
+        True,
+        launch.check_launch_path,
     ),
 )
 

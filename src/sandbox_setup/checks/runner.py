@@ -76,6 +76,7 @@ def run_checks(
     system_root: Path = Path("/"),
     untrusted: Callable[[str], str | None] | None = None,
     egress_probe: Sequence[str] | None = None,
+    launch_probe: Sequence[str] | None = None,
 ) -> Report:
     """Run the checks ``ids`` (all by default) and judge them into a Report.
 
@@ -88,6 +89,7 @@ def run_checks(
     :mod:`sandbox_setup.policy.trust`, which checks cannot import); without it no binary
     is run as root. ``egress_probe`` is the command net.egress starts the egress proxy
     with (the launcher's, which checks cannot import); without it the proxy is not tried.
+    ``launch_probe`` likewise runs the launcher's start-up for launch.path.
 
     ``on_finding`` is called in this thread with each finding as it is ready
     (file checks first, then live probes as they finish), for progress displays.
@@ -113,6 +115,7 @@ def run_checks(
         euid=os.geteuid(),
         **({"untrusted": untrusted} if untrusted is not None else {}),
         egress_probe=tuple(egress_probe) if egress_probe is not None else None,
+        launch_probe=tuple(launch_probe) if launch_probe is not None else None,
     )
     live = [c for c in selected if c.live]
     results: dict[str, Finding] = {}

@@ -38,7 +38,7 @@ from typing import Any
 
 from sandbox_setup.base import remedies
 from sandbox_setup.base.accounts import lookup_user
-from sandbox_setup.base.choices import EVERY_USER, InnerSandbox, Mode, SettingsScope
+from sandbox_setup.base.choices import EVERY_USER, InnerSandbox, Mode, Network, SettingsScope
 from sandbox_setup.base.errors import InputError, RefusedError
 from sandbox_setup.base.launcher_config import (
     LauncherConfig,
@@ -48,7 +48,7 @@ from sandbox_setup.base.launcher_config import (
 )
 from sandbox_setup.base.limits import Limits
 from sandbox_setup.base.paths import Layout
-from sandbox_setup.checks.model import Report, Status
+from sandbox_setup.checks.model import Report, Status, cause_key
 from sandbox_setup.configure import fsops, users
 from sandbox_setup.configure.actions import Action, WorkspaceAccess, WriteFile
 from sandbox_setup.configure.agent_account import check_agent_account
@@ -109,41 +109,100 @@ class Blocker:
     remedy: str
 
 
-def mode_blocker(report: Report, mode: Mode) -> Blocker | None:
+# launch.path's cause when only the allowlist network's set-up was refused: a launch
+# with --network host or none does not make it (sandbox_setup.checks.launch).
+LAUNCH_NETWORK_CAUSE = "launch-network"
+
+
+def _launch_blocker(report: Report, network: Network | None) -> Blocker | None:
+    """launch.path failed: a launch would be refused (when it ran; older reports lack it)."""
+    finding = report.get("launch.path")
+    if finding is None or finding.status in (Status.PASS, Status.SKIP):
+        return None
+    if cause_key(finding) == LAUNCH_NETWORK_CAUSE and network not in (None, Network.ALLOWLIST):
+        return None
+    return Blocker(
+        "launch.path",
+        f"launch.path: {finding.summary}",
+        finding.remedy or "sandbox-setup --check launch.path",
+    )
+
+
+def mode_blocker(report: Report, mode: Mode, network: Network | None = None) -> Blocker | None:
     """Whether ``report`` rules ``mode`` out. Only ``sandbox`` depends on the host:
-    it needs bubblewrap that can start a sandbox here (the TUI greys the mode out
-    with this reason; the plan refuses with it)."""
+    it needs bubblewrap that can start a sandbox here, and a launcher that can verify
+    it (and, with ``network`` allowlist, the default, set up its network): the TUI
+    greys the mode out with this reason; the plan refuses with it."""
     if mode is not Mode.SANDBOX:
         return None
     # bwrap.sandbox is the live experiment; a missing bwrap fails it with that cause.
     check_id = "bwrap.sandbox"
     finding = report.get(check_id)
     if finding is not None and finding.status is Status.PASS:
-        return None
+        return _launch_blocker(report, network)
     summary = finding.summary if finding else f"{check_id} was not checked"
     remedy = finding.remedy if finding else remedies.rerun_checks(check_id)
     return Blocker(check_id, f"{check_id}: {summary}", remedy or remedies.rerun_checks(check_id))
 
 
 def _check_mode(report: Report, answers: Answers) -> None:
-    blocker = mode_blocker(report, answers.mode)
+    network = answers.network or default_network(answers.mode)
+    blocker = mode_blocker(report, answers.mode, network)
     if blocker is not None:
+        needs = (
+            "a launcher that can verify its sandbox and set up its network"
+            if blocker.check_id == "launch.path"
+            else "a working bubblewrap sandbox"
+        )
         raise RefusedError(
-            "sandbox mode needs a working bubblewrap sandbox, but "
+            f"sandbox mode needs {needs}, but "
             + _finding_text(report, blocker.check_id)
             + " Or choose --mode user (a dedicated non-root user)."
         )
 
 
+# Which probes verify each inner-sandbox strength: in sandbox mode Claude's sandbox runs
+# inside the launcher's (the nested probes); in user and unsafe modes nothing wraps it
+# (the direct probes). A stronger form that works verifies the weaker one too.
+INNER_PROBES = {
+    Mode.SANDBOX: {"strong": ("bwrap.nested",), "weak": ("bwrap.nested", "bwrap.nested_weak")},
+    Mode.USER: {"strong": ("bwrap.direct",), "weak": ("bwrap.direct", "bwrap.direct_weak")},
+}
+# A report without the direct probes (made by an older version): bwrap.sandbox stood in.
+LEGACY_DIRECT = ("bwrap.sandbox",)
+
+
+def inner_probes(report: Report, mode: Mode, inner: str) -> tuple[str, ...]:
+    """The check IDs any one of which verifies ``inner`` (strong/weak) for ``mode``."""
+    probes = INNER_PROBES[Mode.SANDBOX if mode is Mode.SANDBOX else Mode.USER][inner]
+    if mode is not Mode.SANDBOX and not any(report.get(c) for c in probes):
+        return LEGACY_DIRECT
+    return probes
+
+
 def default_inner_sandbox(report: Report, mode: Mode) -> InnerSandbox:
-    """The inner-sandbox strength the probes verified (never weaker by default)."""
+    """The strongest inner-sandbox form the probes of ``mode`` verified: Claude's own
+    sandbox in the form it would start in that mode (never weaker by default)."""
+    for strength in (InnerSandbox.STRONG, InnerSandbox.WEAK):
+        if any(report.passed(c) for c in inner_probes(report, mode, strength)):
+            return strength
+    return InnerSandbox.OFF
+
+
+def unsandboxed_note(report: Report, mode: Mode) -> str:
+    """What the plan says when Claude's own sandbox is off: where its Bash runs, and why."""
+    probes = inner_probes(report, mode, "weak")
+    why = "; ".join(_finding_text(report, c) for c in probes)
     if mode is Mode.SANDBOX:
-        if report.passed("bwrap.nested"):
-            return InnerSandbox.STRONG
-        if report.passed("bwrap.nested_weak"):
-            return InnerSandbox.WEAK
-        return InnerSandbox.OFF
-    return InnerSandbox.STRONG if report.passed("bwrap.sandbox") else InnerSandbox.OFF
+        return (
+            "Claude Code's own sandbox is off: its Bash commands run without it, contained "
+            f"only by the launcher's sandbox ({why})"
+        )
+    who = "as root" if mode is Mode.UNSAFE else "as the agent"
+    return (
+        f"Claude Code's Bash will run unsandboxed ({who}, with nothing but the account's "
+        f"own rights around it): no form of Claude Code's own sandbox works here ({why})"
+    )
 
 
 def default_settings_scope(mode: Mode, operator_is_root: bool) -> SettingsScope:
@@ -157,13 +216,10 @@ def default_settings_scope(mode: Mode, operator_is_root: bool) -> SettingsScope:
 def _check_inner(report: Report, mode: Mode, inner: str) -> None:
     if inner == "off":
         return
-    if mode is Mode.SANDBOX:
-        needed = ["bwrap.nested"] if inner == "strong" else ["bwrap.nested", "bwrap.nested_weak"]
-    else:
-        needed = ["bwrap.sandbox"]
+    needed = inner_probes(report, mode, inner)
     if not any(report.passed(check_id) for check_id in needed):
         raise RefusedError(
-            f"inner sandbox {inner!r} was not verified on this host: "
+            f"inner sandbox {str(inner)!r} was not verified on this host: "
             + "; ".join(_finding_text(report, c) for c in needed)
             + f". Choose --inner-sandbox {default_inner_sandbox(report, mode)} "
             "(what the probes verified) or fix the cause."
@@ -330,6 +386,8 @@ def build_plan(report: Report, answers: Answers, layout: Layout, source: str = "
                 raise InputError(f"{source}: {problem}")
     actions: list[Action] = []
     notes: list[str] = []
+    if inner == "off":
+        notes.append(unsandboxed_note(report, answers.mode))
     if separate and report.as_user != agent_name:
         notes.append(
             f"live probes ran as {report.as_user or 'the operator'}, not as the agent user "

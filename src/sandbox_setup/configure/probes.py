@@ -32,6 +32,8 @@ STAND_IN = "nobody"
 # probe user): a separate process, so the checks need not import the launcher. -P: the
 # working directory is not on sys.path (the probes run from /, but never trust it).
 EGRESS_PROBE = (sys.executable, "-P", "-m", "sandbox_setup.launcher.egress.probe")
+# launch.path runs the launcher's own start-up (verification, network set-up) with this.
+LAUNCH_PROBE = (sys.executable, "-P", "-m", "sandbox_setup.launcher.startup_probe")
 
 
 def uid_mapped(uid: int, uid_map: str | None = None) -> bool:
@@ -130,4 +132,5 @@ def run_live_checks(
         system_root=system_root,
         untrusted=untrusted_reason,
         egress_probe=EGRESS_PROBE,
+        launch_probe=LAUNCH_PROBE,
     )

@@ -20,6 +20,12 @@ from inside the sandbox's namespace exactly as Claude will. The launcher checks 
 every socket it got really lives in the sandbox's namespace (``SIOCGSKNS``) and listens
 where it should, or refuses the launch.
 
+Root without those capabilities (a container's defaults: no ``CAP_SYS_PTRACE`` to open
+the sandbox's ``/proc/PID/ns/net``, no ``CAP_SYS_ADMIN`` to join it, no ``CAP_NET_ADMIN``
+for ``SIOCGSKNS``) does each refused step as the agent, which owns the sandbox's user
+namespace: the same helper, run with the agent's effective ids
+(:mod:`sandbox_setup.launcher.agent_step`); the checks stay the launcher's.
+
 It runs while the sandbox waits on its release (after verification, before Claude
 starts): bwrap has brought the namespace's loopback up by then.
 """
@@ -41,6 +47,14 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 from sandbox_setup.base.errors import RefusedError
+from sandbox_setup.launcher.agent_step import (
+    agent_may_retry,
+    as_agent,
+    become_agent,
+    denied,
+    open_as_agent,
+    prepare,
+)
 from sandbox_setup.policy.limits import MAX_LOOPBACK_PORTS
 
 CLONE_NEWNET = 0x40000000
@@ -139,11 +153,18 @@ def _make(
 
 
 def _helper(
-    netns: int, channel: socket.socket, proxy_port: int, exposed: Sequence[int], probes: int
+    netns: int,
+    channel: socket.socket,
+    proxy_port: int,
+    exposed: Sequence[int],
+    probes: int,
+    agent: tuple[int, int] | None = None,
 ) -> None:
     """The forked helper's whole life; never returns."""
     code = 1
     try:
+        if agent is not None:
+            become_agent(*agent)
         _join(netns)
         made, spec = _make(proxy_port, exposed, probes)
         socket.send_fds(channel, [json.dumps(spec).encode()], [s.fileno() for s in made])
@@ -168,7 +189,32 @@ def _socket_namespace(sock: socket.socket) -> tuple[int, int]:
         os.close(fd)
 
 
-def _adopt(spec: object, fds: list[int], netns: int) -> SandboxSockets:
+def _socket_namespaces(
+    socks: Sequence[socket.socket], agent: tuple[int, int] | None
+) -> list[tuple[int, int]]:
+    """Which network namespace each socket is in (``SIOCGSKNS``: as root, that takes
+    CAP_NET_ADMIN over the sandbox's user namespace; without it, asked as the agent,
+    which owns that namespace: :mod:`sandbox_setup.launcher.agent_step`)."""
+    try:
+        try:
+            return [_socket_namespace(sock) for sock in socks]
+        except OSError as exc:
+            if agent is None or not (denied(exc) and agent_may_retry(agent[0])):
+                raise
+        found = as_agent(*agent, lambda: [list(_socket_namespace(s)) for s in socks])
+        if not isinstance(found, list) or len(found) != len(socks):
+            raise OSError(errno.EIO, "a malformed answer")
+        return [(int(dev), int(ino)) for dev, ino in found]
+    except OSError as exc:
+        raise RefusedError(
+            f"cannot check which network namespace a socket made in the sandbox is in: "
+            f"ioctl(SIOCGSKNS): {exc.strerror or exc}"
+        ) from None
+
+
+def _adopt(
+    spec: object, fds: list[int], netns: int, agent: tuple[int, int] | None = None
+) -> SandboxSockets:
     """The helper's fds as sockets, each checked; RefusedError (all closed) otherwise."""
     result = SandboxSockets()
     socks = [socket.socket(fileno=fd) for fd in fds]
@@ -176,9 +222,10 @@ def _adopt(spec: object, fds: list[int], netns: int) -> SandboxSockets:
         if not isinstance(spec, list) or len(spec) != len(socks):
             raise RefusedError("the sandbox's network helper sent a malformed answer")
         expected = _namespace_id(netns)
-        for entry, sock in zip(spec, socks, strict=True):
+        found = _socket_namespaces(socks, agent)
+        for entry, sock, where in zip(spec, socks, found, strict=True):
             role, family, port = entry
-            if _socket_namespace(sock) != expected:
+            if where != expected:
                 raise RefusedError(
                     f"a socket for port {port} is not in the sandbox's network namespace"
                 )
@@ -205,20 +252,33 @@ def open_in_sandbox(
     exposed: Sequence[int] = (),
     timeout: float = HELPER_TIMEOUT,
     probes: int = PROBE_SOCKETS,
+    agent: tuple[int, int] | None = None,
 ) -> SandboxSockets:
     """Listeners for ``proxy_port`` and each ``exposed`` port, and the probe's sockets,
     made in the network namespace of the sandbox process ``pid`` (its init, which waits
-    on its release); :class:`RefusedError` when they cannot be."""
+    on its release); :class:`RefusedError` when they cannot be. ``agent``: the
+    ``(uid, gid)`` the sandbox runs as; root does as the agent what it lacks the
+    capability for (:mod:`sandbox_setup.launcher.agent_step`)."""
+    path = f"/proc/{pid}/ns/net"
     try:
-        netns = os.open(f"/proc/{pid}/ns/net", os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            netns = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        except OSError as exc:
+            if agent is None or not (denied(exc) and agent_may_retry(agent[0])):
+                raise
+            netns = open_as_agent(path, *agent)
     except OSError as exc:
         raise RefusedError(f"cannot open the sandbox's network namespace: {exc}") from None
     try:
         own = os.stat("/proc/self/ns/net")
         if _namespace_id(netns) == (own.st_dev, own.st_ino):
             raise RefusedError("the sandbox shares the launcher's network namespace")
-        make = _in_thread if os.geteuid() == 0 else _by_helper
-        answer, fds = make(netns, proxy_port, exposed, probes, timeout)
+        if os.geteuid() != 0:
+            answer, fds = _by_helper(netns, proxy_port, exposed, probes, timeout)
+        else:
+            answer, fds = _in_thread(netns, proxy_port, exposed, probes, timeout)
+            if agent is not None and _join_refused(answer) and agent_may_retry(agent[0]):
+                answer, fds = _by_helper(netns, proxy_port, exposed, probes, timeout, agent)
         if isinstance(answer, dict) or not fds:
             for fd in fds:
                 os.close(fd)
@@ -227,9 +287,15 @@ def open_in_sandbox(
                 f"cannot listen inside the sandbox's network namespace: {why}; refusing to "
                 "launch (nothing falls back to the host's network)"
             )
-        return _adopt(answer, fds, netns)
+        return _adopt(answer, fds, netns, agent)
     finally:
         os.close(netns)
+
+
+def _join_refused(answer: object) -> bool:
+    """Root's thread could not join (no CAP_SYS_ADMIN over the sandbox's namespaces)."""
+    error = answer.get("error") if isinstance(answer, dict) else None
+    return isinstance(error, str) and "setns(" in error and os.strerror(errno.EPERM) in error
 
 
 Made = tuple[object, list[int]]  # the sockets' description (or {"error": ...}), their fds
@@ -259,21 +325,32 @@ def _in_thread(
 
 
 def _by_helper(
-    netns: int, proxy_port: int, exposed: Sequence[int], probes: int, timeout: float
+    netns: int,
+    proxy_port: int,
+    exposed: Sequence[int],
+    probes: int,
+    timeout: float,
+    agent: tuple[int, int] | None = None,
 ) -> Made:
     """Not root: a forked helper (one thread, as joining a user namespace needs) joins
-    the owning user namespace, then the network namespace, and sends the fds back."""
+    the owning user namespace, then the network namespace, and sends the fds back.
+    Root without the capabilities for it: the same helper, as the agent (``agent``,
+    which owns the sandbox's user namespace; :func:`~sandbox_setup.launcher.agent_step.
+    become_agent`)."""
+    prepare()
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     try:
         helper = os.fork()
         if helper == 0:
             ours.close()
-            _helper(netns, theirs, proxy_port, exposed, probes)
+            _helper(netns, theirs, proxy_port, exposed, probes, agent)
         theirs.close()
         try:
             ours.settimeout(timeout)
             message, fds, _flags, _addr = socket.recv_fds(ours, 65536, MAX_SOCKETS)
         except OSError as exc:
+            with contextlib.suppress(OSError):
+                os.kill(helper, 9)  # a helper that hangs must not hang the launcher
             raise RefusedError(f"the sandbox's network helper did not answer: {exc}") from None
         finally:
             with contextlib.suppress(ChildProcessError):
@@ -291,18 +368,22 @@ def _by_helper(
 
 @contextlib.contextmanager
 def held_sandbox(
-    bwrap: str, prefix: Sequence[str] = (), timeout: float = HELPER_TIMEOUT
+    bwrap: str,
+    prefix: Sequence[str] = (),
+    timeout: float = HELPER_TIMEOUT,
+    unshare: Sequence[str] = (),
 ) -> Iterator[int]:
     """A bwrap sandbox with a network namespace of its own, held before its release as a
     launch holds it (its command never runs): the pid of its init once it dropped its
-    capabilities. ``prefix`` switches user first (``setpriv ...``). For the bench and the
-    tests, which try this module's path on the host; released at the end (it then runs
-    ``true`` and exits)."""
+    capabilities. ``prefix`` switches user first (``setpriv ...``); ``unshare`` adds
+    namespaces (``--unshare-ipc``, ...). For the bench, the tests and the ``launch.path``
+    check (:mod:`sandbox_setup.launcher.startup_probe`), which try this path; released
+    at the end (it then runs ``true`` and exits)."""
     status_r, status_w = os.pipe()
     block_r, block_w = os.pipe()
     try:
         process = subprocess.Popen(
-            [*prefix, bwrap, "--unshare-user", "--unshare-pid", "--unshare-net",
+            [*prefix, bwrap, "--unshare-user", "--unshare-pid", "--unshare-net", *unshare,
              "--die-with-parent", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
              "--json-status-fd", str(status_w), "--block-fd", str(block_r), "--", "true"],
             pass_fds=(status_w, block_r), stdin=subprocess.DEVNULL,

@@ -230,7 +230,9 @@ class EgressSession:
         """Listen in the sandbox's namespace, fork the proxy on it as the agent, and
         probe it from inside; :class:`RefusedError` when any of it fails."""
         assert self.proxy is not None
-        sockets = open_in_sandbox(sandbox_pid, SANDBOX_PROXY_PORT, self.ports)
+        sockets = open_in_sandbox(
+            sandbox_pid, SANDBOX_PROXY_PORT, self.ports, agent=(self.uid, self.gid)
+        )
         probes = list(sockets.probes)
         try:
             self.proxy.hand_over(sockets.proxy, sockets.forwards)

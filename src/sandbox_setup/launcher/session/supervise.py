@@ -4,7 +4,10 @@ bwrap is started with ``--json-status-fd`` (it reports the sandbox's pid) and
 ``--block-fd`` (the sandbox waits, after dropping its capabilities, until one
 byte arrives). In between the launcher checks, from the host's side, that the
 process really lives in new user/mnt/pid/ipc/uts namespaces, has no
-capabilities, has no_new_privs set and runs as the agent's uid. Any failure
+capabilities, has no_new_privs set and runs as the agent's uid. Where root may
+not read the agent's ``/proc/PID/ns`` (no ``CAP_SYS_PTRACE``, as in a container with
+default capabilities), a child of the launcher reads them as the agent, which owns
+the sandbox's user namespace (:mod:`sandbox_setup.launcher.agent_step`). Any failure
 kills bwrap and refuses (exit 3); IS_SANDBOX=1 was given to bwrap for the
 inside only, so nothing ever ran with it outside a verified sandbox.
 
@@ -21,6 +24,7 @@ must fail. Nothing reads it from the environment.
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import json
 import os
@@ -35,6 +39,7 @@ from types import FrameType
 
 from sandbox_setup.base.errors import RefusedError
 from sandbox_setup.base.exitcodes import ExitCode
+from sandbox_setup.launcher.agent_step import agent_may_retry, as_agent, denied
 from sandbox_setup.launcher.command import BLOCK_FD, GATE_FD, GATE_TOKEN, STATUS_FD, Launch
 
 NAMESPACES = ("user", "mnt", "pid", "ipc", "uts")
@@ -201,13 +206,33 @@ def verify(
     if state.interrupted is not None:
         raise RefusedError("interrupted before the sandbox was verified")
     try:
-        child = read_namespaces(child_pid, kinds)
+        child = _read_child_namespaces(child_pid, kinds, expected_uid, status)
     except OSError as exc:
         raise RefusedError(f"cannot read the sandbox's namespaces: {exc}") from None
     own = (host_namespaces or launcher_namespaces)(child_pid, kinds)
     problems = judge_sandbox(own, child, status, expected_uid, kinds)
     if problems:
         raise RefusedError("sandbox verification failed: " + "; ".join(problems))
+
+
+def _read_child_namespaces(
+    pid: int, kinds: Sequence[str], expected_uid: int, status: Mapping[str, str]
+) -> dict[str, str]:
+    """The sandbox's namespaces; as root without CAP_SYS_PTRACE (a container's default
+    capabilities) the read is refused, so it is retried as the agent, which owns the
+    sandbox's user namespace (:mod:`sandbox_setup.launcher.agent_step`)."""
+    try:
+        return read_namespaces(pid, kinds)
+    except OSError as exc:
+        if not (denied(exc) and agent_may_retry(expected_uid)):
+            raise
+    gids = status.get("Gid", "").split()
+    if not gids or not gids[0].isdigit():
+        raise PermissionError(errno.EACCES, "the sandbox's gid could not be read")
+    found = as_agent(expected_uid, int(gids[0]), lambda: read_namespaces(pid, kinds))
+    if not isinstance(found, dict) or not all(isinstance(found.get(k), str) for k in kinds):
+        raise PermissionError(errno.EACCES, "the sandbox's namespaces could not be read")
+    return {kind: str(found[kind]) for kind in kinds}
 
 
 def _low_fd(fd: int) -> int:
