@@ -103,6 +103,13 @@ def test_apply_denies_the_agent_logins_and_jobs_and_undo_restores_every_byte(roo
     assert line.endswith(":/usr/sbin/nologin"), f"the agent has no login shell: {line}"
     again = apply(root, "--yes")
     assert (again.returncode, "No change" in again.stdout) == (0, True), again.stdout + again.stderr
+    # An agent with a login shell (made before agents got nologin) is reported.
+    passwd_file = root / "etc/passwd"
+    kept = passwd_file.read_bytes()
+    passwd_file.write_text(passwd_file.read_text().replace(line, line.replace(
+        ":/usr/sbin/nologin", ":/bin/bash")))  # fmt: skip
+    assert login_ids(root) == ["audit.login.shell"]
+    passwd_file.write_bytes(kept)
 
     written.unlink()
     (root / "etc/at.deny").write_bytes(AT_DENY_BEFORE)
