@@ -57,8 +57,12 @@ def attempt(action):
 def connect(port):
     with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
         sock.sendall(b"GET / HTTP/1.0\r\n\r\n")
-        if b"loopback-secret" not in sock.recv(4096):
-            raise OSError(errno.EPROTO, "no secret")
+        got = b""
+        while b"loopback-secret" not in got:  # the reply may come in pieces (HTTP/1.0: to EOF)
+            chunk = sock.recv(4096)
+            if not chunk:
+                raise OSError(errno.EPROTO, "no secret")
+            got += chunk
 def write(directory):
     path = os.path.join(directory, ".landlock-probe")
     with open(path, "w") as stream:

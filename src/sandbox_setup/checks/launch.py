@@ -26,6 +26,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
+from sandbox_setup.base import remedies
 from sandbox_setup.checks.base import Context, Verdict
 from sandbox_setup.checks.causes import Cause
 from sandbox_setup.checks.experiments import egress_ids
@@ -87,7 +88,7 @@ def judge_launch_path(
             Status.FAIL,
             "the launcher's start-up probe did not report (a sandbox-mode launch would be refused)",
             run.describe(),
-            "sandbox-setup --check launch.path",
+            remedies.rerun_checks("launch.path"),
         )
     sandbox, verify, network = (report.get(k) for k in ("sandbox", "verify", "network"))
     if sandbox != "ok":
@@ -114,7 +115,7 @@ def judge_launch_path(
         remedy = (
             flag_remedy(missing, platform, key == NETWORK)
             if missing is not None
-            else "sandbox-setup --check launch.path; or choose --mode user"
+            else f"{remedies.rerun_checks('launch.path')}; or choose --mode user"
         )
         return Verdict.from_cause(
             Cause(

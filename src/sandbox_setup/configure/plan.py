@@ -124,7 +124,7 @@ def _launch_blocker(report: Report, network: Network | None) -> Blocker | None:
     return Blocker(
         "launch.path",
         f"launch.path: {finding.summary}",
-        finding.remedy or "sandbox-setup --check launch.path",
+        finding.remedy or remedies.rerun_checks("launch.path"),
     )
 
 
