@@ -22,9 +22,11 @@ HOST_STATE = Path(
     os.environ.get("SANDBOX_SETUP_TEST_HOST_STATE")
     or Path(pwd.getpwuid(os.getuid()).pw_dir) / ".local/state/sandbox-setup"
 )
+# And its config directory (launcher.toml, answers.toml): what a live --check reads.
+HOST_CONFIG = Path(pwd.getpwuid(os.getuid()).pw_dir) / ".config/sandbox-setup"
 # As root, the suite runs in a mount namespace of its own where the host's Claude
-# settings are hidden and HOST_STATE is read-only (tests/hermetic.py).
-HOST_VIEW = enter_private_view(HOST_STATE)
+# settings and HOST_CONFIG are hidden and HOST_STATE is read-only (tests/hermetic.py).
+HOST_VIEW = enter_private_view(HOST_STATE, HOST_CONFIG)
 
 
 def _state_listing() -> dict[str, int]:

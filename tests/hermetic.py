@@ -14,7 +14,10 @@ So, as root, the suite runs in a mount namespace of its own, made once at start
   test's own over it);
 - the host's state directory is a read-only bind of itself: nothing the suite runs
   can change it (a write fails, loudly, in the test that tried), while a session on
-  the host keeps writing to it outside this namespace.
+  the host keeps writing to it outside this namespace;
+- the host's config directory (``launcher.toml``, ``answers.toml``) is an empty,
+  read-only tmpfs: a live ``--check`` in a test probes as the stand-in agent, not as
+  the host's configured one, and no test can write the host's setup.
 
 The mounts are private: the host sees none of them, and they end with the suite.
 ``SANDBOX_SETUP_TEST_HOST_VIEW=shared`` skips this (the tests of this module use it
@@ -40,15 +43,17 @@ class HostView:
 
     private: bool
     state_read_only: bool
+    config_hidden: bool = False
 
 
 def _mount(*args: str) -> None:
     subprocess.run(["mount", *args], check=True, capture_output=True, text=True, timeout=30)
 
 
-def enter_private_view(state_dir: Path) -> HostView:
+def enter_private_view(state_dir: Path, config_dir: Path | None = None) -> HostView:
     """Move this process into a mount namespace of its own (root only) with the host's
-    Claude settings hidden and ``state_dir`` read-only; see the module docstring."""
+    Claude settings and ``config_dir`` hidden and ``state_dir`` read-only; see the
+    module docstring."""
     if os.geteuid() != 0 or os.environ.get("SANDBOX_SETUP_TEST_HOST_VIEW") == "shared":
         return HostView(private=False, state_read_only=False)
     libc = ctypes.CDLL(None, use_errno=True)
@@ -63,4 +68,8 @@ def enter_private_view(state_dir: Path) -> HostView:
         _mount("--bind", str(state_dir), str(state_dir))
         _mount("-o", "remount,bind,ro", str(state_dir))
         read_only = True
-    return HostView(private=True, state_read_only=read_only)
+    hidden = False
+    if config_dir is not None and config_dir.is_dir():
+        _mount("-t", "tmpfs", "-o", "ro,mode=0700,size=1m", "tmpfs", str(config_dir))
+        hidden = True
+    return HostView(private=True, state_read_only=read_only, config_hidden=hidden)

@@ -282,8 +282,14 @@ def oci_spec(config: ContainerConfig, argv: Sequence[str], env: Mapping[str, str
 
 # Runs as root in a private mount namespace: binds the host's / read-only as the
 # rootfs, then runs the container. The namespace dies with it, so no mount leaks.
+# Every file system mounted below / (a separate /home, an overlay on /etc or /root)
+# is made read-only too: a remount of the top one does not reach them. /proc, /sys,
+# /dev and /run are the container's own (the spec mounts over them).
 _MOUNT_AND_RUN = (
     'mount --rbind / "$1" && mount -o remount,bind,ro "$1" && '
+    'findmnt -rn -o TARGET -R "$1" | while read -r m; do case "$m" in '
+    '"$1"|"$1"/proc|"$1"/proc/*|"$1"/sys|"$1"/sys/*|"$1"/dev|"$1"/dev/*|"$1"/run|"$1"/run/*) ;; '
+    '*) mount -o remount,bind,ro "$m" 2>/dev/null || :;; esac; done && '
     'exec "$2" --root "$3" run --bundle "$4" "$5"'
 )
 

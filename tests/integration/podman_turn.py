@@ -56,6 +56,10 @@ def main() -> int:
              "json", "--dangerously-skip-permissions", "--settings", json.dumps(flag), "--",
              "Run the command."],
             cwd=workspace,
+            # The API in the caller's environment too, as a gateway's launcher gives it:
+            # user mode's Landlock lets the agent reach a passed loopback base URL's port
+            # (and nothing else on loopback); a --settings value alone does not count.
+            env={**os.environ, "ANTHROPIC_BASE_URL": api.base_url, "ANTHROPIC_API_KEY": API_KEY},
         )  # fmt: skip
         out["launch"] = [launch.returncode, launch.stdout[-3000:] + launch.stderr[-3000:]]
         results = api.tool_results()
