@@ -27,6 +27,7 @@ from collections.abc import Sequence
 
 from sandbox_setup.base.errors import RefusedError
 from sandbox_setup.launcher.egress.netns import HELPER_TIMEOUT, held_sandbox, open_in_sandbox
+from sandbox_setup.launcher.egress.probe import probe_ids
 from sandbox_setup.launcher.session.supervise import (
     NAMESPACES,
     NETWORK_NAMESPACE,
@@ -81,16 +82,10 @@ def probe(uid: int, gid: int) -> dict[str, object]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = list(sys.argv[1:] if argv is None else argv)
-    try:
-        uid = int(args[args.index("--uid") + 1])
-        gid = int(args[args.index("--gid") + 1])
-    except (ValueError, IndexError):
-        print(
-            "usage: python -m sandbox_setup.launcher.startup_probe --uid UID --gid GID",
-            file=sys.stderr,
-        )
+    ids = probe_ids(argv, "sandbox_setup.launcher.startup_probe")
+    if ids is None:
         return 2
+    uid, gid = ids
     if os.geteuid() != 0 and (uid, gid) != (os.getuid(), os.getgid()):
         print(json.dumps({"uid": uid, "sandbox": "only root can start a sandbox as another "
                           "account", "verify": None, "network": None}))  # fmt: skip

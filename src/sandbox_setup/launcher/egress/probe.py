@@ -68,17 +68,23 @@ def probe(uid: int, gid: int) -> dict[str, object]:
     return result
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def probe_ids(argv: Sequence[str] | None, module: str) -> tuple[int, int] | None:
+    """``--uid UID --gid GID`` of a probe's command line (the check runs both probes,
+    this one and :mod:`sandbox_setup.launcher.startup_probe`, this way); None, with
+    the usage on stderr, when they are missing or not numbers."""
     args = list(sys.argv[1:] if argv is None else argv)
     try:
-        uid = int(args[args.index("--uid") + 1])
-        gid = int(args[args.index("--gid") + 1])
+        return int(args[args.index("--uid") + 1]), int(args[args.index("--gid") + 1])
     except (ValueError, IndexError):
-        print(
-            "usage: python -m sandbox_setup.launcher.egress.probe --uid UID --gid GID",
-            file=sys.stderr,
-        )
+        print(f"usage: python -m {module} --uid UID --gid GID", file=sys.stderr)
+        return None
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ids = probe_ids(argv, "sandbox_setup.launcher.egress.probe")
+    if ids is None:
         return 2
+    uid, gid = ids
     if os.geteuid() != 0 and (uid, gid) != (os.getuid(), os.getgid()):
         print(json.dumps({"uid": uid, "proxy": "only root can start the proxy as another "
                           "account", "refused": {}}))  # fmt: skip
