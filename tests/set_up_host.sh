@@ -15,9 +15,11 @@
 # directory) and gone with it. Only the session's cgroup is on the host's cgroup
 # tree; the launcher removes it when the session ends.
 #
-# Run it alone: the agent's uid exists only in the namespace's /etc/passwd, so a test
-# suite running beside it on the real host can create a live account with the same
-# uid and, cleaning up, kill every process of that uid (the host's session too).
+# Accounts made inside (the host's agent, the suite's live test accounts) exist only
+# in the namespace's /etc/passwd, so their uids are drawn from a range of their own
+# (UID_MIN/GID_MIN 50000 in the namespace's login.defs): a suite running beside this
+# one on the real host cannot make an account with the same uid and, cleaning up,
+# kill every process of that uid (the host's session too).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -40,9 +42,17 @@ trap cleanup EXIT
 
 for dir in etc opt root home srv usr/local; do
   mkdir -p "$work/$dir/upper" "$work/$dir/work" "/$dir"
+  # An overlay's top directory takes its owner and mode from the upper one: without
+  # these, /root would be mktemp's 0755 and a user-namespaced root could list it.
+  chown --reference="/$dir" "$work/$dir/upper"
+  chmod --reference="/$dir" "$work/$dir/upper"
   mount -t overlay overlay \
     -o "lowerdir=/$dir,upperdir=$work/$dir/upper,workdir=$work/$dir/work" "/$dir"
 done
+sed -i -E -e 's/^(UID_MIN|GID_MIN)[[:space:]].*/\1 50000/' \
+  -e 's/^(UID_MAX|GID_MAX)[[:space:]].*/\1 59999/' /etc/login.defs
+grep -Eq '^UID_MIN[[:space:]]+50000' /etc/login.defs || echo "UID_MIN 50000" >>/etc/login.defs
+grep -Eq '^GID_MIN[[:space:]]+50000' /etc/login.defs || echo "GID_MIN 50000" >>/etc/login.defs
 
 # The project installed the README's way (without running the wizard).
 apt_line=$(sed -n 's/^apt-get update && \(apt-get install -y [^&]*\)&&.*/\1/p' README.md)
