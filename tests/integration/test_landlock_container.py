@@ -1,11 +1,15 @@
 """Where user namespaces are refused, user mode is confined by Landlock (issue 29).
 
-One runc container from the shared harness (:mod:`tests.integration.containers`) with
-Docker's defaults (no user namespace, its 14 capabilities, its /proc masks) and a
-seccomp profile that refuses ``clone(CLONE_NEWUSER)`` as Docker's default profile does.
-Its root is the host's ``/`` read-only; ``/etc`` is a writable copy of the host's, and
-``/root``, ``/home``, ``/srv`` and ``/usr/local`` are empty temp directories, all
-removed afterwards: nothing the apply writes reaches the host.
+Two containers whose seccomp profile refuses ``clone(CLONE_NEWUSER)`` as Docker's
+default profile does (:func:`tests.integration.containers.seccomp_blocking_userns`):
+
+- runc from the shared harness (:mod:`tests.integration.containers`) with Docker's
+  defaults (no user namespace, its 14 capabilities, its /proc masks). Its root is the
+  host's ``/`` read-only; ``/etc`` is a writable copy of the host's, and ``/root``,
+  ``/home``, ``/srv`` and ``/usr/local`` are empty temp directories, all removed
+  afterwards: nothing the apply writes reaches the host.
+- rootful Podman (:mod:`tests.integration.podman`: a root of its own as an overlay,
+  with a copy of /etc) given the profile with ``--security-opt seccomp=FILE``.
 
 In that container, one script: ``sandbox-setup --check --json``, the headless apply of
 the mode it recommends, and two sessions through ``sandbox-launch`` (the launcher the
@@ -39,7 +43,8 @@ from tests.integration.containers import (
     seccomp_blocking_userns,
     sectioned_script,
 )
-from tests.tools import require_tool
+from tests.integration.podman import PodmanContainer
+from tests.tools import require_root, require_tool
 
 pytestmark = pytest.mark.integration
 
@@ -88,7 +93,6 @@ class Run:
     """The container's sections and the two sessions' attempts."""
 
     sections: dict[str, Section]
-    passwd: str  # the container's /etc/passwd (the copy), after the apply
 
     def attempts(self, name: str) -> dict[str, Any]:
         section = self.sections[name]
@@ -104,9 +108,19 @@ class Run:
         return data
 
 
+def _stand_in(base: Path) -> Path:
+    """The stand-in Claude, root-owned in a 0755 directory of its own."""
+    tools = base / "tools"
+    tools.mkdir(mode=0o755)
+    claude = tools / "claude"
+    bashrc = f"{OTHER_HOME}/.bashrc"
+    claude.write_text(STAND_IN % {"other_project": OTHER_PROJECT, "other_home": bashrc})
+    claude.chmod(0o755)
+    return claude
+
+
 def _tree(base: Path) -> dict[str, Path]:
-    """The container's writable places (host temp dirs) and the stand-in Claude."""
-    base.mkdir(mode=0o755)
+    """The places a runc container writes (host temp dirs): /etc a copy of the host's."""
     places = {name: base / name for name in ("root", "home", "srv", "usr-local")}
     for path in places.values():
         path.mkdir(mode=0o755)
@@ -115,13 +129,7 @@ def _tree(base: Path) -> dict[str, Path]:
         (places["usr-local"] / sub).mkdir(mode=0o755)
     # (not checked: a file other tests add or remove meanwhile may vanish mid-copy)
     subprocess.run(["cp", "-a", "/etc", str(base / "etc")], check=False)
-    tools = base / "tools"
-    tools.mkdir(mode=0o755)
-    claude = tools / "claude"
-    bashrc = f"{OTHER_HOME}/.bashrc"
-    claude.write_text(STAND_IN % {"other_project": OTHER_PROJECT, "other_home": bashrc})
-    claude.chmod(0o755)
-    return places | {"etc": base / "etc", "claude": claude}
+    return places | {"etc": base / "etc"}
 
 
 def _script(install: ProjectInstall, claude: Path) -> str:
@@ -143,20 +151,19 @@ def _script(install: ProjectInstall, claude: Path) -> str:
         f"--agent-user {AGENT} --claude {claude} --yes",
         "config": f"cat {CONFIG}",
         "confined": f"cd {WORKSPACE} && {launcher}",
+        "passwd": "cat /etc/passwd",
         "unconfined": f"cp -p {CONFIG} {UNCONFINED} && printf '\\n[user]\\nlandlock = false\\n' "
         f">>{UNCONFINED} && cd {WORKSPACE} && {launcher} --config {UNCONFINED}",
     }
     return sectioned_script(commands)
 
 
-@pytest.fixture(scope="module")
-def run(
-    integration_workdir: Path, project_install: ProjectInstall, container_tools: dict[str, str]
-) -> Iterator[Run]:
-    for tool in ("useradd", "setfacl"):
-        require_tool(tool)
-    base = integration_workdir / "landlock-container-k"
-    shutil.rmtree(base, ignore_errors=True)
+def _in_runc(
+    base: Path, install: ProjectInstall, tools: dict[str, str], claude: Path
+) -> dict[str, Section]:
+    """The script in a runc container: Docker's defaults (no user namespace, its
+    capabilities and masks) with a seccomp profile that refuses new user namespaces, as
+    Docker's default profile does; the places the apply writes are temp copies."""
     tree = _tree(base)
     binds = tuple(
         (str(tree[name]), inside, True)
@@ -165,22 +172,62 @@ def run(
             ("usr-local", "/usr/local"),
         )
     )  # fmt: skip
-    # Docker's defaults (no user namespace, its capabilities and masks) with a seccomp
-    # profile that refuses new user namespaces, as Docker's default profile does.
     config = ContainerConfig(userns=False, seccomp=seccomp_blocking_userns(), binds=binds)
     container = RuncContainer(
-        config,
-        integration_workdir / "bundles-k",
-        name="landlock-no-userns",
-        runc=container_tools["runc"],
-        unshare=container_tools["unshare"],
+        config, base / "bundles", name="landlock-no-userns", runc=tools["runc"],
+        unshare=tools["unshare"],
+    )  # fmt: skip
+    done = container.run(
+        ["/bin/sh", "-c", _script(install, claude)], env=base_env(home="/root"), timeout=300
     )
-    script = _script(project_install, tree["claude"])
-    done = container.run(["/bin/sh", "-c", script], env=base_env(home="/root"), timeout=300)
     sections = parse_sections(done.stdout)
     assert "unconfined" in sections, (done.returncode, done.stdout[-3000:], done.stderr[-3000:])
+    return sections
+
+
+def _in_podman(base: Path, install: ProjectInstall, claude: Path) -> dict[str, Section]:
+    """The script in a rootful Podman container (its default capabilities and masks, a
+    root of its own with a copy of /etc, :mod:`tests.integration.podman`) given the
+    same profile with ``--security-opt seccomp=FILE``."""
+    require_root()
+    require_tool("podman")
+    profile = base / "seccomp-no-userns.json"
+    profile.write_text(json.dumps(seccomp_blocking_userns()))
+    profile.chmod(0o644)
+    workdir = base / "podman"
+    workdir.mkdir(mode=0o755)
+    container = PodmanContainer(
+        workdir,
+        options=("--security-opt", f"seccomp={profile}"),
+        readonly=(str(install.root), str(claude.parent)),
+    )
+    done = container.run(
+        ["/bin/sh", "-c", _script(install, claude)], env=base_env(home="/root"), timeout=300
+    )
+    sections = parse_sections(done.stdout)
+    assert "unconfined" in sections, (done.returncode, done.stdout[-3000:], done.stderr[-3000:])
+    return sections
+
+
+@pytest.fixture(scope="module", params=["runc", "podman"])
+def run(
+    request: pytest.FixtureRequest,
+    integration_workdir: Path,
+    project_install: ProjectInstall,
+    container_tools: dict[str, str],
+) -> Iterator[Run]:
+    for tool in ("useradd", "setfacl"):
+        require_tool(tool)
+    base = integration_workdir / f"landlock-container-{request.param}"
+    shutil.rmtree(base, ignore_errors=True)
+    base.mkdir(mode=0o755)
     try:
-        yield Run(sections, (tree["etc"] / "passwd").read_text())
+        claude = _stand_in(base)
+        if request.param == "runc":
+            sections = _in_runc(base, project_install, container_tools, claude)
+        else:
+            sections = _in_podman(base, project_install, claude)
+        yield Run(sections)
     finally:
         shutil.rmtree(base, ignore_errors=True)
 
@@ -204,7 +251,7 @@ def test_the_apply_writes_user_mode_without_the_inner_sandbox(run: Run) -> None:
     # The accounts went into the container's copy of /etc, not the host's.
     host = Path("/etc/passwd").read_text()
     for name in (AGENT, OTHER_ACCOUNT):
-        assert f"\n{name}:" in run.passwd, run.passwd
+        assert f"\n{name}:" in run.sections["passwd"].output, run.sections["passwd"].output
         assert f"\n{name}:" not in host
 
 
