@@ -240,6 +240,12 @@ class InteractiveCore:
 
         return default_inner_sandbox(report, mode)
 
+    def apparmor_restricted(self, report: Report) -> bool:
+        # why: first paint (see the note at the top)
+        from sandbox_setup.configure.apparmor import restriction_found
+
+        return restriction_found(report)
+
     def default_settings_scope(self, mode: Mode) -> SettingsScope:
         # why: first paint (see the note at the top)
         from sandbox_setup.configure.plan import default_settings_scope

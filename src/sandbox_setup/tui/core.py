@@ -63,6 +63,11 @@ class Core(Protocol):
 
     def default_settings_scope(self, mode: Mode) -> SettingsScope: ...
 
+    def apparmor_restricted(self, report: Report) -> bool:
+        """Did the probes find Ubuntu's AppArmor user-namespace restriction stopping
+        bwrap? (Then the details offer the AppArmor profile for the probed bwrap.)"""
+        ...
+
     def validate_workspaces(
         self, text: str, mode: Mode, agent_user: str
     ) -> tuple[tuple[PurePosixPath, ...], str | None]: ...

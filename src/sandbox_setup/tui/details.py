@@ -1,5 +1,6 @@
 """Mode details: workspaces, the agent account, the network, Claude's inner sandbox,
-the settings scope, the login, private files, variables, limits, the claude shim,
+the AppArmor profile for bwrap (where the probes found Ubuntu's restriction), the
+settings scope, the login, private files, variables, limits, the claude shim,
 the Claude Code binary. Only the fields that apply to the chosen mode are shown.
 
 Every field is validated by the core (the headless path's rules and messages, in
@@ -27,6 +28,7 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.widget import Widget
 from textual.widgets import Checkbox, Footer, Input, RadioSet, Static
 
+from sandbox_setup.base.apparmor import PROFILE_FILE
 from sandbox_setup.base.choices import (
     SCOPE_REACH,
     InnerSandbox,
@@ -81,6 +83,13 @@ JUDGED_WITH = {
     "reuse-account": ("agent-user",),
     "network": ("domains", "ports"),
 }
+# Shown in the modes with an agent of its own, where the probes found the restriction
+# (or the profile is on already): what it installs and what it weakens.
+APPARMOR_FIELD = "apparmor-profile"
+APPARMOR_HINT = (
+    f"installs {PROFILE_FILE}: the probed bwrap (only it) may create user "
+    "namespaces; any local user can run bwrap, so any user gets one through it"
+)
 ChoiceT = TypeVar("ChoiceT", bound=StrEnum)
 
 
@@ -114,7 +123,11 @@ class DetailsScreen(StepScreen[Details]):
         details: Details,
         preset: InnerSandbox,
         claude_hint: str = "",
+        apparmor: bool = False,
     ) -> None:
+        """``apparmor``: the probes found Ubuntu's AppArmor user-namespace restriction
+        stopping bwrap, so the AppArmor profile is offered (as root, in the modes with an
+        agent of its own)."""
         super().__init__()
         self.core = core
         self.mode = mode
@@ -122,6 +135,9 @@ class DetailsScreen(StepScreen[Details]):
         self.preset = preset
         self.claude_hint = claude_hint
         self.fields = fields_for(mode)
+        offered = apparmor or details.apparmor_bwrap_profile
+        if offered and core.operator_is_root and mode is not Mode.UNSAFE:
+            self.fields.add(APPARMOR_FIELD)
         # Each control's value when the fields were last judged (Ctrl+N).
         self.judged: dict[str, object] = {}
 
@@ -183,6 +199,16 @@ class DetailsScreen(StepScreen[Details]):
                 f"Claude's inner sandbox (the probes suggest {self.preset})",
                 _choices(values(InnerSandbox), d.inner_sandbox, "inner"),
                 INNER_HELP[d.inner_sandbox],
+            ),
+            self._field(
+                APPARMOR_FIELD,
+                "AppArmor profile for bwrap (Ubuntu's user-namespace restriction)",
+                Toggle(
+                    "Install an AppArmor profile that lets bwrap create user namespaces",
+                    d.apparmor_bwrap_profile,
+                    id=APPARMOR_FIELD,
+                ),
+                APPARMOR_HINT,
             ),
             self._field(
                 "scope",
@@ -363,7 +389,7 @@ class DetailsScreen(StepScreen[Details]):
                 limits=limits,
                 install_claude_shim=self._flag("install-shim", d.install_claude_shim),
                 claude=claude,
-                apparmor_bwrap_profile=d.apparmor_bwrap_profile,
+                apparmor_bwrap_profile=self._flag(APPARMOR_FIELD, d.apparmor_bwrap_profile),
             ),
             {},
         )

@@ -58,8 +58,9 @@ class Details:
     limits: Limits = field(default_factory=Limits)
     install_claude_shim: bool = False
     claude: PurePosixPath | None = None  # None: find `claude` on PATH
-    # Kept from saved answers (--apparmor-bwrap-profile; no field of its own yet), so a
-    # wizard run does not drop the profile an earlier headless apply installed.
+    # The AppArmor profile for the probed bwrap: a field where the probes found Ubuntu's
+    # restriction (or it is on already); elsewhere kept from saved answers, so a wizard
+    # run does not drop the profile an earlier apply installed.
     apparmor_bwrap_profile: bool = False
 
 

@@ -128,7 +128,14 @@ def _details_screen(core: Core, draft: Draft) -> DetailsScreen:
 
     assert draft.mode is not None and draft.details is not None and draft.report is not None
     preset = core.inner_sandbox_preset(draft.report, draft.mode)
-    return DetailsScreen(core, draft.mode, draft.details, preset, claude_hint(core))
+    return DetailsScreen(
+        core,
+        draft.mode,
+        draft.details,
+        preset,
+        claude_hint(core),
+        apparmor=core.apparmor_restricted(draft.report),
+    )
 
 
 def _store_details(core: Core, draft: Draft, details: Details) -> None:
