@@ -171,6 +171,26 @@ def test_a_reapply_takes_the_login_shell_of_an_older_agent_and_undo_gives_it_bac
     assert login_ids(root) == ["audit.login.shell"]
 
 
+def test_undo_gives_the_shell_back_with_usermod_when_the_accounts_changed_since(
+    root: Path,
+) -> None:
+    """Another account added after the apply: the files cannot go back byte for byte
+    (that would remove it), so undo sets the old shell with usermod instead."""
+    assert apply(root, "--yes").returncode == 0
+    _usermod_shell(root, "/bin/bash")
+    assert apply(root, "--yes").returncode == 0
+    assert _passwd_line(root).endswith(":/usr/sbin/nologin")
+    subprocess.run(
+        ["useradd", "--prefix", str(root), "--no-create-home", "ac-j-other"],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    undone = run_cli("--undo", "--yes", "--root", str(root))
+    assert undone.returncode == 0, undone.stdout + undone.stderr
+    assert f"gave {AGENT} back the shell /bin/bash" in undone.stdout, undone.stdout
+    assert _passwd_line(root).endswith(":/bin/bash")
+    assert "\nac-j-other:" in (root / "etc/passwd").read_text(), "the other account stays"
+
+
 def test_an_account_the_setup_did_not_create_keeps_its_shell(root: Path) -> None:
     """A reused account's shell is its owner's: the apply leaves it (no step in the
     plan), and the audit does not judge it either."""
