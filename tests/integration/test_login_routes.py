@@ -73,6 +73,12 @@ def apply(root: Path, *extra: str) -> subprocess.CompletedProcess[str]:
     )  # fmt: skip
 
 
+def all_ids(root: Path) -> list[str]:
+    audit = run_cli("--audit", "--json", "--root", str(root))
+    assert audit.returncode in (0, 1), audit.stderr
+    return sorted(f["id"] for f in json.loads(audit.stdout)["findings"])
+
+
 def login_ids(root: Path) -> list[str]:
     audit = run_cli("--audit", "--json", "--root", str(root))
     assert audit.returncode in (0, 1), audit.stderr
@@ -151,6 +157,7 @@ def test_a_reapply_takes_the_login_shell_of_an_older_agent_and_undo_gives_it_bac
     old = {name: (root / "etc" / name).read_bytes() for name in ("passwd", "passwd-", "shadow")}
     assert _passwd_line(root).endswith(":/bin/bash")
     assert login_ids(root) == ["audit.login.shell"]
+    assert "audit.drift.set_shell" not in all_ids(root), "one finding, not two"
 
     plan = apply(root)
     assert plan.returncode == 0, plan.stderr
