@@ -111,9 +111,10 @@ def fresh() -> Iterator[Callable[[], Example]]:
 
 @settings(
     max_examples=40,
+    derandomize=True,  # CI runs the same examples every time
+    database=None,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
-    print_blob=True,
 )
 @given(spec=plants)
 def test_no_generated_plant_runs_as_root_after_the_end_scan(
