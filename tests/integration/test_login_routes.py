@@ -73,6 +73,12 @@ def apply(root: Path, *extra: str) -> subprocess.CompletedProcess[str]:
     )  # fmt: skip
 
 
+def all_ids(root: Path) -> list[str]:
+    audit = run_cli("--audit", "--json", "--root", str(root))
+    assert audit.returncode in (0, 1), audit.stderr
+    return sorted(f["id"] for f in json.loads(audit.stdout)["findings"])
+
+
 def login_ids(root: Path) -> list[str]:
     audit = run_cli("--audit", "--json", "--root", str(root))
     assert audit.returncode in (0, 1), audit.stderr
@@ -125,6 +131,89 @@ def test_apply_denies_the_agent_logins_and_jobs_and_undo_restores_every_byte(roo
             break
     assert system_state(root) == before
     assert (root / "etc/at.deny").read_bytes() == AT_DENY_BEFORE
+
+
+def _passwd_line(root: Path) -> str:
+    passwd = (root / "etc/passwd").read_text().splitlines()
+    (line,) = [entry for entry in passwd if entry.startswith(f"{AGENT}:")]
+    return line
+
+
+def _usermod_shell(root: Path, shell: str) -> None:
+    subprocess.run(
+        ["usermod", "--prefix", str(root), "--shell", shell, AGENT], check=True, capture_output=True
+    )
+
+
+def test_a_reapply_takes_the_login_shell_of_an_older_agent_and_undo_gives_it_back(
+    root: Path,
+) -> None:
+    """An agent this setup created before agents got nologin (here: the apply's own
+    agent, given /bin/bash by usermod as an older version left it) loses its login
+    shell on the next apply, which the plan says; undo restores /etc/passwd."""
+    done = apply(root, "--yes")
+    assert done.returncode == 0, done.stderr
+    _usermod_shell(root, "/bin/bash")
+    old = {name: (root / "etc" / name).read_bytes() for name in ("passwd", "passwd-", "shadow")}
+    assert _passwd_line(root).endswith(":/bin/bash")
+    assert login_ids(root) == ["audit.login.shell"]
+    assert "audit.drift.set_shell" not in all_ids(root), "one finding, not two"
+
+    plan = apply(root)
+    assert plan.returncode == 0, plan.stderr
+    assert f"set the shell of user {AGENT} to /usr/sbin/nologin" in plan.stdout, plan.stdout
+    assert "/bin/bash" in plan.stdout
+    assert (root / "etc/passwd").read_bytes() == old["passwd"], "the plan writes nothing"
+
+    again = apply(root, "--yes")
+    assert again.returncode == 0, again.stderr
+    assert _passwd_line(root).endswith(":/usr/sbin/nologin"), _passwd_line(root)
+    assert login_ids(root) == []
+    assert "No change" in apply(root, "--yes").stdout
+
+    undone = run_cli("--undo", "--yes", "--root", str(root))
+    assert undone.returncode == 0, undone.stdout + undone.stderr
+    now = {name: (root / "etc" / name).read_bytes() for name in old}
+    assert now == old, "undo puts /etc/passwd (and its backups) back byte for byte"
+    assert login_ids(root) == ["audit.login.shell"]
+
+
+def test_undo_gives_the_shell_back_with_usermod_when_the_accounts_changed_since(
+    root: Path,
+) -> None:
+    """Another account added after the apply: the files cannot go back byte for byte
+    (that would remove it), so undo sets the old shell with usermod instead."""
+    assert apply(root, "--yes").returncode == 0
+    _usermod_shell(root, "/bin/bash")
+    assert apply(root, "--yes").returncode == 0
+    assert _passwd_line(root).endswith(":/usr/sbin/nologin")
+    subprocess.run(
+        ["useradd", "--prefix", str(root), "--no-create-home", "ac-j-other"],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    undone = run_cli("--undo", "--yes", "--root", str(root))
+    assert undone.returncode == 0, undone.stdout + undone.stderr
+    assert f"gave {AGENT} back the shell /bin/bash" in undone.stdout, undone.stdout
+    assert _passwd_line(root).endswith(":/bin/bash")
+    assert "\nac-j-other:" in (root / "etc/passwd").read_text(), "the other account stays"
+
+
+def test_an_account_the_setup_did_not_create_keeps_its_shell(root: Path) -> None:
+    """A reused account's shell is its owner's: the apply leaves it (no step in the
+    plan), and the audit does not judge it either."""
+    (root / "home").mkdir(exist_ok=True)
+    subprocess.run(
+        ["useradd", "--prefix", str(root), "--create-home", "--user-group",
+         "--shell", "/bin/bash", AGENT],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    before = (root / "etc/passwd").read_bytes()
+    done = apply(root, "--reuse-account", "--yes")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "set the shell" not in done.stdout
+    assert _passwd_line(root).endswith(":/bin/bash")
+    assert f"{AGENT}:" in before.decode()
+    assert login_ids(root) == []
 
 
 def test_an_allow_file_decides_instead_and_the_plan_says_when_it_lists_the_agent(

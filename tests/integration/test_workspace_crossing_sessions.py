@@ -29,6 +29,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.git_plants import ran_as_root
 from tests.launch_fixtures import LaunchTree, as_nobody, launch_tree, launcher_env, run_launcher
 
 pytestmark = pytest.mark.integration
@@ -163,11 +164,6 @@ def roots_commands(tree: LaunchTree, repo: Path) -> None:
     root_git(tree, "status", cwd=repo.parent / "repo2")
     root_git(tree, "rebase", "--continue", cwd=repo.parent / "repo2")
     root_git(tree, "status", cwd=repo, path=".:/usr/bin:/bin")
-
-
-def ran_as_root(markers: Path) -> dict[str, str]:
-    found = {p.name: p.read_text().split() for p in markers.iterdir()}
-    return {name: " ".join(uids) for name, uids in found.items() if "0" in uids}
 
 
 ROUTES = (

@@ -19,7 +19,7 @@ from sandbox_setup.configure.plan import build_plan
 
 if TYPE_CHECKING:
     from sandbox_setup.configure.plan import Plan
-from sandbox_setup.configure.actions import WriteFile
+from sandbox_setup.configure.actions import SetShell, WriteFile
 from sandbox_setup.configure.answers import Answers
 from sandbox_setup.configure.apparmor import APPARMOR_KIND
 from sandbox_setup.configure.git_protect import GIT_KINDS
@@ -67,7 +67,7 @@ def findings_from_plan(
             continue
         if kind in GIT_KINDS:  # audit.git.* (sandbox_setup.audit.git) reports them
             continue
-        if kind in LOGIN_KINDS:  # audit.login.* (sandbox_setup.audit.login_routes)
+        if kind in LOGIN_KINDS or kind == SetShell.kind:  # audit.login.* reports them
             continue
         if kind == APPARMOR_KIND:  # audit.apparmor.* (sandbox_setup.audit.apparmor)
             continue

@@ -8,7 +8,8 @@ apply cannot disagree:
 - ``audit.login.deny``: ``/etc/cron.deny`` or ``/etc/at.deny`` no longer names the agent;
 - ``audit.login.shell``: an agent this setup created has a login shell (one created
   before agents got ``nologin``, or changed since): su or a console could start a
-  process outside any session.
+  process outside any session. A re-apply gives it ``nologin`` (journaled, undone
+  by ``--undo``); an account the setup did not create is not judged here.
 
 They are independent of drift (``audit.drift.*`` skips these actions).
 """
@@ -16,7 +17,6 @@ They are independent of drift (``audit.drift.*`` skips these actions).
 from __future__ import annotations
 
 import shlex
-from pathlib import PurePosixPath
 
 from sandbox_setup.audit.model import AuditFinding, Severity
 from sandbox_setup.base.accounts import lookup_user
@@ -27,7 +27,7 @@ from sandbox_setup.configure.actions import WriteFile
 from sandbox_setup.configure.ledger import created_accounts
 from sandbox_setup.configure.login_routes import SSHD_KIND, login_route_actions
 from sandbox_setup.configure.users import AGENT_SHELL
-from sandbox_setup.policy.accounts import NOLOGIN_SHELLS
+from sandbox_setup.policy.login_routes import has_login_shell
 
 _WHY = (
     "A process the agent starts outside a session (an ssh login with a key it planted, "
@@ -38,7 +38,7 @@ _WHY = (
 
 def login_findings(layout: Layout, config: LauncherConfig, reapply: str) -> list[AuditFinding]:
     """The ``audit.login.*`` findings of this setup."""
-    found = _shell_findings(layout, config)
+    found = _shell_findings(layout, config, reapply)
     try:
         actions = login_route_actions(layout, config.mode, config.agent_user, [])
     except SetupError:
@@ -82,13 +82,13 @@ def login_findings(layout: Layout, config: LauncherConfig, reapply: str) -> list
     return found
 
 
-def _shell_findings(layout: Layout, config: LauncherConfig) -> list[AuditFinding]:
+def _shell_findings(layout: Layout, config: LauncherConfig, reapply: str) -> list[AuditFinding]:
     if str(config.mode) not in ("sandbox", "user") or layout.operator.uid != 0:
         return []
     agent = lookup_user(config.agent_user, layout.root)
     if agent is None or agent.name not in created_accounts(layout):
         return []  # a reused account's shell is its owner's (the plan said so)
-    if agent.shell and PurePosixPath(agent.shell).name in NOLOGIN_SHELLS:
+    if not has_login_shell(agent.shell):
         return []
     prefix = "" if layout.live else f" --prefix {shlex.quote(str(layout.root))}"
     return [
@@ -98,6 +98,7 @@ def _shell_findings(layout: Layout, config: LauncherConfig) -> list[AuditFinding
             summary=f"the agent {agent.name} has the login shell {agent.shell or '(none)'}",
             detail=_WHY
             + " sandbox-launch gives Claude bash itself; the account needs no shell of its own.",
-            remedy=f"usermod{prefix} --shell {AGENT_SHELL} {agent.name}",
+            remedy=f"{reapply} (it sets the shell {AGENT_SHELL}; or: usermod{prefix} --shell "
+            f"{AGENT_SHELL} {agent.name})",
         )
     ]

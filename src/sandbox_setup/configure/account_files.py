@@ -28,6 +28,7 @@ from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
+from sandbox_setup.base.accounts import lookup_user
 from sandbox_setup.base.errors import SetupError
 from sandbox_setup.base.paths import Layout
 from sandbox_setup.configure import fsops, interrupts, users
@@ -120,7 +121,7 @@ def _missing_parents(layout: Layout, home: PurePosixPath) -> list[Path]:
 
 @contextlib.contextmanager
 def account_step(txn: Transaction, layout: Layout, entry: dict[str, Any]) -> Iterator[None]:
-    """Journal ``entry`` (``create-group``/``create-user``/``add-to-group``) with a
+    """Journal ``entry`` (``create-group``/``create-user``/``add-to-group``/``set-shell``) with a
     snapshot of the account files, run the body (the tool), then record the files'
     new digests. A ``create-user`` entry carries ``home``; its missing parents are
     journaled first (useradd creates them) so undo removes them after the home."""
@@ -207,6 +208,8 @@ def _what(entry: dict[str, Any]) -> str:
         return f"removed user {entry['name']} and its home"
     if op == "create-group":
         return f"removed group {entry['name']}"
+    if op == "set-shell":
+        return f"gave {entry['user']} back the shell {entry['old_shell'] or '(none)'}"
     return f"removed {entry['user']} from group {entry['group']}"
 
 
@@ -385,6 +388,12 @@ def _revert_with_tools(layout: Layout, entry: dict[str, Any]) -> str | None:
         if users.group_gid(layout, entry["name"]) is None:
             return None
         users.run_tool(users.groupdel_argv(layout, entry["name"]))
+        return _what(entry)
+    if op == "set-shell":
+        account = lookup_user(entry["user"], layout.root)
+        if account is None or account.shell != entry["shell"]:
+            return None  # gone, or its shell changed since: not this step's to put back
+        users.run_tool(users.set_shell_argv(layout, entry["user"], entry["old_shell"]))
         return _what(entry)
     members = users.group_members(entry["group"], layout.root) or []
     if entry["user"] not in members:

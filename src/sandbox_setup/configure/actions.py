@@ -7,7 +7,7 @@ Public shape (the audit and the TUI rely on it):
 - ``.kind``: ``write-file`` | ``copy-login`` | ``install-claude`` (file actions,
   subclasses of :class:`WriteFile`, with ``.desired()`` and ``.current()``),
   ``create-group`` | ``create-user`` | ``add-to-group`` | ``leave-group`` |
-  ``workspace-access``;
+  ``set-shell`` | ``workspace-access``;
 - ``.target``: a target-system path or an account name;
 - ``.describe()``, ``.is_change()``, ``.diff()`` (unified diff, "" for
   non-files; secrets and binaries are summarized, never printed),
@@ -406,6 +406,52 @@ class LeaveGroup(Action):
     def apply(self, txn: Transaction) -> None:
         txn.record({"op": "remove-from-group", "user": self.user, "group": self.group})
         users.run_tool(self.commands()[0])
+
+
+@dataclass(eq=False)
+class SetShell(Action):
+    """Give an agent this setup created the shell ``nologin``: one made by an older
+    version kept a login shell, through which ``su`` or a console could start a
+    process outside any session (:func:`sandbox_setup.policy.login_routes.
+    has_login_shell`). Journaled as an account step (the account files byte for
+    byte): undo puts the old shell back. Never planned for an account the setup did
+    not create (the audit names that one instead)."""
+
+    layout: Layout
+    user: str
+    old_shell: str
+    shell: str = users.AGENT_SHELL
+    kind = "set-shell"
+
+    @property
+    def target(self) -> str:  # type: ignore[override]
+        return self.user
+
+    def describe_change(self) -> str:
+        return (
+            f"set the shell of user {self.user} to {self.shell} (it has the login shell "
+            f"{self.old_shell or '(none: /bin/sh)'} from an older version of this setup; su "
+            "or a console login would start a process outside any session)"
+        )
+
+    def describe_existing(self) -> str:
+        return f"user {self.user} already has the shell {self.shell}"
+
+    def is_change(self) -> bool:
+        account = lookup_user(self.user, self.layout.root)
+        return account is not None and account.shell != self.shell
+
+    def commands(self) -> list[list[str]]:
+        return [users.set_shell_argv(self.layout, self.user, self.shell)]
+
+    def apply(self, txn: Transaction) -> None:
+        account = lookup_user(self.user, self.layout.root)
+        if account is None or account.shell == self.shell:
+            return
+        entry = {"op": "set-shell", "user": self.user, "shell": self.shell,
+                 "old_shell": account.shell}  # fmt: skip
+        with account_step(txn, self.layout, entry):
+            users.run_tool(self.commands()[0])
 
 
 @dataclass(eq=False)

@@ -3,9 +3,11 @@
 Each setup has a group of its own (:func:`sandbox_setup.policy.accounts.workspace_group`)
 that only its agent is in, so a second setup's agent never writes the first one's
 workspaces. An agent of an older version is taken out of the legacy shared
-``sandbox-ws`` on its next apply (the upgrade); the review shows who is in every
-group a step touches. The setup is recorded in the ledger
-(:mod:`sandbox_setup.configure.ledger`) as one more journaled file.
+``sandbox-ws`` on its next apply (the upgrade), and one this setup created that
+still has a login shell gets ``nologin`` (:class:`~sandbox_setup.configure.actions.
+SetShell`); the review shows who is in every group a step touches. The setup is
+recorded in the ledger (:mod:`sandbox_setup.configure.ledger`) as one more journaled
+file.
 """
 
 from __future__ import annotations
@@ -21,10 +23,12 @@ from sandbox_setup.configure.actions import (
     CreateGroup,
     CreateUser,
     LeaveGroup,
+    SetShell,
     WriteFile,
 )
 from sandbox_setup.configure.ledger import SetupRecord, ledger_path, render_ledger
 from sandbox_setup.policy.accounts import LEGACY_WORKSPACE_GROUP, AccountFacts
+from sandbox_setup.policy.login_routes import has_login_shell
 
 
 def _check_group_is_free(layout: Layout, group: str, agent: str) -> None:
@@ -61,6 +65,10 @@ def account_actions(
     actions.append(CreateUser(layout, agent, home, groups, existing_because=because))
     if facts is None:
         return actions
+    if facts.created_by_setup and has_login_shell(facts.shell) and layout.operator.uid == 0:
+        # An older version's agent kept a login shell: this setup's own account, so
+        # the apply takes it (a reused account's shell stays its owner's).
+        actions.append(SetShell(layout, agent, facts.shell))
     if group is not None:
         actions.append(AddToGroup(layout, agent, group))
     legacy = users.group_members(LEGACY_WORKSPACE_GROUP, layout.root) or []

@@ -21,6 +21,9 @@ point leaves a journal that undo can replay backwards:
 - ``acl``: a snapshot (per path: mode bits, access and default ACL) of the
   workspace before the group's ACLs were added;
 - ``remove-from-group``: an agent taken out of a group (the legacy shared one);
+- ``set-shell``: an agent of this setup's given ``nologin`` (``shell``; ``old_shell``
+  was its login shell), an account step like ``add-to-group`` (``files``, then
+  ``accounts-done``);
 - ``undone`` / ``rolled-back``: the transaction was reverted;
 - ``step-undone`` (``step``: the step's index among the transaction's steps): one
   step an undo reverted, written as it succeeds, so a later undo redoes only what

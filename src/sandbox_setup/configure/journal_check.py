@@ -81,6 +81,13 @@ def _account(value: object, _layout: Layout) -> str | None:
     return None if ok else "must be an account name"
 
 
+def _shell(value: object, _layout: Layout) -> str | None:
+    """A passwd shell field: empty (``/bin/sh``) or an absolute path, one field."""
+    if not isinstance(value, str) or any(c in value for c in ":\n\0"):
+        return "must be a shell of /etc/passwd"
+    return None if value == "" or value.startswith("/") else "must be a shell of /etc/passwd"
+
+
 def _integer(low: int, high: int) -> Check:
     def check(value: object, _layout: Layout) -> str | None:
         if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
@@ -195,6 +202,12 @@ FIELDS: dict[str, Fields] = {
     "create-group": {"name": (_account, True), **_ACCOUNT_STEP},
     "add-to-group": {"user": (_account, True), "group": (_account, True), **_ACCOUNT_STEP},
     "remove-from-group": {"user": (_account, True), "group": (_account, True)},
+    "set-shell": {
+        "user": (_account, True),
+        "shell": (_shell, True),
+        "old_shell": (_shell, True),
+        **_ACCOUNT_STEP,
+    },
     "acl": {
         "target": (_absolute, True),
         "backup": (_absolute, True),

@@ -104,7 +104,7 @@ def _revert_one(
         if fsops.remove_empty_dir(layout.root, Path(entry["real"])):
             return f"removed directory {entry['target']}"
         return None
-    if op in ("create-user", "create-group", "add-to-group"):
+    if op in ("create-user", "create-group", "add-to-group", "set-shell"):
         kept = account_undo.guard(layout, entry, entries)  # raises: retried next time
         if kept is not None:
             return kept
@@ -195,6 +195,7 @@ STEP_OPS = (
     "create-group",
     "add-to-group",
     "remove-from-group",
+    "set-shell",
     "acl",
     "apparmor-load",
 )
@@ -240,6 +241,8 @@ def describe_entry(entry: dict[str, Any]) -> str | None:
         return f"remove {entry['user']} from group {entry['group']}"
     if op == "remove-from-group":
         return f"add {entry['user']} back to group {entry['group']}"
+    if op == "set-shell":
+        return f"give {entry['user']} back the shell {entry['old_shell'] or '(none)'}"
     if op == "acl":
         return f"restore ACLs of {entry['target']}"
     if op == "apparmor-load":

@@ -91,6 +91,10 @@ def remove_from_group_argv(layout: Layout, user: str, group: str) -> list[str]:
     return ["usermod", *prefix_args(layout), "--remove", "--groups", group, user]
 
 
+def set_shell_argv(layout: Layout, user: str, shell: str) -> list[str]:
+    return ["usermod", *prefix_args(layout), "--shell", shell, user]
+
+
 def group_members(name: str, root: Path) -> list[str] | None:
     """Supplementary members of group ``name`` in the target system (None: no group)."""
     if Path(root).resolve() == Path("/"):

@@ -13,6 +13,11 @@ routes a locked account (no password) still has on a Debian host:
   other file can undo it. sshd reads the drop-in directory only where its main config
   includes it (Debian 12's does, first thing); the plan checks and says so otherwise.
   A running sshd reads it at its next start or reload.
+- **a login shell**: an agent account with one (made by a version of this setup from
+  before agents got ``nologin``) can be entered by ``su`` or a console login. An
+  agent this setup created gets ``/usr/sbin/nologin`` on the next apply (journaled:
+  undo puts the old shell back); an account it did not create is its owner's, and
+  only the audit names it (:func:`has_login_shell` decides for both).
 - **cron** and **at**: their client programs refuse a user named in
   ``/etc/cron.deny`` / ``/etc/at.deny`` (when no ``.allow`` file exists; with one,
   only the users it lists may use them). The apply adds the agent's name as a line,
@@ -27,6 +32,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import PurePosixPath
+
+from sandbox_setup.policy.accounts import NOLOGIN_SHELLS
 
 SSHD_CONFIG = PurePosixPath("/etc/ssh/sshd_config")
 SSHD_DROPIN_DIR = PurePosixPath("/etc/ssh/sshd_config.d")
@@ -64,6 +71,12 @@ DenyUsers {agent}
 """
 
 _INCLUDE = re.compile(r"^\s*include\s+(.+?)\s*$", re.IGNORECASE | re.MULTILINE)
+
+
+def has_login_shell(shell: str) -> bool:
+    """Whether an account with the passwd shell field ``shell`` can log in (an empty
+    field means ``/bin/sh``)."""
+    return not shell or PurePosixPath(shell).name not in NOLOGIN_SHELLS
 
 
 def sshd_dropin(agent: str) -> PurePosixPath:
