@@ -296,3 +296,36 @@ def test_half_the_docker_fix_is_not_sandbox_mode_and_names_the_other_flag(
         assert found[check]["status"] == "fail", found[check]
     assert f"--security-opt {missing}" in found["bwrap.sandbox"]["remedy"], found["bwrap.sandbox"]
     assert data["recommendation"]["mode"] == "user", data["recommendation"]
+
+
+def test_docker_fix_without_setuid_names_the_capability_every_launch_needs(
+    docker_daemon: DockerDaemon,
+    docker_image: str,
+    docker_workdir: Path,
+    project_install: ProjectInstall,
+) -> None:
+    """The fix with ``--cap-drop SETUID``: root cannot switch to the agent, which every
+    launch does (a sandbox-mode one first of all). --check does not recommend sandbox
+    mode, names the capability and the flag, and says a user-mode launch is refused too
+    (there is no mode left that launches; unsafe is never recommended)."""
+    wizard = shlex.join(project_install.wizard())
+    options = (*DOCKER_FIX, "--cap-drop", "SETUID")
+    container = DockerContainer(
+        docker_daemon, docker_image, options=options, readonly=(str(project_install.root),)
+    )
+    done = container.run(
+        ["sh", "-c", f"mkdir -p {WORKSPACE}; {wizard} --check --json 2>/dev/null"],
+        env={"PATH": PATH, "HOME": "/root"},
+    )
+    data = as_json(Section(done.returncode, done.stdout))
+    found = checks(data)
+    sandbox = found["bwrap.sandbox"]
+    assert sandbox["status"] == "fail", sandbox
+    assert sandbox["detail"].endswith("cause: switch-user-refused"), sandbox
+    assert "CAP_SETUID" in sandbox["summary"], sandbox
+    assert sandbox["remedy"].startswith("docker run --cap-add SETUID"), sandbox
+    assert found["launch.path"]["status"] == "fail", found["launch.path"]
+    recommendation = data["recommendation"]
+    assert recommendation["mode"] != "sandbox", recommendation
+    assert "a user-mode launch would be refused too" in recommendation["reason"], recommendation
+    assert "--cap-add SETUID" in recommendation["reason"], recommendation

@@ -84,3 +84,22 @@ def test_user_with_landlock_where_namespaces_are_refused() -> None:
         if status is not None:
             others += findings(landlock__abi=status)
         assert "Landlock" not in recommend(others, euid=0).reason
+
+
+def test_user_mode_where_root_cannot_switch_to_the_agent_says_every_launch_is_refused() -> None:
+    """docker run --cap-drop SETUID: user mode is all that is left, but its launch drops
+    to the agent too; the reason says so and names what allows it."""
+    switch = Finding(
+        "bwrap.sandbox",
+        "t",
+        F,
+        "root cannot switch to another user here",
+        "$ bwrap ...\ncause: switch-user-refused",
+        "docker run --cap-add SETUID --cap-add SETGID ... (restart the container)",
+    )
+    rec = recommend([switch, *findings(bwrap__direct=F, bwrap__direct_weak=F)], euid=0)
+    assert rec.mode is Mode.USER
+    assert "a user-mode launch would be refused too" in rec.reason
+    assert "docker run --cap-add SETUID --cap-add SETGID" in rec.reason
+    plain = recommend(findings(bwrap__sandbox=F, bwrap__direct=F), euid=0)
+    assert "refused too" not in plain.reason

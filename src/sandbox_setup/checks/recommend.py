@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from sandbox_setup.base import remedies
 from sandbox_setup.base.accounts import DEFAULT_AGENT_USER
 from sandbox_setup.base.choices import Mode
+from sandbox_setup.checks.causes import SWITCH_USER
 from sandbox_setup.checks.model import Finding, Recommendation, Status
 
 UNSAFE_NOTE = (
@@ -116,8 +117,20 @@ def recommend(
     return Recommendation(
         Mode.USER,
         f"no verified sandbox {who} ({why}); {user}, and Claude Code's root guard never "
-        f"fires for it{inner}.{landlock_note(by_id)} " + UNSAFE_NOTE,
+        f"fires for it{inner}.{landlock_note(by_id)}{no_switch_note(findings)} " + UNSAFE_NOTE,
     )
+
+
+def no_switch_note(findings: Iterable[Finding]) -> str:
+    """Where root cannot switch to the agent, a user-mode launch is refused too: say so,
+    with what allows it; empty otherwise."""
+    for finding in findings:
+        if finding.status is Status.FAIL and finding.detail.endswith(f"cause: {SWITCH_USER}"):
+            return (
+                " But a user-mode launch would be refused too: root cannot switch to the "
+                f"agent here ({finding.id}); to allow any launch: {finding.remedy}."
+            )
+    return ""
 
 
 def landlock_note(by_id: dict[str, Finding]) -> str:
