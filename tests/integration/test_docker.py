@@ -329,3 +329,29 @@ def test_docker_fix_without_setuid_names_the_capability_every_launch_needs(
     assert recommendation["mode"] != "sandbox", recommendation
     assert "a user-mode launch would be refused too" in recommendation["reason"], recommendation
     assert "--cap-add SETUID" in recommendation["reason"], recommendation
+
+
+def test_docker_fix_without_dac_override_what_check_recommends_launches(
+    docker_daemon: DockerDaemon,
+    docker_image: str,
+    docker_workdir: Path,
+    project_install: ProjectInstall,
+) -> None:
+    """The fix with ``--cap-drop DAC_OVERRIDE``: a launch never needs it, and net.egress,
+    which used to connect as root to the proxy's 0600 socket that the proxy's uid owns,
+    no longer fails on it (it failed, and the apply of the recommended sandbox mode with
+    its default allowlist network then refused, exit 3)."""
+    options = (*DOCKER_FIX, "--cap-drop", "DAC_OVERRIDE")
+    sections = scenario(docker_daemon, docker_image, docker_workdir, project_install, options)
+    data = as_json(sections["check"])
+    found = checks(data)
+    assert found["net.egress"]["status"] == "pass", found["net.egress"]
+    assert data["recommendation"]["mode"] == "sandbox", data["recommendation"]
+    turn = as_json(sections["turn"])
+    assert turn["mode"] == "sandbox", turn
+    assert turn["apply"][0] == 0, turn["apply"]
+    assert turn["launch"][0] == 0, turn["launch"][1]
+    evidence = turn.get("evidence")
+    assert evidence is not None, turn
+    assert evidence["marker_seen"] and evidence["uid"] not in (None, 0), turn["tool_result"]
+    assert evidence["sandboxed"], turn["tool_result"]
