@@ -103,3 +103,17 @@ def test_user_mode_where_root_cannot_switch_to_the_agent_says_every_launch_is_re
     assert "docker run --cap-add SETUID --cap-add SETGID" in rec.reason
     plain = recommend(findings(bwrap__sandbox=F, bwrap__direct=F), euid=0)
     assert "refused too" not in plain.reason
+
+
+def test_sandbox_mode_says_when_its_default_allowlist_network_would_be_refused() -> None:
+    """net.egress failed: the apply refuses sandbox mode's default network, so the
+    recommendation says so before anyone applies it."""
+    given = findings(bwrap__sandbox=P, bwrap__nested=P, launch__path=P, net__egress=F)
+    rec = recommend(given, as_user="claude-agent")
+    assert rec.mode is Mode.SANDBOX
+    assert "allowlist network would be refused" in rec.reason
+    assert "net__egress summary" in rec.reason and "--network none" in rec.reason
+    fine = recommend(
+        findings(bwrap__sandbox=P, bwrap__nested=P, net__egress=P), as_user="claude-agent"
+    )
+    assert "would be refused" not in fine.reason

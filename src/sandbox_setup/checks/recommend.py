@@ -93,7 +93,9 @@ def recommend(
             )
         return Recommendation(
             Mode.SANDBOX,
-            f"bubblewrap starts a sandbox with a fresh /proc {who}; {inner}. "
+            f"bubblewrap starts a sandbox with a fresh /proc {who}; {inner}."
+            + egress_note(by_id)
+            + " "
             + UNSAFE_NOTE
             + caveat,
         )
@@ -118,6 +120,20 @@ def recommend(
         Mode.USER,
         f"no verified sandbox {who} ({why}); {user}, and Claude Code's root guard never "
         f"fires for it{inner}.{landlock_note(by_id)}{no_switch_note(findings)} " + UNSAFE_NOTE,
+    )
+
+
+def egress_note(by_id: dict[str, Finding]) -> str:
+    """Where net.egress failed, the apply refuses sandbox mode's default network (the
+    allowlist, through the egress proxy): say so with the recommendation, and what
+    launches meanwhile; empty otherwise."""
+    egress = by_id.get("net.egress")
+    if egress is None or egress.status is not Status.FAIL:
+        return ""
+    return (
+        f" But its default allowlist network would be refused: net.egress failed "
+        f"({egress.summary}); until it passes, only --network none launches (closed, and "
+        "Claude cannot reach its API)."
     )
 
 
