@@ -331,17 +331,20 @@ def test_docker_fix_without_setuid_names_the_capability_every_launch_needs(
     assert "--cap-add SETUID" in recommendation["reason"], recommendation
 
 
-def test_docker_fix_without_dac_override_what_check_recommends_launches(
+@pytest.mark.parametrize("capability", ["DAC_OVERRIDE", "KILL"])
+def test_docker_fix_without_a_capability_no_launch_needs_what_check_recommends_launches(
     docker_daemon: DockerDaemon,
     docker_image: str,
     docker_workdir: Path,
     project_install: ProjectInstall,
+    capability: str,
 ) -> None:
-    """The fix with ``--cap-drop DAC_OVERRIDE``: a launch never needs it, and net.egress,
-    which used to connect as root to the proxy's 0600 socket that the proxy's uid owns,
-    no longer fails on it (it failed, and the apply of the recommended sandbox mode with
-    its default allowlist network then refused, exit 3)."""
-    options = (*DOCKER_FIX, "--cap-drop", "DAC_OVERRIDE")
+    """The fix with ``--cap-drop DAC_OVERRIDE`` or ``KILL``: a launch needs neither, and
+    net.egress, which failed on each (it connected as root to the proxy's 0600 socket
+    that the proxy's uid owns; it could not stop the proxy, another uid, and waited for
+    it forever), passes; so the apply of the recommended sandbox mode with its default
+    allowlist network, which then refused (exit 3), goes through and launches."""
+    options = (*DOCKER_FIX, "--cap-drop", capability)
     sections = scenario(docker_daemon, docker_image, docker_workdir, project_install, options)
     data = as_json(sections["check"])
     found = checks(data)
