@@ -3,7 +3,10 @@ turn through ``sandbox-launch`` against the fake Messages API (started here, on 
 container's loopback), whose Bash step reports where it ran. Stdlib and the copied
 ``tests.fake_api`` / ``tests.bash_evidence`` only. Prints one JSON object.
 
-    python podman_turn.py PROJECT_PYTHON CLAUDE WORKSPACE
+    python podman_turn.py PROJECT_PYTHON CLAUDE WORKSPACE [EXTRA]
+
+EXTRA, if given, is more shell the Bash step runs after the evidence (its output
+lands in ``tool_result``).
 """
 
 from __future__ import annotations
@@ -28,10 +31,11 @@ def run(argv: list[str], **options: object) -> subprocess.CompletedProcess[str]:
 
 def main() -> int:
     python, claude, workspace = sys.argv[1:4]
+    more = f"; {sys.argv[4]}" if len(sys.argv) > 4 else ""
     os.makedirs(workspace, exist_ok=True)
     out: dict[str, object] = {}
     marker = new_marker()
-    with FakeMessagesAPI([BashStep(evidence_command(marker)), TextStep("done")]) as api:
+    with FakeMessagesAPI([BashStep(evidence_command(marker) + more), TextStep("done")]) as api:
         port = urlsplit(api.base_url).port
         check = run([python, "-m", "sandbox_setup", "--check", "--json"])
         mode = json.loads(check.stdout)["recommendation"]["mode"]

@@ -422,3 +422,24 @@ def test_the_error_decides_not_the_facts_alone() -> None:
     assert diagnose(failed(UNSHARE, UNSHARE_EPERM), host, uid=0, platform="docker").key == (
         "seccomp-blocks-userns"
     )
+
+
+@pytest.mark.parametrize(
+    ("stderr", "capability"),
+    [
+        ("setpriv: setresuid failed: Operation not permitted", "CAP_SETUID"),
+        ("setpriv: setresgid failed: Operation not permitted", "CAP_SETGID"),
+    ],
+)
+def test_a_refused_switch_to_the_probe_user_names_the_capability_and_the_flag(
+    stderr: str, capability: str
+) -> None:
+    """docker run --cap-drop SETUID (or SETGID): setpriv fails before the experiment; the
+    cause is root's missing capability (every launch drops to the agent), not the tool's."""
+    for argv in (BWRAP, UNSHARE):
+        cause = diagnose(failed(argv, stderr), facts(), uid=65534, platform="docker")
+        assert cause.key == "switch-user-refused"
+        assert capability in cause.summary and "every launch" in cause.summary
+        assert cause.remedy.startswith("docker run --cap-add SETUID --cap-add SETGID")
+    host = diagnose(failed(BWRAP, stderr), facts(), uid=65534, platform="none")
+    assert "CAP_SETUID and CAP_SETGID" in host.remedy and "--cap-add" not in host.remedy

@@ -6,7 +6,8 @@ real is in tests/integration/test_check_causes_real.py (and the container
 scenarios of test_check_containers.py); the rest can only be canned here:
 
 - real: root without CAP_SETFCAP, user.max_user_namespaces=0, a seccomp profile
-  that refuses new user namespaces (Docker's default) or new filters;
+  that refuses new user namespaces (Docker's default) or new filters; root without
+  CAP_SETUID (tests/integration/test_docker.py);
 - text real, cause simulated: ``loopback: Failed RTM_NEWADDR`` (a seccomp
   profile refusing sendto stands in for AppArmor taking CAP_NET_ADMIN);
 - canned: Ubuntu 24.04's bubblewrap 0.9.0 / AppArmor ``unpriv_bwrap`` (no
@@ -49,6 +50,7 @@ DOCKER_SECCOMP = (
     "non-privileged user namespaces. See <https://deb.li/bubblewrap> or "
     "<file:///usr/share/doc/bubblewrap/README.Debian.gz>."
 )
+SETPRIV_SETRESUID = "setpriv: setresuid failed: Operation not permitted"
 STIG_ENOSPC = "unshare: unshare failed: No space left on device"
 # CapBnd of a root whose bounding set lacks CAP_SETFCAP (bit 31), e.g. docker --cap-drop SETFCAP.
 NO_SETFCAP_STATUS = fixture_text("status", "host_root.txt").replace(
@@ -224,6 +226,17 @@ CASES = [
         True,
         "root-without-setfcap",
         ["CapabilityBoundingSet"],
+    ),
+    (
+        "root without CAP_SETUID: the switch to the probe user (docker --cap-drop SETUID)",
+        SETPRIV_SETRESUID,
+        BWRAP,
+        facts(),
+        65534,
+        "docker",
+        False,
+        "switch-user-refused",
+        ["CAP_SETUID", "every launch", "--cap-add SETUID --cap-add SETGID"],
     ),
     (
         "a filter that forbids filters",

@@ -84,3 +84,36 @@ def test_user_with_landlock_where_namespaces_are_refused() -> None:
         if status is not None:
             others += findings(landlock__abi=status)
         assert "Landlock" not in recommend(others, euid=0).reason
+
+
+def test_user_mode_where_root_cannot_switch_to_the_agent_says_every_launch_is_refused() -> None:
+    """docker run --cap-drop SETUID: user mode is all that is left, but its launch drops
+    to the agent too; the reason says so and names what allows it."""
+    switch = Finding(
+        "bwrap.sandbox",
+        "t",
+        F,
+        "root cannot switch to another user here",
+        "$ bwrap ...\ncause: switch-user-refused",
+        "docker run --cap-add SETUID --cap-add SETGID ... (restart the container)",
+    )
+    rec = recommend([switch, *findings(bwrap__direct=F, bwrap__direct_weak=F)], euid=0)
+    assert rec.mode is Mode.USER
+    assert "a user-mode launch would be refused too" in rec.reason
+    assert "docker run --cap-add SETUID --cap-add SETGID" in rec.reason
+    plain = recommend(findings(bwrap__sandbox=F, bwrap__direct=F), euid=0)
+    assert "refused too" not in plain.reason
+
+
+def test_sandbox_mode_says_when_its_default_allowlist_network_would_be_refused() -> None:
+    """net.egress failed: the apply refuses sandbox mode's default network, so the
+    recommendation says so before anyone applies it."""
+    given = findings(bwrap__sandbox=P, bwrap__nested=P, launch__path=P, net__egress=F)
+    rec = recommend(given, as_user="claude-agent")
+    assert rec.mode is Mode.SANDBOX
+    assert "allowlist network would be refused" in rec.reason
+    assert "net__egress summary" in rec.reason and "--network none" in rec.reason
+    fine = recommend(
+        findings(bwrap__sandbox=P, bwrap__nested=P, net__egress=P), as_user="claude-agent"
+    )
+    assert "would be refused" not in fine.reason

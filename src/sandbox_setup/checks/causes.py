@@ -84,6 +84,15 @@ ID_MAP_REFUSED = (
     "nested userns is capability-restricted",
     "error writing to setgroups",
 )
+# Root's switch to the probe user (setpriv, before the experiment itself) refused: root
+# lacks CAP_SETUID or CAP_SETGID (docker/podman --cap-drop). The launcher drops to the
+# agent the same way in every mode, so no launch can start here.
+SWITCH_USER_REFUSED = (
+    "setpriv: setresuid failed: Operation not permitted",
+    "setpriv: setresgid failed: Operation not permitted",
+    "setpriv: setgroups failed: Operation not permitted",
+)
+SWITCH_USER = "switch-user-refused"
 FRESH_PROC_REFUSED = (
     "Can't mount proc on /newroot/proc",
     "mount /proc failed",
@@ -308,6 +317,21 @@ def _root_uid_map(f: Failure) -> Cause | None:
     )
 
 
+def _switch_user(f: Failure) -> Cause:
+    capability = "CAP_SETUID" if "setresuid" in f.result.stderr else "CAP_SETGID"
+    if f.platform in ("docker", "podman"):
+        give = f"{f.platform} run --cap-add SETUID --cap-add SETGID ... (restart the container)"
+    else:
+        give = "give root CAP_SETUID and CAP_SETGID (systemd: CapabilityBoundingSet=)"
+    return Cause(
+        SWITCH_USER,
+        f"root cannot switch to another user here: setpriv's switch was refused (EPERM: "
+        f"root lacks {capability}), so nothing can run as the agent; the launcher drops to "
+        "the agent in every mode, so every launch would be refused",
+        give,
+    )
+
+
 def _loopback(f: Failure) -> Cause:
     if _apparmor_restricted(f.facts) and f.uid != 0:
         restricted = cause_unpriv_bwrap(f.facts) if f.in_our_outer else None
@@ -388,6 +412,8 @@ class KnownError:
 
 # Order matters: specific texts before the general ones they contain.
 KNOWN_ERRORS: tuple[KnownError, ...] = (
+    # First: the switch fails before the experiment runs, so nothing after it tells.
+    KnownError(SWITCH_USER_REFUSED, _switch_user, "docker/podman --cap-drop SETUID or SETGID"),
     KnownError(USERNS_LIMIT, _limit, "user.max_user_namespaces=0 (RHEL STIG), nesting depth"),
     KnownError(USERNS_UNSUPPORTED, _unsupported, "kernels without CONFIG_USER_NS"),
     KnownError(SECCOMP_FILTER_REFUSED, _filter_refused, "a seccomp profile forbidding filters"),

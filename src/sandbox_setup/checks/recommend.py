@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from sandbox_setup.base import remedies
 from sandbox_setup.base.accounts import DEFAULT_AGENT_USER
 from sandbox_setup.base.choices import Mode
+from sandbox_setup.checks.causes import SWITCH_USER
 from sandbox_setup.checks.model import Finding, Recommendation, Status
 
 UNSAFE_NOTE = (
@@ -92,7 +93,9 @@ def recommend(
             )
         return Recommendation(
             Mode.SANDBOX,
-            f"bubblewrap starts a sandbox with a fresh /proc {who}; {inner}. "
+            f"bubblewrap starts a sandbox with a fresh /proc {who}; {inner}."
+            + egress_note(by_id)
+            + " "
             + UNSAFE_NOTE
             + caveat,
         )
@@ -116,8 +119,34 @@ def recommend(
     return Recommendation(
         Mode.USER,
         f"no verified sandbox {who} ({why}); {user}, and Claude Code's root guard never "
-        f"fires for it{inner}.{landlock_note(by_id)} " + UNSAFE_NOTE,
+        f"fires for it{inner}.{landlock_note(by_id)}{no_switch_note(findings)} " + UNSAFE_NOTE,
     )
+
+
+def egress_note(by_id: dict[str, Finding]) -> str:
+    """Where net.egress failed, the apply refuses sandbox mode's default network (the
+    allowlist, through the egress proxy): say so with the recommendation, and what
+    launches meanwhile; empty otherwise."""
+    egress = by_id.get("net.egress")
+    if egress is None or egress.status is not Status.FAIL:
+        return ""
+    return (
+        f" But its default allowlist network would be refused: net.egress failed "
+        f"({egress.summary}); until it passes, only --network none launches (closed, and "
+        "Claude cannot reach its API)."
+    )
+
+
+def no_switch_note(findings: Iterable[Finding]) -> str:
+    """Where root cannot switch to the agent, a user-mode launch is refused too: say so,
+    with what allows it; empty otherwise."""
+    for finding in findings:
+        if finding.status is Status.FAIL and finding.detail.endswith(f"cause: {SWITCH_USER}"):
+            return (
+                " But a user-mode launch would be refused too: root cannot switch to the "
+                f"agent here ({finding.id}); to allow any launch: {finding.remedy}."
+            )
+    return ""
 
 
 def landlock_note(by_id: dict[str, Finding]) -> str:

@@ -47,7 +47,12 @@ def probe(uid: int, gid: int) -> dict[str, object]:
     try:
         directory.chmod(0o711)
         path = directory / "egress.sock"
-        proxy = fork_proxy(path, EgressPolicy.build([]), None, uid, gid)
+        # The socket is this process's, which connects to it below (as a launch's are
+        # the account's that connects): a root without CAP_DAC_OVERRIDE (docker
+        # --cap-drop DAC_OVERRIDE) cannot connect to a 0600 socket the proxy's uid owns,
+        # and no launch ever does that.
+        me = (os.geteuid(), os.getegid())
+        proxy = fork_proxy(path, EgressPolicy.build([]), None, uid, gid, socket_owner=me)
         try:
             proxy.wait_ready(TIMEOUT)
             probe_proxy(path, TIMEOUT)
