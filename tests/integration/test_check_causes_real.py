@@ -153,3 +153,21 @@ def test_an_empty_bounding_set_alone_does_not_break_claudes_helper_here() -> Non
     )  # fmt: skip
     assert "CapBnd:\t0000000000000000" in done.stdout, done
     assert done.returncode == 0, done
+
+
+def test_root_without_cap_chown_gets_a_verdict_not_a_crash(
+    project_install: ProjectInstall, tmp_path: Path
+) -> None:
+    """``--cap-drop ALL`` (Docker): root cannot chown the probe user's throwaway HOME
+    for ``claude --version``. The check says so in its detail; it used to crash
+    (``the check crashed: PermissionError``, status error)."""
+    require_tool("setpriv")
+    claude = NPM_PREFIX / "node_modules/.bin/claude"
+    argv = project_install.wizard(
+        "--check", "--json", "--as-user", "nobody", "--claude", str(claude), "claude.root_guard"
+    )
+    done = run(["setpriv", "--bounding-set", "-chown", "--", *argv])
+    assert done.returncode == 0, (argv, done.stdout, done.stderr)
+    found = finding(json.loads(done.stdout), "claude.root_guard")
+    assert found["status"] != "error" and "crashed" not in found["summary"], found
+    assert "CAP_CHOWN missing" in found["detail"], found

@@ -197,7 +197,16 @@ def _version_as_probe_user(ctx: Context, path: str) -> ProbeResult:
     home = tempfile.mkdtemp(prefix="sandbox-setup-guard-")
     try:
         if ctx.account is not None:
-            os.chown(home, ctx.account.uid, ctx.account.gid)
+            try:
+                os.chown(home, ctx.account.uid, ctx.account.gid)
+            except PermissionError as exc:
+                # e.g. a container without CAP_CHOWN: said, not a crash (exit 70).
+                return ProbeResult(
+                    (path, "--version"),
+                    None,
+                    stderr=f"cannot give the probe user {ctx.account.name} a home "
+                    f"(chown {home}: {exc.strerror}; CAP_CHOWN missing?)",
+                )
         return ctx.run(
             [path, "--version"],
             env={**QUIET_ENV, "HOME": home},
