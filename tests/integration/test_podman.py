@@ -177,10 +177,8 @@ def rootless(podman_workdir: Path) -> Iterator[LiveAccount]:
 def rootless_check(
     workdir: Path, install: ProjectInstall, options: tuple[str, ...], account: LiveAccount
 ) -> dict[str, Any]:
-    """``--check --json`` in a rootless container. (No apply: the host's /usr and /opt
-    are bound in, and what root owns on the host is nobody's inside a rootless
-    container, so the trust rule rightly refuses its bwrap and Claude; an image would
-    have them owned by the container's root. Copying /usr is 5 GB here.)"""
+    """``--check --json`` in a rootless container (whose /usr, project and Claude are
+    copies the account owns: :mod:`tests.integration.podman`)."""
     wizard = shlex.join(install.wizard())
     container = PodmanContainer(
         workdir, options=options, readonly=(str(install.root),), rootless=account
@@ -232,11 +230,16 @@ def turn_harness(workdir: Path) -> Path:
     return base
 
 
-def claude_turn(workdir: Path, install: ProjectInstall, options: tuple[str, ...]) -> dict[str, Any]:
+def claude_turn(
+    workdir: Path,
+    install: ProjectInstall,
+    options: tuple[str, ...],
+    rootless: LiveAccount | None = None,
+) -> dict[str, Any]:
     """check, apply, and one real Claude turn through sandbox-launch, in one container."""
     harness = turn_harness(workdir)
     readonly = (str(install.root), str(harness))
-    container = PodmanContainer(workdir, options=options, readonly=readonly)
+    container = PodmanContainer(workdir, options=options, readonly=readonly, rootless=rootless)
     env = {"PATH": PATH, "HOME": "/root", "PYTHONPATH": str(harness)}
     argv = [str(install.python), str(harness / "podman_turn.py"), str(install.python)]
     done = container.run([*argv, str(CLAUDE), WORKSPACE], env=env)
@@ -255,6 +258,29 @@ def test_the_real_claudes_bash_runs_wrapped_in_what_check_recommends(
     command runs inside Claude's own sandbox (seccomp filter, namespaces of its own,
     SANDBOX_RUNTIME=1) as the agent, in the mode --check recommended."""
     data = claude_turn(podman_workdir, project_install, options)
+    assert data["mode"] == mode, data
+    assert data["apply"][0] == 0, data["apply"]
+    assert data["launch"][0] == 0, data["launch"]
+    evidence = data.get("evidence")
+    assert evidence is not None, data
+    assert evidence["marker_seen"] and evidence["uid"] != 0, data
+    assert evidence["sandboxed"], data["tool_result"]
+
+
+@pytest.mark.parametrize(
+    ("options", "mode"), [((), "user"), (UNMASK, "sandbox")], ids=["default-masks", "unmask"]
+)
+def test_rootless_the_real_claudes_bash_runs_wrapped_in_what_check_recommends(
+    podman_workdir: Path,
+    project_install: ProjectInstall,
+    rootless: LiveAccount,
+    options: tuple[str, ...],
+    mode: str,
+) -> None:
+    """Rootless Podman (the container's root is the account, its ids subordinate
+    ones): the apply of what --check recommends, and the real Claude Code through the
+    launcher it installed, whose Bash runs inside Claude's own sandbox as the agent."""
+    data = claude_turn(podman_workdir, project_install, options, rootless)
     assert data["mode"] == mode, data
     assert data["apply"][0] == 0, data["apply"]
     assert data["launch"][0] == 0, data["launch"]
