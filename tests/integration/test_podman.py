@@ -64,8 +64,10 @@ def scenario(
     options: tuple[str, ...],
     apply_args: str = "",
     rootless: LiveAccount | None = None,
+    more: dict[str, str] | None = None,
 ) -> dict[str, Section]:
-    """check, apply what it recommends (plus ``apply_args``), launch: one container."""
+    """check, apply what it recommends (plus ``apply_args``), launch, then ``more``
+    (name: shell command, ``{launcher}`` replaced): one container."""
     wizard = shlex.join(install.wizard())
     launcher = shlex.join([str(install.python), "-m", "sandbox_setup.launcher"])
     pick = (
@@ -81,6 +83,7 @@ def scenario(
         "config": f"cat {LAUNCHER_TOML}",
         "launch": f"cd {WORKSPACE} && {launcher} -- --version",
     }
+    commands.update({k: v.replace("{launcher}", launcher) for k, v in (more or {}).items()})
     container = PodmanContainer(
         workdir, options=options, readonly=(str(install.root),), rootless=rootless
     )
@@ -155,6 +158,25 @@ def test_unmasked_default_caps_what_check_recommends_launches(
     assert launch.returncode == 0, (data["recommendation"], launch.output)
     assert "sandbox-launch: sandbox mode" in launch.output
     assert "Claude Code" in launch.output
+
+
+@pytest.mark.parametrize("capability", ["DAC_OVERRIDE", "FOWNER"])
+def test_without_a_capability_a_launch_does_not_need_sandbox_mode_is_recommended(
+    podman_workdir: Path, project_install: ProjectInstall, capability: str
+) -> None:
+    """``--cap-drop DAC_OVERRIDE`` or ``FOWNER``: a sandbox-mode launch with the
+    allowlist network works (its proxy's sockets are the launcher's), so net.egress,
+    which starts the same proxy, must pass too and the apply must not refuse it."""
+    sections = scenario(podman_workdir, project_install, (*UNMASK, "--cap-drop", capability))
+    data = check_json(sections)
+    found = statuses(data)
+    assert found["net.egress"] == "pass", data["checks"]
+    assert data["recommendation"]["mode"] == "sandbox", data["recommendation"]
+    assert sections["apply"].returncode == 0, sections["apply"].output
+    launch = sections["launch"]
+    assert launch.returncode == 0, launch.output
+    assert "sandbox-launch: sandbox mode" in launch.output
+    assert "network allowlist" in launch.output
 
 
 ROOTLESS = "ac-f-podman"

@@ -47,7 +47,12 @@ def probe(uid: int, gid: int) -> dict[str, object]:
     try:
         directory.chmod(0o711)
         path = directory / "egress.sock"
-        proxy = fork_proxy(path, EgressPolicy.build([]), None, uid, gid)
+        # The socket is the prober's own (it connects; the proxy only gets the listening
+        # descriptor), as a launch's listeners are the launcher's: giving it to UID
+        # would need CAP_CHOWN, CAP_FOWNER and CAP_DAC_OVERRIDE, which a launch does not
+        # (a container without them would be refused the allowlist network wrongly).
+        owner = (os.geteuid(), os.getegid())
+        proxy = fork_proxy(path, EgressPolicy.build([]), None, uid, gid, socket_owner=owner)
         try:
             proxy.wait_ready(TIMEOUT)
             probe_proxy(path, TIMEOUT)
