@@ -160,6 +160,58 @@ def test_unmasked_default_caps_what_check_recommends_launches(
     assert "Claude Code" in launch.output
 
 
+SETUID_FLAG = "podman run --cap-add SETUID"
+
+
+def test_a_missing_setuid_is_named_and_no_mode_a_launch_would_refuse_is_applied(
+    podman_workdir: Path, project_install: ProjectInstall
+) -> None:
+    """``--cap-drop SETUID``: root cannot become another account, so every launch of
+    sandbox and user mode is refused (both run the agent, and the egress proxy, as
+    accounts of their own). --check fails the launcher's start-up naming the flag, its
+    recommendation is not sandbox mode and says first that nothing launches until the
+    flag is given; the apply refuses both modes (exit 3) instead of writing a setup
+    whose every launch exits 3."""
+    sandbox_apply = (
+        f"{shlex.join(project_install.wizard())} --headless --mode sandbox --workspace "
+        f"{WORKSPACE} --claude {CLAUDE} --yes"
+    )
+    sections = scenario(
+        podman_workdir,
+        project_install,
+        (*UNMASK, "--cap-drop", "SETUID"),
+        more={"apply-sandbox": sandbox_apply},
+    )
+    data = check_json(sections)
+    found = {c["id"]: c for c in data["checks"]}
+    assert found["launch.path"]["status"] == "fail", found["launch.path"]
+    assert "CAP_SETUID" in found["launch.path"]["summary"]
+    assert SETUID_FLAG in found["launch.path"]["remedy"], found["launch.path"]
+    assert SETUID_FLAG in found["bwrap.sandbox"]["remedy"], found["bwrap.sandbox"]
+    recommendation = data["recommendation"]
+    assert recommendation["mode"] != "sandbox"
+    assert recommendation["reason"].startswith("Nothing can launch here yet"), recommendation
+    assert SETUID_FLAG in recommendation["reason"]
+    for name in ("apply", "apply-sandbox"):  # the recommended (user) mode, and sandbox
+        assert sections[name].returncode == 3, (name, sections[name].output)
+        assert SETUID_FLAG in sections[name].output, (name, sections[name].output)
+
+
+def test_without_setuid_a_launch_is_refused_indeed(
+    podman_workdir: Path, project_install: ProjectInstall
+) -> None:
+    """What the check above predicts: the sandbox-mode setup applied with default
+    capabilities, then launched by a root without CAP_SETUID (dropped from its
+    bounding set, as --cap-drop does), is refused (exit 3)."""
+    no_setuid = f"cd {WORKSPACE} && setpriv --bounding-set=-setuid -- {{launcher}} -- --version"
+    sections = scenario(podman_workdir, project_install, UNMASK, more={"no-setuid": no_setuid})
+    assert sections["launch"].returncode == 0, sections["launch"].output
+    refused = sections["no-setuid"]
+    assert refused.returncode == 3, refused.output
+    assert "setresuid failed: Operation not permitted" in refused.output
+    assert "(Claude Code)" not in refused.output  # its --version never ran
+
+
 @pytest.mark.parametrize("capability", ["DAC_OVERRIDE", "FOWNER"])
 def test_without_a_capability_a_launch_does_not_need_sandbox_mode_is_recommended(
     podman_workdir: Path, project_install: ProjectInstall, capability: str

@@ -72,6 +72,11 @@ def facts(
     )
 
 
+# What root's setpriv printed in real rootful Podman 4.3.1 with --cap-drop SETUID / SETGID.
+SETPRIV_SETRESUID = "setpriv: setresuid failed: Operation not permitted"
+SETPRIV_SETRESGID = "setpriv: setresgid failed: Operation not permitted"
+
+
 def failed(argv: tuple[str, ...], stderr: str) -> ProbeResult:
     return ProbeResult(argv, 1, "", stderr + "\n")
 
@@ -224,6 +229,39 @@ CASES = [
         True,
         "root-without-setfcap",
         ["CapabilityBoundingSet"],
+    ),
+    (
+        "podman --cap-drop SETUID: root's setpriv to the probe user",
+        SETPRIV_SETRESUID,
+        BWRAP,
+        facts("docker_default.txt"),
+        65534,
+        "podman",
+        False,
+        "root-cannot-switch-user",
+        ["CAP_SETUID", "podman run --cap-add SETUID ...", "no launch as root works"],
+    ),
+    (
+        "docker --cap-drop SETGID: root's setpriv to the probe user",
+        SETPRIV_SETRESGID,
+        BWRAP,
+        facts("docker_default.txt"),
+        0,
+        "docker",
+        False,
+        "root-cannot-switch-user",
+        ["CAP_SETGID", "docker run --cap-add SETGID ..."],
+    ),
+    (
+        "no CAP_SETUID outside a known runtime",
+        SETPRIV_SETRESUID,
+        BWRAP,
+        facts("docker_default.txt"),
+        0,
+        "none",
+        False,
+        "root-cannot-switch-user",
+        ["give root CAP_SETUID"],
     ),
     (
         "a filter that forbids filters",
