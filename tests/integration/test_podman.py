@@ -212,13 +212,15 @@ def test_without_setuid_a_launch_is_refused_indeed(
     assert "(Claude Code)" not in refused.output  # its --version never ran
 
 
-@pytest.mark.parametrize("capability", ["DAC_OVERRIDE", "FOWNER"])
+@pytest.mark.parametrize("capability", ["DAC_OVERRIDE", "FOWNER", "KILL"])
 def test_without_a_capability_a_launch_does_not_need_sandbox_mode_is_recommended(
     podman_workdir: Path, project_install: ProjectInstall, capability: str
 ) -> None:
-    """``--cap-drop DAC_OVERRIDE`` or ``FOWNER``: a sandbox-mode launch with the
-    allowlist network works (its proxy's sockets are the launcher's), so net.egress,
-    which starts the same proxy, must pass too and the apply must not refuse it."""
+    """``--cap-drop DAC_OVERRIDE``, ``FOWNER`` or ``KILL``: a sandbox-mode launch with
+    the allowlist network works (its proxy's sockets are the launcher's; the proxy,
+    another account's process, is stopped by a child with its uid where root may not
+    signal it), so net.egress, which starts and stops the same proxy, must pass too and
+    the apply must not refuse it."""
     sections = scenario(podman_workdir, project_install, (*UNMASK, "--cap-drop", capability))
     data = check_json(sections)
     found = statuses(data)

@@ -53,6 +53,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sandbox_setup.base.errors import RefusedError
+from sandbox_setup.launcher.agent_step import agent_may_retry, as_agent
 from sandbox_setup.launcher.egress.netns import MAX_SOCKETS
 from sandbox_setup.launcher.egress.wire import PROXY_HEADER
 from sandbox_setup.policy.addresses import parse_address
@@ -136,8 +137,10 @@ class ProxyProcess:
         paths: Sequence[str],
         remove: bool,
         control: socket.socket | None = None,
+        ids: tuple[int, int] | None = None,
     ) -> None:
         self.pid = pid
+        self._ids = ids  # the proxy's uid and gid
         self._ready_fd: int | None = ready_fd
         self._paths = tuple(paths)
         self._remove = remove  # the sockets are ours to unlink at the end
@@ -180,6 +183,22 @@ class ProxyProcess:
             self.stop()
             raise RefusedError(NOT_STARTED)
 
+    def _kill(self) -> None:
+        """SIGKILL the proxy. Root without CAP_KILL (a container that dropped it) may
+        not signal another account's process, and the reap would then wait for ever:
+        the signal is then sent by a child with the proxy's effective uid (root's real
+        and saved ones: :mod:`sandbox_setup.launcher.agent_step`), which may."""
+        try:
+            os.kill(self.pid, signal.SIGKILL)
+        except PermissionError:
+            if self._ids is None or not agent_may_retry(self._ids[0]):
+                return
+            pid = self.pid
+            with contextlib.suppress(OSError):
+                as_agent(*self._ids, lambda: os.kill(pid, signal.SIGKILL))
+        except OSError:
+            pass
+
     def stop(self) -> None:
         """Kill and reap the proxy (idempotent); remove its sockets when it made them."""
         if self._ready_fd is not None:
@@ -189,8 +208,7 @@ class ProxyProcess:
             self._control.close()
             self._control = None
         if not self._reaped:
-            with contextlib.suppress(OSError):
-                os.kill(self.pid, signal.SIGKILL)
+            self._kill()
             with contextlib.suppress(OSError):
                 os.waitpid(self.pid, 0)
             self._reaped = True
@@ -341,7 +359,7 @@ def fork_proxy(
     if control_child is not None:
         control_child.close()
     os.close(ready_w)
-    return ProxyProcess(pid, ready_r, paths, remove=True, control=control)
+    return ProxyProcess(pid, ready_r, paths, remove=True, control=control, ids=(uid, gid))
 
 
 def _receive_listeners(
