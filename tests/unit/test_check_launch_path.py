@@ -188,3 +188,14 @@ def test_no_mode_is_applied_where_root_cannot_become_the_agent(tmp_path: Path) -
     assert advice.reason.startswith("Nothing can launch here yet")
     assert "podman run --cap-add SETUID" in advice.reason
     assert not recommend(findings(judge(OK))).reason.startswith("Nothing")
+
+
+def test_the_audit_of_a_user_mode_setup_names_a_root_that_cannot_become_the_agent() -> None:
+    from sandbox_setup.audit.mode import mode_findings
+    from tests.unit.test_audit_mode import config
+
+    user = config(mode="user", inner="off")
+    assert mode_findings(report(judge(OK)), user) == []
+    (found,) = mode_findings(report(judge(NO_SETUID)), user)
+    assert found.id == "audit.mode.launch_path"
+    assert "podman run --cap-add SETUID" in found.remedy
