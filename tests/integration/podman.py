@@ -10,9 +10,12 @@ a new container (``--rm``), with no network (``--network none``).
 
 Rootless (``rootless=`` a live account, which useradd gives subordinate ids): the root
 is the account's. What root owns on the host is nobody's (the overflow uid) inside a
-rootless container, so the tests only run ``--check`` there (the trust rule rightly
-refuses a bwrap or Claude that nobody owns; an image would have them owned by the
-container's root). Rootless Podman starts with its default rlimits here.
+rootless container, and the trust rule rightly refuses a bwrap, a Python or a Claude
+that nobody owns. So a rootless container gets no host directory at all: its root
+holds a copy of the host's /usr (less the large trees nothing here runs:
+:data:`USR_SKIPPED`) and of every path it would have bound, all owned by the account
+(the container's root), as an image would have them. Rootless Podman starts with its
+default rlimits here.
 
 Rootful Podman on a host where root lacks ``CAP_SYS_RESOURCE`` (this CI machine is
 one: containers started by a sandboxing runtime often are) cannot start a container
@@ -25,6 +28,7 @@ limits where those are lower).
 from __future__ import annotations
 
 import dataclasses
+import os
 import resource
 import shutil
 import subprocess
@@ -43,6 +47,44 @@ RLIMIT_ERROR = "error setting rlimit"
 NOFILE, NPROC = 20000, 32768
 SKELETON_DIRS = ("usr", "etc", "proc", "sys", "dev", "tmp", "run", "var/tmp", "root", "home", "srv")
 SKELETON_LINKS = {"bin": "usr/bin", "sbin": "usr/sbin", "lib": "usr/lib", "lib64": "usr/lib64"}
+
+
+# Trees of /usr that nothing a test runs in a container uses (the rootless copy skips
+# them: together some 3 GB here). /usr/local is a tmpfs in every container.
+USR_SKIPPED = (
+    "usr/local", "usr/lib/google-cloud-sdk", "usr/lib/jvm", "usr/lib/llvm-14",
+    "usr/lib/gcc", "usr/lib/postgresql", "usr/lib/debug", "usr/share/doc", "usr/share/man",
+)  # fmt: skip
+
+
+def copy_owned(rootfs: Path, path: str, owner: LiveAccount, skip: Sequence[str] = ()) -> None:
+    """Copy the host's ``path`` to the same place under ``rootfs``, owned by ``owner``
+    (tar writes the owner into the stream; root extracting it keeps it). Idempotent."""
+    relative = path.strip("/")
+    if (rootfs / relative).exists() and (rootfs / relative).stat().st_uid == owner.uid:
+        return
+    (rootfs / relative).parent.mkdir(parents=True, exist_ok=True)
+    excludes = [f"--exclude=./{s}" for s in skip]
+    pack = subprocess.Popen(
+        ["tar", "-C", "/", "-c", "--numeric-owner", f"--owner={owner.uid}",
+         f"--group={owner.gid}", *excludes, f"./{relative}"],
+        stdout=subprocess.PIPE,
+    )  # fmt: skip
+    unpack = subprocess.run(
+        ["tar", "-C", str(rootfs), "-x", "--numeric-owner", "--same-owner", "-p"],
+        stdin=pack.stdout,
+        check=False,
+        capture_output=True,
+    )
+    assert pack.stdout is not None
+    pack.stdout.close()
+    # (tar's own exit may be 1 for a file other tests change while it is read)
+    if pack.wait() > 1 or unpack.returncode > 1:
+        raise RuntimeError(f"copying {path} into {rootfs} failed: {unpack.stderr!r}")
+    for directory in (rootfs / relative).parents:
+        if directory == rootfs:
+            break
+        os.chown(directory, owner.uid, owner.gid)
 
 
 def build_rootfs(base: Path, owner: LiveAccount | None = None) -> Path:
@@ -70,6 +112,10 @@ def build_rootfs(base: Path, owner: LiveAccount | None = None) -> Path:
         (rootfs / "etc/mtab").symlink_to("../proc/self/mounts")
     if owner is not None:
         subprocess.run(["chown", "-R", "-h", f"{owner.uid}:{owner.gid}", str(rootfs)], check=True)
+        (rootfs / "usr").rmdir()
+        copy_owned(rootfs, "/usr", owner, USR_SKIPPED)
+        (rootfs / "usr/local").mkdir(mode=0o755, exist_ok=True)
+        os.chown(rootfs / "usr/local", owner.uid, owner.gid)
     rootfs.rename(final)
     return final
 
@@ -163,10 +209,18 @@ class PodmanContainer:
         # /usr read-only (never an overlay of a tree other tests may install into
         # meanwhile); /usr/local, where an apply installs its copy of Claude, a tmpfs
         # of the container's root.
-        volumes = ["-v", "/usr:/usr:ro", "--tmpfs", "/usr/local:mode=0755"]
-        for path in (str(NPM_PREFIX.parent), *self.readonly):
-            if Path(path).exists():
+        volumes = ["--tmpfs", "/usr/local:mode=0755"]
+        # (rootless: only the Claude Code the tests run, copied; rootful: both, bound)
+        claude = NPM_PREFIX if self.rootless is not None else NPM_PREFIX.parent
+        for path in (str(claude), *self.readonly):
+            if not Path(path).exists():
+                continue
+            if self.rootless is not None:
+                copy_owned(rootfs, path, self.rootless)  # the account's, as in an image
+            else:
                 volumes += ["-v", f"{path}:{path}:ro"]
+        if self.rootless is None:
+            volumes = ["-v", "/usr:/usr:ro", *volumes]
         envs = [f"--env={key}={value}" for key, value in env.items()]
         return [
             *as_account(self.rootless), podman, "run", "--rm", "--network", "none",

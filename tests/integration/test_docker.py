@@ -306,8 +306,8 @@ def test_docker_fix_without_setuid_names_the_capability_every_launch_needs(
 ) -> None:
     """The fix with ``--cap-drop SETUID``: root cannot switch to the agent, which every
     launch does (a sandbox-mode one first of all). --check does not recommend sandbox
-    mode, names the capability and the flag, and says a user-mode launch is refused too
-    (there is no mode left that launches; unsafe is never recommended)."""
+    mode, names the capability and the flag, and says nothing can launch until it is
+    given (a user-mode launch is refused too; unsafe is never recommended)."""
     wizard = shlex.join(project_install.wizard())
     options = (*DOCKER_FIX, "--cap-drop", "SETUID")
     container = DockerContainer(
@@ -321,13 +321,13 @@ def test_docker_fix_without_setuid_names_the_capability_every_launch_needs(
     found = checks(data)
     sandbox = found["bwrap.sandbox"]
     assert sandbox["status"] == "fail", sandbox
-    assert sandbox["detail"].endswith("cause: switch-user-refused"), sandbox
+    assert sandbox["detail"].endswith("cause: root-cannot-switch-user"), sandbox
     assert "CAP_SETUID" in sandbox["summary"], sandbox
     assert sandbox["remedy"].startswith("docker run --cap-add SETUID"), sandbox
     assert found["launch.path"]["status"] == "fail", found["launch.path"]
     recommendation = data["recommendation"]
     assert recommendation["mode"] != "sandbox", recommendation
-    assert "a user-mode launch would be refused too" in recommendation["reason"], recommendation
+    assert recommendation["reason"].startswith("Nothing can launch here yet"), recommendation
     assert "--cap-add SETUID" in recommendation["reason"], recommendation
 
 

@@ -64,8 +64,10 @@ def scenario(
     options: tuple[str, ...],
     apply_args: str = "",
     rootless: LiveAccount | None = None,
+    more: dict[str, str] | None = None,
 ) -> dict[str, Section]:
-    """check, apply what it recommends (plus ``apply_args``), launch: one container."""
+    """check, apply what it recommends (plus ``apply_args``), launch, then ``more``
+    (name: shell command, ``{launcher}`` replaced): one container."""
     wizard = shlex.join(install.wizard())
     launcher = shlex.join([str(install.python), "-m", "sandbox_setup.launcher"])
     pick = (
@@ -81,6 +83,7 @@ def scenario(
         "config": f"cat {LAUNCHER_TOML}",
         "launch": f"cd {WORKSPACE} && {launcher} -- --version",
     }
+    commands.update({k: v.replace("{launcher}", launcher) for k, v in (more or {}).items()})
     container = PodmanContainer(
         workdir, options=options, readonly=(str(install.root),), rootless=rootless
     )
@@ -157,6 +160,79 @@ def test_unmasked_default_caps_what_check_recommends_launches(
     assert "Claude Code" in launch.output
 
 
+SETUID_FLAG = "podman run --cap-add SETUID"
+
+
+def test_a_missing_setuid_is_named_and_no_mode_a_launch_would_refuse_is_applied(
+    podman_workdir: Path, project_install: ProjectInstall
+) -> None:
+    """``--cap-drop SETUID``: root cannot become another account, so every launch of
+    sandbox and user mode is refused (both run the agent, and the egress proxy, as
+    accounts of their own). --check fails the launcher's start-up naming the flag, its
+    recommendation is not sandbox mode and says first that nothing launches until the
+    flag is given; the apply refuses both modes (exit 3) instead of writing a setup
+    whose every launch exits 3."""
+    sandbox_apply = (
+        f"{shlex.join(project_install.wizard())} --headless --mode sandbox --workspace "
+        f"{WORKSPACE} --claude {CLAUDE} --yes"
+    )
+    sections = scenario(
+        podman_workdir,
+        project_install,
+        (*UNMASK, "--cap-drop", "SETUID"),
+        more={"apply-sandbox": sandbox_apply},
+    )
+    data = check_json(sections)
+    found = {c["id"]: c for c in data["checks"]}
+    assert found["launch.path"]["status"] == "fail", found["launch.path"]
+    assert "CAP_SETUID" in found["launch.path"]["summary"]
+    assert SETUID_FLAG in found["launch.path"]["remedy"], found["launch.path"]
+    assert SETUID_FLAG in found["bwrap.sandbox"]["remedy"], found["bwrap.sandbox"]
+    recommendation = data["recommendation"]
+    assert recommendation["mode"] != "sandbox"
+    assert recommendation["reason"].startswith("Nothing can launch here yet"), recommendation
+    assert SETUID_FLAG in recommendation["reason"]
+    for name in ("apply", "apply-sandbox"):  # the recommended (user) mode, and sandbox
+        assert sections[name].returncode == 3, (name, sections[name].output)
+        assert SETUID_FLAG in sections[name].output, (name, sections[name].output)
+
+
+def test_without_setuid_a_launch_is_refused_indeed(
+    podman_workdir: Path, project_install: ProjectInstall
+) -> None:
+    """What the check above predicts: the sandbox-mode setup applied with default
+    capabilities, then launched by a root without CAP_SETUID (dropped from its
+    bounding set, as --cap-drop does), is refused (exit 3)."""
+    no_setuid = f"cd {WORKSPACE} && setpriv --bounding-set=-setuid -- {{launcher}} -- --version"
+    sections = scenario(podman_workdir, project_install, UNMASK, more={"no-setuid": no_setuid})
+    assert sections["launch"].returncode == 0, sections["launch"].output
+    refused = sections["no-setuid"]
+    assert refused.returncode == 3, refused.output
+    assert "setresuid failed: Operation not permitted" in refused.output
+    assert "(Claude Code)" not in refused.output  # its --version never ran
+
+
+@pytest.mark.parametrize("capability", ["DAC_OVERRIDE", "FOWNER", "KILL"])
+def test_without_a_capability_a_launch_does_not_need_sandbox_mode_is_recommended(
+    podman_workdir: Path, project_install: ProjectInstall, capability: str
+) -> None:
+    """``--cap-drop DAC_OVERRIDE``, ``FOWNER`` or ``KILL``: a sandbox-mode launch with
+    the allowlist network works (its proxy's sockets are the launcher's; the proxy,
+    another account's process, is stopped by a child with its uid where root may not
+    signal it), so net.egress, which starts and stops the same proxy, must pass too and
+    the apply must not refuse it."""
+    sections = scenario(podman_workdir, project_install, (*UNMASK, "--cap-drop", capability))
+    data = check_json(sections)
+    found = statuses(data)
+    assert found["net.egress"] == "pass", data["checks"]
+    assert data["recommendation"]["mode"] == "sandbox", data["recommendation"]
+    assert sections["apply"].returncode == 0, sections["apply"].output
+    launch = sections["launch"]
+    assert launch.returncode == 0, launch.output
+    assert "sandbox-launch: sandbox mode" in launch.output
+    assert "network allowlist" in launch.output
+
+
 ROOTLESS = "ac-f-podman"
 
 
@@ -177,10 +253,8 @@ def rootless(podman_workdir: Path) -> Iterator[LiveAccount]:
 def rootless_check(
     workdir: Path, install: ProjectInstall, options: tuple[str, ...], account: LiveAccount
 ) -> dict[str, Any]:
-    """``--check --json`` in a rootless container. (No apply: the host's /usr and /opt
-    are bound in, and what root owns on the host is nobody's inside a rootless
-    container, so the trust rule rightly refuses its bwrap and Claude; an image would
-    have them owned by the container's root. Copying /usr is 5 GB here.)"""
+    """``--check --json`` in a rootless container (whose /usr, project and Claude are
+    copies the account owns: :mod:`tests.integration.podman`)."""
     wizard = shlex.join(install.wizard())
     container = PodmanContainer(
         workdir, options=options, readonly=(str(install.root),), rootless=account
@@ -232,11 +306,16 @@ def turn_harness(workdir: Path) -> Path:
     return base
 
 
-def claude_turn(workdir: Path, install: ProjectInstall, options: tuple[str, ...]) -> dict[str, Any]:
+def claude_turn(
+    workdir: Path,
+    install: ProjectInstall,
+    options: tuple[str, ...],
+    rootless: LiveAccount | None = None,
+) -> dict[str, Any]:
     """check, apply, and one real Claude turn through sandbox-launch, in one container."""
     harness = turn_harness(workdir)
     readonly = (str(install.root), str(harness))
-    container = PodmanContainer(workdir, options=options, readonly=readonly)
+    container = PodmanContainer(workdir, options=options, readonly=readonly, rootless=rootless)
     env = {"PATH": PATH, "HOME": "/root", "PYTHONPATH": str(harness)}
     argv = [str(install.python), str(harness / "podman_turn.py"), str(install.python)]
     done = container.run([*argv, str(CLAUDE), WORKSPACE], env=env)
@@ -255,6 +334,29 @@ def test_the_real_claudes_bash_runs_wrapped_in_what_check_recommends(
     command runs inside Claude's own sandbox (seccomp filter, namespaces of its own,
     SANDBOX_RUNTIME=1) as the agent, in the mode --check recommended."""
     data = claude_turn(podman_workdir, project_install, options)
+    assert data["mode"] == mode, data
+    assert data["apply"][0] == 0, data["apply"]
+    assert data["launch"][0] == 0, data["launch"]
+    evidence = data.get("evidence")
+    assert evidence is not None, data
+    assert evidence["marker_seen"] and evidence["uid"] != 0, data
+    assert evidence["sandboxed"], data["tool_result"]
+
+
+@pytest.mark.parametrize(
+    ("options", "mode"), [((), "user"), (UNMASK, "sandbox")], ids=["default-masks", "unmask"]
+)
+def test_rootless_the_real_claudes_bash_runs_wrapped_in_what_check_recommends(
+    podman_workdir: Path,
+    project_install: ProjectInstall,
+    rootless: LiveAccount,
+    options: tuple[str, ...],
+    mode: str,
+) -> None:
+    """Rootless Podman (the container's root is the account, its ids subordinate
+    ones): the apply of what --check recommends, and the real Claude Code through the
+    launcher it installed, whose Bash runs inside Claude's own sandbox as the agent."""
+    data = claude_turn(podman_workdir, project_install, options, rootless)
     assert data["mode"] == mode, data
     assert data["apply"][0] == 0, data["apply"]
     assert data["launch"][0] == 0, data["launch"]

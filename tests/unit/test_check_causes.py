@@ -438,8 +438,8 @@ def test_a_refused_switch_to_the_probe_user_names_the_capability_and_the_flag(
     cause is root's missing capability (every launch drops to the agent), not the tool's."""
     for argv in (BWRAP, UNSHARE):
         cause = diagnose(failed(argv, stderr), facts(), uid=65534, platform="docker")
-        assert cause.key == "switch-user-refused"
-        assert capability in cause.summary and "every launch" in cause.summary
-        assert cause.remedy.startswith("docker run --cap-add SETUID --cap-add SETGID")
+        assert cause.key == "root-cannot-switch-user"
+        assert capability in cause.summary and "no launch as root works" in cause.summary
+        assert cause.remedy.startswith(f"docker run --cap-add {capability[4:]} ")
     host = diagnose(failed(BWRAP, stderr), facts(), uid=65534, platform="none")
-    assert "CAP_SETUID and CAP_SETGID" in host.remedy and "--cap-add" not in host.remedy
+    assert f"give root {capability}" in host.remedy and "--cap-add" not in host.remedy

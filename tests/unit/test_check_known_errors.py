@@ -6,8 +6,7 @@ real is in tests/integration/test_check_causes_real.py (and the container
 scenarios of test_check_containers.py); the rest can only be canned here:
 
 - real: root without CAP_SETFCAP, user.max_user_namespaces=0, a seccomp profile
-  that refuses new user namespaces (Docker's default) or new filters; root without
-  CAP_SETUID (tests/integration/test_docker.py);
+  that refuses new user namespaces (Docker's default) or new filters;
 - text real, cause simulated: ``loopback: Failed RTM_NEWADDR`` (a seccomp
   profile refusing sendto stands in for AppArmor taking CAP_NET_ADMIN);
 - canned: Ubuntu 24.04's bubblewrap 0.9.0 / AppArmor ``unpriv_bwrap`` (no
@@ -50,7 +49,6 @@ DOCKER_SECCOMP = (
     "non-privileged user namespaces. See <https://deb.li/bubblewrap> or "
     "<file:///usr/share/doc/bubblewrap/README.Debian.gz>."
 )
-SETPRIV_SETRESUID = "setpriv: setresuid failed: Operation not permitted"
 STIG_ENOSPC = "unshare: unshare failed: No space left on device"
 # CapBnd of a root whose bounding set lacks CAP_SETFCAP (bit 31), e.g. docker --cap-drop SETFCAP.
 NO_SETFCAP_STATUS = fixture_text("status", "host_root.txt").replace(
@@ -72,6 +70,11 @@ def facts(
         bwrap_profiles=profiles,
         bwrap_restricting_profiles=restricting,
     )
+
+
+# What root's setpriv printed in real rootful Podman 4.3.1 with --cap-drop SETUID / SETGID.
+SETPRIV_SETRESUID = "setpriv: setresuid failed: Operation not permitted"
+SETPRIV_SETRESGID = "setpriv: setresgid failed: Operation not permitted"
 
 
 def failed(argv: tuple[str, ...], stderr: str) -> ProbeResult:
@@ -228,15 +231,37 @@ CASES = [
         ["CapabilityBoundingSet"],
     ),
     (
-        "root without CAP_SETUID: the switch to the probe user (docker --cap-drop SETUID)",
+        "podman --cap-drop SETUID: root's setpriv to the probe user",
         SETPRIV_SETRESUID,
         BWRAP,
-        facts(),
+        facts("docker_default.txt"),
         65534,
+        "podman",
+        False,
+        "root-cannot-switch-user",
+        ["CAP_SETUID", "podman run --cap-add SETUID ...", "no launch as root works"],
+    ),
+    (
+        "docker --cap-drop SETGID: root's setpriv to the probe user",
+        SETPRIV_SETRESGID,
+        BWRAP,
+        facts("docker_default.txt"),
+        0,
         "docker",
         False,
-        "switch-user-refused",
-        ["CAP_SETUID", "every launch", "--cap-add SETUID --cap-add SETGID"],
+        "root-cannot-switch-user",
+        ["CAP_SETGID", "docker run --cap-add SETGID ..."],
+    ),
+    (
+        "no CAP_SETUID outside a known runtime",
+        SETPRIV_SETRESUID,
+        BWRAP,
+        facts("docker_default.txt"),
+        0,
+        "none",
+        False,
+        "root-cannot-switch-user",
+        ["give root CAP_SETUID"],
     ),
     (
         "a filter that forbids filters",

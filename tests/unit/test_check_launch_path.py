@@ -145,3 +145,57 @@ def test_the_audit_names_a_launch_that_would_be_refused() -> None:
     host = replace(sandbox, network=Network.HOST)
     assert mode_findings(network_only, host) == []
     assert mode_findings(report(judge(DEFAULT_CAPS)), config(mode="user", inner="off")) == []
+
+
+# What the probe printed in real rootful Podman 4.3.1 with --cap-drop SETUID (and SETGID).
+NO_SETUID = dict(
+    OK,
+    sandbox="bwrap did not start the sandbox: setpriv: setresuid failed: Operation not permitted",
+    verify=None,
+    network=None,
+)
+NO_SETGID = dict(NO_SETUID, sandbox=NO_SETUID["sandbox"].replace("setresuid", "setresgid"))
+
+
+@pytest.mark.parametrize(("probed", "capability"), [(NO_SETUID, "SETUID"), (NO_SETGID, "SETGID")])
+def test_a_root_that_cannot_become_the_agent_names_the_flag_and_not_user_mode(
+    probed: dict[str, object], capability: str
+) -> None:
+    verdict = judge(probed)
+    assert verdict.status is Status.FAIL
+    assert f"CAP_{capability}" in verdict.summary
+    assert f"podman run --cap-add {capability} ..." in verdict.remedy
+    assert "--mode user" not in verdict.remedy  # user mode needs the id change too
+    assert verdict.detail.endswith("cause: root-cannot-switch-user")
+    assert "--cap-add" not in judge(probed, platform="none").remedy
+
+
+def test_no_mode_is_applied_where_root_cannot_become_the_agent(tmp_path: Path) -> None:
+    """Sandbox and user mode both refused by the plan, the flag named; the
+    recommendation says so first, with the flag."""
+    blocked = report(judge(NO_SETUID))
+    for mode in (Mode.SANDBOX, Mode.USER):
+        blocker = mode_blocker(blocked, mode)
+        assert blocker is not None and "--cap-add SETUID" in blocker.remedy, mode
+    layout = Layout.for_root(make_target_root(tmp_path / "root"))
+    with pytest.raises(RefusedError, match="user mode needs a root that can become") as caught:
+        build_plan(blocked, Answers(Mode.USER, workspaces=WS), layout)
+    assert "podman run --cap-add SETUID" in str(caught.value)
+    found = findings(judge(NO_SETUID))
+    found[0] = Finding("bwrap.sandbox", "t", Status.FAIL, "setpriv failed")
+    advice = recommend(found)
+    assert advice.mode is not Mode.SANDBOX
+    assert advice.reason.startswith("Nothing can launch here yet")
+    assert "podman run --cap-add SETUID" in advice.reason
+    assert not recommend(findings(judge(OK))).reason.startswith("Nothing")
+
+
+def test_the_audit_of_a_user_mode_setup_names_a_root_that_cannot_become_the_agent() -> None:
+    from sandbox_setup.audit.mode import mode_findings
+    from tests.unit.test_audit_mode import config
+
+    user = config(mode="user", inner="off")
+    assert mode_findings(report(judge(OK)), user) == []
+    (found,) = mode_findings(report(judge(NO_SETUID)), user)
+    assert found.id == "audit.mode.launch_path"
+    assert "podman run --cap-add SETUID" in found.remedy

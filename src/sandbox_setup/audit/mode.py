@@ -10,6 +10,7 @@ from __future__ import annotations
 from sandbox_setup.audit.model import AuditFinding, Severity
 from sandbox_setup.base import remedies
 from sandbox_setup.base.launcher_config import LauncherConfig
+from sandbox_setup.checks.causes import SWITCH_CAUSE
 from sandbox_setup.checks.model import Report, Status, cause_key
 
 # (check ID, audit ID, what the mode uses it for)
@@ -95,12 +96,23 @@ def _launch_needs(report: Report, config: LauncherConfig) -> list[AuditFinding]:
     return _need(report, *LAUNCH_NEEDS)
 
 
+def _switch_needs(report: Report) -> list[AuditFinding]:
+    """Root can no longer become another account (a container without CAP_SETUID or
+    CAP_SETGID): a user-mode launch runs the agent as one too."""
+    finding = report.get(LAUNCH_NEEDS[0])
+    if finding is None or cause_key(finding) != SWITCH_CAUSE:
+        return []
+    return _need(report, LAUNCH_NEEDS[0], LAUNCH_NEEDS[1], "every launch (root becomes the agent)")
+
+
 def mode_findings(report: Report, config: LauncherConfig) -> list[AuditFinding]:
     """Sandbox mode needs bwrap.sandbox, and the nested probe of its inner strength;
-    an inner sandbox that is on, in any mode, needs its dependencies."""
+    an inner sandbox that is on, in any mode, needs its dependencies; user mode, a
+    root that can become the agent."""
     deps = _need(report, *DEPS_NEEDS) if config.inner_sandbox != "off" else []
     if str(config.mode) != "sandbox":
-        return _direct_needs(report, config) + deps
+        switch = _switch_needs(report) if str(config.mode) == "user" else []
+        return switch + _direct_needs(report, config) + deps
     found = _need(report, *SANDBOX_NEEDS)
     if not found:
         found = _launch_needs(report, config)

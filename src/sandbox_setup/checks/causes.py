@@ -20,7 +20,7 @@ from sandbox_setup.base.accounts import DEFAULT_AGENT_USER
 from sandbox_setup.base.apparmor import manual_remedy
 from sandbox_setup.checks.facts import CAP_SETFCAP, HostFacts
 from sandbox_setup.checks.mounts import proc_covers, proc_locked_readonly, summarize_covers
-from sandbox_setup.checks.platform import seccomp_remedy, unmask_remedy
+from sandbox_setup.checks.platform import cap_add_remedy, seccomp_remedy, unmask_remedy
 from sandbox_setup.checks.probe import ProbeResult
 
 SYSCTL_USERNS_PERSIST = "/etc/sysctl.d/90-sandbox-setup-userns.conf"
@@ -84,15 +84,6 @@ ID_MAP_REFUSED = (
     "nested userns is capability-restricted",
     "error writing to setgroups",
 )
-# Root's switch to the probe user (setpriv, before the experiment itself) refused: root
-# lacks CAP_SETUID or CAP_SETGID (docker/podman --cap-drop). The launcher drops to the
-# agent the same way in every mode, so no launch can start here.
-SWITCH_USER_REFUSED = (
-    "setpriv: setresuid failed: Operation not permitted",
-    "setpriv: setresgid failed: Operation not permitted",
-    "setpriv: setgroups failed: Operation not permitted",
-)
-SWITCH_USER = "switch-user-refused"
 FRESH_PROC_REFUSED = (
     "Can't mount proc on /newroot/proc",
     "mount /proc failed",
@@ -303,6 +294,36 @@ def _helper_without_caps(f: Failure) -> Cause | None:
     )
 
 
+# setpriv (root dropping to the probe user, as a launch drops to the agent) was refused
+# the id change: the container dropped CAP_SETUID or CAP_SETGID.
+SWITCH_REFUSED = ("setresuid failed", "setresgid failed", "setgroups failed")
+SWITCH_CAUSE = "root-cannot-switch-user"
+
+
+def switch_capability(error: str) -> str | None:
+    """The capability (without ``CAP_``) an id change refused in ``error`` needs."""
+    if "setresuid failed" in error:
+        return "SETUID"
+    if "setresgid failed" in error or "setgroups failed" in error:
+        return "SETGID"
+    return None
+
+
+def _switch_refused(f: Failure) -> Cause | None:
+    # (only root's probes change ids: f.uid is the probe user's, whom root became)
+    capability = switch_capability(f.result.stderr)
+    if capability is None:
+        return None
+    return Cause(
+        SWITCH_CAUSE,
+        f"root lacks CAP_{capability} here: it cannot become another account, so no launch "
+        "as root works (sandbox and user mode both run the agent, and the egress proxy, "
+        f"as accounts of their own): {f.result.last_error or 'setpriv failed'}",
+        cap_add_remedy(f.platform, capability)
+        or f"give root CAP_{capability} (systemd: CapabilityBoundingSet=)",
+    )
+
+
 def _root_uid_map(f: Failure) -> Cause | None:
     if f.uid != 0 or f.facts.has_bounding_cap(CAP_SETFCAP):
         return None  # an unprivileged caller maps its own uid, not 0: another cause
@@ -314,21 +335,6 @@ def _root_uid_map(f: Failure) -> Cause | None:
         "give the process CAP_SETFCAP (docker/podman: --cap-add SETFCAP; systemd: remove it "
         "from CapabilityBoundingSet=/CapabilityBoundingSet=~), or run the sandbox as an "
         "unprivileged user: sandbox mode's launcher drops to the agent user first",
-    )
-
-
-def _switch_user(f: Failure) -> Cause:
-    capability = "CAP_SETUID" if "setresuid" in f.result.stderr else "CAP_SETGID"
-    if f.platform in ("docker", "podman"):
-        give = f"{f.platform} run --cap-add SETUID --cap-add SETGID ... (restart the container)"
-    else:
-        give = "give root CAP_SETUID and CAP_SETGID (systemd: CapabilityBoundingSet=)"
-    return Cause(
-        SWITCH_USER,
-        f"root cannot switch to another user here: setpriv's switch was refused (EPERM: "
-        f"root lacks {capability}), so nothing can run as the agent; the launcher drops to "
-        "the agent in every mode, so every launch would be refused",
-        give,
     )
 
 
@@ -413,7 +419,7 @@ class KnownError:
 # Order matters: specific texts before the general ones they contain.
 KNOWN_ERRORS: tuple[KnownError, ...] = (
     # First: the switch fails before the experiment runs, so nothing after it tells.
-    KnownError(SWITCH_USER_REFUSED, _switch_user, "docker/podman --cap-drop SETUID or SETGID"),
+    KnownError(SWITCH_REFUSED, _switch_refused, "docker/podman --cap-drop SETUID or SETGID"),
     KnownError(USERNS_LIMIT, _limit, "user.max_user_namespaces=0 (RHEL STIG), nesting depth"),
     KnownError(USERNS_UNSUPPORTED, _unsupported, "kernels without CONFIG_USER_NS"),
     KnownError(SECCOMP_FILTER_REFUSED, _filter_refused, "a seccomp profile forbidding filters"),

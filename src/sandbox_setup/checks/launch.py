@@ -28,16 +28,16 @@ from dataclasses import dataclass
 
 from sandbox_setup.base import remedies
 from sandbox_setup.checks.base import Context, Verdict
-from sandbox_setup.checks.causes import Cause
+from sandbox_setup.checks.causes import SWITCH_CAUSE, Cause, switch_capability
 from sandbox_setup.checks.experiments import egress_ids
 from sandbox_setup.checks.model import Status
+from sandbox_setup.checks.platform import cap_add_remedy
 from sandbox_setup.checks.probe import ProbeResult
 
 SANDBOX, VERIFY, NETWORK = "launch-sandbox", "launch-verify", "launch-network"
 # The probe's own steps are bounded by the launcher's timeouts; this bounds the whole
 # (a sandbox start, a verification and a network set-up, on a loaded host).
 PROBE_TIMEOUT = 30.0
-CONTAINERS = ("docker", "podman")
 
 
 @dataclass(frozen=True)
@@ -56,22 +56,25 @@ def missing_for(error: str) -> Missing | None:
         return Missing("setns() into the sandbox's network namespace", "SYS_ADMIN")
     if "SIOCGSKNS" in error:
         return Missing("ioctl(SIOCGSKNS) on a socket in the sandbox's namespace", "NET_ADMIN")
+    capability = switch_capability(error)
+    if capability is not None:
+        return Missing("becoming the agent (setpriv's id change)", capability)
     return None
 
 
-def flag_remedy(missing: Missing, platform: str, network: bool) -> str:
+def flag_remedy(missing: Missing, platform: str, network: bool, user_mode: bool = True) -> str:
     """The container flag that gives ``missing``, or the capability where no runtime
-    is known; network steps also name the launch options that skip them."""
-    if platform in CONTAINERS:
-        text = f"{platform} run --cap-add {missing.capability} ... (restart the container)"
-    else:
-        text = f"run sandbox-launch with CAP_{missing.capability}"
+    is known; network steps also name the launch options that skip them; user mode
+    where it does without (``user_mode``)."""
+    text = cap_add_remedy(platform, missing.capability) or (
+        f"run sandbox-launch with CAP_{missing.capability}"
+    )
     if network:
         text += (
             "; or --network none (no network in the sandbox) or --network host "
             "(no network namespace of its own)"
         )
-    return text + "; or choose --mode user, which needs none of this"
+    return text + ("; or choose --mode user, which needs none of this" if user_mode else "")
 
 
 def judge_launch_path(
@@ -91,6 +94,18 @@ def judge_launch_path(
             remedies.rerun_checks("launch.path"),
         )
     sandbox, verify, network = (report.get(k) for k in ("sandbox", "verify", "network"))
+    switch = missing_for(str(sandbox)) if sandbox != "ok" else None
+    if switch is not None:
+        # user mode runs the agent as another account too: no "or choose --mode user"
+        return Verdict.from_cause(
+            Cause(
+                SWITCH_CAUSE,
+                f"the launcher cannot start its sandbox as {user}: {switch.what} needs "
+                f"CAP_{switch.capability}, which this launcher lacks ({sandbox})",
+                flag_remedy(switch, platform, network=False, user_mode=False),
+            ),
+            json.dumps(report, sort_keys=True),
+        )
     if sandbox != "ok":
         return Verdict.from_cause(
             Cause(

@@ -111,6 +111,19 @@ def unmask_remedy(platform: str) -> str:
     return UNMASK_REMEDY.get(platform, ALL_UNMASK_REMEDIES)
 
 
+# Runtimes whose run command gives a capability with --cap-add NAME.
+CAP_ADD_RUNTIMES = ("docker", "podman")
+
+
+def cap_add_remedy(platform: str, *capabilities: str) -> str | None:
+    """The container flag that gives ``capabilities`` (names without ``CAP_``); None
+    where the runtime has no such flag (the caller names the capability)."""
+    if platform not in CAP_ADD_RUNTIMES:
+        return None
+    flags = " ".join(f"--cap-add {c}" for c in capabilities)
+    return f"{platform} run {flags} ... (restart the container)"
+
+
 # How each runtime stops its seccomp profile from refusing user namespaces.
 SECCOMP_REMEDY = {
     "docker": "docker run --security-opt seccomp=unconfined ... (or a profile allowing "

@@ -16,8 +16,8 @@ from collections.abc import Iterable
 from sandbox_setup.base import remedies
 from sandbox_setup.base.accounts import DEFAULT_AGENT_USER
 from sandbox_setup.base.choices import Mode
-from sandbox_setup.checks.causes import SWITCH_USER
-from sandbox_setup.checks.model import Finding, Recommendation, Status
+from sandbox_setup.checks.causes import SWITCH_CAUSE
+from sandbox_setup.checks.model import Finding, Recommendation, Status, cause_key
 
 UNSAFE_NOTE = (
     "unsafe (Claude Code as root with no OS sandbox) is never recommended; it stays "
@@ -118,8 +118,9 @@ def recommend(
     inner = f"; {USER_INNER[direct]}" if direct is not None else ""
     return Recommendation(
         Mode.USER,
-        f"no verified sandbox {who} ({why}); {user}, and Claude Code's root guard never "
-        f"fires for it{inner}.{landlock_note(by_id)}{no_switch_note(findings)} " + UNSAFE_NOTE,
+        switch_note(by_id)
+        + f"no verified sandbox {who} ({why}); {user}, and Claude Code's root guard never "
+        f"fires for it{inner}.{landlock_note(by_id)} " + UNSAFE_NOTE,
     )
 
 
@@ -137,14 +138,16 @@ def egress_note(by_id: dict[str, Finding]) -> str:
     )
 
 
-def no_switch_note(findings: Iterable[Finding]) -> str:
-    """Where root cannot switch to the agent, a user-mode launch is refused too: say so,
-    with what allows it; empty otherwise."""
-    for finding in findings:
-        if finding.status is Status.FAIL and finding.detail.endswith(f"cause: {SWITCH_USER}"):
+def switch_note(by_id: dict[str, Finding]) -> str:
+    """Root cannot become another account here: no launch works (sandbox and user mode
+    both run the agent as one) until the capability is given; the flag, first."""
+    for check_id in ("launch.path", "bwrap.sandbox"):
+        finding = by_id.get(check_id)
+        if finding is not None and cause_key(finding) == SWITCH_CAUSE:
             return (
-                " But a user-mode launch would be refused too: root cannot switch to the "
-                f"agent here ({finding.id}); to allow any launch: {finding.remedy}."
+                f"Nothing can launch here yet: {finding.summary}; the apply refuses sandbox "
+                f"and user mode until then. To allow it: {finding.remedy}. Once it is "
+                "given, re-check; until then: "
             )
     return ""
 

@@ -48,6 +48,7 @@ from sandbox_setup.base.launcher_config import (
 )
 from sandbox_setup.base.limits import Limits
 from sandbox_setup.base.paths import Layout
+from sandbox_setup.checks.causes import SWITCH_CAUSE
 from sandbox_setup.checks.model import Report, Status, cause_key
 from sandbox_setup.configure import fsops, users
 from sandbox_setup.configure.actions import Action, WorkspaceAccess, WriteFile
@@ -128,11 +129,29 @@ def _launch_blocker(report: Report, network: Network | None) -> Blocker | None:
     )
 
 
+def _switch_blocker(report: Report) -> Blocker | None:
+    """Root here cannot become another account (the probes' and the launcher's id
+    change was refused: a container without CAP_SETUID or CAP_SETGID), and every
+    launch of sandbox and user mode runs the agent as one."""
+    for check_id in ("launch.path", "bwrap.sandbox"):
+        finding = report.get(check_id)
+        if finding is not None and cause_key(finding) == SWITCH_CAUSE:
+            return Blocker(
+                check_id,
+                f"{check_id}: {finding.summary}",
+                finding.remedy or remedies.rerun_checks(check_id),
+            )
+    return None
+
+
 def mode_blocker(report: Report, mode: Mode, network: Network | None = None) -> Blocker | None:
-    """Whether ``report`` rules ``mode`` out. Only ``sandbox`` depends on the host:
-    it needs bubblewrap that can start a sandbox here, and a launcher that can verify
-    it (and, with ``network`` allowlist, the default, set up its network): the TUI
-    greys the mode out with this reason; the plan refuses with it."""
+    """Whether ``report`` rules ``mode`` out. ``sandbox`` needs bubblewrap that can
+    start a sandbox here, and a launcher that can verify it (and, with ``network``
+    allowlist, the default, set up its network); ``user`` (and ``sandbox``) a root
+    that can become the agent: the TUI greys the mode out with this reason; the plan
+    refuses with it."""
+    if mode is Mode.USER:
+        return _switch_blocker(report)
     if mode is not Mode.SANDBOX:
         return None
     # bwrap.sandbox is the live experiment; a missing bwrap fails it with that cause.
@@ -148,6 +167,11 @@ def mode_blocker(report: Report, mode: Mode, network: Network | None = None) -> 
 def _check_mode(report: Report, answers: Answers) -> None:
     network = answers.network or default_network(answers.mode)
     blocker = mode_blocker(report, answers.mode, network)
+    if blocker is not None and answers.mode is Mode.USER:
+        raise RefusedError(
+            "user mode needs a root that can become the agent, but "
+            + _finding_text(report, blocker.check_id)
+        )
     if blocker is not None:
         needs = (
             "a launcher that can verify its sandbox and set up its network"

@@ -140,7 +140,7 @@ class ProxyProcess:
         ids: tuple[int, int] | None = None,
     ) -> None:
         self.pid = pid
-        self._ids = ids  # the proxy's uid and gid (it runs as them, never as root)
+        self._ids = ids  # the proxy's uid and gid
         self._ready_fd: int | None = ready_fd
         self._paths = tuple(paths)
         self._remove = remove  # the sockets are ours to unlink at the end
@@ -183,15 +183,21 @@ class ProxyProcess:
             self.stop()
             raise RefusedError(NOT_STARTED)
 
-    def _kill_as_its_uid(self) -> None:
-        """Root without CAP_KILL (``docker run --cap-drop KILL``) may not signal the
-        proxy, which runs as another uid; a child of ours with the proxy's effective uid
-        may (:mod:`sandbox_setup.launcher.agent_step`). Else the wait would never end."""
-        if self._ids is None or not agent_may_retry(self._ids[0]):
-            return
-        pid = self.pid
-        with contextlib.suppress(OSError):
-            as_agent(*self._ids, lambda: os.kill(pid, signal.SIGKILL))
+    def _kill(self) -> None:
+        """SIGKILL the proxy. Root without CAP_KILL (a container that dropped it) may
+        not signal another account's process, and the reap would then wait for ever:
+        the signal is then sent by a child with the proxy's effective uid (root's real
+        and saved ones: :mod:`sandbox_setup.launcher.agent_step`), which may."""
+        try:
+            os.kill(self.pid, signal.SIGKILL)
+        except PermissionError:
+            if self._ids is None or not agent_may_retry(self._ids[0]):
+                return
+            pid = self.pid
+            with contextlib.suppress(OSError):
+                as_agent(*self._ids, lambda: os.kill(pid, signal.SIGKILL))
+        except OSError:
+            pass
 
     def stop(self) -> None:
         """Kill and reap the proxy (idempotent); remove its sockets when it made them."""
@@ -202,12 +208,7 @@ class ProxyProcess:
             self._control.close()
             self._control = None
         if not self._reaped:
-            try:
-                os.kill(self.pid, signal.SIGKILL)
-            except PermissionError:
-                self._kill_as_its_uid()
-            except OSError:
-                pass
+            self._kill()
             with contextlib.suppress(OSError):
                 os.waitpid(self.pid, 0)
             self._reaped = True
