@@ -2,7 +2,8 @@
 
 :func:`make_target_root` builds a minimal system tree: ``etc/passwd``, ``group``,
 ``shadow``, ``gshadow`` (root and nobody only), the host's ``login.defs`` (so
-real ``useradd --prefix`` picks the usual id ranges and ``HOME_MODE``), a 0700
+real ``useradd --prefix`` picks the host's ``HOME_MODE``) with Debian's id ranges
+pinned (the tests' accounts have fixed uids; a host may draw from another range), a 0700
 ``/root``, ``/home``, a workspace ``/srv/project`` with a few files, and a fake
 ``claude`` that prints a version, so tests never touch the host's accounts.
 """
@@ -34,6 +35,20 @@ FILES = (MANAGED, f"{CONFIG}/launcher.toml", f"{CONFIG}/answers.toml")
 SANDBOX = ("--mode", "sandbox", "--workspace", "/srv/project")
 
 
+# Debian's defaults: what the tests' fixed uids (1500 a regular user, 4242 too) assume.
+PINNED_IDS = {"UID_MIN": "1000", "UID_MAX": "60000", "GID_MIN": "1000", "GID_MAX": "60000"}
+
+
+def pinned_login_defs(host: Path) -> str:
+    """The host's ``login.defs`` (empty if it has none) with :data:`PINNED_IDS`."""
+    try:
+        lines = host.read_text(encoding="utf-8", errors="replace").splitlines()
+    except FileNotFoundError:
+        lines = []
+    kept = [line for line in lines if (line.split() or [""])[0] not in PINNED_IDS]
+    return "\n".join([*kept, *(f"{k}\t{v}" for k, v in PINNED_IDS.items())]) + "\n"
+
+
 def make_target_root(root: Path, *, workspace: bool = True) -> Path:
     """Fill ``root`` with the fake system and return it."""
     etc = root / "etc"
@@ -46,7 +61,7 @@ def make_target_root(root: Path, *, workspace: bool = True) -> Path:
     ):
         (etc / name).write_text(text)
         os.chmod(etc / name, mode)
-    shutil.copy("/etc/login.defs", etc / "login.defs")
+    (etc / "login.defs").write_text(pinned_login_defs(Path("/etc/login.defs")))
     (root / "root").mkdir(mode=0o700, exist_ok=True)
     os.chmod(root / "root", 0o700)
     (root / "home").mkdir(mode=0o755, exist_ok=True)
