@@ -95,9 +95,34 @@ for _ in $(seq 50); do [ -e /srv/host-app/.host-session-tick ] && break; sleep 0
 [ -e /srv/host-app/.host-session-tick ] || { echo "the host session did not start:"; cat "$work/session.log"; exit 1; }
 echo "set-up host: a sandbox-launch session is running (pid $session_pid, agent uid $(id -u host-agent))"
 
-status=0
-bash tests/run.sh "$@" || status=$?
-kill -0 "$session_pid" 2>/dev/null \
-  && echo "set-up host: the session ran for the whole suite (last tick $(cat /srv/host-app/.host-session-tick))" \
-  || { echo "set-up host: the session ended during the suite:"; cat "$work/session.log"; status=1; }
+# The session must keep working, not only stay alive: a watcher notes, once, when
+# the stand-in's tick goes stale (what ran then, and the session's processes).
+stale_log=/var/tmp/set-up-host-stale.log
+rm -f "$stale_log"
+(
+  while sleep 5; do
+    age=$(( $(date +%s) - $(stat -c %Y /srv/host-app/.host-session-tick 2>/dev/null || echo 0) ))
+    if [ "$age" -gt 15 ]; then
+      { echo "the tick is ${age}s old at $(date -u +%T)"; ps -eo pid,ppid,uid,stat,lstart,args
+        echo "--- session log"; cat "$work/session.log"
+        echo "--- the suite's output then"; tail -c 3000 "$work/suite.log"; } >"$stale_log" 2>&1
+      break
+    fi
+  done
+) &
+watcher=$!
+
+set +e
+bash tests/run.sh "$@" 2>&1 | tee "$work/suite.log"
+status=${PIPESTATUS[0]}
+set -e
+kill "$watcher" 2>/dev/null || true
+if ! kill -0 "$session_pid" 2>/dev/null; then
+  echo "set-up host: the session ended during the suite:"; cat "$work/session.log"; status=1
+elif [ -e "$stale_log" ]; then
+  echo "set-up host: the session stopped working during the suite (its tick went stale):"
+  cat "$stale_log"; status=1
+else
+  echo "set-up host: the session worked for the whole suite (last tick $(cat /srv/host-app/.host-session-tick))"
+fi
 exit "$status"
