@@ -572,7 +572,9 @@ def build_plan(report: Report, answers: Answers, layout: Layout, source: str = "
         answers.mode, network, answers.allowed_domains, answers.loopback_ports, os.environ
     )
     if answers.mode is Mode.USER:
-        network_lines = user_mode_lines(report, inner is not InnerSandbox.OFF)
+        network_lines = user_mode_lines(
+            report, inner is not InnerSandbox.OFF, answers.allowed_domains, answers.loopback_ports
+        )
     return Plan(resolved, layout, config, actions, notes, network_lines, network_warnings)
 
 
