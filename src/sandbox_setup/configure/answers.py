@@ -25,6 +25,7 @@ Format (``schema = 1``)::
     network = "allowlist"            # allowlist | host | none (default: allowlist in sandbox)
     allowed_domains = ["example.com"] # optional: destinations beyond Claude's own
     loopback_ports = [8080]          # optional: host loopback ports seen inside
+                                     # (both: sandbox allowlist, or user mode)
     pass_env = ["MY_TOKEN"]          # optional: variables passed beyond the defaults
     reuse_account = false            # let an existing account be the agent
     include_private = false          # let workspace ACLs open owner-only files
