@@ -147,3 +147,16 @@ def test_the_tui_shows_and_keeps_them_in_user_mode() -> None:
     assert answers.allowed_domains == LISTS["allowed_domains"]
     assert answers.loopback_ports == LISTS["loopback_ports"]
     assert answers.network is None
+
+
+def test_the_plan_reads_landlock_off_from_the_kept_user_table(layout: Layout) -> None:
+    seven = report()
+    seven.findings.append(landlock(7))
+    config = layout.real(layout.launcher_config)
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text('schema = 1\nmode = "user"\n\n[user]\nlandlock = false\n')
+    answers = Answers(Mode.USER, workspaces=WS, allowed_domains=("pypi.org",))
+    lines = "\n".join(build_plan(seven, answers, layout).network)
+    assert "Landlock: off ([user] landlock = false" in lines
+    assert "Landlock ABI 7 network" not in lines
+    assert "they change nothing on this host" in lines

@@ -83,10 +83,17 @@ def user_mode_lines(
     inner_sandbox_on: bool,
     allowed_domains: Sequence[str] = (),
     loopback_ports: Sequence[int] = (),
+    landlock_on: bool = True,
 ) -> list[str]:
-    """What confines a user-mode agent on this host, wall by wall (Landlock on, the
+    """What confines a user-mode agent on this host, wall by wall (``landlock_on``: the
     default; the operator turns it off with ``[user] landlock = false``), and the
     operator's allowed domains and loopback ports, which Landlock's network wall takes."""
+    if not landlock_on:
+        return [
+            "Landlock: off ([user] landlock = false in launcher.toml, kept): the agent is "
+            "confined only by its account (files by their modes, the host's network)",
+            *describe_user_allowances(allowed_domains, loopback_ports, False),
+        ]
     abi = landlock_abi(report)
     if abi is None:
         return [
