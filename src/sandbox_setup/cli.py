@@ -202,14 +202,17 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         metavar="PATTERN",
-        help="with --network allowlist: also allow example.com, *.example.com[:PORT] (repeatable)",
+        help="with --network allowlist, and in user mode (through its session proxy where "
+        "Landlock ABI >= 4 confines the network): also allow example.com, "
+        "*.example.com[:PORT] (repeatable)",
     )
     headless.add_argument(
         "--allow-loopback-port",
         action="append",
         default=[],
         metavar="PORT",
-        help="expose this TCP port of the host's loopback inside the sandbox (repeatable)",
+        help="expose this TCP port of the host's loopback inside the sandbox; in user mode, "
+        "let the agent connect to it where Landlock ABI >= 4 confines the network (repeatable)",
     )
     headless.add_argument(
         "--pass-env",

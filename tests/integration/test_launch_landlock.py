@@ -15,13 +15,16 @@ import shutil
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from sandbox_setup.base import landlock
+from sandbox_setup.base.launcher_config import LauncherConfig, parse_launcher_config
+from sandbox_setup.policy.network import CLAUDE_ENDPOINTS
+from tests.core_fixtures import make_target_root, run_cli
 from tests.integration.egress_world import (
     ALLOWED_PATTERNS,
     HOST_LOOPBACK_PORT,
@@ -284,17 +287,23 @@ attempt hidden_direct curl -sS --max-time 8 --noproxy '*' http://127.0.0.1:{hidd
 """
 
 
-def _world_attempts(world_tree: LaunchTree, world: Any, landlock_on: bool) -> dict[str, Any]:
+def _world_attempts(
+    world_tree: LaunchTree,
+    world: Any,
+    landlock_on: bool,
+    allowed: Sequence[str] = ALLOWED_PATTERNS,
+    name: str | None = None,
+) -> dict[str, Any]:
     from tests.integration.test_launch_network import REAL_HOST_NETNS, parse_attempts
 
     ca = world_tree.bin / "ca.pem"
     ca.write_bytes(world.ca.read_bytes())
     ca.chmod(0o644)
     script = WORLD_ATTEMPTS.format(real=REAL_HOST_NETNS, ca=ca, hidden=HOST_LOOPBACK_PORT)
-    name = "world-on" if landlock_on else "world-off"
+    name = name or ("world-on" if landlock_on else "world-off")
     claude = world_tree.write_script(script, name=f"claude-{name}")
     config = world_tree.write_config(
-        claude, mode="user", allowed_domains=ALLOWED_PATTERNS, name=f"{name}.toml",
+        claude, mode="user", allowed_domains=allowed, name=f"{name}.toml",
         landlock=None if landlock_on else False,
     )  # fmt: skip
     launcher = subprocess.run(
@@ -356,3 +365,108 @@ def test_a_non_root_operator_is_confined_too(tree: LaunchTree, loopback_server: 
     assert results[False]["loopback"] == "ok"
     assert results[True]["loopback"] == "EACCES"
     assert results[True]["workspace"] == results[True]["home"] == "ok"
+
+
+# --- the operator's lists, set by the wizard in user mode -----------------------------
+
+TWO_PORTS = r"""#!/usr/bin/python3
+import errno, json, socket
+def attempt(port):
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
+            sock.sendall(b"GET / HTTP/1.0\r\n\r\n")
+            got = b""
+            while b"loopback-secret" not in got:
+                chunk = sock.recv(4096)
+                if not chunk:
+                    return "no secret"
+                got += chunk
+    except OSError as exc:
+        return errno.errorcode.get(exc.errno, str(exc.errno))
+    return "ok"
+print(json.dumps({{"allowed": attempt({allowed}), "other": attempt({other})}}))
+"""
+
+
+@pytest.fixture(scope="module")
+def other_loopback_server() -> Iterator[int]:
+    """A second loopback service, not allowed."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Secret)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield server.server_address[1]
+    server.shutdown()
+    server.server_close()
+
+
+def wizard_user_config(base: Path, *flags: str) -> LauncherConfig:
+    """A real headless apply of user mode under a temp root (agent ac-n-agent created
+    with useradd --prefix there), and the launcher.toml it wrote."""
+    for tool in ("useradd", "setfacl"):
+        require_tool(tool)
+    root = make_target_root(base / "root")
+    result = run_cli(
+        "--headless", "--mode", "user", "--workspace", "/srv/project", "--agent-user",
+        "ac-n-agent", "--root", str(root), "--yes", *flags,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    written = root / "root/.config/sandbox-setup/launcher.toml"
+    return parse_launcher_config(written.read_text(), str(written))
+
+
+@needs_net
+def test_a_domain_the_wizard_allows_in_user_mode_goes_through_the_session_proxy(
+    tree: LaunchTree, world: Any, tmp_path: Path
+) -> None:
+    # Before: the wizard refused --allow-domain in user mode ("everything is reachable").
+    config = wizard_user_config(tmp_path, "--allow-domain", "allowed.test")
+    assert config.allowed_domains == ("allowed.test",)
+    on = _world_attempts(tree, world, True, config.allowed_domains, name="wizard-domain")
+    assert on["allowed"] == (0, WORLD_GREETING.rstrip("\n")), on
+    assert on["denied"][0] != 0, on
+    log = (tree.base / "state" / "sandbox-setup" / "egress.log").read_text().splitlines()
+    starts = [json.loads(line) for line in log if '"session start"' in line]
+    assert {"mode": "user", "allowed": [*CLAUDE_ENDPOINTS, "allowed.test"]}.items() <= (
+        starts[-1].items()
+    ), starts[-1]
+
+
+@needs_net
+def test_a_loopback_port_the_wizard_allows_in_user_mode_is_connectable(
+    tree: LaunchTree, loopback_server: int, other_loopback_server: int, tmp_path: Path
+) -> None:
+    # Before: the wizard refused --allow-loopback-port in user mode, and Landlock let
+    # the agent reach no loopback service at all.
+    config = wizard_user_config(tmp_path, "--allow-loopback-port", str(loopback_server))
+    assert config.loopback_ports == (loopback_server,)
+    script = TWO_PORTS.format(allowed=loopback_server, other=other_loopback_server)
+    claude = tree.write_script(script, name="claude-wizard-ports")
+    path = tree.write_config(claude, mode="user", name="wizard-ports.toml",
+                             loopback_ports=config.loopback_ports)  # fmt: skip
+    result = run_launcher(path, ["--print", "hi"])
+    assert result.returncode == 0, result.stderr
+    assert last_json(result.stdout) == {"allowed": "ok", "other": "EACCES"}
+    assert f"host loopback port {loopback_server}; Landlock" in result.stderr
+
+
+def test_dry_run_says_the_lists_and_where_they_change_nothing(tree: LaunchTree) -> None:
+    claude = tree.write_script("#!/bin/sh\nexit 0\n", name="claude-dry-lists")
+    off = tree.write_config(claude, mode="user", name="dry-lists-off.toml", landlock=False,
+                            allowed_domains=["pypi.org"], loopback_ports=[4000])  # fmt: skip
+    result = run_launcher(off, dry_run=True)
+    assert result.returncode == 0, result.stderr
+    assert "sandbox.loopback_ports change nothing here" in result.stdout
+    on = tree.write_config(claude, mode="user", name="dry-lists-on.toml",
+                           allowed_domains=["pypi.org"], loopback_ports=[4000])  # fmt: skip
+    result = run_launcher(on, dry_run=True)
+    assert result.returncode == 0, result.stderr
+    if ABI >= 4:
+        assert "platform.claude.com:443, pypi.org) listens" in result.stdout
+        assert "may connect to (sandbox.loopback_ports): 4000" in result.stdout
+        assert "change nothing" not in result.stdout
+    # A bad pattern refuses a user-mode --dry-run too, as the launch would.
+    bad = tree.write_config(claude, mode="user", name="dry-lists-bad.toml",
+                            allowed_domains=["*"])  # fmt: skip
+    result = run_launcher(bad, dry_run=True)
+    assert result.returncode == 3, result.stdout
+    assert "sandbox.allowed_domains" in result.stderr

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path, PurePosixPath
 
 import pytest
@@ -75,9 +76,13 @@ def test_none_and_the_other_modes_are_described_not_found() -> None:
     assert network_lines(config(network=Network.NONE)) == [
         "none: no network at all: Claude cannot reach its API"
     ]
+    unsafe = config(Mode.UNSAFE, Network.HOST)
+    assert network_findings(unsafe, report(), ANSWERS, REAPPLY) == []
+    assert network_lines(unsafe) == [f"unsafe mode: {HOST_EXPOSURE}"]
     user = config(Mode.USER, Network.HOST)
     assert network_findings(user, report(), ANSWERS, REAPPLY) == []
-    assert network_lines(user) == [f"user mode: {HOST_EXPOSURE}"]
+    # Landlock not probed: the host's network unless Landlock confines it at launch.
+    assert network_lines(user)[0].startswith(f"user mode: {HOST_EXPOSURE}, unless Landlock")
 
 
 def decision(host: str, allowed: bool, port: int = 443, rule: str = "not allowlisted") -> str:
@@ -118,3 +123,24 @@ def test_a_log_that_is_a_symlink_or_missing_gives_nothing(tmp_path: Path) -> Non
     assert read_log_tail(tmp_path / "egress.log") == []
     assert read_log_tail(tmp_path / "missing") == []
     assert refusal_lines([], "log") == []
+
+
+def landlock_report(abi: int) -> Report:
+    found = [Finding("landlock.abi", "t", Status.PASS, f"Landlock ABI {abi}: ...")]
+    return Report(host={}, findings=found, recommendation=Recommendation(Mode.USER, "t"))
+
+
+def test_user_mode_shows_its_lists_and_where_they_apply() -> None:
+    # Issue 29's Landlock network wall takes the operator's lists in user mode: the audit
+    # says so, and says where they change nothing (ABI < 4, or Landlock off).
+    user = config(Mode.USER, Network.HOST)
+    lines = network_lines(user, landlock_report(7))
+    assert lines[0].startswith("user mode: Landlock ABI 7 network: TCP connect only")
+    assert HOST_EXPOSURE not in "\n".join(lines)
+    assert "allowed by you (--allow-domain), through the session's proxy: example.com" in lines
+    assert any(line.endswith("(--allow-loopback-port): 8082") for line in lines)
+    assert "they apply where Landlock ABI >= 4" in lines[-1]
+    for low in (network_lines(user, landlock_report(3)),
+                network_lines(replace(user, user_landlock=False), landlock_report(7))):  # fmt: skip
+        assert low[0].startswith(f"user mode: {HOST_EXPOSURE}")
+        assert low[-1].startswith("they change nothing on this host")

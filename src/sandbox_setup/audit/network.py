@@ -10,7 +10,8 @@ Findings (they count against the setup):
 
 Reported, not findings (:func:`network_lines`, the report's ``network``): what the
 network is (the allowlist's endpoints, the operator's patterns, the exposed loopback
-ports; none; the host's network in user and unsafe modes) and what the egress proxy
+ports; none; the host's network in unsafe mode, and in user mode where Landlock
+does not confine it, with the operator's lists) and what the egress proxy
 refused lately, from its decision log (``egress.log`` in the operator's state directory).
 
 The words are the policy's (:func:`sandbox_setup.policy.network.describe_network`), the same
@@ -29,14 +30,21 @@ from sandbox_setup.audit.model import AuditFinding, Severity
 from sandbox_setup.base import remedies
 from sandbox_setup.base.launcher_config import LauncherConfig
 from sandbox_setup.checks.model import Report, Status
-from sandbox_setup.policy.network import HOST_EXPOSURE, describe_network
+from sandbox_setup.configure.network_plan import landlock_abi
+from sandbox_setup.policy.network import HOST_EXPOSURE, describe_network, describe_user_network
 
 EGRESS_LOG = "egress.log"
 LOG_TAIL_BYTES = 1024 * 1024  # the audit reads this much of the end of the log
 
 
-def network_lines(config: LauncherConfig) -> list[str]:
-    """What the agent's network is, in the policy's words."""
+def network_lines(config: LauncherConfig, report: Report | None = None) -> list[str]:
+    """What the agent's network is, in the policy's words (user mode's: Landlock's
+    network wall as ``landlock.abi`` of ``report`` found it, and the operator's lists)."""
+    if str(config.mode) == "user":
+        abi = landlock_abi(report) if report is not None else None
+        return describe_user_network(
+            abi, config.user_landlock, config.allowed_domains, config.loopback_ports
+        )
     if str(config.mode) != "sandbox":
         return [f"{config.mode} mode: {HOST_EXPOSURE}"]
     return describe_network(str(config.network), config.allowed_domains, config.loopback_ports)

@@ -204,7 +204,9 @@ def audit(layout: Layout, timeout: float = 10.0, as_user: str | None = None) -> 
     findings += mode_findings(report, config)
     findings += network_findings(config, report, str(layout.real(layout.answers)), reapply)
     egress_log = layout.real(layout.state_dir / EGRESS_LOG)
-    network = network_lines(config) + refusal_lines(read_log_tail(egress_log), str(egress_log))
+    network = network_lines(config, report) + refusal_lines(
+        read_log_tail(egress_log), str(egress_log)
+    )
     version = read_claude_version(claude.real, timeout) if claude.trusted else None
     findings += claude_findings(
         config, str(claude.real), claude.exists, claude.trusted, version, reapply

@@ -17,6 +17,8 @@ Format (``schema = 1``)::
     network = "allowlist"            # allowlist | host | none
     allowed_domains = ["example.com", "*.example.org:8443"]   # beyond Claude's own
     loopback_ports = [8080]          # host 127.0.0.1 ports seen inside at the same port
+                                     # (both also in user mode: its session proxy and
+                                     # Landlock's connect list, where ABI >= 4)
     inner_sandbox = "strong"         # strong | weak | off
     base_url_port = "auto"           # optional; auto | off: a loopback ANTHROPIC_BASE_URL
                                      # of the launch exposes its port for that session

@@ -25,6 +25,7 @@ Format (``schema = 1``)::
     network = "allowlist"            # allowlist | host | none (default: allowlist in sandbox)
     allowed_domains = ["example.com"] # optional: destinations beyond Claude's own
     loopback_ports = [8080]          # optional: host loopback ports seen inside
+                                     # (both: sandbox allowlist, or user mode)
     pass_env = ["MY_TOKEN"]          # optional: variables passed beyond the defaults
     reuse_account = false            # let an existing account be the agent
     include_private = false          # let workspace ACLs open owner-only files
@@ -60,7 +61,13 @@ from sandbox_setup.base.regular_files import read_regular_text
 from sandbox_setup.policy.environment import validate_pass_names
 from sandbox_setup.policy.limits import over_maximum
 from sandbox_setup.policy.names import agent_name_problem, user_name_problem, workspace_path_problem
-from sandbox_setup.policy.network import SANDBOX_PROXY_PORT, parse_domain_pattern, parse_port
+from sandbox_setup.policy.network import (
+    allowances_problem,
+    network_choice_problem,
+    parse_domain_pattern,
+    parse_port,
+    proxy_port_problem,
+)
 
 if TYPE_CHECKING:
     from sandbox_setup.base.paths import Layout
@@ -323,20 +330,19 @@ def default_network(mode: Mode) -> Network:
 
 
 def check_network(a: Answers, source: str = "answers") -> None:
-    """The network choices: only sandbox mode has a network of its own; patterns and
-    ports valid (:mod:`sandbox_setup.policy.network`), and only with the allowlist."""
+    """The network choices: only sandbox mode has a network of its own; the allowed
+    domains and loopback ports in sandbox mode with the allowlist and in user mode
+    (Landlock's network wall), never in unsafe mode; patterns and ports valid
+    (:mod:`sandbox_setup.policy.network` decides each)."""
     network = a.network or default_network(a.mode)
-    if a.mode is not Mode.SANDBOX and network is not Network.HOST:
-        raise InputError(
-            f"{source}: network {network!r} needs sandbox mode; in {a.mode} mode the agent "
-            'shares the host\'s network (network = "host")'
-        )
-    if network is not Network.ALLOWLIST and (a.allowed_domains or a.loopback_ports):
+    problem = network_choice_problem(a.mode, network)
+    if problem is not None:
+        raise InputError(f"{source}: {problem}")
+    if a.allowed_domains or a.loopback_ports:
         what = "allow-domain" if a.allowed_domains else "allow-loopback-port"
-        raise InputError(
-            f'{source}: --{what} needs network "allowlist" (network is {network!r}: '
-            + ("everything is reachable)" if network is Network.HOST else "nothing is)")
-        )
+        problem = allowances_problem(a.mode, network, what)
+        if problem is not None:
+            raise InputError(f"{source}: {problem}")
     for pattern in a.allowed_domains:
         try:
             parse_domain_pattern(pattern)
@@ -347,11 +353,9 @@ def check_network(a: Answers, source: str = "answers") -> None:
             parse_port(port, "loopback port")
         except InputError as exc:
             raise InputError(f"{source}: loopback_ports: {exc}") from None
-        if port == SANDBOX_PROXY_PORT:
-            raise InputError(
-                f"{source}: loopback_ports: {port} is the port of the launcher's egress proxy "
-                "inside the sandbox; choose another"
-            )
+        problem = proxy_port_problem(a.mode, port)
+        if problem is not None:
+            raise InputError(f"{source}: loopback_ports: {problem}")
 
 
 def check_list_maxima(a: Answers, source: str = "answers") -> None:

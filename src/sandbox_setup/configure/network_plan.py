@@ -12,9 +12,14 @@ from collections.abc import Mapping, Sequence
 from sandbox_setup.base import remedies
 from sandbox_setup.base.choices import Mode, Network
 from sandbox_setup.base.errors import RefusedError
+from sandbox_setup.base.landlock import NETWORK_ABI
 from sandbox_setup.checks.model import Report, Status
 from sandbox_setup.policy.landlock import user_walls
-from sandbox_setup.policy.network import allowance_warnings, describe_network
+from sandbox_setup.policy.network import (
+    allowance_warnings,
+    describe_network,
+    describe_user_allowances,
+)
 
 LANDLOCK_CHECK = "landlock.abi"
 
@@ -48,8 +53,12 @@ def plan_network(
 ) -> tuple[list[str], list[str]]:
     """``(lines, warnings)``: what the network is, and what the operator must know (an
     allowance that opens loopback, link-local, metadata or private addresses)."""
+    if mode is Mode.USER:
+        # No namespace of its own; Landlock's network wall takes the lists where the
+        # kernel has it (the plan adds the walls: user_mode_lines).
+        return describe_network(Network.HOST, (), ()), allowance_warnings(allowed_domains)
     if mode is not Mode.SANDBOX:
-        # user and unsafe modes have no network namespace of their own
+        # unsafe mode has no network namespace of its own
         return describe_network(Network.HOST, (), ()), []
     lines = describe_network(network, allowed_domains, loopback_ports)
     # The ANTHROPIC_BASE_URL note is the policy's (sandbox_setup.policy.environment.
@@ -69,14 +78,31 @@ def landlock_abi(report: Report) -> int | None:
     return int(match.group(1)) if match else None
 
 
-def user_mode_lines(report: Report, inner_sandbox_on: bool) -> list[str]:
-    """What confines a user-mode agent on this host, wall by wall (Landlock on, the
-    default; the operator turns it off with ``[user] landlock = false``)."""
+def user_mode_lines(
+    report: Report,
+    inner_sandbox_on: bool,
+    allowed_domains: Sequence[str] = (),
+    loopback_ports: Sequence[int] = (),
+    landlock_on: bool = True,
+) -> list[str]:
+    """What confines a user-mode agent on this host, wall by wall (``landlock_on``: the
+    default; the operator turns it off with ``[user] landlock = false``), and the
+    operator's allowed domains and loopback ports, which Landlock's network wall takes."""
+    if not landlock_on:
+        return [
+            "Landlock: off ([user] landlock = false in launcher.toml, kept): the agent is "
+            "confined only by its account (files by their modes, the host's network)",
+            *describe_user_allowances(allowed_domains, loopback_ports, False),
+        ]
     abi = landlock_abi(report)
     if abi is None:
         return [
             *describe_network(Network.HOST, (), ()),
             f"Landlock: not probed ({LANDLOCK_CHECK}); the launcher applies what the kernel "
             "offers at each launch",
+            *describe_user_allowances(allowed_domains, loopback_ports, None),
         ]
-    return user_walls(abi, True, inner_sandbox_on).describe(inner_sandbox_on)
+    return [
+        *user_walls(abi, True, inner_sandbox_on).describe(inner_sandbox_on),
+        *describe_user_allowances(allowed_domains, loopback_ports, abi >= NETWORK_ABI),
+    ]

@@ -270,6 +270,14 @@ def _existing_config(layout: Layout) -> dict[str, Any]:
         return {}
 
 
+def _kept_user_landlock(layout: Layout) -> bool:
+    """``[user] landlock`` of the current launcher.toml (the operator's; an apply keeps
+    it): True when missing or not a boolean (the launcher refuses that file anyway)."""
+    user = _existing_config(layout).get("user")
+    value = user.get("landlock", True) if isinstance(user, dict) else True
+    return value if isinstance(value, bool) else True
+
+
 def _acceptance(answers: Answers, layout: Layout) -> tuple[str, str]:
     """Who accepted unsafe mode and when; an earlier identical acceptance is kept so
     re-running does not rewrite launcher.toml."""
@@ -572,7 +580,13 @@ def build_plan(report: Report, answers: Answers, layout: Layout, source: str = "
         answers.mode, network, answers.allowed_domains, answers.loopback_ports, os.environ
     )
     if answers.mode is Mode.USER:
-        network_lines = user_mode_lines(report, inner is not InnerSandbox.OFF)
+        network_lines = user_mode_lines(
+            report,
+            inner is not InnerSandbox.OFF,
+            answers.allowed_domains,
+            answers.loopback_ports,
+            landlock_on=_kept_user_landlock(layout),
+        )
     return Plan(resolved, layout, config, actions, notes, network_lines, network_warnings)
 
 

@@ -35,6 +35,7 @@ from sandbox_setup.policy.environment import (
     loopback_endpoint,
     select_passed,
 )
+from sandbox_setup.policy.network import CLAUDE_ENDPOINTS
 from sandbox_setup.policy.system_dirs import bind_conflict
 from sandbox_setup.policy.unsafe import ACCEPTANCE_KEYS, acceptance_problem
 
@@ -445,11 +446,17 @@ def user_launch(
                 # the agent may not connect to: its commands use this session's instead.
                 claude_args, note = with_proxy_settings(claude_args)
                 notes += (note,)
+            allowed = ", ".join((*CLAUDE_ENDPOINTS, *config.allowed_domains))
             notes += (
-                "the egress proxy (the allowlist: Claude's endpoints and "
-                "sandbox.allowed_domains) listens on an ephemeral port of 127.0.0.1 chosen at "
-                f"start ({PROXY_PORT}), runs as the agent, and is probed before Claude starts",
+                f"the egress proxy (the allowlist: {allowed}) listens on an ephemeral port "
+                f"of 127.0.0.1 chosen at start ({PROXY_PORT}), runs as the agent, and is "
+                "probed before Claude starts",
             )
+            if config.loopback_ports:
+                notes += (
+                    "host loopback ports the agent may connect to (sandbox.loopback_ports): "
+                    + ", ".join(map(str, dict.fromkeys(config.loopback_ports))),
+                )
         notes += (
             "Landlock is applied by the session's helper before Claude starts and verified "
             "from outside (a probe in the same domain must fail to reach the launcher's "

@@ -73,6 +73,7 @@ from sandbox_setup.policy.environment import (
 from sandbox_setup.policy.landlock import user_trees, user_walls
 from sandbox_setup.policy.limits import over_maximum
 from sandbox_setup.policy.names import user_name_problem
+from sandbox_setup.policy.network import USER_MODE_BELOW_NETWORK_ABI
 from sandbox_setup.policy.trust import check_trusted_file
 
 if TYPE_CHECKING:
@@ -190,9 +191,10 @@ def load_config(path: Path, owners: frozenset[int]) -> tuple[Path, LauncherConfi
         problem = over_maximum(key, items)
         if problem is not None:  # more than the launcher handles: refuse before anything
             raise RefusedError(f"{real}: key 'sandbox.{key}': {problem}")
-    if is_allowlist(config):
-        # The proxy builds the same policy at launch; building it here refuses a bad
-        # pattern for --dry-run too, with the same words (it used to pass, exit 0).
+    if is_allowlist(config) or config.mode is Mode.USER:
+        # The proxy builds the same policy at launch (user mode's where Landlock confines
+        # the network); building it here refuses a bad pattern for --dry-run too, with
+        # the same words (it used to pass, exit 0).
         build_policy(config)
     return real, config
 
@@ -333,6 +335,13 @@ def _separate_launch(
         workdir=workdir.path,
         landlock=landlock_plan(config, agent, claude, abi, owners, path_env),
     )
+    if launch.landlock is not None and launch.landlock.walls.network:
+        return launch
+    if config.allowed_domains or config.loopback_ports:
+        # The lists are Landlock's network wall's: without it they change nothing.
+        launch = replace(launch, notes=(*launch.notes, (
+            "sandbox.allowed_domains and sandbox.loopback_ports change nothing here: "
+            + USER_MODE_BELOW_NETWORK_ABI)))  # fmt: skip
     if launch.landlock is not None:
         return launch
     if not config.user_landlock:
@@ -405,6 +414,10 @@ def _with_notice(
         if walls.network:
             # Landlock made the host's network the allowlist's (sandbox_setup.policy.landlock).
             allowed = " + ".join(("Claude Code's endpoints", *config.allowed_domains))
+            ports = dict.fromkeys(config.loopback_ports)
+            if ports:
+                allowed += "; host loopback port" + ("s " if len(ports) > 1 else " ")
+                allowed += ", ".join(map(str, ports))
             notice = notice.replace(
                 network_policy(config.mode, config.network),
                 f"network allowlist through the session's proxy ({allowed}; Landlock)",

@@ -34,8 +34,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from sandbox_setup.base import remedies
-from sandbox_setup.base.choices import Network
+from sandbox_setup.base.choices import Mode, Network
 from sandbox_setup.base.errors import InputError
+from sandbox_setup.base.landlock import NETWORK_ABI
 from sandbox_setup.policy.addresses import (
     RULE_ORDER,
     UNEXEMPTABLE,
@@ -52,12 +53,17 @@ __all__ = [
     "Decision",
     "DomainPattern",
     "EgressPolicy",
+    "allowances_problem",
     "describe_network",
+    "describe_user_allowances",
+    "describe_user_network",
     "inner_proxy_port",
+    "network_choice_problem",
     "network_exposure",
     "normalize_host",
     "parse_domain_pattern",
     "parse_port",
+    "proxy_port_problem",
     "refusal_reason",
 ]
 
@@ -532,3 +538,128 @@ def describe_network(
             + ", ".join(str(p) for p in loopback_ports)
         )
     return lines
+
+
+# --- which modes take the operator's lists (--allow-domain, --allow-loopback-port) --
+#
+# Sandbox mode: with network "allowlist" only (the namespace's proxy and forwarders).
+# User mode: always; its network stays "host" (no namespace of its own), and where the
+# kernel's Landlock has TCP rules (ABI >= 4, ``[user] landlock`` on, the default) the
+# agent may connect only to the session's proxy, which allows Claude's endpoints and
+# the allowed domains, and to the allowed loopback ports (sandbox_setup.policy.landlock).
+# Below ABI 4, or with Landlock off, the agent has the host's network anyway and the
+# lists change nothing. ``--network allowlist`` stays sandbox mode's: the Landlock wall
+# is ``[user] landlock`` and the kernel's, not a network choice (a user-mode config
+# says network = "host", as every one written before).
+# Unsafe mode: never (Claude runs as the operator; nothing filters its network).
+
+USER_MODE_NETWORK = (
+    'user mode has no network namespace of its own (network "host"); where Landlock '
+    "ABI >= 4 confines it ([user] landlock, on by default) the agent connects only to the "
+    "session's proxy (Claude Code's endpoints and --allow-domain) and to the "
+    "--allow-loopback-port ports, without any --network"
+)
+USER_MODE_BELOW_NETWORK_ABI = (
+    "below Landlock ABI 4, or with [user] landlock = false, the agent has the host's "
+    "whole network, and these change nothing"
+)
+
+
+def network_choice_problem(mode: Mode, network: Network) -> str | None:
+    """Why ``network`` cannot be the choice of ``mode`` (None: it can)."""
+    if mode is Mode.SANDBOX or network is Network.HOST:
+        return None
+    if mode is Mode.USER:
+        return f"network {str(network)!r} needs sandbox mode; {USER_MODE_NETWORK}"
+    return (
+        f"network {str(network)!r} needs sandbox mode; in {mode} mode the agent shares the "
+        'host\'s network (network = "host")'
+    )
+
+
+def allowances_problem(mode: Mode, network: Network, what: str) -> str | None:
+    """Why ``--what`` (``allow-domain`` or ``allow-loopback-port``) cannot apply to
+    ``mode`` with ``network`` (None: it can; see the notes above)."""
+    if mode is Mode.USER:
+        return None
+    if mode is Mode.UNSAFE:
+        return (
+            f"--{what} needs sandbox or user mode (in unsafe mode Claude runs as you on the "
+            "host's whole network: nothing filters it)"
+        )
+    if network is Network.ALLOWLIST:
+        return None
+    reach = "everything is reachable" if network is Network.HOST else "nothing is"
+    return f'--{what} needs network "allowlist" (network is {str(network)!r}: {reach})'
+
+
+def proxy_port_problem(mode: Mode, port: int) -> str | None:
+    """The sandbox's proxy port inside its namespace cannot also be an exposed loopback
+    port; user mode's proxy has an ephemeral port of its own, so any port is fine there."""
+    if mode is Mode.SANDBOX and port == SANDBOX_PROXY_PORT:
+        return (
+            f"{port} is the port of the launcher's egress proxy inside the sandbox; choose another"
+        )
+    return None
+
+
+def describe_user_allowances(
+    allowed_domains: Sequence[str], loopback_ports: Sequence[int], network_abi: bool | None
+) -> list[str]:
+    """The plan's, review's and audit's lines for user mode's lists. ``network_abi``:
+    Landlock has TCP rules here (True), not (False), not known (None)."""
+    lines = []
+    if allowed_domains:
+        lines.append(
+            "allowed by you (--allow-domain), through the session's proxy: "
+            + ", ".join(allowed_domains)
+        )
+    if loopback_ports:
+        lines.append(
+            "host loopback ports the agent may connect to (--allow-loopback-port): "
+            + ", ".join(str(p) for p in loopback_ports)
+        )
+    if not lines:
+        return []
+    if network_abi is False:
+        lines.append("they change nothing on this host: " + USER_MODE_BELOW_NETWORK_ABI)
+    else:
+        lines.append(
+            "they apply where Landlock ABI >= 4 confines the network; "
+            + USER_MODE_BELOW_NETWORK_ABI
+        )
+    return lines
+
+
+def describe_user_network(
+    landlock_abi: int | None,
+    landlock_on: bool,
+    allowed_domains: Sequence[str],
+    loopback_ports: Sequence[int],
+) -> list[str]:
+    """The audit's lines for a user-mode agent's network: ``landlock_abi`` as probed
+    (None: not probed), ``landlock_on``: ``[user] landlock``."""
+    if not landlock_on:
+        wall: bool | None = False
+        head = f"user mode: {HOST_EXPOSURE} (Landlock is off: [user] landlock = false)"
+    elif landlock_abi is None:
+        wall = None
+        head = (
+            f"user mode: {HOST_EXPOSURE}, unless Landlock ABI >= 4 confines it at launch "
+            "(landlock.abi not probed)"
+        )
+    elif landlock_abi >= NETWORK_ABI:
+        wall = True
+        head = (
+            f"user mode: Landlock ABI {landlock_abi} network: TCP connect only to the "
+            "session's egress proxy (Claude Code's endpoints "
+            + ", ".join(CLAUDE_ENDPOINTS)
+            + ") and the allowed loopback ports; UDP and DNS are not filtered"
+        )
+    else:
+        wall = False
+        head = (
+            f"user mode: {HOST_EXPOSURE} (Landlock ABI {landlock_abi} < {NETWORK_ABI} has "
+            "no TCP rules)"
+        )
+    return [head, *describe_user_allowances(allowed_domains, loopback_ports, wall)]

@@ -57,6 +57,10 @@ NETWORK_HELP = {
     Network.HOST: "host: the host's whole network, no filter",
     Network.NONE: "none: no network at all (Claude cannot reach its API)",
 }
+USER_LISTS_HINT = (
+    "user mode: through the session's proxy where Landlock ABI >= 4 confines the network; "
+    "below it the agent has the host's network anyway"
+)
 # Which fields each mode uses (ids as on the screen).
 SEPARATE_AGENT = (
     "workspaces",
@@ -74,7 +78,9 @@ SEPARATE_AGENT = (
 )
 FIELDS = {
     Mode.SANDBOX: {*SEPARATE_AGENT, "network", "domains", "ports", "tmpfs"},
-    Mode.USER: set(SEPARATE_AGENT),
+    # User mode has no network choice (the host's, narrowed by Landlock where ABI >= 4),
+    # but its allowed domains and loopback ports (sandbox_setup.policy.network).
+    Mode.USER: {*SEPARATE_AGENT, "domains", "ports"},
     Mode.UNSAFE: {"inner", "scope", "pass-env", "claude"},
 }
 # Fields judged together: a change to one clears the other's mark too.
@@ -151,7 +157,8 @@ class DetailsScreen(StepScreen[Details]):
             if self.core.operator_is_root
             else "Agent user: your own account or an existing one (not root)"
         )
-        allowlist = d.network is Network.ALLOWLIST
+        allowlist = d.network is Network.ALLOWLIST or self.mode is Mode.USER
+        user = self.mode is Mode.USER
         return [
             self._field(
                 "workspaces",
@@ -183,10 +190,13 @@ class DetailsScreen(StepScreen[Details]):
                     id="domains",
                     disabled=not allowlist,
                 ),
+                USER_LISTS_HINT if user else "",
             ),
             self._field(
                 "ports",
-                "Loopback ports of the host, reachable inside at 127.0.0.1:PORT",
+                "Loopback ports of the host the agent may connect to (127.0.0.1:PORT)"
+                if user
+                else "Loopback ports of the host, reachable inside at 127.0.0.1:PORT",
                 TextField(
                     _listed(d.loopback_ports),
                     placeholder="none",
@@ -353,6 +363,13 @@ class DetailsScreen(StepScreen[Details]):
                 network,
                 self._text("domains") if allowlist else "",
                 self._text("ports") if allowlist else "",
+            )
+            if error:
+                errors[at or "domains"] = error
+        elif "domains" in self.fields:
+            # User mode: no network choice; Landlock's network wall takes the lists.
+            domains, ports, error, at = self.core.validate_network(
+                self.mode, Network.HOST, self._text("domains"), self._text("ports")
             )
             if error:
                 errors[at or "domains"] = error

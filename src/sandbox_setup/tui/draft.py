@@ -48,7 +48,7 @@ class Details:
     agent_user: str = DEFAULT_AGENT_USER
     reuse_account: bool = False
     network: Network = Network.ALLOWLIST  # sandbox mode only
-    allowed_domains: tuple[str, ...] = ()  # with the allowlist network
+    allowed_domains: tuple[str, ...] = ()  # with the allowlist network, or user mode
     loopback_ports: tuple[int, ...] = ()
     inner_sandbox: InnerSandbox = InnerSandbox.STRONG
     settings_scope: SettingsScope = SettingsScope.MANAGED
@@ -90,7 +90,8 @@ class Draft:
         unsafe = self.mode is Mode.UNSAFE
         d = self.details
         sandbox = self.mode is Mode.SANDBOX
-        allowlist = sandbox and d.network is Network.ALLOWLIST
+        # The lists: sandbox mode's allowlist, and user mode's (Landlock's network wall).
+        allowlist = (sandbox and d.network is Network.ALLOWLIST) or self.mode is Mode.USER
         return Answers(
             mode=self.mode,
             workspaces=d.workspaces,
