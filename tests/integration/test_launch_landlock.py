@@ -100,15 +100,20 @@ class _Secret(http.server.BaseHTTPRequestHandler):
         pass
 
 
-@pytest.fixture(scope="module")
-def loopback_server() -> Iterator[int]:
-    """A service on the host's loopback that the agent's account could reach."""
+def serve_secret() -> Iterator[int]:
+    """A :class:`_Secret` server on the host's loopback, its port; closed after."""
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Secret)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     yield server.server_address[1]
     server.shutdown()
     server.server_close()
+
+
+@pytest.fixture(scope="module")
+def loopback_server() -> Iterator[int]:
+    """A service on the host's loopback that the agent's account could reach."""
+    yield from serve_secret()
 
 
 @pytest.fixture(scope="module")
@@ -391,12 +396,7 @@ print(json.dumps({{"allowed": attempt({allowed}), "other": attempt({other})}}))
 @pytest.fixture(scope="module")
 def other_loopback_server() -> Iterator[int]:
     """A second loopback service, not allowed."""
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Secret)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield server.server_address[1]
-    server.shutdown()
-    server.server_close()
+    yield from serve_secret()
 
 
 def wizard_user_config(base: Path, *flags: str) -> LauncherConfig:
