@@ -48,6 +48,7 @@ from sandbox_setup.launcher.command import (
     user_launch,
 )
 from sandbox_setup.launcher.containment import Containment, contain
+from sandbox_setup.launcher.egress.netns import NamespaceVerdict, namespace_possible
 from sandbox_setup.launcher.egress.network import build_policy, is_allowlist, state_dir
 from sandbox_setup.launcher.landlock_gate import PROXY_PORT, LandlockPlan
 from sandbox_setup.launcher.notice import config_notice, network_policy
@@ -384,7 +385,12 @@ def landlock_plan(
     # The system's python3 (trusted like every tool): the agent can run it, where the
     # launcher's own interpreter may sit in root's home.
     python = str(find_trusted_tool("python3", owners, path_env))
-    return LandlockPlan(walls, read, write, connect, proxy=walls.network, python=python)
+    # Where root may make a network namespace, the session gets one (its proxy inside,
+    # the exposed ports forwarded in): an address wall, Landlock's ports the second one.
+    # Tried live here, so --dry-run says what the launch does (DESIGN.md invariant 16).
+    netns = namespace_possible() if walls.network else NamespaceVerdict(False)
+    return LandlockPlan(walls, read, write, connect, proxy=walls.network, python=python,
+                        netns=netns.possible, netns_why=netns.why)  # fmt: skip
 
 
 def _has_proxy(launch: Launch, config: LauncherConfig) -> bool:

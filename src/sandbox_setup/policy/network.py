@@ -27,6 +27,7 @@ out through DNS).
 
 from __future__ import annotations
 
+import enum
 import ipaddress
 import json
 import re
@@ -65,6 +66,9 @@ __all__ = [
     "parse_port",
     "proxy_port_problem",
     "refusal_reason",
+    "UserNetworkWall",
+    "user_network_wall",
+    "user_wall_phrase",
 ]
 
 # Claude Code's own endpoints: the "Network access requirements" of Claude Code's
@@ -552,6 +556,48 @@ def describe_network(
 # is ``[user] landlock`` and the kernel's, not a network choice (a user-mode config
 # says network = "host", as every one written before).
 # Unsafe mode: never (Claude runs as the operator; nothing filters its network).
+
+class UserNetworkWall(enum.StrEnum):
+    """Which network wall a user-mode session gets on a host (DESIGN.md invariant 16)."""
+
+    # A network namespace of its own (root may create one): loopback only, the session's
+    # proxy listening inside, the exposed loopback ports forwarded in; Landlock's ports
+    # (ABI >= 4) as the second wall.
+    NAMESPACE = "namespace"
+    # Landlock's TCP ports only (root cannot create a network namespace here).
+    PORTS = "ports"
+    # No wall: the host's network (no Landlock ABI >= 4, or [user] landlock = false).
+    HOST = "host"
+
+
+def user_network_wall(landlock_network: bool, namespace_possible: bool) -> UserNetworkWall:
+    """The wall from its two facts: Landlock's network wall is planned (ABI >= 4 and
+    ``[user] landlock`` on), and root may create a network namespace here. The
+    namespace goes with the session's proxy, which Landlock's network wall brings."""
+    if not landlock_network:
+        return UserNetworkWall.HOST
+    return UserNetworkWall.NAMESPACE if namespace_possible else UserNetworkWall.PORTS
+
+
+PORTS_ONLY = "ports only: any address on these ports is reachable; UDP is not filtered"
+NAMESPACE_WALL = (
+    "a network namespace of its own: loopback only, the session's egress proxy listening "
+    "there, the exposed loopback ports forwarded in; TCP and UDP reach nothing else "
+    "(Landlock's ports as a second wall)"
+)
+
+
+def user_wall_phrase(wall: UserNetworkWall) -> str:
+    """The words for ``wall`` wherever it is described (launch line, plan, checks)."""
+    if wall is UserNetworkWall.NAMESPACE:
+        return NAMESPACE_WALL
+    if wall is UserNetworkWall.PORTS:
+        return (
+            "Landlock's TCP ports only (root cannot create a network namespace here): "
+            + PORTS_ONLY
+        )
+    return HOST_EXPOSURE
+
 
 USER_MODE_NETWORK = (
     'user mode has no network namespace of its own (network "host"); where Landlock '

@@ -49,7 +49,7 @@ from sandbox_setup.base.choices import Mode, Network
 from sandbox_setup.base.errors import InputError, RefusedError
 from sandbox_setup.base.launcher_config import LauncherConfig
 from sandbox_setup.base.paths import APP
-from sandbox_setup.launcher.egress.netns import open_in_sandbox
+from sandbox_setup.launcher.egress.netns import SandboxSockets, open_in_namespace, open_in_sandbox
 from sandbox_setup.launcher.egress.proxy import ProxyProcess, fork_proxy, probe_proxy
 from sandbox_setup.policy.network import (
     CLAUDE_ENDPOINTS,
@@ -229,10 +229,18 @@ class EgressSession:
     def ready(self, sandbox_pid: int) -> None:
         """Listen in the sandbox's namespace, fork the proxy on it as the agent, and
         probe it from inside; :class:`RefusedError` when any of it fails."""
-        assert self.proxy is not None
         sockets = open_in_sandbox(
             sandbox_pid, SANDBOX_PROXY_PORT, self.ports, agent=(self.uid, self.gid)
         )
+        self._serve(sockets)
+
+    def ready_in(self, netns: int) -> None:
+        """:meth:`ready` for a user-mode session's network namespace, made by the
+        launcher (``netns``: its fd; :func:`~sandbox_setup.launcher.egress.netns.new_namespace`)."""
+        self._serve(open_in_namespace(netns, SANDBOX_PROXY_PORT, self.ports))
+
+    def _serve(self, sockets: SandboxSockets) -> None:
+        assert self.proxy is not None
         probes = list(sockets.probes)
         try:
             self.proxy.hand_over(sockets.proxy, sockets.forwards)
