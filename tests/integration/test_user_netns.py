@@ -22,8 +22,9 @@ from typing import Any
 import pytest
 
 from sandbox_setup.base import landlock
+from sandbox_setup.base.netwall import PORTS_ONLY
 from sandbox_setup.launcher.egress.netns import namespace_possible
-from sandbox_setup.policy.network import PORTS_ONLY, SANDBOX_PROXY_PORT
+from sandbox_setup.policy.network import SANDBOX_PROXY_PORT
 from tests.launch_fixtures import LaunchTree, last_json, launch_tree, run_launcher
 from tests.live_accounts import LiveAccount, live_account
 

@@ -35,6 +35,7 @@ from sandbox_setup.base.errors import InputError, RefusedError, SetupError
 from sandbox_setup.base.exitcodes import ExitCode
 from sandbox_setup.base.landlock import abi_version
 from sandbox_setup.base.launcher_config import LauncherConfig, parse_launcher_config
+from sandbox_setup.base.netwall import PORTS_ONLY
 from sandbox_setup.base.paths import Layout
 from sandbox_setup.base.printable import printable_lines
 from sandbox_setup.boundary.session import Boundary
@@ -424,9 +425,13 @@ def _with_notice(
             if ports:
                 allowed += "; host loopback port" + ("s " if len(ports) > 1 else " ")
                 allowed += ", ".join(map(str, ports))
+            if launch.landlock.netns:
+                wall = "a network namespace of its own, Landlock's ports the second wall"
+            else:
+                wall = f"Landlock's ports only: {PORTS_ONLY}"
             notice = notice.replace(
                 network_policy(config.mode, config.network),
-                f"network allowlist through the session's proxy ({allowed}; Landlock)",
+                f"network allowlist through the session's proxy ({allowed}; {wall})",
             )
         shown = [n for n, on in (("files", walls.files), ("network", walls.network),
                                  ("scope", walls.scope)) if on]  # fmt: skip

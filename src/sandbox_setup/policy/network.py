@@ -27,7 +27,6 @@ out through DNS).
 
 from __future__ import annotations
 
-import enum
 import ipaddress
 import json
 import re
@@ -38,6 +37,7 @@ from sandbox_setup.base import remedies
 from sandbox_setup.base.choices import Mode, Network
 from sandbox_setup.base.errors import InputError
 from sandbox_setup.base.landlock import NETWORK_ABI
+from sandbox_setup.base.netwall import NAMESPACE_WALL, PORTS_ONLY, UserNetworkWall
 from sandbox_setup.policy.addresses import (
     RULE_ORDER,
     UNEXEMPTABLE,
@@ -54,6 +54,7 @@ __all__ = [
     "Decision",
     "DomainPattern",
     "EgressPolicy",
+    "UserNetworkWall",
     "allowances_problem",
     "describe_network",
     "describe_user_allowances",
@@ -66,7 +67,6 @@ __all__ = [
     "parse_port",
     "proxy_port_problem",
     "refusal_reason",
-    "UserNetworkWall",
     "user_network_wall",
     "user_wall_phrase",
 ]
@@ -557,18 +557,6 @@ def describe_network(
 # says network = "host", as every one written before).
 # Unsafe mode: never (Claude runs as the operator; nothing filters its network).
 
-class UserNetworkWall(enum.StrEnum):
-    """Which network wall a user-mode session gets on a host (DESIGN.md invariant 16)."""
-
-    # A network namespace of its own (root may create one): loopback only, the session's
-    # proxy listening inside, the exposed loopback ports forwarded in; Landlock's ports
-    # (ABI >= 4) as the second wall.
-    NAMESPACE = "namespace"
-    # Landlock's TCP ports only (root cannot create a network namespace here).
-    PORTS = "ports"
-    # No wall: the host's network (no Landlock ABI >= 4, or [user] landlock = false).
-    HOST = "host"
-
 
 def user_network_wall(landlock_network: bool, namespace_possible: bool) -> UserNetworkWall:
     """The wall from its two facts: Landlock's network wall is planned (ABI >= 4 and
@@ -579,22 +567,13 @@ def user_network_wall(landlock_network: bool, namespace_possible: bool) -> UserN
     return UserNetworkWall.NAMESPACE if namespace_possible else UserNetworkWall.PORTS
 
 
-PORTS_ONLY = "ports only: any address on these ports is reachable; UDP is not filtered"
-NAMESPACE_WALL = (
-    "a network namespace of its own: loopback only, the session's egress proxy listening "
-    "there, the exposed loopback ports forwarded in; TCP and UDP reach nothing else "
-    "(Landlock's ports as a second wall)"
-)
-
-
 def user_wall_phrase(wall: UserNetworkWall) -> str:
     """The words for ``wall`` wherever it is described (launch line, plan, checks)."""
     if wall is UserNetworkWall.NAMESPACE:
         return NAMESPACE_WALL
     if wall is UserNetworkWall.PORTS:
         return (
-            "Landlock's TCP ports only (root cannot create a network namespace here): "
-            + PORTS_ONLY
+            "Landlock's TCP ports only (root cannot create a network namespace here): " + PORTS_ONLY
         )
     return HOST_EXPOSURE
 
@@ -682,9 +661,11 @@ def describe_user_network(
     landlock_on: bool,
     allowed_domains: Sequence[str],
     loopback_ports: Sequence[int],
+    namespace: bool | None = None,
 ) -> list[str]:
     """The audit's lines for a user-mode agent's network: ``landlock_abi`` as probed
-    (None: not probed), ``landlock_on``: ``[user] landlock``."""
+    (None: not probed), ``landlock_on``: ``[user] landlock``, ``namespace``: root may
+    give the session a network namespace of its own here (None: not probed)."""
     if not landlock_on:
         wall: bool | None = False
         head = f"user mode: {HOST_EXPOSURE} (Landlock is off: [user] landlock = false)"
@@ -696,12 +677,21 @@ def describe_user_network(
         )
     elif landlock_abi >= NETWORK_ABI:
         wall = True
-        head = (
-            f"user mode: Landlock ABI {landlock_abi} network: TCP connect only to the "
+        ports = (
+            f"Landlock ABI {landlock_abi} network: TCP connect only to the ports of the "
             "session's egress proxy (Claude Code's endpoints "
             + ", ".join(CLAUDE_ENDPOINTS)
-            + ") and the allowed loopback ports; UDP and DNS are not filtered"
+            + ") and of the allowed loopback ports"
         )
+        if namespace is None:
+            head = (
+                f"user mode: {NAMESPACE_WALL} where root can create a network namespace "
+                f"(net.user_wall not probed); otherwise {ports}: {PORTS_ONLY}"
+            )
+        elif namespace:
+            head = f"user mode: {NAMESPACE_WALL}; {ports}"
+        else:
+            head = f"user mode: {ports}; {PORTS_ONLY} (root cannot create a network namespace here)"
     else:
         wall = False
         head = (

@@ -495,7 +495,7 @@ def _loopback_up() -> None:
 def _in_new_thread(work: Callable[[], int | None], timeout: float) -> int | None:
     """``work`` in a thread of its own (a network namespace is per thread: the
     launcher's other threads stay where they are); its result, or its exception."""
-    result: list[int | None | BaseException] = []
+    result: list[int | BaseException | None] = []
 
     def run() -> None:
         try:

@@ -206,6 +206,7 @@ class EgressSession:
         *,
         resolver: Resolver | None = None,
         after_drop: Callable[[], None] | None = None,
+        mode: str | None = None,
     ) -> EgressSession:
         """Before bwrap starts: the policy (a bad pattern refuses the launch), the log,
         and the proxy forked as ``uid:gid``, which waits for its listeners (its start-up
@@ -215,9 +216,10 @@ class EgressSession:
         ports = exposed_ports(config)
         log_fd = open_egress_log(log_dir)
         try:
+            extra = {"mode": mode} if mode is not None else {}
             _log(log_fd, event="session start", launcher=os.getpid(), uid=uid,
                  allowed=[str(p) for p in (*policy.allowed, *policy.allowed_addresses)],
-                 loopback_ports=list(ports))  # fmt: skip
+                 loopback_ports=list(ports), **extra)  # fmt: skip
             session = cls(policy, ports, uid, gid, log_fd)
             session.proxy = fork_proxy(None, policy, log_fd, uid, gid, later=True,
                                        resolver=resolver, after_drop=after_drop)  # fmt: skip

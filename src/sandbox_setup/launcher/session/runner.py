@@ -50,7 +50,6 @@ from sandbox_setup.launcher.landlock_gate import (
     substitute,
 )
 from sandbox_setup.launcher.seams import REAL, LaunchSeams
-from sandbox_setup.policy.network import SANDBOX_PROXY_PORT
 from sandbox_setup.launcher.session.cgroup import (
     EarlySessionCgroup,
     SessionCgroup,
@@ -60,6 +59,7 @@ from sandbox_setup.launcher.session.cgroup import (
 from sandbox_setup.launcher.session.keyring import SessionKeyring, join_new_session_keyring
 from sandbox_setup.launcher.session.pty_relay import PtyRelay, TerminalState, install_winch
 from sandbox_setup.launcher.session.supervise import run_supervised
+from sandbox_setup.policy.network import SANDBOX_PROXY_PORT
 
 PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
@@ -270,6 +270,7 @@ def run_user_session(
                 egress = EgressSession.start(
                     replace(network, loopback_ports=ports), agent.uid, agent.gid,
                     state_dir(), resolver=seams.resolver, after_drop=seams.after_proxy_drop,
+                    mode="user",
                 )  # fmt: skip
                 egress.ready_in(netns)
                 table[PROXY_PORT] = str(SANDBOX_PROXY_PORT)
