@@ -155,12 +155,16 @@ def account(tree: LaunchTree) -> Iterator[LiveAccount]:
 
 
 def _session(
-    tree: LaunchTree, account: LiveAccount, services: _Services, name: str, **config: Any
+    tree: LaunchTree,
+    account: LiveAccount,
+    services: _Services,
+    name: str,
+    ports: tuple[int, ...] = (),
 ) -> tuple[dict[str, Any], str]:
     script = ATTEMPTS.format(port=services.port, udp=services.udp_port)
     claude = tree.write_script(script, name=f"claude-{name}")
     path = tree.write_config(claude, mode="user", agent_user=account.name, name=f"{name}.toml",
-                             loopback_ports=[services.port], **config)  # fmt: skip
+                             loopback_ports=[services.port, *ports])  # fmt: skip
     result = run_launcher(path, ["--print", "hi"])
     assert result.returncode == 0, result.stderr
     return last_json(result.stdout), result.stderr
@@ -234,3 +238,17 @@ def test_the_agent_egress_log_records_the_session(
     log = Path(state_home(0)) / "sandbox-setup" / "egress.log"
     assert log.exists()
     assert '"session start"' in log.read_text()
+
+
+@needs_net
+def test_an_exposed_3128_moves_the_proxy_inside(
+    session: tuple[dict[str, Any], str],
+    tree: LaunchTree,
+    account: LiveAccount,
+    services: _Services,
+) -> None:
+    # 3128 is the sandbox's proxy port; in user mode it may be an exposed port (it was
+    # before the namespace): the proxy then listens on the next free one inside.
+    report, _ = _session(tree, account, services, "port-3128", ports=(SANDBOX_PROXY_PORT,))
+    assert report["proxy_env"] == f"http://127.0.0.1:{SANDBOX_PROXY_PORT + 1}"
+    assert report["v4"] == "meant-secret"

@@ -35,7 +35,7 @@ from sandbox_setup.policy.environment import (
     loopback_endpoint,
     select_passed,
 )
-from sandbox_setup.policy.network import CLAUDE_ENDPOINTS, SANDBOX_PROXY_PORT
+from sandbox_setup.policy.network import CLAUDE_ENDPOINTS, user_proxy_port
 from sandbox_setup.policy.system_dirs import bind_conflict
 from sandbox_setup.policy.unsafe import ACCEPTANCE_KEYS, acceptance_problem
 
@@ -449,9 +449,10 @@ def user_launch(
                 notes += (note,)
             allowed = ", ".join((*CLAUDE_ENDPOINTS, *config.allowed_domains))
             if landlock.netns:
+                exposed = (*config.loopback_ports, *filter(None, [landlock.base_url_port]))
                 notes += (
                     f"the egress proxy (the allowlist: {allowed}) listens at "
-                    f"127.0.0.1:{SANDBOX_PROXY_PORT} inside the session's network namespace "
+                    f"127.0.0.1:{user_proxy_port(exposed)} inside the session's network namespace "
                     "(made by the launcher, loopback only), runs as the agent, and is probed "
                     "from inside before Claude starts; the exposed loopback ports are "
                     "forwarded in to the host's 127.0.0.1",

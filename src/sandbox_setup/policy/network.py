@@ -68,6 +68,7 @@ __all__ = [
     "proxy_port_problem",
     "refusal_reason",
     "user_network_wall",
+    "user_proxy_port",
     "user_wall_phrase",
 ]
 
@@ -88,6 +89,17 @@ CLAUDE_ENDPOINTS: tuple[str, ...] = (
 # proxy's listener in the sandbox's network namespace), also written as Claude's inner sandbox's
 # httpProxyPort/socksProxyPort. So it cannot also be an exposed loopback port.
 SANDBOX_PROXY_PORT = 3128
+
+
+def user_proxy_port(exposed: Iterable[int]) -> int:
+    """Where a user-mode session's proxy listens inside its own network namespace: 3128
+    (sandbox mode's), or the first port above it that no exposed loopback port takes
+    (in user mode 3128 may be one: the namespace is the launcher's to lay out)."""
+    taken = set(exposed)
+    port = SANDBOX_PROXY_PORT
+    while port in taken:
+        port += 1
+    return port
 
 
 def inner_proxy_port(mode: str, network: str | None, inner_sandbox: str) -> int | None:

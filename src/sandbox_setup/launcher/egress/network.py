@@ -195,6 +195,7 @@ class EgressSession:
         self.uid, self.gid = uid, gid
         self.log_fd = log_fd
         self.proxy: ProxyProcess | None = None
+        self.proxy_port = SANDBOX_PROXY_PORT  # where it listens inside the namespace
 
     @classmethod
     def start(
@@ -207,13 +208,18 @@ class EgressSession:
         resolver: Resolver | None = None,
         after_drop: Callable[[], None] | None = None,
         mode: str | None = None,
+        proxy_port: int = SANDBOX_PROXY_PORT,
     ) -> EgressSession:
         """Before bwrap starts: the policy (a bad pattern refuses the launch), the log,
         and the proxy forked as ``uid:gid``, which waits for its listeners (its start-up
         overlaps the sandbox's; :meth:`ready` hands them over). ``resolver`` and
         ``after_drop``: see :func:`~sandbox_setup.launcher.egress.proxy.fork_proxy`."""
         policy = build_policy(config)
-        ports = exposed_ports(config)
+        ports = (
+            exposed_ports(config)
+            if proxy_port == SANDBOX_PROXY_PORT
+            else tuple(dict.fromkeys(config.loopback_ports))
+        )
         log_fd = open_egress_log(log_dir)
         try:
             extra = {"mode": mode} if mode is not None else {}
@@ -221,6 +227,7 @@ class EgressSession:
                  allowed=[str(p) for p in (*policy.allowed, *policy.allowed_addresses)],
                  loopback_ports=list(ports), **extra)  # fmt: skip
             session = cls(policy, ports, uid, gid, log_fd)
+            session.proxy_port = proxy_port
             session.proxy = fork_proxy(None, policy, log_fd, uid, gid, later=True,
                                        resolver=resolver, after_drop=after_drop)  # fmt: skip
         except BaseException:
@@ -232,14 +239,14 @@ class EgressSession:
         """Listen in the sandbox's namespace, fork the proxy on it as the agent, and
         probe it from inside; :class:`RefusedError` when any of it fails."""
         sockets = open_in_sandbox(
-            sandbox_pid, SANDBOX_PROXY_PORT, self.ports, agent=(self.uid, self.gid)
+            sandbox_pid, self.proxy_port, self.ports, agent=(self.uid, self.gid)
         )
         self._serve(sockets)
 
     def ready_in(self, netns: int) -> None:
         """:meth:`ready` for a user-mode session's network namespace, made by the
         launcher (``netns``: its fd; :func:`~sandbox_setup.launcher.egress.netns.new_namespace`)."""
-        self._serve(open_in_namespace(netns, SANDBOX_PROXY_PORT, self.ports))
+        self._serve(open_in_namespace(netns, self.proxy_port, self.ports))
 
     def _serve(self, sockets: SandboxSockets) -> None:
         assert self.proxy is not None
@@ -251,7 +258,7 @@ class EgressSession:
             def inside() -> socket.socket:
                 sock = probes.pop()
                 sock.settimeout(PROBE_TIMEOUT)
-                sock.connect(("127.0.0.1", SANDBOX_PROXY_PORT))
+                sock.connect(("127.0.0.1", self.proxy_port))
                 return sock
 
             probe_proxy(inside)

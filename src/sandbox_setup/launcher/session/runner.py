@@ -59,7 +59,7 @@ from sandbox_setup.launcher.session.cgroup import (
 from sandbox_setup.launcher.session.keyring import SessionKeyring, join_new_session_keyring
 from sandbox_setup.launcher.session.pty_relay import PtyRelay, TerminalState, install_winch
 from sandbox_setup.launcher.session.supervise import run_supervised
-from sandbox_setup.policy.network import SANDBOX_PROXY_PORT
+from sandbox_setup.policy.network import user_proxy_port
 
 PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
@@ -270,10 +270,10 @@ def run_user_session(
                 egress = EgressSession.start(
                     replace(network, loopback_ports=ports), agent.uid, agent.gid,
                     state_dir(), resolver=seams.resolver, after_drop=seams.after_proxy_drop,
-                    mode="user",
+                    mode="user", proxy_port=user_proxy_port(ports),
                 )  # fmt: skip
                 egress.ready_in(netns)
-                table[PROXY_PORT] = str(SANDBOX_PROXY_PORT)
+                table[PROXY_PORT] = str(egress.proxy_port)
             elif plan.proxy:
                 assert network is not None
                 egress = UserEgress.start(network, agent.uid, agent.gid, state_dir(),
