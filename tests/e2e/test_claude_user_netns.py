@@ -84,9 +84,9 @@ def test_claude_completes_a_turn_in_the_sessions_network_namespace(
         server.close()
     assert session.run.returncode == 0, session.run
     api.assert_conversation_done()
-    assert "a network namespace of its own" in session.run.stderr, session.run.stderr
     text = api.tool_result(0).text
-    assert f"netns={os.stat('/proc/self/ns/net').st_ino}" not in text, text
     assert "netns=" in text, text
     # Landlock alone allows the API's port at any address: the namespace has no 127.0.0.2.
     assert SECOND.decode() not in text, text
+    assert f"netns={os.stat('/proc/self/ns/net').st_ino}" not in text, text
+    assert "a network namespace of its own" in session.run.stderr, session.run.stderr
