@@ -54,3 +54,15 @@ def test_the_live_probe_agrees_with_the_launcher() -> None:
 
     verdict = judge_user_wall(run_probe(netns_command(), timeout=10))
     assert namespace_from(Finding("x", "t", verdict.status, "")) is namespace_possible().possible
+
+
+@pytest.mark.parametrize("probe", [result("netns ok\n"), None])
+def test_below_landlock_abi_4_no_wall_is_claimed(probe: ProbeResult | None) -> None:
+    # The namespace comes with the session's proxy (Landlock's TCP rules): on ABI 3
+    # root may make namespaces, but user mode gets the host's network, and says so.
+    verdict = judge_user_wall(probe, landlock_abi=3)
+    assert verdict.status is Status.WARN
+    assert NAMESPACE_WALL not in verdict.summary and "host's network" in verdict.summary
+    assert verdict.detail.endswith("cause: no-tcp-rules")
+    assert namespace_from(Finding("net.user_wall", "t", verdict.status, "")) is False
+    assert judge_user_wall(result("netns ok\n"), landlock_abi=4).status is Status.PASS

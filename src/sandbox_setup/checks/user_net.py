@@ -9,16 +9,19 @@ addresses ("ports only: any address on these ports is reachable; UDP is not filt
 
 The probe does what the launcher does, as root, in a child interpreter: ``unshare
 (CLONE_NEWNET)`` and bring ``lo`` up; the namespace ends with the child. The answer is
-the verdict's status (typed: :func:`wall_of`), not its words: PASS, root can; WARN,
-root cannot (``cause: netns-refused``); ERROR, not probed (the probes do not run as
-root, or the probe did not run).
+the verdict's status (typed: :func:`namespace_from`), not its words: PASS, root can;
+WARN, root cannot (``cause: netns-refused``), or Landlock has no TCP rules here (ABI <
+4, probed again here: ``cause: no-tcp-rules``), so user mode gets no proxy and no
+namespace; ERROR, not probed (the probes do not run as root, or the probe did not run).
 """
 
 from __future__ import annotations
 
+from sandbox_setup.base.landlock import NETWORK_ABI
 from sandbox_setup.base.netwall import NAMESPACE_WALL, PORTS_ONLY
 from sandbox_setup.checks.base import Context, Verdict
-from sandbox_setup.checks.experiments import python_for_probes
+from sandbox_setup.checks.experiments import landlock_command, python_for_probes
+from sandbox_setup.checks.landlock import parse_landlock_probe
 from sandbox_setup.checks.model import Finding, Status
 from sandbox_setup.checks.probe import ProbeResult
 
@@ -45,9 +48,21 @@ def netns_command() -> tuple[str, ...]:
     return (python_for_probes(), "-I", "-S", "-c", NETNS_SCRIPT)
 
 
-def judge_user_wall(result: ProbeResult | None) -> Verdict:
+def judge_user_wall(result: ProbeResult | None, landlock_abi: int | None = None) -> Verdict:
     """Pure: ``result`` of :func:`netns_command` run as root (None: the probes are not
-    root, so the launcher's side was not tried)."""
+    root, so the launcher's side was not tried); ``landlock_abi``: what the agent gets
+    (None: not known). The namespace comes with the session's proxy, which Landlock's
+    TCP rules (ABI >= 4) bring: below that, user mode has the host's network whatever
+    root may do, and the check says so (never a wall that is not there)."""
+    if landlock_abi is not None and landlock_abi < NETWORK_ABI:
+        return Verdict(
+            Status.WARN,
+            f"user mode has no network wall here: Landlock ABI {landlock_abi} < "
+            f"{NETWORK_ABI} has no TCP rules, and the session's own network namespace "
+            "comes with them; the agent has the host's network",
+            (result.describe() + "\n" if result is not None else "") + "cause: no-tcp-rules",
+            "a kernel with Landlock ABI 4 (Linux 6.7) or later, or sandbox mode",
+        )
     if result is None:
         return Verdict(
             Status.ERROR,
@@ -74,9 +89,11 @@ def judge_user_wall(result: ProbeResult | None) -> Verdict:
 
 
 def check_user_wall(ctx: Context) -> Verdict:
+    landlock = ctx.run(landlock_command())
+    abi = parse_landlock_probe(landlock.stdout)[0] if landlock.ok else None
     if ctx.euid != 0:
-        return judge_user_wall(None)
-    return judge_user_wall(ctx.run(netns_command(), as_probe_user=False))
+        return judge_user_wall(None, abi)
+    return judge_user_wall(ctx.run(netns_command(), as_probe_user=False), abi)
 
 
 def namespace_from(finding: Finding | None) -> bool | None:
