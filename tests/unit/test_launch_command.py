@@ -432,7 +432,7 @@ def test_gather_resolves_the_binds(tmp_path: Path) -> None:
     [
         (True, (), "listens at 127.0.0.1:3128 inside the session's network namespace", PORTS_ONLY),
         (True, (3128,), "listens at 127.0.0.1:3129 inside", PORTS_ONLY),
-        (False, (), PORTS_ONLY, "network namespace of its own:"),
+        (False, (), PORTS_ONLY, "a network namespace of its own: loopback only"),
     ],
 )
 def test_user_mode_notes_say_the_network_wall_as_built(
@@ -440,10 +440,12 @@ def test_user_mode_notes_say_the_network_wall_as_built(
 ) -> None:
     # DESIGN.md invariant 16: --dry-run names the wall this launch gets, never a stronger.
     walls = user_walls(7, True, True)
-    plan = LandlockPlan(walls, (), (), (PROXY_PORT,), proxy=True, netns=netns)
+    why = "" if netns else "root cannot create a network namespace here (EPERM)"
+    plan = LandlockPlan(walls, (), (), (PROXY_PORT,), proxy=True, netns=netns, netns_why=why)
     launch = user_launch(config(mode=Mode.USER, loopback_ports=ports), AGENT, "/c",
                          "/usr/bin/setpriv", {}, [], True, landlock=plan)  # fmt: skip
     notes = "\n".join(launch.notes)
     assert says in notes
     assert never not in notes
+    assert (why in notes) if why else "no network namespace of its own:" not in notes
     assert plan.wall is (UserNetworkWall.NAMESPACE if netns else UserNetworkWall.PORTS)

@@ -463,6 +463,8 @@ def user_launch(
                     f"port of 127.0.0.1 chosen at start ({PROXY_PORT}), runs as the agent, "
                     "and is probed before Claude starts",
                 )
+                if landlock.netns_why:
+                    notes += (f"no network namespace of its own: {landlock.netns_why}",)
             if config.loopback_ports:
                 notes += (
                     "host loopback ports the agent may connect to (sandbox.loopback_ports): "
