@@ -25,7 +25,7 @@ from sandbox_setup.base import landlock
 from sandbox_setup.base.netwall import PORTS_ONLY
 from sandbox_setup.launcher.egress.netns import namespace_possible
 from sandbox_setup.policy.network import SANDBOX_PROXY_PORT
-from tests.launch_fixtures import LaunchTree, last_json, launch_tree, run_launcher
+from tests.launch_fixtures import LaunchTree, last_json, launch_tree, run_launcher, state_home
 from tests.live_accounts import LiveAccount, live_account
 
 pytestmark = pytest.mark.integration
@@ -229,15 +229,20 @@ def test_dry_run_names_the_wall_the_launch_gets(
     assert json.dumps(verdict.possible)  # a typed answer, not words
 
 
-def test_the_agent_egress_log_records_the_session(
-    session: tuple[dict[str, Any], str], tree: LaunchTree
+@needs_net
+def test_the_egress_log_records_the_namespace_session(
+    session: tuple[dict[str, Any], str], services: _Services
 ) -> None:
-    # The same egress session as sandbox mode's: its decision log says it started.
-    from tests.launch_fixtures import state_home
-
+    # Sandbox mode's egress session, run for user mode: its decision log says so, with
+    # the exposed port it forwarded in.
     log = Path(state_home(0)) / "sandbox-setup" / "egress.log"
-    assert log.exists()
-    assert '"session start"' in log.read_text()
+    entries = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+    assert any(
+        e.get("event") == "session start"
+        and e.get("mode") == "user"
+        and services.port in e.get("loopback_ports", [])
+        for e in entries
+    ), entries[-5:]
 
 
 @needs_net
