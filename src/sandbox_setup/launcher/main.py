@@ -35,6 +35,7 @@ from sandbox_setup.base.errors import InputError, RefusedError, SetupError
 from sandbox_setup.base.exitcodes import ExitCode
 from sandbox_setup.base.landlock import abi_version
 from sandbox_setup.base.launcher_config import LauncherConfig, parse_launcher_config
+from sandbox_setup.base.netwall import PORTS_ONLY
 from sandbox_setup.base.paths import Layout
 from sandbox_setup.base.printable import printable, printable_lines
 from sandbox_setup.base.version import package_version
@@ -49,6 +50,7 @@ from sandbox_setup.launcher.command import (
     user_launch,
 )
 from sandbox_setup.launcher.containment import Containment, contain
+from sandbox_setup.launcher.egress.netns import NamespaceVerdict, namespace_possible
 from sandbox_setup.launcher.egress.network import build_policy, is_allowlist, state_dir
 from sandbox_setup.launcher.landlock_gate import PROXY_PORT, LandlockPlan
 from sandbox_setup.launcher.notice import config_notice, network_policy
@@ -413,7 +415,12 @@ def landlock_plan(
     # The system's python3 (trusted like every tool): the agent can run it, where the
     # launcher's own interpreter may sit in root's home.
     python = str(find_trusted_tool("python3", owners, path_env))
-    return LandlockPlan(walls, read, write, connect, proxy=walls.network, python=python)
+    # Where root may make a network namespace, the session gets one (its proxy inside,
+    # the exposed ports forwarded in): an address wall, Landlock's ports the second one.
+    # Tried live here, so --dry-run says what the launch does (DESIGN.md invariant 16).
+    netns = namespace_possible() if walls.network else NamespaceVerdict(False)
+    return LandlockPlan(walls, read, write, connect, proxy=walls.network, python=python,
+                        netns=netns.possible, netns_why=netns.why)  # fmt: skip
 
 
 def _has_proxy(launch: Launch, config: LauncherConfig) -> bool:
@@ -447,9 +454,13 @@ def _with_notice(
             if ports:
                 allowed += "; host loopback port" + ("s " if len(ports) > 1 else " ")
                 allowed += ", ".join(map(str, ports))
+            if launch.landlock.netns:
+                wall = "a network namespace of its own, Landlock's ports the second wall"
+            else:
+                wall = f"Landlock's ports only: {PORTS_ONLY}"
             notice = notice.replace(
                 network_policy(config.mode, config.network),
-                f"network allowlist through the session's proxy ({allowed}; Landlock)",
+                f"network allowlist through the session's proxy ({allowed}; {wall})",
             )
         shown = [n for n, on in (("files", walls.files), ("network", walls.network),
                                  ("scope", walls.scope)) if on]  # fmt: skip
