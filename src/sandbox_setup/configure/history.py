@@ -217,12 +217,16 @@ def agent_files_outside(
         if top is None:
             continue
         try:
+            device = os.fstat(top).st_dev
             limits = fdwalk.WalkLimits(max_entries=limit, max_depth=64)
             for visit in fdwalk.walk(top, limits):
                 for entry in visit.entries:
                     try:
                         st = entry.stat(follow_symlinks=False)
                     except OSError:
+                        continue
+                    if st.st_dev != device and entry.name in visit.subdirs:
+                        visit.subdirs.remove(entry.name)  # another mount: not walked
                         continue
                     if st.st_uid in owners.uids or st.st_gid in owners.gids:
                         found.append(temp / visit.join(entry.name))
