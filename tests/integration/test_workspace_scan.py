@@ -317,22 +317,20 @@ def test_fifos_and_sockets_where_git_opens_files_are_moved_aside(world: World) -
         os.mkfifo(git / rel)
     with socket.socket(socket.AF_UNIX) as sock:
         sock.bind(str(git / "objects/info/sock"))
+    # git's open follows a symlink: the index, swapped for one to a FIFO in the tree.
+    os.mkfifo(repo / "pipe")
+    (git / "index").unlink(missing_ok=True)
+    (git / "index").symlink_to("../pipe")
+    (git / "refs/tags/v0").symlink_to("../heads/main")  # a symlinked ref to a file: git's
     result = workspace_scan.scan([str(world.workspace)], before)  # would hang if opened
+    planted = ("ORIG_HEAD", "index", "logs/HEAD", "objects/info/alternates", "objects/info/sock")
     assert sorted((h.rel, h.kind) for h in result.to_neutralize) == [
-        (f"repo/.git/{rel}", "special-file")
-        for rel in sorted(
-            (
-                "ORIG_HEAD",
-                "logs/HEAD",
-                "objects/info/alternates",
-                "objects/info/sock",
-                "refs/tags/v1",
-            )
-        )
+        (f"repo/.git/{rel}", "special-file") for rel in sorted((*planted, "refs/tags/v1"))
     ]
     done = quarantine.neutralize_all(result.hits, str(world.base / "q"))
     assert all(n.done for n in done), [n.line for n in done]
     assert not (git / "ORIG_HEAD").exists() and not (git / "refs/tags/v1").exists()
+    assert not (git / "index").is_symlink() and (git / "refs/tags/v0").is_symlink()
     assert world.git(repo, "log", "-1", "--format=%s").stdout.strip()
 
 

@@ -209,19 +209,14 @@ class GitDiscovery:
             self._modules(fd, f"{rel}/modules")
 
     def _special_files(self, fd: int, entries: dict[str, os.DirEntry[str]], rel: str) -> None:
-        """FIFOs, sockets and devices where git opens files: in the git directory
-        itself (``HEAD``, ``index``, ``packed-refs``, ``gitdir``...) and in the
-        directories it reads (refs, reflogs, objects, info). One already judged
-        (a FIFO ``config`` or ``commondir``, a bare layout's ``HEAD``) is not told twice."""
+        """FIFOs, sockets and devices (or symlinks to one) where git opens files: in
+        the git directory itself (``HEAD``, ``index``, ``packed-refs``, ``gitdir``...)
+        and in the directories it reads (refs, reflogs, objects, info). One already
+        judged (a FIFO ``config`` or ``commondir``, a bare layout's ``HEAD``) is not
+        told twice."""
         for name, entry in entries.items():
-            if f"{rel}/{name}" in self.marks:
-                continue
-            try:
-                st = entry.stat(follow_symlinks=False)
-            except OSError:
-                continue
-            if not policy.git_metadata_kind_ok(fdwalk.kind_of(st.st_mode)):
-                self._special(f"{rel}/{name}", st)
+            if f"{rel}/{name}" not in self.marks:
+                self._special_entry(fd, entry, f"{rel}/{name}")
         for name in policy.GIT_READ_DIRS:
             read_dir = entries.get(name)
             if read_dir is None or not read_dir.is_dir(follow_symlinks=False):
@@ -234,24 +229,36 @@ class GitDiscovery:
             try:
                 for visit in fdwalk.walk(sub, self.limits, stats):
                     for child in visit.entries:
-                        try:
-                            st = child.stat(follow_symlinks=False)
-                        except OSError:
-                            continue
-                        if not policy.git_metadata_kind_ok(fdwalk.kind_of(st.st_mode)):
-                            self._special(f"{rel}/{name}/{visit.join(child.name)}", st)
+                        child_rel = f"{rel}/{name}/{visit.join(child.name)}"
+                        self._special_entry(visit.fd, child, child_rel)
             finally:
                 os.close(sub)
             self.stats.truncated += [f"{rel}/{name}: {t}" for t in stats.truncated]
             self.stats.errors += [f"{rel}/{name}/{e}" for e in stats.errors]
 
-    def _special(self, rel: str, st: os.stat_result) -> None:
-        self.marks[rel] = Mark.of(st)
+    def _special_entry(self, dir_fd: int, entry: os.DirEntry[str], rel: str) -> None:
+        try:
+            st = entry.stat(follow_symlinks=False)
+        except OSError:
+            return
+        kind = fdwalk.kind_of(st.st_mode)
+        digest = None
+        if kind == "link":
+            # git opens through it: judged by what it names now (stat, never open).
+            try:
+                target = os.stat(entry.name, dir_fd=dir_fd)
+            except OSError:
+                return  # dangling or a loop: git's open fails as well
+            kind = fdwalk.kind_of(target.st_mode)
+            digest = f"a symlink to a {kind}"
+        if policy.git_metadata_kind_ok(kind):
+            return
+        self.marks[rel] = Mark.of(st, digest)
         self.add(
             Finding(
                 rel,
                 "special-file",
-                "a FIFO, socket or device in git metadata",
+                digest or "a FIFO, socket or device in git metadata",
                 "git opens it as a regular file: root's git would wait for ever or read "
                 "what it gives",
                 "quarantine",

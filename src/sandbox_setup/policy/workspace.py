@@ -197,13 +197,13 @@ def may_be_module_git_dir(kinds: Mapping[str, str]) -> bool:
 
 
 def git_metadata_kind_ok(kind: str) -> bool:
-    """May an entry of this kind (:func:`sandbox_setup.base.fdwalk.kind_of`) stand in
-    a git directory? git opens ``HEAD``, ``config``, ``index``, refs, ``packed-refs``,
+    """May an entry of this kind (:func:`sandbox_setup.base.fdwalk.kind_of`; for a
+    symlink, the kind of what it names, as git's ``open`` follows it) stand in a git
+    directory? git opens ``HEAD``, ``config``, ``index``, refs, ``packed-refs``,
     ``commondir``, ``gitdir`` and objects expecting regular files: a FIFO, a socket
     or a device there makes root's git wait for ever (or read what the device
-    gives). Directories and regular files are git's; symlinks are judged where git
-    follows them."""
-    return kind in ("dir", "file", "link")
+    gives). Directories and regular files are git's."""
+    return kind in ("dir", "file")
 
 
 @dataclass(frozen=True, slots=True)
