@@ -201,6 +201,7 @@ class AclWalkReport:
             ("stays private", self.private),
             ("not changed (more than one hard link)", self.hardlinked),
         ):
+            paths = list(dict.fromkeys(paths))  # a walk per group may meet a path twice
             if paths:
                 noun = "file" if len(paths) == 1 else "files"
                 example = PurePosixPath(workspace) / paths[0]
