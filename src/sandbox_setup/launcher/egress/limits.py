@@ -32,8 +32,9 @@ Why these values:
   parsed. A relayed byte never enters Python (``splice``).
 - :data:`CONNECTION_MEMORY` (16 KiB): what one open connection may cost the proxy in
   memory once its head is parsed (its Python objects, the selector's entry, the
-  kernel's socket bookkeeping counted in the process's RSS); measured at about 3 KiB
-  for an idle tunnel, the bound has room for allocator slack. Worst case, every
+  kernel's socket bookkeeping counted in the process's RSS); measured at about 2 KiB
+  (1,000 idle tunnels and 100 slow clients: 1.9 KiB each), the bound leaves room for
+  the allocator's slack. Worst case, every
   connection sending a full head at once: ``MAX_CONNECTIONS * (MAX_HEAD + 4 +
   CONNECTION_MEMORY)``, about 160 MiB, for 30 s.
 - :data:`IDLE_TIMEOUT` (15 min): a tunnel with no byte in either direction for that
