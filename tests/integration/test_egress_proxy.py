@@ -257,22 +257,16 @@ def test_parallel_and_aborted_transfers_leave_no_thread_or_fd_behind(egress: Pro
     def counts() -> tuple[int, int]:
         return len(os.listdir(f"/proc/{pid}/task")), len(os.listdir(f"/proc/{pid}/fd"))
 
-    def idle(fds: int | None = None) -> tuple[int, int]:  # nothing being relayed
-        deadline = time.monotonic() + 10
+    def settled() -> tuple[int, int]:  # nothing being relayed, spare pipes closed
+        deadline, last = time.monotonic() + 15, counts()
         while time.monotonic() < deadline:
-            now = counts()
-            if fds is None and now == counts_after(0.3):
+            time.sleep(1.5)  # longer than a tick of the loop, which closes the spares
+            if (now := counts()) == last:
                 return now
-            if now[1] == fds:
-                return now
-            time.sleep(0.02)
-        return counts()
+            last = now
+        return last
 
-    def counts_after(delay: float) -> tuple[int, int]:
-        time.sleep(delay)
-        return counts()
-
-    baseline = idle()
+    baseline = settled()
     assert baseline[0] == threads
     url = "https://allowed.test/big.bin"
     base = ["curl", "-sS", "-o", "/dev/null", "--cacert", str(egress.world.ca), "-x", egress.url]
@@ -296,7 +290,7 @@ def test_parallel_and_aborted_transfers_leave_no_thread_or_fd_behind(egress: Pro
         for process in slow:  # clients that vanish mid-transfer (also when a check failed)
             process.kill()
             process.wait()
-    assert idle(baseline[1]) == baseline
+    assert settled() == baseline
     assert curl(egress, "https://allowed.test/hello.txt").stdout == WORLD_GREETING
 
 
