@@ -715,6 +715,8 @@ class Server:
                         d.eof = True
                         break
                     d.pending = moved
+                    if moved < PIPE_SIZE:  # src is drained for now (no read just to see EAGAIN)
+                        turns = 0
         except BlockingIOError:
             if d.pipe is not None and not d.pending:  # nothing to read after all
                 self.pipes.give(d.pipe)
