@@ -428,6 +428,9 @@ class Server:
                     return
                 raise
             client.setblocking(False)
+            if client.family != socket.AF_UNIX:  # the relay writes whole answers: no Nagle
+                with contextlib.suppress(OSError):
+                    client.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             if len(self.connections) >= self.max_connections:
                 self._refuse_busy(client, port)
                 continue
