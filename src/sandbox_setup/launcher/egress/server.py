@@ -194,7 +194,7 @@ class Pipes:
 
 # --- connections --------------------------------------------------------------------------
 
-HEAD, RESOLVING, CONNECTING, RELAY, CLOSING = range(5)
+HEAD, RESOLVING, CONNECTING, RELAY, CLOSING, GONE = range(6)
 
 
 class Direction:
@@ -214,10 +214,6 @@ class Direction:
     def waiting(self) -> bool:
         """Bytes wait for ``dst`` to take them."""
         return bool(self.first) or self.pending > 0
-
-    @property
-    def done(self) -> bool:
-        return self.shut
 
 
 class Connection:
@@ -374,7 +370,10 @@ class Server:
                 if now - conn.active > idle:
                     self._close(conn)
             elif now > conn.deadline:
-                self._expire(conn)
+                try:
+                    self._expire(conn)
+                except (OSError, wire.WireError):
+                    self._close(conn)
         for listener, port in self.paused:
             self.selector.register(listener, READ, ("listen", port))
         self.paused.clear()
@@ -436,10 +435,13 @@ class Server:
                 continue
             conn = Connection(client, self.now + self.limits.head_timeout, port)
             self.connections.add(conn)
-            if port:
-                self._connect_forward(conn)
-            else:
-                self._watch(conn, client, READ)
+            try:
+                if port:
+                    self._connect_forward(conn)
+                else:
+                    self._watch(conn, client, READ)
+            except OSError:
+                self._close(conn)
 
     @staticmethod
     def _refuse_busy(client: socket.socket, port: int) -> None:
@@ -601,7 +603,7 @@ class Server:
                 self._unreachable(conn)
                 return
             self._connect_next(conn)
-        except OSError:
+        except (OSError, wire.WireError):
             self._close(conn)
 
     def _connect_next(self, conn: Connection) -> None:
@@ -739,7 +741,7 @@ class Server:
     def _interest(self, conn: Connection) -> None:
         up, down = conn.up, conn.down
         assert up is not None and down is not None and conn.upstream is not None
-        if up.done and down.done:
+        if up.shut and down.shut:
             self._close(conn)
             return
         for sock, feeds, drains in ((conn.client, up, down), (conn.upstream, down, up)):
@@ -756,7 +758,7 @@ class Server:
         if conn not in self.connections:
             return
         self.connections.discard(conn)
-        conn.state = CLOSING + 1  # gone: a resolver's late answer is dropped
+        conn.state = GONE  # a resolver's late answer is dropped
         for fd in conn.masks:
             if conn.masks[fd]:
                 with contextlib.suppress(KeyError, ValueError, OSError):
