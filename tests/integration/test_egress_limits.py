@@ -29,6 +29,7 @@ from sandbox_setup.launcher.egress.limits import (
     FDS_PER_CONNECTION,
     PIPE_SPARE,
     RESOLVE_WORKERS,
+    RESOLVE_WORKERS_MAX,
     ProxyLimits,
 )
 from sandbox_setup.launcher.egress.wire import CONNECT_ESTABLISHED, PROXY_HEADER
@@ -38,14 +39,20 @@ REPO = Path(__file__).resolve().parents[2]
 IDLE_TUNNELS = 1000
 SLOW_CLIENTS = 100
 SERVE = """
-import json, socket, sys
+import json, socket, sys, time
 from sandbox_setup.launcher.egress import server
 from sandbox_setup.launcher.egress.limits import ProxyLimits
 from sandbox_setup.policy.network import EgressPolicy
 allowed, limits = json.loads(sys.argv[1]), ProxyLimits(**json.loads(sys.argv[2]))
+names = json.loads(sys.argv[3])
+def resolve(name, port):  # the test's DNS: a name "stuck" never answers
+    if names.get(name) == "stuck":
+        time.sleep(3600)
+    return names.get(name, [])
 sock = socket.create_server(("127.0.0.1", 0), backlog=4096)
 print(sock.getsockname()[1], flush=True)
-server.run(sock, server.EgressProxy(EgressPolicy.build(allowed), None), None, limits=limits)
+proxy = server.EgressProxy(EgressPolicy.build(allowed), None, resolve)
+server.run(sock, proxy, None, limits=limits)
 """
 
 
@@ -101,10 +108,13 @@ def echo_server() -> Iterator[Echo]:
 
 
 @contextlib.contextmanager
-def proxy_process(allowed: list[str], limits: ProxyLimits) -> Iterator[tuple[int, int]]:
-    """The proxy's server in a process of its own: (pid, port)."""
+def proxy_process(
+    allowed: list[str], limits: ProxyLimits, names: dict[str, object] | None = None
+) -> Iterator[tuple[int, int]]:
+    """The proxy's server in a process of its own, resolving ``names``: (pid, port)."""
     process = subprocess.Popen(
-        [sys.executable, "-c", SERVE, json.dumps(allowed), json.dumps(asdict(limits))],
+        [sys.executable, "-c", SERVE, json.dumps(allowed), json.dumps(asdict(limits)),
+         json.dumps(names or {})],
         stdout=subprocess.PIPE, text=True, cwd=REPO,
         env={**os.environ, "PYTHONPATH": str(REPO / "src")},
     )  # fmt: skip
@@ -140,15 +150,17 @@ def nofile_soft(pid: int) -> int:
     raise AssertionError("no Max open files")
 
 
-def connect_request(port: int) -> bytes:
-    authority = f"127.0.0.1:{port}"
+def connect_request(port: int, host: str = "127.0.0.1") -> bytes:
+    authority = f"{host}:{port}"
     return f"CONNECT {authority} HTTP/1.1\r\nHost: {authority}\r\n\r\n".encode()
 
 
-def open_tunnels(proxy_port: int, echo_port: int, count: int) -> list[socket.socket]:
+def open_tunnels(
+    proxy_port: int, echo_port: int, count: int, host: str = "127.0.0.1"
+) -> list[socket.socket]:
     """``count`` CONNECT tunnels to the echo server, each answered 200, left idle."""
     tunnels: list[socket.socket] = []
-    request = connect_request(echo_port)
+    request = connect_request(echo_port, host)
     for start in range(0, count, 100):
         batch = [socket.create_connection(("127.0.0.1", proxy_port), timeout=20)
                  for _ in range(min(100, count - start))]  # fmt: skip
@@ -165,9 +177,9 @@ def open_tunnels(proxy_port: int, echo_port: int, count: int) -> list[socket.soc
     return tunnels
 
 
-def round_trip(proxy_port: int, echo_port: int) -> bytes:
+def round_trip(proxy_port: int, echo_port: int, host: str = "127.0.0.1") -> bytes:
     """A normal request: a new tunnel, a message there and back."""
-    with open_tunnels(proxy_port, echo_port, 1)[0] as sock:
+    with open_tunnels(proxy_port, echo_port, 1, host)[0] as sock:
         sock.sendall(b"ping through the proxy")
         answer = b""
         while len(answer) < 22:
@@ -303,3 +315,32 @@ def test_an_idle_tunnel_is_closed_and_a_busy_one_is_not() -> None:
             assert whole_answer(idle) == b""  # the proxy closed it
             busy.sendall(b"y")
             assert busy.recv(1) == b"y"
+
+
+def test_names_that_never_resolve_do_not_hold_up_the_others() -> None:
+    limits = ProxyLimits(resolve_timeout=1.0)
+    names: dict[str, object] = {"stuck.test": "stuck", "fast.test": ["127.0.0.1"]}
+    with (
+        echo_server() as echo,
+        proxy_process(["stuck.test", "fast.test", f"127.0.0.1:{echo.port}"], limits, names) as (
+            pid,
+            port,
+        ),
+    ):
+        stuck = [socket.create_connection(("127.0.0.1", port), timeout=10)
+                 for _ in range(RESOLVE_WORKERS + 4)]  # fmt: skip
+        try:
+            for sock in stuck:  # every resolver thread held, and more waiting
+                sock.sendall(connect_request(echo.port, "stuck.test"))
+            time.sleep(0.3)
+            start = time.monotonic()
+            assert round_trip(port, echo.port, "fast.test") == b"ping through the proxy"
+            assert time.monotonic() - start < 0.9  # not after the stuck ones gave up
+            for sock in stuck:  # each refused at the resolve timeout, as unresolved
+                answer = whole_answer(sock)
+                assert answer.startswith(b"HTTP/1.1 502 "), answer
+                assert b"the name does not resolve" in answer
+            assert 1 + RESOLVE_WORKERS < threads(pid) <= 1 + RESOLVE_WORKERS_MAX
+        finally:
+            for sock in stuck:
+                sock.close()

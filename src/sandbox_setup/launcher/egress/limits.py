@@ -41,11 +41,15 @@ Why these values:
   long is closed (squid's ``read_timeout``). Long enough for a model's long answer, a
   slow build behind a registry, an idle keep-alive pool; short enough that tunnels left
   half-open by a vanished peer do not pile up.
-- :data:`RESOLVE_TIMEOUT` (10 s) and :data:`RESOLVE_WORKERS` (8): names are looked up
-  (``getaddrinfo`` cannot be interrupted) by a fixed pool of threads; a lookup not back
-  in 10 s is refused as ``unresolved`` and its thread's answer dropped. Eight lookups at
-  once keep one slow name from holding up the others; the threads exist from the start
-  and never grow with the connections.
+- :data:`RESOLVE_TIMEOUT` (10 s), :data:`RESOLVE_WORKERS` (8) and
+  :data:`RESOLVE_WORKERS_MAX` (64): names are looked up (``getaddrinfo`` blocks and
+  cannot be interrupted) by a pool of threads; a lookup not back in 10 s is refused as
+  ``unresolved`` and its thread's answer dropped. Eight threads start with the proxy;
+  while every one is busy (a lookup stuck on a dead name server holds its thread until
+  glibc gives up, some 30 s with two servers) one more starts, up to 64, so a few dead
+  names do not hold up the rest. The pool never shrinks, and never grows with
+  connections, only with lookups in flight; a thread's stack is 256 KiB, little of it
+  touched.
 - :data:`CONNECT_TIMEOUT` (15 s): per address of the destination, tried in order.
 - :data:`PIPE_SIZE` (1 MiB) and :data:`PIPE_SPARE` (16): the splice pipes' size (the
   default ``pipe-max-size``; a download through 64 KiB pipes takes more loop turns per
@@ -68,6 +72,7 @@ CONNECTION_MEMORY = 16 * 1024
 IDLE_TIMEOUT = 15 * 60.0
 RESOLVE_TIMEOUT = 10.0
 RESOLVE_WORKERS = 8
+RESOLVE_WORKERS_MAX = 64
 CONNECT_TIMEOUT = 15.0
 PIPE_SIZE = 1024 * 1024
 PIPE_SPARE = 16

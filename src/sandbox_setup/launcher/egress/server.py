@@ -52,6 +52,7 @@ from sandbox_setup.launcher.egress.limits import (
     PIPE_SIZE,
     PIPE_SPARE,
     RESOLVE_WORKERS,
+    RESOLVE_WORKERS_MAX,
     ProxyLimits,
 )
 from sandbox_setup.policy.addresses import parse_address
@@ -289,6 +290,8 @@ class Server:
         self.paused: list[tuple[socket.socket, int]] = []
         self.jobs: queue.SimpleQueue[Connection | None] = queue.SimpleQueue()
         self.answers: collections.deque[tuple[Connection, list[str]]] = collections.deque()
+        self.resolvers = 0  # resolver threads started
+        self.lookups = 0  # lookups handed to them and not answered yet (stuck ones too)
         self.wake_r, self.wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
         self.next_refresh = time.monotonic() + HOST_ADDRESS_REFRESH
         self.now = time.monotonic()
@@ -317,23 +320,30 @@ class Server:
             listener.setblocking(False)
             self.selector.register(listener, READ, ("listen", port))
         self.selector.register(self.wake_r, READ, ("wake", 0))
+        for _ in range(RESOLVE_WORKERS):
+            self._start_resolver()
+
+    def _start_resolver(self) -> None:
         stack = threading.stack_size(THREAD_STACK)
         try:
-            for n in range(RESOLVE_WORKERS):
-                threading.Thread(target=self._resolver, name=f"egress-resolve-{n}",
-                                 daemon=True).start()  # fmt: skip
+            threading.Thread(target=self._resolver, name=f"egress-resolve-{self.resolvers}",
+                             daemon=True).start()  # fmt: skip
+            self.resolvers += 1
+        except RuntimeError:  # no thread to be had (the session's task limit): the others
+            pass
         finally:
             threading.stack_size(stack)
 
     def _resolver(self) -> None:
-        """A resolver thread: look names up, hand the answers to the loop."""
+        """A resolver thread: look names up, hand the answers to the loop (every job
+        gets one, also those the loop gave up on, so that it counts the busy threads)."""
         while (conn := self.jobs.get()) is not None:
-            if conn.state != RESOLVING:  # the loop gave up on it already
-                continue
-            try:
-                found = self.proxy.resolve(conn.host, conn.port)
-            except Exception:  # a resolver (a seam) that fails: the name does not resolve
-                found = []
+            found: list[str] = []
+            if conn.state == RESOLVING:  # else the loop gave up on it already
+                try:
+                    found = self.proxy.resolve(conn.host, conn.port)
+                except Exception:  # a resolver (a seam) that fails: the name does not resolve
+                    found = []
             self.answers.append((conn, found))
             with contextlib.suppress(BlockingIOError):
                 os.write(self.wake_w, b"!")
@@ -583,6 +593,9 @@ class Server:
         if self.proxy.needs_lookup(host, port):
             conn.state = RESOLVING
             conn.deadline = self.now + self.limits.resolve_timeout
+            self.lookups += 1
+            if self.lookups > self.resolvers and self.resolvers < RESOLVE_WORKERS_MAX:
+                self._start_resolver()  # every thread busy (some stuck, perhaps): one more
             self.jobs.put(conn)
         else:
             self._decided(conn, [])
@@ -592,6 +605,7 @@ class Server:
             os.read(self.wake_r, 4096)
         while self.answers:
             conn, found = self.answers.popleft()
+            self.lookups -= 1
             if conn.state == RESOLVING and conn in self.connections:
                 self._decided(conn, found)
 
