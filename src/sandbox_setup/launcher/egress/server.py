@@ -250,7 +250,7 @@ class Connection:
         self.buffer = bytearray()
         self.deadline = deadline  # of the current state (HEAD, RESOLVING, CONNECTING)
         self.active = 0.0  # last byte relayed (RELAY)
-        self.socks = 0  # 0: not SOCKS; 1: greeting to read; 2: request to read
+        self.socks = 0  # 1 once a SOCKS5 greeting is answered (its request to read)
         self.protocol = ""
         self.host = ""
         self.port = 0
