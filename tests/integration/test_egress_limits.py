@@ -109,14 +109,23 @@ def echo_server() -> Iterator[Echo]:
 
 @contextlib.contextmanager
 def proxy_process(
-    allowed: list[str], limits: ProxyLimits, names: dict[str, object] | None = None
+    allowed: list[str],
+    limits: ProxyLimits,
+    names: dict[str, object] | None = None,
+    nofile: int | None = None,
 ) -> Iterator[tuple[int, int]]:
-    """The proxy's server in a process of its own, resolving ``names``: (pid, port)."""
+    """The proxy's server in a process of its own, resolving ``names``, its descriptors
+    limited to ``nofile`` (soft and hard) when given: (pid, port)."""
+
+    def limit() -> None:
+        if nofile is not None:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))
+
     process = subprocess.Popen(
         [sys.executable, "-c", SERVE, json.dumps(allowed), json.dumps(asdict(limits)),
          json.dumps(names or {})],
         stdout=subprocess.PIPE, text=True, cwd=REPO,
-        env={**os.environ, "PYTHONPATH": str(REPO / "src")},
+        env={**os.environ, "PYTHONPATH": str(REPO / "src")}, preexec_fn=limit,
     )  # fmt: skip
     try:
         assert process.stdout is not None
@@ -283,6 +292,27 @@ def test_past_the_connection_limit_clients_are_refused_cleanly(many_fds: None) -
             tunnels += open_tunnels(port, echo.port, 1)
             tunnels[-1].sendall(b"still relayed")
             assert tunnels[-1].recv(64) == b"still relayed"
+        finally:
+            for sock in tunnels:
+                sock.close()
+
+
+def test_under_a_low_hard_descriptor_limit_it_serves_as_many_as_fit(many_fds: None) -> None:
+    limits = ProxyLimits()
+    fit = limits.connections_within(512, 1)  # (512 - 1 listener - 32) // 6
+    assert 0 < fit < limits.connections
+    with (
+        echo_server() as echo,
+        proxy_process([f"127.0.0.1:{echo.port}"], limits, nofile=512) as (pid, port),
+    ):
+        assert nofile_soft(pid) == 512  # never above the hard limit
+        tunnels = open_tunnels(port, echo.port, fit)
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+                sock.sendall(connect_request(echo.port))
+                answer = whole_answer(sock)
+            assert answer.startswith(b"HTTP/1.1 503 "), answer
+            assert fds(pid) <= 512
         finally:
             for sock in tunnels:
                 sock.close()
