@@ -21,7 +21,7 @@ Why these values:
   decision log, epoll, the resolvers' wake-up pipe, the lookups' sockets,
   ``/proc/net`` while the host's addresses are re-read). The proxy raises its soft
   ``RLIMIT_NOFILE`` to ``listeners + FD_RESERVE + FDS_PER_CONNECTION * MAX_CONNECTIONS``
-  (12,352 with the default listeners), within the hard limit; under a lower hard limit
+  (12,322 with the two listeners of a session), within the hard limit; under a lower hard limit
   it serves fewer connections at once, as many as fit, and logs that it did.
 - :data:`HEAD_TIMEOUT` (30 s): from the accept to a whole request head (or SOCKS5
   greeting and request). A client that trickles bytes, or sends nothing, is closed
