@@ -63,10 +63,10 @@ CLONE_NEWUSER = 0x10000000
 NS_GET_USERNS = 0xB701  # ioctl on a namespace fd: the user namespace that owns it
 SIOCGSKNS = 0x894C  # ioctl on a socket: an fd of its network namespace
 HELPER_TIMEOUT = 5.0
-# As many as the proxy serves at once (server.MAX_CLIENTS): a burst of connects (npm opens
-# hundreds) waits in the queue. Past a full queue the kernel drops the handshake and
-# the client retries after a second (bench/connections.py: 124 drops in 3 bursts of 200
-# at 128, each burst 0.5 s -> 1.2 s).
+# A quarter of what the proxy serves at once (limits.MAX_CONNECTIONS): a burst of
+# connects (npm opens hundreds) waits in the queue. Past a full queue the kernel drops
+# the handshake and the client retries after a second (bench/connections.py: 124 drops
+# in 3 bursts of 200 at 128, each burst 0.5 s -> 1.2 s).
 BACKLOG = 512
 PROBE_SOCKETS = 2  # probe_proxy makes two connections (HTTP, then SOCKS5)
 # The most sockets one launch makes in the namespace and passes on in one SCM_RIGHTS
