@@ -345,6 +345,7 @@ def _separate_launch(
             switch_user=uid == 0,
             workdir=workdir.path,
             workspace_binds=workspace_binds,
+            managed=managed_env(),
         )
         hint = loopback_port_hint(
             environ, launch.passed, config.network, config.loopback_ports, config.base_url_port
@@ -365,6 +366,7 @@ def _separate_launch(
         switch_user=uid == 0,
         workdir=workdir.path,
         landlock=landlock_plan(config, agent, claude, abi, owners, path_env),
+        managed=managed_env(),
     )
     if launch.landlock is not None and launch.landlock.walls.network:
         return launch
@@ -388,7 +390,8 @@ def _separate_launch(
         f"sandbox-launch: note: {what}: the agent reads what its account may and reaches "
         "the host's network, loopback services included"
     )
-    return replace(launch, warning=warning, notes=(*launch.notes, warning.split(": ", 2)[2]))
+    both = "\n".join(w for w in (launch.warning, warning) if w)
+    return replace(launch, warning=both, notes=(*launch.notes, warning.split(": ", 2)[2]))
 
 
 def landlock_plan(
@@ -465,6 +468,11 @@ def _with_notice(
         shown = [n for n, on in (("files", walls.files), ("network", walls.network),
                                  ("scope", walls.scope)) if on]  # fmt: skip
         notice += f"; Landlock ABI {walls.abi}: {', '.join(shown)}"
+    if launch.gateway is not None:
+        notice += (
+            f"; API gateway: {', '.join(launch.gateway.names)} kept outside "
+            f"(Claude gets a placeholder)"
+        )
     return replace(launch, notice=notice)
 
 

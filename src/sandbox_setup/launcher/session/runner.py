@@ -270,7 +270,7 @@ def run_user_session(
                 egress = EgressSession.start(
                     replace(network, loopback_ports=ports), agent.uid, agent.gid,
                     state_dir(), resolver=seams.resolver, after_drop=seams.after_proxy_drop,
-                    mode="user", proxy_port=user_proxy_port(ports),
+                    mode="user", proxy_port=user_proxy_port(ports), gateway=launch.gateway,
                 )  # fmt: skip
                 egress.ready_in(netns)
                 table[PROXY_PORT] = str(egress.proxy_port)
@@ -377,7 +377,7 @@ def _run_sandbox(
     def start_egress() -> None:
         sessions.append(EgressSession.start(
             network, agent.uid, agent.gid, state_dir(),
-            resolver=seams.resolver, after_drop=seams.after_proxy_drop,
+            resolver=seams.resolver, after_drop=seams.after_proxy_drop, gateway=launch.gateway,
         ))  # fmt: skip
 
     def release_hook(sandbox_pid: int) -> None:
