@@ -66,6 +66,7 @@ from sandbox_setup.configure.login_routes import login_route_actions
 from sandbox_setup.configure.network_plan import check_egress, plan_network, user_mode_lines
 from sandbox_setup.configure.settings import merge_settings
 from sandbox_setup.policy.accounts import workspace_group
+from sandbox_setup.policy.credentials import COPY_LOGIN_NOTE
 from sandbox_setup.policy.environment import loopback_port_hint, passed_names
 from sandbox_setup.policy.network import inner_proxy_port
 from sandbox_setup.policy.tool_paths import tools_problem
@@ -464,6 +465,7 @@ def build_plan(report: Report, answers: Answers, layout: Layout, source: str = "
 
     if separate and answers.copy_login:
         actions += _login_copies(layout, agent_name, agent_home)
+        notes.append(COPY_LOGIN_NOTE)  # DESIGN.md invariant 17: said where it is chosen
 
     settings_path = (
         layout.managed_settings

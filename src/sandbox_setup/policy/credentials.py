@@ -51,6 +51,14 @@ FIRST_GATEWAY_PORT = 3129
 PLACEHOLDER_MARK = "sandbox-setup-placeholder-"
 
 
+COPY_LOGIN_NOTE = (
+    "copy_login: the copied claude.ai login is the agent's own file (Claude refreshes it "
+    "itself), so the agent can read it; the session's API gateway keeps outside only an "
+    "API key or token exported to sandbox-launch (ANTHROPIC_API_KEY, ANTHROPIC_AUTH_TOKEN, "
+    "CLAUDE_CODE_OAUTH_TOKEN; claude setup-token makes the last one)"
+)
+
+
 def placeholder(agent: str, name: str) -> str:
     """The placeholder Claude gets for credential ``name`` of ``agent``: the same at
     every session (see the module docstring), never derived from the secret."""
@@ -192,6 +200,7 @@ def describe_gateway(choice: GatewayChoice) -> str | None:
 
 
 __all__ = [
+    "COPY_LOGIN_NOTE",
     "CREDENTIALS",
     "GatewayChoice",
     "GatewaySpec",
