@@ -17,6 +17,7 @@ from sandbox_setup.base.launcher_config import (
 from sandbox_setup.launcher.command import Agent, HostFacts, sandbox_launch, user_launch
 from sandbox_setup.policy.credentials import (
     DEFAULT_UPSTREAM,
+    GatewayChoice,
     GatewaySpec,
     choose_gateway,
     parse_custom_headers,
@@ -35,7 +36,7 @@ ALL = (
 )
 
 
-def choose(env: dict[str, str], **kw: object) -> object:
+def choose(env: dict[str, str], **kw: object) -> GatewayChoice:
     args: dict[str, object] = {"enabled": True, "namespace": None, "port": 3129}
     args.update(kw)
     return choose_gateway(env, tuple(env), "claude-agent", **args)  # type: ignore[arg-type]
@@ -65,14 +66,16 @@ def test_an_exported_key_is_held_and_claude_gets_a_placeholder_and_the_gateway()
 
 
 def test_the_operators_base_url_is_the_upstream_and_custom_headers_stay_outside() -> None:
+    headers = "X-Gateway-Key: hdr-secret\nbad line\nX-Team: a"
     env = {"ANTHROPIC_AUTH_TOKEN": TOKEN, "ANTHROPIC_BASE_URL": "http://127.0.0.1:10100/",
-           "ANTHROPIC_CUSTOM_HEADERS": "X-Gateway-Key: hdr-secret\nbad line\nX-Team: a"}  # fmt: skip
+           "ANTHROPIC_CUSTOM_HEADERS": headers}  # fmt: skip
     choice = choose(env)
-    assert choice.spec is not None  # type: ignore[attr-defined]
-    spec = choice.spec  # type: ignore[attr-defined]
+    assert choice.spec is not None
+    spec = choice.spec
+    assert spec is not None
     assert spec.upstream == "http://127.0.0.1:10100"
     assert spec.headers == (("X-Gateway-Key", "hdr-secret"), ("X-Team", "a"))
-    assert "ANTHROPIC_CUSTOM_HEADERS" not in choice.env  # type: ignore[attr-defined]
+    assert "ANTHROPIC_CUSTOM_HEADERS" not in choice.env
     assert spec.names == ("ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_CUSTOM_HEADERS")
 
 
@@ -90,14 +93,14 @@ def test_where_the_gateway_cannot_be_the_key_is_passed_and_why_is_said(
 ) -> None:
     env = {"ANTHROPIC_API_KEY": SECRET}
     choice = choose(env, **kw)
-    assert choice.spec is None and why in (choice.why or "")  # type: ignore[attr-defined]
-    assert choice.env == env  # type: ignore[attr-defined]
+    assert choice.spec is None and why in (choice.why or "")
+    assert choice.env == env
 
 
 def test_nothing_to_hold_without_a_credential_and_no_gateway_to_an_odd_upstream() -> None:
-    assert choose({"ANTHROPIC_BASE_URL": "http://127.0.0.1:1"}).why is None  # type: ignore[attr-defined]
+    assert choose({"ANTHROPIC_BASE_URL": "http://127.0.0.1:1"}).why is None
     odd = choose({"ANTHROPIC_API_KEY": SECRET, "ANTHROPIC_BASE_URL": "ftp://x"})
-    assert odd.spec is None and "http" in (odd.why or "")  # type: ignore[attr-defined]
+    assert odd.spec is None and "http" in (odd.why or "")
 
 
 def test_custom_headers_are_read_as_claude_reads_them() -> None:
