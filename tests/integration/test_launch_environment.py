@@ -19,6 +19,8 @@ from pathlib import Path
 import pytest
 
 from sandbox_setup.configure.claude_shim import render_shim
+from sandbox_setup.launcher.egress.netns import namespace_possible
+from sandbox_setup.policy.credentials import placeholder
 from sandbox_setup.policy.environment import DEFAULT_PASS, passed_names
 from tests.launch_fixtures import (
     NOBODY,
@@ -114,6 +116,12 @@ def test_exactly_the_pass_list_reaches_claude(tree: LaunchTree, mode: str) -> No
             for k, v in ours.items()
             if not k.lower().startswith("no_")
         )
+        if namespace_possible().possible:
+            # The session's network namespace holds the API gateway: Claude gets the
+            # key's placeholder and the gateway's URL (DESIGN.md invariant 17).
+            passed["ANTHROPIC_API_KEY"] = placeholder("nobody", "ANTHROPIC_API_KEY")
+            passed["ANTHROPIC_BASE_URL"] = "http://127.0.0.1:3129"
+            assert "API gateway: ANTHROPIC_API_KEY kept outside" in result.stderr
         assert env == {**base, **passed, "USER": "nobody", "LOGNAME": "nobody", **ours}
     assert "decoy" not in result.stdout + result.stderr
 

@@ -422,6 +422,10 @@ def sandbox_launch(
     env, passed, env_notes = launch_env(config, agent, environ)
     allowlist = config.network == Network.ALLOWLIST
     namespace = None if allowlist else f"network {config.network}: no egress proxy to serve it"
+    endpoint = loopback_endpoint(env.get(BASE_URL, "")) if BASE_URL in passed else None
+    if allowlist and endpoint is not None and endpoint[1] not in exposed_ports(config):
+        # The operator kept that port closed (base_url_port = "off"): no way round it.
+        namespace = f"ANTHROPIC_BASE_URL's loopback port {endpoint[1]} is not exposed"
     port = gateway_port((SANDBOX_PROXY_PORT, *exposed_ports(config))) if allowlist else 0
     gateway, gateway_notes, gateway_warning = with_gateway(
         config, agent, env, passed, namespace, port, managed
