@@ -163,3 +163,17 @@ def test_the_switch_is_read_defaults_to_auto_and_survives_a_rewrite() -> None:
     fresh = parse_launcher_config(BASE)
     rewritten = render_launcher_config(fresh, off)
     assert 'api_gateway = "off"  # my key, my risk' in rewritten
+
+
+def test_no_gateway_to_a_loopback_port_the_operator_kept_closed() -> None:
+    # base_url_port = "off" and the port not configured: it stays closed, the gateway
+    # included (Claude then cannot reach it, as before; the launch says why).
+    environ = {"ANTHROPIC_API_KEY": SECRET, "ANTHROPIC_BASE_URL": "http://127.0.0.1:8317"}
+    launch = sandbox_launch(config(network=Network.ALLOWLIST), AGENT, "/c", "/usr/bin/bwrap",
+                            "/usr/bin/setpriv", FACTS, environ, [], switch_user=True)  # fmt: skip
+    assert launch.gateway is None
+    assert "loopback port 8317 is not exposed" in (launch.warning or "")
+    exposed = config(network=Network.ALLOWLIST, loopback_ports=(8317,))
+    opened = sandbox_launch(exposed, AGENT, "/c", "/usr/bin/bwrap", "/usr/bin/setpriv", FACTS,
+                            environ, [], switch_user=True)  # fmt: skip
+    assert opened.gateway is not None and opened.gateway.upstream == "http://127.0.0.1:8317"
