@@ -148,6 +148,7 @@ def test_the_secret_goes_upstream_in_place_of_the_placeholder_only(served: Serve
         ("GET http://evil.test/ HTTP/1.1", "", b"400"),
         ("GET //evil.test/ HTTP/1.1", "", None),  # a path: it stays the upstream's
         ("POST /v1/messages HTTP/1.1", "Transfer-Encoding: chunked\r\n", b"411"),
+        ("GET /v1/models HTTP/1.1", "X-A: b\nHost: evil.test\r\n", b"400"),
     ],
 )
 def test_another_destination_or_a_chunked_body_never_reaches_the_upstream(

@@ -43,7 +43,7 @@ from sandbox_setup.policy.credentials import CREDENTIAL_HEADERS, GatewaySpec
 CHUNK = 65536
 # Never forwarded from Claude's request: the gateway sets these itself.
 DROPPED = frozenset({"host", "connection", "keep-alive", "proxy-connection",
-                     "proxy-authorization", "te", "upgrade"})  # fmt: skip
+                     "proxy-authorization", "te", "upgrade", "expect"})  # fmt: skip
 DROPPED_ANSWER = frozenset({"connection", "keep-alive"})
 
 
@@ -92,7 +92,11 @@ class Gateway:
                     client.sendall(_answer(503, "the API gateway is busy"))
                 client.close()
                 continue
-            threading.Thread(target=self._serve, args=(client,), daemon=True).start()
+            try:
+                threading.Thread(target=self._serve, args=(client,), daemon=True).start()
+            except RuntimeError:  # no thread to be had: refused like a full gateway
+                client.close()
+                self.slots.release()
 
     def _serve(self, client: socket.socket) -> None:
         upstream: socket.socket | None = None
@@ -122,6 +126,9 @@ class Gateway:
 
     def _parse(self, head: bytes) -> tuple[str, str, list[tuple[str, str]], int]:
         text = head.decode("latin-1")
+        bare = text.replace("\r\n", "")
+        if "\n" in bare or "\r" in bare or "\x00" in bare:
+            raise Refusal(400, "a bare CR, LF or NUL in the head")
         request, *raw = text.split("\r\n")
         parts = request.split(" ")
         if len(parts) != 3 or not parts[2].startswith("HTTP/1."):
