@@ -178,6 +178,21 @@ def test_dry_run_names_the_passed_variables_and_never_shows_a_value(
     assert not tree.marker.exists()
 
 
+def test_dry_run_names_the_api_gateway_and_its_switch(tree: LaunchTree) -> None:
+    # DESIGN.md invariant 17: what holds the key is said before anything starts.
+    config = tree.write_config(env_claude(tree), network="allowlist", env_pass=passed_names([]))
+    result = run_launcher(config, env=launcher_env(CALLER), dry_run=True)
+    assert result.returncode == 0, result.stderr
+    assert "note: API gateway: ANTHROPIC_API_KEY kept outside the sandbox" in result.stdout
+    assert SECRET not in result.stdout + result.stderr
+    config.write_text(config.read_text().replace("[sandbox]\n", '[sandbox]\napi_gateway = "off"\n'))
+    off = run_launcher(config, env=launcher_env(CALLER), dry_run=True)
+    assert off.returncode == 0, off.stderr
+    said = 'API key passed to Claude as it is, readable by the agent: [sandbox] api_gateway = "off"'
+    assert f"note: {said}" in off.stdout
+    assert "API gateway: ANTHROPIC_API_KEY kept outside" not in off.stdout
+
+
 # -- the working directory ------------------------------------------------------------
 
 
