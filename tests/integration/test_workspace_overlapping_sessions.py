@@ -19,6 +19,7 @@ layer 1, so only the sessions' checks hold.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -210,3 +211,88 @@ def test_the_trusted_state_is_the_hosts_whatever_the_state_directory(tree: Launc
         _kill(first, *([second] if second else []))
     git(tree.workspace, "status")
     assert ran_as_root(markers) == {}
+
+
+# The second session's agent, once the first session has ended: can it now write
+# where its own session bound the first session's placeholders read-only?
+PROBE = r"""#!/usr/bin/python3
+import errno, json, os, sys, time
+WS, HOLD = {workspace!r}, {hold!r}
+role, name = sys.argv[-2], sys.argv[-1]
+TARGETS = {targets!r}
+
+def say(what):
+    open(os.path.join(HOLD, name + "-" + what), "w").close()
+
+def wait(what):
+    while not os.path.exists(os.path.join(HOLD, name + "-" + what)):
+        time.sleep(0.05)
+
+def attempt(rel):
+    path = os.path.join(WS, rel)
+    try:
+        if os.path.isdir(path):
+            os.rmdir(path)
+        elif os.path.lexists(path):
+            os.unlink(path)
+        with open(path, "w") as f:
+            f.write("[core]\n\tfsmonitor = true\n")
+        return "ok"
+    except OSError as exc:
+        return errno.errorcode.get(exc.errno, str(exc.errno))
+
+if role == "hold":
+    say("planted")
+    wait("go")
+    print(json.dumps({{}}), flush=True)
+else:
+    say("started")
+    wait("go")
+    print(json.dumps({{rel: attempt(rel) for rel in TARGETS}}), flush=True)
+"""
+
+# Placeholders the first session makes (bwrap's empty mount-point directories at the
+# workspace top, the prepared commondir and config.worktree of the repository).
+PLACEHOLDERS = (".gitconfig", ".bashrc", "repo/.git/commondir", "repo/.git/config.worktree")
+
+
+def test_the_first_sessions_end_leaves_the_second_sessions_mounts_in_place(
+    tree: LaunchTree,
+) -> None:
+    """Unlinking a mount point another mount namespace uses detaches that mount there
+    (Linux >= 3.18): the first session's end removed its placeholders while the second
+    session had them bound read-only, and the second session's agent could then write
+    them (reproduced on the code before: every write landed). Now only the last
+    session of the workspace removes placeholders."""
+    hold, _markers, git = prepare(tree)
+    git(tree.workspace, "init", "-q", "repo")
+    grant(tree.workspace)
+    agent = tree.write_script(
+        PROBE.format(workspace=str(tree.workspace), hold=str(hold), targets=PLACEHOLDERS),
+        name="claude-probe",
+    )
+    config = tree.write_config(agent, mode="sandbox")
+    first = _launcher(config, "--", "hold", "a")
+    second: subprocess.Popen[str] | None = None
+    try:
+        _wait(hold / "a-planted", first)
+        for rel in PLACEHOLDERS:  # made by the first session, on the host
+            assert os.path.lexists(tree.workspace / rel), rel
+        second = _launcher(config, "--", "probe", "b")
+        _wait(hold / "b-started", first, second)
+        (hold / "a-go").write_text("")
+        _finish(first)
+        # The first session ended: the second still has them mounted, so they stay.
+        for rel in PLACEHOLDERS:
+            assert os.path.lexists(tree.workspace / rel), rel
+        (hold / "b-go").write_text("")
+        out, err = second.communicate(timeout=120)
+        assert second.returncode == 0, (out, err)
+    finally:
+        _kill(first, *([second] if second else []))
+    tried = json.loads(out.strip().splitlines()[-1])
+    assert set(tried) == set(PLACEHOLDERS), tried
+    assert not [rel for rel, done in tried.items() if done == "ok"], tried
+    # The last session's end removed every placeholder of both.
+    for rel in PLACEHOLDERS:
+        assert not os.path.lexists(tree.workspace / rel), rel
