@@ -296,3 +296,47 @@ def test_the_first_sessions_end_leaves_the_second_sessions_mounts_in_place(
     # The last session's end removed every placeholder of both.
     for rel in PLACEHOLDERS:
         assert not os.path.lexists(tree.workspace / rel), rel
+
+
+@pytest.mark.parametrize("mode", ["sandbox", "user"])
+def test_a_session_of_the_enclosing_workspace_inherits_the_nested_ones_trusted_state(
+    tree: LaunchTree, mode: str
+) -> None:
+    """Nested workspace paths are one family: A works in ``ws/sub`` and plants there, B
+    (configured with ``ws``) starts while A runs, A ends, B's agent swaps the plant
+    back in ``ws/sub``; B judges ``sub/`` against A's run's trusted state."""
+    ws = tree.workspace
+    sub = ws / "sub"
+    sub.mkdir()
+    for name in ("plain", "plain2", "hold"):
+        (sub / name).mkdir()
+    os.chown(ws, 0, 0)
+    ws.chmod(0o755)
+    grant(ws)
+    hold = sub / "hold"
+    hold.chmod(0o777)
+    markers = tree.base / "markers"
+    markers.mkdir()
+    markers.chmod(0o777)
+    git = RootGit(tree.base / "root-home")
+    agent = tree.write_script(
+        AGENT.format(workspace=str(sub), hold=str(hold), markers=str(markers)),
+        name="claude-agent",
+    )
+    inner = tree.write_config(agent, mode=mode, workspaces=[sub], name="inner.toml")
+    outer = tree.write_config(agent, mode=mode, workspaces=[ws], name="outer.toml")
+    first = _launcher(inner, "--", "hold", "a")
+    second: subprocess.Popen[str] | None = None
+    try:
+        _wait(hold / "a-planted", first)
+        second = _launcher(outer, "--", "swap", "b")
+        _wait(hold / "b-started", first, second)
+        (hold / "a-go").write_text("")
+        told = _finish(first)
+        (hold / "b-go").write_text("")
+        told += _finish(second)
+    finally:
+        _kill(first, *([second] if second else []))
+    assert (hold / "b-swapped").exists()
+    git(sub, "status")
+    assert ran_as_root(markers) == {}, (ran_as_root(markers), told)
