@@ -29,6 +29,7 @@ from pathlib import Path
 
 import pytest
 
+from sandbox_setup.audit.workspace_scan import scan_findings
 from sandbox_setup.boundary.trust_record import HostRecord
 from tests.git_plants import RootGit, grant, ran_as_root
 from tests.launch_fixtures import HOST_TRUST, LaunchTree, launch_tree, launcher_env
@@ -340,3 +341,43 @@ def test_a_session_of_the_enclosing_workspace_inherits_the_nested_ones_trusted_s
     assert (hold / "b-swapped").exists()
     git(sub, "status")
     assert ran_as_root(markers) == {}, (ran_as_root(markers), told)
+
+
+@pytest.mark.parametrize("mode", ["sandbox", "user"])
+def test_a_killed_session_is_checked_by_the_last_live_one(tree: LaunchTree, mode: str) -> None:
+    """B plants and its launcher is killed (no end) while A runs: until A ends the audit
+    names B unfinished and its plant planted; A's end, the last of the workspace,
+    checks what B left (its placeholders too) and settles the trusted state."""
+    hold, markers, git = prepare(tree)
+    agent = tree.write_script(
+        AGENT.format(workspace=str(tree.workspace), hold=str(hold), markers=str(markers)),
+        name="claude-agent",
+    )
+    config = tree.write_config(agent, mode=mode)
+    first = _launcher(config, "--", "swap", "a")
+    second: subprocess.Popen[str] | None = None
+    try:
+        _wait(hold / "a-started", first)
+        second = _launcher(config, "--", "hold", "b")
+        _wait(hold / "b-planted", first, second)
+        second.kill()
+        second.communicate(timeout=60)
+        (hold / "b-go").write_text("")  # its agent (if it outlived the launcher) ends
+        found, _notes = scan_findings([str(tree.workspace)], HOST_TRUST)
+        ids = {f.id for f in found}
+        assert {"audit.workspace.unfinished", "audit.workspace.planted"} <= ids, found
+        (hold / "a-go").write_text("")
+        told = _finish(first)
+    finally:
+        _kill(first, *([second] if second else []))
+    git(tree.workspace, "status")
+    assert ran_as_root(markers) == {}, (ran_as_root(markers), told)
+    record = HostRecord.load(HOST_TRUST)
+    ws = str(tree.workspace)
+    assert record.trusted[ws].settled
+    assert not [s for s in record.sessions.values() if s.touches(ws)], record.sessions
+    assert not os.path.lexists(tree.workspace / ".bashrc")  # B's placeholder went too
+    found, _notes = scan_findings([ws], HOST_TRUST)
+    assert not [
+        f for f in found if f.id.startswith(("audit.workspace.planted", "audit.workspace.unf"))
+    ]
