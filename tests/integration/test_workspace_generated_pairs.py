@@ -91,7 +91,9 @@ def _wait(path: Path, *procs: subprocess.Popen[str]) -> None:
 @example(batch=CONTROL)
 @given(batch=batches)
 def test_no_plant_survives_a_pair_of_overlapping_sessions(
-    workspace: Workspace, mode: str, batch: list[dict[str, Any]]
+    workspace: Workspace,  # noqa: F811 (the fixture imported above)
+    mode: str,
+    batch: list[dict[str, Any]],
 ) -> None:
     _program, writes, where = workspace.plan(batch)
     hold = workspace.tree.workspace / ".hold"
