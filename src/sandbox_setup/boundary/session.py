@@ -238,13 +238,11 @@ def _finish_placeholders(entry: SessionEntry, host: str) -> None:
     finish(host, BindPlan(tuple(binds), ()), Prepared(host, created))
 
 
-def _mounted(record: HostRecord, but: str) -> frozenset[tuple[str, str]]:
-    """The placeholders (workspace, path) that sessions other than ``but`` made and
-    have not finished: mount points of a session that may still be live."""
+def _mounted(record: HostRecord) -> frozenset[tuple[str, str]]:
+    """The placeholders (workspace, path) that sessions made and have not finished:
+    mount points that a live session may have bound (its own, or another's it found)."""
     found: set[tuple[str, str]] = set()
-    for key, entry in record.sessions.items():
-        if key == but:
-            continue
+    for entry in record.sessions.values():
         for host, placeholders in entry.placeholders.items():
             if not isinstance(placeholders, dict):
                 continue
@@ -288,6 +286,17 @@ def _retire(
     return checked.lines
 
 
+def _tell_untrusted(directory: Path, workspaces: Sequence[str], lines: list[str]) -> None:
+    """Print ``lines`` and a warning for each of ``workspaces`` marked untrusted."""
+    for ws, mark in read_untrusted(directory).items():
+        if ws == "*" or ws in workspaces:
+            why = mark.get("why")
+            reasons = [str(w) for w in why] if isinstance(why, list) else []
+            lines.append(untrusted_line(ws, str(mark.get("since") or ""), reasons))
+    for line in lines:
+        print(PREFIX + line, file=sys.stderr)
+
+
 @dataclass(slots=True)
 class Boundary:
     """One session's workspace boundary (see the module docstring)."""
@@ -319,6 +328,7 @@ class Boundary:
         if dry_run:
             boundary = cls(real, state, snapshot(real))
             boundary._plan_binds(workspaces, boundary.before, dry_run=True)
+            _tell_untrusted(trust or trust_dir(state), real, [])
             return boundary
         # Before anything is written: the quarantine root reads back (its manifests).
         check_quarantine_trust(state / QUARANTINE_DIR)
@@ -371,14 +381,7 @@ class Boundary:
                 since=now_text(),
             )
             record.save()
-        marked = read_untrusted(directory)
-        for ws, mark in marked.items():
-            if ws == "*" or ws in real:
-                why = mark.get("why")
-                reasons = [str(w) for w in why] if isinstance(why, list) else []
-                lines.append(untrusted_line(ws, str(mark.get("since") or ""), reasons))
-        for line in lines:
-            print(PREFIX + line, file=sys.stderr)
+        _tell_untrusted(directory, real, lines)
         return boundary
 
     def _plan_binds(
@@ -447,7 +450,7 @@ class Boundary:
                     self.state,
                     self.session,
                     marks_dir=self.trust,
-                    keep=_mounted(record, self.key),
+                    keep=_mounted(record),
                 )
                 lines += checked.lines
             if entry is not None and not entry.placeholders:
