@@ -327,7 +327,8 @@ class Boundary:
         real = tuple(host for _, host in workspaces)
         if dry_run:
             boundary = cls(real, state, snapshot(real))
-            boundary._plan_binds(workspaces, boundary.before, dry_run=True)
+            if sandbox:
+                boundary._plan_binds(workspaces, boundary.before, dry_run=True)
             _tell_untrusted(trust or trust_dir(state), real, [])
             return boundary
         # Before anything is written: the quarantine root reads back (its manifests).
@@ -371,7 +372,8 @@ class Boundary:
                 trusted[ws] = dict(record.trusted[ws].marks)
             boundary = cls(real, state, Snapshot(trusted), trust=directory, key=key)
             boundary.session = session
-            boundary._plan_binds(workspaces, now, dry_run=False)
+            if sandbox:
+                boundary._plan_binds(workspaces, now, dry_run=False)
             record.sessions[key] = SessionEntry(
                 pid=me,
                 start=key.split("-", 1)[1],
