@@ -87,30 +87,6 @@ def _make_private_dir(path: Path) -> Path:
     return path
 
 
-write_state = write_private
-
-
-def read_state(path: Path) -> Snapshot | None:
-    """A saved snapshot, or None when there is none (or it is not one: reported by
-    the caller as missing, never trusted in part)."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError:
-        return None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode) or info.st_size > 64 << 20:
-            return None
-        with os.fdopen(os.dup(fd), "rb") as handle:
-            data = handle.read()
-    finally:
-        os.close(fd)
-    try:
-        return Snapshot.from_json(data.decode())
-    except (ValueError, KeyError, TypeError, UnicodeDecodeError):
-        return None
-
-
 def quarantine_dir(state: Path, session: str) -> str:
     return str(state / QUARANTINE_DIR / session)
 
@@ -146,7 +122,7 @@ def mark_untrusted(state: Path, why: dict[str, list[str]]) -> None:
     for ws, reasons in why.items():
         marked[ws] = {"since": marked.get(ws, {}).get("since") or now, "why": reasons[:20]}
     _make_private_dir(state)
-    write_state(state / UNTRUSTED, json.dumps({"format": 1, "workspaces": marked}, indent=2))
+    write_private(state / UNTRUSTED, json.dumps({"format": 1, "workspaces": marked}, indent=2))
 
 
 def clear_untrusted(state: Path, workspaces: Sequence[str]) -> None:
@@ -156,7 +132,7 @@ def clear_untrusted(state: Path, workspaces: Sequence[str]) -> None:
         return
     left = {ws: e for ws, e in marked.items() if ws != "*" and ws not in workspaces}
     if left:
-        write_state(state / UNTRUSTED, json.dumps({"format": 1, "workspaces": left}, indent=2))
+        write_private(state / UNTRUSTED, json.dumps({"format": 1, "workspaces": left}, indent=2))
     else:
         with contextlib.suppress(FileNotFoundError):
             (state / UNTRUSTED).unlink()
