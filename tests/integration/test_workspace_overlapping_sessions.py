@@ -38,8 +38,9 @@ from tests.tools import REPO
 pytestmark = pytest.mark.integration
 
 # The agent: "hold NAME": plant from the root-made directory ``plain``, then hold until
-# told; "swap NAME": wait until told, then plant again from ``plain2``. Each step is a
-# file in HOLD (inside the workspace: a sandbox sees nothing else of the host).
+# told; "swap NAME": wait until told, then plant again from ``plain2`` and hold again.
+# Each step is a file in HOLD (inside the workspace: a sandbox sees nothing else of the
+# host).
 AGENT = r"""#!/usr/bin/python3
 import json, os, sys, time
 WS, HOLD, M = {workspace!r}, {hold!r}, {markers!r}
@@ -75,6 +76,7 @@ else:
     wait("go")
     plant("plain2")
     say("swapped")
+    wait("end")
 print(json.dumps({{"role": role, "done": True}}), flush=True)
 """
 
@@ -156,10 +158,16 @@ def two_sessions(tree: LaunchTree, mode: str, review: bool) -> tuple[Path, RootG
         # A's end moved the first plant aside (B still runs).
         assert "fsmonitor" in told, told
         (hold / "b-go").write_text("")
+        _wait(hold / "b-swapped", second)
+        # The audit judges against the same trusted state: the swapped plant is new
+        # (before: "present", info, exit 0, since B's own start had seen one).
+        found, _notes = scan_findings([str(tree.workspace)], HOST_TRUST)
+        planted = [f for f in found if f.id == "audit.workspace.planted"]
+        assert any("fsmonitor" in f.summary for f in planted), found
+        (hold / "b-end").write_text("")
         told += _finish(second)
     finally:
         _kill(first, *([second] if second else []))
-    assert (hold / "b-swapped").exists()
     return markers, git, told
 
 
@@ -198,6 +206,7 @@ def test_the_trusted_state_is_the_hosts_whatever_the_state_directory(tree: Launc
             tree.write_config(agent, mode="user", directory=other), "--", "swap", "b"
         )
         _wait(hold / "b-started", first, second)
+        (hold / "b-end").write_text("")
         record = HostRecord.load(HOST_TRUST)
         ws = str(tree.workspace)
         live = [s for s in record.sessions.values() if s.touches(ws) and s.alive]
@@ -335,6 +344,7 @@ def test_a_session_of_the_enclosing_workspace_inherits_the_nested_ones_trusted_s
         (hold / "a-go").write_text("")
         told = _finish(first)
         (hold / "b-go").write_text("")
+        (hold / "b-end").write_text("")
         told += _finish(second)
     finally:
         _kill(first, *([second] if second else []))
@@ -367,6 +377,7 @@ def test_a_killed_session_is_checked_by_the_last_live_one(tree: LaunchTree, mode
         ids = {f.id for f in found}
         assert {"audit.workspace.unfinished", "audit.workspace.planted"} <= ids, found
         (hold / "a-go").write_text("")
+        (hold / "a-end").write_text("")
         told = _finish(first)
     finally:
         _kill(first, *([second] if second else []))
