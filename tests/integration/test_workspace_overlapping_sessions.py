@@ -392,3 +392,42 @@ def test_a_killed_session_is_checked_by_the_last_live_one(tree: LaunchTree, mode
     assert not [
         f for f in found if f.id.startswith(("audit.workspace.planted", "audit.workspace.unf"))
     ]
+
+
+def test_sessions_started_at_once_are_all_in_the_record(tree: LaunchTree) -> None:
+    """Starts and ends take the record's lock: four sessions started at the same moment
+    are all recorded (none overwrote another's entry), and when the last ends the
+    record holds none of them and the trusted state is settled."""
+    hold, _markers, _git = prepare(tree)
+    # Enough files that a start's snapshot (between reading the record and writing it)
+    # takes a while: without the lock, starts overlapping there lose each other's entry.
+    many = tree.workspace / "many"
+    many.mkdir()
+    for i in range(200):
+        (many / f"d{i}").mkdir()
+        for j in range(100):
+            (many / f"d{i}" / f"f{j}").touch()
+    agent = tree.write_script(
+        PROBE.format(workspace=str(tree.workspace), hold=str(hold), targets=()),
+        name="claude-probe",
+    )
+    config = tree.write_config(agent, mode="user")
+    names = ("a", "b", "c", "d")
+    procs = [_launcher(config, "--", "hold", name) for name in names]
+    ws = str(tree.workspace)
+    try:
+        for name in names:
+            _wait(hold / f"{name}-planted", *procs)
+        record = HostRecord.load(HOST_TRUST)
+        live = [s for s in record.sessions.values() if s.alive and s.touches(ws)]
+        assert len(live) == len(names), record.sessions
+        assert not record.trusted[ws].settled
+        for name in names:
+            (hold / f"{name}-go").write_text("")
+        for proc in procs:
+            _finish(proc)
+    finally:
+        _kill(*procs)
+    record = HostRecord.load(HOST_TRUST)
+    assert record.trusted[ws].settled
+    assert not [s for s in record.sessions.values() if s.touches(ws)], record.sessions
