@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -341,7 +342,7 @@ def _dispatch(
 
         return run_audit(args)
     if args.headless:
-        from sandbox_setup.commands.apply import run_headless
+        from sandbox_setup.commands.headless import run_headless
 
         return run_headless(args, apply_seams)
     if args.undo:
@@ -390,8 +391,12 @@ def main(argv: Sequence[str] | None = None, *, apply_seams: ApplySeams | None = 
         # A refusal names the file (a workspace's, the state directory's): invariant 15.
         print(f"sandbox-setup: {printable_lines(str(exc))}", file=sys.stderr)
         return int(exc.exit_code)
-    except KeyboardInterrupt:
-        print("sandbox-setup: interrupted", file=sys.stderr)
+    except KeyboardInterrupt as exc:
+        # Interrupted (configure/interrupts.py) carries the signal: SIGTERM or SIGHUP
+        # before an apply began (the probes) says which, as the apply's own line does.
+        signum = getattr(exc, "signum", None)
+        by = f" by {signal.Signals(signum).name}" if isinstance(signum, int) else ""
+        print(f"sandbox-setup: interrupted{by}", file=sys.stderr)
         return int(ExitCode.INTERRUPTED)
     except BrokenPipeError:
         # Output piped into `head` and the like: not an error of ours. Point stdout

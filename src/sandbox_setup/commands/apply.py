@@ -33,6 +33,7 @@ from sandbox_setup.base.paths import Layout
 from sandbox_setup.base.printable import printable, printable_diff_line, printable_lines
 from sandbox_setup.base.remedies import undo_commands
 from sandbox_setup.checks.model import Report
+from sandbox_setup.configure import interrupts
 from sandbox_setup.configure.answers import Answers, load_answers, validate_answers
 from sandbox_setup.configure.apparmor import APPARMOR_KIND
 from sandbox_setup.configure.apply import apply_plan
@@ -257,7 +258,36 @@ def reprobe_after_load(
 
 def run_headless(args: argparse.Namespace, seams: ApplySeams | None = None) -> int:
     """``--headless``: plan from the answers, then apply with ``--yes``. ``seams``: see
-    :class:`~sandbox_setup.configure.apply.ApplySeams` (a test's; none otherwise)."""
+    :class:`~sandbox_setup.configure.apply.ApplySeams` (a test's; none otherwise).
+
+    SIGINT, SIGTERM and SIGHUP end it with exit 130 and one line from the start (the
+    probes included), not only once the apply runs: until the apply is done, where
+    the apply itself rolls back first."""
+    with interrupts.handled():
+        planned = _plan_and_apply(args, seams)
+    if isinstance(planned, int):
+        return planned
+    result, actions, plan, layout = planned
+    reprobed = reprobe_after_load(
+        plan, result.changed, seams, float(getattr(args, "timeout", 10.0) or 10.0)
+    )
+    for line in reprobed:
+        print(f"sandbox-setup: {printable_lines(line)}", file=sys.stderr)
+    try:
+        _print_result(result, actions, plan, layout, reprobed, as_json=bool(args.json))
+    except OutputError as exc:
+        # The apply is done: its exit code says so, and one line says what was lost.
+        print(
+            f"sandbox-setup: applied; {exc}; to see the setup: {remedies.audit(str(layout.root))}",
+            file=sys.stderr,
+        )
+    return int(ExitCode.OK)
+
+
+def _plan_and_apply(
+    args: argparse.Namespace, seams: ApplySeams | None
+) -> int | tuple[ApplyResult, list[dict[str, Any]], Plan, Layout]:
+    """The plan (printed, with its exit code, without ``--yes``), or what the apply did."""
     layout = layout_from_args(args)
     answers = answers_from_args(args, layout)
     source = str(args.answers) if args.answers else "command line"
@@ -294,20 +324,7 @@ def run_headless(args: argparse.Namespace, seams: ApplySeams | None = None) -> i
             print(f"  {printable_lines(action.describe())}", file=sys.stderr)
 
     result = apply_plan(plan, progress=progress, seams=seams)
-    reprobed = reprobe_after_load(
-        plan, result.changed, seams, float(getattr(args, "timeout", 10.0) or 10.0)
-    )
-    for line in reprobed:
-        print(f"sandbox-setup: {printable_lines(line)}", file=sys.stderr)
-    try:
-        _print_result(result, actions, plan, layout, reprobed, as_json=bool(args.json))
-    except OutputError as exc:
-        # The apply is done: its exit code says so, and one line says what was lost.
-        print(
-            f"sandbox-setup: applied; {exc}; to see the setup: {remedies.audit(str(layout.root))}",
-            file=sys.stderr,
-        )
-    return int(ExitCode.OK)
+    return result, actions, plan, layout
 
 
 def _print_result(

@@ -81,8 +81,16 @@ def deferred() -> Iterator[None]:
     _state.depth += 1
     try:
         yield
-    finally:
+    except BaseException as exc:
+        # The block failed after a signal came (a child the signal reached too): the
+        # apply stops because it was told to, and says so (exit 130, not the failure).
         _state.depth -= 1
+        if not _state.depth and _state.pending is not None and _state.active:
+            signum, _state.pending = _state.pending, None
+            if not isinstance(exc, KeyboardInterrupt):
+                raise Interrupted(signum) from exc
+        raise
+    _state.depth -= 1
     if not _state.depth and _state.pending is not None and _state.active:
         signum, _state.pending = _state.pending, None
         raise Interrupted(signum)
