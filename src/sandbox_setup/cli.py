@@ -8,6 +8,7 @@ Each path is imported only when chosen, so ``--check``, ``--audit``,
 from __future__ import annotations
 
 import argparse
+import errno
 import math
 import os
 import signal
@@ -27,7 +28,7 @@ from sandbox_setup.base.choices import (
 )
 from sandbox_setup.base.console import OutputError, prepare_streams
 from sandbox_setup.base.crashlog import report_crash
-from sandbox_setup.base.errors import SetupError
+from sandbox_setup.base.errors import SetupError, unreadable
 from sandbox_setup.base.exitcodes import EXIT_CODES_HELP, ExitCode
 from sandbox_setup.base.paths import Layout
 from sandbox_setup.base.printable import printable_lines
@@ -391,6 +392,15 @@ def main(argv: Sequence[str] | None = None, *, apply_seams: ApplySeams | None = 
         # A refusal names the file (a workspace's, the state directory's): invariant 15.
         print(f"sandbox-setup: {printable_lines(str(exc))}", file=sys.stderr)
         return int(exc.exit_code)
+    except PermissionError as exc:
+        # A file or directory of the operator's it may not open, on a path no check
+        # above caught: an input error naming it (docs/inputs-and-exit-codes.md), not 70.
+        if exc.filename is None or exc.errno != errno.EACCES:
+            report_crash("sandbox-setup", exc, _state_dir(args))
+            return int(ExitCode.INTERNAL)
+        denied = unreadable(exc.filename, exc)
+        print(f"sandbox-setup: {printable_lines(str(denied))}", file=sys.stderr)
+        return int(denied.exit_code)
     except KeyboardInterrupt as exc:
         # Interrupted (configure/interrupts.py) carries the signal: SIGTERM or SIGHUP
         # before an apply began (the probes) says which, as the apply's own line does.

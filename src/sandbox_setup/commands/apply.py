@@ -26,7 +26,7 @@ from sandbox_setup.base import remedies
 from sandbox_setup.base.apparmor import PROFILE_FILE
 from sandbox_setup.base.choices import InnerSandbox, Mode, Network, SettingsScope
 from sandbox_setup.base.console import OutputError
-from sandbox_setup.base.errors import InputError
+from sandbox_setup.base.errors import InputError, access_denied
 from sandbox_setup.base.exitcodes import ExitCode
 from sandbox_setup.base.launcher_config import normal_path
 from sandbox_setup.base.paths import Layout
@@ -124,7 +124,11 @@ def saved_answers(layout: Layout) -> Answers:
     """The answers the last apply of this setup saved (``answers.toml`` beside the
     launcher config); none is an input error naming what is missing."""
     path = layout.real(layout.answers)
-    if not path.exists():
+    try:
+        exists = path.exists()
+    except PermissionError as exc:  # its directory at mode 0000 or another owner's
+        raise access_denied(path.parent, exc, "rwx") from None
+    if not exists:
         raise InputError(
             f"--headless needs --mode sandbox|user|unsafe or --answers FILE: there is no saved "
             f"setup to start from ({layout.answers} does not exist"
