@@ -91,3 +91,17 @@ def shell_word(text: str) -> str:
                 raw = char.encode("utf-8", "surrogatepass")
             out.append("".join(f"\\x{byte:02x}" for byte in raw))
     return "$'" + "".join(out) + "'"
+
+
+def pasted_word(text: str) -> str:
+    """``text`` as one bash word of a command that is printed through :func:`printable`
+    or :func:`printable_lines` with the message around it (a remedy): ``shlex.quote``
+    when ``text`` is printable already; else ``$'...'`` holding the characters as they
+    are, which printing turns into the escapes ``$'...'`` reads (``\\`` ``\\r``
+    ``\\xNN`` ``\\uNNNN``; a line break stays one, which bash reads inside the quotes
+    too), so the printed command pastes as the exact name. A ``'`` closes the word,
+    follows as ``"'"`` and reopens it. Never print it without :func:`printable`:
+    :func:`shell_word` is the form that is printable already."""
+    if printable(text) == text:
+        return shlex.quote(text)
+    return "$'" + text.replace("'", "'\"'\"$'") + "'"
