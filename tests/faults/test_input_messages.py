@@ -42,6 +42,34 @@ def test_a_claude_script_with_a_crlf_shebang_is_refused(fault: FaultRow, root: P
     assert snapshot(root) == before
 
 
+@pytest.mark.parametrize(
+    ("content", "said"),
+    [(b"", "it is empty"), (b"garbage\x00\x01", "it is neither a program (ELF) nor a #! script")],
+    ids=["empty", "garbage"],
+)
+def test_an_empty_or_garbage_claude_is_refused(
+    fault: FaultRow, root: Path, content: bytes, said: str
+) -> None:
+    fault.expect(
+        f"--claude naming an executable file holding {content!r}",
+        "exit 2 naming it at plan and apply (every launch would fail)",
+    )
+    script = root / "opt/claude-bad"
+    script.parent.mkdir(parents=True)
+    script.write_bytes(content)
+    script.chmod(0o755)
+    before = snapshot(root)
+    for extra in ([], ["--yes"]):
+        result = run_cli(
+            "--headless", *SANDBOX, "--claude", "/opt/claude-bad", "--root", str(root), *extra
+        )
+        fault.saw(f"exit {result.returncode}: {result.stderr.strip()[-140:]}")
+        assert result.returncode == 2, result.stderr
+        assert f"/opt/claude-bad: {said}" in result.stderr, result.stderr
+        _no_crash(result.stderr)
+    assert snapshot(root) == before
+
+
 def test_undo_json_is_refused_clearly(fault: FaultRow, root: Path) -> None:
     fault.expect("--undo --json", "exit 2: --undo has no --json output")
     result = run_cli("--undo", "--json", "--root", str(root))
