@@ -187,3 +187,60 @@ def test_accept_unsafe_root_in_a_sandbox_answers_file_is_refused(
     assert 'accept_unsafe_root only applies to mode "unsafe"' in result.stderr
     assert str(answers) in result.stderr
     assert snapshot(root) == before
+
+
+def test_accepted_at_that_is_not_a_time_is_refused(fault: FaultRow, root: Path) -> None:
+    fault.expect('answers: mode = unsafe, accepted_at = "x"', "exit 2 naming the key, not recorded")
+    answers = root.parent / "answers.toml"
+    answers.write_text(
+        'schema = 1\nmode = "unsafe"\nworkspaces = ["/srv/project"]\naccept_unsafe_root = true\n'
+        'accepted_at = "x"\n'
+    )
+    before = snapshot(root)
+    result = run_cli("--headless", "--answers", str(answers), "--yes", "--root", str(root))
+    fault.saw(f"exit {result.returncode}: {result.stderr.strip()[-120:]}")
+    assert result.returncode == 2, result.stderr
+    assert f"{answers}: key 'accepted_at' is 'x'; expected a date and time" in result.stderr
+    assert snapshot(root) == before
+
+
+def test_a_byte_order_mark_is_named_not_an_invalid_statement(fault: FaultRow, root: Path) -> None:
+    fault.expect("answers file saved as UTF-8 with BOM", "exit 2 naming the mark and the fix")
+    answers = root.parent / "answers.toml"
+    answers.write_bytes(
+        b'\xef\xbb\xbfschema = 1\nmode = "sandbox"\nworkspaces = ["/srv/project"]\n'
+    )
+    before = snapshot(root)
+    result = run_cli("--headless", "--answers", str(answers), "--yes", "--root", str(root))
+    fault.saw(f"exit {result.returncode}: {result.stderr.strip()[-120:]}")
+    assert result.returncode == 2, result.stderr
+    assert f"{answers}: starts with a byte-order mark" in result.stderr, result.stderr
+    assert "Invalid statement" not in result.stderr
+    _no_crash(result.stderr)
+    assert snapshot(root) == before
+
+
+@pytest.mark.parametrize(
+    ("flag", "value"),
+    [
+        ("--no-allow-domain", "exampel.org"),
+        ("--no-workspace", "/srv/projcet"),
+        ("--no-pass-env", "MY_TOKN"),
+        ("--no-allow-loopback-port", "10101"),
+    ],
+)
+def test_a_no_option_naming_what_the_setup_lacks_is_refused(
+    fault: FaultRow, root: Path, flag: str, value: str
+) -> None:
+    fault.expect(f"{flag} {value} (a typo) on a saved setup", "exit 2 naming it, nothing written")
+    first = run_cli(
+        "--headless", *SANDBOX, "--allow-domain", "example.org", "--pass-env", "MY_TOKEN",
+        "--allow-loopback-port", "10100", "--yes", "--root", str(root),
+    )  # fmt: skip
+    assert first.returncode == 0, first.stderr
+    before = snapshot(root)
+    result = run_cli("--headless", flag, value, "--yes", "--root", str(root))
+    fault.saw(f"exit {result.returncode}: {result.stderr.strip()[-120:]}")
+    assert result.returncode == 2, result.stderr
+    assert f"{flag} '{value}': the setup does not have it" in result.stderr, result.stderr
+    assert snapshot(root) == before

@@ -18,6 +18,7 @@ import argparse
 import json
 import os
 import sys
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -47,6 +48,7 @@ if TYPE_CHECKING:
 from sandbox_setup.configure.probes import choose_probe_user, run_live_checks
 from sandbox_setup.configure.state_trust import trusted_answers_path
 from sandbox_setup.policy.limits import over_maximum
+from sandbox_setup.policy.names import shown
 from sandbox_setup.policy.network import parse_port
 
 T = TypeVar("T")
@@ -145,6 +147,17 @@ def _edited(items: tuple[T, ...], added: list[T], removed: list[T]) -> tuple[T, 
     return tuple(item for item in dict.fromkeys((*items, *added)) if item not in gone)
 
 
+def _not_held(flag: str, removed: Sequence[object], held: Sequence[object]) -> None:
+    """Exit 2 for a value ``flag`` would take out that the setup does not hold."""
+    for value in removed:
+        if value not in held:
+            have = ", ".join(shown(str(v)) for v in held[:10]) or "none"
+            raise InputError(
+                f"{flag} {shown(str(value))}: the setup does not have it (it has: {have}); "
+                "check the spelling"
+            )
+
+
 def _changed(base: Answers, args: argparse.Namespace, layout: Layout) -> Answers:
     """``base`` with what the flags say: a value given replaces it, a list option adds
     to the list and its ``--no-...`` pair takes out of it, a tick box given turns on."""
@@ -165,6 +178,12 @@ def _changed(base: Answers, args: argparse.Namespace, layout: Layout) -> Answers
     no_ports = [parse_port(v, "--no-allow-loopback-port") for v in args.no_allow_loopback_port]
     workspaces = [_target_path(w, "--workspace", layout) for w in args.workspace]
     no_workspaces = [_target_path(w, "--no-workspace", layout) for w in args.no_workspace]
+    # A --no-... value the setup does not hold is a typo, never a silent no-op.
+    _not_held("--no-workspace", no_workspaces, (*base.workspaces, *workspaces))
+    domains = (*base.allowed_domains, *args.allow_domain)
+    _not_held("--no-allow-domain", args.no_allow_domain, domains)
+    _not_held("--no-allow-loopback-port", no_ports, (*base.loopback_ports, *ports))
+    _not_held("--no-pass-env", args.no_pass_env, (*base.pass_env, *args.pass_env))
     return replace(
         base,
         workspaces=_edited(base.workspaces, workspaces, no_workspaces),
