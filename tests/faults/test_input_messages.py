@@ -244,3 +244,28 @@ def test_a_no_option_naming_what_the_setup_lacks_is_refused(
     assert result.returncode == 2, result.stderr
     assert f"{flag} '{value}': the setup does not have it" in result.stderr, result.stderr
     assert snapshot(root) == before
+
+
+@pytest.mark.parametrize(
+    ("key", "line"),
+    [
+        ("mode", 'mode = "{big}"'),
+        ("agent_user", 'mode = "sandbox"\nworkspaces = ["/srv/project"]\nagent_user = "{big}"'),
+        ("allowed_domains", 'mode = "sandbox"\nworkspaces = ["/srv/project"]\n'
+         'allowed_domains = ["{big}!"]'),
+        ("unknown key", 'mode = "sandbox"\nworkspaces = ["/srv/project"]\n{big} = 1'),
+        ("claude", 'mode = "sandbox"\nworkspaces = ["/srv/project"]\nclaude = "/{big}"'),
+    ],
+)  # fmt: skip
+def test_a_20_mb_bad_value_is_not_echoed_in_full(
+    fault: FaultRow, root: Path, key: str, line: str
+) -> None:
+    fault.expect(f"answers: a 20 MB bad {key}", "exit 2, one short line naming the key")
+    answers = root.parent / "answers.toml"
+    answers.write_text("schema = 1\n" + line.replace("{big}", "x" * 20_000_000) + "\n")
+    result = run_cli("--headless", "--answers", str(answers), "--root", str(root))
+    fault.saw(f"exit {result.returncode}: {len(result.stderr)} characters on stderr")
+    assert result.returncode == 2, result.stderr[:500]
+    assert len(result.stderr) < 5000, result.stderr[:500]
+    assert str(answers) in result.stderr
+    _no_crash(result.stderr)

@@ -66,10 +66,23 @@ def printable_diff_line(line: str) -> str:
     return "\t".join(printable(part) for part in line.split("\t"))
 
 
+# A message line longer than this is cut (a 20 MB value in an answers file would
+# otherwise be echoed in full): the start and how long it was stay.
+LINE_LIMIT = 4000
+_LINE_KEPT = 1000
+
+
 def printable_lines(text: str) -> str:
     """:func:`printable` line by line: a message of several lines (ours) keeps its
-    ``\n``; anything else it quotes is escaped."""
-    return "\n".join(printable(line) for line in text.split("\n"))
+    ``\n``; anything else it quotes is escaped. A line longer than
+    :data:`LINE_LIMIT` is cut to its start and says how long it was."""
+    return "\n".join(_bounded(printable(line)) for line in text.split("\n"))
+
+
+def _bounded(line: str) -> str:
+    if len(line) <= LINE_LIMIT:
+        return line
+    return f"{line[:_LINE_KEPT]}... (cut: the line has {len(line):,} characters)"
 
 
 def shell_word(text: str) -> str:

@@ -63,6 +63,7 @@ from sandbox_setup.policy.environment import validate_pass_names
 from sandbox_setup.policy.limits import over_maximum
 from sandbox_setup.policy.names import (
     agent_name_problem,
+    path_text_problem,
     shown,
     user_name_problem,
     workspace_path_problem,
@@ -193,7 +194,11 @@ def parse_answers(text: str, source: str = "answers.toml") -> Answers:
         workspaces = tuple(absolute_path(w, "workspaces", source) for w in raw)
     claude = None
     if "claude" in data:
-        claude = absolute_path(_typed(data, "claude", str, source), "claude", source)
+        text = _typed(data, "claude", str, source)
+        problem = path_text_problem(text)
+        if problem is not None:  # before a system call fails on it (exit 70)
+            raise InputError(f"{source}: key 'claude' {shown(text)} {problem}")
+        claude = absolute_path(text, "claude", source)
     agent_user = DEFAULT_AGENT_USER
     if "agent_user" in data:
         agent_user = _typed(data, "agent_user", str, source)
