@@ -4,6 +4,9 @@ now refused with exit 2 naming it, or printed in plain words, through the real C
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -269,3 +272,42 @@ def test_a_20_mb_bad_value_is_not_echoed_in_full(
     assert len(result.stderr) < 5000, result.stderr[:500]
     assert str(answers) in result.stderr
     _no_crash(result.stderr)
+
+
+def test_claude_as_an_absolute_symlink_inside_the_root_is_the_targets(
+    fault: FaultRow, root: Path
+) -> None:
+    fault.expect(
+        "--claude /opt/claude, a symlink to /usr/local/bin/claude inside --root",
+        "the target's binary (the link read inside the root): plan exit 0",
+    )
+    (root / "opt").mkdir(exist_ok=True)
+    (root / "opt/claude").symlink_to("/usr/local/bin/claude")
+    result = run_cli("--headless", *SANDBOX, "--claude", "/opt/claude", "--root", str(root))
+    fault.saw(f"exit {result.returncode}: {result.stderr.strip()[-120:]}")
+    assert result.returncode == 0, result.stderr
+    assert "not a file under" not in result.stderr
+
+
+def test_the_plan_under_root_never_runs_the_hosts_claude(
+    fault: FaultRow, root: Path, tmp_path: Path
+) -> None:
+    """The probes' ``claude --version`` under ``--root`` is the root's binary, never
+    the first ``claude`` on the operator's PATH."""
+    fault.expect("plan under --root with a claude on the operator's PATH", "that one never runs")
+    marks = Path(tempfile.mkdtemp(prefix="sandbox-setup-h35b-", dir="/var/tmp"))
+    try:
+        marks.chmod(0o1777)
+        host = tmp_path / "bin"
+        host.mkdir()
+        (host / "claude").write_text(f'#!/bin/sh\ntouch {marks}/ran\necho "2.1.197"\n')
+        (host / "claude").chmod(0o755)
+        result = run_cli(
+            "--headless", *SANDBOX, "--root", str(root),
+            env={"PATH": f"{host}:{os.environ['PATH']}"},
+        )  # fmt: skip
+        fault.saw(f"exit {result.returncode}; host claude ran: {(marks / 'ran').exists()}")
+        assert result.returncode == 0, result.stderr
+        assert not (marks / "ran").exists(), "the plan ran the host's claude"
+    finally:
+        shutil.rmtree(marks, ignore_errors=True)

@@ -38,6 +38,7 @@ from sandbox_setup.configure import interrupts
 from sandbox_setup.configure.answers import Answers, load_answers, validate_answers
 from sandbox_setup.configure.apparmor import APPARMOR_KIND
 from sandbox_setup.configure.apply import apply_plan
+from sandbox_setup.configure.claude_binary import locate_claude
 from sandbox_setup.configure.history import open_applies
 from sandbox_setup.configure.plan import build_plan
 
@@ -217,8 +218,21 @@ def probe_user(answers: Answers, layout: Layout) -> str | None:
     return choose_probe_user(answers.mode, answers.agent_user, layout)[0]
 
 
+def _probe_claude(answers: Answers, layout: Layout) -> str | None:
+    """The Claude binary the probes run: the target's, resolved inside the root (an
+    absolute symlink there is the target system's path). Under ``--root`` never the
+    host's: with none given, the one the plan will find in the root, or a path there
+    that does not exist (the probes then say "not found", as the plan will)."""
+    target = answers.claude
+    if target is None:
+        if layout.live:
+            return None  # the checks search this host, which is the target
+        target = locate_claude(layout) or PurePosixPath("/usr/local/bin/claude")
+    return str(layout.real(layout.resolve(target)))
+
+
 def gather_report(answers: Answers, layout: Layout, timeout: float) -> Report:
-    claude = str(layout.real(answers.claude)) if answers.claude else None
+    claude = _probe_claude(answers, layout)
     return run_live_checks(
         as_user=probe_user(answers, layout), root=layout.root, timeout=timeout, claude=claude
     )

@@ -431,7 +431,8 @@ def validate_answers(a: Answers, layout: Layout, source: str = "answers") -> Non
         problem = workspace_problem(ws, layout, a.mode, a.agent_user)
         if problem is not None:
             raise InputError(f"{source}: {problem}")
-    if a.claude is not None and not layout.real(a.claude).is_file():
+    # An absolute symlink under --root means the target system's path (Layout.resolve).
+    if a.claude is not None and not layout.real(layout.resolve(a.claude)).is_file():
         raise InputError(f"{source}: claude {a.claude} is not a file under {layout.root}")
 
 
