@@ -16,13 +16,12 @@ They are independent of drift (``audit.drift.*`` skips these actions).
 
 from __future__ import annotations
 
-import shlex
-
 from sandbox_setup.audit.model import AuditFinding, Severity
 from sandbox_setup.base.accounts import lookup_user
 from sandbox_setup.base.errors import SetupError
 from sandbox_setup.base.launcher_config import LauncherConfig
 from sandbox_setup.base.paths import Layout
+from sandbox_setup.base.printable import pasted_word
 from sandbox_setup.configure.actions import WriteFile
 from sandbox_setup.configure.ledger import created_accounts
 from sandbox_setup.configure.login_routes import SSHD_KIND, login_route_actions
@@ -90,7 +89,7 @@ def _shell_findings(layout: Layout, config: LauncherConfig, reapply: str) -> lis
         return []  # a reused account's shell is its owner's (the plan said so)
     if not has_login_shell(agent.shell):
         return []
-    prefix = "" if layout.live else f" --prefix {shlex.quote(str(layout.root))}"
+    prefix = "" if layout.live else f" --prefix {pasted_word(str(layout.root))}"
     return [
         AuditFinding(
             id="audit.login.shell",

@@ -82,7 +82,7 @@ from sandbox_setup.audit.workspace_scan import scan_findings
 from sandbox_setup.base import remedies
 from sandbox_setup.base.accounts import Account, lookup_group_gid, lookup_user
 from sandbox_setup.base.claude_version import read_claude_version
-from sandbox_setup.base.errors import InputError
+from sandbox_setup.base.errors import InputError, unreadable
 from sandbox_setup.base.launcher_config import LauncherConfig, parse_launcher_config
 from sandbox_setup.base.paths import Layout
 from sandbox_setup.base.regular_files import read_regular_text
@@ -104,6 +104,8 @@ def _read_setup_file(real: Path, what: str) -> str:
         ) from None
     except InputError as exc:  # a FIFO, a directory, ...
         raise InputError(f"cannot read the {what}: {exc}") from None
+    except PermissionError as exc:  # its directory or itself at 0000, another owner's
+        raise InputError(f"cannot read the {what}: {unreadable(real, exc)}") from None
     except (OSError, UnicodeDecodeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         raise InputError(f"cannot read the {what} {real}: {reason}") from None

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 
-from sandbox_setup.base.choices import Network
+from sandbox_setup.base.choices import Mode, Network
 from sandbox_setup.base.errors import RefusedError
 from sandbox_setup.base.launcher_config import LauncherConfig, UnsafeAcceptance
 from sandbox_setup.base.limits import size_bytes
@@ -208,6 +208,16 @@ def _check_writable_bind(path: PurePosixPath | str, what: str) -> None:
             f"{what} {path} would make system directory {system} writable or hide it "
             "inside the sandbox; choose a directory of its own (e.g. /srv/project)"
         )
+
+
+def check_workspace_paths(config: LauncherConfig) -> None:
+    """Sandbox mode: refuse a workspace that names a system directory (``/``, ``/usr``)
+    from its path alone, before anything walks it (the boundary's scan of ``/`` would
+    take minutes); :func:`sandbox_launch` checks it again with the symlinks resolved."""
+    if config.mode is not Mode.SANDBOX:
+        return
+    for workspace in config.workspaces:
+        _check_writable_bind(workspace, "workspace")
 
 
 def _privilege_drop(setpriv: str, agent: Agent, switch_user: bool) -> list[str]:

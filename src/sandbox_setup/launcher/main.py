@@ -44,6 +44,7 @@ from sandbox_setup.launcher.base_url import managed_env, refuse_unreachable
 from sandbox_setup.launcher.command import (
     Agent,
     Launch,
+    check_workspace_paths,
     gather_host_facts,
     sandbox_launch,
     unsafe_launch,
@@ -572,6 +573,7 @@ def _run_checked(
     config, exposed = expose_base_url_port(config, base)
     if base is not None and not options.dry_run and _may_reach(config):
         refuse_unreachable(base)  # in seconds, not Claude's minutes of retries
+    check_workspace_paths(config)  # before the boundary walks them
     boundary = start_boundary(config, options.dry_run)
     # However the launch ends (refused before bwrap, a session that could not start,
     # an error), the boundary ends too: placeholders out, the scan, the baseline.
