@@ -45,3 +45,15 @@ def test_a_remedy_with_control_characters_pastes_as_printed(
     assert all(c == "\n" or c.isprintable() for c in printed), printed
     words = _words(printed.split("run: ", 1)[1])
     assert words[words.index(flag) + 1] == name, (printed, words)
+
+
+def test_a_command_never_has_doubled_spaces() -> None:
+    from sandbox_setup.base import remedies
+
+    assert remedies.change_setup() == "sandbox-setup --headless --yes"
+    assert remedies.change_setup(root="/t") == "sandbox-setup --headless --root /t --yes"
+    assert remedies.change_setup("--allow-domain", "a.example") == (
+        "sandbox-setup --headless --allow-domain a.example --yes"
+    )
+    for name, example in remedies.EXAMPLES.items():
+        assert "  " not in example("/t"), name

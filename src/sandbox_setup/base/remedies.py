@@ -29,8 +29,8 @@ def root_flag(root: str) -> str:
 
 def change_setup(*options: str, root: str = "/") -> str:
     """The command that changes only ``options`` of the saved setup and applies it."""
-    words = " ".join(pasted_word(o) if not o.startswith("--") else o for o in options)
-    return f"sandbox-setup --headless {words}{root_flag(root)} --yes"
+    words = "".join(f" {pasted_word(o) if not o.startswith('--') else o}" for o in options)
+    return f"sandbox-setup --headless{words}{root_flag(root)} --yes"
 
 
 def allow_loopback_port(port: int, root: str = "/") -> str:
