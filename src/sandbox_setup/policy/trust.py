@@ -221,9 +221,7 @@ def refusal_text(problem: TrustProblem, what: str, allowed: str = "you or root")
                 f"{where} is group- or world-writable (mode {mode}); anyone who can write "
                 f"there could replace it. Fix: {problem.fix}"
             )
-        return (
-            f"{where} is owned by {_owner_text(facts.uid)}, not by {allowed}. Fix: {problem.fix}"
-        )
+        return f"{where} is owned by {_owner_text(facts.uid)}, not by {allowed}. Fix: {problem.fix}"
     if problem.kind in ("type", "missing"):
         return f"{what}: {path} {problem.text}"
     if problem.kind == "owner":
