@@ -67,16 +67,23 @@ def open_applies(layout: Layout) -> list[tuple[str, list[dict[str, Any]]]]:
 def _check_whole(layout: Layout, agents: list[str], open_steps: list[dict[str, Any]]) -> None:
     """Refuse (exit 2, naming the journal) a journal that lost the applies the ledger
     says are in effect: an undo of what is left would remove the journal and the
-    backups and call the setup undone while its agent and files stay."""
+    backups and call the setup undone while its agent and files stay. The applies
+    still in effect must hold every write of the ledger, from the one that created it
+    on, in order (``open_steps``: newest apply first, as :func:`open_applies` gives)."""
     if not agents:
         return
     ledger = str(ledger_path(layout))
-    if any(e.get("op") == "write" and e.get("target") == ledger for e in open_steps):
+    writes = [e for e in open_steps if e.get("op") == "write" and e.get("target") == ledger]
+    # Oldest first, each write of the ledger replaced what the one before it wrote,
+    # and the first one replaced nothing.
+    olds = [e.get("old_sha256") for e in reversed(writes)]
+    news = [None] + [e.get("new_sha256") for e in reversed(writes)][:-1]
+    if writes and olds == news:
         return
     raise JournalCorruptError(
         f"journal {layout.real(layout.journal)}: the ledger {layout.real(ledger_path(layout))} "
-        f"records the setup of {', '.join(agents)}, but no apply in the journal that is "
-        "still in effect wrote it: the journal lost applies (or lines). Nothing was "
+        f"records the setup of {', '.join(agents)}, but the applies in the journal still in "
+        "effect do not account for it: the journal lost applies or their order. Nothing was "
         "changed: undo replays the journal only when it is whole. Restore the journal "
         "from a copy, or undo by hand what the ledger lists"
     )
