@@ -77,7 +77,7 @@ def _check_whole(layout: Layout, agents: list[str], open_steps: list[dict[str, A
     # Oldest first, each write of the ledger replaced what the one before it wrote,
     # and the first one replaced nothing.
     olds = [e.get("old_sha256") for e in reversed(writes)]
-    news = [None] + [e.get("new_sha256") for e in reversed(writes)][:-1]
+    news = [None, *[e.get("new_sha256") for e in reversed(writes)][:-1]]
     if writes and olds == news:
         return
     raise JournalCorruptError(
