@@ -60,25 +60,35 @@ def open_applies(layout: Layout) -> list[tuple[str, list[dict[str, Any]]]]:
         kept = [e for e in mine if e.get("op") in ("begin", "accounts-done") or id(e) in pending]
         check_backups(layout, kept)
         found.append((txn, kept))
-    _check_whole(layout, sorted(records), steps(found))
+    _check_whole(layout, sorted(records), entries, found)
     return found
 
 
-def _check_whole(layout: Layout, agents: list[str], open_steps: list[dict[str, Any]]) -> None:
+def _check_whole(
+    layout: Layout,
+    agents: list[str],
+    entries: list[dict[str, Any]],
+    applies: list[tuple[str, list[dict[str, Any]]]],
+) -> None:
     """Refuse (exit 2, naming the journal) a journal that lost the applies the ledger
     says are in effect: an undo of what is left would remove the journal and the
-    backups and call the setup undone while its agent and files stay. The applies
-    still in effect must hold every write of the ledger, from the one that created it
-    on, in order (``open_steps``: newest apply first, as :func:`open_applies` gives)."""
+    backups and call the setup undone while its agent and files stay. The journal
+    must hold a write of the ledger, and the applies still in effect every write of
+    it from the one that created it on, in order (``applies``: newest first, as
+    :func:`open_applies` gives them). A ledger an undo left as it was (changed since)
+    is the undo's report, not a lost apply."""
     if not agents:
         return
     ledger = str(ledger_path(layout))
-    writes = [e for e in open_steps if e.get("op") == "write" and e.get("target") == ledger]
-    # Oldest first, each write of the ledger replaced what the one before it wrote,
-    # and the first one replaced nothing.
-    olds = [e.get("old_sha256") for e in reversed(writes)]
-    news = [None, *[e.get("new_sha256") for e in reversed(writes)][:-1]]
-    if writes and olds == news:
+
+    def writes_of(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return [e for e in items if e.get("op") == "write" and e.get("target") == ledger]
+
+    written = writes_of([e for _, kept in reversed(applies) for e in kept])  # oldest first
+    # Each write of the ledger replaced what the one before it wrote; the first, nothing.
+    olds = [e.get("old_sha256") for e in written]
+    news = [None, *[e.get("new_sha256") for e in written][:-1]]
+    if olds == news and (written or writes_of(entries)):
         return
     raise JournalCorruptError(
         f"journal {layout.real(layout.journal)}: the ledger {layout.real(ledger_path(layout))} "
