@@ -138,18 +138,23 @@ class WriteFile(Action):
         keep when the trust rule does not allow its owner, its mode or a directory on
         its path (DESIGN.md invariant 12): a re-apply must never launder a file someone
         else could write into root's. A step that writes fixed content with its own
-        mode and owner (``enforce``) reads nothing from the old file."""
+        mode and owner (``enforce``) reads nothing from the old file. What is not a
+        regular file (a FIFO, a directory), or cannot be looked at, is bad input the
+        read reports (exit 2, naming it), not a question of trust."""
         if self.enforce:
             return
         ids = self._owner_ids()
         operator = self.layout.operator
         holder = ids[0] if ids else operator.uid
         holder_name = self.owner if ids else operator.name
-        leaf, dirs = self.layout.chain(self.layout.resolve(self.path))
+        try:
+            leaf, dirs = self.layout.chain(self.layout.resolve(self.path))
+        except OSError:
+            return  # unreadable on the way: the read names it
         root_file = holder in (0, operator.uid)
         allowed = "you or root" if root_file else f"{holder_name} or root"
         problems = kept_file_problems(leaf, dirs, holder, operator.uid, holder_name)
-        refuse(problems, self.label, allowed)
+        refuse((p for p in problems if not (p.leaf and p.kind == "type")), self.label, allowed)
 
     def _owner_ids(self) -> tuple[int, int] | None:
         account = lookup_user(self.owner, self.layout.root)
