@@ -170,3 +170,20 @@ def test_a_torn_last_line_is_still_tolerated(
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert snapshot(root) == before
     fault.saw("exit 0; tree as before the first apply")
+
+
+def test_a_reapply_over_an_emptied_journal_is_refused_before_any_change(
+    applied: tuple[Path, dict[str, object]], fault: FaultRow
+) -> None:
+    root, _before = applied
+    fault.expect(
+        "an emptied journal (the ledger records the setup), then a re-apply",
+        "exit 2 naming the journal; the whole tree byte for byte as it was",
+    )
+    _emptied(root)
+    changed = snapshot(root)
+    proc = run_cli("--headless", "--root", str(root), "--yes", *SANDBOX)
+    assert proc.returncode == 2, (proc.returncode, proc.stdout, proc.stderr)
+    assert str(root / JOURNAL) in proc.stderr, proc.stderr
+    assert snapshot(root) == changed, "a refused apply changed the tree"
+    fault.saw("exit 2 naming the journal; tree unchanged")
