@@ -353,6 +353,9 @@ def _plan_and_apply(
         print("sandbox-setup: nothing written; add --yes to apply", file=sys.stderr)
         return int(ExitCode.OK)
 
+    # A journal that is not whole (DESIGN.md invariant 12's record of what root did)
+    # is refused (exit 2, naming it) before this apply adds to it.
+    open_applies(layout)
     if not args.json:
         _print_warnings(plan)
 

@@ -571,8 +571,12 @@ def build_plan(report: Report, answers: Answers, layout: Layout, source: str = "
         leftover = leftover_shim_note(layout)
         if leftover is not None:
             notes.append(leftover)
-    # Render every file now: a malformed existing file or a symlink is an input
-    # error before anything is written.
+    # Judge then render every file now: an existing file someone else could write
+    # (DESIGN.md invariant 12) is a refusal, a malformed one or a symlink an input
+    # error, before anything is written.
+    for action in actions:
+        if isinstance(action, WriteFile):
+            action.check_trusted()
     for action in actions:
         if isinstance(action, WriteFile) and not action.binary:
             action.desired()

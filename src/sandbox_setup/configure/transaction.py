@@ -57,6 +57,7 @@ class Transaction:
             raise JournalError(f"cannot open the journal {layout.journal}: {exc}") from exc
         self._backups = 0
         self._steps = 0
+        self._seq = 0  # each line's place in this apply: a moved or lost line shows
         self._saved: dict[str, str] = {}
         try:
             self._append({"op": "begin", "at": now(), "root": str(layout.root)})
@@ -65,7 +66,8 @@ class Transaction:
             raise
 
     def _append(self, entry: dict[str, Any], *, reserve: bool = True) -> None:
-        data = (json.dumps({"txn": self.id, **entry}, sort_keys=True) + "\n").encode("utf-8")
+        line = {"txn": self.id, **entry, "seq": self._seq}
+        data = (json.dumps(line, sort_keys=True) + "\n").encode("utf-8")
         size = -1
         try:
             size = os.fstat(self._fd).st_size
@@ -83,6 +85,7 @@ class Transaction:
                     os.ftruncate(self._fd, size)
             # A full or read-only state dir: a clear error (exit 2), not a traceback.
             raise JournalError(f"cannot write the journal {self.layout.journal}: {exc}") from exc
+        self._seq += 1
 
     def record(self, entry: dict[str, Any]) -> None:
         """Write ``entry`` to the journal (durably) before the step it describes."""
