@@ -31,7 +31,8 @@ from typing import TYPE_CHECKING, Any
 from sandbox_setup.base.accounts import lookup_user
 from sandbox_setup.base.errors import SetupError
 from sandbox_setup.base.paths import Layout
-from sandbox_setup.configure import fsops, interrupts, users
+from sandbox_setup.configure import fsops, interrupts, outcome, users
+from sandbox_setup.configure.outcome import StepResult
 
 if TYPE_CHECKING:
     from sandbox_setup.configure.transaction import Transaction
@@ -284,7 +285,7 @@ def _read_small(dfd: int, name: str) -> str | None:
 
 def revert_account_step(
     layout: Layout, entry: dict[str, Any], new: dict[str, str | None] | None
-) -> str | None:
+) -> StepResult | None:
     """Undo one account step; ``new`` is what the tool left (None: unknown)."""
     files = entry.get("files")
     if files is not None:
@@ -310,17 +311,18 @@ def revert_account_step(
         if new is not None and all(now[item["target"]] == new[item["target"]] for item in changed):
             bad = [(item, why) for item in changed if (why := _unrestorable(layout, item))]
             if bad:
-                return _fallback(layout, entry, files, bad)
+                return outcome.left(_fallback(layout, entry, files, bad))
             for item in changed:
                 _restore_file(layout, item)
             settle_kept_account_files(layout, files)
             if ours:
                 _remove_home(layout, entry["home"])
-            return _what(entry)
+            return outcome.done(_what(entry))
         line = _revert_with_tools(layout, entry)
         settle_kept_account_files(layout, files)
-        return line
-    return _revert_with_tools(layout, entry)
+        return outcome.done(line) if line else None
+    line = _revert_with_tools(layout, entry)
+    return outcome.done(line) if line else None
 
 
 def _unrestorable(layout: Layout, item: dict[str, Any]) -> str | None:

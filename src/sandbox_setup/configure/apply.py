@@ -28,11 +28,12 @@ from pathlib import Path
 from sandbox_setup.base import remedies
 from sandbox_setup.base.errors import SetupError
 from sandbox_setup.base.exitcodes import ExitCode
-from sandbox_setup.configure import interrupts
-from sandbox_setup.configure.actions import Action
+from sandbox_setup.configure import fsops, interrupts, ledger
+from sandbox_setup.configure.actions import Action, WriteFile
+from sandbox_setup.configure.git_protect import GIT_KINDS
 from sandbox_setup.configure.journal import apply_lock
+from sandbox_setup.configure.outcome import StepResult
 from sandbox_setup.configure.plan import Plan
-from sandbox_setup.configure.revert import is_failure
 from sandbox_setup.configure.transaction import Transaction
 
 ProgressCallback = Callable[[Action, str], None]
@@ -84,9 +85,9 @@ class RollbackIncompleteError(SetupError):
     exit_code = ExitCode.FINDINGS
 
 
-def _incomplete(plan: Plan, exc: BaseException, undone: list[str]) -> str:
-    failed = [line for line in undone if is_failure(line)]
-    reverted = [line for line in undone if not is_failure(line)]
+def _incomplete(plan: Plan, exc: BaseException, undone: list[StepResult]) -> str:
+    failed = [result.text for result in undone if result.failed]
+    reverted = [result.text for result in undone if not result.failed]
     cause = str(exc) or type(exc).__name__
     when = (
         "once space is free"
@@ -124,10 +125,13 @@ def apply_plan(
     result = ApplyResult()
     with interrupts.handled(), apply_lock(plan.layout):
         txn: Transaction | None = None
+        shared: list[tuple[WriteFile, fsops.FileState | None]] = []
         try:
             for action in plan.actions:
                 report(action, "running")
                 description = action.describe()
+                if isinstance(action, WriteFile) and action.kind in SHARED_KINDS:
+                    shared.append((action, action.state()))  # before, changed or not
                 if not action.is_change():
                     result.unchanged.append(description)
                     report(action, "unchanged")
@@ -152,6 +156,10 @@ def apply_plan(
                 if seams.after_change is not None:
                     seams.after_change(len(result.changed))
             if txn is not None:
+                if shared:
+                    # Before the commit line: a failed commit rolls it back with the rest.
+                    with interrupts.shielded():
+                        ledger.rely(plan.layout, txn.id, _planned(shared))
                 # Inside the try: an apply whose commit line cannot be written (a full
                 # disk) is rolled back like any failed step, never left half-recorded.
                 # A signal during the commit is dropped: the apply is done by then.
@@ -166,9 +174,24 @@ def apply_plan(
                 if isinstance(exc, SetupError):
                     exc.args = (
                         f"{exc}; rolled back what this apply had done"
-                        + "".join(f"\n  {line}" for line in undone),
+                        + "".join(f"\n  {result.text}" for result in undone),
                     )
             if isinstance(exc, KeyboardInterrupt):
                 raise ApplyInterrupted(exc, rolled_back=txn is not None) from None
             raise
     return result
+
+
+# The host files every setup plans alike (DESIGN.md invariant 18): each apply that plans
+# one relies on it in the host-wide record of setups, changed or already as planned.
+SHARED_KINDS = GIT_KINDS
+
+
+def _planned(shared: list[tuple[WriteFile, fsops.FileState | None]]) -> list[ledger.Planned]:
+    found = []
+    for action, before in shared:
+        now = action.state()
+        found.append(
+            ledger.Planned(str(action.path), before, fsops.sha256(now.data if now else None))
+        )
+    return found

@@ -29,7 +29,7 @@ from typing import Any
 from sandbox_setup.base import fdwalk
 from sandbox_setup.base.accounts import lookup_group_gid, lookup_user
 from sandbox_setup.base.paths import Layout
-from sandbox_setup.configure import fsops
+from sandbox_setup.configure import fsops, outcome
 from sandbox_setup.configure.journal import (
     BOOKKEEPING,
     CLOSED,
@@ -37,6 +37,7 @@ from sandbox_setup.configure.journal import (
     pending_steps,
     read_journal,
 )
+from sandbox_setup.configure.outcome import StepResult
 from sandbox_setup.configure.state_trust import check_backups, check_state_dir, check_state_file
 
 
@@ -147,7 +148,7 @@ def agent_files(layout: Layout, workspaces: list[PurePosixPath], owners: Owners)
     return [f for ws in workspaces for f in _walk(layout, ws, owners, chown=False)]
 
 
-def give_back(layout: Layout, workspaces: list[PurePosixPath], owners: Owners) -> list[str]:
+def give_back(layout: Layout, workspaces: list[PurePosixPath], owners: Owners) -> list[StepResult]:
     """Chown what ``owners`` own in ``workspaces`` to each workspace's owner (and its
     group); one line per workspace. A setuid bit of a regular file is cleared by the
     kernel on chown."""
@@ -158,10 +159,14 @@ def give_back(layout: Layout, workspaces: list[PurePosixPath], owners: Owners) -
         try:
             moved = _walk(layout, ws, owners, chown=True)
         except OSError as exc:
-            lines.append(f"could not give the agent's files in {ws} to its owner: {exc}")
+            lines.append(
+                outcome.failed(f"could not give the agent's files in {ws} to its owner: {exc}")
+            )
             continue
         if moved:
-            lines.append(f"gave {len(moved)} file(s) the agent owned in {ws} to its owner")
+            lines.append(
+                outcome.done(f"gave {len(moved)} file(s) the agent owned in {ws} to its owner")
+            )
     return lines
 
 

@@ -15,9 +15,10 @@ from typing import Any
 
 from sandbox_setup.base.errors import SetupError
 from sandbox_setup.base.paths import Layout
-from sandbox_setup.configure import fsops
+from sandbox_setup.configure import fsops, outcome
 from sandbox_setup.configure.journal import JournalError, now, open_for_append, state_dirs
-from sandbox_setup.configure.revert import drop_restore_points, is_failure, revert
+from sandbox_setup.configure.outcome import StepResult
+from sandbox_setup.configure.revert import drop_restore_points, revert
 
 # Room kept allocated past the journal's end (fallocate) for the lines a rollback
 # writes: it must be able to say what it did, and what it could not do, on a full disk.
@@ -138,13 +139,13 @@ class Transaction:
         with contextlib.suppress(OSError, SetupError):
             drop_restore_points(self.layout, self.entries)
 
-    def rollback(self) -> tuple[list[str], bool]:
+    def rollback(self) -> tuple[list[StepResult], bool]:
         """Revert this transaction's steps (after a failure): what was done, and
         whether everything was. A rollback that could not finish is journaled as
         ``rollback-incomplete`` (with what is left), so the transaction stays open
         and ``--undo`` finishes it later."""
-        done = revert(self.layout, self.entries)
-        failed = [line for line in done if is_failure(line)]
+        done = revert(self.layout, self.entries, txn=self.id)
+        failed = [result.text for result in done if result.failed]
         closing: dict[str, Any] = {"op": "rolled-back"}
         if failed:
             left, size = [], 0
@@ -159,8 +160,8 @@ class Transaction:
         except JournalError as exc:
             # Not marked rolled back: the transaction stays open and a later --undo
             # reverts what is left (every revert step is idempotent).
-            done.append(f"could not mark the apply rolled back: {exc}")
-            failed.append(done[-1])
+            done.append(outcome.failed(f"could not mark the apply rolled back: {exc}"))
+            failed.append(done[-1].text)
         self.close()
         return done, not failed
 

@@ -16,7 +16,7 @@ import os
 from typing import Any
 
 from sandbox_setup.base.paths import Layout
-from sandbox_setup.configure import account_undo
+from sandbox_setup.configure import account_undo, outcome
 from sandbox_setup.configure.journal import (
     append_line,
     apply_lock,
@@ -24,10 +24,11 @@ from sandbox_setup.configure.journal import (
     now,
     open_for_append,
 )
-from sandbox_setup.configure.revert import is_failure, revert
+from sandbox_setup.configure.outcome import StepResult
+from sandbox_setup.configure.revert import revert
 
 
-def undo_last(layout: Layout) -> list[str]:
+def undo_last(layout: Layout) -> list[StepResult]:
     """Revert the newest apply that is not yet reverted; [] when there is none."""
     with apply_lock(layout):
         found = last_open(layout)
@@ -43,11 +44,11 @@ def undo_last(layout: Layout) -> list[str]:
                 append_line(fd, {"txn": last, "op": "step-undone", "step": index[id(entry)]})
 
             # The agent first: nothing of it may run while its access is taken away.
-            done = account_undo.stop_agents(layout, steps)
-            done += revert(layout, entries, on_done=mark) or [
-                f"apply {last}: nothing was left to undo (now marked undone)"
+            done = [outcome.done(line) for line in account_undo.stop_agents(layout, steps)]
+            done += revert(layout, entries, on_done=mark, txn=last) or [
+                outcome.done(f"apply {last}: nothing was left to undo (now marked undone)")
             ]
-            failed = [line for line in done if is_failure(line)]
+            failed = [result.text for result in done if result.failed]
             # A step that failed is never marked done: the transaction stays open and
             # the next --undo retries it (every revert step is idempotent).
             closing: dict[str, Any] = (
