@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Mapping
 from typing import Any
 
 from sandbox_setup.base import remedies
@@ -34,7 +35,7 @@ from sandbox_setup.base.paths import Layout
 from sandbox_setup.base.printable import printable, printable_lines
 from sandbox_setup.commands.apply import layout_from_args
 from sandbox_setup.configure import history
-from sandbox_setup.configure.journal import apply_lock
+from sandbox_setup.configure.journal import apply_lock, last_left
 from sandbox_setup.configure.outcome import StepResult, any_failed
 from sandbox_setup.configure.revert import preview
 from sandbox_setup.configure.undo import undo_last
@@ -68,10 +69,14 @@ def _remaining_line(layout: Layout, remaining: int) -> str:
     )
 
 
-def _preview(layout: Layout, applies: list[tuple[str, list[dict[str, Any]]]]) -> None:
+def _preview(
+    layout: Layout,
+    applies: list[tuple[str, list[dict[str, Any]]]],
+    last: Mapping[str, str | None] | None = None,
+) -> None:
     for txn, entries in applies:
         print(f"Undo of apply {printable(txn)} would:")
-        for line in preview(layout, txn, entries):
+        for line in preview(layout, txn, entries, last):
             print(f"  {printable_lines(line)}")
 
 
@@ -162,6 +167,9 @@ def _run_undo_all(args: argparse.Namespace, layout: Layout) -> int:
     """``--undo --all``: every apply, newest first, then the agent's files and the
     state directory."""
     applies = history.open_applies(layout)
+    # Per file, what this setup last left it as: each file goes back to its state
+    # before the first apply that planned it while it is still so (preview and run).
+    last = last_left(layout)
     owners = history.agent_owners(layout, history.steps(applies))
     workspaces = history.journal_workspaces(layout)
     files, backups = history.state_dir_contents(layout)
@@ -170,7 +178,7 @@ def _run_undo_all(args: argparse.Namespace, layout: Layout) -> int:
         return int(ExitCode.OK)
     state = printable(str(layout.state_dir))
     if not args.yes or args.dry_run:
-        _preview(layout, applies)
+        _preview(layout, applies, last)
         _preview_owned(layout, owners)
         kept = history.kept_in_state_dir(layout)
         if kept:
@@ -187,7 +195,7 @@ def _run_undo_all(args: argparse.Namespace, layout: Layout) -> int:
         return int(ExitCode.OK)
     done: list[StepResult] = []
     for _ in applies:
-        results = undo_last(layout)
+        results = undo_last(layout, last=last)
         done += results
         if not results or any_failed(results):
             break

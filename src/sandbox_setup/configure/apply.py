@@ -126,6 +126,7 @@ def apply_plan(
     with interrupts.handled(), apply_lock(plan.layout):
         txn: Transaction | None = None
         shared: list[tuple[WriteFile, fsops.FileState | None]] = []
+        seen: list[WriteFile] = []  # found already as planned
         try:
             for action in plan.actions:
                 report(action, "running")
@@ -133,6 +134,8 @@ def apply_plan(
                 if isinstance(action, WriteFile) and action.kind in SHARED_KINDS:
                     shared.append((action, action.state()))  # before, changed or not
                 if not action.is_change():
+                    if isinstance(action, WriteFile):
+                        seen.append(action)
                     result.unchanged.append(description)
                     report(action, "unchanged")
                     continue
@@ -156,10 +159,19 @@ def apply_plan(
                 if seams.after_change is not None:
                     seams.after_change(len(result.changed))
             if txn is not None:
+                for action in seen:  # their before-images: drift later fixed is known
+                    now = action.state()
+                    txn.plan_seen(str(action.path), fsops.sha256(now.data if now else None))
                 if shared:
                     # Before the commit line: a failed commit rolls it back with the rest.
                     with interrupts.shielded():
-                        ledger.rely(plan.layout, txn.id, _planned(shared))
+                        try:
+                            ledger.rely(plan.layout, txn.id, _planned(shared))
+                        except OSError as exc:
+                            raise ApplyError(
+                                f"record the shared host files in {ledger.HOST_RECORD} "
+                                f"failed: {exc}"
+                            ) from exc
                 # Inside the try: an apply whose commit line cannot be written (a full
                 # disk) is rolled back like any failed step, never left half-recorded.
                 # A signal during the commit is dropped: the apply is done by then.

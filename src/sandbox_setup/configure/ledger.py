@@ -28,7 +28,7 @@ import enum
 import fcntl
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import PurePosixPath
 from typing import Any
@@ -387,14 +387,27 @@ def rely(layout: Layout, txn: str, planned: list[Planned]) -> None:
         old = record.setups.get(state_dir)
         relies = dict(old.relies) if old else {}
         shared = dict(record.shared)
-        for item in planned:
-            relies[item.path] = tuple(dict.fromkeys((*relies.get(item.path, ()), txn)))
-            known = shared.get(item.path)
-            before = known.before if known is not None else _save_before(layout, item.before)
-            shared[item.path] = SharedFile(before, item.written)
-        applies = tuple(dict.fromkeys((*(old.applies if old else ()), txn)))
-        setup = HostSetup(layout.operator.name, str(layout.launcher_config), applies, relies)
-        _write_host_record(layout, HostRecord({**record.setups, state_dir: setup}, shared))
+        saved: list[BeforeImage] = []
+        try:
+            for item in planned:
+                relies[item.path] = tuple(dict.fromkeys((*relies.get(item.path, ()), txn)))
+                known = shared.get(item.path)
+                before = known.before if known is not None else _save_before(layout, item.before)
+                if known is None and before is not None:
+                    saved.append(before)
+                shared[item.path] = SharedFile(before, item.written)
+            applies = tuple(dict.fromkeys((*(old.applies if old else ()), txn)))
+            setup = HostSetup(layout.operator.name, str(layout.launcher_config), applies, relies)
+            _write_host_record(layout, HostRecord({**record.setups, state_dir: setup}, shared))
+        except BaseException:
+            # Not recorded: the copies this call saved are nobody's (a full disk).
+            named = {f.before.copy for f in record.shared.values() if f.before is not None}
+            with contextlib.suppress(OSError):
+                for copy in saved:
+                    if copy.copy not in named:
+                        fsops.remove_file(layout.root, layout.real(PurePosixPath(copy.copy)))
+                fsops.remove_empty_dir(layout.root, layout.real(HOST_BEFORE))
+            raise
 
 
 def _save_before(layout: Layout, state: fsops.FileState | None) -> BeforeImage | None:
@@ -416,6 +429,7 @@ class Release(enum.Enum):
     KEPT = "kept"  # another setup relies on it
     RESTORE = "restore"  # the last reliance: back to the before-image
     LEFT = "left"  # the last reliance, but it changed since the last apply wrote it
+    JOURNAL = "journal"  # the last reliance: the journal's own write entry puts it back
 
 
 @dataclass(frozen=True)
@@ -426,9 +440,14 @@ class SharedDecision:
     before: BeforeImage | None = None
 
 
-def release_plan(layout: Layout, record: HostRecord, txn: str) -> list[SharedDecision]:
+def release_plan(
+    layout: Layout, record: HostRecord, txn: str, olds: Mapping[str, str | None]
+) -> list[SharedDecision]:
     """What undoing ``txn`` does to the shared files it relied on (the preview and the
-    run both use this)."""
+    run both use this). ``olds``: the files ``txn`` itself wrote, with the sha256 its
+    journal recorded before: where that is the before-image, the journal's own revert
+    puts it back (:data:`Release.JOURNAL`: a rename of its restore point, which works
+    on a full disk)."""
     state_dir = str(layout.state_dir)
     setup = record.setups.get(state_dir)
     if setup is None:
@@ -452,11 +471,13 @@ def release_plan(layout: Layout, record: HostRecord, txn: str) -> list[SharedDec
             back = None if shared.before is None else shared.before.sha256
             unchanged = current in (shared.written, back)
             kind = Release.RESTORE if unchanged else Release.LEFT
+            if kind is Release.RESTORE and path in olds and olds[path] == back:
+                kind = Release.JOURNAL
             decisions.append(SharedDecision(path, kind, (), shared.before))
     return decisions
 
 
-def release(layout: Layout, txn: str) -> list[SharedDecision]:
+def release(layout: Layout, txn: str, olds: Mapping[str, str | None]) -> list[SharedDecision]:
     """Drop apply ``txn``'s reliances; put back what no setup relies on any more.
     Idempotent (a second call finds nothing of ``txn``)."""
     state_dir = str(layout.state_dir)
@@ -468,12 +489,12 @@ def release(layout: Layout, txn: str) -> list[SharedDecision]:
         setup = record.setups.get(state_dir)
         if setup is None or txn not in setup.applies:
             return []
-        decisions = release_plan(layout, record, txn)
+        decisions = release_plan(layout, record, txn, olds)
         shared = dict(record.shared)
         for decision in decisions:
             if decision.release is Release.RESTORE:
                 _restore_before(layout, decision.path, decision.before)
-            if decision.release in (Release.RESTORE, Release.LEFT):
+            if decision.release in (Release.RESTORE, Release.LEFT, Release.JOURNAL):
                 shared.pop(decision.path, None)
         relies = {p: tuple(t for t in ts if t != txn) for p, ts in setup.relies.items()}
         relies = {p: ts for p, ts in relies.items() if ts}
@@ -488,7 +509,8 @@ def release(layout: Layout, txn: str) -> list[SharedDecision]:
         named = {f.before.copy for f in shared.values() if f.before is not None}
         for decision in decisions:
             before = decision.before
-            if decision.release is Release.RESTORE and before and before.copy not in named:
+            gone = decision.release in (Release.RESTORE, Release.JOURNAL)
+            if gone and before and before.copy not in named:
                 fsops.remove_file(layout.root, layout.real(PurePosixPath(before.copy)))
         _write_host_record(layout, HostRecord(setups, shared))
     return decisions

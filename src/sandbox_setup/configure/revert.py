@@ -18,9 +18,10 @@ preview), from the same decisions.
 
 from __future__ import annotations
 
+import enum
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -43,11 +44,25 @@ def _drop_kept(layout: Layout, real: Path, keep: str | None) -> None:
         fsops.remove_file(layout.root, real.parent / keep)
 
 
-def _revert_write(layout: Layout, entry: dict[str, Any]) -> StepResult | None:
+class WriteUndo(enum.Enum):
+    """What undoing one journaled write does (the preview and the run decide it here)."""
+
+    NOTHING = "nothing"  # the new content never landed, or is already undone
+    CHANGED = "changed"  # someone changed the file since: left as it is
+    KEPT_SHARED = "kept-shared"  # another setup relies on it
+    KEPT_FIX = "kept-fix"  # the write replaced drift: the fixed content stays
+    REMOVE = "remove"  # the apply created it
+    RESTORE = "restore"  # the backup goes back
+
+
+def write_decision(
+    layout: Layout, entry: dict[str, Any], last: Mapping[str, str | None] | None = None
+) -> tuple[WriteUndo, list[str]]:
+    """What undoing the write ``entry`` does, and the other setups relying on its file.
+    ``last``: per file, what this setup's applies last left it as (``--undo --all``:
+    a file still as this tool last wrote it counts as this apply's own)."""
     real = Path(entry["real"])
-    target = entry["target"]
-    keep = entry.get("keep")  # absent in journals of older versions
-    fsops.remove_file(layout.root, real.parent / entry["tmp"])
+    target = str(entry["target"])
     state = fsops.read_file(layout.root, real)
     current = fsops.sha256(state.data if state else None)
     attrs_only = entry["old_sha256"] == entry["new_sha256"]  # a mode/owner repair
@@ -55,16 +70,37 @@ def _revert_write(layout: Layout, entry: dict[str, Any]) -> StepResult | None:
     if current == entry["old_sha256"] and (
         not attrs_only or (state is not None and (state.mode, state.uid, state.gid) == old_attrs)
     ):
-        _drop_kept(layout, real, keep)
-        return None  # the new content never landed (or was already restored)
-    if current != entry["new_sha256"]:
-        _drop_kept(layout, real, keep)
-        return outcome.left(f"left {target} as it is: it changed after that apply")
-    others = ledger.shared_kept_by_others(layout, str(target))
+        return WriteUndo.NOTHING, []
+    ours = current == entry["new_sha256"] or (last is not None and last.get(target) == current)
+    if not ours:
+        return WriteUndo.CHANGED, []
+    others = ledger.shared_kept_by_others(layout, target)
     if others:
+        return WriteUndo.KEPT_SHARED, others
+    if entry.get("fix") is True:
+        return WriteUndo.KEPT_FIX, []
+    return (WriteUndo.REMOVE if entry["backup"] is None else WriteUndo.RESTORE), []
+
+
+def _revert_write(
+    layout: Layout, entry: dict[str, Any], last: Mapping[str, str | None] | None = None
+) -> StepResult | None:
+    real = Path(entry["real"])
+    target = entry["target"]
+    keep = entry.get("keep")  # absent in journals of older versions
+    fsops.remove_file(layout.root, real.parent / entry["tmp"])
+    decision, others = write_decision(layout, entry, last)
+    if decision is not WriteUndo.RESTORE:
         _drop_kept(layout, real, keep)
+    if decision is WriteUndo.NOTHING:
+        return None  # the new content never landed (or was already restored)
+    if decision is WriteUndo.CHANGED:
+        return outcome.left(f"left {target} as it is: it changed after that apply")
+    if decision is WriteUndo.KEPT_SHARED:
         return outcome.done(_kept_line(str(target), others))
-    if entry["backup"] is None:
+    if decision is WriteUndo.KEPT_FIX:
+        return outcome.done(_fix_line(str(target)))
+    if decision is WriteUndo.REMOVE:
         fsops.remove_file(layout.root, real)
         return outcome.done(f"removed {target}")
     # The restore point beside the target first: a rename, which needs no free space
@@ -92,6 +128,13 @@ def _revert_write(layout: Layout, entry: dict[str, Any]) -> StepResult | None:
         dirs=_restore_dirs(layout),
     )
     return outcome.done(f"restored {target}")
+
+
+def _fix_line(target: str) -> str:
+    return (
+        f"kept {target} as that apply left it: it replaced drift there (someone had "
+        "changed it after an earlier apply), and undo never puts drift back"
+    )
 
 
 def _kept_line(target: str, others: list[str] | tuple[str, ...]) -> str:
@@ -131,10 +174,11 @@ def _revert_one(
     entry: dict[str, Any],
     done_steps: dict[int, dict[str, str | None] | None],
     entries: list[dict[str, Any]],
+    last: Mapping[str, str | None] | None = None,
 ) -> StepResult | None:
     op = entry["op"]
     if op == "write":
-        return _revert_write(layout, entry)
+        return _revert_write(layout, entry, last)
     if op == "mkdir":
         if fsops.remove_empty_dir(layout.root, Path(entry["real"])):
             return outcome.done(f"removed directory {entry['target']}")
@@ -241,15 +285,24 @@ STEP_OPS = (
 )
 
 
-def _release(layout: Layout, txn: str | None) -> tuple[list[StepResult], set[str] | None]:
+def _olds(entries: list[dict[str, Any]]) -> dict[str, str | None]:
+    """The files the transaction's (pending) writes changed, with their old sha256."""
+    return {str(e["target"]): e["old_sha256"] for e in entries if e.get("op") == "write"}
+
+
+def _release(
+    layout: Layout, txn: str | None, entries: list[dict[str, Any]]
+) -> tuple[list[StepResult], set[str] | None]:
     """The host record's part of undoing ``txn``: its lines, and the shared paths it
-    handled (None: the record could not be updated; the shared writes wait)."""
+    handled (None: the record could not be updated; the shared writes wait). A file
+    whose journal write puts back its before-image is left to that write."""
     if txn is None:
         return [], set()
     try:
-        decisions = ledger.release(layout, txn)
+        decisions = ledger.release(layout, txn, _olds(entries))
     except (OSError, SetupError) as exc:
         return [outcome.failed(f"could not update the host record of setups: {exc}")], None
+    decisions = [d for d in decisions if d.release is not ledger.Release.JOURNAL]
     return [_shared_line(d) for d in decisions], {d.path for d in decisions}
 
 
@@ -259,11 +312,12 @@ def revert(
     on_done: Callable[[dict[str, Any]], None] | None = None,
     *,
     txn: str | None = None,
+    last: Mapping[str, str | None] | None = None,
 ) -> list[StepResult]:
     """Undo ``entries`` (of transaction ``txn``) newest first; a result per thing
     restored, removed, left or failed. ``on_done(entry)`` is called for each step
     that did not fail (it is not retried)."""
-    done, handled = _release(layout, txn)
+    done, handled = _release(layout, txn, entries)
     # What each account step's tool left (recorded after it ran): undo restores the
     # account files byte for byte only when they are still exactly that.
     done_steps = {e["step"]: e["new"] for e in entries if e.get("op") == "accounts-done"}
@@ -281,7 +335,7 @@ def revert(
             result = None  # the host record's release said what became of it
         else:
             try:
-                result = _revert_one(layout, entry, done_steps, entries)
+                result = _revert_one(layout, entry, done_steps, entries, last)
             except (OSError, SetupError) as exc:
                 # Keep going: one step that cannot be reverted must not strand the rest.
                 what = describe_entry(entry) or entry.get("op")
@@ -293,26 +347,49 @@ def revert(
     return done
 
 
-def preview(layout: Layout, txn: str, entries: list[dict[str, Any]]) -> list[str]:
+def preview(
+    layout: Layout,
+    txn: str,
+    entries: list[dict[str, Any]],
+    last: Mapping[str, str | None] | None = None,
+) -> list[str]:
     """What undoing ``entries`` of ``txn`` would do, in words: the host record's
     decisions (:func:`sandbox_setup.configure.ledger.release_plan`, which the run
     acts on) for the shared files, the journal's steps for the rest."""
     record = ledger.read_host_record(layout)
-    decisions = ledger.release_plan(layout, record, txn)
+    decisions = ledger.release_plan(layout, record, txn, _olds(entries))
+    decisions = [d for d in decisions if d.release is not ledger.Release.JOURNAL]
     handled = {d.path for d in decisions}
     lines = []
     for entry in reversed(entries):
         if entry.get("op") == "write" and str(entry.get("target")) in handled:
             continue
-        others = record.relying(str(entry.get("target")), besides=str(layout.state_dir))
-        if entry.get("op") == "write" and others:
-            lines.append(f"keep {entry['target']}: the setup whose state directory is "
-                         f"{', '.join(others)} still relies on it")  # fmt: skip
-            continue
-        line = describe_entry(entry)
+        if entry.get("op") == "write":
+            line = _write_preview(layout, entry, last)
+        else:
+            line = describe_entry(entry)
         if line:
             lines.append(line)
     return [_shared_preview(d) for d in decisions] + lines
+
+
+def _write_preview(
+    layout: Layout, entry: dict[str, Any], last: Mapping[str, str | None] | None
+) -> str | None:
+    """What undoing a write does, from :func:`write_decision` (the run's own)."""
+    target = entry["target"]
+    decision, others = write_decision(layout, entry, last)
+    if decision is WriteUndo.NOTHING:
+        return None
+    if decision is WriteUndo.CHANGED:
+        return f"leave {target} as it is: it changed after that apply"
+    if decision is WriteUndo.KEPT_SHARED:
+        return f"keep {target}: the setup whose state directory is {', '.join(others)} " + (
+            "still relies on it"
+        )
+    if decision is WriteUndo.KEPT_FIX:
+        return f"keep {target} as that apply left it: it replaced drift there"
+    return describe_entry(entry)
 
 
 def _shared_preview(decision: ledger.SharedDecision) -> str:

@@ -16,7 +16,13 @@ from typing import Any
 from sandbox_setup.base.errors import SetupError
 from sandbox_setup.base.paths import Layout
 from sandbox_setup.configure import fsops, outcome
-from sandbox_setup.configure.journal import JournalError, now, open_for_append, state_dirs
+from sandbox_setup.configure.journal import (
+    JournalError,
+    last_left,
+    now,
+    open_for_append,
+    state_dirs,
+)
 from sandbox_setup.configure.outcome import StepResult
 from sandbox_setup.configure.revert import drop_restore_points, revert
 
@@ -56,6 +62,8 @@ class Transaction:
             self._fd = open_for_append(layout, create=True)
         except OSError as exc:
             raise JournalError(f"cannot open the journal {layout.journal}: {exc}") from exc
+        # What this setup's applies still in effect left each file as (drift check).
+        self._left = last_left(layout)
         self._backups = 0
         self._steps = 0
         self._saved: dict[str, str] = {}
@@ -91,6 +99,17 @@ class Transaction:
         # Only once it is on disk: a step whose entry could not be written never
         # runs, so a rollback must not try to revert it.
         self.entries.append(entry)
+
+    def is_fix(self, target: str, old_sha256: str | None, new_sha256: str | None) -> bool:
+        """Whether writing ``target`` now replaces drift: an earlier apply still in
+        effect left it otherwise (someone changed it since)."""
+        if target not in self._left or old_sha256 == new_sha256:
+            return False
+        return old_sha256 != self._left[target]
+
+    def plan_seen(self, target: str, sha256: str | None) -> None:
+        """Record a file the apply planned and found already as planned."""
+        self.record({"op": "planned", "target": target, "sha256": sha256})
 
     def next_step(self) -> int:
         """A number for an entry that a later entry refers back to (``accounts-done``)."""
