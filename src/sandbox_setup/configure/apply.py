@@ -125,17 +125,16 @@ def apply_plan(
     result = ApplyResult()
     with interrupts.handled(), apply_lock(plan.layout):
         txn: Transaction | None = None
-        shared: list[tuple[WriteFile, fsops.FileState | None]] = []
-        seen: list[WriteFile] = []  # found already as planned
         try:
+            # Read before any step: the shared host files with their before-images,
+            # and the files already as planned. Journaled (and the shared ones recorded
+            # host-wide) right after the begin line, ahead of every step, so a full disk
+            # later never stands between the last step and the commit.
+            ahead = _ahead(plan)
             for action in plan.actions:
                 report(action, "running")
                 description = action.describe()
-                if isinstance(action, WriteFile) and action.kind in SHARED_KINDS:
-                    shared.append((action, action.state()))  # before, changed or not
                 if not action.is_change():
-                    if isinstance(action, WriteFile):
-                        seen.append(action)
                     result.unchanged.append(description)
                     report(action, "unchanged")
                     continue
@@ -147,6 +146,8 @@ def apply_plan(
                             apparmor_parser=seams.apparmor_parser,
                         )
                     result.transaction = txn.id
+                    with interrupts.shielded():
+                        _record_ahead(plan, txn, ahead)
                 try:
                     action.apply(txn)
                 except BaseException as exc:
@@ -159,19 +160,6 @@ def apply_plan(
                 if seams.after_change is not None:
                     seams.after_change(len(result.changed))
             if txn is not None:
-                for action in seen:  # their before-images: drift later fixed is known
-                    now = action.state()
-                    txn.plan_seen(str(action.path), fsops.sha256(now.data if now else None))
-                if shared:
-                    # Before the commit line: a failed commit rolls it back with the rest.
-                    with interrupts.shielded():
-                        try:
-                            ledger.rely(plan.layout, txn.id, _planned(shared))
-                        except OSError as exc:
-                            raise ApplyError(
-                                f"record the shared host files in {ledger.HOST_RECORD} "
-                                f"failed: {exc}"
-                            ) from exc
                 # Inside the try: an apply whose commit line cannot be written (a full
                 # disk) is rolled back like any failed step, never left half-recorded.
                 # A signal during the commit is dropped: the apply is done by then.
@@ -199,11 +187,34 @@ def apply_plan(
 SHARED_KINDS = GIT_KINDS
 
 
-def _planned(shared: list[tuple[WriteFile, fsops.FileState | None]]) -> list[ledger.Planned]:
-    found = []
-    for action, before in shared:
-        now = action.state()
-        found.append(
-            ledger.Planned(str(action.path), before, fsops.sha256(now.data if now else None))
-        )
-    return found
+@dataclass(frozen=True)
+class _Ahead:
+    shared: list[ledger.Planned]  # the shared host files: before-image, sha256 planned
+    seen: list[tuple[str, str | None]]  # files already as planned, with their sha256
+
+
+def _ahead(plan: Plan) -> _Ahead:
+    shared, seen = [], []
+    for action in plan.actions:
+        if not isinstance(action, WriteFile):
+            continue
+        state = action.state()
+        if action.kind in SHARED_KINDS:
+            planned = fsops.sha256(action.render(state.data if state else None))
+            shared.append(ledger.Planned(str(action.path), state, planned))
+        if not action.is_change():
+            seen.append((str(action.path), fsops.sha256(state.data if state else None)))
+    return _Ahead(shared, seen)
+
+
+def _record_ahead(plan: Plan, txn: Transaction, ahead: _Ahead) -> None:
+    for target, sha in ahead.seen:  # their before-images: drift later fixed is known
+        txn.plan_seen(target, sha)
+    if not ahead.shared:
+        return
+    try:
+        ledger.rely(plan.layout, txn.id, ahead.shared)
+    except OSError as exc:
+        raise ApplyError(
+            f"record the shared host files in {ledger.HOST_RECORD} failed: {exc}"
+        ) from exc

@@ -516,6 +516,20 @@ def release(layout: Layout, txn: str, olds: Mapping[str, str | None]) -> list[Sh
     return decisions
 
 
+def tidy(layout: Layout) -> None:
+    """With no record left, the record's directory goes when nothing else is in it
+    (the first apply made it before its own protected git file; undo removes that
+    file after the release). Under the record's lock."""
+    if not os.path.isdir(layout.real(HOST_DIR)) or os.path.lexists(layout.real(HOST_RECORD)):
+        return
+    with _host_lock(layout):
+        if os.path.lexists(layout.real(HOST_RECORD)):
+            return
+        for directory in (HOST_BEFORE, HOST_DIR):  # each only when empty
+            with contextlib.suppress(OSError):
+                fsops.remove_empty_dir(layout.root, layout.real(directory))
+
+
 def _restore_before(layout: Layout, path: str, before: BeforeImage | None) -> None:
     real = layout.real(PurePosixPath(path))
     if before is None:

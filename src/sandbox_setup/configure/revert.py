@@ -18,6 +18,7 @@ preview), from the same decisions.
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import json
 import os
@@ -344,6 +345,9 @@ def revert(
             on_done(entry)
         if result:
             done.append(result)
+    if txn is not None and handled is not None:
+        with contextlib.suppress(OSError, SetupError):
+            ledger.tidy(layout)
     return done
 
 
