@@ -62,12 +62,9 @@ class _VersionAction(argparse.Action):
 
 def _version() -> str:
     # why: importlib.metadata (~25 ms) only for --version (see build_parser)
-    from importlib.metadata import PackageNotFoundError, version
+    from sandbox_setup.base.version import package_version
 
-    try:
-        return version("sandbox-setup")
-    except PackageNotFoundError:
-        return "(not installed)"
+    return package_version()
 
 
 # The longest per-probe timeout: a day. subprocess and select wait in milliseconds in a

@@ -26,7 +26,10 @@ from pathlib import Path
 
 import pytest
 
+from sandbox_setup.base import landlock
+from sandbox_setup.base.netwall import PORTS_ONLY
 from sandbox_setup.configure.claude_shim import find_sandbox_launch, render_shim
+from sandbox_setup.launcher.egress.netns import namespace_possible
 from sandbox_setup.policy.environment import passed_names
 from tests.claude_run import FAKE_API_KEY
 from tests.fake_api import FakeMessagesAPI, TextStep
@@ -103,10 +106,22 @@ def ocx_proxy(world: World, env: dict[str, str], port: int) -> Iterator[subproce
             proxy.wait()
 
 
+@pytest.mark.parametrize("mode", ["sandbox", "user"])
 def test_ocx_claude_print_runs_sandboxed_through_the_shim_with_no_port_configured(
-    world: World, tree: LaunchTree
+    world: World, tree: LaunchTree, mode: str
 ) -> None:
-    config = tree.write_config(claude_binary(), network="allowlist", env_pass=passed_names(QUIET))
+    """Sandbox mode with the allowlist network, and user mode (in its own network
+    namespace where root may make one, Landlock's ports otherwise): ocx's port is
+    forwarded in for this session only, with nothing configured."""
+    if mode == "user":
+        abi = landlock.abi_version()
+        if abi < 4:
+            pytest.skip(f"user mode's proxy needs Landlock ABI 4 (kernel: {abi})")
+        network = "host"
+    else:
+        network = "allowlist"
+    config = tree.write_config(claude_binary(), mode=mode, network=network,
+                               env_pass=passed_names(QUIET))  # fmt: skip
     assert "loopback_ports = []" in config.read_text()  # nothing allowed at apply
     sbin = tree.base / "sbin"
     sbin.mkdir(mode=0o755)
@@ -154,8 +169,13 @@ def test_ocx_claude_print_runs_sandboxed_through_the_shim_with_no_port_configure
     api.assert_conversation_done()  # through ocx's proxy, from inside the sandbox
     assert {r.headers.get("x-api-key") for r in api.main_requests} == {FAKE_API_KEY}
     lines = result.stderr.splitlines()
-    [launch] = [x for x in lines if x.startswith("sandbox-launch: sandbox mode; ")]
-    assert f"host loopback port {port} (from ANTHROPIC_BASE_URL, this session only)" in launch
+    [launch] = [x for x in lines if x.startswith(f"sandbox-launch: {mode} mode; ")]
+    if mode == "sandbox":
+        assert f"host loopback port {port} (from ANTHROPIC_BASE_URL, this session only)" in launch
+    elif namespace_possible().possible:
+        assert "a network namespace of its own" in launch, launch
+    else:
+        assert PORTS_ONLY in launch, launch
     dropped = launch.split("; did not pass ", 1)[1].split(" (", 1)[0].split(", ")
     assert {"CLAUDE_CODE_ENABLE_GATEWAY_MODEL_DISCOVERY", "CLAUDE_CODE_AUTO_COMPACT_WINDOW",
             "CLAUDE_CODE_PROVIDER_MANAGED_BY_HOST"} <= set(dropped), launch  # fmt: skip

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import tempfile
@@ -277,6 +278,30 @@ def test_launcher_config_edited(sandbox_setup: Setup) -> None:
     run = assert_found(sandbox_setup, "audit.drift.launcher_config")
     assert 'network = "allowlist"' in run.finding("audit.drift.launcher_config")["diff"]
     fixed_by_reapply(sandbox_setup)
+
+
+def test_the_text_audits_remedy_is_one_whole_line_that_fixes_the_drift_when_pasted(
+    sandbox_setup: Setup,
+) -> None:
+    """At 80 columns (a pipe) the remedy of a drifted launcher.toml is one line: the
+    product never wraps a command to paste (pasting a first half was exit 2)."""
+    text = sandbox_setup.config.read_text()
+    sandbox_setup.config.write_text(text.replace('network = "allowlist"', 'network = "host"'))
+    report = run_cli("--audit", "--root", str(sandbox_setup.root))
+    assert report.returncode == 1 and "audit.drift.launcher_config" in report.stdout
+    lines = report.stdout.splitlines()
+    remedies = [line.split("remedy: ", 1)[1] for line in lines if "remedy: " in line]
+    assert remedies, report.stdout
+    command = next(r for r in remedies if r.startswith("sandbox-setup --headless"))
+    # Nothing of it continues on the next line: the line after is another entry.
+    after = lines[lines.index(next(line for line in lines if command in line)) + 1 :]
+    assert not after or not after[0].startswith(" " * 13), report.stdout
+    argv = shlex.split(command)
+    assert argv[0] == "sandbox-setup" and "--yes" in argv, command
+    pasted = run_cli(*argv[1:], timeout=240)
+    assert pasted.returncode == 0, (command, pasted.stdout, pasted.stderr)
+    assert 'network = "allowlist"' in sandbox_setup.config.read_text()
+    assert_clean(sandbox_setup)
 
 
 def test_agent_user_deleted(sandbox_setup: Setup, tools: dict[str, str]) -> None:

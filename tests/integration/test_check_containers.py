@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 
+from sandbox_setup.base.netwall import PORTS_ONLY
 from tests.installed import ProjectInstall
 from tests.integration.containers import (
     ContainerConfig,
@@ -273,6 +274,8 @@ def _experiment_script(install: ProjectInstall, as_user: str | None) -> str:
         for name, cmd in experiments(65534 if as_user == "nobody" else 0).items()
     }
     commands["seccomp.available"] = f"cd / && {prefix}{install.python} -c {shlex.quote(SECCOMP_PY)}"
+    # The launcher's side (root) of user mode's network wall: a network namespace.
+    commands["netns_root"] = "cd / && unshare --net true"
     commands["mountinfo"] = "cat /proc/self/mountinfo"
     commands["status"] = "id; grep -E '^(Cap|NoNewPrivs|Seccomp)' /proc/self/status"
     # The experiments run as root or as nobody: so must the check (root's plain --check
@@ -541,3 +544,41 @@ def test_where_namespaces_are_refused_landlock_is_found_and_recommended(
     assert (
         "user namespaces are refused here, so User mode with Landlock" in (recommendation["reason"])
     ), recommendation
+
+
+# Which network wall user mode gets (DESIGN.md invariant 16), pinned: the host's root
+# may make a network namespace (pass: its own namespace); root with Docker's default
+# capabilities (no CAP_SYS_ADMIN), with or without a user namespace of the container's
+# own, may not (warn: Landlock's ports only); nor in the seccomp places, whose root has
+# those capabilities too (the no-userns seccomp case: user mode with Landlock's ports).
+# Root inside a bwrap started by root holds every capability of its user namespace.
+USER_WALLS = {
+    "seccomp-no-newuser": "warn",
+    "seccomp-no-filters": "warn",
+    "root-bwrap": "pass",
+    "host": "pass",
+    "host-as-nobody": "pass",
+    "docker-userns": "warn",
+    "docker-userns-unmasked": "warn",
+    "docker-userns-unmasked-as-nobody": "warn",
+    "docker-no-userns": "warn",
+    "docker-no-userns-unmasked": "warn",
+}
+
+
+def test_user_wall_matches_reality(observed: Observed) -> None:
+    """net.user_wall passes exactly where root really makes a network namespace there
+    (``unshare --net``), and otherwise says the wall is Landlock's ports, plainly."""
+    finding = observed.finding("net.user_wall")
+    works = observed.works("netns_root")
+    assert finding["status"] == ("pass" if works else "warn"), (
+        finding, observed.context("netns_root"))  # fmt: skip
+    if works:
+        assert "a network namespace of its own" in finding["summary"], finding
+    else:
+        assert PORTS_ONLY in finding["summary"], finding
+        assert "a network namespace of its own" not in finding["summary"], finding
+        assert finding["detail"].endswith("cause: netns-refused"), finding
+    if observed.name in USER_WALLS:
+        assert finding["status"] == USER_WALLS[observed.name], (
+            finding, observed.context("netns_root"))  # fmt: skip

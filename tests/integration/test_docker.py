@@ -33,6 +33,7 @@ from typing import Any
 
 import pytest
 
+from sandbox_setup.base.netwall import PORTS_ONLY
 from tests.installed import ProjectInstall
 from tests.integration.containers import Section, parse_sections, sectioned_script
 from tests.integration.docker import (
@@ -164,6 +165,10 @@ def test_docker_defaults_user_mode_with_landlock_and_no_claimed_sandbox(
     for form in ("bwrap.sandbox", "bwrap.direct", "bwrap.direct_weak", "launch.path"):
         assert found[form]["status"] == "fail", found[form]
     assert found["landlock.abi"]["status"] == "pass", found["landlock.abi"]
+    # Root without CAP_SYS_ADMIN makes no network namespace: Landlock's ports are the
+    # wall, said plainly (DESIGN.md invariant 16), here and on the launch line below.
+    assert found["net.user_wall"]["status"] == "warn", found["net.user_wall"]
+    assert PORTS_ONLY in found["net.user_wall"]["summary"], found["net.user_wall"]
     recommendation = data["recommendation"]
     assert recommendation["mode"] == "user", recommendation
     reason = recommendation["reason"]
@@ -184,6 +189,7 @@ def test_docker_defaults_user_mode_with_landlock_and_no_claimed_sandbox(
     assert launch_rc == 0, launch_out
     assert "sandbox-launch: user mode" in launch_out
     assert "Landlock ABI" in launch_out and "files" in launch_out, launch_out
+    assert PORTS_ONLY in launch_out and "a network namespace of its own" not in launch_out
     evidence = turn.get("evidence")
     assert evidence is not None, turn
     assert evidence["marker_seen"] and evidence["uid"] not in (None, 0), turn["tool_result"]
@@ -253,6 +259,7 @@ def test_docker_seccomp_only_user_mode_with_the_weak_inner_sandbox(
     assert found["bwrap.direct_weak"]["status"] == "pass", found["bwrap.direct_weak"]
     assert data["recommendation"]["mode"] == "user", data["recommendation"]
     assert "--inner-sandbox weak" in data["recommendation"]["reason"]
+    assert found["net.user_wall"]["status"] == "warn", found["net.user_wall"]
 
     turn = as_json(sections["turn"])
     assert turn["mode"] == "user" and turn["apply"][0] == 0, turn["apply"]

@@ -25,6 +25,7 @@ import pytest
 
 from sandbox_setup.base.errors import RefusedError
 from sandbox_setup.launcher.egress import proxy as proxy_module
+from sandbox_setup.launcher.egress.limits import RESOLVE_WORKERS
 from sandbox_setup.launcher.egress.proxy import probe_proxy, start_proxy_process
 from sandbox_setup.policy.network import EgressPolicy
 from tests.integration import egress_world
@@ -247,20 +248,26 @@ def test_decisions_are_logged_as_json_lines(egress: Proxy) -> None:
 
 
 def test_parallel_and_aborted_transfers_leave_no_thread_or_fd_behind(egress: Proxy) -> None:
+    # One loop relays every connection: the threads are the loop's and the resolvers'
+    # (a fixed pool), never one per connection; the fds of a transfer go with it.
     pid = egress.stand_in.proxy_pid
     curl(egress, "https://allowed.test/hello.txt")
+    threads = 1 + RESOLVE_WORKERS
 
     def counts() -> tuple[int, int]:
         return len(os.listdir(f"/proc/{pid}/task")), len(os.listdir(f"/proc/{pid}/fd"))
 
-    def idle() -> tuple[int, int]:  # only the main thread left: nothing being relayed
-        deadline = time.monotonic() + 10
-        while counts()[0] != 1 and time.monotonic() < deadline:
-            time.sleep(0.02)
-        return counts()
+    def settled() -> tuple[int, int]:  # nothing being relayed, spare pipes closed
+        deadline, last = time.monotonic() + 15, counts()
+        while time.monotonic() < deadline:
+            time.sleep(1.5)  # longer than a tick of the loop, which closes the spares
+            if (now := counts()) == last:
+                return now
+            last = now
+        return last
 
-    baseline = idle()
-    assert baseline[0] == 1
+    baseline = settled()
+    assert baseline[0] == threads
     url = "https://allowed.test/big.bin"
     base = ["curl", "-sS", "-o", "/dev/null", "--cacert", str(egress.world.ca), "-x", egress.url]
     # slow.bin, not big.bin: the buffers on the way could take all of 4 MiB at once
@@ -274,15 +281,16 @@ def test_parallel_and_aborted_transfers_leave_no_thread_or_fd_behind(egress: Pro
             assert (process.returncode, out) == (0, str(BIG_SIZE))
         # the slow ones are still being relayed (on a loaded machine they may only now connect)
         deadline = time.monotonic() + 10
-        while counts()[0] <= baseline[0] and time.monotonic() < deadline:
+        while counts()[1] < baseline[1] + 8 and time.monotonic() < deadline:
             time.sleep(0.02)
-        assert counts()[0] > baseline[0]
+        assert counts()[1] >= baseline[1] + 8  # two sockets for each slow transfer
+        assert counts()[0] == threads
         assert all(process.poll() is None for process in slow)  # still reading
     finally:
         for process in slow:  # clients that vanish mid-transfer (also when a check failed)
             process.kill()
             process.wait()
-    assert idle() == baseline
+    assert settled() == baseline
     assert curl(egress, "https://allowed.test/hello.txt").stdout == WORLD_GREETING
 
 

@@ -33,6 +33,7 @@ from typing import Any
 
 import pytest
 
+from sandbox_setup.base.netwall import PORTS_ONLY
 from tests.installed import ProjectInstall
 from tests.integration.containers import (
     ContainerConfig,
@@ -238,6 +239,11 @@ def test_check_finds_no_namespaces_and_recommends_user_mode_with_landlock(run: R
     statuses = {c["id"]: c["status"] for c in data["checks"]}
     assert statuses["userns.create"] == "fail", data["checks"]
     assert statuses["landlock.abi"] == "pass", data["checks"]
+    # The no-userns seccomp case: root without CAP_SYS_ADMIN, so Landlock's ports are
+    # user mode's network wall, and the check says so plainly (DESIGN.md invariant 16).
+    assert statuses["net.user_wall"] == "warn", data["checks"]
+    wall = next(c for c in data["checks"] if c["id"] == "net.user_wall")
+    assert PORTS_ONLY in wall["summary"], wall
     assert data["recommendation"]["mode"] == "user", data["recommendation"]
     assert "User mode with Landlock" in data["recommendation"]["reason"]
 
@@ -276,3 +282,6 @@ def test_a_user_mode_session_cannot_read_other_projects_or_homes(run: Run) -> No
     # The launcher says which walls it put up: files among them (no inner sandbox here).
     notice = run.sections["confined"].output
     assert re.search(r"Landlock ABI \d+: files", notice), notice
+    if "network" in notice.rpartition("Landlock ABI")[2]:
+        # Never an address wall that is not there: the launch line says ports only.
+        assert PORTS_ONLY in notice and "a network namespace of its own" not in notice

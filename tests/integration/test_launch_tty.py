@@ -199,3 +199,60 @@ def _read_some(master: int) -> bytes:
         return os.read(master, 4096)
     except OSError:
         return b""  # the other side closed (EIO)
+
+
+# Turns echo and canonical mode off on its terminal, as a TUI that crashed (or an
+# agent that wants the operator's next password in the clear) would, and leaves.
+MODE_CHANGING_CLAUDE = """#!/usr/bin/python3
+import termios
+open({marker!r}, "w").close()
+for fd in (0, 1, 2):
+    try:
+        modes = termios.tcgetattr(fd)
+    except termios.error:
+        continue
+    modes[3] &= ~(termios.ECHO | termios.ICANON)
+    termios.tcsetattr(fd, termios.TCSANOW, modes)
+"""
+
+
+@pytest.mark.parametrize("mode", ["sandbox", "user"])
+def test_terminal_modes_restored_when_not_in_the_foreground(tree: LaunchTree, mode: str) -> None:
+    # `timeout` (without --foreground) puts the launcher in a process group of its
+    # own: it is not the terminal's foreground group, yet it must put the modes back.
+    require_tool("timeout")
+    claude = tree.write_script(MODE_CHANGING_CLAUDE.format(marker=str(tree.marker)))
+    config = tree.write_config(claude, mode=mode)
+    shell = (
+        f"timeout 60 {sys.executable} -m sandbox_setup.launcher --config {config}; "
+        "echo LAUNCHER-EXIT $?; sleep 30"
+    )
+    master, slave = pty.openpty()
+    before = termios.tcgetattr(slave)
+    assert before[3] & termios.ECHO and before[3] & termios.ICANON
+    proc = subprocess.Popen(
+        ["/bin/sh", "-c", shell],
+        stdin=slave,
+        stdout=slave,
+        stderr=slave,
+        start_new_session=True,
+        preexec_fn=_as_ctty,
+        env=launcher_env(),
+        cwd=REPO,
+    )
+    output = b""
+    try:
+        deadline = time.monotonic() + 90
+        while b"LAUNCHER-EXIT" not in output and time.monotonic() < deadline:
+            output += _read_some(master)
+        after = termios.tcgetattr(slave)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+        os.close(slave)
+        os.close(master)
+    assert b"LAUNCHER-EXIT 0" in output, output
+    assert tree.marker.exists(), "the fake Claude never ran"
+    assert after[3] & termios.ECHO, "echo stayed off after the launcher ended"
+    assert after[3] & termios.ICANON, "canonical mode stayed off after the launcher ended"

@@ -123,6 +123,9 @@ def test_default_masks_user_mode_with_the_weak_inner_sandbox(
     found = statuses(data)
     assert found["bwrap.sandbox"] == "fail"  # the masks are really there
     assert data["recommendation"]["mode"] == "user"
+    # Podman's default capabilities hold no CAP_SYS_ADMIN: no network namespace for
+    # user mode, Landlock's ports are its wall (DESIGN.md invariant 16).
+    assert found["net.user_wall"] == "warn", data["checks"]
     assert sections["apply"].returncode == 0, sections["apply"].output
     settings = json.loads(sections["settings"].output)
     assert settings["sandbox"]["enabled"] is True, settings
@@ -278,6 +281,9 @@ def test_rootless_default_masks_recommend_user_mode_with_the_weak_inner_sandbox(
     assert found["bwrap.direct_weak"] == "pass", data["checks"]
     assert data["recommendation"]["mode"] == "user"
     assert "--inner-sandbox weak" in data["recommendation"]["reason"]
+    # Rootless: the container's root holds the default capabilities of its own user
+    # namespace, CAP_SYS_ADMIN not among them: Landlock's ports are user mode's wall.
+    assert found["net.user_wall"] == "warn", data["checks"]
 
 
 def test_rootless_unmasked_recommends_a_sandbox_mode_that_launches(

@@ -15,6 +15,7 @@ in the workspace root:
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Callable
@@ -298,6 +299,39 @@ def test_a_fifo_where_config_is_expected_is_moved_not_opened(world: World) -> No
     assert [(h.rel, h.kind) for h in result.to_neutralize] == [("repo/.git/config", "symlink")]
     quarantine.neutralize(result.hits, str(world.base / "q"))
     assert not (repo / ".git/config").exists()
+
+
+def test_fifos_and_sockets_where_git_opens_files_are_moved_aside(world: World) -> None:
+    """git opens HEAD, the index, refs, reflogs and objects expecting regular files:
+    a FIFO in any of them makes root's git wait for ever. Each one the session made
+    is moved aside; root's git then works (an object swapped for a FIFO is gone,
+    which git reports, rather than waited on)."""
+    import socket
+
+    repo = world.repo(world.workspace / "repo")
+    before = workspace_scan.snapshot([str(world.workspace)])
+    git = repo / ".git"
+    for rel in ("ORIG_HEAD", "logs/HEAD", "objects/info/alternates", "refs/tags/v1"):
+        (git / rel).parent.mkdir(parents=True, exist_ok=True)
+        (git / rel).unlink(missing_ok=True)
+        os.mkfifo(git / rel)
+    with socket.socket(socket.AF_UNIX) as sock:
+        sock.bind(str(git / "objects/info/sock"))
+    # git's open follows a symlink: the index, swapped for one to a FIFO in the tree.
+    os.mkfifo(repo / "pipe")
+    (git / "index").unlink(missing_ok=True)
+    (git / "index").symlink_to("../pipe")
+    (git / "refs/tags/v0").symlink_to("../heads/main")  # a symlinked ref to a file: git's
+    result = workspace_scan.scan([str(world.workspace)], before)  # would hang if opened
+    planted = ("ORIG_HEAD", "index", "logs/HEAD", "objects/info/alternates", "objects/info/sock")
+    assert sorted((h.rel, h.kind) for h in result.to_neutralize) == [
+        (f"repo/.git/{rel}", "special-file") for rel in sorted((*planted, "refs/tags/v1"))
+    ]
+    done = quarantine.neutralize_all(result.hits, str(world.base / "q"))
+    assert all(n.done for n in done), [n.line for n in done]
+    assert not (git / "ORIG_HEAD").exists() and not (git / "refs/tags/v1").exists()
+    assert not (git / "index").is_symlink() and (git / "refs/tags/v0").is_symlink()
+    assert world.git(repo, "log", "-1", "--format=%s").stdout.strip()
 
 
 def test_the_scan_is_bounded_and_says_so(world: World) -> None:

@@ -18,6 +18,7 @@ from sandbox_setup.audit.network import (
 )
 from sandbox_setup.base.choices import Mode, Network
 from sandbox_setup.base.launcher_config import LauncherConfig
+from sandbox_setup.base.netwall import NAMESPACE_WALL, PORTS_ONLY
 from sandbox_setup.checks.model import Finding, Recommendation, Report, Status
 from sandbox_setup.policy.network import HOST_EXPOSURE
 
@@ -125,8 +126,10 @@ def test_a_log_that_is_a_symlink_or_missing_gives_nothing(tmp_path: Path) -> Non
     assert refusal_lines([], "log") == []
 
 
-def landlock_report(abi: int) -> Report:
+def landlock_report(abi: int, netns: Status | None = None) -> Report:
     found = [Finding("landlock.abi", "t", Status.PASS, f"Landlock ABI {abi}: ...")]
+    if netns is not None:
+        found.append(Finding("net.user_wall", "t", netns, "words never matched"))
     return Report(host={}, findings=found, recommendation=Recommendation(Mode.USER, "t"))
 
 
@@ -135,7 +138,8 @@ def test_user_mode_shows_its_lists_and_where_they_apply() -> None:
     # says so, and says where they change nothing (ABI < 4, or Landlock off).
     user = config(Mode.USER, Network.HOST)
     lines = network_lines(user, landlock_report(7))
-    assert lines[0].startswith("user mode: Landlock ABI 7 network: TCP connect only")
+    assert "Landlock ABI 7 network: TCP connect only" in lines[0]
+    assert "where root can create a network namespace (net.user_wall not probed)" in lines[0]
     assert HOST_EXPOSURE not in "\n".join(lines)
     assert "allowed by you (--allow-domain), through the session's proxy: example.com" in lines
     assert any(line.endswith("(--allow-loopback-port): 8082") for line in lines)
@@ -144,3 +148,12 @@ def test_user_mode_shows_its_lists_and_where_they_apply() -> None:
                 network_lines(replace(user, user_landlock=False), landlock_report(7))):  # fmt: skip
         assert low[0].startswith(f"user mode: {HOST_EXPOSURE}")
         assert low[-1].startswith("they change nothing on this host")
+
+
+def test_user_mode_names_the_wall_net_user_wall_found() -> None:
+    # DESIGN.md invariant 16: the audit says the wall as built, from the check's status.
+    user = config(Mode.USER, Network.HOST)
+    own = network_lines(user, landlock_report(7, Status.PASS))[0]
+    assert NAMESPACE_WALL in own and PORTS_ONLY not in own
+    ports = network_lines(user, landlock_report(7, Status.WARN))[0]
+    assert PORTS_ONLY in ports and NAMESPACE_WALL not in ports

@@ -8,6 +8,7 @@ import pytest
 
 from sandbox_setup.base.errors import InputError
 from sandbox_setup.base.launcher_config import parse_launcher_config, render_launcher_config
+from sandbox_setup.base.netwall import NAMESPACE_WALL, PORTS_ONLY
 from sandbox_setup.launcher.command import with_proxy_settings
 from sandbox_setup.launcher.landlock_exec import _parse
 from sandbox_setup.policy.landlock import claude_install_dirs, user_trees, user_walls
@@ -41,7 +42,15 @@ def test_walls(abi: int, enabled: bool, inner_on: bool, walls: tuple[bool, ...])
 def test_the_plan_lines_say_which_wall_confines_what() -> None:
     strong = "\n".join(user_walls(7, True, True).describe(True))
     assert "Claude Code's own bwrap sandbox confines its Bash commands" in strong
-    assert "TCP connect only to the session's egress proxy" in strong
+    assert "TCP connect only to the ports of the session's egress proxy" in strong
+    # Which network wall: said as built (DESIGN.md invariant 16).
+    walls = user_walls(7, True, True)
+    own = "\n".join(walls.describe(True, namespace=True))
+    assert NAMESPACE_WALL in own and PORTS_ONLY not in own
+    ports = "\n".join(walls.describe(True, namespace=False))
+    assert PORTS_ONLY in ports and NAMESPACE_WALL not in ports
+    unknown = "\n".join(walls.describe(True))
+    assert "where root can create a network namespace" in unknown and PORTS_ONLY in unknown
     low = "\n".join(user_walls(3, True, False).describe(False))
     assert "network: the host's" in low and "loopback is reachable" in low
     assert "scope: not limited" in low

@@ -100,3 +100,38 @@ def test_an_unexpected_error_fails_closed_with_exit_70(
     assert "Traceback" not in err  # one line; the traceback is in the log
     log = tmp_path / "state/sandbox-setup/crash.log"
     assert "Traceback" in log.read_text() and "something nobody foresaw" in log.read_text()
+
+
+def test_version_names_itself_and_the_recorded_claude_and_starts_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from sandbox_setup.base.version import package_version
+
+    tmp_path.chmod(0o755)
+    marker = tmp_path / "claude-ran"
+    claude = tmp_path / "claude"
+    claude.write_text(f"#!/bin/sh\ntouch {marker}\necho '9.9.9 (Claude Code)'\n")
+    claude.chmod(0o755)
+    config = tmp_path / "launcher.toml"
+    config.write_text(
+        f'schema = 1\nmode = "unsafe"\nclaude = "{claude}"\nclaude_version = "2.1.332"\n'
+        '[agent]\nuser = "root"\nhome = "/root"\n'
+        '[unsafe]\naccepted_by = "root (uid 0)"\naccepted_at = "2026-11-30T04:00:00+00:00"\n'
+        'statement = "I accept"\n'
+    )
+    config.chmod(0o644)
+    assert parse_args(["--version"]) == Options(False, None, (), version=True)
+    assert main(["--config", str(config), "--version"]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[0] == f"sandbox-launch {package_version()}"
+    assert "Claude Code: 2.1.332 (recorded at apply" in out and str(claude) in out
+    assert not marker.exists()  # neither Claude nor `claude --version` ran
+
+
+def test_version_without_a_config_still_answers(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["--config", str(tmp_path / "absent.toml"), "--version"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("sandbox-launch ") and "Claude Code: unknown" in out
+    assert "absent.toml" in out

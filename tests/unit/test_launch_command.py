@@ -9,6 +9,7 @@ import pytest
 from sandbox_setup.base.choices import Mode
 from sandbox_setup.base.errors import RefusedError
 from sandbox_setup.base.launcher_config import LauncherConfig, UnsafeAcceptance
+from sandbox_setup.base.netwall import PORTS_ONLY, UserNetworkWall
 from sandbox_setup.launcher.command import (
     BLOCK_FD,
     GATE_FD,
@@ -23,6 +24,8 @@ from sandbox_setup.launcher.command import (
     unsafe_launch,
     user_launch,
 )
+from sandbox_setup.launcher.landlock_gate import PROXY_PORT, LandlockPlan
+from sandbox_setup.policy.landlock import user_walls
 
 AGENT = Agent("claude-agent", 1001, 1001, PurePosixPath("/home/claude-agent"))
 FACTS = HostFacts(
@@ -422,3 +425,27 @@ def test_gather_resolves_the_binds(tmp_path: Path) -> None:
     (tmp_path / "link").symlink_to(tmp_path / "real")
     facts = gather_host_facts(binds=(PurePosixPath(tmp_path / "link"),))
     assert facts.real_paths == ((str(tmp_path / "link"), str(tmp_path / "real")),)
+
+
+@pytest.mark.parametrize(
+    ("netns", "ports", "says", "never"),
+    [
+        (True, (), "listens at 127.0.0.1:3128 inside the session's network namespace", PORTS_ONLY),
+        (True, (3128,), "listens at 127.0.0.1:3129 inside", PORTS_ONLY),
+        (False, (), PORTS_ONLY, "a network namespace of its own: loopback only"),
+    ],
+)
+def test_user_mode_notes_say_the_network_wall_as_built(
+    netns: bool, ports: tuple[int, ...], says: str, never: str
+) -> None:
+    # DESIGN.md invariant 16: --dry-run names the wall this launch gets, never a stronger.
+    walls = user_walls(7, True, True)
+    why = "" if netns else "root cannot create a network namespace here (EPERM)"
+    plan = LandlockPlan(walls, (), (), (PROXY_PORT,), proxy=True, netns=netns, netns_why=why)
+    launch = user_launch(config(mode=Mode.USER, loopback_ports=ports), AGENT, "/c",
+                         "/usr/bin/setpriv", {}, [], True, landlock=plan)  # fmt: skip
+    notes = "\n".join(launch.notes)
+    assert says in notes
+    assert never not in notes
+    assert (why in notes) if why else "no network namespace of its own:" not in notes
+    assert plan.wall is (UserNetworkWall.NAMESPACE if netns else UserNetworkWall.PORTS)

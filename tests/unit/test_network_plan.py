@@ -85,3 +85,25 @@ def test_user_mode_lines_say_which_landlock_wall_confines_what() -> None:
     none = user_mode_lines(report(Status.WARN, "no Landlock here"), False)
     assert "not available" in none[0]
     assert "not probed" in user_mode_lines(report(None), False)[-1]
+
+
+def test_user_mode_lines_name_the_network_wall_net_user_wall_found() -> None:
+    # DESIGN.md invariant 16: the plan says the wall as built, from net.user_wall's
+    # status (typed), never from its words.
+    from sandbox_setup.base.choices import Mode as M
+    from sandbox_setup.base.netwall import NAMESPACE_WALL, PORTS_ONLY
+    from sandbox_setup.checks.model import Finding, Recommendation, Report, Status
+    from sandbox_setup.configure.network_plan import user_mode_lines
+
+    def report(wall: Status | None) -> Report:
+        found = [Finding("landlock.abi", "t", Status.PASS, "Landlock ABI 7: has files, ...")]
+        if wall is not None:
+            found.append(Finding("net.user_wall", "t", wall, "words never read"))
+        return Report({}, found, Recommendation(M.USER, "r"))
+
+    own = "\n".join(user_mode_lines(report(Status.PASS), inner_sandbox_on=True))
+    assert NAMESPACE_WALL in own and PORTS_ONLY not in own
+    ports = "\n".join(user_mode_lines(report(Status.WARN), inner_sandbox_on=True))
+    assert PORTS_ONLY in ports and NAMESPACE_WALL not in ports
+    unknown = "\n".join(user_mode_lines(report(None), inner_sandbox_on=True))
+    assert "where root can create a network namespace" in unknown and PORTS_ONLY in unknown

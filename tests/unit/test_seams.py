@@ -78,9 +78,10 @@ def test_the_proxy_resolves_through_the_resolver_it_is_given() -> None:
 
 def test_a_resolver_answer_still_passes_the_address_rules() -> None:
     proxy = EgressProxy(EgressPolicy.build(["a.test"]), None, lambda name, port: ["127.0.0.1"])
-    outcome = proxy.open("a.test", 443, "http")
-    assert not outcome.decision.allowed
-    assert outcome.decision.rule == "loopback"
+    decision, addresses = proxy.decide("a.test", 443, "http", proxy.resolve("a.test", 443))
+    assert not decision.allowed
+    assert decision.rule == "loopback"
+    assert addresses == []  # nothing to dial
 
 
 def test_the_launch_seams_program_builds_the_seams(tmp_path: Path) -> None:

@@ -409,6 +409,9 @@ def test_bare_layout_markers() -> None:
     assert not looks_like_git_dir({"HEAD": "file", "objects": "dir"})
     assert not looks_like_git_dir({"objects": "dir", "refs": "dir", "config": "file"})
     assert not looks_like_git_dir({"HEAD": "dir", "objects": "dir", "refs": "dir"})
+    # A FIFO HEAD: git opens it (and waits for ever): a repository to the scan.
+    assert looks_like_git_dir({"HEAD": "other", "objects": "dir", "refs": "dir"})
+    assert looks_like_git_dir({"HEAD": "other", "commondir": "file"})
     # git's access(X_OK) follows symlinks and passes files with an x bit (issue 24)
     assert looks_like_git_dir({"HEAD": "file", "objects": "link", "refs": "link"})
     assert looks_like_git_dir({"HEAD": "file", "objects": "file", "refs": "file"})
@@ -508,4 +511,29 @@ def test_only_the_inert_keys_pass_the_allowlist() -> None:
         "gc.auto",
         "include.path",
         "core.repositoryformatversion",
+    ]
+
+
+def test_inert_keys_with_terminal_controls_are_not_inert() -> None:
+    """An allowlisted value root's git prints raw (git log, git config, git remote -v)
+    passes only as printable text: an escape sequence, a DEL, a C1 control, a bidi
+    override or a byte that is not UTF-8 make it unlisted."""
+    from sandbox_setup.policy.git_inert import unlisted_entries
+
+    text = (
+        '[user]\n\tname = "Ann Example"\n\temail = ann@example.com\n'
+        '[user]\n\tname = "Ann\x1b]0;pwned\x07"\n\temail = "a\x7f@example.com"\n'
+        '[user]\n\tname = "x\\by"\n\tname = "A\u202eB"\n\tname = "C\x9b2J"\n'
+        '[remote "o"]\n\turl = "https://e.com/\x1b[2J"\n'
+        "[user]\n\tname = \udc9b\n"
+    )
+    entries = parse_git_config(text).entries
+    assert [(h.key, h.line) for h in unlisted_entries(entries)] == [
+        ("user.name", 5),
+        ("user.email", 6),
+        ("user.name", 8),
+        ("user.name", 9),
+        ("user.name", 10),
+        ("remote.o.url", 12),
+        ("user.name", 14),
     ]

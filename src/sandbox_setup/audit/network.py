@@ -30,6 +30,8 @@ from sandbox_setup.audit.model import AuditFinding, Severity
 from sandbox_setup.base import remedies
 from sandbox_setup.base.launcher_config import LauncherConfig
 from sandbox_setup.checks.model import Report, Status
+from sandbox_setup.checks.user_net import CHECK_ID as USER_WALL_CHECK
+from sandbox_setup.checks.user_net import namespace_from
 from sandbox_setup.configure.network_plan import landlock_abi
 from sandbox_setup.policy.network import HOST_EXPOSURE, describe_network, describe_user_network
 
@@ -42,8 +44,9 @@ def network_lines(config: LauncherConfig, report: Report | None = None) -> list[
     network wall as ``landlock.abi`` of ``report`` found it, and the operator's lists)."""
     if str(config.mode) == "user":
         abi = landlock_abi(report) if report is not None else None
+        namespace = namespace_from(report.get(USER_WALL_CHECK)) if report is not None else None
         return describe_user_network(
-            abi, config.user_landlock, config.allowed_domains, config.loopback_ports
+            abi, config.user_landlock, config.allowed_domains, config.loopback_ports, namespace
         )
     if str(config.mode) != "sandbox":
         return [f"{config.mode} mode: {HOST_EXPOSURE}"]

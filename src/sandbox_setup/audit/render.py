@@ -82,7 +82,7 @@ def render_lines(report: AuditReport, width: int = PIPE_WIDTH) -> list[Line]:
         out.append(Line().add("What to fix, each remedy once:", "head"))
         for remedy, ids in groups:
             out += wrapped([("  -> ", "dim")], ", ".join(ids), width, 5, "id")
-            out += wrapped([("     remedy: ", "")], remedy, width, 13, "remedy")
+            out += wrapped([("     remedy: ", "")], remedy, width, 13, "remedy", wrap=False)
         out.append(Line())
     grade = report.grade
     label_style = {"OK": "pass", "MEDIUM": "medium", "EXPOSED": "high"}.get(grade.label, "critical")

@@ -86,6 +86,7 @@ from sandbox_setup.base.errors import InputError
 from sandbox_setup.base.launcher_config import LauncherConfig, parse_launcher_config
 from sandbox_setup.base.paths import Layout
 from sandbox_setup.base.regular_files import read_regular_text
+from sandbox_setup.boundary.trust_record import trust_dir
 from sandbox_setup.checks.model import Report
 from sandbox_setup.configure import users
 from sandbox_setup.configure.answers import Answers, load_answers
@@ -224,7 +225,9 @@ def audit(layout: Layout, timeout: float = 10.0, as_user: str | None = None) -> 
     if str(config.mode) in ("sandbox", "user") and config.workspaces:
         # Symlinks followed inside the root (--root), never onto the host.
         real = [str(layout.real(layout.resolve(w))) for w in config.workspaces]
-        scanned, scan_notes = scan_findings(real, layout.real(layout.state_dir))
+        scanned, scan_notes = scan_findings(
+            real, trust_dir(layout.real(layout.state_dir), layout.root)
+        )
         findings += scanned
         notes = [*notes, *scan_notes]
     findings += git_findings(layout, config, reapply)

@@ -99,6 +99,7 @@ def wrapped(
     style: str = "",
     *,
     breaks: bool = True,
+    wrap: bool = True,
 ) -> list[Line]:
     """``head`` spans, then ``text`` wrapped to ``width``; continuation lines (and
     each of ``text``'s own lines after the first) start at column ``indent``.
@@ -106,7 +107,11 @@ def wrapped(
     Only ``\n`` ends a line of ``text``, and only with ``breaks`` (a line that
     quotes a hostname passes ``breaks=False``: its ``\n`` is shown, never a new line
     of the report); every other control in it (a ``\r`` in a file name) is escaped,
-    before the wrap measures it."""
+    before the wrap measures it.
+
+    ``wrap=False`` keeps each line of ``text`` whole, however long: a remedy is a
+    command to paste, and a line the product broke pastes as two commands (the
+    terminal may wrap it on screen; a copy of it is still one line)."""
     head = [(printable(t), s) for t, s in head]
     used = sum(len(t) for t, _ in head)
     lines: list[Line] = []
@@ -114,8 +119,12 @@ def wrapped(
     for paragraph in paragraphs:
         room = max(20, width - (used if not lines else indent))
         # A command to paste is never split inside a word.
-        pieces = textwrap.wrap(
-            printable(paragraph), room, break_long_words=False, break_on_hyphens=False
+        pieces = (
+            textwrap.wrap(
+                printable(paragraph), room, break_long_words=False, break_on_hyphens=False
+            )
+            if wrap
+            else [printable(paragraph).strip(" ")]
         )
         for piece in pieces or [""]:
             line = Line(list(head)) if not lines else Line().add(" " * indent)

@@ -56,15 +56,10 @@ __all__ = [
 ]
 
 _INTERESTING = frozenset({".git", "HEAD", ".claude", ".mcp.json", ".envrc", ".vscode", ".idea"})
-_GITDIR_NAMES = frozenset({"HEAD", "objects", "refs", "commondir", "config", "hooks"})
 # Findings that matter only when they are new against a snapshot: a repository or
 # watched file that appeared, a setting off the inert list (the operator's own
 # user.signingKey or pull.rebase are not worth a line in every audit).
 _NEWS_ONLY = frozenset({"new-repo", "watched", "git-unlisted"})
-# What git keeps in a git directory (judged through it, never walked as files).
-_GIT_OWN_DIRS = frozenset(
-    {"objects", "refs", "logs", "hooks", "info", "worktrees", "modules", "lfs", "rr-cache"}
-)
 
 
 class _Discovery(GitDiscovery):
@@ -99,11 +94,13 @@ class _Discovery(GitDiscovery):
         if "HEAD" in entries:
             # git looks at the directory itself when its .git is missing or not a
             # repository, and at every directory up to the top: each one counts.
-            kinds = {e.name: entry_kind(e) for e in visit.entries if e.name in _GITDIR_NAMES}
+            kinds = {
+                e.name: entry_kind(e) for e in visit.entries if e.name in policy.GITDIR_MARKERS
+            }
             if policy.looks_like_git_dir(kinds):
                 # git's own directories are judged as a git directory; anything
                 # else in there is walked like the rest of the workspace.
-                visit.subdirs[:] = [n for n in visit.subdirs if n not in _GIT_OWN_DIRS]
+                visit.subdirs[:] = [n for n in visit.subdirs if n not in policy.GIT_OWN_DIRS]
                 self._bare(visit)
         dotgit = entries.get(".git")
         is_tree = visit.rel == "."

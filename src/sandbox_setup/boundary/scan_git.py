@@ -20,7 +20,7 @@ from sandbox_setup.boundary.scan_model import (
     MAX_INCLUDE_DEPTH,
     Finding,
     Mark,
-    dir_names,
+    dir_kinds,
     entry_kind,
     metadata_path,
 )
@@ -29,7 +29,6 @@ from sandbox_setup.policy.git_danger import ConfigContext
 from sandbox_setup.policy.git_inert import unlisted_entries
 from sandbox_setup.policy.gitconfig import hooks_path, included_files
 
-_MODULE_MARKERS = frozenset({"HEAD", "config", "hooks", "objects"})
 # An operation in progress: what `git <op> --continue` reads and runs (the todo
 # list's exec lines, the merge strategy, the editor).
 SEQUENCER_STATE = ("rebase-merge", "rebase-apply", "sequencer")
@@ -203,10 +202,70 @@ class GitDiscovery:
                 self._sequencer(fd, state, f"{rel}/{state}")
         if "commondir" in entries:
             self._commondir(fd, entries["commondir"], rel, role, worktree)
+        self._special_files(fd, entries, rel)
         if entries.get("worktrees") is not None and entry_kind(entries["worktrees"]) == "dir":
             self._listed_gitdirs(fd, "worktrees", f"{rel}/worktrees", "worktree")
         if entries.get("modules") is not None and entry_kind(entries["modules"]) == "dir":
             self._modules(fd, f"{rel}/modules")
+
+    def _special_files(self, fd: int, entries: dict[str, os.DirEntry[str]], rel: str) -> None:
+        """FIFOs, sockets and devices (or symlinks to one) where git opens files: in
+        the git directory itself (``HEAD``, ``index``, ``packed-refs``, ``gitdir``...)
+        and in the directories it reads (refs, reflogs, objects, info). One already
+        judged (a FIFO ``config`` or ``commondir``, a bare layout's ``HEAD``) is not
+        told twice."""
+        for name, entry in entries.items():
+            if f"{rel}/{name}" not in self.marks:
+                self._special_entry(fd, entry, f"{rel}/{name}")
+        for name in policy.GIT_READ_DIRS:
+            read_dir = entries.get(name)
+            if read_dir is None or not read_dir.is_dir(follow_symlinks=False):
+                continue
+            try:
+                sub = fdwalk.open_dir_at(fd, name)
+            except OSError:
+                continue
+            stats = fdwalk.WalkStats()
+            try:
+                for visit in fdwalk.walk(sub, self.limits, stats):
+                    for child in visit.entries:
+                        child_rel = f"{rel}/{name}/{visit.join(child.name)}"
+                        self._special_entry(visit.fd, child, child_rel)
+            finally:
+                os.close(sub)
+            self.stats.truncated += [f"{rel}/{name}: {t}" for t in stats.truncated]
+            self.stats.errors += [f"{rel}/{name}/{e}" for e in stats.errors]
+
+    def _special_entry(self, dir_fd: int, entry: os.DirEntry[str], rel: str) -> None:
+        try:
+            st = entry.stat(follow_symlinks=False)
+        except OSError:
+            return
+        kind = fdwalk.kind_of(st.st_mode)
+        digest = None
+        if kind == "link":
+            # git opens through it: judged by what it names now (stat, never open).
+            try:
+                target = os.stat(entry.name, dir_fd=dir_fd)
+            except OSError:
+                return  # dangling or a loop: git's open fails as well
+            kind = fdwalk.kind_of(target.st_mode)
+            digest = f"a symlink to a {kind}"
+        if policy.git_metadata_kind_ok(kind):
+            return
+        self.marks[rel] = Mark.of(st, digest)
+        self.add(
+            Finding(
+                rel,
+                "special-file",
+                digest or "a FIFO, socket or device in git metadata",
+                "git opens it as a regular file: root's git would wait for ever or read "
+                "what it gives",
+                "quarantine",
+                dev=st.st_dev,
+                ino=st.st_ino,
+            )
+        )
 
     def _sequencer(self, gitdir_fd: int, name: str, rel: str) -> None:
         st = fdwalk.lstat_at(gitdir_fd, name)
@@ -455,10 +514,10 @@ class GitDiscovery:
                     if entry.name not in visit.subdirs:
                         continue
                     try:
-                        names = dir_names(visit.fd, entry.name)
+                        kinds = dir_kinds(visit.fd, entry.name)
                     except OSError:
                         continue
-                    if names & _MODULE_MARKERS:
+                    if policy.may_be_module_git_dir(kinds):
                         visit.subdirs.remove(entry.name)
                         module_rel = f"{rel}/{visit.join(entry.name)}"
                         self._gitdir(visit.fd, entry.name, module_rel, "module", worktree=None)

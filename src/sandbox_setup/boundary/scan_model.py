@@ -179,11 +179,12 @@ def entry_kind(entry: os.DirEntry[str]) -> str:
     return fdwalk.kind_of(entry.stat(follow_symlinks=False).st_mode)
 
 
-def dir_names(dir_fd: int, name: str) -> set[str]:
-    """The names in directory ``name`` of ``dir_fd`` (opened without following links)."""
+def dir_kinds(dir_fd: int, name: str) -> dict[str, str]:
+    """The names in directory ``name`` of ``dir_fd`` (opened without following links),
+    each with its kind (:func:`entry_kind`)."""
     fd = fdwalk.open_dir_at(dir_fd, name)
     try:
         with os.scandir(fd) as it:
-            return {e.name for e in it}
+            return {e.name: entry_kind(e) for e in it}
     finally:
         os.close(fd)

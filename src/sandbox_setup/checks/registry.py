@@ -18,6 +18,7 @@ from sandbox_setup.checks import (
     proc,
     seccomp,
     tty,
+    user_net,
     userns,
 )
 from sandbox_setup.checks.base import Check
@@ -78,6 +79,12 @@ CHECKS: tuple[Check, ...] = (
         "Landlock for the agent (files, TCP ports, scopes)",
         True,
         landlock.check_landlock,
+    ),
+    Check(
+        "net.user_wall",
+        "User mode's network wall: a network namespace of its own, or Landlock's ports",
+        True,
+        user_net.check_user_wall,
     ),
     Check("tty.tiocsti", "TIOCSTI terminal injection", False, tty.check_tiocsti),
     Check(

@@ -79,7 +79,7 @@ def report_lines(report: Report, width: int) -> list[Line]:
             lines.append(Line())
         lines += wrapped([("  ", "")], one_line(group.label), width, 4)
         lines += wrapped([("    -> ", "dim")], ", ".join(group.ids), width, 7, "id")
-        lines += wrapped([("    remedy: ", "")], group.remedy, width, 12, "remedy")
+        lines += wrapped([("    remedy: ", "")], group.remedy, width, 12, "remedy", wrap=False)
     notes = host.get("probe_notes") or []
     if notes:
         lines.append(Line())

@@ -28,6 +28,7 @@ from typing import Any
 
 from sandbox_setup.base import fdwalk
 from sandbox_setup.base.accounts import lookup_group_gid, lookup_user
+from sandbox_setup.base.errors import SetupError
 from sandbox_setup.base.paths import Layout
 from sandbox_setup.configure import fsops, outcome
 from sandbox_setup.configure.journal import (
@@ -39,6 +40,7 @@ from sandbox_setup.configure.journal import (
 )
 from sandbox_setup.configure.outcome import StepResult
 from sandbox_setup.configure.state_trust import check_backups, check_state_dir, check_state_file
+from sandbox_setup.policy.inodes import AGENT_TEMP_DIRS, may_change_inode
 
 
 def open_applies(layout: Layout) -> list[tuple[str, list[dict[str, Any]]]]:
@@ -110,6 +112,7 @@ class OwnedFile:
     rel: str
     uid: int
     gid: int
+    hardlinked: bool = False  # a non-directory with other hard links: never chowned
 
     @property
     def path(self) -> PurePosixPath:
@@ -131,7 +134,11 @@ def _walk(layout: Layout, workspace: PurePosixPath, owners: Owners, chown: bool)
                     continue  # gone since the listing
                 if st.st_uid not in owners.uids and st.st_gid not in owners.gids:
                     continue
-                found.append(OwnedFile(workspace, visit.join(entry.name), st.st_uid, st.st_gid))
+                rel = visit.join(entry.name)
+                if not may_change_inode(st):
+                    found.append(OwnedFile(workspace, rel, st.st_uid, st.st_gid, hardlinked=True))
+                    continue
+                found.append(OwnedFile(workspace, rel, st.st_uid, st.st_gid))
                 if chown:
                     uid = owner.st_uid if st.st_uid in owners.uids else -1
                     gid = owner.st_gid if st.st_gid in owners.gids or uid != -1 else -1
@@ -150,35 +157,103 @@ def agent_files(layout: Layout, workspaces: list[PurePosixPath], owners: Owners)
 
 def give_back(layout: Layout, workspaces: list[PurePosixPath], owners: Owners) -> list[StepResult]:
     """Chown what ``owners`` own in ``workspaces`` to each workspace's owner (and its
-    group); one line per workspace. A setuid bit of a regular file is cleared by the
-    kernel on chown."""
+    group), never a non-directory with other hard links (policy.inodes); one line per
+    workspace, one more for what was left alone, and one for the agent's files in the
+    world-writable temp directories (listed, never chowned). A setuid bit of a
+    regular file is cleared by the kernel on chown."""
     lines = []
     for ws in workspaces:
         if not owners:
             break
         try:
-            moved = _walk(layout, ws, owners, chown=True)
+            found = _walk(layout, ws, owners, chown=True)
         except OSError as exc:
             lines.append(
                 outcome.failed(f"could not give the agent's files in {ws} to its owner: {exc}")
             )
             continue
+        moved = [f for f in found if not f.hardlinked]
+        skipped = [f for f in found if f.hardlinked]
         if moved:
             lines.append(
                 outcome.done(f"gave {len(moved)} file(s) the agent owned in {ws} to its owner")
             )
-    return lines
+        if skipped:
+            lines.append(outcome.done(_hardlinked_line(skipped, "kept")))
+    return lines + [outcome.done(line) for line in outside_lines(layout, owners)]
+
+
+def _hardlinked_line(skipped: list[OwnedFile], verb: str) -> str:
+    return (
+        f"{verb} the owner of {len(skipped)} file(s) with other hard links (the same inode "
+        f"has another name, maybe outside the workspace), e.g. {skipped[0].path}"
+    )
 
 
 def describe_owned(files: list[OwnedFile], owners: Owners, limit: int = 20) -> list[str]:
     """The preview lines for ``files``."""
     lines = []
-    for item in files[:limit]:
+    given = [f for f in files if not f.hardlinked]
+    for item in given[:limit]:
         whose = "agent" if item.uid in owners.uids else "workspace group"
         lines.append(f"give {item.path} ({whose}'s) to the owner of {item.workspace}")
-    if len(files) > limit:
-        lines.append(f"... and {len(files) - limit} more")
+    if len(given) > limit:
+        lines.append(f"... and {len(given) - limit} more")
+    skipped = [f for f in files if f.hardlinked]
+    if skipped:
+        lines.append(_hardlinked_line(skipped, "keep"))
     return lines
+
+
+def agent_files_outside(
+    layout: Layout, owners: Owners, limit: int = 200_000
+) -> list[PurePosixPath]:
+    """What the agents' uids (or the groups' gids) own in the world-writable temp
+    directories (policy.inodes.AGENT_TEMP_DIRS under the target root), walked by fd
+    (no symlink followed, a bounded number of entries). Only listed: never chowned."""
+    found: list[PurePosixPath] = []
+    if not owners:
+        return found
+    for temp in AGENT_TEMP_DIRS:
+        try:
+            top = fsops.open_dir(layout.root, layout.real(temp))
+        except (OSError, SetupError):
+            continue  # not a directory we can walk safely: nothing listed from it
+        if top is None:
+            continue
+        try:
+            device = os.fstat(top).st_dev
+            limits = fdwalk.WalkLimits(max_entries=limit, max_depth=64)
+            for visit in fdwalk.walk(top, limits):
+                for entry in visit.entries:
+                    try:
+                        st = entry.stat(follow_symlinks=False)
+                    except OSError:
+                        continue
+                    if st.st_dev != device and entry.name in visit.subdirs:
+                        visit.subdirs.remove(entry.name)  # another mount: not walked
+                        continue
+                    if st.st_uid in owners.uids or st.st_gid in owners.gids:
+                        found.append(temp / visit.join(entry.name))
+        except OSError:
+            continue
+        finally:
+            os.close(top)
+    return found
+
+
+def outside_lines(layout: Layout, owners: Owners, limit: int = 5) -> list[str]:
+    """The undo's lines for :func:`agent_files_outside` (none when there are none)."""
+    found = agent_files_outside(layout, owners)
+    if not found:
+        return []
+    shown = ", ".join(str(p) for p in found[:limit])
+    more = f" and {len(found) - limit} more" if len(found) > limit else ""
+    return [
+        f"the agent still owns {len(found)} file(s) outside the workspaces: {shown}{more}; "
+        "not changed (the next account to get its uid would own them): remove them, or "
+        "give them to root, by hand"
+    ]
 
 
 def _remove_tree(dir_fd: int) -> None:

@@ -14,6 +14,8 @@ from sandbox_setup.base.choices import Mode, Network
 from sandbox_setup.base.errors import RefusedError
 from sandbox_setup.base.landlock import NETWORK_ABI
 from sandbox_setup.checks.model import Report, Status
+from sandbox_setup.checks.user_net import CHECK_ID as USER_WALL_CHECK
+from sandbox_setup.checks.user_net import namespace_from
 from sandbox_setup.policy.landlock import user_walls
 from sandbox_setup.policy.network import (
     allowance_warnings,
@@ -102,7 +104,8 @@ def user_mode_lines(
             "offers at each launch",
             *describe_user_allowances(allowed_domains, loopback_ports, None),
         ]
+    namespace = namespace_from(report.get(USER_WALL_CHECK))
     return [
-        *user_walls(abi, True, inner_sandbox_on).describe(inner_sandbox_on),
+        *user_walls(abi, True, inner_sandbox_on).describe(inner_sandbox_on, namespace),
         *describe_user_allowances(allowed_domains, loopback_ports, abi >= NETWORK_ABI),
     ]

@@ -228,11 +228,14 @@ def _revert_acl(
     top = fsops.open_dir(layout.root, layout.real(entry["target"]))
     if top is None:
         return None
+    report = users.AclWalkReport()  # what has other hard links: never changed, counted
     try:
-        changed = users.revoke_workspace(top, snapshot)
+        changed = users.revoke_workspace(top, snapshot, report=report)
     finally:
         os.close(top)
-    return outcome.done(f"restored ACLs and setgid bits of {entry['target']}") if changed else None
+    lines = [f"restored ACLs and setgid bits of {entry['target']}"] if changed else []
+    text = "; ".join(lines + report.lines(entry["target"]))
+    return outcome.done(text) if text else None
 
 
 def _own_groups(layout: Layout, entries: list[dict[str, Any]]) -> dict[str, int]:
@@ -260,15 +263,21 @@ def _strip_own_acls(
             f"could not undo the ACLs of {target}: {why}; the ACLs were left as they are"
         )
     top = fsops.open_dir(layout.root, layout.real(target))
+    report = users.AclWalkReport()
     if top is not None:
         try:
             for gid in groups.values():
-                users.revoke_workspace(top, {"gid": gid, "entries": {}})
+                users.revoke_workspace(top, {"gid": gid, "entries": {}}, report=report)
         finally:
             os.close(top)
     return outcome.left(
-        f"left the setgid bits and group permission bits of {target} as they are: {why}; "
-        f"removed the ACL entries of group {', '.join(groups)} from it instead"
+        "; ".join(
+            [
+                f"left the setgid bits and group permission bits of {target} as they are: "
+                f"{why}; removed the ACL entries of group {', '.join(groups)} from it instead",
+                *report.lines(target),
+            ]
+        )
     )
 
 

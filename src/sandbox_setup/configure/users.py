@@ -25,6 +25,7 @@ from sandbox_setup.base.accounts import lookup_group_gid, lookup_user
 from sandbox_setup.base.errors import SetupError
 from sandbox_setup.base.paths import Layout
 from sandbox_setup.base.regular_files import read_regular_text
+from sandbox_setup.policy.inodes import may_change_inode
 
 # The group that gives one setup's agent rwX on its workspaces is
 # sandbox_setup.policy.accounts.workspace_group(agent); this one was shared by all setups
@@ -200,6 +201,7 @@ class AclWalkReport:
             ("stays private", self.private),
             ("not changed (more than one hard link)", self.hardlinked),
         ):
+            paths = list(dict.fromkeys(paths))  # a walk per group may meet a path twice
             if paths:
                 noun = "file" if len(paths) == 1 else "files"
                 example = PurePosixPath(workspace) / paths[0]
@@ -250,7 +252,7 @@ def _left_alone(rel: str, st: os.stat_result, include_private: bool, report: Acl
     if not include_private and is_private(st):
         report.private.append(rel)
         return True
-    if not stat.S_ISDIR(st.st_mode) and st.st_nlink > 1:
+    if not may_change_inode(st):
         report.hardlinked.append(rel)
         return True
     return False
@@ -355,7 +357,7 @@ def revoke_workspace(
     changed = 0
     for _rel_dir, items in walk_workspace(top_fd):
         for rel, fd, st in items:
-            if not stat.S_ISDIR(st.st_mode) and st.st_nlink > 1:
+            if not may_change_inode(st):
                 if report is not None:
                     report.hardlinked.append(rel)
                 continue

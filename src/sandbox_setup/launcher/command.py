@@ -35,7 +35,7 @@ from sandbox_setup.policy.environment import (
     loopback_endpoint,
     select_passed,
 )
-from sandbox_setup.policy.network import CLAUDE_ENDPOINTS
+from sandbox_setup.policy.network import CLAUDE_ENDPOINTS, user_proxy_port
 from sandbox_setup.policy.system_dirs import bind_conflict
 from sandbox_setup.policy.unsafe import ACCEPTANCE_KEYS, acceptance_problem
 
@@ -433,7 +433,8 @@ def user_launch(
     if landlock is not None:
         landlock = _with_base_url_port(landlock, env, passed)
         confine = helper_argv(landlock)
-        notes += tuple(landlock.walls.describe(config.inner_sandbox != "off"))
+        namespace = landlock.netns if landlock.proxy else None
+        notes += tuple(landlock.walls.describe(config.inner_sandbox != "off", namespace))
         if landlock.proxy:
             proxy = f"http://127.0.0.1:{PROXY_PORT}"
             env.update(dict.fromkeys(PROXY_ENV, proxy))
@@ -447,11 +448,23 @@ def user_launch(
                 claude_args, note = with_proxy_settings(claude_args)
                 notes += (note,)
             allowed = ", ".join((*CLAUDE_ENDPOINTS, *config.allowed_domains))
-            notes += (
-                f"the egress proxy (the allowlist: {allowed}) listens on an ephemeral port "
-                f"of 127.0.0.1 chosen at start ({PROXY_PORT}), runs as the agent, and is "
-                "probed before Claude starts",
-            )
+            if landlock.netns:
+                exposed = (*config.loopback_ports, *filter(None, [landlock.base_url_port]))
+                notes += (
+                    f"the egress proxy (the allowlist: {allowed}) listens at "
+                    f"127.0.0.1:{user_proxy_port(exposed)} inside the session's network namespace "
+                    "(made by the launcher, loopback only), runs as the agent, and is probed "
+                    "from inside before Claude starts; the exposed loopback ports are "
+                    "forwarded in to the host's 127.0.0.1",
+                )
+            else:
+                notes += (
+                    f"the egress proxy (the allowlist: {allowed}) listens on an ephemeral "
+                    f"port of 127.0.0.1 chosen at start ({PROXY_PORT}), runs as the agent, "
+                    "and is probed before Claude starts",
+                )
+                if landlock.netns_why:
+                    notes += (f"no network namespace of its own: {landlock.netns_why}",)
             if config.loopback_ports:
                 notes += (
                     "host loopback ports the agent may connect to (sandbox.loopback_ports): "

@@ -25,14 +25,17 @@ import select
 import shutil
 import socket
 import tempfile
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from sandbox_setup.base.errors import RefusedError
+from sandbox_setup.launcher.egress.netns import join_namespace
 from sandbox_setup.launcher.landlock_exec import RELEASE
 from sandbox_setup.policy.landlock import Walls
+from sandbox_setup.policy.network import UserNetworkWall, user_network_wall
 
 STATUS_FD = "{landlock-status-fd}"
 GATE_FD = "{landlock-gate-fd}"
@@ -55,6 +58,15 @@ class LandlockPlan:
     proxy: bool = False  # a user-mode egress proxy runs for the session
     python: str = "/usr/bin/python3"  # the trusted interpreter that runs the helper
     base_url_port: int | None = None  # a passed loopback ANTHROPIC_BASE_URL's (not shown)
+    # The session runs in a network namespace of its own (root may make one here), its
+    # proxy listening inside at SANDBOX_PROXY_PORT; False: Landlock's ports are the wall
+    # (``netns_why`` says why). Only with ``proxy``.
+    netns: bool = False
+    netns_why: str = ""
+
+    @property
+    def wall(self) -> UserNetworkWall:
+        return user_network_wall(self.walls.network and self.proxy, self.netns)
 
 
 def helper_source() -> str:
@@ -104,10 +116,43 @@ def substitute(values: Sequence[str], table: Mapping[str, str]) -> list[str]:
     return out
 
 
+def abstract_listener(name: str, netns: int | None) -> socket.socket:
+    """A listening abstract unix socket ``name``, in ``netns`` (an fd) when given."""
+
+    def make() -> socket.socket:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.bind("\0" + name)
+            sock.listen(4)
+        except BaseException:
+            sock.close()
+            raise
+        return sock
+
+    if netns is None:
+        return make()
+    made: list[socket.socket | BaseException] = []
+
+    def inside() -> None:
+        try:
+            join_namespace(netns)
+            made.append(make())
+        except BaseException as exc:
+            made.append(exc)
+
+    thread = threading.Thread(target=inside, name="canary-netns", daemon=True)
+    thread.start()
+    thread.join(VERIFY_TIMEOUT)
+    if not made or isinstance(made[0], BaseException):
+        raise RefusedError(f"Landlock: cannot make the scope canary in the session's network "
+                           f"namespace: {made[0] if made else 'timed out'}")  # fmt: skip
+    return made[0]
+
+
 class LandlockGate:
     """One session's verification (see the module docstring)."""
 
-    def __init__(self, plan: LandlockPlan, canary_dir: Path) -> None:
+    def __init__(self, plan: LandlockPlan, canary_dir: Path, netns: int | None = None) -> None:
         self.plan = plan
         self.status_r, self.status_w = os.pipe()
         self.gate_r, self.gate_w = os.pipe()
@@ -116,9 +161,9 @@ class LandlockGate:
         self.tcp.listen(4)
         self.tcp.setblocking(False)
         self.abstract_name = f"sandbox-launch-canary-{os.getpid()}-{secrets.token_hex(6)}"
-        self.abstract = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.abstract.bind("\0" + self.abstract_name)
-        self.abstract.listen(4)
+        # Abstract unix sockets belong to a network namespace: the canary is made in
+        # the session's (when it has one of its own), where the probe looks for it.
+        self.abstract = abstract_listener(self.abstract_name, netns)
         self.abstract.setblocking(False)
         self.canary_dir: str | None = None
         self.canary_file = "-"
@@ -132,12 +177,12 @@ class LandlockGate:
             os.chmod(self.canary_file, 0o644)
 
     @classmethod
-    def open(cls, plan: LandlockPlan, state: Path) -> LandlockGate:
+    def open(cls, plan: LandlockPlan, state: Path, netns: int | None = None) -> LandlockGate:
         # /run for root (no agent tree is there); the operator's state dir otherwise
         # (the agent is the operator's own uid then, so only Landlock hides it).
         where = Path("/run") if os.geteuid() == 0 and os.access("/run", os.W_OK) else state
         where.mkdir(parents=True, exist_ok=True)
-        return cls(plan, where)
+        return cls(plan, where, netns)
 
     @property
     def child_fds(self) -> tuple[int, int]:

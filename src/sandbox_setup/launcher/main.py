@@ -35,8 +35,10 @@ from sandbox_setup.base.errors import InputError, RefusedError, SetupError
 from sandbox_setup.base.exitcodes import ExitCode
 from sandbox_setup.base.landlock import abi_version
 from sandbox_setup.base.launcher_config import LauncherConfig, parse_launcher_config
+from sandbox_setup.base.netwall import PORTS_ONLY
 from sandbox_setup.base.paths import Layout
-from sandbox_setup.base.printable import printable_lines
+from sandbox_setup.base.printable import printable, printable_lines
+from sandbox_setup.base.version import package_version
 from sandbox_setup.boundary.session import Boundary
 from sandbox_setup.launcher.base_url import managed_env, refuse_unreachable
 from sandbox_setup.launcher.command import (
@@ -48,6 +50,7 @@ from sandbox_setup.launcher.command import (
     user_launch,
 )
 from sandbox_setup.launcher.containment import Containment, contain
+from sandbox_setup.launcher.egress.netns import NamespaceVerdict, namespace_possible
 from sandbox_setup.launcher.egress.network import build_policy, is_allowlist, state_dir
 from sandbox_setup.launcher.landlock_gate import PROXY_PORT, LandlockPlan
 from sandbox_setup.launcher.notice import config_notice, network_policy
@@ -95,6 +98,8 @@ options:
                  the safe way to review the agent's work, e.g.
                  sandbox-launch --run git -C /srv/app log -p
                  (sandbox and user mode; it gets a terminal of its own)
+  --version      print sandbox-launch's version and the Claude Code version recorded
+                 at the last apply; starts nothing
   -h, --help     show this help
 
 Arguments after the options (or after --) go to Claude Code unchanged. Claude Code
@@ -121,11 +126,13 @@ class Options:
     quiet: bool = False
     # --run: a program to run instead of Claude (its arguments are claude_args).
     program: str | None = None
+    # --version: print versions, start nothing.
+    version: bool = False
 
 
 def parse_args(argv: Sequence[str]) -> Options | None:
     """Our options come first; the first other argument (or ``--``) starts Claude's."""
-    dry_run, quiet, config, program = False, False, None, None
+    dry_run, quiet, config, program, version = False, False, None, None, False
     args = list(argv)
     while args:
         arg = args[0]
@@ -145,7 +152,9 @@ def parse_args(argv: Sequence[str]) -> Options | None:
                 raise InputError(f"--run needs a program, not {program!r} (e.g. --run git log)")
             args.pop(0)
             break  # the rest is the program's
-        if arg == "--dry-run":
+        if arg == "--version":
+            version = True
+        elif arg == "--dry-run":
             dry_run = True
         elif arg == "--quiet":
             quiet = True
@@ -163,8 +172,30 @@ def parse_args(argv: Sequence[str]) -> Options | None:
             break
         args.pop(0)
     return Options(
-        dry_run=dry_run, config=config, claude_args=tuple(args), quiet=quiet, program=program
+        dry_run=dry_run,
+        config=config,
+        claude_args=tuple(args),
+        quiet=quiet,
+        program=program,
+        version=version,
     )
+
+
+def version_lines(options: Options) -> list[str]:
+    """``--version``: this launcher's version and the Claude Code version the last apply
+    recorded in launcher.toml (read as a launch reads it: trust-checked, parsed
+    strictly). Nothing is started: not Claude, not ``claude --version``."""
+    lines = [f"sandbox-launch {package_version()}"]
+    path = options.config or default_config_path()
+    try:
+        real, config = load_config(path, frozenset({0, os.getuid()}))
+    except (RefusedError, InputError) as exc:
+        lines.append(f"Claude Code: unknown (launcher config: {printable_lines(str(exc))})")
+        return lines
+    recorded = config.claude_version or "not recorded"
+    lines.append(f"Claude Code: {recorded} (recorded at apply; {printable(str(config.claude))})")
+    lines.append(f"launcher config: {printable(str(real))}, mode {config.mode}")
+    return lines
 
 
 def default_config_path() -> Path:
@@ -384,7 +415,12 @@ def landlock_plan(
     # The system's python3 (trusted like every tool): the agent can run it, where the
     # launcher's own interpreter may sit in root's home.
     python = str(find_trusted_tool("python3", owners, path_env))
-    return LandlockPlan(walls, read, write, connect, proxy=walls.network, python=python)
+    # Where root may make a network namespace, the session gets one (its proxy inside,
+    # the exposed ports forwarded in): an address wall, Landlock's ports the second one.
+    # Tried live here, so --dry-run says what the launch does (DESIGN.md invariant 16).
+    netns = namespace_possible() if walls.network else NamespaceVerdict(False)
+    return LandlockPlan(walls, read, write, connect, proxy=walls.network, python=python,
+                        netns=netns.possible, netns_why=netns.why)  # fmt: skip
 
 
 def _has_proxy(launch: Launch, config: LauncherConfig) -> bool:
@@ -418,9 +454,13 @@ def _with_notice(
             if ports:
                 allowed += "; host loopback port" + ("s " if len(ports) > 1 else " ")
                 allowed += ", ".join(map(str, ports))
+            if launch.landlock.netns:
+                wall = "a network namespace of its own, Landlock's ports the second wall"
+            else:
+                wall = f"Landlock's ports only: {PORTS_ONLY}"
             notice = notice.replace(
                 network_policy(config.mode, config.network),
-                f"network allowlist through the session's proxy ({allowed}; Landlock)",
+                f"network allowlist through the session's proxy ({allowed}; {wall})",
             )
         shown = [n for n, on in (("files", walls.files), ("network", walls.network),
                                  ("scope", walls.scope)) if on]  # fmt: skip
@@ -601,6 +641,13 @@ def main(argv: Sequence[str] | None = None, *, seams: LaunchSeams = REAL) -> int
         try:
             print(USAGE)
         except OutputError as exc:  # --help > /dev/full
+            print(f"sandbox-launch: {exc}", file=sys.stderr)
+            return int(exc.exit_code)
+        return int(ExitCode.OK)
+    if options.version:
+        try:
+            print("\n".join(version_lines(options)))
+        except OutputError as exc:
             print(f"sandbox-launch: {exc}", file=sys.stderr)
             return int(exc.exit_code)
         return int(ExitCode.OK)

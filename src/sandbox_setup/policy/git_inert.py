@@ -25,8 +25,13 @@ remote.<name>.fetch / .push     a refspec
 branch.<name>.remote / .merge   not ``ext::`` or ``fd::``
 submodule.<name>.url            not ``ext::`` or ``fd::``
 submodule.<name>.active         a boolean
-user.name, user.email           anything (text in commits)
+user.name, user.email           any printable text (text in commits)
 ==============================  ==================================================
+
+No listed value may hold a character that is not printable text (``str.isprintable``:
+C0 and C1 controls, DEL, bidi overrides, bytes that are not UTF-8): root's ``git log``,
+``git config`` and ``git remote -v`` print these values raw, and ``ESC ] 0 ; ... BEL``
+or a colour sequence there acts on root's terminal.
 
 Anything else a session writes (an alias, a pager, a filter or diff driver the
 agent's ``.gitattributes`` names, an include, a hook setting) is moved out of
@@ -107,6 +112,8 @@ def _worktree_inside(value: str | None, context: ConfigContext | None) -> bool:
 
 def is_inert(entry: ConfigEntry, context: ConfigContext | None = None) -> bool:
     """Whether ``entry`` is on the list (key and value shape) above."""
+    if entry.value is not None and not entry.value.isprintable():
+        return False  # terminal controls, printed raw by root's git
     if (entry.section, entry.subsection, entry.name) == ("core", None, "worktree"):
         return _worktree_inside(entry.value, context)
     check = INERT_KEYS.get((entry.section, entry.subsection is not None, entry.name))

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 
 from sandbox_setup.base.landlock import NETWORK_ABI, SCOPE_ABI
+from sandbox_setup.base.netwall import NAMESPACE_WALL, PORTS_ONLY
 
 # Readable (and executable): what programs need. /opt is not here: other software there
 # is not the agent's; Claude's own install is added wherever it is.
@@ -58,8 +59,10 @@ class Walls:
     def any(self) -> bool:
         return self.files or self.network or self.scope
 
-    def describe(self, inner_sandbox_on: bool) -> list[str]:
-        """The plan's and ``--dry-run``'s lines: which wall confines what here."""
+    def describe(self, inner_sandbox_on: bool, namespace: bool | None = None) -> list[str]:
+        """The plan's and ``--dry-run``'s lines: which wall confines what here.
+        ``namespace``: root may give the session a network namespace of its own here
+        (None: not known, e.g. not probed)."""
         if self.abi < 1:
             return ["Landlock: not available on this kernel: the agent is confined only by "
                     "its account (files by their modes, the host's network)"]  # fmt: skip
@@ -80,11 +83,20 @@ class Walls:
         else:
             lines.append("files: no Landlock file rules (turned off): the account's modes only")
         if self.network:
-            lines.append(
-                f"Landlock ABI {self.abi} network: TCP connect only to the session's egress "
-                "proxy (the allowlist) and the exposed loopback ports; no TCP bind. UDP and "
-                "DNS are not filtered"
+            ports = (
+                f"Landlock ABI {self.abi} network: TCP connect only to the ports of the "
+                "session's egress proxy (the allowlist) and of the exposed loopback ports; "
+                "no TCP bind"
             )
+            if namespace is None:
+                lines.append(
+                    f"network: {NAMESPACE_WALL}, where root can create a network namespace "
+                    f"(probed at each launch); otherwise {ports}: {PORTS_ONLY}"
+                )
+            elif namespace:
+                lines.append(f"network: {NAMESPACE_WALL}; {ports}")
+            else:
+                lines.append(f"{ports}; {PORTS_ONLY} (no network namespace of its own here)")
         else:
             lines.append(
                 f"network: the host's (Landlock ABI {self.abi} < {NETWORK_ABI} has no TCP "
@@ -100,7 +112,7 @@ class Walls:
         lines.append(
             "Landlock cannot: make .git/hooks read-only inside a writable workspace (the "
             "end-of-session scan covers it), hide a subpath of a readable tree or that a "
-            "path exists, filter UDP or DNS"
+            "path exists, filter UDP or DNS, tell one address from another"
         )
         return lines
 

@@ -37,6 +37,7 @@ from sandbox_setup.base import remedies
 from sandbox_setup.base.choices import Mode, Network
 from sandbox_setup.base.errors import InputError
 from sandbox_setup.base.landlock import NETWORK_ABI
+from sandbox_setup.base.netwall import NAMESPACE_WALL, PORTS_ONLY, UserNetworkWall
 from sandbox_setup.policy.addresses import (
     RULE_ORDER,
     UNEXEMPTABLE,
@@ -53,6 +54,7 @@ __all__ = [
     "Decision",
     "DomainPattern",
     "EgressPolicy",
+    "UserNetworkWall",
     "allowances_problem",
     "describe_network",
     "describe_user_allowances",
@@ -65,6 +67,9 @@ __all__ = [
     "parse_port",
     "proxy_port_problem",
     "refusal_reason",
+    "user_network_wall",
+    "user_proxy_port",
+    "user_wall_phrase",
 ]
 
 # Claude Code's own endpoints: the "Network access requirements" of Claude Code's
@@ -84,6 +89,17 @@ CLAUDE_ENDPOINTS: tuple[str, ...] = (
 # proxy's listener in the sandbox's network namespace), also written as Claude's inner sandbox's
 # httpProxyPort/socksProxyPort. So it cannot also be an exposed loopback port.
 SANDBOX_PROXY_PORT = 3128
+
+
+def user_proxy_port(exposed: Iterable[int]) -> int:
+    """Where a user-mode session's proxy listens inside its own network namespace: 3128
+    (sandbox mode's), or the first port above it that no exposed loopback port takes
+    (in user mode 3128 may be one: the namespace is the launcher's to lay out)."""
+    taken = set(exposed)
+    port = SANDBOX_PROXY_PORT
+    while port in taken:
+        port += 1
+    return port
 
 
 def inner_proxy_port(mode: str, network: str | None, inner_sandbox: str) -> int | None:
@@ -553,6 +569,27 @@ def describe_network(
 # says network = "host", as every one written before).
 # Unsafe mode: never (Claude runs as the operator; nothing filters its network).
 
+
+def user_network_wall(landlock_network: bool, namespace_possible: bool) -> UserNetworkWall:
+    """The wall from its two facts: Landlock's network wall is planned (ABI >= 4 and
+    ``[user] landlock`` on), and root may create a network namespace here. The
+    namespace goes with the session's proxy, which Landlock's network wall brings."""
+    if not landlock_network:
+        return UserNetworkWall.HOST
+    return UserNetworkWall.NAMESPACE if namespace_possible else UserNetworkWall.PORTS
+
+
+def user_wall_phrase(wall: UserNetworkWall) -> str:
+    """The words for ``wall`` wherever it is described (launch line, plan, checks)."""
+    if wall is UserNetworkWall.NAMESPACE:
+        return NAMESPACE_WALL
+    if wall is UserNetworkWall.PORTS:
+        return (
+            "Landlock's TCP ports only (root cannot create a network namespace here): " + PORTS_ONLY
+        )
+    return HOST_EXPOSURE
+
+
 USER_MODE_NETWORK = (
     'user mode has no network namespace of its own (network "host"); where Landlock '
     "ABI >= 4 confines it ([user] landlock, on by default) the agent connects only to the "
@@ -636,9 +673,11 @@ def describe_user_network(
     landlock_on: bool,
     allowed_domains: Sequence[str],
     loopback_ports: Sequence[int],
+    namespace: bool | None = None,
 ) -> list[str]:
     """The audit's lines for a user-mode agent's network: ``landlock_abi`` as probed
-    (None: not probed), ``landlock_on``: ``[user] landlock``."""
+    (None: not probed), ``landlock_on``: ``[user] landlock``, ``namespace``: root may
+    give the session a network namespace of its own here (None: not probed)."""
     if not landlock_on:
         wall: bool | None = False
         head = f"user mode: {HOST_EXPOSURE} (Landlock is off: [user] landlock = false)"
@@ -650,12 +689,21 @@ def describe_user_network(
         )
     elif landlock_abi >= NETWORK_ABI:
         wall = True
-        head = (
-            f"user mode: Landlock ABI {landlock_abi} network: TCP connect only to the "
+        ports = (
+            f"Landlock ABI {landlock_abi} network: TCP connect only to the ports of the "
             "session's egress proxy (Claude Code's endpoints "
             + ", ".join(CLAUDE_ENDPOINTS)
-            + ") and the allowed loopback ports; UDP and DNS are not filtered"
+            + ") and of the allowed loopback ports"
         )
+        if namespace is None:
+            head = (
+                f"user mode: {NAMESPACE_WALL} where root can create a network namespace "
+                f"(net.user_wall not probed); otherwise {ports}: {PORTS_ONLY}"
+            )
+        elif namespace:
+            head = f"user mode: {NAMESPACE_WALL}; {ports}"
+        else:
+            head = f"user mode: {ports}; {PORTS_ONLY} (root cannot create a network namespace here)"
     else:
         wall = False
         head = (

@@ -63,10 +63,12 @@ __all__ = [
     "TreeFacts",
     "WorkspaceLayout",
     "dangerous_git_config",
+    "git_metadata_kind_ok",
     "is_hook_that_runs",
     "judge_claude_settings",
     "judge_mcp_json",
     "looks_like_git_dir",
+    "may_be_module_git_dir",
     "parse_git_config",
     "plan_ro_binds",
     "remove_entries",
@@ -151,24 +153,57 @@ def is_hook_that_runs(name: str, mode: int) -> bool:
     return stat.S_ISREG(mode) and bool(mode & 0o111)
 
 
-def looks_like_git_dir(kinds: Mapping[str, str]) -> bool:
-    """Would git's discovery take a directory with these entries (name -> kind, as
-    ``lstat`` sees them) for a repository?
+# The names git's discovery looks at in a directory to take it for a repository
+# (is_git_directory()): the one set every part of the scan asks about.
+GITDIR_MARKERS = frozenset({"HEAD", "objects", "refs", "commondir"})
+# The directories git keeps in a git directory and reads as its own (judged
+# through the git directory, never walked as work-tree files).
+GIT_OWN_DIRS = frozenset(
+    {"objects", "refs", "logs", "hooks", "info", "worktrees", "modules", "lfs", "rr-cache"}
+)
+# Of those, where git opens and reads files (refs, reflogs, objects, attributes):
+# a FIFO there makes root's git wait for ever, a device gives it what it reads.
+GIT_READ_DIRS = ("refs", "logs", "objects", "info")
 
-    git's ``is_git_directory()``: a ``HEAD`` it can read (a file, or a symlink it
-    follows), and ``objects`` and ``refs`` that pass ``access(X_OK)``, which
-    follows symlinks and lets a file with an x bit through (root: any x bit); with a
-    ``commondir``, those two are looked for in the directory it names. So any
-    ``objects`` and ``refs`` count here, whatever their type, and any
-    ``commondir``: a directory taken for a repository by mistake costs a look at
-    its config, one missed costs root a command. A bare repository is found this
-    way too, from any directory below it, unless root's config says
-    ``safe.bareRepository = explicit``."""
-    if kinds.get("HEAD") not in ("file", "link"):
+
+def looks_like_git_dir(kinds: Mapping[str, str]) -> bool:
+    """Would git's discovery open a directory with these entries (name -> kind, as
+    ``lstat`` sees them, for the names of :data:`GITDIR_MARKERS`) as a repository?
+
+    git's ``is_git_directory()``: ``objects`` and ``refs`` that pass
+    ``access(X_OK)``, which follows symlinks and lets a file with an x bit through
+    (root: any x bit), then ``HEAD``, which it opens and reads whatever its type (a
+    symlink is read with readlink; a FIFO is opened, and root's git waits there for
+    ever; only a directory is never taken, its read fails); with a ``commondir``,
+    ``objects`` and ``refs`` are looked for in the directory it names. So any
+    ``HEAD`` but a directory, any ``objects`` and ``refs`` count here, whatever
+    their type, and any ``commondir``: a directory taken for a repository
+    by mistake costs a look at its config, one missed costs root a command (or a
+    hang). A bare repository is found this way too, from any directory below it,
+    unless root's config says ``safe.bareRepository = explicit``."""
+    if kinds.get("HEAD", "dir") == "dir":
         return False
     if "commondir" in kinds:
         return True
     return "objects" in kinds and "refs" in kinds
+
+
+def may_be_module_git_dir(kinds: Mapping[str, str]) -> bool:
+    """Under a git directory's ``modules/`` (where a submodule's name, a path, puts
+    its git directory several levels down): a directory git would open as one
+    (:func:`looks_like_git_dir`), or one holding the settings or hooks git would
+    take from it once a ``.git`` file names it."""
+    return looks_like_git_dir(kinds) or "config" in kinds or "hooks" in kinds
+
+
+def git_metadata_kind_ok(kind: str) -> bool:
+    """May an entry of this kind (:func:`sandbox_setup.base.fdwalk.kind_of`; for a
+    symlink, the kind of what it names, as git's ``open`` follows it) stand in a git
+    directory? git opens ``HEAD``, ``config``, ``index``, refs, ``packed-refs``,
+    ``commondir``, ``gitdir`` and objects expecting regular files: a FIFO, a socket
+    or a device there makes root's git wait for ever (or read what the device
+    gives). Directories and regular files are git's."""
+    return kind in ("dir", "file")
 
 
 @dataclass(frozen=True, slots=True)

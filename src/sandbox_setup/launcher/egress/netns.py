@@ -40,10 +40,11 @@ import json
 import os
 import select
 import socket
+import struct
 import subprocess
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from sandbox_setup.base.errors import RefusedError
@@ -62,10 +63,10 @@ CLONE_NEWUSER = 0x10000000
 NS_GET_USERNS = 0xB701  # ioctl on a namespace fd: the user namespace that owns it
 SIOCGSKNS = 0x894C  # ioctl on a socket: an fd of its network namespace
 HELPER_TIMEOUT = 5.0
-# As many as the proxy serves at once (server.MAX_CLIENTS): a burst of connects (npm opens
-# hundreds) waits in the queue. Past a full queue the kernel drops the handshake and
-# the client retries after a second (bench/connections.py: 124 drops in 3 bursts of 200
-# at 128, each burst 0.5 s -> 1.2 s).
+# A quarter of what the proxy serves at once (limits.MAX_CONNECTIONS): a burst of
+# connects (npm opens hundreds) waits in the queue. Past a full queue the kernel drops
+# the handshake and the client retries after a second (bench/connections.py: 124 drops
+# in 3 bursts of 200 at 128, each burst 0.5 s -> 1.2 s).
 BACKLOG = 512
 PROBE_SOCKETS = 2  # probe_proxy makes two connections (HTTP, then SOCKS5)
 # The most sockets one launch makes in the namespace and passes on in one SCM_RIGHTS
@@ -270,26 +271,49 @@ def open_in_sandbox(
     except OSError as exc:
         raise RefusedError(f"cannot open the sandbox's network namespace: {exc}") from None
     try:
-        own = os.stat("/proc/self/ns/net")
-        if _namespace_id(netns) == (own.st_dev, own.st_ino):
-            raise RefusedError("the sandbox shares the launcher's network namespace")
-        if os.geteuid() != 0:
-            answer, fds = _by_helper(netns, proxy_port, exposed, probes, timeout)
-        else:
-            answer, fds = _in_thread(netns, proxy_port, exposed, probes, timeout)
-            if agent is not None and _join_refused(answer) and agent_may_retry(agent[0]):
-                answer, fds = _by_helper(netns, proxy_port, exposed, probes, timeout, agent)
-        if isinstance(answer, dict) or not fds:
-            for fd in fds:
-                os.close(fd)
-            why = answer.get("error") if isinstance(answer, dict) else "no sockets"
-            raise RefusedError(
-                f"cannot listen inside the sandbox's network namespace: {why}; refusing to "
-                "launch (nothing falls back to the host's network)"
-            )
-        return _adopt(answer, fds, netns, agent)
+        return _open_in(netns, proxy_port, exposed, timeout, probes, agent)
     finally:
         os.close(netns)
+
+
+def open_in_namespace(
+    netns: int,
+    proxy_port: int,
+    exposed: Sequence[int] = (),
+    timeout: float = HELPER_TIMEOUT,
+    probes: int = PROBE_SOCKETS,
+) -> SandboxSockets:
+    """:func:`open_in_sandbox` for a network namespace the launcher (root) made itself
+    (:func:`new_namespace`, a user-mode session's): ``netns`` is its fd, kept open."""
+    return _open_in(netns, proxy_port, exposed, timeout, probes, None)
+
+
+def _open_in(
+    netns: int,
+    proxy_port: int,
+    exposed: Sequence[int],
+    timeout: float,
+    probes: int,
+    agent: tuple[int, int] | None,
+) -> SandboxSockets:
+    own = os.stat("/proc/self/ns/net")
+    if _namespace_id(netns) == (own.st_dev, own.st_ino):
+        raise RefusedError("the sandbox shares the launcher's network namespace")
+    if os.geteuid() != 0:
+        answer, fds = _by_helper(netns, proxy_port, exposed, probes, timeout)
+    else:
+        answer, fds = _in_thread(netns, proxy_port, exposed, probes, timeout)
+        if agent is not None and _join_refused(answer) and agent_may_retry(agent[0]):
+            answer, fds = _by_helper(netns, proxy_port, exposed, probes, timeout, agent)
+    if isinstance(answer, dict) or not fds:
+        for fd in fds:
+            os.close(fd)
+        why = answer.get("error") if isinstance(answer, dict) else "no sockets"
+        raise RefusedError(
+            f"cannot listen inside the sandbox's network namespace: {why}; refusing to "
+            "launch (nothing falls back to the host's network)"
+        )
+    return _adopt(answer, fds, netns, agent)
 
 
 def _join_refused(answer: object) -> bool:
@@ -433,3 +457,110 @@ def _held_pid(process: subprocess.Popen[bytes], status_r: int, deadline: float) 
         if time.monotonic() > deadline:
             raise RefusedError("the sandbox did not drop its capabilities in time")
         time.sleep(0.0005)
+
+
+# --- a network namespace of the launcher's own (user mode) ---------------------------
+
+SIOCGIFFLAGS = 0x8913
+SIOCSIFFLAGS = 0x8914
+IFF_UP = 0x1
+IFREQ = "16sH22x"  # struct ifreq: the name, then ifr_flags (a union of 24 bytes)
+
+
+@dataclass(frozen=True, slots=True)
+class NamespaceVerdict:
+    """Whether the launcher may give a user-mode session a network namespace of its own
+    here (``possible``), and why not (for people; decisions use ``possible``)."""
+
+    possible: bool
+    why: str = ""
+
+
+def _unshare_net() -> None:
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.unshare(CLONE_NEWNET) != 0:
+        code = ctypes.get_errno()
+        raise OSError(code, f"unshare(CLONE_NEWNET): {os.strerror(code)}")
+
+
+def _loopback_up() -> None:
+    """Bring ``lo`` up in the calling thread's network namespace (as bwrap does in the
+    sandbox's): 127.0.0.1, and ::1 where the namespace has IPv6."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        got = fcntl.ioctl(sock.fileno(), SIOCGIFFLAGS, struct.pack(IFREQ, b"lo", 0))
+        flags = struct.unpack(IFREQ, got)[1]
+        fcntl.ioctl(sock.fileno(), SIOCSIFFLAGS, struct.pack(IFREQ, b"lo", flags | IFF_UP))
+
+
+def _in_new_thread(work: Callable[[], int | None], timeout: float) -> int | None:
+    """``work`` in a thread of its own (a network namespace is per thread: the
+    launcher's other threads stay where they are); its result, or its exception."""
+    result: list[int | BaseException | None] = []
+
+    def run() -> None:
+        try:
+            result.append(work())
+        except BaseException as exc:
+            result.append(exc)
+
+    thread = threading.Thread(target=run, name="session-netns", daemon=True)
+    thread.start()
+    thread.join(timeout)
+    if not result:
+        raise OSError(errno.ETIMEDOUT, "making a network namespace timed out")
+    if isinstance(result[0], BaseException):
+        raise result[0]
+    return result[0]
+
+
+def namespace_possible(timeout: float = HELPER_TIMEOUT) -> NamespaceVerdict:
+    """Can the launcher make a network namespace here? Tried live (a thread unshares
+    one and ends, the namespace with it): root holding CAP_SYS_ADMIN can; a launcher
+    that is not root, or root without that capability (Docker's defaults), cannot."""
+    if os.geteuid() != 0:
+        return NamespaceVerdict(False, "the launcher is not root (the agent is your own uid)")
+
+    def attempt() -> None:
+        _unshare_net()
+        _loopback_up()
+
+    try:
+        _in_new_thread(attempt, timeout)
+    except OSError as exc:
+        return NamespaceVerdict(
+            False,
+            f"root cannot create a network namespace here ({exc.strerror or exc}; e.g. a "
+            "container without CAP_SYS_ADMIN)",
+        )
+    return NamespaceVerdict(True)
+
+
+def new_namespace(timeout: float = HELPER_TIMEOUT) -> int:
+    """As root: a new network namespace with loopback up (nothing else: no route out);
+    an fd of it (O_CLOEXEC), which keeps it alive until closed. The session joins it
+    (:func:`join_namespace`) before anything of the agent runs. RefusedError when it
+    cannot be made: nothing falls back to the host's network."""
+
+    def make() -> int:
+        _unshare_net()
+        _loopback_up()
+        return os.open("/proc/thread-self/ns/net", os.O_RDONLY | os.O_CLOEXEC)
+
+    try:
+        fd = _in_new_thread(make, timeout)
+    except OSError as exc:
+        raise RefusedError(
+            f"cannot make the session's network namespace: {exc.strerror or exc}; refusing "
+            "to launch (nothing falls back to the host's network)"
+        ) from None
+    assert fd is not None
+    own = os.stat("/proc/self/ns/net")
+    if _namespace_id(fd) == (own.st_dev, own.st_ino):
+        os.close(fd)
+        raise RefusedError("the session's network namespace is the launcher's")
+    return fd
+
+
+def join_namespace(netns: int) -> None:
+    """In the session's first process, before it execs: enter ``netns``."""
+    _setns(netns, CLONE_NEWNET, "the session's network namespace")

@@ -49,7 +49,7 @@ from sandbox_setup.base.choices import Mode, Network
 from sandbox_setup.base.errors import InputError, RefusedError
 from sandbox_setup.base.launcher_config import LauncherConfig
 from sandbox_setup.base.paths import APP
-from sandbox_setup.launcher.egress.netns import open_in_sandbox
+from sandbox_setup.launcher.egress.netns import SandboxSockets, open_in_namespace, open_in_sandbox
 from sandbox_setup.launcher.egress.proxy import ProxyProcess, fork_proxy, probe_proxy
 from sandbox_setup.policy.network import (
     CLAUDE_ENDPOINTS,
@@ -195,6 +195,7 @@ class EgressSession:
         self.uid, self.gid = uid, gid
         self.log_fd = log_fd
         self.proxy: ProxyProcess | None = None
+        self.proxy_port = SANDBOX_PROXY_PORT  # where it listens inside the namespace
 
     @classmethod
     def start(
@@ -206,19 +207,27 @@ class EgressSession:
         *,
         resolver: Resolver | None = None,
         after_drop: Callable[[], None] | None = None,
+        mode: str | None = None,
+        proxy_port: int = SANDBOX_PROXY_PORT,
     ) -> EgressSession:
         """Before bwrap starts: the policy (a bad pattern refuses the launch), the log,
         and the proxy forked as ``uid:gid``, which waits for its listeners (its start-up
         overlaps the sandbox's; :meth:`ready` hands them over). ``resolver`` and
         ``after_drop``: see :func:`~sandbox_setup.launcher.egress.proxy.fork_proxy`."""
         policy = build_policy(config)
-        ports = exposed_ports(config)
+        ports = (
+            exposed_ports(config)
+            if proxy_port == SANDBOX_PROXY_PORT
+            else tuple(dict.fromkeys(config.loopback_ports))
+        )
         log_fd = open_egress_log(log_dir)
         try:
+            extra = {"mode": mode} if mode is not None else {}
             _log(log_fd, event="session start", launcher=os.getpid(), uid=uid,
                  allowed=[str(p) for p in (*policy.allowed, *policy.allowed_addresses)],
-                 loopback_ports=list(ports))  # fmt: skip
+                 loopback_ports=list(ports), **extra)  # fmt: skip
             session = cls(policy, ports, uid, gid, log_fd)
+            session.proxy_port = proxy_port
             session.proxy = fork_proxy(None, policy, log_fd, uid, gid, later=True,
                                        resolver=resolver, after_drop=after_drop)  # fmt: skip
         except BaseException:
@@ -229,10 +238,18 @@ class EgressSession:
     def ready(self, sandbox_pid: int) -> None:
         """Listen in the sandbox's namespace, fork the proxy on it as the agent, and
         probe it from inside; :class:`RefusedError` when any of it fails."""
-        assert self.proxy is not None
         sockets = open_in_sandbox(
-            sandbox_pid, SANDBOX_PROXY_PORT, self.ports, agent=(self.uid, self.gid)
+            sandbox_pid, self.proxy_port, self.ports, agent=(self.uid, self.gid)
         )
+        self._serve(sockets)
+
+    def ready_in(self, netns: int) -> None:
+        """:meth:`ready` for a user-mode session's network namespace, made by the
+        launcher (``netns``: its fd; :func:`~sandbox_setup.launcher.egress.netns.new_namespace`)."""
+        self._serve(open_in_namespace(netns, self.proxy_port, self.ports))
+
+    def _serve(self, sockets: SandboxSockets) -> None:
+        assert self.proxy is not None
         probes = list(sockets.probes)
         try:
             self.proxy.hand_over(sockets.proxy, sockets.forwards)
@@ -241,7 +258,7 @@ class EgressSession:
             def inside() -> socket.socket:
                 sock = probes.pop()
                 sock.settimeout(PROBE_TIMEOUT)
-                sock.connect(("127.0.0.1", SANDBOX_PROXY_PORT))
+                sock.connect(("127.0.0.1", self.proxy_port))
                 return sock
 
             probe_proxy(inside)

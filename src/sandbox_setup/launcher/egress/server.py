@@ -1,117 +1,73 @@
 """The egress proxy's server: HTTP CONNECT, plain HTTP forwarding and SOCKS5 on one socket.
 
 Imported only in the proxy process; :func:`sandbox_setup.launcher.egress.proxy.serve` is the entry
-point. Threads on blocking sockets, not asyncio: the launcher waits for the proxy to
-accept (and probes it) before it releases Claude, and importing asyncio alone cost the
-proxy 50-150 ms of that wait. A client connection gets a thread of its own (at most
-:data:`MAX_CLIENTS`); every read of a request head runs against one deadline
-(:data:`HEAD_TIMEOUT`, so a client that trickles bytes cannot hold a thread forever);
-the copy loops run in the kernel (``splice(2)``), one thread per direction.
+point. One thread runs one ``selectors`` loop (epoll) over every connection; the bytes
+of a tunnel are moved by ``splice(2)`` through a pipe, in the kernel, never through
+Python. Not asyncio: the launcher waits for the proxy to accept (and probes it) before
+it releases Claude, and importing asyncio alone cost 50-150 ms of that wait on a loaded
+machine; asyncio's streams would also copy every byte through Python. The only other
+threads are a fixed pool of resolvers (``getaddrinfo`` blocks and cannot be
+interrupted); they never touch a connection, and their answers come back to the loop
+through a wake-up pipe.
 
-One listener serves all three protocols: the first byte tells them
-apart (``0x05`` is a SOCKS5 greeting, anything else an HTTP request line). That is
-what lets Claude Code's inner sandbox use one port for both of its settings
-(``sandbox.network.httpProxyPort`` = ``socksProxyPort``), as sandbox-runtime's own
-mux does.
+What the proxy holds is bounded (:mod:`sandbox_setup.launcher.egress.limits`, where each
+limit and its reason is stated): connections at once, descriptors per connection (the
+soft ``RLIMIT_NOFILE`` raised to what they need, within the hard limit), the bytes of a
+head, and time: to send a head, to resolve, to connect, and without a byte in a tunnel.
+
+One listener serves all three protocols: the first byte tells them apart (``0x05`` is a
+SOCKS5 greeting, anything else an HTTP request line). That is what lets Claude Code's
+inner sandbox use one port for both of its settings (``sandbox.network.httpProxyPort``
+= ``socksProxyPort``), as sandbox-runtime's own mux does.
 
 Per connection: read the destination, ask :meth:`EgressPolicy.precheck` (a name off
-the allowlist is refused before any lookup), resolve the name here, ask
+the allowlist is refused before any lookup), resolve the name, ask
 :meth:`EgressPolicy.decide` with every address, log the decision as one JSON line,
 then connect to the checked addresses in order: the address dialled is one that was
 checked, never a second lookup's answer.
 
-The exposed loopback ports (``--allow-loopback-port``) have listeners of their own in
-the same process; :func:`forward` passes each connection to ``127.0.0.1:PORT``.
+The exposed loopback ports (``--allow-loopback-port``) have listeners of their own,
+served by the same loop: each connection is passed to ``127.0.0.1:PORT``.
 """
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import errno
 import fcntl
 import json
 import os
+import queue
+import resource
+import selectors
 import socket
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 
 from sandbox_setup.launcher.egress import wire
+from sandbox_setup.launcher.egress.limits import (
+    HEAD_READ,
+    PIPE_SIZE,
+    PIPE_SPARE,
+    RESOLVE_WORKERS,
+    RESOLVE_WORKERS_MAX,
+    ProxyLimits,
+)
 from sandbox_setup.policy.addresses import parse_address
 from sandbox_setup.policy.network import Decision, EgressPolicy, normalize_host
 
-BUFFER = 256 * 1024  # per direction, for the copy loop where splice cannot run
-HEAD_TIMEOUT = 30.0  # to send a request head or a SOCKS request, in all
-RESOLVE_TIMEOUT = 10.0
-CONNECT_TIMEOUT = 15.0
-MAX_CLIENTS = 512
-PIPE_SIZE = 1024 * 1024  # splice's pipe (the default pipe-max-size): 1 MiB per direction
-SPLICE = hasattr(os, "splice")
-THREAD_STACK = 512 * 1024  # a client's thread parses one head, resolves, then splices
+THREAD_STACK = 256 * 1024  # a resolver thread runs getaddrinfo, nothing else
 HOST_ADDRESS_REFRESH = 30.0  # seconds between re-reads of this host's interface addresses
+TICK = 1.0  # seconds between sweeps for deadlines
+ACCEPT_BATCH = 64  # connections accepted per turn of the loop, per listener
+SPLICE_TURNS = 4  # pipe-fulls moved per readiness event before other connections get a turn
+SPLICE_FLAGS = os.SPLICE_F_NONBLOCK | os.SPLICE_F_MOVE
 # accept() errors that mean "not now" (no fd, no memory), not "the socket is broken".
 ACCEPT_RETRY = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
 ACCEPT_SKIP = frozenset({errno.ECONNABORTED, errno.EINTR, errno.EPROTO})
-
-
-@dataclass(slots=True)
-class Outcome:
-    """What opening one destination gave: a connected socket, or why not."""
-
-    decision: Decision
-    upstream: socket.socket | None = None
-    error: OSError | None = None
-
-
-class _Reader:
-    """Reads a blocking socket against one deadline, keeping what was read past a head."""
-
-    def __init__(self, sock: socket.socket, deadline: float) -> None:
-        self.sock = sock
-        self.deadline = deadline
-        self.buffer = bytearray()
-
-    def arm(self) -> None:
-        """Give the socket's next operation what is left of the deadline."""
-        remaining = self.deadline - time.monotonic()
-        if remaining <= 0:
-            raise TimeoutError("the client took too long")
-        self.sock.settimeout(remaining)
-
-    def more(self) -> None:
-        self.arm()
-        chunk = self.sock.recv(BUFFER)
-        if not chunk:
-            raise wire.WireError("the client closed the connection")
-        self.buffer += chunk
-
-    def send(self, data: bytes) -> None:
-        self.arm()
-        self.sock.sendall(data)
-
-    def until(self, separator: bytes, limit: int) -> bytes:
-        while (end := self.buffer.find(separator)) == -1:
-            if len(self.buffer) > limit:
-                raise wire.WireError("request head too large", status=431)
-            self.more()
-        if end > limit:
-            raise wire.WireError("request head too large", status=431)
-        head = bytes(self.buffer[:end])
-        del self.buffer[: end + len(separator)]
-        return head
-
-    def exactly(self, size: int) -> bytes:
-        while len(self.buffer) < size:
-            self.more()
-        data = bytes(self.buffer[:size])
-        del self.buffer[:size]
-        return data
-
-    def rest(self) -> bytes:
-        data, self.buffer = bytes(self.buffer), bytearray()
-        return data
-
+READ, WRITE = selectors.EVENT_READ, selectors.EVENT_WRITE
 
 Resolver = Callable[[str, int], Iterable[str]]
 """``(name, port) -> addresses``: how the proxy resolves a normalized name. A name
@@ -120,24 +76,13 @@ still goes through every address rule."""
 
 
 def resolve_by_dns(name: str, port: int) -> list[str]:
-    """The proxy's resolver: ``getaddrinfo``, abandoned after :data:`RESOLVE_TIMEOUT`."""
-    found: list[str] = []
-    done = threading.Event()
-
-    def lookup() -> None:
-        try:
-            infos = socket.getaddrinfo(name, port, type=socket.SOCK_STREAM)
-            found.extend(str(info[4][0]) for info in infos)
-        except (OSError, UnicodeError):
-            pass
-        finally:
-            done.set()
-
-    # getaddrinfo cannot be interrupted: a stuck lookup is abandoned to its thread.
-    threading.Thread(target=lookup, name="egress-resolve", daemon=True).start()
-    if not done.wait(RESOLVE_TIMEOUT):
+    """The proxy's resolver: ``getaddrinfo`` (run by a resolver thread; the loop gives up
+    on it after :data:`~sandbox_setup.launcher.egress.limits.RESOLVE_TIMEOUT`)."""
+    try:
+        infos = socket.getaddrinfo(name, port, type=socket.SOCK_STREAM)
+    except (OSError, UnicodeError):
         return []
-    return found
+    return [str(info[4][0]) for info in infos]
 
 
 class EgressProxy:
@@ -154,10 +99,7 @@ class EgressProxy:
         self.policy = policy.with_host_addresses(host_addresses)
         self.log_fd = log_fd
         self.resolver = resolver or resolve_by_dns
-        self.clients = 0
         self._lock = threading.Lock()
-
-    # --- bookkeeping ----------------------------------------------------------------
 
     def log(self, **fields: object) -> None:
         if self.log_fd is None:
@@ -168,31 +110,27 @@ class EgressProxy:
             while data:
                 data = data[os.write(self.log_fd, data) :]
 
-    def enter(self) -> bool:
-        """Count a client in; False (and not counted) when there are too many."""
-        with self._lock:
-            if self.clients >= MAX_CLIENTS:
-                return False
-            self.clients += 1
-            return True
-
-    def leave(self) -> None:
-        with self._lock:
-            self.clients -= 1
-
-    # --- decisions ------------------------------------------------------------------
-
     def resolve(self, host: str, port: int) -> list[str]:
         """Every address of ``host``, in the resolver's order, without duplicates."""
         return list(dict.fromkeys(self.resolver(normalize_host(host), port)))
 
-    def open(self, host: str, port: int, protocol: str) -> Outcome:
-        """Decide, log, and (when allowed) connect to ``host:port``."""
+    def needs_lookup(self, host: str, port: int) -> bool:
+        """Must ``host`` be resolved before :meth:`decide`? Not a literal address, nor a
+        name :meth:`EgressPolicy.precheck` refuses (never looked up)."""
+        if self.policy.precheck(host, port) is not None:
+            return False
+        return parse_address(normalize_host(host)) is None
+
+    def decide(
+        self, host: str, port: int, protocol: str, resolved: Sequence[str] = ()
+    ) -> tuple[Decision, list[str]]:
+        """Decide on ``host:port`` (with the addresses it ``resolved`` to), and log it;
+        the decision and the addresses to dial, in order."""
         addresses: list[str] = []
         decision = self.policy.precheck(host, port)
         if decision is None:
             literal = parse_address(normalize_host(host))
-            addresses = [literal.compressed] if literal else self.resolve(host, port)
+            addresses = [literal.compressed] if literal else list(resolved)
             decision = self.policy.decide(host, port, addresses)
         self.log(
             event="decision",
@@ -204,321 +142,673 @@ class EgressProxy:
             rule=decision.rule,
             message=decision.message,
         )
-        if not decision.allowed:
-            return Outcome(decision)
-        error: OSError | None = None
-        for address in addresses:
-            try:
-                return Outcome(decision, connect(address, port))
-            except OSError as exc:
-                error = exc
-        self.log(event="connect failed", protocol=protocol, host=host, port=port,
-                 addresses=addresses, error=str(error))  # fmt: skip
-        return Outcome(decision, error=error)
-
-    # --- protocols ------------------------------------------------------------------
-
-    def handle(self, client: socket.socket) -> None:
-        """One client connection, start to end (its own thread)."""
-        try:
-            if not self.enter():
-                with contextlib.suppress(OSError):
-                    client.settimeout(1.0)
-                    client.sendall(wire.proxy_response(503, "too many connections", "busy"))
-                return
-            try:
-                reader = _Reader(client, time.monotonic() + HEAD_TIMEOUT)
-                reader.more()
-                if reader.buffer[0] == wire.SOCKS_VERSION:
-                    self._socks(client, reader)
-                else:
-                    self._http(client, reader)
-            finally:
-                self.leave()
-        except (OSError, wire.WireError):  # TimeoutError is an OSError
-            pass  # the client went away or stalled; nothing was connected for it
-        finally:
-            client.close()
-
-    def _http(self, client: socket.socket, reader: _Reader) -> None:
-        try:
-            head = wire.parse_request_head(reader.until(b"\r\n\r\n", wire.MAX_HEAD))
-            if head.method == "CONNECT":
-                host, port = wire.split_authority(head.target)
-                protocol = "connect"
-            else:
-                target = wire.parse_absolute_uri(head.target)
-                host, port = target.host, target.port
-                protocol = "http"
-        except wire.WireError as exc:
-            if exc.status >= 400:  # a client that hung up mid-head gets no answer
-                message = f"sandbox-launch egress proxy: {exc}"
-                reader.send(wire.proxy_response(exc.status, message, "bad"))
-            return
-        outcome = self.open(host, port, protocol)
-        if outcome.upstream is None:
-            if not outcome.decision.allowed:
-                reader.send(wire.refusal_response(outcome.decision))
-            else:
-                status = 504 if isinstance(outcome.error, TimeoutError) else 502
-                message = (
-                    f"sandbox-launch egress proxy: cannot reach {host}:{port}: "
-                    f"{outcome.error.strerror if outcome.error else 'no address'}"
-                )
-                reader.send(wire.proxy_response(status, message, "unreachable"))
-            return
-        if protocol == "connect":
-            try:
-                reader.send(wire.CONNECT_ESTABLISHED)
-            except OSError:
-                outcome.upstream.close()
-                raise
-            relay(client, outcome.upstream, reader.rest(), until_response_ends=False)
-        else:
-            first = wire.forwarded_head(head, target) + reader.rest()
-            relay(client, outcome.upstream, first, until_response_ends=True)
-
-    def _socks(self, client: socket.socket, reader: _Reader) -> None:
-        greeting = reader.exactly(2)
-        greeting += reader.exactly(greeting[1])
-        method = wire.socks_choose_method(greeting)
-        reader.send(bytes((wire.SOCKS_VERSION, method)))
-        if method == wire.SOCKS_NO_ACCEPTABLE:
-            return
-        try:
-            request = reader.exactly(4)
-            need = wire.socks_address_length(request)
-            if request[3] == wire.ATYP_DOMAIN:
-                request += reader.exactly(1)
-                need = wire.socks_address_length(request)
-            request += reader.exactly(need)
-            command, host, port = wire.parse_socks_request(request)
-        except wire.WireError as exc:
-            code = exc.status if exc.status < 256 else wire.SOCKS_FAILURE
-            reader.send(wire.socks_reply(code))
-            return
-        if command != wire.SOCKS_CONNECT:
-            reader.send(wire.socks_reply(wire.SOCKS_CMD_UNSUPPORTED))
-            return
-        outcome = self.open(host, port, "socks5")
-        if outcome.upstream is None:
-            reader.send(wire.socks_reply(_socks_code(outcome)))
-            return
-        try:
-            reader.send(wire.socks_reply(wire.SOCKS_OK))
-        except OSError:
-            outcome.upstream.close()
-            raise
-        relay(client, outcome.upstream, reader.rest(), until_response_ends=False)
+        return decision, addresses if decision.allowed else []
 
 
-def connect(address: str, port: int) -> socket.socket:
-    """A TCP connection to a checked address (never a name: nothing is looked up here)."""
-    ip = parse_address(address)
-    assert ip is not None  # decide() accepted it, so it parses
-    family = socket.AF_INET6 if ip.version == 6 else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    try:
-        sock.settimeout(CONNECT_TIMEOUT)
-        sock.connect((ip.compressed, port))
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    except BaseException:
-        sock.close()
-        raise
-    return sock
-
-
-def _socks_code(outcome: Outcome) -> int:
-    if not outcome.decision.allowed:
-        if outcome.decision.rule == "unresolved":
+def _socks_code(decision: Decision, error: int | None) -> int:
+    if not decision.allowed:
+        if decision.rule == "unresolved":
             return wire.SOCKS_HOST_UNREACHABLE
         return wire.SOCKS_NOT_ALLOWED
-    code = outcome.error.errno if outcome.error else None
     return {
         errno.ECONNREFUSED: wire.SOCKS_REFUSED,
         errno.ENETUNREACH: wire.SOCKS_NET_UNREACHABLE,
         errno.EHOSTUNREACH: wire.SOCKS_HOST_UNREACHABLE,
         errno.ETIMEDOUT: wire.SOCKS_HOST_UNREACHABLE,
-    }.get(code or 0, wire.SOCKS_FAILURE)
+    }.get(error or 0, wire.SOCKS_FAILURE)
 
 
-# --- copying ----------------------------------------------------------------------------
+# --- pipes --------------------------------------------------------------------------------
 
 
-def _copy_pump(src: socket.socket, dst: socket.socket) -> None:
-    """Copy ``src`` to ``dst`` until EOF, through a buffer: where splice cannot run."""
-    buffer = bytearray(BUFFER)
-    view = memoryview(buffer)
-    while count := src.recv_into(buffer):
-        dst.sendall(view[:count])
+class Pipes:
+    """The splice pipes: taken for a move, given back once empty; a few spares kept."""
 
+    def __init__(self) -> None:
+        self.spare: list[tuple[int, int]] = []
 
-def _splice_pump(src: socket.socket, dst: socket.socket) -> None:
-    """Copy ``src`` to ``dst`` in the kernel (splice through a pipe) until EOF.
-
-    No byte crosses into Python, which is what keeps a download through the proxy
-    near direct speed.
-    """
-    read_end, write_end = os.pipe()
-    try:
-        with contextlib.suppress(OSError):
+    def take(self) -> tuple[int, int]:
+        if self.spare:
+            return self.spare.pop()
+        read_end, write_end = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+        with contextlib.suppress(OSError):  # over the account's pipe pages: the default size
             fcntl.fcntl(write_end, fcntl.F_SETPIPE_SZ, PIPE_SIZE)
-        # No SPLICE_F_MORE: it becomes MSG_MORE on the socket, which holds data back
-        # (measured: a tenth of the throughput into the unix socket).
-        src_fd, dst_fd = src.fileno(), dst.fileno()
-        while count := os.splice(src_fd, write_end, PIPE_SIZE):
-            while count:
-                count -= os.splice(read_end, dst_fd, count)
-    finally:
-        os.close(read_end)
-        os.close(write_end)
+        return read_end, write_end
+
+    def give(self, pipe: tuple[int, int]) -> None:
+        """Take back an empty pipe."""
+        if len(self.spare) < PIPE_SPARE:
+            self.spare.append(pipe)
+        else:
+            self.close(pipe)
+
+    @staticmethod
+    def close(pipe: tuple[int, int]) -> None:
+        for fd in pipe:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+    def trim(self) -> None:
+        while self.spare:
+            self.close(self.spare.pop())
 
 
-def _shutdown(*socks: socket.socket) -> None:
-    for sock in socks:  # wakes a pump still blocked on either
-        with contextlib.suppress(OSError):
-            sock.shutdown(socket.SHUT_RDWR)
+# --- connections --------------------------------------------------------------------------
+
+HEAD, RESOLVING, CONNECTING, RELAY, CLOSING, GONE = range(6)
 
 
-def _direction(pump: Callable[[socket.socket, socket.socket], None],
-               src: socket.socket, dst: socket.socket) -> None:  # fmt: skip
-    """One direction: at EOF half-close ``dst`` (TLS needs both halves); an error ends both."""
-    try:
-        pump(src, dst)
-    except OSError:
-        _shutdown(src, dst)
-        return
-    with contextlib.suppress(OSError):
-        dst.shutdown(socket.SHUT_WR)
+class Direction:
+    """One direction of a tunnel: ``src`` spliced into ``dst``; ``first`` is sent before."""
+
+    __slots__ = ("dst", "eof", "first", "pending", "pipe", "shut", "src")
+
+    def __init__(self, src: socket.socket, dst: socket.socket, first: bytes) -> None:
+        self.src, self.dst = src, dst
+        self.first = first
+        self.pipe: tuple[int, int] | None = None
+        self.pending = 0  # bytes in the pipe, not yet in dst
+        self.eof = False  # src has ended
+        self.shut = False  # dst has been told (SHUT_WR)
+
+    @property
+    def waiting(self) -> bool:
+        """Bytes wait for ``dst`` to take them."""
+        return bool(self.first) or self.pending > 0
 
 
-def relay(
-    client: socket.socket, upstream: socket.socket, to_upstream: bytes, *, until_response_ends: bool
-) -> None:
-    """Copy both ways until both ends closed (or, for one forwarded request, until the answer
-    ended); an error on either side ends both. Closes ``upstream``."""
-    try:
-        client.settimeout(None)
-        upstream.settimeout(None)
-        if to_upstream:
-            upstream.sendall(to_upstream)
-        pump = _splice_pump if SPLICE else _copy_pump
-        up = threading.Thread(
-            target=_direction, args=(pump, client, upstream), name="egress-up", daemon=True
-        )
-        up.start()
+class Connection:
+    """One client connection, through its states: HEAD, RESOLVING, CONNECTING, RELAY."""
+
+    __slots__ = (
+        "active",
+        "addresses",
+        "buffer",
+        "client",
+        "deadline",
+        "decision",
+        "down",
+        "error",
+        "forward",
+        "host",
+        "masks",
+        "out",
+        "port",
+        "protocol",
+        "socks",
+        "state",
+        "to_client",
+        "to_upstream",
+        "until_response_ends",
+        "up",
+        "upstream",
+    )  # fmt: skip
+
+    def __init__(self, client: socket.socket, deadline: float, forward: int = 0) -> None:
+        self.client = client
+        self.state = HEAD
+        self.buffer = bytearray()
+        self.deadline = deadline  # of the current state (HEAD, RESOLVING, CONNECTING)
+        self.active = 0.0  # last byte relayed (RELAY)
+        self.socks = 0  # 1 once a SOCKS5 greeting is answered (its request to read)
+        self.protocol = ""
+        self.host = ""
+        self.port = 0
+        self.addresses: list[str] = []
+        self.decision: Decision | None = None
+        self.upstream: socket.socket | None = None
+        self.error: int | None = None
+        self.to_client = b""
+        self.to_upstream = b""
+        self.up: Direction | None = None
+        self.down: Direction | None = None
+        self.until_response_ends = False
+        self.forward = forward  # the loopback port, for an exposed port's connection
+        self.masks: dict[int, int] = {}  # fd -> events registered
+        self.out = b""  # the proxy's own answer, still to be sent (CLOSING)
+
+
+class Server:
+    """The loop: every listener and connection of one proxy process."""
+
+    def __init__(
+        self,
+        proxy: EgressProxy,
+        listeners: Sequence[socket.socket],
+        forwards: Sequence[tuple[socket.socket, int]] = (),
+        limits: ProxyLimits | None = None,
+        read_host_addresses: Callable[[], Iterable[str]] | None = None,
+    ) -> None:
+        self.proxy = proxy
+        self.limits = limits or ProxyLimits()
+        self.max_connections = self.limits.connections
+        self.read_host_addresses = read_host_addresses
+        self.selector = selectors.DefaultSelector()
+        self.connections: set[Connection] = set()
+        self.pipes = Pipes()
+        self.listeners: list[tuple[socket.socket, int]] = [*((s, 0) for s in listeners), *forwards]
+        self.paused: list[tuple[socket.socket, int]] = []
+        self.jobs: queue.SimpleQueue[Connection | None] = queue.SimpleQueue()
+        self.answers: collections.deque[tuple[Connection, list[str]]] = collections.deque()
+        self.resolvers = 0  # resolver threads started
+        self.lookups = 0  # lookups handed to them and not answered yet (stuck ones too)
+        self.wake_r, self.wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+        self.next_refresh = time.monotonic() + HOST_ADDRESS_REFRESH
+        self.now = time.monotonic()
+
+    # --- set-up -----------------------------------------------------------------------
+
+    def raise_descriptor_limit(self) -> None:
+        """Raise the soft RLIMIT_NOFILE to what the limits need (within the hard limit);
+        under a lower hard limit, serve as many connections as fit."""
+        listeners = len(self.listeners)
+        need = self.limits.descriptors(listeners)
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        target = need if hard == resource.RLIM_INFINITY else min(need, hard)
+        if target > soft:
+            with contextlib.suppress(OSError, ValueError):
+                resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+                soft = target
+        self.max_connections = self.limits.connections_within(soft, listeners)
+        if self.max_connections < self.limits.connections:
+            self.proxy.log(event="limits", connections=self.max_connections,
+                           wanted=self.limits.connections, nofile=soft)  # fmt: skip
+
+    def start(self) -> None:
+        self.raise_descriptor_limit()
+        for listener, port in self.listeners:
+            listener.setblocking(False)
+            self.selector.register(listener, READ, ("listen", port))
+        self.selector.register(self.wake_r, READ, ("wake", 0))
+        for _ in range(RESOLVE_WORKERS):
+            self._start_resolver()
+
+    def _start_resolver(self) -> None:
+        stack = threading.stack_size(THREAD_STACK)
         try:
-            _direction(pump, upstream, client)
-            if until_response_ends:
-                _shutdown(client, upstream)
+            threading.Thread(target=self._resolver, name=f"egress-resolve-{self.resolvers}",
+                             daemon=True).start()  # fmt: skip
+            self.resolvers += 1
+        except RuntimeError:  # no thread to be had (the session's task limit): the others
+            pass
         finally:
-            # The other direction must be done with both fds before they are closed
-            # (a closed fd number is soon another connection's).
-            up.join()
-    except OSError:
-        pass
-    finally:
-        _shutdown(client, upstream)
-        upstream.close()
+            threading.stack_size(stack)
 
+    def _resolver(self) -> None:
+        """A resolver thread: look names up, hand the answers to the loop (every job
+        gets one, also those the loop gave up on, so that it counts the busy threads)."""
+        while (conn := self.jobs.get()) is not None:
+            found: list[str] = []
+            if conn.state == RESOLVING:  # else the loop gave up on it already
+                try:
+                    found = self.proxy.resolve(conn.host, conn.port)
+                except Exception:  # a resolver (a seam) that fails: the name does not resolve
+                    found = []
+            self.answers.append((conn, found))
+            with contextlib.suppress(BlockingIOError):
+                os.write(self.wake_w, b"!")
 
-# --- serving ----------------------------------------------------------------------------
+    # --- the loop ---------------------------------------------------------------------
 
+    def serve_forever(self, ready: Callable[[], None] | None = None) -> None:
+        self.start()
+        if ready is not None:
+            ready()
+        next_tick = time.monotonic() + TICK
+        select = self.selector.select
+        while True:
+            events = select(max(0.0, next_tick - time.monotonic()))
+            self.now = time.monotonic()
+            for key, mask in events:
+                kind, value = key.data
+                if kind == "listen":
+                    self._accept(key.fileobj, value)  # type: ignore[arg-type]
+                elif kind == "wake":
+                    self._answers()
+                else:
+                    self._event(value, key.fd, mask)
+            if self.now >= next_tick:
+                self._sweep()
+                next_tick = self.now + TICK
 
-def forward(proxy: EgressProxy, client: socket.socket, port: int) -> None:
-    """One connection of an exposed loopback port: to ``127.0.0.1:PORT``, unfiltered.
-
-    The operator named this port (``--allow-loopback-port``); it is the only thing the
-    socket reaches, so there is nothing to decide, only to log.
-    """
-    try:
-        if not proxy.enter():
-            return
-        try:
-            try:
-                upstream = connect("127.0.0.1", port)
-            except OSError as exc:
-                proxy.log(event="loopback", port=port, connected=False,
-                          error=str(exc) or "timeout")  # fmt: skip
-                return
-            proxy.log(event="loopback", port=port, connected=True)
-            relay(client, upstream, b"", until_response_ends=False)
-        finally:
-            proxy.leave()
-    finally:
-        client.close()
-
-
-def _start(target: Callable[..., None], *args: object, name: str) -> bool:
-    try:
-        threading.Thread(target=target, args=args, name=name, daemon=True).start()
-    except RuntimeError:  # no thread to be had (the session's task limit): drop this one
-        return False
-    return True
-
-
-def _accept(listener: socket.socket) -> socket.socket | None:
-    """The next connection (blocking), or None after an error worth waiting out."""
-    try:
-        client, _ = listener.accept()
-    except OSError as exc:
-        if exc.errno in ACCEPT_RETRY:
-            time.sleep(0.05)
-            return None
-        if exc.errno in ACCEPT_SKIP:
-            return None
-        raise
-    client.setblocking(True)
-    return client
-
-
-def _accept_forwards(proxy: EgressProxy, listener: socket.socket, port: int) -> None:
-    while True:
-        client = _accept(listener)
-        if client is not None and not _start(forward, proxy, client, port, name="egress-fwd"):
-            client.close()
-
-
-def _accept_clients(proxy: EgressProxy, sock: socket.socket, read_host_addresses: object) -> None:
-    """Accept proxy clients on ``sock`` forever, each handled in a thread of its own."""
-    next_refresh = time.monotonic() + HOST_ADDRESS_REFRESH
-    while True:
-        client = _accept(sock)
-        if client is None:
-            continue
-        if callable(read_host_addresses) and time.monotonic() > next_refresh:
+    def _sweep(self) -> None:
+        """Once a tick: deadlines, idle tunnels, paused listeners, the host's addresses."""
+        now = self.now
+        idle = self.limits.idle_timeout
+        for conn in list(self.connections):
+            if conn.state == RELAY:
+                if now - conn.active > idle:
+                    self._close(conn)
+            elif now > conn.deadline:
+                try:
+                    self._expire(conn)
+                except (OSError, wire.WireError):
+                    self._close(conn)
+        for listener, port in self.paused:
+            self.selector.register(listener, READ, ("listen", port))
+        self.paused.clear()
+        if not self.connections:
+            self.pipes.trim()
+        if self.read_host_addresses is not None and now > self.next_refresh:
             # Interfaces change (DHCP, VPNs): the host's own addresses are re-read.
             with contextlib.suppress(OSError):
-                proxy.policy = proxy.base_policy.with_host_addresses(read_host_addresses())
-            next_refresh = time.monotonic() + HOST_ADDRESS_REFRESH
-        if not _start(proxy.handle, client, name="egress-client"):
-            client.close()
+                hosts = self.read_host_addresses()
+                self.proxy.policy = self.proxy.base_policy.with_host_addresses(hosts)
+            self.next_refresh = now + HOST_ADDRESS_REFRESH
+
+    def _expire(self, conn: Connection) -> None:
+        if conn.state == RESOLVING:  # refused as unresolved, as a lookup that found nothing
+            conn.state = HEAD  # the resolver drops its answer
+            self._decided(conn, [])
+        elif conn.state == CONNECTING:
+            self._connect_failed(conn, errno.ETIMEDOUT)
+        else:  # HEAD (stalled) or CLOSING (an answer nobody reads)
+            self._close(conn)
+
+    # --- registration -----------------------------------------------------------------
+
+    def _watch(self, conn: Connection, sock: socket.socket, events: int) -> None:
+        fd = sock.fileno()
+        old = conn.masks.get(fd, 0)
+        if events == old:
+            return
+        if not old:
+            self.selector.register(fd, events, ("conn", conn))
+        elif not events:
+            self.selector.unregister(fd)
+        else:
+            self.selector.modify(fd, events, ("conn", conn))
+        conn.masks[fd] = events
+
+    # --- accepting --------------------------------------------------------------------
+
+    def _accept(self, listener: socket.socket, port: int) -> None:
+        for _ in range(ACCEPT_BATCH):
+            try:
+                client, _ = listener.accept()
+            except BlockingIOError:
+                return
+            except OSError as exc:
+                if exc.errno in ACCEPT_SKIP:
+                    continue
+                if exc.errno in ACCEPT_RETRY:  # wait for the next tick
+                    self.selector.unregister(listener)
+                    self.paused.append((listener, port))
+                    return
+                raise
+            client.setblocking(False)
+            if client.family != socket.AF_UNIX:  # the relay writes whole answers: no Nagle
+                with contextlib.suppress(OSError):
+                    client.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            if len(self.connections) >= self.max_connections:
+                self._refuse_busy(client, port)
+                continue
+            conn = Connection(client, self.now + self.limits.head_timeout, port)
+            self.connections.add(conn)
+            try:
+                if port:
+                    self._connect_forward(conn)
+                else:
+                    self._watch(conn, client, READ)
+            except OSError:
+                self._close(conn)
+
+    @staticmethod
+    def _refuse_busy(client: socket.socket, port: int) -> None:
+        """Over the limit: ``503`` (a proxy client's; an exposed port's gets nothing), closed."""
+        with contextlib.suppress(OSError), client:
+            if not port:
+                with contextlib.suppress(BlockingIOError):
+                    client.recv(HEAD_READ)  # what already came: not to be reset by the close
+                client.send(wire.proxy_response(503, "sandbox-launch egress proxy: "
+                                                "too many connections", "busy"))  # fmt: skip
+                client.shutdown(socket.SHUT_WR)
+
+    def _connect_forward(self, conn: Connection) -> None:
+        conn.protocol = "loopback"
+        conn.host, conn.port = "127.0.0.1", conn.forward
+        conn.addresses = ["127.0.0.1"]
+        conn.decision = Decision(True, "loopback port", "an exposed loopback port")
+        self._connect_next(conn)
+
+    # --- events -----------------------------------------------------------------------
+
+    def _event(self, conn: Connection, fd: int, mask: int) -> None:
+        try:
+            state = conn.state
+            if state == RELAY:
+                self._relay_event(conn, fd, mask)
+            elif state == HEAD:
+                self._read_head(conn)
+            elif state == CONNECTING:
+                self._connected(conn)
+            elif state == CLOSING:
+                self._flush_out(conn)
+        except (OSError, wire.WireError):
+            self._close(conn)
+
+    def _read_head(self, conn: Connection) -> None:
+        room = wire.MAX_HEAD + 4 - len(conn.buffer)
+        chunk = conn.client.recv(max(1, min(HEAD_READ, room)))
+        if not chunk:  # gone mid-head: no answer
+            self._close(conn)
+            return
+        conn.buffer += chunk
+        if conn.socks or conn.buffer[0] == wire.SOCKS_VERSION:
+            self._socks_head(conn)
+        else:
+            self._http_head(conn)
+
+    def _answer(self, conn: Connection, data: bytes) -> None:
+        """Send the proxy's own last answer, then close."""
+        conn.state = CLOSING
+        conn.out = data
+        conn.deadline = self.now + self.limits.head_timeout
+        self._flush_out(conn)
+
+    def _flush_out(self, conn: Connection) -> None:
+        try:
+            sent = conn.client.send(conn.out) if conn.out else 0
+        except BlockingIOError:
+            sent = 0
+        conn.out = conn.out[sent:]
+        if conn.out:
+            self._watch(conn, conn.client, WRITE)
+        else:
+            self._close(conn)
+
+    def _http_head(self, conn: Connection) -> None:
+        buffer = conn.buffer
+        end = buffer.find(b"\r\n\r\n")
+        try:
+            if end == -1:
+                if len(buffer) > wire.MAX_HEAD:
+                    raise wire.WireError("request head too large", status=431)
+                return
+            if end > wire.MAX_HEAD:
+                raise wire.WireError("request head too large", status=431)
+            head = wire.parse_request_head(bytes(buffer[:end]))
+            rest = bytes(buffer[end + 4 :])
+            if head.method == "CONNECT":
+                host, port = wire.split_authority(head.target)
+                conn.protocol = "connect"
+                conn.to_client = wire.CONNECT_ESTABLISHED
+                conn.to_upstream = rest
+            else:
+                target = wire.parse_absolute_uri(head.target)
+                host, port = target.host, target.port
+                conn.protocol = "http"
+                conn.to_upstream = wire.forwarded_head(head, target) + rest
+                conn.until_response_ends = True
+        except wire.WireError as exc:
+            self._answer(conn, wire.proxy_response(exc.status, f"sandbox-launch egress proxy: "
+                                                   f"{exc}", "bad"))  # fmt: skip
+            return
+        conn.buffer = bytearray()
+        self._destination(conn, host, port)
+
+    def _socks_head(self, conn: Connection) -> None:
+        buffer = conn.buffer
+        if not conn.socks:  # VER NMETHODS METHODS...
+            if len(buffer) < 2 or len(buffer) < 2 + buffer[1]:
+                return
+            size = 2 + buffer[1]
+            method = wire.socks_choose_method(bytes(buffer[:size]))
+            del buffer[:size]
+            if method == wire.SOCKS_NO_ACCEPTABLE:
+                self._answer(conn, bytes((wire.SOCKS_VERSION, method)))
+                return
+            conn.socks = 1
+            conn.client.send(bytes((wire.SOCKS_VERSION, method)))  # 2 bytes: never blocks
+        try:
+            if len(buffer) < 4:
+                return
+            if buffer[3] == wire.ATYP_DOMAIN:
+                if len(buffer) < 5:
+                    return
+                size = 5 + wire.socks_address_length(bytes(buffer[:5]))
+            else:
+                size = 4 + wire.socks_address_length(bytes(buffer[:4]))
+            if len(buffer) < size:
+                return
+            command, host, port = wire.parse_socks_request(bytes(buffer[:size]))
+        except wire.WireError as exc:
+            code = exc.status if exc.status < 256 else wire.SOCKS_FAILURE
+            self._answer(conn, wire.socks_reply(code))
+            return
+        if command != wire.SOCKS_CONNECT:
+            self._answer(conn, wire.socks_reply(wire.SOCKS_CMD_UNSUPPORTED))
+            return
+        conn.protocol = "socks5"
+        conn.to_client = wire.socks_reply(wire.SOCKS_OK)
+        conn.to_upstream = bytes(buffer[size:])
+        conn.buffer = bytearray()
+        self._destination(conn, host, port)
+
+    # --- deciding and connecting ------------------------------------------------------
+
+    def _destination(self, conn: Connection, host: str, port: int) -> None:
+        conn.host, conn.port = host, port
+        self._watch(conn, conn.client, 0)  # nothing more is read before the relay
+        if self.proxy.needs_lookup(host, port):
+            conn.state = RESOLVING
+            conn.deadline = self.now + self.limits.resolve_timeout
+            self.lookups += 1
+            if self.lookups > self.resolvers and self.resolvers < RESOLVE_WORKERS_MAX:
+                self._start_resolver()  # every thread busy (some stuck, perhaps): one more
+            self.jobs.put(conn)
+        else:
+            self._decided(conn, [])
+
+    def _answers(self) -> None:
+        with contextlib.suppress(BlockingIOError):
+            os.read(self.wake_r, 4096)
+        while self.answers:
+            conn, found = self.answers.popleft()
+            self.lookups -= 1
+            if conn.state == RESOLVING and conn in self.connections:
+                self._decided(conn, found)
+
+    def _decided(self, conn: Connection, resolved: list[str]) -> None:
+        try:
+            decision, addresses = self.proxy.decide(conn.host, conn.port, conn.protocol, resolved)
+            conn.decision, conn.addresses = decision, addresses
+            if not decision.allowed:
+                self._unreachable(conn)
+                return
+            self._connect_next(conn)
+        except (OSError, wire.WireError):
+            self._close(conn)
+
+    def _connect_next(self, conn: Connection) -> None:
+        """Dial the next checked address (non-blocking); none left: the client is told."""
+        while conn.addresses:
+            address = conn.addresses.pop(0)
+            ip = parse_address(address)
+            assert ip is not None  # decide() accepted it, so it parses
+            family = socket.AF_INET6 if ip.version == 6 else socket.AF_INET
+            sock = socket.socket(family, socket.SOCK_STREAM)
+            sock.setblocking(False)
+            code = sock.connect_ex((ip.compressed, conn.port))
+            if code in (0, errno.EINPROGRESS):
+                conn.upstream = sock
+                conn.state = CONNECTING
+                conn.deadline = self.now + self.limits.connect_timeout
+                self._watch(conn, sock, WRITE)
+                return
+            sock.close()
+            conn.error = code
+        self._connect_failed(conn, conn.error)
+
+    def _connected(self, conn: Connection) -> None:
+        upstream = conn.upstream
+        assert upstream is not None
+        code = upstream.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+        if code:
+            self._connect_failed(conn, code)
+            return
+        upstream.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if conn.forward:
+            self.proxy.log(event="loopback", port=conn.forward, connected=True)
+        self._watch(conn, upstream, 0)
+        conn.state = RELAY
+        conn.active = self.now
+        conn.up = Direction(conn.client, upstream, conn.to_upstream)
+        conn.down = Direction(upstream, conn.client, conn.to_client)
+        conn.to_client = conn.to_upstream = b""
+        self._pump(conn, conn.down)
+        if conn.state == RELAY:
+            self._pump(conn, conn.up)
+
+    def _connect_failed(self, conn: Connection, code: int | None) -> None:
+        if conn.upstream is not None:
+            self._watch(conn, conn.upstream, 0)
+            conn.masks.pop(conn.upstream.fileno(), None)
+            conn.upstream.close()
+            conn.upstream = None
+        conn.error = code
+        if conn.addresses:
+            self._connect_next(conn)
+            return
+        text = os.strerror(code) if code else "no address"
+        if conn.forward:
+            self.proxy.log(event="loopback", port=conn.forward, connected=False, error=text)
+            self._close(conn)
+            return
+        self.proxy.log(event="connect failed", protocol=conn.protocol, host=conn.host,
+                       port=conn.port, error=text)  # fmt: skip
+        self._unreachable(conn)
+
+    def _unreachable(self, conn: Connection) -> None:
+        """Tell the client its destination was refused, or could not be reached."""
+        decision = conn.decision
+        assert decision is not None
+        if conn.protocol == "socks5":
+            self._answer(conn, wire.socks_reply(_socks_code(decision, conn.error)))
+        elif not decision.allowed:
+            self._answer(conn, wire.refusal_response(decision))
+        else:
+            status = 504 if conn.error == errno.ETIMEDOUT else 502
+            text = os.strerror(conn.error) if conn.error else "no address"
+            message = f"sandbox-launch egress proxy: cannot reach {conn.host}:{conn.port}: {text}"
+            self._answer(conn, wire.proxy_response(status, message, "unreachable"))
+
+    # --- relaying ---------------------------------------------------------------------
+
+    def _relay_event(self, conn: Connection, fd: int, mask: int) -> None:
+        conn.active = self.now
+        up, down = conn.up, conn.down
+        assert up is not None and down is not None
+        # fd is the client's or the upstream's: the direction it feeds, the one it drains.
+        feeds, drains = (up, down) if fd == conn.client.fileno() else (down, up)
+        if mask & WRITE:
+            self._pump(conn, drains)
+        if mask & READ and conn.state == RELAY:
+            self._pump(conn, feeds)
+
+    def _pump(self, conn: Connection, d: Direction) -> None:
+        """Move what ``d`` can now: its first bytes, what waits in its pipe, then reads."""
+        try:
+            if d.first:
+                sent = d.dst.send(d.first)
+                d.first = d.first[sent:]
+            if not d.first:
+                turns = SPLICE_TURNS
+                while True:
+                    if d.pending:
+                        assert d.pipe is not None
+                        d.pending -= os.splice(d.pipe[0], d.dst.fileno(), d.pending,
+                                               flags=SPLICE_FLAGS)  # fmt: skip
+                        if d.pending:
+                            continue
+                        self.pipes.give(d.pipe)
+                        d.pipe = None
+                    if d.eof or not turns:
+                        break
+                    turns -= 1
+                    d.pipe = self.pipes.take()
+                    moved = os.splice(d.src.fileno(), d.pipe[1], PIPE_SIZE, flags=SPLICE_FLAGS)
+                    if not moved:
+                        self.pipes.give(d.pipe)
+                        d.pipe = None
+                        d.eof = True
+                        break
+                    d.pending = moved
+                    if moved < PIPE_SIZE:  # src is drained for now (no read just to see EAGAIN)
+                        turns = 0
+        except BlockingIOError:
+            if d.pipe is not None and not d.pending:  # nothing to read after all
+                self.pipes.give(d.pipe)
+                d.pipe = None
+        except OSError:
+            self._close(conn)
+            return
+        if d.eof and not d.waiting and not d.shut:
+            d.shut = True
+            if conn.until_response_ends and d is conn.down:
+                self._close(conn)  # one forwarded request: its answer has ended
+                return
+            with contextlib.suppress(OSError):
+                d.dst.shutdown(socket.SHUT_WR)  # TLS needs both halves: half-close only
+        self._interest(conn)
+
+    def _interest(self, conn: Connection) -> None:
+        up, down = conn.up, conn.down
+        assert up is not None and down is not None and conn.upstream is not None
+        if up.shut and down.shut:
+            self._close(conn)
+            return
+        for sock, feeds, drains in ((conn.client, up, down), (conn.upstream, down, up)):
+            events = 0
+            if not feeds.eof and not feeds.waiting:
+                events |= READ
+            if drains.waiting:
+                events |= WRITE
+            self._watch(conn, sock, events)
+
+    # --- closing ----------------------------------------------------------------------
+
+    def _close(self, conn: Connection) -> None:
+        if conn not in self.connections:
+            return
+        self.connections.discard(conn)
+        conn.state = GONE  # a resolver's late answer is dropped
+        for fd in conn.masks:
+            if conn.masks[fd]:
+                with contextlib.suppress(KeyError, ValueError, OSError):
+                    self.selector.unregister(fd)
+        conn.masks.clear()
+        for d in (conn.up, conn.down):
+            if d is not None and d.pipe is not None:
+                (self.pipes.give if not d.pending else self.pipes.close)(d.pipe)
+                d.pipe = None
+        for sock in (conn.client, conn.upstream):
+            if sock is not None:
+                with contextlib.suppress(OSError):
+                    sock.shutdown(socket.SHUT_RDWR)
+                sock.close()
 
 
 def run(
     sock: socket.socket,
     proxy: EgressProxy,
     ready_fd: int | None,
-    read_host_addresses: object = None,
+    read_host_addresses: Callable[[], Iterable[str]] | None = None,
     forwards: Sequence[tuple[socket.socket, int]] = (),
     more: Sequence[socket.socket] = (),
+    limits: ProxyLimits | None = None,
 ) -> None:
-    """Accept on ``sock`` (and each of ``more``, in threads) forever; one byte on
-    ``ready_fd`` once accepting.
+    """Serve ``sock`` (and each of ``more``) forever; one byte on ``ready_fd`` once accepting.
 
-    ``forwards``: listening sockets whose connections :func:`forward` passes to
-    ``127.0.0.1:PORT`` (the exposed loopback ports), each accepted in a thread.
+    ``forwards``: listening sockets whose connections go to ``127.0.0.1:PORT`` (the
+    exposed loopback ports), unfiltered: the operator named the port, so there is
+    nothing to decide, only to log.
     """
-    threading.stack_size(THREAD_STACK)
-    for listener in (sock, *more, *(f for f, _ in forwards)):
-        listener.setblocking(True)
-    for listener, port in forwards:
-        threading.Thread(target=_accept_forwards, args=(proxy, listener, port),
-                         name=f"egress-accept-{port}", daemon=True).start()  # fmt: skip
-    for listener in more:
-        threading.Thread(target=_accept_clients, args=(proxy, listener, read_host_addresses),
-                         name="egress-accept", daemon=True).start()  # fmt: skip
-    if ready_fd is not None:
-        os.write(ready_fd, b"R")
-        os.close(ready_fd)
-    _accept_clients(proxy, sock, read_host_addresses)
+    server = Server(proxy, [sock, *more], forwards, limits, read_host_addresses)
+
+    def ready() -> None:
+        if ready_fd is not None:
+            os.write(ready_fd, b"R")
+            os.close(ready_fd)
+
+    server.serve_forever(ready)

@@ -47,6 +47,21 @@ def _foreground(fd: int) -> bool:
         return False
 
 
+def set_modes(fd: int, modes: list[Any]) -> None:
+    """Put the terminal ``fd``'s modes back, from the foreground or not.
+
+    From a background process group (``timeout`` without ``--foreground`` puts the
+    launcher in one) ``tcsetattr`` would stop the launcher with SIGTTOU; with the
+    signal blocked the kernel lets the change through instead, so the operator's
+    terminal gets its echo and line editing back however the launcher was started."""
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTTOU})
+    try:
+        with contextlib.suppress(termios.error, OSError):
+            termios.tcsetattr(fd, termios.TCSADRAIN, modes)
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+
+
 @dataclass(slots=True)
 class PtyRelay:
     """One session's pty and the relay between it and the operator's terminal."""
@@ -117,8 +132,7 @@ class PtyRelay:
     def restore(self) -> None:
         """The operator's terminal as it was (idempotent)."""
         if self._saved is not None:
-            with contextlib.suppress(termios.error):
-                termios.tcsetattr(0, termios.TCSADRAIN, self._saved)
+            set_modes(0, self._saved)
             self._saved = None
 
     def close(self) -> None:
@@ -239,7 +253,4 @@ class TerminalState:
             with contextlib.suppress(OSError):
                 fcntl.fcntl(fd, fcntl.F_SETFL, flags)
         for fd, modes in self.modes.items():
-            # From the background (job control) this would stop us: only in front.
-            if _foreground(fd):
-                with contextlib.suppress(termios.error):
-                    termios.tcsetattr(fd, termios.TCSADRAIN, modes)
+            set_modes(fd, modes)  # in the foreground or not (SIGTTOU held off)

@@ -40,6 +40,7 @@ from sandbox_setup.base.process_tree import running_descendants
 from sandbox_setup.base.processes import descendants, read_process
 from sandbox_setup.launcher.command import Agent, Launch
 from sandbox_setup.launcher.containment import Containment
+from sandbox_setup.launcher.egress.netns import join_namespace, new_namespace
 from sandbox_setup.launcher.egress.network import EgressSession, state_dir
 from sandbox_setup.launcher.egress.user_proxy import UserEgress
 from sandbox_setup.launcher.landlock_gate import (
@@ -58,6 +59,7 @@ from sandbox_setup.launcher.session.cgroup import (
 from sandbox_setup.launcher.session.keyring import SessionKeyring, join_new_session_keyring
 from sandbox_setup.launcher.session.pty_relay import PtyRelay, TerminalState, install_winch
 from sandbox_setup.launcher.session.supervise import run_supervised
+from sandbox_setup.policy.network import user_proxy_port
 
 PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
@@ -161,6 +163,17 @@ def inner_group(first: int, master: int | None) -> int | None:
     return None
 
 
+def _first_step(netns: int) -> Callable[[], None]:
+    """The session's first process, before it execs: it dies with the launcher and
+    enters the session's network namespace (still root: before the privilege drop)."""
+
+    def step() -> None:
+        _die_with_launcher()
+        join_namespace(netns)
+
+    return step
+
+
 class _EarlyLeave:
     """The launcher leaves the session's cgroup once the sandbox is verified, in a
     thread of its own: a cgroup move waits for an RCU grace period (milliseconds),
@@ -236,33 +249,54 @@ def run_user_session(
     With ``launch.landlock``: the session's egress proxy first (``network``: the config,
     when the plan has one), then the session, held at its Landlock helper until
     :class:`~sandbox_setup.launcher.landlock_gate.LandlockGate` verified it."""
-    egress: UserEgress | None = None
+    egress: UserEgress | EgressSession | None = None
     gate: LandlockGate | None = None
+    netns: int | None = None
     try:
         if launch.landlock is not None:
             assert agent is not None
+            plan = launch.landlock
             table: dict[str, str] = {}
-            if launch.landlock.base_url_port is not None:
-                table[BASE_URL_PORT] = str(launch.landlock.base_url_port)
-            if launch.landlock.proxy:
+            if plan.base_url_port is not None:
+                table[BASE_URL_PORT] = str(plan.base_url_port)
+            if plan.proxy and plan.netns:
+                # A network namespace of the session's own, as sandbox mode's: loopback
+                # only, the proxy listening inside, the exposed ports (and a loopback
+                # base URL's) forwarded in; made, served and probed before the session
+                # starts, which joins it before anything of the agent runs.
+                assert network is not None
+                ports = (*network.loopback_ports, *filter(None, [plan.base_url_port]))
+                netns = new_namespace()
+                egress = EgressSession.start(
+                    replace(network, loopback_ports=ports), agent.uid, agent.gid,
+                    state_dir(), resolver=seams.resolver, after_drop=seams.after_proxy_drop,
+                    mode="user", proxy_port=user_proxy_port(ports),
+                )  # fmt: skip
+                egress.ready_in(netns)
+                table[PROXY_PORT] = str(egress.proxy_port)
+            elif plan.proxy:
                 assert network is not None
                 egress = UserEgress.start(network, agent.uid, agent.gid, state_dir(),
                                           resolver=seams.resolver,
                                           after_drop=seams.after_proxy_drop)  # fmt: skip
                 table[PROXY_PORT] = str(egress.port)
-            gate = LandlockGate.open(launch.landlock, state_dir())
+            gate = LandlockGate.open(plan, state_dir(), netns)
             table.update(gate.fd_table())
             env = {key: substitute([value], table)[0] for key, value in launch.env.items()}
             launch = replace(launch, argv=tuple(substitute(launch.argv, table)), env=env)
-        return _run_user_session(launch, gate)
+        return _run_user_session(launch, gate, netns)
     finally:
         if gate is not None:
             gate.close()
         if egress is not None:
             egress.close()
+        if netns is not None:
+            os.close(netns)
 
 
-def _run_user_session(launch: Launch, gate: LandlockGate | None) -> tuple[int, str]:
+def _run_user_session(
+    launch: Launch, gate: LandlockGate | None, netns: int | None = None
+) -> tuple[int, str]:
     relay = PtyRelay.for_stdio()
     stdio = relay.child_stdio() if relay is not None else (0, 1, 2)
     state = _UserSession(master=relay.master if relay is not None else None)
@@ -283,11 +317,13 @@ def _run_user_session(launch: Launch, gate: LandlockGate | None) -> tuple[int, s
                 stdout=stdio[1],
                 stderr=stdio[2],
                 start_new_session=True,
-                preexec_fn=_die_with_launcher,
+                preexec_fn=_die_with_launcher if netns is None else _first_step(netns),
                 pass_fds=gate.child_fds if gate is not None else (),
             )
         except OSError as exc:
             raise RefusedError(f"cannot start {launch.argv[0]}: {exc.strerror}") from None
+        except subprocess.SubprocessError as exc:  # the first step (joining the netns)
+            raise RefusedError(f"cannot start the session: {exc}") from None
         state.child = child
         try:
             if gate is not None:
