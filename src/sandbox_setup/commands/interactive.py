@@ -166,6 +166,16 @@ class InteractiveCore:
     def existing_setup(self) -> bool:
         return self.layout.real(self.layout.launcher_config).is_file()
 
+    def other_setups(self) -> list[str]:
+        # why: first paint (see the note at the top)
+        from sandbox_setup.configure.ledger import host_setups
+
+        try:
+            found = host_setups(self.layout)
+        except SetupError:  # a record that fails the trust rule: the audit says so
+            return []
+        return sorted(state for state in found if state != str(self.layout.state_dir))
+
     def applies_in_effect(self) -> int:
         # why: first paint (see the note at the top)
         from sandbox_setup.configure.history import open_applies

@@ -258,8 +258,11 @@ class WriteFile(Action):
             os.close(dfd)
         backup = txn.backup(state.data, self.path.name) if state is not None else None
         keep = txn.keep_name(self.real) if state is not None else None
+        old_sha = fsops.sha256(state.data) if state else None
+        fix = {"fix": True} if txn.is_fix(str(self.path), old_sha, fsops.sha256(data)) else {}
         txn.record(
             {
+                **fix,
                 "op": "write",
                 "target": str(self.path),
                 "real": str(self.real),

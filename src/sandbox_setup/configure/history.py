@@ -30,7 +30,7 @@ from sandbox_setup.base import fdwalk
 from sandbox_setup.base.accounts import lookup_group_gid, lookup_user
 from sandbox_setup.base.errors import SetupError
 from sandbox_setup.base.paths import Layout
-from sandbox_setup.configure import fsops
+from sandbox_setup.configure import fsops, outcome
 from sandbox_setup.configure.journal import (
     BOOKKEEPING,
     CLOSED,
@@ -40,6 +40,7 @@ from sandbox_setup.configure.journal import (
 )
 from sandbox_setup.configure.journal_check import JournalCorruptError
 from sandbox_setup.configure.ledger import ledger_path, read_ledger
+from sandbox_setup.configure.outcome import StepResult
 from sandbox_setup.configure.state_trust import check_backups, check_state_dir, check_state_file
 from sandbox_setup.policy.inodes import AGENT_TEMP_DIRS, may_change_inode
 
@@ -197,7 +198,7 @@ def agent_files(layout: Layout, workspaces: list[PurePosixPath], owners: Owners)
     return [f for ws in workspaces for f in _walk(layout, ws, owners, chown=False)]
 
 
-def give_back(layout: Layout, workspaces: list[PurePosixPath], owners: Owners) -> list[str]:
+def give_back(layout: Layout, workspaces: list[PurePosixPath], owners: Owners) -> list[StepResult]:
     """Chown what ``owners`` own in ``workspaces`` to each workspace's owner (and its
     group), never a non-directory with other hard links (policy.inodes); one line per
     workspace, one more for what was left alone, and one for the agent's files in the
@@ -210,15 +211,19 @@ def give_back(layout: Layout, workspaces: list[PurePosixPath], owners: Owners) -
         try:
             found = _walk(layout, ws, owners, chown=True)
         except OSError as exc:
-            lines.append(f"could not give the agent's files in {ws} to its owner: {exc}")
+            lines.append(
+                outcome.failed(f"could not give the agent's files in {ws} to its owner: {exc}")
+            )
             continue
         moved = [f for f in found if not f.hardlinked]
         skipped = [f for f in found if f.hardlinked]
         if moved:
-            lines.append(f"gave {len(moved)} file(s) the agent owned in {ws} to its owner")
+            lines.append(
+                outcome.done(f"gave {len(moved)} file(s) the agent owned in {ws} to its owner")
+            )
         if skipped:
-            lines.append(_hardlinked_line(skipped, "kept"))
-    return lines + outside_lines(layout, owners)
+            lines.append(outcome.done(_hardlinked_line(skipped, "kept")))
+    return lines + [outcome.done(line) for line in outside_lines(layout, owners)]
 
 
 def _hardlinked_line(skipped: list[OwnedFile], verb: str) -> str:

@@ -174,7 +174,7 @@ _ACCOUNT_STEP: Fields = {"step": (_STEP, False), "files": (_files, False)}
 FIELDS: dict[str, Fields] = {
     "begin": {**_AT, "root": (_absolute, False)},
     "commit": _AT,
-    "undone": _AT,
+    "undone": {**_AT, "left": (_strings, False)},
     "rolled-back": _AT,
     "undo-incomplete": {**_AT, "left": (_strings, True)},
     "rollback-incomplete": {**_AT, "left": (_strings, True)},
@@ -191,7 +191,10 @@ FIELDS: dict[str, Fields] = {
         "old_uid": (_or_null(_ID), True),
         "old_gid": (_or_null(_ID), True),
         "tmp": (_plain_name, True),
+        "fix": (_boolean, False),
     },
+    # A file the apply planned and found already as planned (its before-image).
+    "planned": {"target": (_absolute, True), "sha256": (_or_null(_sha), True)},
     "mkdir": {"target": (_absolute, True), "real": (_inside_root, True)},
     "create-user": {
         "name": (_account, True),
