@@ -433,7 +433,7 @@ def validate_answers(a: Answers, layout: Layout, source: str = "answers") -> Non
             raise InputError(f"{source}: {problem}")
     # An absolute symlink under --root means the target system's path (Layout.resolve).
     if a.claude is not None and not layout.real(layout.resolve(a.claude)).is_file():
-        raise InputError(f"{source}: claude {a.claude} is not a file under {layout.root}")
+        raise InputError(f"{source}: --claude {a.claude}: no such file under {layout.root}")
 
 
 def _link_problem(ws: PurePosixPath, layout: Layout) -> str | None:
