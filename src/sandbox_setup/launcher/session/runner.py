@@ -280,8 +280,9 @@ def run_user_session(
                                           resolver=seams.resolver,
                                           after_drop=seams.after_proxy_drop)  # fmt: skip
                 table[PROXY_PORT] = str(egress.port)
-            gate = LandlockGate.open(plan, state_dir(), netns)
-            table.update(gate.fd_table())
+            if plan.walls.any:  # else the namespace only: no Landlock helper runs
+                gate = LandlockGate.open(plan, state_dir(), netns)
+                table.update(gate.fd_table())
             env = {key: substitute([value], table)[0] for key, value in launch.env.items()}
             launch = replace(launch, argv=tuple(substitute(launch.argv, table)), env=env)
         return _run_user_session(launch, gate, netns)
