@@ -124,8 +124,9 @@ class Launch:
     # never printed. ``notice`` is the launch's one stderr line (sandbox_setup.launcher.notice).
     passed: tuple[str, ...] = ()
     notice: str | None = None
-    # User mode confined by Landlock: what the session's helper applies and the runner
-    # verifies before release (sandbox_setup.launcher.landlock_gate); None: no Landlock.
+    # User mode's walls: what the session's Landlock helper applies and the runner
+    # verifies before release, and its network namespace and proxy (sandbox_setup.
+    # launcher.landlock_gate); None: neither Landlock nor a namespace of its own.
     landlock: LandlockPlan | None = None
 
 
