@@ -101,6 +101,9 @@ class SandboxKeys:
     ``bwrapPath``/``socatPath``; then, with the inner sandbox on, both paths are
     required. ``proxy_port``: the in-sandbox port of the launcher's egress proxy
     (allowlist network only), ``None`` to leave the proxy keys alone.
+    ``allowed_domains``: the operator's ``--allow-domain`` patterns, the managed
+    allowlist of Claude's sandbox. ``minimum_version``: ``requiredMinimumVersion``
+    (managed scope only; :func:`~sandbox_setup.policy.claude_release.required_minimum`).
     """
 
     inner_sandbox: str
@@ -108,6 +111,8 @@ class SandboxKeys:
     bwrap_path: str | None = None
     socat_path: str | None = None
     proxy_port: int | None = None
+    allowed_domains: tuple[str, ...] = ()
+    minimum_version: str | None = None
 
     def __post_init__(self) -> None:
         if self.inner_sandbox not in INNER_SANDBOXES:
@@ -211,6 +216,15 @@ def _merge_sandbox(sandbox: dict[str, Any], source: str, keys: SandboxKeys) -> N
             else:
                 sandbox.pop(key, None)
     if keys.on:
+        # Pinned, not left to defaults (docs/claude-code-behaviour.md, "Settings written").
+        sandbox["allowNestedUserNamespaces"] = False
+        _table(sandbox, "filesystem", source, "sandbox.")["disabled"] = False
+        network = _table(sandbox, "network", source, "sandbox.")
+        network["strictAllowlist"] = True
+        if keys.managed:
+            network["allowManagedDomainsOnly"] = True
+            allowed = _list(network, "allowedDomains", source, "sandbox.network.")
+            allowed.extend(d for d in keys.allowed_domains if d not in allowed)
         credentials = _table(sandbox, "credentials", source, "sandbox.")
         env_vars = _list(credentials, "envVars", source, "sandbox.credentials.")
         named = [entry.get("name") for entry in env_vars if isinstance(entry, dict)]
@@ -242,6 +256,9 @@ def _merge(
 ) -> bytes:
     merged = copy.deepcopy(original)  # same key order, number tokens kept
     _merge_sandbox(_table(merged, "sandbox", source), source, keys)
+    if keys.managed and keys.minimum_version is not None:
+        # Never removed: a downgrade below it is what Claude is then to refuse.
+        merged["requiredMinimumVersion"] = keys.minimum_version
     if deny_rules:
         permissions = _table(merged, "permissions", source)
         deny = _list(permissions, "deny", source, "permissions.")
@@ -264,6 +281,12 @@ OWNED_KEYS: tuple[tuple[str, ...], ...] = (
     ("sandbox", "failIfUnavailable"),
     ("sandbox", "allowUnsandboxedCommands"),
     ("sandbox", "autoAllowBashIfSandboxed"),
+    ("sandbox", "allowNestedUserNamespaces"),
+    ("sandbox", "filesystem", "disabled"),
+    ("sandbox", "network", "strictAllowlist"),
+    ("sandbox", "network", "allowManagedDomainsOnly"),
+    ("sandbox", "network", "allowedDomains"),
+    ("requiredMinimumVersion",),
     ("sandbox", "bwrapPath"),
     ("sandbox", "socatPath"),
     ("sandbox", "credentials", "envVars"),

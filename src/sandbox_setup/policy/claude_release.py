@@ -113,3 +113,12 @@ def floor_problem(version: str | None) -> str | None:
     return f"Claude Code {version} is below the release floor {FLOOR}; it lacks: " + "; ".join(
         fix.value for fix in missing
     )
+
+
+def required_minimum(version: str | None) -> str | None:
+    """The ``requiredMinimumVersion`` managed settings carry, so that Claude Code itself
+    refuses to start below the floor (a downgrade): the floor, where the installed
+    ``version`` is at or above it; None otherwise (a release below the floor, or one
+    that cannot be read, would then refuse to start at all)."""
+    missing = lacking(version) if version is not None else None
+    return str(FLOOR) if missing == () else None
