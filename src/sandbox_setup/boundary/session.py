@@ -47,6 +47,7 @@ from sandbox_setup.base.errors import RefusedError
 from sandbox_setup.base.fdwalk import WalkLimits
 from sandbox_setup.base.printable import printable
 from sandbox_setup.boundary.binds import Prepared, finish, prepare, ro_bind_argv
+from sandbox_setup.boundary.claude_mountpoints import remove_mount_points
 from sandbox_setup.boundary.quarantine import check_quarantine_trust, neutralize
 from sandbox_setup.boundary.scan import scan, snapshot
 from sandbox_setup.boundary.scan_model import Snapshot
@@ -307,6 +308,7 @@ class Boundary:
     record: Path | None = None
     session: str = ""
     ended: bool = False
+    agent_uid: int | None = None  # whose leftover mount points end() removes
 
     @classmethod
     def start(
@@ -375,6 +377,8 @@ class Boundary:
         self.ended = True
         for host, plan, prepared in self.binds:
             finish(host, plan, prepared)
+        if self.agent_uid is not None:
+            remove_mount_points(self.workspaces, self.agent_uid)
         try:
             lines = end_scan(self.workspaces, self.before, self.state, self.session)
         except (OSError, RefusedError) as exc:
