@@ -318,12 +318,16 @@ def agent_tree() -> Iterator[AgentTree]:
         yield AgentTree(tree, agent)
 
 
-def written_settings(inner: str) -> dict[str, Any]:
-    """The managed settings an apply writes for this inner sandbox strength."""
+def written_settings(inner: str, mode: str = "sandbox") -> dict[str, Any]:
+    """The managed settings an apply writes for this inner sandbox strength and mode."""
     binaries = sandbox_binaries()
     assert binaries["bwrap"] and binaries["socat"], binaries
     keys = SandboxKeys(
-        inner, managed=True, bwrap_path=binaries["bwrap"], socat_path=binaries["socat"]
+        inner,
+        managed=True,
+        bwrap_path=binaries["bwrap"],
+        socat_path=binaries["socat"],
+        managed_domains_only=mode == "sandbox",
     )
     data: dict[str, Any] = json.loads(merge_settings(None, MANAGED, keys))
     return data

@@ -329,10 +329,16 @@ def test_the_restrictive_keys_are_pinned_where_the_inner_sandbox_is_on(inner: st
 def test_managed_scope_allows_only_the_operators_domains() -> None:
     existing = {"sandbox": {"network": {"allowedDomains": ["a.example", "*.b.example:8443"]}}}
     domains = ("*.b.example:8443", "c.example")
-    data = merged(existing, "strong", managed=True, allowed_domains=domains)
+    data = merged(
+        existing, "strong", managed=True, allowed_domains=domains, managed_domains_only=True
+    )
     network = data["sandbox"]["network"]
     assert network["allowManagedDomainsOnly"] is True and network["strictAllowlist"] is True
     assert network["allowedDomains"] == ["a.example", "*.b.example:8443", "c.example"]
+    # user mode (no listener may bind there): set back, the allowlist left as it is
+    user_mode = merged(data, "strong", managed=True, allowed_domains=domains)
+    assert user_mode["sandbox"]["network"]["allowManagedDomainsOnly"] is False
+    assert "allowManagedDomainsOnly" not in merged({}, "strong", managed=True)["sandbox"]["network"]
 
 
 def test_required_minimum_version_is_managed_only_and_never_removed() -> None:
@@ -345,7 +351,9 @@ def test_required_minimum_version_is_managed_only_and_never_removed() -> None:
 
 def test_the_restrictive_keys_are_owned_for_drift() -> None:
     desired = merge_settings(
-        None, SOURCE, keys("strong", managed=True, allowed_domains=("x.example",))
+        None,
+        SOURCE,
+        keys("strong", managed=True, allowed_domains=("x.example",), managed_domains_only=True),
     )
     current = json.loads(desired)
     current["sandbox"]["allowNestedUserNamespaces"] = True

@@ -42,6 +42,7 @@ KEYS = [
                     "bwrap_path": "/usr/bin/bwrap",
                     "socat_path": "/usr/bin/socat",
                     "allowed_domains": ("example.com", "*.example.org:8443", "[2001:db8::7]"),
+                    "managed_domains_only": True,
                     "minimum_version": "2.1.323",
                 },
             ),

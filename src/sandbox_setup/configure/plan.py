@@ -407,6 +407,8 @@ def build_plan(report: Report, answers: Answers, layout: Layout, source: str = "
         keys = replace(
             keys,
             allowed_domains=tuple(answers.allowed_domains),
+            # (user mode's Landlock wall lets Claude bind no listener for it)
+            managed_domains_only=answers.mode is Mode.SANDBOX,
             minimum_version=required_minimum(claude.version),
         )
     if not claude.trusted:

@@ -102,7 +102,11 @@ class SandboxKeys:
     required. ``proxy_port``: the in-sandbox port of the launcher's egress proxy
     (allowlist network only), ``None`` to leave the proxy keys alone.
     ``allowed_domains``: the operator's ``--allow-domain`` patterns, the managed
-    allowlist of Claude's sandbox. ``minimum_version``: ``requiredMinimumVersion``
+    allowlist of Claude's sandbox, with ``managed_domains_only`` (managed scope):
+    ``allowManagedDomainsOnly``, which 2.1.332 serves with a TCP listener on
+    loopback, so only where the launcher lets Claude bind one (sandbox mode; user
+    mode's Landlock network wall binds nothing: the key is set back to false there).
+    ``minimum_version``: ``requiredMinimumVersion``
     (managed scope only; :func:`~sandbox_setup.policy.claude_release.required_minimum`).
     """
 
@@ -112,6 +116,7 @@ class SandboxKeys:
     socat_path: str | None = None
     proxy_port: int | None = None
     allowed_domains: tuple[str, ...] = ()
+    managed_domains_only: bool = False
     minimum_version: str | None = None
 
     def __post_init__(self) -> None:
@@ -221,10 +226,12 @@ def _merge_sandbox(sandbox: dict[str, Any], source: str, keys: SandboxKeys) -> N
         _table(sandbox, "filesystem", source, "sandbox.")["disabled"] = False
         network = _table(sandbox, "network", source, "sandbox.")
         network["strictAllowlist"] = True
-        if keys.managed:
+        if keys.managed and keys.managed_domains_only:
             network["allowManagedDomainsOnly"] = True
             allowed = _list(network, "allowedDomains", source, "sandbox.network.")
             allowed.extend(d for d in keys.allowed_domains if d not in allowed)
+        else:  # Claude could not start its sandbox (see SandboxKeys)
+            _set_back(network, "allowManagedDomainsOnly", False)
         credentials = _table(sandbox, "credentials", source, "sandbox.")
         env_vars = _list(credentials, "envVars", source, "sandbox.credentials.")
         named = [entry.get("name") for entry in env_vars if isinstance(entry, dict)]
