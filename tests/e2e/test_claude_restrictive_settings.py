@@ -114,3 +114,28 @@ def test_a_release_that_does_not_know_the_keys_ignores_them(
     assert managed["sandbox"]["filesystem"] == {"disabled": False}
     out = bash_result(nobody_tree, managed, "echo ran-in-claudes-sandbox=$SANDBOX_RUNTIME")
     assert "ran-in-claudes-sandbox=" in out, out
+
+
+def test_claude_daemon_install_fails_for_the_agent(
+    nobody_tree: tuple[Account, ClaudeTree], claude_under_test: ClaudeRelease
+) -> None:
+    """No persistence outside a session through Claude: ``claude daemon install`` (a
+    systemd user service, which would run outside sandbox-launch) fails as the agent
+    and writes no unit; both releases have it switched off."""
+    import subprocess
+
+    nobody, tree = nobody_tree
+    argv = [
+        "setpriv", f"--reuid={nobody.uid}", f"--regid={nobody.gid}", "--clear-groups",
+        "env", "-i", f"HOME={tree.home}", "PATH=/usr/bin:/bin", "DISABLE_AUTOUPDATER=1",
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", claude_binary(), "daemon", "install",
+    ]  # fmt: skip
+    done = subprocess.run(
+        argv, cwd=tree.workspace, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+        timeout=60, check=False,
+    )  # fmt: skip
+    said = done.stdout + done.stderr
+    assert done.returncode != 0, said
+    assert "disabled in this version" in said, said
+    units = tree.home / ".config/systemd/user"
+    assert not units.exists() or not any(units.iterdir()), list(units.iterdir())
