@@ -30,6 +30,15 @@ from one :class:`SandboxKeys` value:
   otherwise removed where they hold that port (this tool wrote them: elsewhere,
   127.0.0.1:3128 is nobody's proxy of ours) and kept where the user set another
   value; a ``sandbox.network`` table emptied that way is removed;
+- where the inner sandbox is on, the restrictive keys of the newest release, pinned
+  rather than left to defaults (docs/claude-code-behaviour.md, "Restrictive settings"):
+  ``sandbox.allowNestedUserNamespaces = false``, ``sandbox.filesystem.disabled = false``,
+  ``sandbox.network.strictAllowlist = true``, and in managed scope where
+  :attr:`SandboxKeys.managed_domains_only` (sandbox mode)
+  ``sandbox.network.allowManagedDomainsOnly = true`` with the operator's domains
+  appended to ``sandbox.network.allowedDomains`` (set back to false otherwise, where
+  present); in managed scope ``requiredMinimumVersion`` when
+  :attr:`SandboxKeys.minimum_version` is given (never removed);
 - ``permissions.deny``: rules that hide credentials (:data:`CREDENTIAL_DENY_RULES`)
   are appended when missing; existing rules stay, in their order.
 
