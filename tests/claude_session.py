@@ -383,7 +383,7 @@ def launch_session(
     launcher += claude_args(api.base_url, at.debug_log, extra_args, print_mode)
     argv = ["/bin/sh", "-c", 'mount -t tmpfs -o mode=1777 tmpfs /tmp && exec "$@"', "sh"]
     argv = with_managed_settings(
-        [*argv, *launcher], written_settings(inner) if settings is None else settings,
+        [*argv, *launcher], written_settings(inner, mode) if settings is None else settings,
         at.tree.base,
     )  # fmt: skip
     env = launcher_env(caller_env)

@@ -14,14 +14,16 @@ runs its proxy, as in user mode and sandbox mode without the allowlist network).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from sandbox_setup.base.accounts import Account, lookup_user
+from sandbox_setup.boundary.claude_mountpoints import MOUNT_POINTS
 from tests.claude_run import ClaudeTree, claude_tree, run_claude_turn
-from tests.claude_session import written_settings
+from tests.claude_session import AgentTree, agent_tree, launch_session, written_settings
 from tests.fake_api import BashStep, FakeMessagesAPI, TextStep
 from tests.tools import ClaudeRelease, claude_binary, release_tuple, require_root, require_tool
 
@@ -139,3 +141,36 @@ def test_claude_daemon_install_fails_for_the_agent(
     assert "disabled in this version" in said, said
     units = tree.home / ".config/systemd/user"
     assert not units.exists() or not any(units.iterdir()), list(units.iterdir())
+
+
+@pytest.fixture
+def agent() -> Iterator[AgentTree]:
+    with agent_tree() as made:
+        yield made
+
+
+def _shown(st: os.stat_result) -> str:
+    return f"mode {st.st_mode:o} uid {st.st_uid} size {st.st_size} links {st.st_nlink}"
+
+
+def test_a_session_leaves_none_of_claudes_mount_point_files(
+    agent: AgentTree, claude_under_test: ClaudeRelease
+) -> None:
+    """A real session through sandbox-launch in a git workspace: whatever mount points
+    Claude's own bwrap made for its Bash command, none is left when the session ends."""
+    import subprocess
+
+    workspace = agent.tree.workspace
+    subprocess.run(["git", "init", "-q", str(workspace)], check=True)
+    for path in [workspace, *workspace.rglob("*")]:
+        os.chown(path, agent.agent.uid, agent.agent.gid, follow_symlinks=False)
+    with FakeMessagesAPI([BashStep("echo ran-in-session"), TextStep(FINAL)]) as api:
+        session = launch_session(agent, api, mode="sandbox", inner="strong")
+    assert session.run.returncode == 0, session.run
+    assert "ran-in-session" in api.tool_result(0).text
+    left = {
+        "/".join(p.parts): _shown(workspace.joinpath(*p.parts).lstat())
+        for p in MOUNT_POINTS
+        if os.path.lexists(workspace.joinpath(*p.parts))
+    }
+    assert left == {}, (agent.agent.uid, left, session.run.output[-2000:])

@@ -26,9 +26,17 @@ def _file(path: Path, uid: int, data: bytes = b"") -> Path:
 
 
 def _workspace(tmp_path: Path) -> Path:
+    """Each mount point, every other one an empty directory (a real session's are)."""
     ws = tmp_path / "ws"
-    for point in MOUNT_POINTS:
-        _file(ws.joinpath(*point.parts), AGENT)
+    for n, point in enumerate(reversed(MOUNT_POINTS)):  # parents first
+        path = ws.joinpath(*point.parts)
+        if path.exists():
+            continue
+        if n % 2 or point.parts[-1] == "commit-graphs":
+            path.mkdir(parents=True)
+            os.chown(path, AGENT, AGENT)
+        else:
+            _file(path, AGENT)
     return ws
 
 
@@ -47,11 +55,13 @@ def test_anything_else_stays_for_the_scan(tmp_path: Path) -> None:
     written = _file(ws / ".git/NOTES_MERGE_WORKTREE", AGENT, b"not empty")
     foreign = _file(ws / ".git/glab-cli", OTHER)  # not the agent's
     root_owned = _file(ws / ".git/remotes", 0)
-    (ws / ".git/worktrees").mkdir()  # a directory, as git makes it
+    (ws / ".git/worktrees/main").mkdir(parents=True)  # not empty: git's
+    os.chown(ws / ".git/worktrees", AGENT, AGENT)
     linked = _file(tmp_path / "elsewhere", AGENT)
     (ws / ".git/objects/info").mkdir(parents=True)
     os.link(linked, ws / ".git/objects/info/alternates")  # a hard link: not Claude's
     (ws / ".git/objects/info/commit-graphs").symlink_to(linked)
+    (ws / ".git/objects/info/.claude-sandbox-noreplace").mkdir()  # root's: not the agent's
     # A symlinked .claude leads nowhere outside the workspace.
     outside = tmp_path / "outside"
     target = _file(outside / ".cc-writes", AGENT)
@@ -60,9 +70,10 @@ def test_anything_else_stays_for_the_scan(tmp_path: Path) -> None:
     assert remove_mount_points([str(ws)], AGENT) == []
     for path in (written, foreign, root_owned, linked, target, plain):
         assert path.exists(), path
-    assert (ws / ".git/worktrees").is_dir()
+    assert (ws / ".git/worktrees/main").is_dir()
     assert (ws / ".git/objects/info/alternates").exists()
     assert (ws / ".git/objects/info/commit-graphs").is_symlink()
+    assert (ws / ".git/objects/info/.claude-sandbox-noreplace").is_dir()
 
 
 def test_a_session_end_removes_them(tmp_path: Path) -> None:

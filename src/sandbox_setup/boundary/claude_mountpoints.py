@@ -1,14 +1,17 @@
 """Claude Code's inner-sandbox mount-point files, removed when a session ends.
 
 Claude Code's own bwrap (2.1.332; none of these in 2.1.197's binary) binds a
-read-only or an empty file over paths it protects; where such a path does not
-exist it first creates an empty file as the mount point, in the workspace, as the
-agent, and leaves it there after the command (and the session) ends. The names
+read-only or an empty file or directory over paths it protects; where such a path
+does not exist it first creates an empty file or directory as the mount point (a
+real 2.1.332 session through ``sandbox-launch`` leaves directories), in the
+workspace, as the agent, and leaves it there after the command (and the session)
+ends. The names
 are :data:`MOUNT_POINTS`, tied to the releases whose binaries make them.
 
-:func:`remove_mount_points` removes one only when it is still what Claude left: a
-regular file, empty, owned by the agent, with one link, at exactly one of those
-paths, reached from the workspace by file descriptor (``openat`` with
+:func:`remove_mount_points` removes one only when it is still what Claude left: an
+empty regular file owned by the agent with one link, or an empty directory owned
+by the agent (``rmdir``: the kernel refuses one with anything in it), at exactly
+one of those paths, reached from the workspace by file descriptor (``openat`` with
 ``O_NOFOLLOW`` at each step, so a symlinked ``.git`` or ``.claude`` leads nowhere
 outside). Anything else stays where it is, for the workspace scan to judge.
 
@@ -42,14 +45,17 @@ MOUNT_POINTS: tuple[MountPoint, ...] = tuple(
         ".git/remotes",
         ".git/worktrees",
         ".git/objects/info/alternates",
+        # the marker inside first: its directory is empty only after it went
+        ".git/objects/info/commit-graphs/.claude-sandbox-noreplace",
         ".git/objects/info/commit-graphs",
         ".git/objects/info/.claude-sandbox-noreplace",
+        ".git/info/.claude-sandbox-noreplace",
     )
 )
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
-def _is_leftover(st: os.stat_result, agent_uid: int) -> bool:
+def _is_leftover_file(st: os.stat_result, agent_uid: int) -> bool:
     return (
         stat.S_ISREG(st.st_mode) and st.st_size == 0 and st.st_uid == agent_uid and st.st_nlink == 1
     )
@@ -65,7 +71,10 @@ def _remove_one(root_fd: int, point: MountPoint, agent_uid: int) -> bool:
             fds.append(parent)
         leaf = point.parts[-1]
         st = os.stat(leaf, dir_fd=parent, follow_symlinks=False)
-        if not _is_leftover(st, agent_uid):
+        if stat.S_ISDIR(st.st_mode) and st.st_uid == agent_uid:
+            os.rmdir(leaf, dir_fd=parent)  # only an empty one: the kernel checks
+            return True
+        if not _is_leftover_file(st, agent_uid):
             return False
         os.unlink(leaf, dir_fd=parent)
         return True
