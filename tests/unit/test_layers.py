@@ -30,7 +30,8 @@ CORE = (*POLICY, P + "checks", P + "boundary", P + "configure")
 RULES: dict[str, tuple[str, ...]] = {
     P + "base": BASE,
     P + "policy": POLICY,
-    P + "checks": (*BASE, P + "checks"),
+    # The release floor is the one rule of policy/ a check judges by (stdlib only).
+    P + "checks": (*BASE, P + "policy.claude_release", P + "checks"),
     P + "boundary": (*POLICY, P + "boundary"),
     P + "configure": CORE,
     P + "launcher": (*POLICY, P + "boundary", P + "launcher"),

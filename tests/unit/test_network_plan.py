@@ -58,11 +58,19 @@ def test_the_plan_carries_the_network_lines_and_the_note(
     assert not any("s3cret-token" in note for note in plan.notes)  # never the URL
     settings = next(a for a in plan.actions if "Claude settings" in a.describe())
     data = json.loads(settings.desired())  # type: ignore[attr-defined]
-    assert data["sandbox"]["network"] == {"httpProxyPort": 3128, "socksProxyPort": 3128}
+    assert data["sandbox"]["network"] == {
+        "strictAllowlist": True,
+        "allowManagedDomainsOnly": True,
+        "allowedDomains": ["example.com"],  # the operator's, Claude's only allowlist
+        "httpProxyPort": 3128,
+        "socksProxyPort": 3128,
+    }
     host = build_plan(report(), Answers(Mode.SANDBOX, workspaces=WS, network=Network.HOST), layout)
     assert host.network == [f"host: {HOST_EXPOSURE}"]
     settings = next(a for a in host.actions if "Claude settings" in a.describe())
-    assert "network" not in json.loads(settings.desired())["sandbox"]  # type: ignore[attr-defined]
+    network = json.loads(settings.desired())["sandbox"]["network"]  # type: ignore[attr-defined]
+    assert not {"httpProxyPort", "socksProxyPort"} & set(network), network  # Claude's own proxy
+    assert network["strictAllowlist"] is True and network["allowedDomains"] == []
 
 
 def test_user_mode_lines_say_which_landlock_wall_confines_what() -> None:

@@ -53,6 +53,7 @@ from sandbox_setup.base.errors import RefusedError
 from sandbox_setup.base.fdwalk import WalkLimits
 from sandbox_setup.base.printable import printable
 from sandbox_setup.boundary.binds import Prepared, finish, prepare, ro_bind_argv
+from sandbox_setup.boundary.claude_mountpoints import remove_mount_points
 from sandbox_setup.boundary.quarantine import check_quarantine_trust, neutralize
 from sandbox_setup.boundary.scan import scan, snapshot
 from sandbox_setup.boundary.scan_model import Mark, Snapshot
@@ -286,6 +287,7 @@ class Boundary:
     key: str = ""  # this session in the record: "<pid>-<starttime>"
     session: str = ""
     ended: bool = False
+    agent_uid: int | None = None  # whose leftover mount points end() removes
 
     @classmethod
     def start(
@@ -416,6 +418,10 @@ class Boundary:
             shared = [ws for ws in self.workspaces if record.live_on(ws, but=self.key)]
             last = [ws for ws in self.workspaces if ws not in shared]
             lines: list[str] = []
+            if last and self.agent_uid is not None:
+                # Claude's own leftover mount points, once no session of the
+                # workspace runs: one that still runs may be using them.
+                remove_mount_points(last, self.agent_uid)
             if last:
                 lines += _retire(record, last, self.state, self.session, me=self.key)
             if shared:

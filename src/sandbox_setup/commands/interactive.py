@@ -31,6 +31,7 @@ from sandbox_setup.base.limits import Limits, parse_size, parse_tasks
 from sandbox_setup.base.paths import Layout
 from sandbox_setup.checks.model import Finding, Report, Status
 from sandbox_setup.commands.wording import tui_words
+from sandbox_setup.policy.claude_release import INSTALL_NEWEST
 from sandbox_setup.policy.environment import validate_pass_names
 from sandbox_setup.policy.names import agent_name_problem
 from sandbox_setup.policy.network import parse_port
@@ -203,7 +204,7 @@ class InteractiveCore:
                 Status.WARN,
                 f"Claude Code not found ({where})",
                 "cause: claude-missing",
-                "install Claude Code (npm install -g @anthropic-ai/claude-code), or enter "
+                f"install Claude Code ({INSTALL_NEWEST}), or enter "
                 "its path in the Claude Code field on the details step",
             )
         if self.layout.live:

@@ -612,6 +612,8 @@ def _run_checked(
             exposed,
         )
         hooks = [boundary.end] if boundary is not None else []
+        if boundary is not None and agent is not None:
+            boundary.agent_uid = agent.uid  # its end removes Claude's mount-point files
         if launch.warning:
             print(printable_lines(launch.warning), file=sys.stderr)
         if launch.notice and not options.quiet and not options.dry_run:
