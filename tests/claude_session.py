@@ -318,12 +318,16 @@ def agent_tree() -> Iterator[AgentTree]:
         yield AgentTree(tree, agent)
 
 
-def written_settings(inner: str) -> dict[str, Any]:
-    """The managed settings an apply writes for this inner sandbox strength."""
+def written_settings(inner: str, mode: str = "sandbox") -> dict[str, Any]:
+    """The managed settings an apply writes for this inner sandbox strength and mode."""
     binaries = sandbox_binaries()
     assert binaries["bwrap"] and binaries["socat"], binaries
     keys = SandboxKeys(
-        inner, managed=True, bwrap_path=binaries["bwrap"], socat_path=binaries["socat"]
+        inner,
+        managed=True,
+        bwrap_path=binaries["bwrap"],
+        socat_path=binaries["socat"],
+        managed_domains_only=mode == "sandbox",
     )
     data: dict[str, Any] = json.loads(merge_settings(None, MANAGED, keys))
     return data
@@ -385,7 +389,7 @@ def launch_session(
     launcher += claude_args(api.base_url, at.debug_log, extra_args, print_mode, api_in_settings)
     argv = ["/bin/sh", "-c", 'mount -t tmpfs -o mode=1777 tmpfs /tmp && exec "$@"', "sh"]
     argv = with_managed_settings(
-        [*argv, *launcher], written_settings(inner) if settings is None else settings,
+        [*argv, *launcher], written_settings(inner, mode) if settings is None else settings,
         at.tree.base,
     )  # fmt: skip
     env = launcher_env(caller_env)

@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-CLAUDE_VERSION = "2.1.197"
+CLAUDE_VERSION = "2.1.332"  # a fake at or above the release floor
 FAKE_CLAUDE = f'#!/bin/sh\necho "{CLAUDE_VERSION} (Claude Code)"\n'
 
 PASSWD = (

@@ -17,7 +17,12 @@ So, as root, the suite runs in a mount namespace of its own, made once at start
   the host keeps writing to it outside this namespace;
 - the host's config directory (``launcher.toml``, ``answers.toml``) is an empty,
   read-only tmpfs: a live ``--check`` in a test probes as the stand-in agent, not as
-  the host's configured one, and no test can write the host's setup.
+  the host's configured one, and no test can write the host's setup;
+- ``/var/lib/sandbox-setup`` (the host-wide trusted state of the workspaces, which
+  every launch as root reads and writes whatever its ``XDG_STATE_HOME``) is an empty
+  tmpfs of the suite's own: the suite's sessions neither see the host's sessions nor
+  write the host's record. Where the host has no such directory (nothing may be made
+  on the host), ``/var/lib`` itself is a tmpfs with each of its entries bound back.
 
 The mounts are private: the host sees none of them, and they end with the suite.
 ``SANDBOX_SETUP_TEST_HOST_VIEW=shared`` skips this (the tests of this module use it
@@ -29,11 +34,14 @@ from __future__ import annotations
 import ctypes
 import os
 import subprocess
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 CLONE_NEWNS = 0x00020000
 CLAUDE_MANAGED_DIR = Path("/etc/claude-code")
+VAR_LIB = Path("/var/lib")
+HOST_RECORD_DIR = VAR_LIB / "sandbox-setup"
 
 
 @dataclass(frozen=True)
@@ -72,4 +80,30 @@ def enter_private_view(state_dir: Path, config_dir: Path | None = None) -> HostV
     if config_dir is not None and config_dir.is_dir():
         _mount("-t", "tmpfs", "-o", "ro,mode=0700,size=1m", "tmpfs", str(config_dir))
         hidden = True
+    _hide_host_record()
     return HostView(private=True, state_read_only=read_only, config_hidden=hidden)
+
+
+def _hide_host_record() -> None:
+    """An empty ``/var/lib/sandbox-setup`` of the suite's own (see the module docstring)."""
+    if HOST_RECORD_DIR.is_dir():
+        _mount("-t", "tmpfs", "-o", "mode=0755,size=64m", "tmpfs", str(HOST_RECORD_DIR))
+        return
+    if not VAR_LIB.is_dir():
+        return
+    keep = tempfile.mkdtemp(prefix="sandbox-setup-test-var-lib-")
+    _mount("--rbind", str(VAR_LIB), keep)
+    _mount("-t", "tmpfs", "-o", "mode=0755,size=1g", "tmpfs", str(VAR_LIB))
+    for entry in os.scandir(keep):
+        dest = VAR_LIB / entry.name
+        if entry.is_symlink():
+            os.symlink(os.readlink(entry.path), dest)
+            continue
+        if entry.is_dir(follow_symlinks=False):
+            dest.mkdir()
+        else:
+            dest.touch()
+        _mount("--rbind", entry.path, str(dest))
+    _mount("--make-rprivate", str(VAR_LIB))
+    subprocess.run(["umount", "-l", keep], check=False, capture_output=True, timeout=30)
+    os.rmdir(keep)

@@ -42,6 +42,9 @@ from tests.seams import LAUNCH_WITH_SEAMS
 from tests.tools import REPO, SRC, require_root, require_tool
 
 NOBODY = 65534
+# The workspaces' trusted state a launch as root keeps (host-wide; in the suite's
+# private view an empty tmpfs of its own, tests/hermetic.py).
+HOST_TRUST = Path("/var/lib/sandbox-setup/workspaces")
 MARKER = "claude-ran"
 OPERATOR_SECRET = "operator-secret-not-for-the-agent"
 

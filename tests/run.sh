@@ -8,13 +8,15 @@ export DEBIAN_FRONTEND=noninteractive
 # docker.io: tests/integration/test_docker.py starts a private dockerd of its own; the
 # package's postinst starts the system one only where policy-rc.d allows it (it does not
 # in Debian's container images; see docs/claude-code-behaviour.md).
+# crun beside runc: Podman then prefers crun (Debian installs it with `podman` alone); the
+# container tests name runc (tests/integration/podman.py), and crun here proves they do.
 NPM_PREFIX=${SANDBOX_SETUP_NPM_PREFIX:-/opt/sandbox-setup-test/npm}
 
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends \
   bubblewrap runc util-linux passwd acl socat ripgrep procps python3 python3-venv \
   ca-certificates git iproute2 curl openssl e2fsprogs keyutils tmux openssh-server \
-  apparmor podman uidmap slirp4netns fuse-overlayfs docker.io >/dev/null
+  apparmor podman crun uidmap slirp4netns fuse-overlayfs docker.io >/dev/null
 command -v npm >/dev/null || apt-get install -y -qq --no-install-recommends nodejs npm >/dev/null
 
 # Claude Code and sandbox-runtime (srt), in prefixes outside /root so the agent user and

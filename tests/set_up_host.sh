@@ -49,6 +49,26 @@ for dir in etc opt root home srv usr/local; do
   mount -t overlay overlay \
     -o "lowerdir=/$dir,upperdir=$work/$dir/upper,workdir=$work/$dir/work" "/$dir"
 done
+# /var/lib/sandbox-setup (the workspaces' trusted state, which the host's session
+# writes) is the namespace's own too: /var/lib is a tmpfs there with each of its
+# entries bound back (an overlay would put podman's storage on an overlay). The bind
+# of the real /var/lib used to find them is detached at once: nothing removes through it.
+var_lib=$(mktemp -d /var/tmp/set-up-host-var-lib.XXXXXX)
+mount --rbind /var/lib "$var_lib"
+mount -t tmpfs -o mode=0755,size=1g tmpfs /var/lib
+for entry in "$var_lib"/* "$var_lib"/.[!.]*; do
+  [ -e "$entry" ] || [ -L "$entry" ] || continue
+  name=${entry##*/}
+  [ "$name" = sandbox-setup ] && continue
+  if [ -L "$entry" ]; then
+    cp -P "$entry" "/var/lib/$name"
+  elif [ -d "$entry" ]; then
+    mkdir "/var/lib/$name" && mount --rbind "$entry" "/var/lib/$name"
+  else
+    touch "/var/lib/$name" && mount --bind "$entry" "/var/lib/$name"
+  fi
+done
+umount -l "$var_lib" && rmdir "$var_lib"
 sed -i -E -e 's/^(UID_MIN|GID_MIN)[[:space:]].*/\1 50000/' \
   -e 's/^(UID_MAX|GID_MAX)[[:space:]].*/\1 59999/' /etc/login.defs
 grep -Eq '^UID_MIN[[:space:]]+50000' /etc/login.defs || echo "UID_MIN 50000" >>/etc/login.defs

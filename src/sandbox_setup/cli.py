@@ -8,8 +8,10 @@ Each path is imported only when chosen, so ``--check``, ``--audit``,
 from __future__ import annotations
 
 import argparse
+import errno
 import math
 import os
+import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -26,7 +28,7 @@ from sandbox_setup.base.choices import (
 )
 from sandbox_setup.base.console import OutputError, prepare_streams
 from sandbox_setup.base.crashlog import report_crash
-from sandbox_setup.base.errors import SetupError
+from sandbox_setup.base.errors import SetupError, unreadable
 from sandbox_setup.base.exitcodes import EXIT_CODES_HELP, ExitCode
 from sandbox_setup.base.paths import Layout
 from sandbox_setup.base.printable import printable_lines
@@ -338,7 +340,7 @@ def _dispatch(
 
         return run_audit(args)
     if args.headless:
-        from sandbox_setup.commands.apply import run_headless
+        from sandbox_setup.commands.headless import run_headless
 
         return run_headless(args, apply_seams)
     if args.undo:
@@ -387,8 +389,21 @@ def main(argv: Sequence[str] | None = None, *, apply_seams: ApplySeams | None = 
         # A refusal names the file (a workspace's, the state directory's): invariant 15.
         print(f"sandbox-setup: {printable_lines(str(exc))}", file=sys.stderr)
         return int(exc.exit_code)
-    except KeyboardInterrupt:
-        print("sandbox-setup: interrupted", file=sys.stderr)
+    except PermissionError as exc:
+        # A file or directory of the operator's it may not open, on a path no check
+        # above caught: an input error naming it (docs/inputs-and-exit-codes.md), not 70.
+        if exc.filename is None or exc.errno != errno.EACCES:
+            report_crash("sandbox-setup", exc, _state_dir(args))
+            return int(ExitCode.INTERNAL)
+        denied = unreadable(exc.filename, exc)
+        print(f"sandbox-setup: {printable_lines(str(denied))}", file=sys.stderr)
+        return int(denied.exit_code)
+    except KeyboardInterrupt as exc:
+        # Interrupted (configure/interrupts.py) carries the signal: SIGTERM or SIGHUP
+        # before an apply began (the probes) says which, as the apply's own line does.
+        signum = getattr(exc, "signum", None)
+        by = f" by {signal.Signals(signum).name}" if isinstance(signum, int) else ""
+        print(f"sandbox-setup: interrupted{by}", file=sys.stderr)
         return int(ExitCode.INTERRUPTED)
     except BrokenPipeError:
         # Output piped into `head` and the like: not an error of ours. Point stdout

@@ -5,7 +5,9 @@ The scripted Bash command reports where it ran (:mod:`tests.bash_evidence`: Clau
 bwrap, its seccomp filter, namespaces of its own) and then tries to bind a TCP port on
 its own loopback. Claude's sandbox allows that (its network namespace is its own); the
 session's Landlock domain, which no namespace leaves, refuses it (no TCP bind at all).
-The twin, ``[user] landlock = false``, binds: the refusal is Landlock's.
+The twin, ``[user] landlock = false``, binds: the refusal is Landlock's. The twin still
+runs in the session's own network namespace where root can make one (Landlock off is
+not the namespace off), and Claude completes its turn through it.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from collections.abc import Iterator
 import pytest
 
 from sandbox_setup.base import landlock
+from sandbox_setup.launcher.egress.netns import namespace_possible
 from tests.bash_evidence import evidence_command, new_marker, parse_evidence
 from tests.claude_session import AgentTree, agent_tree, launch_session
 from tests.fake_api import BashStep, FakeMessagesAPI, TextStep
@@ -59,5 +62,10 @@ def test_claudes_bash_sandbox_runs_inside_the_landlock_domain(
     inside, stderr = _bash_in_session(agent, on=True)
     assert "Landlock ABI" in stderr and "network" in stderr, stderr
     assert "bind=EACCES" in inside, inside
-    twin, _ = _bash_in_session(agent, on=False)
+    twin, twin_err = _bash_in_session(agent, on=False)
     assert "bind=ok" in twin, twin
+    # [user] landlock = false turns off Landlock only: where root can make one, the
+    # twin's turn went through the session's own network namespace and its proxy.
+    if namespace_possible().possible:
+        assert "a network namespace of its own" in twin_err, twin_err
+        assert "no second wall" in twin_err, twin_err

@@ -88,7 +88,15 @@ def test_claude_completes_a_turn_whose_bash_network_goes_through_the_launchers_p
             "failIfUnavailable": True,
             "allowUnsandboxedCommands": False,
             "autoAllowBashIfSandboxed": True,
-            "network": dict.fromkeys(PROXY_PORT_KEYS, SANDBOX_PROXY_PORT),
+            # the restrictive keys an apply writes (allowManagedDomainsOnly is honoured
+            # from managed settings only): the launcher's proxy still decides
+            "allowNestedUserNamespaces": False,
+            "filesystem": {"disabled": False},
+            "network": {
+                "strictAllowlist": True,
+                "allowedDomains": list(ALLOWED_PATTERNS),
+                **dict.fromkeys(PROXY_PORT_KEYS, SANDBOX_PROXY_PORT),
+            },
         }
         settings = {
             "env": {

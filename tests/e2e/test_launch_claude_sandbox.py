@@ -198,7 +198,7 @@ def scripted_turn(
     marker = new_marker()
     step = BashStep(evidence_command(marker) + KEY_PROBE, extra_input=extra_input)
     with FakeMessagesAPI([step, TextStep(FINAL)]) as api, ClaudeWatch(tree.home) as watch:
-        run = launch(tree, api, mode=mode, inner=inner, settings=written_settings(inner))
+        run = launch(tree, api, mode=mode, inner=inner, settings=written_settings(inner, mode))
     assert run.returncode == 0, run
     assert GUARD not in run.output, run
     api.assert_conversation_done()
@@ -245,7 +245,7 @@ def test_without_socat_claude_refuses_to_start(tree: LaunchTree, mode: str) -> N
     marker = new_marker()
     with FakeMessagesAPI([BashStep(evidence_command(marker)), TextStep(FINAL)]) as api:
         run = launch(
-            tree, api, mode=mode, inner="strong", settings=written_settings("strong"),
+            tree, api, mode=mode, inner="strong", settings=written_settings("strong", mode),
             hide_socat=True,
         )  # fmt: skip
     assert run.returncode == 1, run

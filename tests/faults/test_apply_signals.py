@@ -183,3 +183,77 @@ def test_kill_9_inside_account_creation_then_undo_is_byte_for_byte(
     left = {k: (root / k).read_bytes()[:40] for k in changed if (root / k).is_file()}
     assert after == before, (changed, left, undo.stdout)
     fault.saw(f"undo exit 0 ({undo.stdout.strip().splitlines()[0][:80]}); tree as before")
+
+
+@pytest.mark.parametrize(
+    "sig", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT], ids=lambda s: signal.Signals(s).name
+)
+@pytest.mark.parametrize(("tool", "when"), [("groupadd", "before"), ("useradd", "inside")])
+def test_a_signal_to_the_process_group_inside_account_creation_rolls_back(
+    tmp_path: Path, stand_ins: Path, sig: signal.Signals, tool: str, when: str, fault: FaultRow
+) -> None:
+    """Ctrl-C at the terminal, a hangup or ``kill -TERM -PGID`` reach the whole process
+    group: the account tool runs in a session of its own, so it finishes, and the apply
+    rolls back (never "groupadd failed (exit -2)", exit 2)."""
+    name = signal.Signals(sig).name
+    fault.expect(
+        f"{name} to the apply's process group {when} {tool} runs",
+        "rolled back: exit 130, one line naming the signal; the tree byte for byte as before",
+    )
+    root = make_target_root(tmp_path / "root")
+    before = tree(root)
+    child, _ = _start_apply(root, stand_ins, tool, when)
+    os.killpg(child.pid, sig)
+    out, err = child.communicate(timeout=120)
+    assert child.returncode == 130, (child.returncode, out, err)
+    assert f"sandbox-setup: interrupted by {name}: rolled back" in err, err
+    assert "failed (exit" not in err and "Traceback" not in err, err
+    after = tree(root)
+    assert after == before, sorted(
+        k for k in set(after) | set(before) if after.get(k) != before.get(k)
+    )
+    fault.saw(f"exit 130: {err.strip().splitlines()[-1]}; tree byte for byte as before")
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        text = Path(f"/proc/{pid}/task/{pid}/children").read_text()
+    except OSError:
+        return []
+    return [int(word) for word in text.split()]
+
+
+@pytest.mark.parametrize(
+    "sig", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT], ids=lambda s: signal.Signals(s).name
+)
+def test_a_signal_during_the_probes_is_exit_130_with_one_line(
+    tmp_path: Path, sig: signal.Signals, fault: FaultRow
+) -> None:
+    """The first process the apply starts is a probe: a signal then (the first ~0.6 s
+    of an apply) is exit 130 and one line naming it, never a silent death."""
+    require_root()
+    name = signal.Signals(sig).name
+    fault.expect(
+        f"{name} to the apply while its first probe runs",
+        f"exit 130, 'sandbox-setup: interrupted by {name}', nothing written",
+    )
+    root = make_target_root(tmp_path / "root")
+    before = tree(root)
+    child = subprocess.Popen(
+        [sys.executable, "-m", "sandbox_setup", "--headless", "--root", str(root), "--yes",
+         *SANDBOX],
+        cwd=REPO, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True, start_new_session=True,
+    )  # fmt: skip
+    deadline = time.monotonic() + 60
+    while not _children(child.pid):
+        assert child.poll() is None, child.communicate()
+        assert time.monotonic() < deadline, "the apply started no probe"
+        time.sleep(0.002)
+    os.kill(child.pid, sig)
+    out, err = child.communicate(timeout=60)
+    assert child.returncode == 130, (child.returncode, out, err)
+    assert err.strip().splitlines()[-1] == f"sandbox-setup: interrupted by {name}", err
+    assert "Traceback" not in err, err
+    assert tree(root) == before
+    fault.saw(f"exit 130: {err.strip().splitlines()[-1]}")

@@ -4,6 +4,9 @@ now refused with exit 2 naming it, or printed in plain words, through the real C
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -38,6 +41,34 @@ def test_a_claude_script_with_a_crlf_shebang_is_refused(fault: FaultRow, root: P
         assert result.returncode == 2, result.stderr
         assert "/opt/claude-crlf: its #! line ends in a carriage return" in result.stderr
         assert f"sed -i 's/[[:cntrl:]]$//' {script}" in result.stderr
+        _no_crash(result.stderr)
+    assert snapshot(root) == before
+
+
+@pytest.mark.parametrize(
+    ("content", "said"),
+    [(b"", "it is empty"), (b"garbage\x00\x01", "it is neither a program (ELF) nor a #! script")],
+    ids=["empty", "garbage"],
+)
+def test_an_empty_or_garbage_claude_is_refused(
+    fault: FaultRow, root: Path, content: bytes, said: str
+) -> None:
+    fault.expect(
+        f"--claude naming an executable file holding {content!r}",
+        "exit 2 naming it at plan and apply (every launch would fail)",
+    )
+    script = root / "opt/claude-bad"
+    script.parent.mkdir(parents=True)
+    script.write_bytes(content)
+    script.chmod(0o755)
+    before = snapshot(root)
+    for extra in ([], ["--yes"]):
+        result = run_cli(
+            "--headless", *SANDBOX, "--claude", "/opt/claude-bad", "--root", str(root), *extra
+        )
+        fault.saw(f"exit {result.returncode}: {result.stderr.strip()[-140:]}")
+        assert result.returncode == 2, result.stderr
+        assert f"/opt/claude-bad: {said}" in result.stderr, result.stderr
         _no_crash(result.stderr)
     assert snapshot(root) == before
 
@@ -159,3 +190,124 @@ def test_accept_unsafe_root_in_a_sandbox_answers_file_is_refused(
     assert 'accept_unsafe_root only applies to mode "unsafe"' in result.stderr
     assert str(answers) in result.stderr
     assert snapshot(root) == before
+
+
+def test_accepted_at_that_is_not_a_time_is_refused(fault: FaultRow, root: Path) -> None:
+    fault.expect('answers: mode = unsafe, accepted_at = "x"', "exit 2 naming the key, not recorded")
+    answers = root.parent / "answers.toml"
+    answers.write_text(
+        'schema = 1\nmode = "unsafe"\nworkspaces = ["/srv/project"]\naccept_unsafe_root = true\n'
+        'accepted_at = "x"\n'
+    )
+    before = snapshot(root)
+    result = run_cli("--headless", "--answers", str(answers), "--yes", "--root", str(root))
+    fault.saw(f"exit {result.returncode}: {result.stderr.strip()[-120:]}")
+    assert result.returncode == 2, result.stderr
+    assert f"{answers}: key 'accepted_at' is 'x'; expected a date and time" in result.stderr
+    assert snapshot(root) == before
+
+
+def test_a_byte_order_mark_is_named_not_an_invalid_statement(fault: FaultRow, root: Path) -> None:
+    fault.expect("answers file saved as UTF-8 with BOM", "exit 2 naming the mark and the fix")
+    answers = root.parent / "answers.toml"
+    answers.write_bytes(
+        b'\xef\xbb\xbfschema = 1\nmode = "sandbox"\nworkspaces = ["/srv/project"]\n'
+    )
+    before = snapshot(root)
+    result = run_cli("--headless", "--answers", str(answers), "--yes", "--root", str(root))
+    fault.saw(f"exit {result.returncode}: {result.stderr.strip()[-120:]}")
+    assert result.returncode == 2, result.stderr
+    assert f"{answers}: starts with a byte-order mark" in result.stderr, result.stderr
+    assert "Invalid statement" not in result.stderr
+    _no_crash(result.stderr)
+    assert snapshot(root) == before
+
+
+@pytest.mark.parametrize(
+    ("flag", "value"),
+    [
+        ("--no-allow-domain", "exampel.org"),
+        ("--no-workspace", "/srv/projcet"),
+        ("--no-pass-env", "MY_TOKN"),
+        ("--no-allow-loopback-port", "10101"),
+    ],
+)
+def test_a_no_option_naming_what_the_setup_lacks_is_refused(
+    fault: FaultRow, root: Path, flag: str, value: str
+) -> None:
+    fault.expect(f"{flag} {value} (a typo) on a saved setup", "exit 2 naming it, nothing written")
+    first = run_cli(
+        "--headless", *SANDBOX, "--allow-domain", "example.org", "--pass-env", "MY_TOKEN",
+        "--allow-loopback-port", "10100", "--yes", "--root", str(root),
+    )  # fmt: skip
+    assert first.returncode == 0, first.stderr
+    before = snapshot(root)
+    result = run_cli("--headless", flag, value, "--yes", "--root", str(root))
+    fault.saw(f"exit {result.returncode}: {result.stderr.strip()[-120:]}")
+    assert result.returncode == 2, result.stderr
+    assert f"{flag} '{value}': the setup does not have it" in result.stderr, result.stderr
+    assert snapshot(root) == before
+
+
+@pytest.mark.parametrize(
+    ("key", "line"),
+    [
+        ("mode", 'mode = "{big}"'),
+        ("agent_user", 'mode = "sandbox"\nworkspaces = ["/srv/project"]\nagent_user = "{big}"'),
+        ("allowed_domains", 'mode = "sandbox"\nworkspaces = ["/srv/project"]\n'
+         'allowed_domains = ["{big}!"]'),
+        ("unknown key", 'mode = "sandbox"\nworkspaces = ["/srv/project"]\n{big} = 1'),
+        ("claude", 'mode = "sandbox"\nworkspaces = ["/srv/project"]\nclaude = "/{big}"'),
+    ],
+)  # fmt: skip
+def test_a_20_mb_bad_value_is_not_echoed_in_full(
+    fault: FaultRow, root: Path, key: str, line: str
+) -> None:
+    fault.expect(f"answers: a 20 MB bad {key}", "exit 2, one short line naming the key")
+    answers = root.parent / "answers.toml"
+    answers.write_text("schema = 1\n" + line.replace("{big}", "x" * 20_000_000) + "\n")
+    result = run_cli("--headless", "--answers", str(answers), "--root", str(root))
+    fault.saw(f"exit {result.returncode}: {len(result.stderr)} characters on stderr")
+    assert result.returncode == 2, result.stderr[:500]
+    assert len(result.stderr) < 5000, result.stderr[:500]
+    assert str(answers) in result.stderr
+    _no_crash(result.stderr)
+
+
+def test_claude_as_an_absolute_symlink_inside_the_root_is_the_targets(
+    fault: FaultRow, root: Path
+) -> None:
+    fault.expect(
+        "--claude /opt/claude, a symlink to /usr/local/bin/claude inside --root",
+        "the target's binary (the link read inside the root): plan exit 0",
+    )
+    (root / "opt").mkdir(exist_ok=True)
+    (root / "opt/claude").symlink_to("/usr/local/bin/claude")
+    result = run_cli("--headless", *SANDBOX, "--claude", "/opt/claude", "--root", str(root))
+    fault.saw(f"exit {result.returncode}: {result.stderr.strip()[-120:]}")
+    assert result.returncode == 0, result.stderr
+    assert "not a file under" not in result.stderr
+
+
+def test_the_plan_under_root_never_runs_the_hosts_claude(
+    fault: FaultRow, root: Path, tmp_path: Path
+) -> None:
+    """The probes' ``claude --version`` under ``--root`` is the root's binary, never
+    the first ``claude`` on the operator's PATH."""
+    fault.expect("plan under --root with a claude on the operator's PATH", "that one never runs")
+    marks = Path(tempfile.mkdtemp(prefix="sandbox-setup-h35b-", dir="/var/tmp"))
+    try:
+        marks.chmod(0o1777)
+        host = tmp_path / "bin"
+        host.mkdir()
+        (host / "claude").write_text(f'#!/bin/sh\ntouch {marks}/ran\necho "2.1.197"\n')
+        (host / "claude").chmod(0o755)
+        result = run_cli(
+            "--headless", *SANDBOX, "--root", str(root),
+            env={"PATH": f"{host}:{os.environ['PATH']}"},
+        )  # fmt: skip
+        fault.saw(f"exit {result.returncode}; host claude ran: {(marks / 'ran').exists()}")
+        assert result.returncode == 0, result.stderr
+        assert not (marks / "ran").exists(), "the plan ran the host's claude"
+    finally:
+        shutil.rmtree(marks, ignore_errors=True)

@@ -88,6 +88,35 @@ def test_unquoted_off_fails_instead_of_applying_strong(work: Path) -> None:
     assert "failed=1" in output, output
 
 
+def test_agent_user_no_fails_instead_of_the_default_agent(work: Path) -> None:
+    # `agent_user: no` is the boolean False; `default(omit, true)` dropped it and the
+    # default agent (claude-agent) was planned without a word.
+    done = play_check(
+        work,
+        f"sandbox_setup_executable: {VENV_BIN / 'sandbox-setup'}\n"
+        "sandbox_setup_mode: sandbox\n"
+        "sandbox_setup_agent_user: no\n",
+    )
+    output = done.stdout + done.stderr
+    assert done.returncode != 0, output
+    assert "sandbox_setup_agent_user is the boolean False" in output, output
+    assert "failed=1" in output, output
+
+
+def test_timeout_0_is_refused_not_dropped(work: Path) -> None:
+    # `default(omit, true)` dropped a 0 too: the default timeout applied without a word.
+    done = play_check(
+        work,
+        f"sandbox_setup_executable: {VENV_BIN / 'sandbox-setup'}\n"
+        "sandbox_setup_mode: sandbox\n"
+        "sandbox_setup_timeout: 0\n",
+    )
+    output = done.stdout + done.stderr
+    assert done.returncode != 0, output
+    assert "--timeout" in output and "above 0" in output, output
+    assert "failed=1" in output, output
+
+
 def test_quoted_off_reaches_the_plan(work: Path) -> None:
     done = play_check(
         work,

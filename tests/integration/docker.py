@@ -43,6 +43,9 @@ from tests.tools import NPM_PREFIX, require_tool
 DOCKER_FIX = ("--security-opt", "systempaths=unconfined", "--security-opt", "seccomp=unconfined")
 IMAGE = "sandbox-setup-test/rootfs:m"
 START_TIMEOUT = 60.0
+# The daemon's built-in runc (the ``runc`` on its PATH, /usr/sbin/runc), named in its
+# config and on every ``docker run``.
+RUNTIME = "runc"
 
 
 class DockerUnavailable(Exception):
@@ -159,7 +162,10 @@ def start_daemon(base: Path, dockerd: str) -> DockerDaemon:
     base.mkdir(mode=0o700, parents=True, exist_ok=True)
     (base / "client-config").mkdir(mode=0o700, exist_ok=True)
     # The trust key's path is settable only here (20.10's "deprecated-key-path").
-    (base / "daemon.json").write_text(json.dumps({"deprecated-key-path": str(base / "key.json")}))
+    # The OCI runtime is named, never left to what the host prefers (podman.py: crun).
+    (base / "daemon.json").write_text(
+        json.dumps({"deprecated-key-path": str(base / "key.json"), "default-runtime": RUNTIME})
+    )
     with open(base / "dockerd.log", "wb") as log:
         process = subprocess.Popen(
             dockerd_argv(dockerd, base),
@@ -232,7 +238,8 @@ class DockerContainer:
                 volumes += ["-v", f"{path}:{path}:ro"]
         envs = [f"--env={key}={value}" for key, value in env.items()]
         return self.daemon.client_argv(
-            "run", "--rm", "--network", "none", *self.options, *volumes, *envs,
+            "run", "--rm", "--runtime", RUNTIME, "--network", "none", *self.options, *volumes,
+            *envs,
             "--workdir", "/", self.image, *inner,
         )  # fmt: skip
 

@@ -23,6 +23,13 @@ with its default rlimits (``error setting rlimit type 7``: RLIMIT_NOFILE above t
 hard limit); :func:`ulimit_options` finds that out once, by trying, and then adds
 ``--ulimit nofile=20000:20000 --ulimit nproc=32768:32768`` (lowered to the host's hard
 limits where those are lower).
+
+Every container starts with a runtime the tests name, runc (:func:`podman_argv`:
+``podman --runtime /usr/sbin/runc``), never the one Podman prefers: Debian installs crun
+with ``podman`` alone, Podman then picks crun, and crun cannot start a container on a
+host such as this one ("crun: cgroups in hybrid mode not supported" under cgroup v1,
+"setrlimit `RLIMIT_NOFILE`: Operation not permitted"). With runc named the suite
+passes where crun is installed beside it (tests/run.sh installs both).
 """
 
 from __future__ import annotations
@@ -120,6 +127,15 @@ def build_rootfs(base: Path, owner: LiveAccount | None = None) -> Path:
     return final
 
 
+OCI_RUNTIME = "runc"
+
+
+def podman_argv(podman: str) -> list[str]:
+    """``podman --runtime RUNC``: the OCI runtime every test container starts with,
+    named by its path (Podman's own choice would be crun wherever crun is installed)."""
+    return [podman, "--runtime", require_tool(OCI_RUNTIME)]
+
+
 def as_account(account: LiveAccount | None) -> list[str]:
     """The argv prefix that runs podman as ``account`` (rootless), or nothing."""
     if account is None:
@@ -129,10 +145,15 @@ def as_account(account: LiveAccount | None) -> list[str]:
     ]  # fmt: skip
 
 
-def account_env(account: LiveAccount | None) -> dict[str, str]:
+def account_env(account: LiveAccount | None, conf: str | None = None) -> dict[str, str]:
+    """Podman's environment; ``conf``: a ``containers.conf`` of the test's own
+    (``CONTAINERS_CONF``), else the host's."""
+    extra = {} if conf is None else {"CONTAINERS_CONF": conf}
     if account is None:
-        return base_env()
-    return base_env(home=str(account.home)) | {"USER": account.name, "LOGNAME": account.name}
+        return base_env() | extra
+    return (
+        base_env(home=str(account.home)) | {"USER": account.name, "LOGNAME": account.name} | extra
+    )
 
 
 def root_has_cap(cap: int) -> bool:
@@ -157,18 +178,20 @@ def _hard(which: int) -> int:
 
 
 @cache
-def ulimit_options(podman: str, rootfs: str, account: LiveAccount | None = None) -> Ulimits:
+def ulimit_options(
+    podman: str, rootfs: str, account: LiveAccount | None = None, conf: str | None = None
+) -> Ulimits:
     """Try a container with Podman's default rlimits; where that fails on RLIMIT_*,
     the host's own hard limits (which root, without CAP_SYS_RESOURCE, cannot raise)."""
     plain = subprocess.run(
-        [*as_account(account), podman, "run", "--rm", "--network", "none",
+        [*as_account(account), *podman_argv(podman), "run", "--rm", "--network", "none",
          "-v", "/usr:/usr:ro", "--rootfs", f"{rootfs}:O", "/usr/bin/true"],
         capture_output=True,
         text=True,
         timeout=120,
         check=False,
         stdin=subprocess.DEVNULL,
-        env=account_env(account),
+        env=account_env(account, conf),
         cwd="/",
     )  # fmt: skip
     if plain.returncode == 0:
@@ -198,6 +221,7 @@ class PodmanContainer:
     name: str = "podman"
     readonly: tuple[str, ...] = ()  # host paths bound read-only at the same place
     rootless: LiveAccount | None = None  # run podman as this account (subordinate ids)
+    containers_conf: str | None = None  # CONTAINERS_CONF for podman, else the host's
 
     def with_options(self, *options: str) -> PodmanContainer:
         return dataclasses.replace(self, options=(*self.options, *options))
@@ -205,7 +229,7 @@ class PodmanContainer:
     def argv(self, inner: Sequence[str], env: Mapping[str, str]) -> list[str]:
         podman = require_tool("podman")
         rootfs = build_rootfs(self.workdir, self.rootless)
-        ulimits = ulimit_options(podman, str(rootfs), self.rootless)
+        ulimits = ulimit_options(podman, str(rootfs), self.rootless, self.containers_conf)
         # /usr read-only (never an overlay of a tree other tests may install into
         # meanwhile); /usr/local, where an apply installs its copy of Claude, a tmpfs
         # of the container's root.
@@ -223,7 +247,7 @@ class PodmanContainer:
             volumes = ["-v", "/usr:/usr:ro", *volumes]
         envs = [f"--env={key}={value}" for key, value in env.items()]
         return [
-            *as_account(self.rootless), podman, "run", "--rm", "--network", "none",
+            *as_account(self.rootless), *podman_argv(podman), "run", "--rm", "--network", "none",
             *ulimits.options, *self.options, *volumes, *envs, "--workdir", "/",
             "--rootfs", f"{rootfs}:O", *inner,
         ]  # fmt: skip
@@ -233,7 +257,7 @@ class PodmanContainer:
     ) -> Result:
         proc = subprocess.run(
             self.argv(argv, env if env is not None else base_env(home="/root")),
-            env=account_env(self.rootless),
+            env=account_env(self.rootless, self.containers_conf),
             cwd="/",
             stdin=subprocess.DEVNULL,
             capture_output=True,

@@ -80,3 +80,25 @@ def test_a_merge_into_the_users_settings_stays_valid(
     base = args[: args.index("--inner-sandbox")] if "--inner-sandbox" in args else args
     apply(root, *base, "--inner-sandbox", "off")
     assert assert_valid_settings(path)["sandbox"]["enabled"] is False
+
+
+def test_a_sandbox_mode_apply_pins_the_restrictive_keys_with_the_operators_domains(
+    root: Path,
+) -> None:
+    """Managed settings of an allowlist sandbox: Claude's own sandbox denies every host
+    outside the operator's domains (strictAllowlist), takes its allowlist from the
+    managed settings only, refuses nested user namespaces, keeps filesystem isolation,
+    and Claude itself refuses a release below the floor (the fake claude is above it)."""
+    args = [*SANDBOX, "--network", "allowlist", "--allow-domain", "example.com"]
+    apply(root, *args, "--allow-domain", "*.example.org:8443")
+    data = assert_valid_settings(root / MANAGED)
+    network = data["sandbox"]["network"]
+    assert network["strictAllowlist"] is True and network["allowManagedDomainsOnly"] is True
+    assert network["allowedDomains"] == ["example.com", "*.example.org:8443"]
+    assert data["sandbox"]["allowNestedUserNamespaces"] is False
+    assert data["sandbox"]["filesystem"]["disabled"] is False
+    assert data["requiredMinimumVersion"] == "2.1.323"
+    # user mode: the same keys but allowManagedDomainsOnly (no listener may bind there)
+    apply(root, "--mode", "user", "--workspace", "/srv/project")
+    network = assert_valid_settings(root / MANAGED)["sandbox"]["network"]
+    assert network["strictAllowlist"] is True and network["allowManagedDomainsOnly"] is False

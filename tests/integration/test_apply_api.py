@@ -50,9 +50,9 @@ def test_progress_two_applies_in_one_process_and_stepwise_undo(tmp_path: Path) -
     assert any("sandbox-ws" in line for line in second.changed)
     again = apply_plan(build_plan(passing_report(), answers, layout))
     assert again.changed == [] and again.transaction is None
-    assert any("restored" in line for line in undo_last(layout))
+    assert any("restored" in result.text for result in undo_last(layout))
     assert system_state(layout.root) == after_first
-    assert any("removed user claude-agent" in line for line in undo_last(layout))
+    assert any("removed user claude-agent" in result.text for result in undo_last(layout))
     assert system_state(layout.root) == original
     assert undo_last(layout) == []
     assert host_passwd_digest() == host

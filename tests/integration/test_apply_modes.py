@@ -175,7 +175,9 @@ def test_merge_keeps_foreign_keys_order_and_comments(root: Path) -> None:
     )
     apply(root, "--mode", "user")
     settings = json.loads(managed.read_text())
-    assert list(settings) == ["model", "permissions", "hooks", "sandbox"]
+    # Ours after the operator's, in the order the apply adds them (the floor: the fake
+    # Claude reports a release at or above it).
+    assert list(settings) == ["model", "permissions", "hooks", "sandbox", "requiredMinimumVersion"]
     assert settings["model"] == "opus" and settings["hooks"] == {"Stop": []}
     assert settings["permissions"]["defaultMode"] == "plan"
     assert settings["permissions"]["deny"][0] == "Read(./secrets/**)"
@@ -239,7 +241,9 @@ def test_answers_replay_is_byte_identical(
     assert (replica / settings).read_bytes() == (root / settings).read_bytes()
 
 
-def test_reapply_clears_group_world_write_and_a_foreign_owner(root: Path) -> None:
+def test_reapply_refuses_group_world_write_and_a_foreign_owner(root: Path) -> None:
+    """Never laundered into root's (DESIGN.md invariant 12): the plan and the apply
+    refuse (exit 3) naming the file, and nothing changes until the operator fixes it."""
     apply(root, "--mode", "sandbox", "--workspace", "/srv/project")
     agent = passwd_entry(root, "claude-agent")
     assert agent is not None
@@ -248,12 +252,16 @@ def test_reapply_clears_group_world_write_and_a_foreign_owner(root: Path) -> Non
     config.chmod(0o666)
     os.chown(managed, int(agent[2]), int(agent[3]))  # the agent must not own its policy
     content = (config.read_bytes(), managed.read_bytes())
-    plan = run_cli("--headless", "--root", str(root), "--dry-run", "--mode", "sandbox",
-                   "--workspace", "/srv/project")  # fmt: skip
-    assert "mode/owner 0666 0:0 -> 0644 0:0" in plan.stdout
+    for extra in ("--dry-run", "--yes"):
+        proc = run_cli("--headless", "--root", str(root), extra, "--mode", "sandbox",
+                       "--workspace", "/srv/project")  # fmt: skip
+        assert proc.returncode == 3, proc.stderr
+        assert str(managed) in proc.stderr or str(config) in proc.stderr, proc.stderr
+    assert owner(config) == (0, 0, 0o666)
+    assert owner(managed) == (int(agent[2]), int(agent[3]), 0o644)
+    config.chmod(0o644)
+    os.chown(managed, 0, 0)
     apply(root, "--mode", "sandbox", "--workspace", "/srv/project")
-    assert owner(config) == (0, 0, 0o644)
-    assert owner(managed) == (0, 0, 0o644)
     assert (config.read_bytes(), managed.read_bytes()) == content
 
 

@@ -20,7 +20,7 @@ import shutil
 import subprocess
 import tempfile
 import tomllib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,7 +28,7 @@ from typing import Any
 import pytest
 
 from sandbox_setup.base.paths import Layout
-from tests.core_fixtures import host_passwd_digest, make_target_root, run_cli
+from tests.core_fixtures import host_passwd_digest, make_target_root, run_cli, snapshot
 from tests.tools import claude_binary, require_root, require_tool
 
 pytestmark = pytest.mark.integration
@@ -148,6 +148,21 @@ def fixed_by_reapply(setup: Setup) -> None:
     assert_clean(setup)
 
 
+def refused_until_fixed(setup: Setup, fix: Callable[[], object]) -> None:
+    """A file someone else could write is never laundered by a re-apply (DESIGN.md
+    invariant 12): the re-apply refuses (exit 3) and changes nothing until the
+    finding's remedy is done; then it runs and the audit is clean."""
+    before = snapshot(setup.root)
+    done = run_cli(
+        "--headless", "--answers", str(setup.answers), "--yes", "--root", str(setup.root)
+    )
+    assert done.returncode == 3, (done.returncode, done.stderr)
+    assert snapshot(setup.root) == before
+    fix()
+    reapply(setup)
+    assert_clean(setup)
+
+
 @pytest.fixture(scope="module")
 def tools() -> dict[str, str]:
     require_root()
@@ -257,7 +272,7 @@ def test_config_made_world_writable(sandbox_setup: Setup) -> None:
     assert run.finding("audit.safety.config_mode")["remedy"] == (
         f"chmod go-w {sandbox_setup.config}"
     )
-    fixed_by_reapply(sandbox_setup)
+    refused_until_fixed(sandbox_setup, lambda: sandbox_setup.config.chmod(0o644))
     assert sandbox_setup.config.stat().st_mode & 0o022 == 0
 
 
@@ -267,7 +282,7 @@ def test_managed_settings_given_to_the_agent(sandbox_setup: Setup) -> None:
     os.chown(managed, agent.st_uid, agent.st_gid)  # the agent could turn its sandbox off
     run = assert_found(sandbox_setup, "audit.safety.settings_owner")
     assert run.finding("audit.safety.settings_owner")["severity"] == "high"
-    fixed_by_reapply(sandbox_setup)
+    refused_until_fixed(sandbox_setup, lambda: os.chown(managed, 0, 0))
     assert managed.stat().st_uid == 0
 
 

@@ -573,6 +573,8 @@ def test_user_wall_matches_reality(observed: Observed) -> None:
     works = observed.works("netns_root")
     assert finding["status"] == ("pass" if works else "warn"), (
         finding, observed.context("netns_root"))  # fmt: skip
+    # The typed fact the plan and the audit read (never the words).
+    assert finding.get("facts") == {"netns": works}, finding
     if works:
         assert "a network namespace of its own" in finding["summary"], finding
     else:

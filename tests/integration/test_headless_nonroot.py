@@ -72,3 +72,36 @@ def test_non_root_operator_cannot_create_the_agent(root: Path) -> None:
     assert proc.returncode == 3, proc.stderr
     assert "creating users needs root" in proc.stderr
     assert snapshot(root) == before
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("--headless", "--yes"),
+        ("--headless", "--yes", "--mode", "user", "--agent-user", "nobody"),
+        ("--audit",),
+    ],
+    ids=["saved-setup", "mode-user", "audit"],
+)
+def test_a_config_directory_at_mode_0000_is_exit_2_naming_it(
+    root: Path, args: tuple[str, ...]
+) -> None:
+    """The operator's own config directory at 0000: exit 2, one line naming it and the
+    fix (docs/inputs-and-exit-codes.md), never an internal error (exit 70)."""
+    config = root / "home/nobody/.config/sandbox-setup"
+    config.mkdir(parents=True)
+    for path in (config.parent, config):
+        os.chown(path, NOBODY, NOBODY)
+    config.chmod(0)
+    before = snapshot(root)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("XDG_")}
+    env["HOME"] = str(root / "home/nobody")
+    proc = subprocess.run(
+        ["setpriv", "--reuid", str(NOBODY), "--regid", str(NOBODY), "--clear-groups",
+         *installed_copy().wizard(*args, "--root", str(root))],
+        cwd="/", env=env, capture_output=True, text=True, check=False, timeout=240,
+    )  # fmt: skip
+    assert proc.returncode == 2, (proc.returncode, proc.stderr)
+    assert "internal error" not in proc.stderr, proc.stderr
+    assert str(config) in proc.stderr and "chmod u+" in proc.stderr, proc.stderr
+    assert snapshot(root) == before

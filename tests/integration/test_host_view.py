@@ -112,3 +112,17 @@ def test_a_session_writing_the_host_state_during_the_run_fails_nothing(
     else:
         assert run.returncode == 1, run.stdout[-3000:]
         assert "changed the host's state directory" in run.stdout, run.stdout[-3000:]
+
+
+def test_the_host_wide_record_of_the_suites_sessions_is_the_suites_own() -> None:
+    """Every launch as root keeps the workspaces' trusted state in
+    /var/lib/sandbox-setup, whatever its XDG_STATE_HOME: in the suite's view that is a
+    tmpfs of its own (or /var/lib is), so no test writes the host's record."""
+    require_root()
+    if os.environ.get("SANDBOX_SETUP_TEST_HOST_VIEW") == "shared":
+        pytest.skip("the suite runs in the host's view (SANDBOX_SETUP_TEST_HOST_VIEW=shared)")
+    mounts = {}
+    for line in Path("/proc/self/mountinfo").read_text().splitlines():
+        fields = line.split()
+        mounts[fields[4]] = fields[fields.index("-") + 1]
+    assert "tmpfs" in (mounts.get("/var/lib/sandbox-setup"), mounts.get("/var/lib")), mounts

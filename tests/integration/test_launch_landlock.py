@@ -166,15 +166,25 @@ def unconfined(tree: LaunchTree, loopback_server: int) -> tuple[dict[str, Any], 
     return _launch(tree, loopback_server, "unconfined", landlock=False)
 
 
-def test_the_twin_without_landlock_reaches_everything(
+def test_the_twin_without_landlock_is_walled_by_the_namespace_only(
     unconfined: tuple[dict[str, Any], str],
 ) -> None:
-    report, _ = unconfined
+    # [user] landlock = false turns off Landlock, not the session's own network
+    # namespace (where root may make one): the host's loopback service stays out of
+    # reach there (nothing listens at its port inside), everything else is the
+    # account's. Without a namespace for root, the twin reaches it.
+    report, stderr = unconfined
     assert report["uid"] == 65534
-    assert report["loopback"] == "ok"
     assert report["kill_init"] == "ok"
     assert report["other_project"] == report["other_home"] == "ok"
-    assert report["proxy_env"] is None
+    if namespace_possible().possible:
+        assert report["loopback"] == "ECONNREFUSED"
+        assert report["proxy_env"].startswith("http://127.0.0.1:")
+        assert "a network namespace of its own" in stderr
+    else:
+        assert report["loopback"] == "ok"
+        assert report["proxy_env"] is None
+        assert "none: the host's network" in stderr
 
 
 @needs_net
@@ -299,6 +309,7 @@ def _world_attempts(
     landlock_on: bool,
     allowed: Sequence[str] = ALLOWED_PATTERNS,
     name: str | None = None,
+    netns: bool = True,
 ) -> dict[str, Any]:
     from tests.integration.test_launch_network import REAL_HOST_NETNS, parse_attempts
 
@@ -306,7 +317,7 @@ def _world_attempts(
     ca.write_bytes(world.ca.read_bytes())
     ca.chmod(0o644)
     script = WORLD_ATTEMPTS.format(real=REAL_HOST_NETNS, ca=ca, hidden=HOST_LOOPBACK_PORT)
-    name = name or ("world-on" if landlock_on else "world-off")
+    name = (name or ("world-on" if landlock_on else "world-off")) + ("" if netns else "-ports")
     claude = world_tree.write_script(script, name=f"claude-{name}")
     config = world_tree.write_config(
         claude, mode="user", allowed_domains=allowed, name=f"{name}.toml",
@@ -314,7 +325,8 @@ def _world_attempts(
     )  # fmt: skip
     launcher = subprocess.run(
         ["ip", "netns", "exec", world.host_ns, sys.executable, str(LAUNCH_WITH_SEAMS),
-         f"--seam-resolve={world.resolve_map}", "--config", str(config), "--"],
+         f"--seam-resolve={world.resolve_map}", *([] if netns else ["--seam-no-netns"]),
+         "--config", str(config), "--"],
         env=launcher_env({"XDG_STATE_HOME": str(world_tree.base / "state")}), cwd=REPO,
         capture_output=True, text=True, timeout=180, check=False,
     )  # fmt: skip
@@ -336,15 +348,24 @@ def world() -> Iterator[Any]:
 def test_the_session_proxy_lets_an_allowed_name_out_and_nothing_else(
     tree: LaunchTree, world: Any
 ) -> None:
-    on = _world_attempts(tree, world, landlock_on=True)
-    off = _world_attempts(tree, world, landlock_on=False)
+    # Landlock's ports alone (root cannot make a namespace: --seam-no-netns), and the
+    # twin without either wall.
+    on = _world_attempts(tree, world, landlock_on=True, netns=False)
+    off = _world_attempts(tree, world, landlock_on=False, netns=False)
     # Through the session's proxy (HTTPS_PROXY, set by the launcher): the allowlist.
     assert on["allowed"] == (0, WORLD_GREETING.rstrip("\n")), on
     assert on["denied"][0] != 0, on
     # Straight to a loopback service of the host: refused by Landlock, where without
-    # it the same account reads the secret.
+    # it (and without a namespace) the same account reads the secret.
     assert off["hidden_direct"] == (0, HOST_SECRET), off
     assert on["hidden_direct"][0] != 0 and HOST_SECRET not in on["hidden_direct"][1], on
+    if namespace_possible().possible:
+        # [user] landlock = false with the namespace: the allowlist still, and the
+        # host's loopback out of reach (the namespace's wall, not Landlock's).
+        walled = _world_attempts(tree, world, landlock_on=False)
+        assert walled["allowed"] == (0, WORLD_GREETING.rstrip("\n")), walled
+        assert walled["denied"][0] != 0, walled
+        assert HOST_SECRET not in walled["hidden_direct"][1], walled
     log = (tree.base / "state" / "sandbox-setup" / "egress.log").read_text()
     assert '"mode": "user"' in log and "allowed.test" in log
 
@@ -458,7 +479,13 @@ def test_dry_run_says_the_lists_and_where_they_change_nothing(tree: LaunchTree) 
                             allowed_domains=["pypi.org"], loopback_ports=[4000])  # fmt: skip
     result = run_launcher(off, dry_run=True)
     assert result.returncode == 0, result.stderr
+    if namespace_possible().possible:  # Landlock off, the namespace still takes them
+        assert "change nothing" not in result.stdout
+        assert "a network namespace of its own" in result.stdout
+    result = run_launcher(off, dry_run=True, seams=["--seam-no-netns"])
+    assert result.returncode == 0, result.stderr
     assert "sandbox.loopback_ports change nothing here" in result.stdout
+    assert "none: the host's network" in result.stdout
     on = tree.write_config(claude, mode="user", name="dry-lists-on.toml",
                            allowed_domains=["pypi.org"], loopback_ports=[4000])  # fmt: skip
     result = run_launcher(on, dry_run=True)

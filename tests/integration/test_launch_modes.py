@@ -9,6 +9,8 @@ from typing import Any
 
 import pytest
 
+from sandbox_setup.launcher.egress.netns import namespace_possible
+from sandbox_setup.launcher.egress.network import PROXY_ENV
 from tests.launch_fixtures import (
     NOBODY,
     OPERATOR_SECRET,
@@ -66,17 +68,26 @@ def test_user_mode_switches_to_the_agent_with_a_clean_environment(
     assert report["no_new_privs"] == "1"
     assert report["cap_eff"] == "0000000000000000"
     assert report["cwd"] == str(tree.workspace)
-    assert report["args"] == ["--print", "ok"]
+    # [user] landlock = false turns off Landlock, not the session's own network
+    # namespace where root can make one (its proxy in the environment, Claude's Bash
+    # sandbox told its port).
+    netns = namespace_possible().possible
+    assert report["args"][-2:] == ["--print", "ok"]
+    assert report["args"][:1] == (["--settings"] if netns else ["--print"])
     # Not a sandbox, and it does not claim one: the caller's IS_SANDBOX is dropped.
     # Only a pid namespace (and the mount namespace of its fresh /proc) of its own,
-    # so that nothing of the session outlives it.
+    # so that nothing of the session outlives it (the network namespace, where root
+    # makes one, shows in the proxy's variables below).
+    own = ("pid", "mnt")
     host = host_namespaces()
-    assert {k: v for k, v in report["ns"].items() if k not in ("pid", "mnt")} == {
-        k: v for k, v in host.items() if k not in ("pid", "mnt")
+    assert {k: v for k, v in report["ns"].items() if k not in own} == {
+        k: v for k, v in host.items() if k not in own
     }
-    assert report["ns"]["pid"] != host["pid"] and report["ns"]["mnt"] != host["mnt"]
+    assert all(report["ns"][kind] != host[kind] for kind in own)
     assert report["is_sandbox"] is None
-    assert set(report["env"]) <= {"HOME", "PATH", "SHELL", "TERM", "LANG", "USER", "LOGNAME"}
+    proxy = {*PROXY_ENV, "NO_PROXY", "no_proxy"} if netns else set()
+    assert set(report["env"]) <= {"HOME", "PATH", "SHELL", "TERM", "LANG", "USER", "LOGNAME",
+                                  *proxy}  # fmt: skip
     assert report["env"]["HOME"] == str(tree.home)
     assert report["env"]["USER"] == "nobody"
     assert report["write_root_home"] is False

@@ -7,6 +7,8 @@ absence proves no Claude process was started.
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -18,7 +20,9 @@ from tests.launch_fixtures import (
     launch_tree,
     launcher_env,
     run_launcher,
+    state_home,
 )
+from tests.tools import require_tool
 
 pytestmark = pytest.mark.integration
 
@@ -265,6 +269,29 @@ def test_untrusted_claude_binary(
 
 def test_workspace_over_a_system_directory(tree: LaunchTree) -> None:
     _refused(tree, tree.write_config(_claude(tree), workspaces=[Path("/usr")]), "/usr")
+
+
+def test_workspace_root_is_refused_before_anything_walks_it(
+    tree: LaunchTree, tmp_path: Path
+) -> None:
+    """``workspaces = ["/"]``: refused from the path alone, never after the workspace
+    boundary has scanned the whole host (counted: the directory reads, by strace)."""
+    strace = require_tool("strace")
+    config = tree.write_config(_claude(tree), workspaces=[Path("/")])
+    _refused(tree, config, "workspace / would make system directory")
+    counts = tmp_path / "strace.txt"
+    env = launcher_env()
+    env["XDG_STATE_HOME"] = str(state_home(0))
+    done = subprocess.run(
+        [strace, "-f", "-c", "-e", "trace=getdents64", "-o", str(counts), sys.executable,
+         "-m", "sandbox_setup.launcher", "--config", str(config), "--", "--print", "ok"],
+        env=env, cwd=tree.workspace, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert done.returncode == 3, done.stderr
+    calls = [line.split() for line in counts.read_text().splitlines() if "getdents64" in line]
+    reads = int(calls[0][3]) if calls else 0
+    assert reads < 500, f"{reads} directory reads before the refusal: / was walked"
+    assert not tree.marker.exists()
 
 
 def test_unsafe_without_recorded_acceptance(tree: LaunchTree) -> None:

@@ -133,6 +133,23 @@ def test_apply_denies_the_agent_logins_and_jobs_and_undo_restores_every_byte(roo
     assert (root / "etc/at.deny").read_bytes() == AT_DENY_BEFORE
 
 
+def test_a_lingering_agent_is_reported(root: Path) -> None:
+    """systemd-logind lingering (``loginctl enable-linger``, which ``claude daemon
+    install`` suggests) gives the agent a user service manager from boot, outside any
+    session: the audit names it."""
+    assert apply(root, "--yes").returncode == 0
+    assert login_ids(root) == []
+    linger = root / "var/lib/systemd/linger" / AGENT
+    linger.parent.mkdir(parents=True)
+    linger.write_bytes(b"")
+    audit = run_cli("--audit", "--json", "--root", str(root))
+    found = [f for f in json.loads(audit.stdout)["findings"] if f["id"] == "audit.login.linger"]
+    assert len(found) == 1 and AGENT in found[0]["summary"], audit.stdout
+    assert found[0]["severity"] == "high" and str(linger) in found[0]["remedy"], found
+    linger.unlink()
+    assert login_ids(root) == []
+
+
 def _passwd_line(root: Path) -> str:
     passwd = (root / "etc/passwd").read_text().splitlines()
     (line,) = [entry for entry in passwd if entry.startswith(f"{AGENT}:")]

@@ -114,6 +114,23 @@ def test_rootful_podman_starts_here(podman_workdir: Path) -> None:
     assert done.returncode == 0, done.stderr
 
 
+def test_containers_start_with_the_runtime_the_tests_name(
+    podman_workdir: Path, tmp_path: Path
+) -> None:
+    """A host whose Podman prefers crun (Debian installs crun with ``podman`` alone;
+    crun fails here: "cgroups in hybrid mode not supported") still runs every test
+    container, with runc, which the tests name (``podman --runtime``). The crun is the
+    host's where it is installed (tests/run.sh installs it), else one that is missing."""
+    crun = shutil.which("crun") or str(tmp_path / "no-such-crun")
+    conf = tmp_path / "containers.conf"
+    conf.write_text(f'[engine]\nruntime = "crun"\n[engine.runtimes]\ncrun = ["{crun}"]\n')
+    container = PodmanContainer(podman_workdir, containers_conf=str(conf))
+    assert container.argv(["/usr/bin/true"], {})[1:3] == ["--runtime", require_tool("runc")]
+    print(f"Podman's default runtime here: crun at {crun}")
+    done = container.run(["/usr/bin/true"])
+    assert done.returncode == 0, done.stderr
+
+
 def test_default_masks_user_mode_with_the_weak_inner_sandbox(
     podman_workdir: Path, project_install: ProjectInstall
 ) -> None:

@@ -56,8 +56,15 @@ def _last_txn(root: Path) -> str:
 
 
 def _append(root: Path, entry: dict[str, object]) -> None:
-    with open(root / STATE / "journal.jsonl", "a") as journal:
-        journal.write(json.dumps(entry) + "\n")
+    """Forge ``entry`` as the last step of the last apply, where an apply writes it
+    (before its commit, numbered in its order), so only what it names is wrong."""
+    path = root / STATE / "journal.jsonl"
+    lines = path.read_text().splitlines()
+    commit = json.loads(lines[-1])
+    assert commit["op"] == "commit", commit
+    entry = {**entry, "seq": commit["seq"]}
+    commit["seq"] += 1
+    path.write_text("\n".join([*lines[:-1], json.dumps(entry), json.dumps(commit)]) + "\n")
 
 
 def forge_delete_passwd(root: Path) -> None:

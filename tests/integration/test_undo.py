@@ -215,12 +215,25 @@ def test_undo_leaves_a_file_edited_after_the_apply_alone(root: Path) -> None:
 
 def test_undo_restores_a_repaired_mode_and_owner(root: Path) -> None:
     assert run_cli("--headless", "--root", str(root), "--yes", "--mode", "user").returncode == 0
+    managed = root / MANAGED  # the agent must be able to read it: 0600 becomes 0644
+    managed.chmod(0o600)
+    os.chown(managed, 0, 4242)
+    before = system_state(root)
+    assert run_cli("--headless", "--root", str(root), "--yes", "--mode", "user").returncode == 0
+    st = managed.stat()
+    assert (st.st_mode & 0o777, st.st_uid, st.st_gid) == (0o644, 0, 4242)
+    assert "restored /etc/claude-code/managed-settings.json" in undo(root)
+    assert system_state(root) == before
+
+
+def test_a_reapply_refuses_a_config_another_uid_could_write(root: Path) -> None:
+    """Not repaired: refused, so nothing someone else wrote is kept as root's
+    (DESIGN.md invariant 12)."""
+    assert run_cli("--headless", "--root", str(root), "--yes", "--mode", "user").returncode == 0
     config = root / CONFIG / "launcher.toml"
     config.chmod(0o666)
     os.chown(config, 4242, 4242)
     before = system_state(root)
-    assert run_cli("--headless", "--root", str(root), "--yes", "--mode", "user").returncode == 0
-    st = config.stat()
-    assert (st.st_mode & 0o777, st.st_uid) == (0o644, 0)
-    assert "restored /root/.config/sandbox-setup/launcher.toml" in undo(root)
+    proc = run_cli("--headless", "--root", str(root), "--yes", "--mode", "user")
+    assert proc.returncode == 3, proc.stderr
     assert system_state(root) == before

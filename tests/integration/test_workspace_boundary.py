@@ -22,7 +22,9 @@ from pathlib import Path
 import pytest
 
 from sandbox_setup.audit.workspace_scan import scan_findings
+from sandbox_setup.boundary.trust_record import HostRecord
 from tests.launch_fixtures import (
+    HOST_TRUST,
     LaunchTree,
     as_nobody,
     launch_tree,
@@ -275,7 +277,7 @@ def test_the_audit_reports_a_plant_while_the_session_runs_and_not_after_its_end(
             deadline -= 0.05
             assert deadline > 0, "the agent did not plant"
             subprocess.run(["sleep", "0.05"], check=True)
-        during, _ = scan_findings([str(tree.workspace)], state / "sandbox-setup")
+        during, _ = scan_findings([str(tree.workspace)], HOST_TRUST)
         planted = [f for f in during if f.id == "audit.workspace.planted"]
         assert any("fsmonitor" in f.summary for f in planted), during
         assert all(f.remedy for f in planted)
@@ -286,7 +288,7 @@ def test_the_audit_reports_a_plant_while_the_session_runs_and_not_after_its_end(
             launcher.kill()
             launcher.wait()
     assert launcher.returncode == 0, stderr
-    after, _ = scan_findings([str(tree.workspace)], state / "sandbox-setup")
+    after, _ = scan_findings([str(tree.workspace)], HOST_TRUST)
     assert not [f for f in after if f.id == "audit.workspace.planted"], after
     roots_ordinary_work(tree, repo)
     assert ran_as_root(markers) == {}
@@ -314,7 +316,7 @@ def test_a_session_whose_launcher_was_killed_is_scanned_by_the_next_launch(
     launcher.communicate(timeout=60)
     if mode == "sandbox":  # bwrap's mount points for the placeholders stay on the host
         assert (tree.workspace / ".bashrc").is_dir() and (repo / ".git" / "commondir").exists()
-    found, _ = scan_findings([str(tree.workspace)], state / "sandbox-setup")
+    found, _ = scan_findings([str(tree.workspace)], HOST_TRUST)
     assert any(f.id == "audit.workspace.unfinished" for f in found), found
     assert any(f.id == "audit.workspace.planted" for f in found), found
     (hold / "go").write_text("")  # the next session's agent does not wait
@@ -328,7 +330,7 @@ def test_a_session_whose_launcher_was_killed_is_scanned_by_the_next_launch(
     assert not (repo / ".git" / "commondir").exists()
     roots_ordinary_work(tree, repo)
     assert ran_as_root(markers) == {}
-    found, _ = scan_findings([str(tree.workspace)], state / "sandbox-setup")
+    found, _ = scan_findings([str(tree.workspace)], HOST_TRUST)
     assert not [
         f for f in found if f.id in ("audit.workspace.planted", "audit.workspace.unfinished")
     ]
@@ -365,9 +367,10 @@ def test_a_launch_refused_after_the_snapshot_leaves_no_session_behind(tree: Laun
     state = tree.base / "state"
     result = run_launcher(config, env=launcher_env({"XDG_STATE_HOME": str(state)}))
     assert result.returncode == 3, result.stderr
-    assert list((state / "sandbox-setup" / "workspace-sessions").iterdir()) == []
-    assert (state / "sandbox-setup" / "workspace-baseline.json").is_file()
-    found, _ = scan_findings([str(tree.workspace)], state / "sandbox-setup")
+    record = HostRecord.load(HOST_TRUST)
+    assert not [s for s in record.sessions.values() if s.touches(str(tree.workspace))]
+    assert record.trusted[str(tree.workspace)].settled
+    found, _ = scan_findings([str(tree.workspace)], HOST_TRUST)
     assert not [
         f for f in found if f.id.startswith(("audit.workspace.planted", "audit.workspace.unf"))
     ]

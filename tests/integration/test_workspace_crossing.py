@@ -327,7 +327,7 @@ def test_past_210000_entries_the_plant_is_still_found(world: World) -> None:
     before = workspace_scan.snapshot([str(world.workspace)])
     _many_files(_repo(world) / "app", 210_000)
     _bare_layout(world, "symlinks", "app/lib")
-    lines = session.end_scan([str(world.workspace)], before, state, "s1")
+    lines = session.check([str(world.workspace)], before, state, "s1").lines
     assert not (state / session.UNTRUSTED).exists(), lines
     assert any(line.startswith("quarantined ") and "app/lib/HEAD" in line for line in lines), lines
     _status_in_lib(world)
@@ -351,20 +351,23 @@ def test_a_scan_that_cannot_see_everything_marks_the_workspace_untrusted(
     before = workspace_scan.snapshot([ws])
     _many_files(_repo(world) / "app", 3000)
     _bare_layout(world, "symlinks")
-    lines = session.end_scan([ws], before, state, "s1", WalkLimits(max_entries=1000))
-    assert (state / session.UNTRUSTED).exists()
+    trust = world.base / "trust"
+    trust.mkdir(mode=0o700)
+    limits = WalkLimits(max_entries=1000)
+    lines = session.check([ws], before, state, "s1", limits, marks_dir=trust).lines
+    assert (trust / session.UNTRUSTED).exists()
     warning = [line for line in lines if "untrusted" in line]
     assert warning and "do NOT run git" in warning[0] and "sandbox-setup --audit" in warning[0]
 
-    session.Boundary.start([(ws, ws)], state, sandbox=False).end()
+    session.Boundary.start([(ws, ws)], state, sandbox=False, trust=trust).end()
     err = capsys.readouterr().err
     assert f"{ws} is untrusted since " in err and "do NOT run git" in err
 
-    found, _notes = scan_findings([ws], state)
+    found, _notes = scan_findings([ws], trust)
     untrusted = [f for f in found if f.id == "audit.workspace.untrusted"]
     assert untrusted and untrusted[0].severity.name == "HIGH", found
-    assert not (state / session.UNTRUSTED).exists()  # this audit saw it whole
-    again, _notes = scan_findings([ws], state)
+    assert not (trust / session.UNTRUSTED).exists()  # this audit saw it whole
+    again, _notes = scan_findings([ws], trust)
     assert [f for f in again if f.id == "audit.workspace.untrusted"] == []
 
 
@@ -392,10 +395,14 @@ def test_the_audit_exits_1_on_an_untrusted_workspace_until_it_has_seen_it_whole(
     ws = os.path.realpath(root / "srv/project")
     state = root / "root/.local/state/sandbox-setup"
     state.mkdir(mode=0o700, parents=True, exist_ok=True)
+    # The host-wide trusted state, under the root (as the audit reads it there).
+    trust = root / "var/lib/sandbox-setup/workspaces"
+    trust.mkdir(mode=0o700, parents=True, exist_ok=True)
     _many_files(Path(ws) / "many", 50)
     before = workspace_scan.snapshot([ws])
-    lines = session.end_scan([ws], before, state, "s1", WalkLimits(max_entries=10))
-    assert (state / session.UNTRUSTED).exists(), lines
+    limits = WalkLimits(max_entries=10)
+    lines = session.check([ws], before, state, "s1", limits, marks_dir=trust).lines
+    assert (trust / session.UNTRUSTED).exists(), lines
 
     def audit() -> tuple[int, list[dict[str, object]]]:
         done = run_cli("--audit", "--json", "--root", str(root))
@@ -405,6 +412,6 @@ def test_the_audit_exits_1_on_an_untrusted_workspace_until_it_has_seen_it_whole(
     untrusted = [f for f in found if f["id"] == "audit.workspace.untrusted"]
     assert code == 1 and untrusted, found
     assert "do NOT run git" in str(untrusted[0]["summary"])
-    assert not (state / session.UNTRUSTED).exists()
+    assert not (trust / session.UNTRUSTED).exists()
     _code, found = audit()
     assert [f for f in found if f["id"] == "audit.workspace.untrusted"] == []

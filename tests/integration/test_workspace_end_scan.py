@@ -1,6 +1,7 @@
-"""The end-of-session scan (sandbox_setup.boundary.session.end_scan) on real workspaces: the
-baseline it saves is the workspaces as they are after it, walked once when nothing was
-moved aside, again when something was (the move changed them)."""
+"""The end-of-session check (sandbox_setup.boundary.session.check) on real workspaces: the
+state it returns (what a settled trusted state holds) is the workspaces as they are after
+it, walked once when nothing was moved aside, again when something was (the move changed
+them)."""
 
 from __future__ import annotations
 
@@ -42,20 +43,14 @@ def _repo(tmp_path: Path) -> tuple[Path, Path]:
     return ws, state
 
 
-def _baseline(state: Path) -> dict[str, object]:
-    saved = boundary.read_state(state / boundary.BASELINE)
-    assert saved is not None
-    return {ws: {rel: m for rel, m in marks.items()} for ws, marks in saved.marks.items()}
-
-
 def test_nothing_new_the_baseline_is_the_scans_own_walk(tmp_path: Path, walks: list[str]) -> None:
     ws, state = _repo(tmp_path)
     before = snapshot([str(ws)])
     walks.clear()
-    lines = boundary.end_scan([str(ws)], before, state, "s1")
-    assert lines == []
+    checked = boundary.check([str(ws)], before, state, "s1")
+    assert checked.lines == [] and checked.complete
     assert walks == [str(ws)]  # one walk: the scan's
-    assert _baseline(state) == dict(snapshot([str(ws)]).marks)
+    assert checked.marks == dict(snapshot([str(ws)]).marks)
 
 
 def test_something_moved_aside_the_baseline_is_walked_again(
@@ -67,8 +62,8 @@ def test_something_moved_aside_the_baseline_is_walked_again(
     hook.write_text("#!/bin/sh\necho planted\n")
     os.chmod(hook, 0o755)
     walks.clear()
-    lines = boundary.end_scan([str(ws)], before, state, "s2")
-    assert any("pre-commit" in line for line in lines), lines
+    checked = boundary.check([str(ws)], before, state, "s2")
+    assert any("pre-commit" in line for line in checked.lines), checked.lines
     assert not hook.exists()  # moved aside
     assert walks == [str(ws), str(ws)]  # the scan, then the workspace as it is now
-    assert _baseline(state) == dict(snapshot([str(ws)]).marks)
+    assert checked.marks == dict(snapshot([str(ws)]).marks)

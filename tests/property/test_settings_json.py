@@ -35,7 +35,7 @@ from tests.property.node_json import NodeJson
 from tests.tools import require_tool
 
 SOURCE = "/etc/claude-code/managed-settings.json"
-OWNED = ("sandbox", "permissions")
+OWNED = ("sandbox", "permissions", "requiredMinimumVersion")
 
 
 @pytest.fixture(scope="module")

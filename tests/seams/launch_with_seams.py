@@ -13,17 +13,28 @@ real launcher exactly as ``sandbox-launch ARGS`` would get them:
 ``--seam-corrupt-verify``
     verification compares the sandbox with itself instead of with the launcher, so
     it must fail.
+``--seam-landlock-abi=N``
+    the launcher plans user mode's Landlock as if the kernel offered ABI N (0: no
+    Landlock at all, so no helper runs): how a host with a lower ABI (Debian 12's 6.1:
+    ABI 3, no TCP rules) is launched on this one.
+``--seam-no-netns``
+    the launcher finds that root cannot create a network namespace (as in a container
+    without CAP_SYS_ADMIN), as :func:`~sandbox_setup.launcher.egress.netns.namespace_possible`
+    would say there.
 """
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
+from typing import Any
 
 from sandbox_setup.launcher import main
+from sandbox_setup.launcher.egress.netns import NamespaceVerdict
 from sandbox_setup.launcher.seams import LaunchSeams
 from sandbox_setup.launcher.session.supervise import read_namespaces
 from sandbox_setup.policy.addresses import parse_address
@@ -56,6 +67,15 @@ def exit_at_once() -> None:
     os._exit(70)
 
 
+def launcher_module() -> Any:
+    """:mod:`sandbox_setup.launcher.main` (the package's ``main`` is the function)."""
+    return importlib.import_module("sandbox_setup.launcher.main")
+
+
+def no_netns(timeout: float = 0) -> NamespaceVerdict:
+    return NamespaceVerdict(False, "root cannot create a network namespace here (test seam)")
+
+
 def sandbox_itself(sandbox_pid: int, kinds: Sequence[str]) -> dict[str, str]:
     return read_namespaces(sandbox_pid, kinds)
 
@@ -72,6 +92,11 @@ def parse_seams(argv: Sequence[str]) -> tuple[LaunchSeams, list[str]]:
             after_proxy_drop = exit_at_once
         elif option == "--seam-corrupt-verify":
             host_namespaces = sandbox_itself
+        elif option == "--seam-landlock-abi" and value.isdigit():
+            abi = int(value)
+            launcher_module().abi_version = lambda abi=abi: abi
+        elif option == "--seam-no-netns":
+            launcher_module().namespace_possible = no_netns
         else:
             raise SystemExit(f"launch_with_seams: unknown seam {option!r}")
     seams = LaunchSeams(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 from pathlib import Path, PurePosixPath
 
 import pytest
@@ -28,6 +29,9 @@ parts = st.from_regex(r"[A-Za-z0-9_.-]{1,12}", fullmatch=True).filter(
 )
 paths = st.lists(parts, min_size=1, max_size=3)
 texts = st.text(st.characters(blacklist_categories=("Cs",)), max_size=30)
+times = st.datetimes(timezones=st.just(datetime.UTC)).map(
+    lambda when: when.isoformat(timespec="seconds")
+)
 
 
 @given(
@@ -39,7 +43,8 @@ texts = st.text(st.characters(blacklist_categories=("Cs",)), max_size=30)
     inner=st.none() | st.sampled_from(["strong", "weak", "off"]),
     network=st.sampled_from(["host", "none"]),
     flags=st.tuples(st.booleans(), st.booleans()),
-    accepted=st.none() | st.tuples(texts, texts),
+    # accepted_at is a time with its offset (anything else is refused on load).
+    accepted=st.none() | st.tuples(texts, times),
 )
 def test_dump_then_parse_gives_the_same_answers(
     mode, workspaces, agent, claude, scope, inner, network, flags, accepted

@@ -23,17 +23,26 @@ from sandbox_setup.base.apparmor import (
     APPARMOR4_LINES,
     PROFILE_FILE,
     attach_problem,
+    attaches_to,
     render_profile,
 )
 from sandbox_setup.base.choices import Mode
-from sandbox_setup.base.errors import InputError
+from sandbox_setup.base.errors import InputError, RefusedError
 from sandbox_setup.base.paths import Layout
+from sandbox_setup.checks.causes import cause_apparmor
+from sandbox_setup.checks.facts import gather_host_facts
 from sandbox_setup.checks.model import Finding, Recommendation, Report, Status
 from sandbox_setup.configure.answers import Answers, dump_answers, parse_answers
 from sandbox_setup.configure.apparmor import APPARMOR_KIND, AppArmorProfile
 from sandbox_setup.configure.plan import build_plan
 from tests.core_fixtures import make_target_root, snapshot
 from tests.tools import require_tool
+from tests.unit.fixtures.trees import (
+    UBUNTU_2404_SHIPPED_SYSCTLS,
+    UBUNTU_2604_SYSCTLS,
+    fixture_text,
+    make_root,
+)
 
 WS = (PurePosixPath("/srv/project"),)
 BWRAP = "/usr/bin/bwrap"
@@ -190,3 +199,54 @@ def test_a_wizard_run_from_saved_answers_keeps_the_request() -> None:
     assert draft_from_answers(saved).answers().apparmor_bwrap_profile
     plain = Answers(Mode.USER, workspaces=WS)
     assert not draft_from_answers(plain).answers().apparmor_bwrap_profile
+
+
+@pytest.mark.parametrize(
+    ("release", "sysctls", "unconfined"),
+    [("24.04", UBUNTU_2404_SHIPPED_SYSCTLS, 0), ("26.04", UBUNTU_2604_SYSCTLS, 1)],
+)
+def test_the_probe_reads_both_restrictions_and_the_bwrap_profiles(
+    tmp_path: Path, release: str, sysctls: dict[str, str], unconfined: int
+) -> None:
+    """Made-up /proc/sys and /etc/apparmor.d trees (this kernel has no AppArmor)."""
+    files = {
+        "/etc/apparmor.d/bwrap-userns-restrict": fixture_text("apparmor", "bwrap-userns-restrict")
+    }
+    facts = gather_host_facts(make_root(tmp_path, sysctls=sysctls, files=files), env={})
+    assert facts.sysctl_int("kernel.apparmor_restrict_unprivileged_userns") == 1, release
+    assert facts.sysctl_int("kernel.apparmor_restrict_unprivileged_unconfined") == unconfined
+    assert facts.bwrap_profiles == ("/etc/apparmor.d/bwrap-userns-restrict",)
+    assert facts.bwrap_restricting_profiles == ("/etc/apparmor.d/bwrap-userns-restrict",)
+    bare = gather_host_facts(make_root(tmp_path / "bare", sysctls=sysctls), env={})
+    cause = cause_apparmor(bare, 1000, tool="bwrap")
+    assert cause is not None and cause.key == "apparmor-userns-restricted"
+    assert ("apparmor_restrict_unprivileged_unconfined=1" in cause.summary) is bool(unconfined)
+
+
+def test_a_distribution_profile_for_bwrap_is_not_doubled(layout: Layout) -> None:
+    """Ubuntu's bwrap-userns-restrict attaches to /usr/bin/bwrap: a second profile
+    attaching there would conflict, so the apply refuses and names the one to load."""
+    other = layout.real(PurePosixPath("/etc/apparmor.d/bwrap-userns-restrict"))
+    Path(other).parent.mkdir(parents=True, exist_ok=True)
+    Path(other).write_text(fixture_text("apparmor", "bwrap-userns-restrict"))
+    answers = Answers(Mode.USER, workspaces=WS, apparmor_bwrap_profile=True)
+    with pytest.raises(
+        RefusedError, match="bwrap-userns-restrict already attaches to /usr/bin/bwrap"
+    ):
+        build_plan(restricted_report(), answers, layout)
+    Path(other).write_text(fixture_text("apparmor", "usr.bin.man"))  # attaches elsewhere
+    planned_profile(layout, restricted_report())
+
+
+@pytest.mark.parametrize(
+    ("text", "attached"),
+    [
+        ("profile bwrap /usr/bin/bwrap flags=(attach_disconnected) {\n}", True),
+        ("/usr/bin/bwrap {\n}", True),
+        ("profile x /usr/bin/bwrap2 {\n}", False),
+        ("# profile x /usr/bin/bwrap {", False),
+        ("profile man /usr/bin/man {\n  /usr/bin/bwrap rix,\n}", False),
+    ],
+)
+def test_attaches_to(text: str, attached: bool) -> None:
+    assert attaches_to(text, BWRAP) is attached

@@ -126,15 +126,26 @@ def test_parse_version(text: str, version: str | None) -> None:
 @pytest.mark.parametrize(
     ("exists", "trusted", "recorded", "now", "ids"),
     [
-        (True, True, "2.1.197", "2.1.197", []),
-        (True, True, "2.1.197", "2.1.198", ["audit.claude.changed"]),
-        (True, True, "2.1.197", None, ["audit.claude.changed"]),
-        (True, True, None, "2.1.198", []),  # nothing recorded: nothing to compare
-        (True, False, "2.1.197", None, []),  # untrusted: never run; safety rule reports it
-        (False, True, "2.1.197", None, ["audit.claude.missing"]),
+        (True, True, "2.1.332", "2.1.332", []),
+        (True, True, "2.1.332", "2.1.333", ["audit.claude.changed"]),
+        (True, True, "2.1.332", None, ["audit.claude.changed"]),
+        (True, True, None, "2.1.333", []),  # nothing recorded: nothing to compare
+        (True, False, "2.1.332", None, []),  # untrusted: never run; safety rule reports it
+        (False, True, "2.1.332", None, ["audit.claude.missing"]),
+        # Below the release floor (policy.claude_release): reported whatever was recorded.
+        (True, True, "2.1.197", "2.1.197", ["audit.claude.below_floor"]),
+        (True, True, None, "2.1.197", ["audit.claude.below_floor"]),
+        (True, True, "2.1.332", "2.1.197", ["audit.claude.changed", "audit.claude.below_floor"]),
+        (True, True, "2.1.197", "2.1.323", ["audit.claude.changed"]),  # the floor itself
+        (True, False, "2.1.197", "2.1.197", []),  # untrusted: never run
     ],
 )
 def test_claude(exists, trusted, recorded, now, ids) -> None:
     found = claude_findings(config(version=recorded), "/c", exists, trusted, now, "REAPPLY")
     assert [f.id for f in found] == ids
     assert all("REAPPLY" in f.remedy for f in found)
+    for finding in found:
+        if finding.id == "audit.claude.below_floor":
+            assert f"{now}, below the release floor 2.1.323" in finding.summary
+            assert "lacks" in finding.detail and "--cap-drop ALL" in finding.detail
+            assert finding.remedy.startswith("npm install -g @anthropic-ai/claude-code@latest")

@@ -18,7 +18,7 @@ from sandbox_setup.audit.network import (
 )
 from sandbox_setup.base.choices import Mode, Network
 from sandbox_setup.base.launcher_config import LauncherConfig
-from sandbox_setup.base.netwall import NAMESPACE_WALL, PORTS_ONLY
+from sandbox_setup.base.netwall import NAMESPACE_WALL, NO_SECOND_WALL, NO_WALL, PORTS_ONLY
 from sandbox_setup.checks.model import Finding, Recommendation, Report, Status
 from sandbox_setup.policy.network import HOST_EXPOSURE
 
@@ -82,8 +82,11 @@ def test_none_and_the_other_modes_are_described_not_found() -> None:
     assert network_lines(unsafe) == [f"unsafe mode: {HOST_EXPOSURE}"]
     user = config(Mode.USER, Network.HOST)
     assert network_findings(user, report(), ANSWERS, REAPPLY) == []
-    # Landlock not probed: the host's network unless Landlock confines it at launch.
-    assert network_lines(user)[0].startswith(f"user mode: {HOST_EXPOSURE}, unless Landlock")
+    # Nothing probed: a namespace where root can make one, else Landlock's ports where
+    # the launch finds ABI >= 4, else none: never a wall claimed as known.
+    unknown = network_lines(user)[0]
+    assert "where root can create a network namespace" in unknown
+    assert unknown.endswith(f"else {NO_WALL}")
 
 
 def decision(host: str, allowed: bool, port: int = 443, rule: str = "not allowlisted") -> str:
@@ -127,9 +130,10 @@ def test_a_log_that_is_a_symlink_or_missing_gives_nothing(tmp_path: Path) -> Non
 
 
 def landlock_report(abi: int, netns: Status | None = None) -> Report:
-    found = [Finding("landlock.abi", "t", Status.PASS, f"Landlock ABI {abi}: ...")]
+    found = [Finding("landlock.abi", "t", Status.PASS, "words never read", facts={"abi": abi})]
     if netns is not None:
-        found.append(Finding("net.user_wall", "t", netns, "words never matched"))
+        fact: dict[str, int | bool] = {"netns": netns is Status.PASS}
+        found.append(Finding("net.user_wall", "t", netns, "words never matched", facts=fact))
     return Report(host={}, findings=found, recommendation=Recommendation(Mode.USER, "t"))
 
 
@@ -139,15 +143,26 @@ def test_user_mode_shows_its_lists_and_where_they_apply() -> None:
     user = config(Mode.USER, Network.HOST)
     lines = network_lines(user, landlock_report(7))
     assert "Landlock ABI 7 network: TCP connect only" in lines[0]
-    assert "where root can create a network namespace (net.user_wall not probed)" in lines[0]
+    assert (
+        "where root can create a network namespace (probed at each launch; "
+        "net.user_wall not probed)" in lines[0]
+    )
     assert HOST_EXPOSURE not in "\n".join(lines)
     assert "allowed by you (--allow-domain), through the session's proxy: example.com" in lines
     assert any(line.endswith("(--allow-loopback-port): 8082") for line in lines)
-    assert "they apply where Landlock ABI >= 4" in lines[-1]
-    for low in (network_lines(user, landlock_report(3)),
-                network_lines(replace(user, user_landlock=False), landlock_report(7))):  # fmt: skip
-        assert low[0].startswith(f"user mode: {HOST_EXPOSURE}")
+    assert not any("change nothing" in line for line in lines)  # Landlock ABI 7 takes them
+    # Below ABI 4, or Landlock off, and no namespace for root: no wall; said plainly.
+    for low in (network_lines(user, landlock_report(3, Status.WARN)),
+                network_lines(replace(user, user_landlock=False),
+                              landlock_report(7, Status.WARN))):  # fmt: skip
+        assert low[0].startswith(f"user mode: {NO_WALL}")
         assert low[-1].startswith("they change nothing on this host")
+    # With a namespace for root the lists apply whatever Landlock gives.
+    for own in (network_lines(user, landlock_report(3, Status.PASS)),
+                network_lines(replace(user, user_landlock=False),
+                              landlock_report(7, Status.PASS))):  # fmt: skip
+        assert NAMESPACE_WALL in own[0] and NO_SECOND_WALL in own[0]
+        assert not own[-1].startswith("they change nothing")
 
 
 def test_user_mode_names_the_wall_net_user_wall_found() -> None:

@@ -300,10 +300,35 @@ def test_judge_tiocsti(value, status, cause) -> None:
 
 def test_judge_claude_installed() -> None:
     missing = judge_claude_installed(None, None, None)
-    assert missing.status is Status.WARN and "@anthropic-ai/claude-code" in missing.remedy
-    version = ProbeResult(("claude", "--version"), 0, "2.1.197 (Claude Code)\n")
+    # The newest release: a bare package name gives 2.1.197 on Debian 12's Node 20.
+    assert missing.status is Status.WARN
+    assert missing.remedy.startswith("npm install -g @anthropic-ai/claude-code@latest ")
+    version = ProbeResult(("claude", "--version"), 0, "2.1.332 (Claude Code)\n")
     found = judge_claude_installed("/usr/local/bin/claude", version, None)
-    assert found.status is Status.PASS and "2.1.197" in found.summary
+    assert found.status is Status.PASS and "2.1.332" in found.summary
+    floor = ProbeResult(("claude", "--version"), 0, "2.1.323 (Claude Code)\n")
+    assert judge_claude_installed("/usr/local/bin/claude", floor, None).status is Status.PASS
+
+
+@pytest.mark.parametrize(
+    ("text", "lacks"),
+    [
+        ("2.1.197 (Claude Code)", ("strictAllowlist", "--cap-drop ALL", "user namespaces")),
+        ("2.1.304 (Claude Code)", ("sandbox-escape fixes",)),
+        ("2.1.323-beta.1 (Claude Code)", ("sandbox-escape fixes",)),
+    ],
+)
+def test_claude_below_the_floor_warns_naming_it_and_what_it_lacks(
+    text: str, lacks: tuple[str, ...]
+) -> None:
+    version = ProbeResult(("claude", "--version"), 0, text + "\n")
+    v = judge_claude_installed("/usr/local/bin/claude", version, None)
+    assert (v.status, cause_of(v)) == (Status.WARN, "claude-below-floor")
+    assert text.split()[0] in v.summary and "release floor 2.1.323" in v.summary
+    assert all(what in v.detail for what in lacks), v.detail
+    if text.startswith("2.1.304"):
+        assert "user namespaces" not in v.detail  # 2.1.304 has that one
+    assert v.remedy.startswith("npm install -g @anthropic-ai/claude-code@latest ")
     denied = ProbeResult(("claude", "--version"), 126, "", "setpriv: Permission denied\n")
     v = judge_claude_installed("/root/.local/bin/claude", version, denied)
     assert (v.status, cause_of(v)) == (Status.WARN, "claude-unreadable-by-agent")

@@ -55,3 +55,20 @@ def test_live_probe_agrees_with_the_binding() -> None:
     live = run_probe(landlock_command(), timeout=20)
     assert parse_landlock_probe(live.stdout) == (landlock.abi_version(), None, True), live
     assert judge_landlock(live).status is Status.PASS
+    # The plan and the audit read the ABI from the finding's typed fact.
+    verdict = judge_landlock(live)
+    assert dict(verdict.facts) == {"abi": landlock.abi_version()}
+
+
+def test_the_abi_fact_when_landlock_is_missing_or_refused() -> None:
+    from sandbox_setup.checks.landlock import abi_from
+    from sandbox_setup.checks.model import Finding
+
+    for stdout in ("abi 0\n", "abi 5\nerror restrict EPERM\n"):
+        verdict = judge_landlock(ProbeResult(("python3",), 0, stdout))
+        assert verdict.status is Status.WARN
+        found = Finding(
+            "landlock.abi", "t", verdict.status, verdict.summary, facts=dict(verdict.facts)
+        )
+        assert abi_from(found) == 0  # the agent gets none
+    assert abi_from(None) is None

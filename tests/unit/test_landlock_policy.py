@@ -8,7 +8,13 @@ import pytest
 
 from sandbox_setup.base.errors import InputError
 from sandbox_setup.base.launcher_config import parse_launcher_config, render_launcher_config
-from sandbox_setup.base.netwall import NAMESPACE_WALL, PORTS_ONLY
+from sandbox_setup.base.netwall import (
+    NAMESPACE_WALL,
+    NO_SECOND_WALL,
+    NO_WALL,
+    PORTS_ONLY,
+    UserNetworkWall,
+)
 from sandbox_setup.launcher.command import with_proxy_settings
 from sandbox_setup.launcher.landlock_exec import _parse
 from sandbox_setup.policy.landlock import claude_install_dirs, user_trees, user_walls
@@ -51,10 +57,17 @@ def test_the_plan_lines_say_which_wall_confines_what() -> None:
     assert PORTS_ONLY in ports and NAMESPACE_WALL not in ports
     unknown = "\n".join(walls.describe(True))
     assert "where root can create a network namespace" in unknown and PORTS_ONLY in unknown
-    low = "\n".join(user_walls(3, True, False).describe(False))
-    assert "network: the host's" in low and "loopback is reachable" in low
+    # Below ABI 4 the namespace is the wall where root can make one; else none.
+    low = "\n".join(user_walls(3, True, False).describe(False, namespace=False))
+    assert f"network: {NO_WALL}" in low and "ABI 3 < 4 has no TCP rules" in low
     assert "scope: not limited" in low
-    assert "not available" in user_walls(0, True, False).describe(False)[0]
+    low_own = "\n".join(user_walls(3, True, False).describe(False, namespace=True))
+    assert NAMESPACE_WALL in low_own and NO_SECOND_WALL in low_own and NO_WALL not in low_own
+    none = user_walls(0, True, False).describe(False, namespace=False)
+    assert "not available" in none[0] and NO_WALL in none[1]
+    # [user] landlock = false: Landlock off, the namespace stays.
+    off = user_walls(7, False, False).describe(False, namespace=True, landlock_on=False)
+    assert "[user] landlock = false" in off[0] and NAMESPACE_WALL in off[1]
 
 
 def test_trees() -> None:
@@ -127,8 +140,8 @@ def test_the_helper_parses_its_options() -> None:
     [
         (7, "strong", (False, True, True, True)),
         (7, "off", (True, True, True, True)),
-        (3, "off", (True, False, False, False)),
-        (3, "strong", None),  # nothing useful: no plan, and the launch says why
+        (3, "off", (True, False, False, None)),
+        (3, "strong", None),  # no Landlock walls: the namespace's plan only, if any
         (0, "off", None),
     ],
 )
@@ -140,11 +153,40 @@ def test_the_launchers_plan_per_abi(abi: int, inner: str, expected: object) -> N
 
     config = parse_launcher_config(BASE + f'[sandbox]\ninner_sandbox = "{inner}"\n')
     agent = Agent("claude-agent", 1001, 1001, PurePosixPath("/home/claude-agent"))
+    from sandbox_setup.launcher.egress.netns import namespace_possible
+
+    netns = namespace_possible().possible  # whatever the ABI (DESIGN.md invariant 16)
     plan = landlock_plan(config, agent, Path("/usr/bin/true"), abi, frozenset({0}), "/usr/bin")
     if expected is None:
-        assert plan is None
+        if not netns:
+            assert plan is None
+            return
+        assert plan is not None and not plan.walls.any
+        assert plan.netns and plan.proxy and plan.wall is UserNetworkWall.NAMESPACE
         return
     assert plan is not None
     walls = plan.walls
-    assert (walls.files, walls.network, walls.scope, plan.proxy) == expected
+    assert isinstance(expected, tuple)
+    proxy = expected[3] if expected[3] is not None else netns
+    assert (walls.files, walls.network, walls.scope, plan.proxy) == (*expected[:3], proxy)
+    assert plan.netns is netns
     assert plan.connect[0] == "{proxy-port}" and "python3" in plan.python
+
+
+def test_landlock_false_keeps_the_namespace() -> None:
+    # [user] landlock = false turns off Landlock only: where root may make a network
+    # namespace the session still gets one, with its proxy (DESIGN.md invariant 16).
+    from pathlib import Path, PurePosixPath
+
+    from sandbox_setup.launcher.command import Agent
+    from sandbox_setup.launcher.egress.netns import namespace_possible
+    from sandbox_setup.launcher.main import landlock_plan
+
+    config = parse_launcher_config(BASE + "[user]\nlandlock = false\n")
+    agent = Agent("claude-agent", 1001, 1001, PurePosixPath("/home/claude-agent"))
+    plan = landlock_plan(config, agent, Path("/usr/bin/true"), 7, frozenset({0}), "/usr/bin")
+    if not namespace_possible().possible:
+        assert plan is None
+        return
+    assert plan is not None and not plan.walls.any
+    assert plan.netns and plan.proxy and plan.wall is UserNetworkWall.NAMESPACE

@@ -255,6 +255,24 @@ def user_root_landlock() -> Launch:
     )
 
 
+def user_root_abi3_netns() -> Launch:
+    # Debian 12's kernel (6.1, Landlock ABI 3) with Claude's inner sandbox on: no
+    # Landlock wall at all, so no helper runs; root may make a network namespace, so
+    # the session gets one with its proxy (DESIGN.md invariant 16).
+    cfg = config(Mode.USER)
+    walls = user_walls(3, enabled=True, inner_sandbox_on=True)
+    plan = LandlockPlan(walls, (), (), (PROXY_PORT,), proxy=True, python="/usr/bin/python3",
+                        netns=True)  # fmt: skip
+    launch = user_launch(
+        cfg, AGENT, CLAUDE, SETPRIV, ENVIRON, ["--continue"], switch_user=True,
+        new_session=True, workdir="/srv/docs", landlock=plan,
+    )  # fmt: skip
+    delegation = Delegation("none", "no cgroup here", remedy="boot with cgroup v2")
+    return _contained(
+        cfg, launch, AGENT, ContainmentFacts(delegation, PID_NS_ROOT, 8 * GIB), dedicated_uid=True
+    )
+
+
 def user_root_no_pid_namespace() -> Launch:
     cfg = config(Mode.USER, workspaces=())
     launch = user_launch(cfg, AGENT, CLAUDE, SETPRIV, ENVIRON, [], switch_user=True)
@@ -329,6 +347,12 @@ CASES = (
         "user mode, root operator, Landlock ABI 7 with files (inner sandbox off), network "
         "through the session's proxy, scope",
         user_root_landlock,
+    ),
+    Case(
+        "user-root-abi3-netns",
+        "user mode, root operator, Landlock ABI 3 (no walls with the inner sandbox on), "
+        "the session's own network namespace and proxy",
+        user_root_abi3_netns,
     ),
     Case(
         "user-root-no-pid-namespace",

@@ -58,52 +58,90 @@ def test_the_plan_carries_the_network_lines_and_the_note(
     assert not any("s3cret-token" in note for note in plan.notes)  # never the URL
     settings = next(a for a in plan.actions if "Claude settings" in a.describe())
     data = json.loads(settings.desired())  # type: ignore[attr-defined]
-    assert data["sandbox"]["network"] == {"httpProxyPort": 3128, "socksProxyPort": 3128}
+    assert data["sandbox"]["network"] == {
+        "strictAllowlist": True,
+        "allowManagedDomainsOnly": True,
+        "allowedDomains": ["example.com"],  # the operator's, Claude's only allowlist
+        "httpProxyPort": 3128,
+        "socksProxyPort": 3128,
+    }
     host = build_plan(report(), Answers(Mode.SANDBOX, workspaces=WS, network=Network.HOST), layout)
     assert host.network == [f"host: {HOST_EXPOSURE}"]
     settings = next(a for a in host.actions if "Claude settings" in a.describe())
-    assert "network" not in json.loads(settings.desired())["sandbox"]  # type: ignore[attr-defined]
+    network = json.loads(settings.desired())["sandbox"]["network"]  # type: ignore[attr-defined]
+    assert not {"httpProxyPort", "socksProxyPort"} & set(network), network  # Claude's own proxy
+    assert network["strictAllowlist"] is True and network["allowedDomains"] == []
 
 
 def test_user_mode_lines_say_which_landlock_wall_confines_what() -> None:
     from sandbox_setup.base.choices import Mode as M
+    from sandbox_setup.base.netwall import NO_WALL
     from sandbox_setup.checks.model import Finding, Recommendation, Report, Status
     from sandbox_setup.configure.network_plan import landlock_abi, user_mode_lines
 
-    def report(status: Status | None, summary: str = "") -> Report:
-        found = [] if status is None else [Finding("landlock.abi", "t", status, summary)]
+    def report(status: Status | None, abi: int | None = None, netns: bool = False) -> Report:
+        facts: dict[str, int | bool] = {} if abi is None else {"abi": abi}
+        found = [] if status is None else [Finding("landlock.abi", "t", status, "", facts=facts)]
+        found.append(Finding("net.user_wall", "t", Status.PASS, "", facts={"netns": netns}))
         return Report({}, found, Recommendation(M.USER, "r"))
 
-    seven = report(Status.PASS, "Landlock ABI 7: has files, ...")
+    seven = report(Status.PASS, 7)
     assert landlock_abi(seven) == 7
     lines = "\n".join(user_mode_lines(seven, inner_sandbox_on=False))
-    assert "Landlock ABI 7 files" in lines and "Landlock ABI 7 network" in lines
+    assert "Landlock ABI 7 files" in lines and "Landlock ABI 7: TCP connect only" in lines
     lines = "\n".join(user_mode_lines(seven, inner_sandbox_on=True))
     assert "Claude Code's own bwrap sandbox confines" in lines
-    three = "\n".join(user_mode_lines(report(Status.PASS, "Landlock ABI 3: ..."), False))
-    assert "network: the host's" in three
-    none = user_mode_lines(report(Status.WARN, "no Landlock here"), False)
-    assert "not available" in none[0]
-    assert "not probed" in user_mode_lines(report(None), False)[-1]
+    three = "\n".join(user_mode_lines(report(Status.PASS, 3), False))
+    assert f"network: {NO_WALL}" in three
+    none = user_mode_lines(report(Status.WARN, 0), False)
+    assert "not available" in none[0] and NO_WALL in none[1]
+    assert "not probed" in user_mode_lines(report(None), False)[1]
+
+
+def test_the_abi_is_the_findings_typed_fact_not_its_words() -> None:
+    from sandbox_setup.base.choices import Mode as M
+    from sandbox_setup.checks.model import Finding, Recommendation, Report, Status
+    from sandbox_setup.configure.network_plan import landlock_abi
+
+    def report(summary: str, facts: dict[str, int | bool]) -> Report:
+        found = [Finding("landlock.abi", "t", Status.PASS, summary, facts=facts)]
+        return Report({}, found, Recommendation(M.USER, "r"))
+
+    assert landlock_abi(report("Landlock ABI 7: ...", {})) is None  # words are not read
+    assert landlock_abi(report("no Landlock", {"abi": 5})) == 5
+    assert landlock_abi(report("", {"abi": True})) is None  # a bool is no ABI
+    read_back = Report.from_json(report("", {"abi": 6}).to_json())
+    assert landlock_abi(read_back) == 6
 
 
 def test_user_mode_lines_name_the_network_wall_net_user_wall_found() -> None:
     # DESIGN.md invariant 16: the plan says the wall as built, from net.user_wall's
-    # status (typed), never from its words.
+    # typed fact, never from its words.
     from sandbox_setup.base.choices import Mode as M
-    from sandbox_setup.base.netwall import NAMESPACE_WALL, PORTS_ONLY
+    from sandbox_setup.base.netwall import NAMESPACE_WALL, NO_SECOND_WALL, NO_WALL, PORTS_ONLY
     from sandbox_setup.checks.model import Finding, Recommendation, Report, Status
     from sandbox_setup.configure.network_plan import user_mode_lines
 
-    def report(wall: Status | None) -> Report:
-        found = [Finding("landlock.abi", "t", Status.PASS, "Landlock ABI 7: has files, ...")]
-        if wall is not None:
-            found.append(Finding("net.user_wall", "t", wall, "words never read"))
+    def report(netns: bool | None, abi: int = 7) -> Report:
+        found = [Finding("landlock.abi", "t", Status.PASS, "", facts={"abi": abi})]
+        if netns is not None:
+            found.append(Finding("net.user_wall", "t", Status.WARN, "words never read",
+                                 facts={"netns": netns}))  # fmt: skip
         return Report({}, found, Recommendation(M.USER, "r"))
 
-    own = "\n".join(user_mode_lines(report(Status.PASS), inner_sandbox_on=True))
+    own = "\n".join(user_mode_lines(report(True), inner_sandbox_on=True))
     assert NAMESPACE_WALL in own and PORTS_ONLY not in own
-    ports = "\n".join(user_mode_lines(report(Status.WARN), inner_sandbox_on=True))
+    ports = "\n".join(user_mode_lines(report(False), inner_sandbox_on=True))
     assert PORTS_ONLY in ports and NAMESPACE_WALL not in ports
     unknown = "\n".join(user_mode_lines(report(None), inner_sandbox_on=True))
     assert "where root can create a network namespace" in unknown and PORTS_ONLY in unknown
+    # Below ABI 4 (Debian 12) the namespace is still the wall; without it, none.
+    three = "\n".join(user_mode_lines(report(True, 3), inner_sandbox_on=True))
+    assert NAMESPACE_WALL in three and NO_SECOND_WALL in three and NO_WALL not in three
+    none = "\n".join(user_mode_lines(report(False, 3), inner_sandbox_on=True))
+    assert NO_WALL in none and NAMESPACE_WALL not in none and PORTS_ONLY not in none
+    # [user] landlock = false turns off Landlock only: the namespace stays.
+    off = "\n".join(user_mode_lines(report(True), True, landlock_on=False))
+    assert NAMESPACE_WALL in off and "[user] landlock = false" in off
+    off_none = "\n".join(user_mode_lines(report(False), True, landlock_on=False))
+    assert NO_WALL in off_none and NAMESPACE_WALL not in off_none

@@ -12,6 +12,7 @@ from sandbox_setup.policy.network import SANDBOX_PROXY_PORT, inner_proxy_port
 
 SOURCE = "/etc/claude-code/managed-settings.json"
 PORTS = {"httpProxyPort": SANDBOX_PROXY_PORT, "socksProxyPort": SANDBOX_PROXY_PORT}
+STRICT = {"strictAllowlist": True}  # written wherever the inner sandbox is on
 
 
 def keys(mode: str, network: str, inner: str) -> SandboxKeys:
@@ -39,25 +40,29 @@ def test_the_ports_are_written_only_for_the_allowlist_with_the_inner_sandbox_on(
     mode: str, network: str, inner: str, wanted: bool
 ) -> None:
     data = json.loads(merged(None, mode, network, inner))
-    assert (data["sandbox"].get("network") == PORTS) is wanted
+    written = dict(data["sandbox"].get("network", {}))
+    assert written.pop("strictAllowlist", None) is (True if inner != "off" else None)
+    assert (written == PORTS) is wanted
     assert inner_proxy_port(mode, network, inner) == (SANDBOX_PROXY_PORT if wanted else None)
 
 
 def test_the_users_network_keys_are_kept_and_ours_overwritten() -> None:
     existing = {"sandbox": {"network": {"allowedDomains": ["x.test"], "httpProxyPort": 9}}}
     data = json.loads(merged(existing, "sandbox", "allowlist", "strong"))
-    assert data["sandbox"]["network"] == {"allowedDomains": ["x.test"], **PORTS}
+    assert data["sandbox"]["network"] == {"allowedDomains": ["x.test"], **STRICT, **PORTS}
 
 
 def test_leaving_the_allowlist_removes_our_ports_but_not_the_users() -> None:
     ours = {"sandbox": {"enabled": True, "network": dict(PORTS)}}
     data = json.loads(merged(ours, "sandbox", "host", "strong"))
-    assert "network" not in data["sandbox"]  # emptied by us: removed
+    assert data["sandbox"]["network"] == STRICT  # our ports removed
     theirs = {"sandbox": {"network": {"httpProxyPort": 8888, "socksProxyPort": 3128}}}
     data = json.loads(merged(theirs, "sandbox", "host", "strong"))
-    assert data["sandbox"]["network"] == {"httpProxyPort": 8888}
+    assert data["sandbox"]["network"] == {"httpProxyPort": 8888, **STRICT}
     empty = {"sandbox": {"network": {}}}  # the user's own empty table stays
-    assert json.loads(merged(empty, "sandbox", "host", "strong"))["sandbox"]["network"] == {}
+    assert json.loads(merged(empty, "sandbox", "host", "off"))["sandbox"]["network"] == {}
+    data = json.loads(merged(ours, "sandbox", "host", "off"))
+    assert "network" not in data["sandbox"]  # emptied by us: removed
 
 
 def test_an_apply_that_changes_nothing_rewrites_nothing() -> None:

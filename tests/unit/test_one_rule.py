@@ -110,14 +110,14 @@ def test_the_file_itself_is_judged_the_same_everywhere(
 
 
 def test_a_prerelease_version_is_recorded_as_the_audit_reads_it(tmp_path: Path) -> None:
-    """The plan cut ``2.1.0-beta.3`` to ``2.1.0`` and the audit did not: every audit
+    """The plan cut ``2.1.400-beta.3`` to ``2.1.0`` and the audit did not: every audit
     after a clean apply reported audit.claude.changed."""
     root = make_target_root(tmp_path / "root")
     claude = root / "usr/local/bin/claude"
-    claude.write_text('#!/bin/sh\necho "2.1.0-beta.3 (Claude Code)"\n')
+    claude.write_text('#!/bin/sh\necho "2.1.400-beta.3 (Claude Code)"\n')
     layout = Layout.for_root(root)
     found = find_claude(layout, PurePosixPath("/usr/local/bin/claude"))
-    assert found.version == "2.1.0-beta.3"
+    assert found.version == "2.1.400-beta.3"
     config = LauncherConfig(
         Mode.USER,
         PurePosixPath("/usr/local/bin/claude"),

@@ -40,8 +40,12 @@ def test_new_file_gets_sandbox_and_deny_rules() -> None:
         "failIfUnavailable": True,
         "allowUnsandboxedCommands": False,
         "autoAllowBashIfSandboxed": True,
+        "allowNestedUserNamespaces": False,
+        "filesystem": {"disabled": False},
+        "network": {"strictAllowlist": True},
         "credentials": {"envVars": ENV_DENY},
     }
+    assert "requiredMinimumVersion" not in data
     assert data["permissions"]["deny"] == list(CREDENTIAL_DENY_RULES)
     assert any("~/.ssh" in r for r in data["permissions"]["deny"])
     assert any(".env" in r for r in data["permissions"]["deny"])
@@ -127,11 +131,12 @@ def test_proxy_port_sets_both_ports_and_none_leaves_them() -> None:
     network = merged({"sandbox": {"network": {"allowedDomains": ["x.org"]}}}, proxy_port=3128)
     assert network["sandbox"]["network"] == {
         "allowedDomains": ["x.org"],
+        "strictAllowlist": True,
         "httpProxyPort": 3128,
         "socksProxyPort": 3128,
     }
     mine = {"sandbox": {"network": {"httpProxyPort": 8080}}}
-    assert merged(mine)["sandbox"]["network"] == {"httpProxyPort": 8080}
+    assert merged(mine)["sandbox"]["network"] == {"httpProxyPort": 8080, "strictAllowlist": True}
 
 
 def _drop(path: str) -> Callable[[dict], None]:
@@ -297,3 +302,66 @@ def test_invalid_json_names_file_line_and_column(text: str, where: str) -> None:
 def test_wrong_shapes_are_refused(text: str, problem: str) -> None:
     with pytest.raises(InputError, match=problem):
         merge_settings(text.encode(), SOURCE, keys())
+
+
+@pytest.mark.parametrize("inner", ["strong", "weak"])
+def test_the_restrictive_keys_are_pinned_where_the_inner_sandbox_is_on(inner: str) -> None:
+    """Nested user namespaces refused, filesystem isolation on, a host outside the
+    allowlist denied (never offered): whatever the file said before."""
+    loose = {
+        "sandbox": {
+            "allowNestedUserNamespaces": True,
+            "filesystem": {"disabled": True, "allowWrite": ["/srv"]},
+            "network": {"strictAllowlist": False, "allowedDomains": ["mine.example"]},
+        }
+    }
+    sandbox = merged(loose, inner)["sandbox"]
+    assert sandbox["allowNestedUserNamespaces"] is False
+    assert sandbox["filesystem"] == {"disabled": False, "allowWrite": ["/srv"]}
+    assert sandbox["network"]["strictAllowlist"] is True
+    # user scope: Claude honours allowManagedDomainsOnly only from managed settings
+    assert "allowManagedDomainsOnly" not in sandbox["network"]
+    assert sandbox["network"]["allowedDomains"] == ["mine.example"]
+    # off: nothing to pin; nothing added
+    assert merged({}, "off")["sandbox"] == {"enabled": False}
+
+
+def test_managed_scope_allows_only_the_operators_domains() -> None:
+    existing = {"sandbox": {"network": {"allowedDomains": ["a.example", "*.b.example:8443"]}}}
+    domains = ("*.b.example:8443", "c.example")
+    data = merged(
+        existing, "strong", managed=True, allowed_domains=domains, managed_domains_only=True
+    )
+    network = data["sandbox"]["network"]
+    assert network["allowManagedDomainsOnly"] is True and network["strictAllowlist"] is True
+    assert network["allowedDomains"] == ["a.example", "*.b.example:8443", "c.example"]
+    # user mode (no listener may bind there): set back, the allowlist left as it is
+    user_mode = merged(data, "strong", managed=True, allowed_domains=domains)
+    assert user_mode["sandbox"]["network"]["allowManagedDomainsOnly"] is False
+    assert "allowManagedDomainsOnly" not in merged({}, "strong", managed=True)["sandbox"]["network"]
+
+
+def test_required_minimum_version_is_managed_only_and_never_removed() -> None:
+    data = merged({}, "strong", managed=True, minimum_version="2.1.323")
+    assert data["requiredMinimumVersion"] == "2.1.323"
+    assert "requiredMinimumVersion" not in merged({}, "strong", minimum_version="2.1.323")
+    # none to write (a release below the floor): what is there stays, Claude refusing it
+    assert merged(data, "strong", managed=True)["requiredMinimumVersion"] == "2.1.323"
+
+
+def test_the_restrictive_keys_are_owned_for_drift() -> None:
+    desired = merge_settings(
+        None,
+        SOURCE,
+        keys("strong", managed=True, allowed_domains=("x.example",), managed_domains_only=True),
+    )
+    current = json.loads(desired)
+    current["sandbox"]["allowNestedUserNamespaces"] = True
+    current["sandbox"]["network"]["strictAllowlist"] = False
+    current["sandbox"]["network"]["allowedDomains"] = []
+    del current["sandbox"]["filesystem"]
+    lines = owned_changes(json.dumps(current).encode(), desired)
+    assert "sandbox.allowNestedUserNamespaces is true, should be false" in lines
+    assert "sandbox.filesystem.disabled is absent, should be false" in lines
+    assert "sandbox.network.strictAllowlist is false, should be true" in lines
+    assert 'sandbox.network.allowedDomains lacks ["x.example"]' in lines

@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from sandbox_setup.configure.settings import SandboxKeys, merge_settings
-from tests.settings_schema import schema_errors
+from tests.settings_schema import BEYOND_SCHEMASTORE, schema_errors
+from tests.tools import claude_release, release_tuple
 
 SOURCE = "/etc/claude-code/managed-settings.json"
 # Existing files a user may have, with keys sandbox-setup does not own.
@@ -35,7 +36,16 @@ KEYS = [
         ("strong", "weak", "off"),
         (
             (False, {}),
-            (True, {"bwrap_path": "/usr/bin/bwrap", "socat_path": "/usr/bin/socat"}),
+            (
+                True,
+                {
+                    "bwrap_path": "/usr/bin/bwrap",
+                    "socat_path": "/usr/bin/socat",
+                    "allowed_domains": ("example.com", "*.example.org:8443", "[2001:db8::7]"),
+                    "managed_domains_only": True,
+                    "minimum_version": "2.1.323",
+                },
+            ),
         ),
         (None, 3128),
     )
@@ -68,3 +78,35 @@ def test_the_schema_rejects_what_claude_would_not_take(
 ) -> None:
     errors = schema_errors(settings)
     assert errors and any(where in error for error in errors), errors
+
+
+# How the binary's zod schema spells a value's type (a bundled build: the names are
+# minified, so each is learnt from a key SchemaStore agrees is of that type).
+_TYPE_WITNESS = {"boolean": "failIfUnavailable"}
+
+
+def test_keys_beyond_schemastore_are_in_the_binary() -> None:
+    """Each key the per-release table adds to SchemaStore's schema is in the newest
+    release's own settings schema, with the type the table gives; the oldest release
+    (2.1.197, below each key's ``since``) does not know it."""
+    import re
+    import subprocess
+
+    latest, oldest = claude_release("latest"), claude_release("oldest")
+    if latest.binary is None:
+        pytest.skip("Claude Code latest is not installed (tests/run.sh installs it)")
+
+    def strings(binary: str) -> str:
+        done = subprocess.run(
+            ["strings", "-n", "8", binary], capture_output=True, text=True, check=True
+        )
+        return done.stdout
+
+    newest = strings(latest.binary)
+    for path, value, since in BEYOND_SCHEMASTORE:
+        witness = re.search(rf"\b{_TYPE_WITNESS[value['type']]}:(\w+)\(\)", newest)
+        assert witness is not None
+        assert release_tuple(latest.version) >= release_tuple(since)
+        assert f"{path[-1]}:{witness.group(1)}().optional()" in newest, path
+        if oldest.binary is not None and release_tuple(oldest.version) < release_tuple(since):
+            assert path[-1] not in strings(oldest.binary), path

@@ -83,7 +83,11 @@ def test_the_answers_file_round_trips_them(layout: Layout) -> None:
 
 
 def landlock(abi: int) -> Finding:
-    return Finding("landlock.abi", "t", Status.PASS, f"Landlock ABI {abi}: ...")
+    return Finding("landlock.abi", "t", Status.PASS, f"Landlock ABI {abi}: ...", facts={"abi": abi})
+
+
+def user_wall(netns: bool) -> Finding:
+    return Finding("net.user_wall", "t", Status.PASS, "", facts={"netns": netns})
 
 
 def test_the_plan_writes_them_and_says_where_they_apply(layout: Layout) -> None:
@@ -101,12 +105,17 @@ def test_the_plan_writes_them_and_says_where_they_apply(layout: Layout) -> None:
     lines = "\n".join(plan.network)
     assert "(--allow-domain), through the session's proxy: pypi.org, *.github.com" in lines
     assert "(--allow-loopback-port): 4000, 3128" in lines
-    assert "they apply where Landlock ABI >= 4 confines the network" in lines
-    assert "[user] landlock = false" in lines
+    assert "change nothing" not in lines  # Landlock ABI 7's ports take them
     three = report()
     three.findings.append(landlock(3))
     lines = "\n".join(build_plan(three, answers, layout).network)
+    assert "they apply where the session gets a network namespace of its own" in lines
+    assert "[user] landlock = false" in lines
+    three.findings.append(user_wall(False))
+    lines = "\n".join(build_plan(three, answers, layout).network)
     assert "they change nothing on this host" in lines
+    three.findings[-1] = user_wall(True)  # the namespace takes them below ABI 4 too
+    assert "change nothing" not in "\n".join(build_plan(three, answers, layout).network)
 
 
 def test_a_private_allowance_is_warned_about_in_user_mode_too(layout: Layout) -> None:
@@ -158,5 +167,12 @@ def test_the_plan_reads_landlock_off_from_the_kept_user_table(layout: Layout) ->
     answers = Answers(Mode.USER, workspaces=WS, allowed_domains=("pypi.org",))
     lines = "\n".join(build_plan(seven, answers, layout).network)
     assert "Landlock: off ([user] landlock = false" in lines
-    assert "Landlock ABI 7 network" not in lines
+    assert "Landlock ABI 7" not in lines
+    assert "they apply where the session gets a network namespace of its own" in lines
+    # Landlock off turns off Landlock only: with a namespace the lists still apply.
+    seven.findings.append(user_wall(True))
+    lines = "\n".join(build_plan(seven, answers, layout).network)
+    assert "a network namespace of its own" in lines and "change nothing" not in lines
+    seven.findings[-1] = user_wall(False)
+    lines = "\n".join(build_plan(seven, answers, layout).network)
     assert "they change nothing on this host" in lines

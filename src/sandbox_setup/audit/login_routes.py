@@ -9,25 +9,29 @@ apply cannot disagree:
 - ``audit.login.shell``: an agent this setup created has a login shell (one created
   before agents got ``nologin``, or changed since): su or a console could start a
   process outside any session. A re-apply gives it ``nologin`` (journaled, undone
-  by ``--undo``); an account the setup did not create is not judged here.
+  by ``--undo``); an account the setup did not create is not judged here;
+- ``audit.login.linger``: systemd-logind lingers for the agent (a file in
+  ``/var/lib/systemd/linger``): its user service manager, and every unit it was given
+  (``claude daemon install`` writes one), runs from boot outside any session.
 
 They are independent of drift (``audit.drift.*`` skips these actions).
 """
 
 from __future__ import annotations
 
-import shlex
+import os
 
 from sandbox_setup.audit.model import AuditFinding, Severity
 from sandbox_setup.base.accounts import lookup_user
 from sandbox_setup.base.errors import SetupError
 from sandbox_setup.base.launcher_config import LauncherConfig
 from sandbox_setup.base.paths import Layout
+from sandbox_setup.base.printable import pasted_word
 from sandbox_setup.configure.actions import WriteFile
 from sandbox_setup.configure.ledger import created_accounts
 from sandbox_setup.configure.login_routes import SSHD_KIND, login_route_actions
 from sandbox_setup.configure.users import AGENT_SHELL
-from sandbox_setup.policy.login_routes import has_login_shell
+from sandbox_setup.policy.login_routes import LINGER_DIR, has_login_shell
 
 _WHY = (
     "A process the agent starts outside a session (an ssh login with a key it planted, "
@@ -38,7 +42,7 @@ _WHY = (
 
 def login_findings(layout: Layout, config: LauncherConfig, reapply: str) -> list[AuditFinding]:
     """The ``audit.login.*`` findings of this setup."""
-    found = _shell_findings(layout, config, reapply)
+    found = _shell_findings(layout, config, reapply) + _linger_findings(layout, config)
     try:
         actions = login_route_actions(layout, config.mode, config.agent_user, [])
     except SetupError:
@@ -90,7 +94,7 @@ def _shell_findings(layout: Layout, config: LauncherConfig, reapply: str) -> lis
         return []  # a reused account's shell is its owner's (the plan said so)
     if not has_login_shell(agent.shell):
         return []
-    prefix = "" if layout.live else f" --prefix {shlex.quote(str(layout.root))}"
+    prefix = "" if layout.live else f" --prefix {pasted_word(str(layout.root))}"
     return [
         AuditFinding(
             id="audit.login.shell",
@@ -100,5 +104,31 @@ def _shell_findings(layout: Layout, config: LauncherConfig, reapply: str) -> lis
             + " sandbox-launch gives Claude bash itself; the account needs no shell of its own.",
             remedy=f"{reapply} (it sets the shell {AGENT_SHELL}; or: usermod{prefix} --shell "
             f"{AGENT_SHELL} {agent.name})",
+        )
+    ]
+
+
+def _linger_findings(layout: Layout, config: LauncherConfig) -> list[AuditFinding]:
+    if str(config.mode) not in ("sandbox", "user"):
+        return []
+    marker = LINGER_DIR / config.agent_user
+    try:
+        os.lstat(layout.real(marker))
+    except OSError:
+        return []
+    remedy = (
+        f"loginctl disable-linger {pasted_word(config.agent_user)}"
+        if layout.live
+        else f"rm -- {pasted_word(str(layout.real(marker)))}"
+    )
+    return [
+        AuditFinding(
+            id="audit.login.linger",
+            severity=Severity.HIGH,
+            summary=f"systemd-logind lingers for the agent {config.agent_user} ({marker})",
+            detail=_WHY
+            + " A lingering user's service manager starts at boot and runs its units (a "
+            "`claude daemon install` service among them) outside any session.",
+            remedy=remedy,
         )
     ]

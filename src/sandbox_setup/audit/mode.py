@@ -12,6 +12,7 @@ from sandbox_setup.base import remedies
 from sandbox_setup.base.launcher_config import LauncherConfig
 from sandbox_setup.checks.causes import SWITCH_CAUSE
 from sandbox_setup.checks.model import Report, Status, cause_key
+from sandbox_setup.policy.claude_release import FLOOR, INSTALL_NEWEST, floor_problem
 
 # (check ID, audit ID, what the mode uses it for)
 SANDBOX_NEEDS = ("bwrap.sandbox", "audit.mode.bwrap_sandbox", "the launcher's bubblewrap sandbox")
@@ -156,11 +157,12 @@ def claude_findings(
                 remedy=f"reinstall Claude Code, then re-apply the saved answers: {reapply}",
             )
         ]
-    if not trusted or config.claude_version is None:
+    if not trusted:
         # An untrusted binary is never executed; its safety finding says why.
         return []
-    if version == config.claude_version:
-        return []
+    below = floor_findings(shown, version, reapply)
+    if config.claude_version is None or version == config.claude_version:
+        return below
     now = version or "unknown (--version failed)"
     return [
         AuditFinding(
@@ -171,5 +173,23 @@ def claude_findings(
             detail="A new version may change the root guard or the sandbox settings it "
             "honours; re-check and re-apply so the launcher config records what runs.",
             remedy=f"{remedies.rerun_checks('claude.installed', 'claude.root_guard')} && {reapply}",
+        ),
+        *below,
+    ]
+
+
+def floor_findings(shown: str, version: str | None, reapply: str) -> list[AuditFinding]:
+    """A Claude Code below the release floor (policy.claude_release), named with the
+    fixes it lacks; nothing for a release at or above it, or an unknown one."""
+    problem = floor_problem(version)
+    if problem is None:
+        return []
+    return [
+        AuditFinding(
+            id="audit.claude.below_floor",
+            severity=Severity.MEDIUM,
+            summary=f"Claude Code at {shown} is {version}, below the release floor {FLOOR}",
+            detail=problem + ". Its own sandbox is weaker than what the setup counts on.",
+            remedy=f"{INSTALL_NEWEST} && {reapply}",
         )
     ]

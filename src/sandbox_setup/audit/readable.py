@@ -13,7 +13,6 @@ against the agent's uid and groups from the tree's own ``/etc/passwd`` and
 from __future__ import annotations
 
 import os
-import shlex
 import stat
 from pathlib import Path, PurePosixPath
 
@@ -21,6 +20,7 @@ from sandbox_setup.audit.model import AuditFinding, Severity
 from sandbox_setup.base.account_files import agent_groups
 from sandbox_setup.base.accounts import Account
 from sandbox_setup.base.paths import Layout
+from sandbox_setup.base.printable import pasted_word
 from sandbox_setup.configure.answers import Answers
 from sandbox_setup.policy.access import EXECUTE, READ, can_access, parse_acl
 
@@ -76,7 +76,7 @@ def settings_readable_findings(
                 f"as the agent, cannot read the settings {layout.real(target)}",
                 detail="Claude Code then starts without the sandbox settings and the deny "
                 "rules that sandbox-setup wrote, and says nothing about it.",
-                remedy=f"chmod {bits} {shlex.quote(str(real))}",
+                remedy=f"chmod {bits} {pasted_word(str(real))}",
             )
         ]
     return []

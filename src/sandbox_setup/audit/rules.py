@@ -8,12 +8,12 @@ ID, a severity, what was found and where, and a remedy to paste.
 
 from __future__ import annotations
 
-import shlex
 import stat
 from collections.abc import Iterable
 
 from sandbox_setup.audit.model import AuditFinding, Severity
 from sandbox_setup.base.pathfacts import PathFacts
+from sandbox_setup.base.printable import pasted_word
 from sandbox_setup.policy.accounts import PasswordState, password_state
 from sandbox_setup.policy.sudoers import SudoersHit
 from sandbox_setup.policy.trust import directory_problems, file_problems
@@ -47,7 +47,7 @@ def judge_owned_file(
                     severity=Severity.HIGH,
                     summary=summary,
                     detail="Whoever owns it can rewrite it; the launcher refuses such a file.",
-                    remedy=f"chown {min(trusted)} {shlex.quote(facts.shown)}",
+                    remedy=f"chown {min(trusted)} {pasted_word(facts.shown)}",
                 )
             )
         elif problem.kind == "writable":
@@ -60,7 +60,7 @@ def judge_owned_file(
                     ),
                     detail="Anyone in its group or on the machine could change the mode or the "
                     "agent; the launcher refuses to start with it.",
-                    remedy=f"chmod go-w {shlex.quote(facts.shown)}",
+                    remedy=f"chmod go-w {pasted_word(facts.shown)}",
                 )
             )
     return found
@@ -91,8 +91,8 @@ def judge_parent_dirs(
                     + " and ".join(problems),
                     detail="Whoever can write a directory on the path can swap the file "
                     "beneath it; the launcher refuses such a path.",
-                    remedy=f"chown root {shlex.quote(facts.shown)} && "
-                    f"chmod go-w {shlex.quote(facts.shown)}",
+                    remedy=f"chown root {pasted_word(facts.shown)} && "
+                    f"chmod go-w {pasted_word(facts.shown)}",
                 )
             )
     return found
@@ -102,7 +102,7 @@ def judge_agent_home(
     facts: PathFacts, agent: str, agent_uid: int, agent_gid: int
 ) -> list[AuditFinding]:
     """The agent home: a directory owned by the agent, mode 0700."""
-    shown = shlex.quote(facts.shown)
+    shown = pasted_word(facts.shown)
     # Numeric ids: under --root the agent exists only in DIR/etc/passwd.
     owner = f"{agent_uid}:{agent_gid}"
     if not facts.exists or not facts.is_dir:
@@ -137,7 +137,7 @@ def judge_agent_home(
 
 def judge_workspace(facts: PathFacts, agent_has_access: bool) -> list[AuditFinding]:
     """A workspace: exists, reachable by the agent through its group, not world-writable."""
-    shown = shlex.quote(facts.shown)
+    shown = pasted_word(facts.shown)
     if not facts.exists or not facts.is_dir:
         return [
             AuditFinding(
@@ -180,7 +180,7 @@ def judge_password(
 
     ``prefix`` is the ``--root`` directory, for a remedy that edits that tree.
     """
-    where = f"--prefix {shlex.quote(prefix)} " if prefix else ""
+    where = f"--prefix {pasted_word(prefix)} " if prefix else ""
     remedy = f"usermod {where}--lock {agent}"
     state = password_state(shadow_text, agent)
     if state is PasswordState.LOCKED:
@@ -224,7 +224,7 @@ def judge_sudoers(hits: Iterable[SudoersHit], agent: str) -> list[AuditFinding]:
                 f"{hit.path}:{hit.line}: {hit.text}",
                 detail="The agent must not be able to become root; a sudoers entry undoes "
                 "the separation the setup made.",
-                remedy=f"visudo -f {shlex.quote(hit.path)}  # delete line {hit.line}",
+                remedy=f"visudo -f {pasted_word(hit.path)}  # delete line {hit.line}",
             )
         )
     return found

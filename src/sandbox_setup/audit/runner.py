@@ -82,10 +82,11 @@ from sandbox_setup.audit.workspace_scan import scan_findings
 from sandbox_setup.base import remedies
 from sandbox_setup.base.accounts import Account, lookup_group_gid, lookup_user
 from sandbox_setup.base.claude_version import read_claude_version
-from sandbox_setup.base.errors import InputError
+from sandbox_setup.base.errors import InputError, unreadable
 from sandbox_setup.base.launcher_config import LauncherConfig, parse_launcher_config
 from sandbox_setup.base.paths import Layout
 from sandbox_setup.base.regular_files import read_regular_text
+from sandbox_setup.boundary.trust_record import trust_dir
 from sandbox_setup.checks.model import Report
 from sandbox_setup.configure import users
 from sandbox_setup.configure.answers import Answers, load_answers
@@ -103,6 +104,8 @@ def _read_setup_file(real: Path, what: str) -> str:
         ) from None
     except InputError as exc:  # a FIFO, a directory, ...
         raise InputError(f"cannot read the {what}: {exc}") from None
+    except PermissionError as exc:  # its directory or itself at 0000, another owner's
+        raise InputError(f"cannot read the {what}: {unreadable(real, exc)}") from None
     except (OSError, UnicodeDecodeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         raise InputError(f"cannot read the {what} {real}: {reason}") from None
@@ -224,7 +227,9 @@ def audit(layout: Layout, timeout: float = 10.0, as_user: str | None = None) -> 
     if str(config.mode) in ("sandbox", "user") and config.workspaces:
         # Symlinks followed inside the root (--root), never onto the host.
         real = [str(layout.real(layout.resolve(w))) for w in config.workspaces]
-        scanned, scan_notes = scan_findings(real, layout.real(layout.state_dir))
+        scanned, scan_notes = scan_findings(
+            real, trust_dir(layout.real(layout.state_dir), layout.root)
+        )
         findings += scanned
         notes = [*notes, *scan_notes]
     findings += git_findings(layout, config, reapply)

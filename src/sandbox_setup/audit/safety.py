@@ -131,14 +131,36 @@ def config_findings(layout: Layout) -> list[AuditFinding]:
 
 
 def managed_settings_findings(layout: Layout) -> list[AuditFinding]:
-    """Managed settings take precedence over the agent's own: only root may write them."""
-    return _trusted_file_findings(
-        layout,
-        layout.managed_settings,
-        frozenset({0}),
-        "audit.safety.settings",
-        "the managed settings",
+    """Managed settings take precedence over the agent's own: only root may write them,
+    nor the drop-ins Claude Code merges over them (``managed-settings.d``), nor that
+    directory (whoever can write it can add one)."""
+    root_only = frozenset({0})
+    found = _trusted_file_findings(
+        layout, layout.managed_settings, root_only, "audit.safety.settings", "the managed settings"
     )
+    folder = layout.managed_settings.parent / "managed-settings.d"
+    leaf, parents = layout.chain(layout.resolve(folder))
+    if not leaf.exists:
+        return found
+    managed_there = layout.chain(layout.resolve(layout.managed_settings))[0].exists
+    dirs = [leaf] if managed_there else [*parents, leaf]  # else judged above already
+    found += judge_parent_dirs(
+        dirs, root_only, "audit.safety.settings_dropin_dir", "a managed-settings drop-in"
+    )
+    try:
+        names = sorted(os.listdir(layout.real(folder)))
+    except OSError:
+        names = []
+    for name in names:
+        found += _trusted_file_findings(
+            layout,
+            folder / name,
+            root_only,
+            "audit.safety.settings_dropin",
+            "the managed-settings drop-in",
+            dirs=False,
+        )
+    return found
 
 
 def agent_findings(

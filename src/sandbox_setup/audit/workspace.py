@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import errno
 import os
-import shlex
 import stat
 import struct
 from pathlib import PurePosixPath
 
 from sandbox_setup.audit.model import AuditFinding, Severity
 from sandbox_setup.base.paths import Layout
+from sandbox_setup.base.printable import pasted_word
 from sandbox_setup.configure import users
 
 _ACCESS = "system.posix_acl_access"
@@ -83,7 +83,7 @@ def private_findings(
                 remedy=""
                 if included
                 else f"setfacl -x g:{gid} "
-                + " ".join(shlex.quote(str(real / rel)) for rel in sorted(opened)),
+                + " ".join(pasted_word(str(real / rel)) for rel in sorted(opened)),
                 accepted=included,
             )
         )

@@ -2,21 +2,21 @@
 workspaces root's git, Claude Code or editor would run or obey.
 
 The scan is :func:`sandbox_setup.boundary.scan.scan`, the launcher's own; this
-module only judges its hits against what the launcher saved in the operator's
-state directory (:mod:`sandbox_setup.boundary.session`):
+module only judges its hits against the workspaces' trusted state, kept once for the
+host (:mod:`sandbox_setup.boundary.trust_record`, DESIGN.md invariant 8), the same
+state every end-of-session check judges against:
 
-- a session's start snapshot (a session running now, or one whose launcher died
-  before its end scan): what appeared or changed since is
-  ``audit.workspace.planted`` (high): the session's end scan (or the next launch,
-  for a dead one) moves it aside; ``audit.workspace.unfinished`` (high) names a
-  session that ended without its scan;
-- else the baseline the last end scan left: what appeared since is
+- during a run of sessions, the workspace as it was when the run began: what appeared
+  or changed since is ``audit.workspace.planted`` (high), whichever session wrote it
+  (the last session's end moves it aside); ``audit.workspace.unfinished`` (high) names
+  a session whose launcher died before its end;
+- between runs, the workspace as the last end left it: what appeared since is
   ``audit.workspace.planted`` too (nothing the launcher knows of wrote it: an agent
   process outside a session, or the operator, who says which by the remedy);
-- what was there at the snapshot or the baseline is ``audit.workspace.present``
-  (info: the operator's own hooks and filters, reported so they stay known);
-- with no saved state at all (no session has ended since the setup), every hit is
-  ``audit.workspace.present``, with a note;
+- what was there then is ``audit.workspace.present`` (info: the operator's own hooks
+  and filters, reported so they stay known);
+- with no trusted state for a workspace (no session has run there since the setup),
+  every hit is ``audit.workspace.present``, with a note;
 - ``audit.workspace.untrusted`` (high): an end-of-session scan could not see a
   workspace whole and marked it (``workspace-untrusted.json``); this audit's scan,
   when it sees every workspace whole, clears the mark (DESIGN invariant 8 (e));
@@ -28,25 +28,22 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from sandbox_setup.audit.model import AuditFinding, Severity
 from sandbox_setup.base import remedies
 from sandbox_setup.boundary.scan import scan
-from sandbox_setup.boundary.scan_model import Hit, Snapshot
-from sandbox_setup.boundary.session import (
-    BASELINE,
-    clear_untrusted,
-    read_state,
-    read_untrusted,
-    session_records,
-    untrusted_line,
-)
+from sandbox_setup.boundary.scan_model import Hit, Mark, Snapshot
+from sandbox_setup.boundary.session import clear_untrusted, read_untrusted, untrusted_line
+from sandbox_setup.boundary.trust_record import HostRecord, locked
 
 NO_STATE_NOTE = (
-    "workspace scan: no sandbox-launch session has ended since the setup, so what the "
+    "workspace scan: no sandbox-launch session has run there since the setup, so what the "
     "scan finds is listed as present, not judged new"
 )
+RUNNING = "written since the current run of sessions began"
+SETTLED = "written since the last session's end scan"
 
 
 def _finding(hit: Hit, planted: bool, since: str) -> AuditFinding:
@@ -66,46 +63,63 @@ def _finding(hit: Hit, planted: bool, since: str) -> AuditFinding:
     )
 
 
-def scan_findings(workspaces: Sequence[str], state: Path) -> tuple[list[AuditFinding], list[str]]:
+def _trusted_marks(record: HostRecord, workspace: str) -> tuple[dict[str, Mark] | None, str]:
+    """The marks ``workspace`` is judged against, and since when."""
+    own = record.trusted.get(workspace)
+    if own is not None:
+        return dict(own.marks), SETTLED if own.settled else RUNNING
+    running = record.marks_for(workspace)
+    if running is not None:
+        return running, RUNNING
+    return record.marks_for(workspace, running=False), SETTLED
+
+
+def scan_findings(workspaces: Sequence[str], trust: Path) -> tuple[list[AuditFinding], list[str]]:
     """The findings and notes of the workspace scan of ``workspaces`` (host paths),
-    judged against what the launcher saved in ``state``."""
+    judged against the trusted state kept in ``trust`` (the host-wide directory)."""
     findings: list[AuditFinding] = []
     notes: list[str] = []
-    before: Snapshot | None = None
-    since = "before the last session's end"
-    for record in session_records(state):
-        saved = read_state(record.path)
-        if saved is None:
-            continue
-        if not record.alive:
+    record = HostRecord.load(trust) if trust.is_dir() else HostRecord(trust)
+    for entry in record.sessions.values():
+        if entry.dead and any(entry.touches(ws) for ws in workspaces):
             findings.append(
                 AuditFinding(
                     id="audit.workspace.unfinished",
                     severity=Severity.HIGH,
-                    summary=f"the session of launcher pid {record.pid} ended without its "
+                    summary=f"the session of launcher pid {entry.pid} ended without its "
                     "end-of-session workspace scan (its launcher was killed)",
-                    detail=f"its start snapshot: {record.path}",
+                    detail=f"its workspaces: {', '.join(entry.workspaces)}",
                     remedy="sandbox-launch -- --version  # each launch first scans what "
                     "such a session left, and moves aside what it wrote",
                 )
             )
-        if before is None:
-            before, since = saved, f"written since the session of pid {record.pid} started"
-    if before is None:
-        before = read_state(state / BASELINE)
-        since = "written since the last session's end scan"
-    if before is None:
+    judged: dict[str, dict[str, Mark]] = {}
+    since: dict[str, str] = {}
+    for ws in workspaces:
+        marks, when = _trusted_marks(record, ws)
+        if marks is not None:
+            judged[ws], since[ws] = marks, when
+    unjudged = [ws for ws in workspaces if ws not in judged]
+    if unjudged:
         notes.append(NO_STATE_NOTE)
-    marked = read_untrusted(state)
-    result = scan(workspaces, before)
+    marked = read_untrusted(trust)
+    result = scan([ws for ws in workspaces if ws in judged], Snapshot(judged))
+    if unjudged:
+        plain = scan(unjudged, None)
+        result.hits += [replace(h, new=False) for h in plain.hits]
+        result.truncated += plain.truncated
     complete = not result.truncated
     findings += _untrusted(marked, complete)
     if marked and complete:
         real = {os.path.realpath(ws) for ws in workspaces}
-        clear_untrusted(state, [ws for ws in marked if ws == "*" or os.path.realpath(ws) in real])
+        with locked(trust):
+            clear_untrusted(
+                trust, [ws for ws in marked if ws == "*" or os.path.realpath(ws) in real]
+            )
     for hit in result.hits:
-        planted = before is not None and hit.new
-        findings.append(_finding(hit, planted, since if planted else "before"))
+        planted = hit.new and hit.workspace in judged
+        when = since.get(hit.workspace, "") if planted else "before"
+        findings.append(_finding(hit, planted, when))
     for truncated in result.truncated:
         findings.append(
             AuditFinding(

@@ -10,15 +10,13 @@ from pathlib import Path
 
 from sandbox_setup.base.accounts import Account
 from sandbox_setup.base.paths import Layout
+from sandbox_setup.base.regular_files import read_regular_or_none
 
 
 def agent_groups(layout: Layout, agent: Account) -> dict[str, int]:
     """The agent's groups (name -> gid): its primary group and every membership."""
     groups: dict[str, int] = {}
-    try:
-        text = layout.real("/etc/group").read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        text = ""
+    text = read_regular_or_none(layout.real("/etc/group")) or ""
     for line in text.splitlines():
         fields = line.split(":")
         if len(fields) < 4 or not fields[2].isdigit():
@@ -32,10 +30,9 @@ def agent_groups(layout: Layout, agent: Account) -> dict[str, int]:
 
 
 def read_text_or_none(real: Path) -> str | None:
-    try:
-        return real.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return None
+    """The file's text; None when it is missing, unreadable or not a regular file
+    (never blocks on a FIFO nor reads a device: the reader is bounded)."""
+    return read_regular_or_none(real)
 
 
 def sudoers_files(layout: Layout) -> dict[str, str]:

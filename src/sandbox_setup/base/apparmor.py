@@ -55,6 +55,16 @@ SYSCTL_REMEDY = (
 )
 
 
+# A profile's attachment: ``profile NAME /path ...{`` or ``/path ...{`` (the name is the path).
+_ATTACHMENT = re.compile(r"^\s*(?:profile\s+\S+\s+)?(/\S*)\s+(?:flags=\([^)]*\)\s*)?\{", re.M)
+
+
+def attaches_to(text: str, path: str) -> bool:
+    """Does the profile ``text`` attach to exactly ``path``? (Two profiles attaching to
+    the same path conflict: the kernel then refuses to exec it.)"""
+    return any(match.group(1) == path for match in _ATTACHMENT.finditer(text))
+
+
 def attach_problem(bwrap: str) -> str | None:
     """Why the profile cannot attach to ``bwrap`` as written, or None."""
     if not _PLAIN_PATH.fullmatch(bwrap) or "//" in bwrap or "/../" in bwrap + "/":

@@ -166,6 +166,12 @@ def normal_path(value: str) -> str:
 
 def load_toml(text: str, source: str) -> dict[str, Any]:
     """Parse TOML; an error names ``source`` and the line (tomllib's message)."""
+    if text.startswith("\ufeff"):
+        # An editor's "UTF-8 with BOM": tomllib would say "Invalid statement (at line 1)".
+        raise InputError(
+            f"{source}: starts with a byte-order mark (U+FEFF, an editor's \"UTF-8 with "
+            'BOM"), which TOML does not allow; save it as UTF-8 without a BOM'
+        )
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

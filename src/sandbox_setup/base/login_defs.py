@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from sandbox_setup.base.paths import Layout
+from sandbox_setup.base.regular_files import read_regular_or_none
 
 DEFAULT_UID_MIN = 1000
 DEFAULT_UID_MAX = 60000
@@ -51,8 +52,7 @@ def uid_range_from_text(text: str | None, source: str) -> UidRange:
 def read_uid_range(layout: Layout) -> UidRange:
     """The target's range, from ``/etc/login.defs`` under the layout's root."""
     real = layout.real("/etc/login.defs")
-    try:
-        text = real.read_text(encoding="utf-8", errors="replace")
-    except OSError:
+    text = read_regular_or_none(real)  # never blocks on a FIFO, never reads a device
+    if text is None:
         return UidRange()
     return uid_range_from_text(text, str(real))

@@ -25,6 +25,9 @@ MANAGED_SETTINGS = PurePosixPath("/etc/claude-code/managed-settings.json")
 # Where a root-owned copy of the Claude binary goes when the original lives in a
 # private home the agent cannot read.
 CLAUDE_INSTALL_DIR = PurePosixPath("/usr/local/lib/sandbox-setup")
+# The workspaces' trusted state, once for the whole host (DESIGN.md invariant 8): root's,
+# whichever operator's state directory a session uses.
+WORKSPACE_TRUST_DIR = PurePosixPath("/var/lib/sandbox-setup/workspaces")
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,16 +93,34 @@ class Layout:
         return facts(resolved), [facts(p) for p in reversed(resolved.parents)]
 
     # Operator-owned locations (target paths).
+    def _xdg_inside(self, variable: str) -> PurePosixPath | None:
+        """Under ``--root DIR``: ``$variable`` as a target path when it names a
+        directory inside DIR (a second setup of the same tree, with its own config
+        and state, as ``XDG_*_HOME`` gives one on a live host); else None."""
+        value = os.environ.get(variable, "")
+        if not value.startswith("/"):
+            return None
+        real = PurePosixPath(os.path.normpath(value))
+        if real == PurePosixPath(self.root) or PurePosixPath(self.root) not in real.parents:
+            return None
+        return PurePosixPath("/") / real.relative_to(PurePosixPath(self.root))
+
     @property
     def config_dir(self) -> PurePosixPath:
         if self.live:
             return PurePosixPath(platformdirs.user_config_path(APP))
+        xdg = self._xdg_inside("XDG_CONFIG_HOME")
+        if xdg is not None:
+            return xdg / APP
         return PurePosixPath(self.operator.home) / ".config" / APP
 
     @property
     def state_dir(self) -> PurePosixPath:
         if self.live:
             return PurePosixPath(platformdirs.user_state_path(APP))
+        xdg = self._xdg_inside("XDG_STATE_HOME")
+        if xdg is not None:
+            return xdg / APP
         return PurePosixPath(self.operator.home) / ".local" / "state" / APP
 
     @property

@@ -66,10 +66,23 @@ def printable_diff_line(line: str) -> str:
     return "\t".join(printable(part) for part in line.split("\t"))
 
 
+# A message line longer than this is cut (a 20 MB value in an answers file would
+# otherwise be echoed in full): the start and how long it was stay.
+LINE_LIMIT = 4000
+_LINE_KEPT = 1000
+
+
 def printable_lines(text: str) -> str:
     """:func:`printable` line by line: a message of several lines (ours) keeps its
-    ``\n``; anything else it quotes is escaped."""
-    return "\n".join(printable(line) for line in text.split("\n"))
+    ``\n``; anything else it quotes is escaped. A line longer than
+    :data:`LINE_LIMIT` is cut to its start and says how long it was."""
+    return "\n".join(_bounded(printable(line)) for line in text.split("\n"))
+
+
+def _bounded(line: str) -> str:
+    if len(line) <= LINE_LIMIT:
+        return line
+    return f"{line[:_LINE_KEPT]}... (cut: the line has {len(line):,} characters)"
 
 
 def shell_word(text: str) -> str:
@@ -91,3 +104,17 @@ def shell_word(text: str) -> str:
                 raw = char.encode("utf-8", "surrogatepass")
             out.append("".join(f"\\x{byte:02x}" for byte in raw))
     return "$'" + "".join(out) + "'"
+
+
+def pasted_word(text: str) -> str:
+    """``text`` as one bash word of a command that is printed through :func:`printable`
+    or :func:`printable_lines` with the message around it (a remedy): ``shlex.quote``
+    when ``text`` is printable already; else ``$'...'`` holding the characters as they
+    are, which printing turns into the escapes ``$'...'`` reads (``\\`` ``\\r``
+    ``\\xNN`` ``\\uNNNN``; a line break stays one, which bash reads inside the quotes
+    too), so the printed command pastes as the exact name. A ``'`` closes the word,
+    follows as ``"'"`` and reopens it. Never print it without :func:`printable`:
+    :func:`shell_word` is the form that is printable already."""
+    if printable(text) == text:
+        return shlex.quote(text)
+    return "$'" + text.replace("'", "'\"'\"$'") + "'"

@@ -8,13 +8,15 @@ command through the real parser and a ``--dry-run`` under a temp root with a sav
 setup, so a new builder (added to :data:`EXAMPLES`) is covered too.
 
 Pure functions, stdlib only: the launcher, the checks, the audit, the commands and
-the TUI all import it.
-"""
+the TUI all import it. Every operand is a
+:func:`~sandbox_setup.base.printable.pasted_word`: a name with control characters is
+``$'...'``, so the command pastes as it is printed."""
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Callable, Iterable
+
+from sandbox_setup.base.printable import pasted_word
 
 # Functions here that build a part of a command, not a command.
 HELPERS = ("root_flag",)
@@ -22,13 +24,13 @@ HELPERS = ("root_flag",)
 
 def root_flag(root: str) -> str:
     """`` --root DIR`` for a command to paste, when ``root`` is not the live system."""
-    return "" if root in ("", "/") else f" --root {shlex.quote(root)}"
+    return "" if root in ("", "/") else f" --root {pasted_word(root)}"
 
 
 def change_setup(*options: str, root: str = "/") -> str:
     """The command that changes only ``options`` of the saved setup and applies it."""
-    words = " ".join(shlex.quote(o) if not o.startswith("--") else o for o in options)
-    return f"sandbox-setup --headless {words}{root_flag(root)} --yes"
+    words = "".join(f" {pasted_word(o) if not o.startswith('--') else o}" for o in options)
+    return f"sandbox-setup --headless{words}{root_flag(root)} --yes"
 
 
 def allow_loopback_port(port: int, root: str = "/") -> str:
@@ -59,11 +61,11 @@ def pass_env(names: Iterable[str], root: str = "/") -> str:
 
 
 def replay_answers(path: str, root: str = "/") -> str:
-    return f"sandbox-setup --headless --answers {shlex.quote(path)} --yes{root_flag(root)}"
+    return f"sandbox-setup --headless --answers {pasted_word(path)} --yes{root_flag(root)}"
 
 
 def rerun_checks(*ids: str, as_user: str | None = None) -> str:
-    user = f" --as-user {shlex.quote(as_user)}" if as_user else ""
+    user = f" --as-user {pasted_word(as_user)}" if as_user else ""
     return "sandbox-setup --check" + user + "".join(f" {i}" for i in ids)
 
 

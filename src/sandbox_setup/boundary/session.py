@@ -1,30 +1,36 @@
 """The workspace boundary at launch (DESIGN invariant 8): what the agent writes in a
 workspace never runs as root afterwards through root's git, Claude Code or editor.
 
-One :class:`Boundary` per session (sandbox and user mode; unsafe mode has no agent
-to keep out), in this order:
+One :class:`Boundary` per session (sandbox and user mode, ``--run`` too; unsafe mode
+has no agent to keep out). Trust is the workspace's, not the session's: every check
+judges against the workspace's trusted state, kept once for the host
+(:mod:`sandbox_setup.boundary.trust_record`), under its lock:
 
-1. **Recover.** A session whose launcher died before its end (SIGKILL, a power cut)
-   left its start snapshot in ``<state>/workspace-sessions/``; its launcher is gone,
-   so its workspaces are scanned against that snapshot first and what it wrote is
-   neutralized, before this session's snapshot could take it for the operator's.
-2. **Snapshot** the workspaces (:func:`~sandbox_setup.boundary.scan.snapshot`) and
-   save it there (``<pid>-<starttime>.json``, 0600, atomic), so ``--audit`` judges
-   against it while the session runs, and step 1 finds it if the end never comes.
-3. **Bind** (sandbox mode): the protected paths of every git repository and the
+1. **Start.** Sessions whose launcher died before their end are named. Where no
+   session of a workspace's family is live, what such sessions (or an end that could
+   not see everything) left is checked first: their placeholders removed, the
+   workspace scanned against its trusted state, what is new moved aside, and the
+   trusted state settled when the scan saw all of it. Then a workspace with no live
+   session and a settled trusted state takes the workspace as it is now as its
+   trusted state (root's own edits between runs are root's); otherwise the session
+   inherits the trusted state of the run it joins (never a snapshot of now).
+2. **Bind** (sandbox mode): the protected paths of every git repository and the
    project files root's tools obey are bound read-only inside
    (:func:`~sandbox_setup.policy.workspace.plan_ro_binds`,
-   :mod:`sandbox_setup.boundary.binds`); placeholders git must read are made first.
-4. **End** (a session-end hook, after every process of the session is gone): the
-   placeholders are removed, the workspaces scanned against the snapshot, what
-   appeared or changed is moved aside into ``<state>/quarantine/<session>/``
-   (:mod:`sandbox_setup.boundary.quarantine`, never deleted) and each action is one line on
-   stderr; then the workspaces as they are now become ``workspace-baseline.json``
-   (what ``--audit`` judges against between sessions) and the session file goes.
-   A scan that could not see a workspace whole (it could not read a directory,
-   or the scan failed) marks it untrusted (``workspace-untrusted.json``): each
-   launch and ``--audit`` say so, and tell root not to run git there, until an
-   ``--audit`` whose scan covers it whole clears the mark.
+   :mod:`sandbox_setup.boundary.binds`), from the layout as it is now; placeholders
+   git must read are made first and recorded with the session.
+3. **End** (a session-end hook, after every process of the session is gone): each
+   workspace is scanned against its trusted state and what is new is moved aside into
+   ``<state>/quarantine/<session>/`` (:mod:`sandbox_setup.boundary.quarantine`, never
+   deleted), one line on stderr per action. Where another session of the workspace is
+   still live, nothing it has mounted is touched (the placeholders stay, and are never
+   moved aside) and the trusted state stays; the last session of a workspace removes
+   every placeholder left, and when its scan saw everything the trusted state advances
+   to the workspace as it is now (what ``--audit`` judges against until the next run).
+   A scan that could not see a workspace whole marks it untrusted
+   (``workspace-untrusted.json`` beside the record): each launch and ``--audit`` say
+   so, and tell root not to run git there, until an ``--audit`` whose scan covers it
+   whole clears the mark; its trusted state stays, so the next run checks again first.
 
 Everything here walks the workspaces by fd (:mod:`sandbox_setup.base.fdwalk`): no symlink
 is followed and nothing but regular files and directories is opened.
@@ -47,29 +53,29 @@ from sandbox_setup.base.errors import RefusedError
 from sandbox_setup.base.fdwalk import WalkLimits
 from sandbox_setup.base.printable import printable
 from sandbox_setup.boundary.binds import Prepared, finish, prepare, ro_bind_argv
+from sandbox_setup.boundary.claude_mountpoints import remove_mount_points
 from sandbox_setup.boundary.quarantine import check_quarantine_trust, neutralize
 from sandbox_setup.boundary.scan import scan, snapshot
-from sandbox_setup.boundary.scan_model import Snapshot
+from sandbox_setup.boundary.scan_model import Mark, Snapshot
+from sandbox_setup.boundary.trust_record import (
+    HostRecord,
+    SessionEntry,
+    Trusted,
+    locked,
+    make_trust_dir,
+    now_text,
+    overlaps,
+    starttime,
+    trust_dir,
+    write_private,
+)
 from sandbox_setup.policy.workspace import BindPlan, RoBind, plan_ro_binds
 
-SESSIONS_DIR = "workspace-sessions"
-BASELINE = "workspace-baseline.json"
-# Workspaces an end scan could not see whole: untrusted until --audit completes.
+# Workspaces an end scan could not see whole: untrusted until --audit completes
+# (beside the host-wide record of the trusted state).
 UNTRUSTED = "workspace-untrusted.json"
 QUARANTINE_DIR = "quarantine"
 PREFIX = "sandbox-launch: "
-
-
-def _starttime(pid: int) -> str | None:
-    """Field 22 of /proc/PID/stat (clock ticks since boot): a pid plus this is one process."""
-    try:
-        data = Path(f"/proc/{pid}/stat").read_bytes()
-    except OSError:
-        return None
-    try:
-        return data.rsplit(b")", 1)[1].split()[19].decode()
-    except (IndexError, UnicodeDecodeError):
-        return None
 
 
 def _make_private_dir(path: Path) -> Path:
@@ -80,78 +86,6 @@ def _make_private_dir(path: Path) -> Path:
     if info.st_mode & 0o077:
         os.chmod(path, 0o700)
     return path
-
-
-def write_state(path: Path, text: str) -> None:
-    """``text`` into ``path`` atomically (a temporary file in the same directory,
-    fsynced, renamed over it), 0600, never through a symlink."""
-    tmp = path.with_name(f".{path.name}.{os.urandom(4).hex()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-    try:
-        os.write(fd, text.encode())
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
-
-
-def read_state(path: Path) -> Snapshot | None:
-    """A saved snapshot, or None when there is none (or it is not one: reported by
-    the caller as missing, never trusted in part)."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError:
-        return None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode) or info.st_size > 64 << 20:
-            return None
-        with os.fdopen(os.dup(fd), "rb") as handle:
-            data = handle.read()
-    finally:
-        os.close(fd)
-    try:
-        return Snapshot.from_json(data.decode())
-    except (ValueError, KeyError, TypeError, UnicodeDecodeError):
-        return None
-
-
-@dataclass(slots=True)
-class SessionRecord:
-    """A saved session-start snapshot: whose launcher, and whether it still runs."""
-
-    path: Path
-    pid: int
-    starttime: str
-
-    @property
-    def alive(self) -> bool:
-        return _starttime(self.pid) == self.starttime
-
-    @classmethod
-    def parse(cls, path: Path) -> SessionRecord | None:
-        pid, _, start = path.stem.partition("-")
-        if not (pid.isdigit() and start.isdigit()) or path.suffix != ".json":
-            return None
-        return cls(path, int(pid), start)
-
-
-def session_records(state: Path) -> list[SessionRecord]:
-    """The session snapshots in ``state`` (running sessions and unfinished ones), oldest first."""
-    try:
-        names = sorted(os.listdir(state / SESSIONS_DIR))
-    except OSError:
-        return []
-    found = [SessionRecord.parse(state / SESSIONS_DIR / name) for name in names]
-    records = [r for r in found if r is not None]
-    return sorted(records, key=lambda r: _mtime(r.path))
-
-
-def _mtime(path: Path) -> float:
-    try:
-        return os.lstat(path).st_mtime
-    except OSError:
-        return 0.0
 
 
 def quarantine_dir(state: Path, session: str) -> str:
@@ -189,7 +123,7 @@ def mark_untrusted(state: Path, why: dict[str, list[str]]) -> None:
     for ws, reasons in why.items():
         marked[ws] = {"since": marked.get(ws, {}).get("since") or now, "why": reasons[:20]}
     _make_private_dir(state)
-    write_state(state / UNTRUSTED, json.dumps({"format": 1, "workspaces": marked}, indent=2))
+    write_private(state / UNTRUSTED, json.dumps({"format": 1, "workspaces": marked}, indent=2))
 
 
 def clear_untrusted(state: Path, workspaces: Sequence[str]) -> None:
@@ -199,7 +133,7 @@ def clear_untrusted(state: Path, workspaces: Sequence[str]) -> None:
         return
     left = {ws: e for ws, e in marked.items() if ws != "*" and ws not in workspaces}
     if left:
-        write_state(state / UNTRUSTED, json.dumps({"format": 1, "workspaces": left}, indent=2))
+        write_private(state / UNTRUSTED, json.dumps({"format": 1, "workspaces": left}, indent=2))
     else:
         with contextlib.suppress(FileNotFoundError):
             (state / UNTRUSTED).unlink()
@@ -225,74 +159,119 @@ def _by_workspace(truncated: Sequence[str], workspaces: Sequence[str]) -> dict[s
     return found
 
 
-def end_scan(
+@dataclass(slots=True)
+class Checked:
+    """One check's result: the lines to print, whether it saw every workspace whole,
+    and the workspaces as they are after it (what a settled trusted state holds)."""
+
+    lines: list[str]
+    complete: bool
+    marks: dict[str, dict[str, Mark]]
+
+
+def check(
     workspaces: Sequence[str],
     before: Snapshot,
     state: Path,
     session: str,
     limits: WalkLimits | None = None,
-) -> list[str]:
-    """Scan against ``before``, neutralize what is new, save the baseline; the lines to print.
-    A scan that could not see everything marks the workspaces it missed untrusted
-    (``limits``: the walk's bounds; none by default)."""
+    *,
+    marks_dir: Path | None = None,
+    keep: frozenset[tuple[str, str]] = frozenset(),
+) -> Checked:
+    """Scan ``workspaces`` against ``before`` (their trusted state), move aside what is
+    new (into ``state``'s quarantine), except ``keep`` (workspace, path) pairs: what
+    another live session has mounted. A scan that could not see everything marks the
+    workspaces it missed untrusted (in ``marks_dir``, default ``state``; ``limits``:
+    the walk's bounds, none by default)."""
     result = scan(workspaces, before, limits)
     lines: list[str] = []
-    todo = result.to_neutralize
+    todo = [h for h in result.to_neutralize if (h.workspace, h.rel) not in keep]
     if todo:
         check_quarantine_trust(state / QUARANTINE_DIR)
         _make_private_dir(state / QUARANTINE_DIR)
         lines += neutralize(todo, quarantine_dir(state, session))
     if result.truncated:
         missed = _by_workspace(result.truncated, workspaces)
-        mark_untrusted(state, missed)
+        mark_untrusted(marks_dir or state, missed)
         lines += [untrusted_line(ws, "", why) for ws, why in missed.items()]
-    # The baseline keeps other setups' workspaces (one state directory, several configs).
-    baseline = read_state(state / BASELINE) or Snapshot()
     # Nothing was moved aside: the workspaces are as the scan just walked them (its
     # marks are a snapshot's); otherwise they are walked again, as they are now.
-    baseline.marks.update(snapshot(workspaces).marks if todo else result.marks)
-    write_state(state / BASELINE, baseline.to_json())
-    return lines
+    marks = snapshot(workspaces).marks if todo else result.marks
+    return Checked(lines, not result.truncated, marks)
 
 
-def _finish_placeholders(path: Path) -> None:
-    """Remove what a dead session's bwrap and prepare() left on the host (mount
-    points, the prepared commondir/config.worktree), as its end would have."""
-    try:
-        data = json.loads(path.read_text())
-        placeholders = data.get("placeholders", {})
-        items = [
-            (host, [RoBind(*b) for b in entry["binds"]], list(entry["prepared"]))
-            for host, entry in placeholders.items()
-        ]
-    except (OSError, ValueError, TypeError, KeyError, AttributeError):
+def _finish_placeholders(entry: SessionEntry, host: str) -> None:
+    """Remove what a session's bwrap and prepare() left in ``host`` (mount points, the
+    prepared commondir/config.worktree): only once no live session uses them."""
+    placeholders = entry.placeholders.pop(host, None)
+    if not isinstance(placeholders, dict):
         return
-    for host, binds, created in items:
-        finish(host, BindPlan(tuple(binds), ()), Prepared(host, created))
+    try:
+        binds = [RoBind(*b) for b in placeholders["binds"]]
+        created = [str(c) for c in placeholders["prepared"]]
+    except (TypeError, KeyError, ValueError):
+        return
+    finish(host, BindPlan(tuple(binds), ()), Prepared(host, created))
 
 
-def recover(state: Path) -> list[str]:
-    """Scan for every session that ended without its end scan (its launcher is gone)."""
-    lines: list[str] = []
-    for session in session_records(state):
-        if session.alive:
-            continue  # a session running now: its own end scans it
-        before = read_state(session.path)
-        _finish_placeholders(session.path)
-        if before is not None:
-            # Its own workspaces (another setup's may differ): against a snapshot
-            # without a workspace, everything in it would count as new.
-            theirs = sorted(before.marks)
-            found = end_scan(theirs, before, state, f"recovered-{session.path.stem}")
-            done = f"{len(found)} line(s) follow" if found else "nothing to move aside"
-            lines.append(
-                f"the session of launcher pid {session.pid} ended without its workspace "
-                f"scan; scanned now: {done}"
-            )
-            lines += found
-        with contextlib.suppress(OSError):
-            session.path.unlink()
-    return lines
+def _mounted(record: HostRecord) -> frozenset[tuple[str, str]]:
+    """The placeholders (workspace, path) that sessions made and have not finished:
+    mount points that a live session may have bound (its own, or another's it found)."""
+    found: set[tuple[str, str]] = set()
+    for entry in record.sessions.values():
+        for host, placeholders in entry.placeholders.items():
+            if not isinstance(placeholders, dict):
+                continue
+            found.update((host, str(b[0])) for b in placeholders.get("binds", []))
+            found.update((host, str(c)) for c in placeholders.get("prepared", []))
+    return frozenset(found)
+
+
+def _retire(
+    record: HostRecord,
+    workspaces: Sequence[str],
+    state: Path,
+    session: str,
+    me: str = "",
+) -> list[str]:
+    """End the runs of ``workspaces`` (no session of their families live but ``me``):
+    remove every placeholder left there, check them and every unsettled workspace of
+    their families against the trusted state, and settle what the check saw whole.
+    Sessions left with nothing to do are dropped from the record."""
+    todo: list[str] = []
+    for ws in [*workspaces, *(u for w in workspaces for u in record.unsettled_family(w))]:
+        if ws not in todo and not record.live_on(ws, but=me):
+            todo.append(ws)
+    for key, entry in record.sessions.items():
+        if key != me and entry.alive:
+            continue
+        for host in list(entry.placeholders):
+            if any(overlaps(host, ws) for ws in todo) and not record.live_on(host, but=me):
+                _finish_placeholders(entry, host)
+    before = Snapshot({ws: record.marks_for(ws, running=False) or {} for ws in todo})
+    checked = check(todo, before, state, session, marks_dir=record.directory)
+    if checked.complete:
+        for ws in todo:
+            record.trusted[ws] = Trusted(checked.marks.get(ws, {}), settled=True, since=now_text())
+    for key, entry in list(record.sessions.items()):
+        if key == me or entry.alive or entry.placeholders:
+            continue
+        idle = not any(record.live_on(ws, but=me) for ws in entry.workspaces)
+        if idle and (checked.complete or entry.ended):
+            del record.sessions[key]
+    return checked.lines
+
+
+def _tell_untrusted(directory: Path, workspaces: Sequence[str], lines: list[str]) -> None:
+    """Print ``lines`` and a warning for each of ``workspaces`` marked untrusted."""
+    for ws, mark in read_untrusted(directory).items():
+        if ws == "*" or ws in workspaces:
+            why = mark.get("why")
+            reasons = [str(w) for w in why] if isinstance(why, list) else []
+            lines.append(untrusted_line(ws, str(mark.get("since") or ""), reasons))
+    for line in lines:
+        print(PREFIX + line, file=sys.stderr)
 
 
 @dataclass(slots=True)
@@ -304,9 +283,11 @@ class Boundary:
     before: Snapshot
     bind_args: list[str] = field(default_factory=list)
     binds: list[tuple[str, BindPlan, Prepared | None]] = field(default_factory=list)
-    record: Path | None = None
+    trust: Path | None = None  # the directory of the host-wide trusted state
+    key: str = ""  # this session in the record: "<pid>-<starttime>"
     session: str = ""
     ended: bool = False
+    agent_uid: int | None = None  # whose leftover mount points end() removes
 
     @classmethod
     def start(
@@ -316,76 +297,147 @@ class Boundary:
         *,
         sandbox: bool,
         dry_run: bool = False,
+        trust: Path | None = None,
     ) -> Boundary:
-        """``workspaces``: (path inside the sandbox, real host path) pairs. A dry run
-        saves and prepares nothing, and recovers nothing."""
+        """``workspaces``: (path inside the sandbox, real host path) pairs. ``trust``:
+        where the host-wide trusted state is (default: :func:`trust_dir`). A dry run
+        saves and prepares nothing, and checks nothing."""
         real = tuple(host for _, host in workspaces)
+        if dry_run:
+            boundary = cls(real, state, snapshot(real))
+            if sandbox:
+                boundary._plan_binds(workspaces, boundary.before, dry_run=True)
+            _tell_untrusted(trust or trust_dir(state), real, [])
+            return boundary
+        # Before anything is written: the quarantine root reads back (its manifests).
+        check_quarantine_trust(state / QUARANTINE_DIR)
+        _make_private_dir(state)
+        directory = make_trust_dir(trust or trust_dir(state))
+        me = os.getpid()
+        key = f"{me}-{starttime(me) or 0}"
+        session = f"{time.strftime('%Y%m%dT%H%M%S')}-{me}"
         lines: list[str] = []
-        if not dry_run:
-            # Before anything is written: the quarantine root reads back (its manifests).
-            check_quarantine_trust(state / QUARANTINE_DIR)
-            _make_private_dir(state)
-            _make_private_dir(state / SESSIONS_DIR)
-            lines += recover(state)
-        before = snapshot(real)
-        boundary = cls(real, state, before)
-        if sandbox:
-            for inside, host in workspaces:
-                layout = before.layouts.get(host)
-                if layout is None:
-                    continue
-                plan = plan_ro_binds(layout)
-                prepared = None if dry_run else prepare(host, plan)
-                boundary.binds.append((host, plan, prepared))
-                boundary.bind_args += ro_bind_argv(plan, host, inside, prepared)
-        if not dry_run:
-            me = os.getpid()
-            boundary.session = f"{time.strftime('%Y%m%dT%H%M%S')}-{me}"
-            record = state / SESSIONS_DIR / f"{me}-{_starttime(me) or 0}.json"
-            write_state(record, boundary.record_json())
-            boundary.record = record
-        marked = read_untrusted(state)
-        for ws, entry in marked.items():
-            if ws == "*" or ws in real:
-                why = entry.get("why")
-                reasons = [str(w) for w in why] if isinstance(why, list) else []
-                lines.append(untrusted_line(ws, str(entry.get("since") or ""), reasons))
-        for line in lines:
-            print(PREFIX + line, file=sys.stderr)
+        with locked(directory):
+            record = HostRecord.load(directory)
+            for entry in record.sessions.values():
+                if entry.dead and any(entry.touches(ws) for ws in real):
+                    lines.append(
+                        f"the session of launcher pid {entry.pid} ended without its "
+                        "workspace scan; its workspaces are checked against their trusted "
+                        "state by the last session that ends (now, if none is live)"
+                    )
+            alone = [ws for ws in real if not record.live_on(ws)]
+            pending = [
+                ws
+                for ws in alone
+                if record.unsettled_family(ws)
+                or any(not e.alive and e.touches(ws) for e in record.sessions.values())
+            ]
+            if pending:
+                lines += _retire(record, pending, state, f"recovered-{session}")
+            now = snapshot(real)
+            trusted: dict[str, dict[str, Mark]] = {}
+            for ws in real:
+                current = now.marks.get(ws, {})
+                mine = record.trusted.get(ws)
+                fresh = ws in alone and not record.unsettled_family(ws)
+                if fresh:
+                    record.trusted[ws] = Trusted(dict(current), settled=False, since=now_text())
+                elif mine is None or mine.settled:
+                    inherited = record.marks_for(ws, current)
+                    marks = inherited if inherited is not None else dict(current)
+                    record.trusted[ws] = Trusted(marks, settled=False, since=now_text())
+                trusted[ws] = dict(record.trusted[ws].marks)
+            boundary = cls(real, state, Snapshot(trusted), trust=directory, key=key)
+            boundary.session = session
+            if sandbox:
+                boundary._plan_binds(workspaces, now, dry_run=False)
+            record.sessions[key] = SessionEntry(
+                pid=me,
+                start=key.split("-", 1)[1],
+                workspaces=list(real),
+                placeholders=boundary._placeholders(),
+                session=session,
+                since=now_text(),
+            )
+            record.save()
+        _tell_untrusted(directory, real, lines)
         return boundary
 
-    def record_json(self) -> str:
-        """The session file: the snapshot, and the placeholders made on the host, so
-        a recovery (:func:`recover`) removes them as :meth:`end` would."""
-        data = json.loads(self.before.to_json())
-        data["placeholders"] = {
+    def _plan_binds(
+        self, workspaces: Sequence[tuple[str, str]], now: Snapshot, *, dry_run: bool
+    ) -> None:
+        """The read-only binds (sandbox mode), from the layout as it is now (another
+        live session's placeholders included: they are bound as they are)."""
+        for inside, host in workspaces:
+            layout = now.layouts.get(host)
+            if layout is None:
+                continue
+            plan = plan_ro_binds(layout)
+            prepared = None if dry_run else prepare(host, plan)
+            self.binds.append((host, plan, prepared))
+            self.bind_args += ro_bind_argv(plan, host, inside, prepared)
+
+    def _placeholders(self) -> dict[str, dict[str, list[list[str]] | list[str]]]:
+        """The placeholders made on the host, so the last session of the workspace
+        (or a recovery) removes them as this session's end would."""
+        return {
             host: {
                 "binds": [[b.rel, b.source, b.why] for b in plan.binds if b.source != "self"],
                 "prepared": list(prepared.created) if prepared is not None else [],
             }
             for host, plan, prepared in self.binds
         }
-        return json.dumps(data, sort_keys=True)
 
     def end(self, _session_end: object = None) -> None:
-        """The end-of-session hook: placeholders out, scan, neutralize, tell, baseline.
+        """The end-of-session hook: scan, neutralize, tell; the last session of a
+        workspace also removes the placeholders and advances the trusted state.
         Also what a launch refused after :meth:`start` calls (nothing ran: nothing is new)."""
-        if self.ended or self.record is None:
+        if self.ended or self.trust is None:
             return
         self.ended = True
-        for host, plan, prepared in self.binds:
-            finish(host, plan, prepared)
         try:
-            lines = end_scan(self.workspaces, self.before, self.state, self.session)
+            lines = self._end()
         except (OSError, RefusedError) as exc:
-            # The session file stays: the next launch scans against it again.
+            # The record keeps this session: the next launch checks again first.
             why = [f"the scan failed: {printable(str(exc))}"]
             with contextlib.suppress(OSError):
-                mark_untrusted(self.state, {ws: why for ws in self.workspaces})
+                mark_untrusted(self.trust, {ws: why for ws in self.workspaces})
             lines = [untrusted_line(ws, "", why) for ws in self.workspaces]
-            lines.append("the next launch scans again against this session's start")
-        else:
-            with contextlib.suppress(OSError):
-                self.record.unlink()
+            lines.append("the next launch scans again against the workspace's trusted state")
         for line in lines:
             print(PREFIX + line, file=sys.stderr)
+
+    def _end(self) -> list[str]:
+        assert self.trust is not None
+        with locked(self.trust):
+            record = HostRecord.load(self.trust)
+            entry = record.sessions.get(self.key)
+            if entry is not None:
+                entry.ended = True
+            shared = [ws for ws in self.workspaces if record.live_on(ws, but=self.key)]
+            last = [ws for ws in self.workspaces if ws not in shared]
+            lines: list[str] = []
+            if last and self.agent_uid is not None:
+                # Claude's own leftover mount points, once no session of the
+                # workspace runs: one that still runs may be using them.
+                remove_mount_points(last, self.agent_uid)
+            if last:
+                lines += _retire(record, last, self.state, self.session, me=self.key)
+            if shared:
+                # Others still run there: judged against the same trusted state, what
+                # they mounted left alone; the last of them advances it.
+                before = Snapshot({ws: record.marks_for(ws) or {} for ws in shared})
+                checked = check(
+                    shared,
+                    before,
+                    self.state,
+                    self.session,
+                    marks_dir=self.trust,
+                    keep=_mounted(record),
+                )
+                lines += checked.lines
+            if entry is not None and not entry.placeholders:
+                del record.sessions[self.key]
+            record.save()
+        return lines

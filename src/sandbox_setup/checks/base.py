@@ -29,6 +29,7 @@ class Verdict:
     summary: str
     detail: str = ""
     remedy: str = ""
+    facts: Mapping[str, int | bool] = field(default_factory=dict)  # see Finding.facts
 
     @classmethod
     def from_cause(cls, cause: Cause, detail: str = "", status: Status = Status.FAIL) -> Verdict:
@@ -97,5 +98,11 @@ class Check:
     def run(self, ctx: Context) -> Finding:
         verdict = self.func(ctx)
         return Finding(
-            self.id, self.title, verdict.status, verdict.summary, verdict.detail, verdict.remedy
+            self.id,
+            self.title,
+            verdict.status,
+            verdict.summary,
+            verdict.detail,
+            verdict.remedy,
+            dict(verdict.facts),
         )

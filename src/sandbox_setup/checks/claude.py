@@ -11,16 +11,16 @@ from __future__ import annotations
 
 import os
 
+from sandbox_setup.base.claude_version import parse_claude_version
 from sandbox_setup.checks.base import Context, Verdict
 from sandbox_setup.checks.claude_path import lookup_claude
 from sandbox_setup.checks.experiments import CLAUDE_QUIET_ENV
 from sandbox_setup.checks.model import Status
 from sandbox_setup.checks.probe import SAFE_PATH, ProbeResult, which
+from sandbox_setup.policy.claude_release import FLOOR, INSTALL_NEWEST, floor_problem
 
-INSTALL_REMEDY = (
-    "npm install -g @anthropic-ai/claude-code   "
-    "(or: curl -fsSL https://claude.ai/install.sh | bash)"
-)
+# The newest release, on any Node npm runs on (policy.claude_release says why).
+INSTALL_REMEDY = f"{INSTALL_NEWEST}   (or: curl -fsSL https://claude.ai/install.sh | bash)"
 QUIET_ENV = CLAUDE_QUIET_ENV  # keep the probe off the network and quiet
 
 
@@ -67,6 +67,15 @@ def judge_claude_installed(
             as_agent.describe() + note + "\ncause: claude-unreadable-by-agent",
             "install it outside private homes (sandbox-setup copies it to "
             "/usr/local/lib/sandbox-setup when applying)",
+        )
+    below = floor_problem(parse_claude_version(text) or "")
+    if below is not None:
+        return Verdict(
+            Status.WARN,
+            f"Claude Code {text} at {path} is below the release floor {FLOOR}",
+            below + "\n" + version.describe() + note + "\ncause: claude-below-floor",
+            f"{INSTALL_NEWEST}   (installs the newest release; on Node 20 npm warns "
+            "about `engines` and installs it all the same)",
         )
     return Verdict(Status.PASS, f"Claude Code {text} at {path}", version.describe() + note)
 

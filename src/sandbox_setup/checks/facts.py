@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from sandbox_setup.base.regular_files import read_regular_or_none
 from sandbox_setup.checks.mounts import Mount, parse_mountinfo
 
 CAP_SETFCAP = 31  # linux/capability.h
@@ -92,10 +93,11 @@ class HostFacts:
 
 
 def read_text(root: Path, path: str) -> str | None:
-    """Contents of the target path ``path`` under ``root``, or None if unreadable."""
+    """Contents of the target path ``path`` under ``root``, or None if unreadable or
+    not a regular file (bounded: a FIFO or a device there never blocks the checks)."""
     try:
-        return (root / path.lstrip("/")).read_text(encoding="utf-8", errors="replace")
-    except (OSError, ValueError):
+        return read_regular_or_none(root / path.lstrip("/"))
+    except ValueError:
         return None
 
 
@@ -139,9 +141,11 @@ def _apparmor_profiles(root: Path) -> list[tuple[str, str]]:
     found = []
     for entry in entries:
         try:
-            found.append(("/etc/apparmor.d/" + entry.name, entry.read_text("utf-8", "replace")))
-        except OSError:
+            text = read_regular_or_none(entry)
+        except ValueError:
             continue
+        if text is not None:
+            found.append(("/etc/apparmor.d/" + entry.name, text))
     return found
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from sandbox_setup.base.landlock import ABI_FEATURES, NETWORK_ABI, SCOPE_ABI, features
 from sandbox_setup.checks.base import Context, Verdict
 from sandbox_setup.checks.experiments import landlock_command
-from sandbox_setup.checks.model import Status
+from sandbox_setup.checks.model import Finding, Status
 from sandbox_setup.checks.probe import ProbeResult
 
 REMEDY_MISSING = (
@@ -53,6 +53,19 @@ def what_it_gives(abi: int) -> str:
     return text
 
 
+# The Finding's typed fact: the ABI the agent gets (0: none), what the plan and the
+# audit decide by (:func:`abi_from`).
+ABI_FACT = "abi"
+
+
+def abi_from(finding: Finding | None) -> int | None:
+    """The Landlock ABI ``landlock.abi`` found for the agent (0: none); None: not probed."""
+    if finding is None:
+        return None
+    value = finding.facts.get(ABI_FACT)
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
 def judge_landlock(result: ProbeResult) -> Verdict:
     """Pure: pass when a ruleset was applied; warn when Landlock is missing or refused
     (user mode then has no Landlock wall; nothing else depends on it)."""
@@ -65,6 +78,7 @@ def judge_landlock(result: ProbeResult) -> Verdict:
             Status.PASS,
             f"Landlock ABI {abi}: {what_it_gives(abi)}",
             f"{result.describe()}\nwhat each level up to {abi} gives:\n{levels}",
+            facts={ABI_FACT: abi},
         )
     if abi < 1:
         errno_name = (failed or "").rpartition(" ")[2]
@@ -74,13 +88,20 @@ def judge_landlock(result: ProbeResult) -> Verdict:
             if failed
             else "no Landlock here"
         )
-        return Verdict(Status.WARN, summary, f"{result.describe()}\ncause: {cause}", REMEDY_MISSING)
+        return Verdict(
+            Status.WARN,
+            summary,
+            f"{result.describe()}\ncause: {cause}",
+            REMEDY_MISSING,
+            facts={ABI_FACT: 0},
+        )
     return Verdict(
         Status.WARN,
         f"Landlock ABI {abi} is offered, but applying a ruleset failed ({failed}): user mode "
         "runs without its Landlock wall",
         f"{result.describe()}\ncause: landlock-refused",
         REMEDY_MISSING,
+        facts={ABI_FACT: 0},  # offered, but the agent gets none
     )
 
 

@@ -43,10 +43,15 @@ class Finding:
     summary: str
     detail: str = ""
     remedy: str = ""
+    # What the check measured, typed, for the code that decides by it (the plan, the
+    # audit): e.g. ``{"abi": 7}``. The summary and detail are words for people only.
+    facts: dict[str, int | bool] = field(default_factory=dict, compare=False)
 
-    def to_json(self) -> dict[str, str]:
+    def to_json(self) -> dict[str, Any]:
         data = asdict(self)
         data["status"] = str(self.status)
+        if not self.facts:
+            del data["facts"]
         return data
 
     @classmethod
@@ -58,7 +63,15 @@ class Finding:
             summary=str(data.get("summary", "")),
             detail=str(data.get("detail", "")),
             remedy=str(data.get("remedy", "")),
+            facts=_facts(data.get("facts")),
         )
+
+
+def _facts(data: object) -> dict[str, int | bool]:
+    """A finding's facts as read back from JSON: ints and booleans only, the rest dropped."""
+    if not isinstance(data, dict):
+        return {}
+    return {str(k): v for k, v in data.items() if isinstance(v, (int, bool))}
 
 
 def worst_first(findings: Iterable[Finding]) -> list[Finding]:

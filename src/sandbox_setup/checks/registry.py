@@ -82,7 +82,7 @@ CHECKS: tuple[Check, ...] = (
     ),
     Check(
         "net.user_wall",
-        "User mode's network wall: a network namespace of its own, or Landlock's ports",
+        "User mode's network wall: a network namespace of its own, Landlock's ports, or none",
         True,
         user_net.check_user_wall,
     ),

@@ -7,18 +7,23 @@ Landlock's TCP ports as the second wall. Root without ``CAP_SYS_ADMIN`` (Docker'
 default capabilities) cannot: then Landlock's ports are the wall, which name ports, not
 addresses ("ports only: any address on these ports is reachable; UDP is not filtered").
 
+The namespace does not wait on Landlock: where root can make one, a user-mode session
+gets it whatever the Landlock ABI and ``[user] landlock``; Landlock's TCP rules (ABI >=
+4) are the second wall there. Where root cannot and Landlock has no TCP rules either,
+there is no wall: the host's network.
+
 The probe does what the launcher does, as root, in a child interpreter: ``unshare
 (CLONE_NEWNET)`` and bring ``lo`` up; the namespace ends with the child. The answer is
-the verdict's status (typed: :func:`namespace_from`), not its words: PASS, root can;
-WARN, root cannot (``cause: netns-refused``), or Landlock has no TCP rules here (ABI <
-4, probed again here: ``cause: no-tcp-rules``), so user mode gets no proxy and no
-namespace; ERROR, not probed (the probes do not run as root, or the probe did not run).
+the finding's typed fact ``netns`` (:func:`namespace_from`), not its words: PASS, root
+can; WARN, root cannot (``cause: netns-refused``: Landlock's ports only; ``cause:
+no-wall``: Landlock ABI < 4 too, probed again here); ERROR, not probed (the probes do
+not run as root, or the probe did not run).
 """
 
 from __future__ import annotations
 
 from sandbox_setup.base.landlock import NETWORK_ABI
-from sandbox_setup.base.netwall import NAMESPACE_WALL, PORTS_ONLY
+from sandbox_setup.base.netwall import NO_WALL, PORTS_ONLY, describe_user_wall
 from sandbox_setup.checks.base import Context, Verdict
 from sandbox_setup.checks.experiments import landlock_command, python_for_probes
 from sandbox_setup.checks.landlock import parse_landlock_probe
@@ -51,18 +56,10 @@ def netns_command() -> tuple[str, ...]:
 def judge_user_wall(result: ProbeResult | None, landlock_abi: int | None = None) -> Verdict:
     """Pure: ``result`` of :func:`netns_command` run as root (None: the probes are not
     root, so the launcher's side was not tried); ``landlock_abi``: what the agent gets
-    (None: not known). The namespace comes with the session's proxy, which Landlock's
-    TCP rules (ABI >= 4) bring: below that, user mode has the host's network whatever
-    root may do, and the check says so (never a wall that is not there)."""
-    if landlock_abi is not None and landlock_abi < NETWORK_ABI:
-        return Verdict(
-            Status.WARN,
-            f"user mode has no network wall here: Landlock ABI {landlock_abi} < "
-            f"{NETWORK_ABI} has no TCP rules, and the session's own network namespace "
-            "comes with them; the agent has the host's network",
-            (result.describe() + "\n" if result is not None else "") + "cause: no-tcp-rules",
-            "a kernel with Landlock ABI 4 (Linux 6.7) or later, or sandbox mode",
-        )
+    (None: not known). The namespace does not depend on Landlock: where root can make
+    one, the session gets it whatever the ABI; Landlock's TCP rules (ABI >= 4) are a
+    second wall there, and the only one where root cannot. With neither, the check says
+    the agent has the host's network (never a wall that is not there)."""
     if result is None:
         return Verdict(
             Status.ERROR,
@@ -73,18 +70,33 @@ def judge_user_wall(result: ProbeResult | None, landlock_abi: int | None = None)
         return Verdict(Status.ERROR, "the network namespace probe did not run", result.describe())
     line = result.stdout.strip().splitlines()[-1:] or [""]
     if line[0] == "netns ok":
+        wall = describe_user_wall(landlock_abi, True, True)
         return Verdict(
             Status.PASS,
-            f"root can create a network namespace: a user-mode session gets {NAMESPACE_WALL}",
+            f"root can create a network namespace: a user-mode session gets {wall}",
             result.describe(),
+            facts={NETNS_FACT: True},
+        )
+    refused = line[0].removeprefix("error ")
+    if landlock_abi is not None and landlock_abi < NETWORK_ABI:
+        return Verdict(
+            Status.WARN,
+            f"user mode has no network wall here: root cannot create a network namespace "
+            f"({refused}) and Landlock ABI {landlock_abi} < {NETWORK_ABI} has no TCP rules; "
+            f"the agent's network is {NO_WALL}",
+            f"{result.describe()}\ncause: no-wall",
+            "give the container CAP_SYS_ADMIN (docker run --cap-add SYS_ADMIN), run "
+            "sandbox-setup on the host itself, or use sandbox mode",
+            facts={NETNS_FACT: False},
         )
     return Verdict(
         Status.WARN,
-        f"root cannot create a network namespace here ({line[0].removeprefix('error ')}): "
+        f"root cannot create a network namespace here ({refused}): "
         f"user mode's network wall is Landlock's TCP ports only: {PORTS_ONLY}",
         f"{result.describe()}\ncause: netns-refused",
         "give the container CAP_SYS_ADMIN (docker run --cap-add SYS_ADMIN), or run "
         "sandbox-setup on the host itself",
+        facts={NETNS_FACT: False},
     )
 
 
@@ -96,12 +108,15 @@ def check_user_wall(ctx: Context) -> Verdict:
     return judge_user_wall(ctx.run(netns_command(), as_probe_user=False), abi)
 
 
+# The Finding's typed fact: root may make a network namespace here (True) or not.
+NETNS_FACT = "netns"
+
+
 def namespace_from(finding: Finding | None) -> bool | None:
     """What ``net.user_wall`` found, typed: root may make a network namespace (True),
     may not (False), not known (None)."""
-    if finding is None or finding.status is Status.ERROR:
-        return None
-    return finding.status is Status.PASS
+    value = finding.facts.get(NETNS_FACT) if finding is not None else None
+    return value if isinstance(value, bool) else None
 
 
 __all__ = ["CHECK_ID", "check_user_wall", "judge_user_wall", "namespace_from", "netns_command"]

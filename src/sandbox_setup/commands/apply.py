@@ -18,6 +18,7 @@ import argparse
 import json
 import os
 import sys
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -26,16 +27,18 @@ from sandbox_setup.base import remedies
 from sandbox_setup.base.apparmor import PROFILE_FILE
 from sandbox_setup.base.choices import InnerSandbox, Mode, Network, SettingsScope
 from sandbox_setup.base.console import OutputError
-from sandbox_setup.base.errors import InputError
+from sandbox_setup.base.errors import InputError, access_denied
 from sandbox_setup.base.exitcodes import ExitCode
 from sandbox_setup.base.launcher_config import normal_path
 from sandbox_setup.base.paths import Layout
 from sandbox_setup.base.printable import printable, printable_diff_line, printable_lines
 from sandbox_setup.base.remedies import undo_commands
 from sandbox_setup.checks.model import Report
+from sandbox_setup.configure import interrupts
 from sandbox_setup.configure.answers import Answers, load_answers, validate_answers
 from sandbox_setup.configure.apparmor import APPARMOR_KIND
 from sandbox_setup.configure.apply import apply_plan
+from sandbox_setup.configure.claude_binary import locate_claude
 from sandbox_setup.configure.history import open_applies
 from sandbox_setup.configure.plan import build_plan
 
@@ -46,6 +49,7 @@ if TYPE_CHECKING:
 from sandbox_setup.configure.probes import choose_probe_user, run_live_checks
 from sandbox_setup.configure.state_trust import trusted_answers_path
 from sandbox_setup.policy.limits import over_maximum
+from sandbox_setup.policy.names import shown
 from sandbox_setup.policy.network import parse_port
 
 T = TypeVar("T")
@@ -123,7 +127,11 @@ def saved_answers(layout: Layout) -> Answers:
     """The answers the last apply of this setup saved (``answers.toml`` beside the
     launcher config); none is an input error naming what is missing."""
     path = layout.real(layout.answers)
-    if not path.exists():
+    try:
+        exists = path.exists()
+    except PermissionError as exc:  # its directory at mode 0000 or another owner's
+        raise access_denied(path.parent, exc, "rwx") from None
+    if not exists:
         raise InputError(
             f"--headless needs --mode sandbox|user|unsafe or --answers FILE: there is no saved "
             f"setup to start from ({layout.answers} does not exist"
@@ -138,6 +146,17 @@ def _edited(items: tuple[T, ...], added: list[T], removed: list[T]) -> tuple[T, 
     """``items`` plus ``added``, minus ``removed``, in order, each once."""
     gone = set(removed)
     return tuple(item for item in dict.fromkeys((*items, *added)) if item not in gone)
+
+
+def _not_held(flag: str, removed: Sequence[object], held: Sequence[object]) -> None:
+    """Exit 2 for a value ``flag`` would take out that the setup does not hold."""
+    for value in removed:
+        if value not in held:
+            have = ", ".join(shown(str(v)) for v in held[:10]) or "none"
+            raise InputError(
+                f"{flag} {shown(str(value))}: the setup does not have it (it has: {have}); "
+                "check the spelling"
+            )
 
 
 def _changed(base: Answers, args: argparse.Namespace, layout: Layout) -> Answers:
@@ -160,6 +179,12 @@ def _changed(base: Answers, args: argparse.Namespace, layout: Layout) -> Answers
     no_ports = [parse_port(v, "--no-allow-loopback-port") for v in args.no_allow_loopback_port]
     workspaces = [_target_path(w, "--workspace", layout) for w in args.workspace]
     no_workspaces = [_target_path(w, "--no-workspace", layout) for w in args.no_workspace]
+    # A --no-... value the setup does not hold is a typo, never a silent no-op.
+    _not_held("--no-workspace", no_workspaces, (*base.workspaces, *workspaces))
+    domains = (*base.allowed_domains, *args.allow_domain)
+    _not_held("--no-allow-domain", args.no_allow_domain, domains)
+    _not_held("--no-allow-loopback-port", no_ports, (*base.loopback_ports, *ports))
+    _not_held("--no-pass-env", args.no_pass_env, (*base.pass_env, *args.pass_env))
     return replace(
         base,
         workspaces=_edited(base.workspaces, workspaces, no_workspaces),
@@ -193,8 +218,21 @@ def probe_user(answers: Answers, layout: Layout) -> str | None:
     return choose_probe_user(answers.mode, answers.agent_user, layout)[0]
 
 
+def _probe_claude(answers: Answers, layout: Layout) -> str | None:
+    """The Claude binary the probes run: the target's, resolved inside the root (an
+    absolute symlink there is the target system's path). Under ``--root`` never the
+    host's: with none given, the one the plan will find in the root, or a path there
+    that does not exist (the probes then say "not found", as the plan will)."""
+    target = answers.claude
+    if target is None:
+        if layout.live:
+            return None  # the checks search this host, which is the target
+        target = locate_claude(layout) or PurePosixPath("/usr/local/bin/claude")
+    return str(layout.real(layout.resolve(target)))
+
+
 def gather_report(answers: Answers, layout: Layout, timeout: float) -> Report:
-    claude = str(layout.real(answers.claude)) if answers.claude else None
+    claude = _probe_claude(answers, layout)
     return run_live_checks(
         as_user=probe_user(answers, layout), root=layout.root, timeout=timeout, claude=claude
     )
@@ -257,7 +295,36 @@ def reprobe_after_load(
 
 def run_headless(args: argparse.Namespace, seams: ApplySeams | None = None) -> int:
     """``--headless``: plan from the answers, then apply with ``--yes``. ``seams``: see
-    :class:`~sandbox_setup.configure.apply.ApplySeams` (a test's; none otherwise)."""
+    :class:`~sandbox_setup.configure.apply.ApplySeams` (a test's; none otherwise).
+
+    SIGINT, SIGTERM and SIGHUP end it with exit 130 and one line from the start (the
+    probes included), not only once the apply runs: until the apply is done, where
+    the apply itself rolls back first."""
+    with interrupts.handled():
+        planned = _plan_and_apply(args, seams)
+    if isinstance(planned, int):
+        return planned
+    result, actions, plan, layout = planned
+    reprobed = reprobe_after_load(
+        plan, result.changed, seams, float(getattr(args, "timeout", 10.0) or 10.0)
+    )
+    for line in reprobed:
+        print(f"sandbox-setup: {printable_lines(line)}", file=sys.stderr)
+    try:
+        _print_result(result, actions, plan, layout, reprobed, as_json=bool(args.json))
+    except OutputError as exc:
+        # The apply is done: its exit code says so, and one line says what was lost.
+        print(
+            f"sandbox-setup: applied; {exc}; to see the setup: {remedies.audit(str(layout.root))}",
+            file=sys.stderr,
+        )
+    return int(ExitCode.OK)
+
+
+def _plan_and_apply(
+    args: argparse.Namespace, seams: ApplySeams | None
+) -> int | tuple[ApplyResult, list[dict[str, Any]], Plan, Layout]:
+    """The plan (printed, with its exit code, without ``--yes``), or what the apply did."""
     layout = layout_from_args(args)
     answers = answers_from_args(args, layout)
     source = str(args.answers) if args.answers else "command line"
@@ -286,6 +353,9 @@ def run_headless(args: argparse.Namespace, seams: ApplySeams | None = None) -> i
         print("sandbox-setup: nothing written; add --yes to apply", file=sys.stderr)
         return int(ExitCode.OK)
 
+    # A journal that is not whole (DESIGN.md invariant 12's record of what root did)
+    # is refused (exit 2, naming it) before this apply adds to it.
+    open_applies(layout)
     if not args.json:
         _print_warnings(plan)
 
@@ -294,20 +364,7 @@ def run_headless(args: argparse.Namespace, seams: ApplySeams | None = None) -> i
             print(f"  {printable_lines(action.describe())}", file=sys.stderr)
 
     result = apply_plan(plan, progress=progress, seams=seams)
-    reprobed = reprobe_after_load(
-        plan, result.changed, seams, float(getattr(args, "timeout", 10.0) or 10.0)
-    )
-    for line in reprobed:
-        print(f"sandbox-setup: {printable_lines(line)}", file=sys.stderr)
-    try:
-        _print_result(result, actions, plan, layout, reprobed, as_json=bool(args.json))
-    except OutputError as exc:
-        # The apply is done: its exit code says so, and one line says what was lost.
-        print(
-            f"sandbox-setup: applied; {exc}; to see the setup: {remedies.audit(str(layout.root))}",
-            file=sys.stderr,
-        )
-    return int(ExitCode.OK)
+    return result, actions, plan, layout
 
 
 def _print_result(

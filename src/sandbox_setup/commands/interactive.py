@@ -31,6 +31,7 @@ from sandbox_setup.base.limits import Limits, parse_size, parse_tasks
 from sandbox_setup.base.paths import Layout
 from sandbox_setup.checks.model import Finding, Report, Status
 from sandbox_setup.commands.wording import tui_words
+from sandbox_setup.policy.claude_release import INSTALL_NEWEST
 from sandbox_setup.policy.environment import validate_pass_names
 from sandbox_setup.policy.names import agent_name_problem
 from sandbox_setup.policy.network import parse_port
@@ -166,6 +167,16 @@ class InteractiveCore:
     def existing_setup(self) -> bool:
         return self.layout.real(self.layout.launcher_config).is_file()
 
+    def other_setups(self) -> list[str]:
+        # why: first paint (see the note at the top)
+        from sandbox_setup.configure.ledger import host_setups
+
+        try:
+            found = host_setups(self.layout)
+        except SetupError:  # a record that fails the trust rule: the audit says so
+            return []
+        return sorted(state for state in found if state != str(self.layout.state_dir))
+
     def applies_in_effect(self) -> int:
         # why: first paint (see the note at the top)
         from sandbox_setup.configure.history import open_applies
@@ -193,7 +204,7 @@ class InteractiveCore:
                 Status.WARN,
                 f"Claude Code not found ({where})",
                 "cause: claude-missing",
-                "install Claude Code (npm install -g @anthropic-ai/claude-code), or enter "
+                f"install Claude Code ({INSTALL_NEWEST}), or enter "
                 "its path in the Claude Code field on the details step",
             )
         if self.layout.live:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Mapping
 from typing import Any
 
 from sandbox_setup.base import remedies
@@ -34,8 +35,9 @@ from sandbox_setup.base.paths import Layout
 from sandbox_setup.base.printable import printable, printable_lines
 from sandbox_setup.commands.apply import layout_from_args
 from sandbox_setup.configure import history
-from sandbox_setup.configure.journal import apply_lock
-from sandbox_setup.configure.revert import describe_entry, is_failure, is_left
+from sandbox_setup.configure.journal import apply_lock, last_left
+from sandbox_setup.configure.outcome import StepResult, any_failed
+from sandbox_setup.configure.revert import preview
 from sandbox_setup.configure.undo import undo_last
 
 
@@ -67,13 +69,15 @@ def _remaining_line(layout: Layout, remaining: int) -> str:
     )
 
 
-def _preview(applies: list[tuple[str, list[dict[str, Any]]]]) -> None:
+def _preview(
+    layout: Layout,
+    applies: list[tuple[str, list[dict[str, Any]]]],
+    last: Mapping[str, str | None] | None = None,
+) -> None:
     for txn, entries in applies:
         print(f"Undo of apply {printable(txn)} would:")
-        for entry in reversed(entries):
-            line = describe_entry(entry)
-            if line:
-                print(f"  {printable_lines(line)}")
+        for line in preview(layout, txn, entries, last):
+            print(f"  {printable_lines(line)}")
 
 
 def _preview_owned(layout: Layout, owners: history.Owners) -> None:
@@ -97,15 +101,16 @@ def _ask(args: argparse.Namespace, question: str) -> bool:
     return True
 
 
-def _report(layout: Layout, done: list[str], *, again: str) -> int:
-    """Print the lines of an undo; the exit code (1: failed or left steps)."""
+def _report(layout: Layout, done: list[StepResult], *, again: str) -> int:
+    """Print the lines of an undo; the exit code (1: failed or left steps), from each
+    step's typed outcome."""
     try:
-        for line in done:
-            print(printable_lines(line))
+        for result in done:
+            print(printable_lines(result.text))
     except OutputError as exc:
         # The undo ran: the exit code below says how it ended; one line says what was lost.
         print(f"sandbox-setup: the undo ran; {exc}", file=sys.stderr)
-    failed = [line for line in done if is_failure(line)]
+    failed = [result for result in done if result.failed]
     if failed:
         print(
             f"sandbox-setup: undo could not finish: {len(failed)} step(s) failed (see above); "
@@ -113,7 +118,7 @@ def _report(layout: Layout, done: list[str], *, again: str) -> int:
             file=sys.stderr,
         )
         return int(ExitCode.FINDINGS)
-    left = [line for line in done if is_left(line)]
+    left = [result for result in done if result.left]
     if left:
         # Exit 1 ("findings"): the undo ran, but the system is not back where it was.
         print(
@@ -134,7 +139,7 @@ def run_undo(args: argparse.Namespace) -> int:
     if not args.yes or args.dry_run:
         if not applies:
             return _nothing(layout)
-        _preview(applies[:1])
+        _preview(layout, applies[:1])
         _preview_owned(layout, owners)
         if len(applies) > 1:
             print(printable_lines(_remaining_line(layout, len(applies) - 1)))
@@ -143,10 +148,10 @@ def run_undo(args: argparse.Namespace) -> int:
     done = undo_last(layout)  # under the apply lock: refused while an apply runs
     if not done:
         return _nothing(layout)
-    if not any(is_failure(line) for line in done):
+    if not any_failed(done):
         done += history.give_back(layout, history.journal_workspaces(layout), owners)
     code = _report(layout, done, again=remedies.undo_last(str(layout.root)))
-    if not any(is_failure(line) for line in done):
+    if not any_failed(done):
         print(printable_lines(_remaining_line(layout, len(history.open_applies(layout)))))
     return code
 
@@ -162,6 +167,9 @@ def _run_undo_all(args: argparse.Namespace, layout: Layout) -> int:
     """``--undo --all``: every apply, newest first, then the agent's files and the
     state directory."""
     applies = history.open_applies(layout)
+    # Per file, what this setup last left it as: each file goes back to its state
+    # before the first apply that planned it while it is still so (preview and run).
+    last = last_left(layout)
     owners = history.agent_owners(layout, history.steps(applies))
     workspaces = history.journal_workspaces(layout)
     files, backups = history.state_dir_contents(layout)
@@ -170,7 +178,7 @@ def _run_undo_all(args: argparse.Namespace, layout: Layout) -> int:
         return int(ExitCode.OK)
     state = printable(str(layout.state_dir))
     if not args.yes or args.dry_run:
-        _preview(applies)
+        _preview(layout, applies, last)
         _preview_owned(layout, owners)
         kept = history.kept_in_state_dir(layout)
         if kept:
@@ -185,13 +193,13 @@ def _run_undo_all(args: argparse.Namespace, layout: Layout) -> int:
             )
     if not _ask(args, f"Undo all {len(applies)} applies?"):
         return int(ExitCode.OK)
-    done: list[str] = []
+    done: list[StepResult] = []
     for _ in applies:
-        lines = undo_last(layout)
-        done += lines
-        if not lines or any(is_failure(line) for line in lines):
+        results = undo_last(layout, last=last)
+        done += results
+        if not results or any_failed(results):
             break
-    failed = any(is_failure(line) for line in done)
+    failed = any_failed(done)
     if not failed:
         done += history.give_back(layout, workspaces, owners)
     code = _report(layout, done, again=_all_command(layout))

@@ -26,15 +26,26 @@ import shutil
 import stat
 from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from sandbox_setup.base.accounts import lookup_user
 from sandbox_setup.base.errors import SetupError
 from sandbox_setup.base.paths import Layout
-from sandbox_setup.configure import fsops, interrupts, users
+from sandbox_setup.configure import fsops, interrupts, outcome, users
+from sandbox_setup.configure.outcome import StepResult
 
-if TYPE_CHECKING:
-    from sandbox_setup.configure.transaction import Transaction
+
+class StepJournal(Protocol):
+    """What an account step needs of the apply's transaction
+    (:class:`~sandbox_setup.configure.transaction.Transaction`, which imports the revert
+    steps of this module: named here by what it does, so no import goes back up)."""
+
+    def record(self, entry: dict[str, Any]) -> None: ...
+    def next_step(self) -> int: ...
+    def backup(self, data: bytes, name: str) -> str: ...
+    def keep(self, real: Path, name: str, *, move: bool = False) -> str | None: ...
+    def keep_name(self, real: Path) -> str: ...
+
 
 DATABASES = ("passwd", "shadow", "group", "gshadow", "subuid", "subgid")
 ACCOUNT_FILES: tuple[PurePosixPath, ...] = tuple(
@@ -42,7 +53,7 @@ ACCOUNT_FILES: tuple[PurePosixPath, ...] = tuple(
 )
 
 
-def _snapshot(txn: Transaction, layout: Layout) -> list[dict[str, Any]]:
+def _snapshot(txn: StepJournal, layout: Layout) -> list[dict[str, Any]]:
     files = []
     for target in ACCOUNT_FILES:
         real = layout.real(target)
@@ -66,7 +77,7 @@ def _is_dash_backup(item: dict[str, Any]) -> bool:
     return str(item["target"]).endswith("-")
 
 
-def _make_restore_points(txn: Transaction, files: list[dict[str, Any]]) -> None:
+def _make_restore_points(txn: StepJournal, files: list[dict[str, Any]]) -> None:
     """Restore points beside each file (see :func:`sandbox_setup.configure.fsops.keep`): the
     databases are replaced by a rename, so a hard link keeps the old one; the ``-``
     backups are truncated and rewritten in place, so they are moved aside."""
@@ -120,7 +131,7 @@ def _missing_parents(layout: Layout, home: PurePosixPath) -> list[Path]:
 
 
 @contextlib.contextmanager
-def account_step(txn: Transaction, layout: Layout, entry: dict[str, Any]) -> Iterator[None]:
+def account_step(txn: StepJournal, layout: Layout, entry: dict[str, Any]) -> Iterator[None]:
     """Journal ``entry`` (``create-group``/``create-user``/``add-to-group``/``set-shell``) with a
     snapshot of the account files, run the body (the tool), then record the files'
     new digests. A ``create-user`` entry carries ``home``; its missing parents are
@@ -131,7 +142,7 @@ def account_step(txn: Transaction, layout: Layout, entry: dict[str, Any]) -> Ite
         yield from _account_step(txn, layout, entry)
 
 
-def _account_step(txn: Transaction, layout: Layout, entry: dict[str, Any]) -> Iterator[None]:
+def _account_step(txn: StepJournal, layout: Layout, entry: dict[str, Any]) -> Iterator[None]:
     home = entry.get("home")
     if home is not None:
         for path in _missing_parents(layout, PurePosixPath(home)):
@@ -284,7 +295,7 @@ def _read_small(dfd: int, name: str) -> str | None:
 
 def revert_account_step(
     layout: Layout, entry: dict[str, Any], new: dict[str, str | None] | None
-) -> str | None:
+) -> StepResult | None:
     """Undo one account step; ``new`` is what the tool left (None: unknown)."""
     files = entry.get("files")
     if files is not None:
@@ -310,17 +321,18 @@ def revert_account_step(
         if new is not None and all(now[item["target"]] == new[item["target"]] for item in changed):
             bad = [(item, why) for item in changed if (why := _unrestorable(layout, item))]
             if bad:
-                return _fallback(layout, entry, files, bad)
+                return outcome.left(_fallback(layout, entry, files, bad))
             for item in changed:
                 _restore_file(layout, item)
             settle_kept_account_files(layout, files)
             if ours:
                 _remove_home(layout, entry["home"])
-            return _what(entry)
+            return outcome.done(_what(entry))
         line = _revert_with_tools(layout, entry)
         settle_kept_account_files(layout, files)
-        return line
-    return _revert_with_tools(layout, entry)
+        return outcome.done(line) if line else None
+    line = _revert_with_tools(layout, entry)
+    return outcome.done(line) if line else None
 
 
 def _unrestorable(layout: Layout, item: dict[str, Any]) -> str | None:

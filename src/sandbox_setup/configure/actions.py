@@ -33,6 +33,7 @@ from sandbox_setup.configure import fsops, users
 from sandbox_setup.configure.account_files import account_step
 from sandbox_setup.configure.transaction import Transaction
 from sandbox_setup.policy.access import READ, can_access
+from sandbox_setup.policy.trust import kept_file_problems, refuse
 
 
 class Action:
@@ -132,6 +133,29 @@ class WriteFile(Action):
     def backs_up(self) -> bool:
         return self.current() is not None
 
+    def check_trusted(self) -> None:
+        """Refuse (exit 3, naming the file) an existing file this step would merge or
+        keep when the trust rule does not allow its owner, its mode or a directory on
+        its path (DESIGN.md invariant 12): a re-apply must never launder a file someone
+        else could write into root's. A step that writes fixed content with its own
+        mode and owner (``enforce``) reads nothing from the old file. What is not a
+        regular file (a FIFO, a directory), or cannot be looked at, is bad input the
+        read reports (exit 2, naming it), not a question of trust."""
+        if self.enforce:
+            return
+        ids = self._owner_ids()
+        operator = self.layout.operator
+        holder = ids[0] if ids else operator.uid
+        holder_name = self.owner if ids else operator.name
+        try:
+            leaf, dirs = self.layout.chain(self.layout.resolve(self.path))
+        except OSError:
+            return  # unreadable on the way: the read names it
+        root_file = holder in (0, operator.uid)
+        allowed = "you or root" if root_file else f"{holder_name} or root"
+        problems = kept_file_problems(leaf, dirs, holder, operator.uid, holder_name)
+        refuse((p for p in problems if not (p.leaf and p.kind == "type")), self.label, allowed)
+
     def _owner_ids(self) -> tuple[int, int] | None:
         account = lookup_user(self.owner, self.layout.root)
         return (account.uid, account.gid) if account else None
@@ -214,6 +238,7 @@ class WriteFile(Action):
         )
 
     def apply(self, txn: Transaction) -> None:
+        self.check_trusted()  # again: the plan checked it, but time has passed
         state = self.state()
         data = self.render(state.data if state else None)
         if state is not None and data == state.data and not self._attrs_wrong(state):
@@ -233,8 +258,11 @@ class WriteFile(Action):
             os.close(dfd)
         backup = txn.backup(state.data, self.path.name) if state is not None else None
         keep = txn.keep_name(self.real) if state is not None else None
+        old_sha = fsops.sha256(state.data) if state else None
+        fix = {"fix": True} if txn.is_fix(str(self.path), old_sha, fsops.sha256(data)) else {}
         txn.record(
             {
+                **fix,
                 "op": "write",
                 "target": str(self.path),
                 "real": str(self.real),

@@ -44,6 +44,7 @@ Format (``schema = 1``)::
 
 from __future__ import annotations
 
+import datetime
 import enum
 import os
 from dataclasses import dataclass, field
@@ -60,7 +61,13 @@ from sandbox_setup.base.limits import Limits
 from sandbox_setup.base.regular_files import read_regular_text
 from sandbox_setup.policy.environment import validate_pass_names
 from sandbox_setup.policy.limits import over_maximum
-from sandbox_setup.policy.names import agent_name_problem, user_name_problem, workspace_path_problem
+from sandbox_setup.policy.names import (
+    agent_name_problem,
+    path_text_problem,
+    shown,
+    user_name_problem,
+    workspace_path_problem,
+)
 from sandbox_setup.policy.network import (
     allowances_problem,
     network_choice_problem,
@@ -187,7 +194,11 @@ def parse_answers(text: str, source: str = "answers.toml") -> Answers:
         workspaces = tuple(absolute_path(w, "workspaces", source) for w in raw)
     claude = None
     if "claude" in data:
-        claude = absolute_path(_typed(data, "claude", str, source), "claude", source)
+        text = _typed(data, "claude", str, source)
+        problem = path_text_problem(text)
+        if problem is not None:  # before a system call fails on it (exit 70)
+            raise InputError(f"{source}: key 'claude' {shown(text)} {problem}")
+        claude = absolute_path(text, "claude", source)
     agent_user = DEFAULT_AGENT_USER
     if "agent_user" in data:
         agent_user = _typed(data, "agent_user", str, source)
@@ -198,6 +209,8 @@ def parse_answers(text: str, source: str = "answers.toml") -> Answers:
     ):
         raise InputError(f"{source}: key 'loopback_ports' must be a list of port numbers")
     texts = {k: _typed(data, k, str, source) for k in ("accepted_by", "accepted_at") if k in data}
+    if "accepted_at" in texts:
+        _check_timestamp(texts["accepted_at"], "accepted_at", source)
     answers = Answers(
         mode=mode,
         workspaces=workspaces,
@@ -221,6 +234,20 @@ def parse_answers(text: str, source: str = "answers.toml") -> Answers:
     )
     check_names(answers, source)
     return answers
+
+
+def _check_timestamp(value: str, key: str, source: str) -> None:
+    """``value`` is a date and time with its offset, as the apply records it
+    (``2026-11-30T04:00:00+00:00``): the record of when unsafe mode was accepted."""
+    try:
+        when = datetime.datetime.fromisoformat(value)
+    except ValueError:
+        when = None
+    if when is None or when.tzinfo is None:
+        raise InputError(
+            f"{source}: key {key!r} is {shown(value)}; expected a date and time with its "
+            "offset, e.g. 2026-11-30T04:00:00+00:00 (or leave it out: the apply records now)"
+        )
 
 
 def load_answers(path: Path) -> Answers:
@@ -404,8 +431,9 @@ def validate_answers(a: Answers, layout: Layout, source: str = "answers") -> Non
         problem = workspace_problem(ws, layout, a.mode, a.agent_user)
         if problem is not None:
             raise InputError(f"{source}: {problem}")
-    if a.claude is not None and not layout.real(a.claude).is_file():
-        raise InputError(f"{source}: claude {a.claude} is not a file under {layout.root}")
+    # An absolute symlink under --root means the target system's path (Layout.resolve).
+    if a.claude is not None and not layout.real(layout.resolve(a.claude)).is_file():
+        raise InputError(f"{source}: --claude {a.claude}: no such file under {layout.root}")
 
 
 def _link_problem(ws: PurePosixPath, layout: Layout) -> str | None:

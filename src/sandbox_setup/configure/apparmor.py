@@ -35,6 +35,7 @@ from sandbox_setup.base.apparmor import (
     PROFILE_FILE,
     SYSCTL_REMEDY,
     attach_problem,
+    attaches_to,
     load_args,
     render_profile,
 )
@@ -133,6 +134,28 @@ def probed_bwrap(report: Report) -> str:
     return bwrap
 
 
+def other_profiles_for(layout: Layout, bwrap: str) -> list[str]:
+    """The profiles in the target's ``/etc/apparmor.d`` other than ours that attach to
+    ``bwrap`` (Ubuntu's ``bwrap-userns-restrict``, enabled by default from 25.04): ours
+    beside one would make two attachments to one path."""
+    directory = layout.real(PROFILE_FILE.parent)
+    found = []
+    try:
+        entries = sorted(p for p in Path(directory).iterdir() if p.name != PROFILE_FILE.name)
+    except OSError:
+        return []
+    for entry in entries:
+        try:
+            if not entry.is_file() or entry.stat().st_size > 1 << 20:
+                continue
+            text = entry.read_text("utf-8", "replace")
+        except OSError:
+            continue
+        if attaches_to(text, bwrap):
+            found.append(str(PROFILE_FILE.parent / entry.name))
+    return found
+
+
 def profile_action(layout: Layout, bwrap: str, parser: str | None) -> AppArmorProfile:
     data = render_profile(bwrap)
     return AppArmorProfile(
@@ -170,6 +193,15 @@ def apparmor_actions(
             "run the apply as root"
         )
     bwrap = probed_bwrap(report)
+    others = other_profiles_for(layout, bwrap)
+    if others:
+        raise RefusedError(
+            f"--apparmor-bwrap-profile: {', '.join(others)} already attaches to {bwrap}; "
+            f"{PROFILE_FILE} would attach a second profile to the same path, which AppArmor "
+            "refuses at exec. Where that profile grants userns (Ubuntu's "
+            "bwrap-userns-restrict does), load it instead: "
+            f"{PARSER} {' '.join(load_args(others[0]))}; or drop the option"
+        )
     parser = find_parser(layout)
     action = profile_action(layout, bwrap, parser)
     if not found:

@@ -11,7 +11,8 @@ from typing import Any
 from sandbox_setup.base.apparmor import PARSER, PROFILE_NAME, unload_args
 from sandbox_setup.base.errors import SetupError
 from sandbox_setup.base.paths import Layout
-from sandbox_setup.configure import fsops
+from sandbox_setup.configure import fsops, outcome
+from sandbox_setup.configure.outcome import StepResult
 from sandbox_setup.policy.trust import untrusted_reason
 
 LOAD_OP = "apparmor-load"
@@ -27,30 +28,32 @@ def run_parser(argv: list[str]) -> subprocess.CompletedProcess[str]:
         raise SetupError(f"{' '.join(argv)}: {exc}") from None
 
 
-def revert_load(layout: Layout, entry: dict[str, Any]) -> str | None:
+def revert_load(layout: Layout, entry: dict[str, Any]) -> StepResult:
     """Unload the profile an apply loaded (``apparmor_parser -R FILE``), while its file
     is still the one that apply wrote; otherwise say why it stays loaded."""
     real = Path(entry["real"])
     state = fsops.read_file(layout.root, real)
     if state is None:
-        return (
+        return outcome.left(
             f"left AppArmor profile {PROFILE_NAME} loaded: {entry['target']} is gone (the "
             "kernel drops it at the next boot)"
         )
     if fsops.sha256(state.data) != entry["sha256"]:
-        return (
+        return outcome.left(
             f"left AppArmor profile {PROFILE_NAME} loaded: {entry['target']} changed after "
             f"that apply (unload it with {PARSER} -R {entry['target']})"
         )
     parser = str(entry["parser"])
     reason = untrusted_reason(parser)
     if reason is not None:
-        return f"could not unload AppArmor profile {PROFILE_NAME}: {parser}: {reason}"
+        return outcome.failed(
+            f"could not unload AppArmor profile {PROFILE_NAME}: {parser}: {reason}"
+        )
     argv = [parser, *unload_args(str(real))]
     done = run_parser(argv)
     if done.returncode != 0:
-        return (
+        return outcome.failed(
             f"could not unload AppArmor profile {PROFILE_NAME}: {' '.join(argv)} failed "
             f"(exit {done.returncode}): {done.stderr.strip()}"
         )
-    return f"unloaded AppArmor profile {PROFILE_NAME} ({entry['target']})"
+    return outcome.done(f"unloaded AppArmor profile {PROFILE_NAME} ({entry['target']})")

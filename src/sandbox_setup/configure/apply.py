@@ -28,11 +28,12 @@ from pathlib import Path
 from sandbox_setup.base import remedies
 from sandbox_setup.base.errors import SetupError
 from sandbox_setup.base.exitcodes import ExitCode
-from sandbox_setup.configure import interrupts
-from sandbox_setup.configure.actions import Action
+from sandbox_setup.configure import fsops, interrupts, ledger
+from sandbox_setup.configure.actions import Action, WriteFile
+from sandbox_setup.configure.git_protect import GIT_KINDS
 from sandbox_setup.configure.journal import apply_lock
+from sandbox_setup.configure.outcome import StepResult
 from sandbox_setup.configure.plan import Plan
-from sandbox_setup.configure.revert import is_failure
 from sandbox_setup.configure.transaction import Transaction
 
 ProgressCallback = Callable[[Action, str], None]
@@ -84,9 +85,9 @@ class RollbackIncompleteError(SetupError):
     exit_code = ExitCode.FINDINGS
 
 
-def _incomplete(plan: Plan, exc: BaseException, undone: list[str]) -> str:
-    failed = [line for line in undone if is_failure(line)]
-    reverted = [line for line in undone if not is_failure(line)]
+def _incomplete(plan: Plan, exc: BaseException, undone: list[StepResult]) -> str:
+    failed = [result.text for result in undone if result.failed]
+    reverted = [result.text for result in undone if not result.failed]
     cause = str(exc) or type(exc).__name__
     when = (
         "once space is free"
@@ -125,6 +126,11 @@ def apply_plan(
     with interrupts.handled(), apply_lock(plan.layout):
         txn: Transaction | None = None
         try:
+            # Read before any step: the shared host files with their before-images,
+            # and the files already as planned. Journaled (and the shared ones recorded
+            # host-wide) right after the begin line, ahead of every step, so a full disk
+            # later never stands between the last step and the commit.
+            ahead = _ahead(plan)
             for action in plan.actions:
                 report(action, "running")
                 description = action.describe()
@@ -140,6 +146,8 @@ def apply_plan(
                             apparmor_parser=seams.apparmor_parser,
                         )
                     result.transaction = txn.id
+                    with interrupts.shielded():
+                        _record_ahead(plan, txn, ahead)
                 try:
                     action.apply(txn)
                 except BaseException as exc:
@@ -166,9 +174,47 @@ def apply_plan(
                 if isinstance(exc, SetupError):
                     exc.args = (
                         f"{exc}; rolled back what this apply had done"
-                        + "".join(f"\n  {line}" for line in undone),
+                        + "".join(f"\n  {result.text}" for result in undone),
                     )
             if isinstance(exc, KeyboardInterrupt):
                 raise ApplyInterrupted(exc, rolled_back=txn is not None) from None
             raise
     return result
+
+
+# The host files every setup plans alike (DESIGN.md invariant 18): each apply that plans
+# one relies on it in the host-wide record of setups, changed or already as planned.
+SHARED_KINDS = GIT_KINDS
+
+
+@dataclass(frozen=True)
+class _Ahead:
+    shared: list[ledger.Planned]  # the shared host files: before-image, sha256 planned
+    seen: list[tuple[str, str | None]]  # files already as planned, with their sha256
+
+
+def _ahead(plan: Plan) -> _Ahead:
+    shared, seen = [], []
+    for action in plan.actions:
+        if not isinstance(action, WriteFile):
+            continue
+        state = action.state()
+        if action.kind in SHARED_KINDS:
+            planned = fsops.sha256(action.render(state.data if state else None))
+            shared.append(ledger.Planned(str(action.path), state, planned))
+        if not action.is_change():
+            seen.append((str(action.path), fsops.sha256(state.data if state else None)))
+    return _Ahead(shared, seen)
+
+
+def _record_ahead(plan: Plan, txn: Transaction, ahead: _Ahead) -> None:
+    for target, sha in ahead.seen:  # their before-images: drift later fixed is known
+        txn.plan_seen(target, sha)
+    if not ahead.shared:
+        return
+    try:
+        ledger.rely(plan.layout, txn.id, ahead.shared)
+    except OSError as exc:
+        raise ApplyError(
+            f"record the shared host files in {ledger.HOST_RECORD} failed: {exc}"
+        ) from exc

@@ -96,6 +96,13 @@ def _shebang_problem(path: Path) -> str | None:
             head = handle.read(256)
     except OSError:
         return None  # judged elsewhere (trust, version)
+    if not head.startswith((b"#!", b"\x7fELF")):
+        # An empty file, text, garbage: execve refuses it (ENOEXEC), every launch fails.
+        what = "empty" if not head else "neither a program (ELF) nor a #! script"
+        return (
+            f"it is {what}, so the kernel cannot start it and every launch would fail; "
+            "give --claude the path of Claude Code's claude (npm's or the native binary)"
+        )
     if not head.startswith(b"#!"):
         return None
     line = head.split(b"\n", 1)[0]

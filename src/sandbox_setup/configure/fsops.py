@@ -25,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from sandbox_setup.base.errors import InputError
+from sandbox_setup.base.errors import InputError, access_denied
 from sandbox_setup.base.regular_files import not_regular
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
@@ -67,10 +67,7 @@ def _inside(root: Path, path: str) -> bool:
 def _denied(path: Path, exc: OSError, access: str) -> InputError:
     """A file or directory this user may not open (mode 0000, another owner's): an
     input error naming it and the fix, not an internal error."""
-    return InputError(
-        f"{path}: {exc.strerror or 'permission denied'}; sandbox-setup cannot read it as uid "
-        f"{os.geteuid()}: give it back its access (chmod u+{access} {path}) or run as its owner"
-    )
+    return access_denied(path, exc, access)
 
 
 def open_dir(

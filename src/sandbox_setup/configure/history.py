@@ -30,7 +30,7 @@ from sandbox_setup.base import fdwalk
 from sandbox_setup.base.accounts import lookup_group_gid, lookup_user
 from sandbox_setup.base.errors import SetupError
 from sandbox_setup.base.paths import Layout
-from sandbox_setup.configure import fsops
+from sandbox_setup.configure import fsops, outcome
 from sandbox_setup.configure.journal import (
     BOOKKEEPING,
     CLOSED,
@@ -38,13 +38,21 @@ from sandbox_setup.configure.journal import (
     pending_steps,
     read_journal,
 )
+from sandbox_setup.configure.journal_check import JournalCorruptError
+from sandbox_setup.configure.ledger import ledger_path, read_ledger
+from sandbox_setup.configure.outcome import StepResult
 from sandbox_setup.configure.state_trust import check_backups, check_state_dir, check_state_file
 from sandbox_setup.policy.inodes import AGENT_TEMP_DIRS, may_change_inode
 
 
 def open_applies(layout: Layout) -> list[tuple[str, list[dict[str, Any]]]]:
     """Every apply not yet undone, newest first: its id and the entries an undo of it
-    replays (``begin``, ``accounts-done`` and the steps still in effect)."""
+    replays (``begin``, ``accounts-done`` and the steps still in effect).
+
+    The ledger is read (and so trust-checked) first, before an undo changes anything;
+    while it records a setup, an apply still in effect must have written it, or the
+    journal lost applies (:func:`_check_whole`)."""
+    records = read_ledger(layout)
     entries = read_journal(layout)
     closed = {e["txn"] for e in entries if e.get("op") in CLOSED}
     txns = [e["txn"] for e in entries if e.get("op") == "begin" and e["txn"] not in closed]
@@ -55,7 +63,43 @@ def open_applies(layout: Layout) -> list[tuple[str, list[dict[str, Any]]]]:
         kept = [e for e in mine if e.get("op") in ("begin", "accounts-done") or id(e) in pending]
         check_backups(layout, kept)
         found.append((txn, kept))
+    _check_whole(layout, sorted(records), entries, found)
     return found
+
+
+def _check_whole(
+    layout: Layout,
+    agents: list[str],
+    entries: list[dict[str, Any]],
+    applies: list[tuple[str, list[dict[str, Any]]]],
+) -> None:
+    """Refuse (exit 2, naming the journal) a journal that lost the applies the ledger
+    says are in effect: an undo of what is left would remove the journal and the
+    backups and call the setup undone while its agent and files stay. The journal
+    must hold a write of the ledger, and the applies still in effect every write of
+    it from the one that created it on, in order (``applies``: newest first, as
+    :func:`open_applies` gives them). A ledger an undo left as it was (changed since)
+    is the undo's report, not a lost apply."""
+    if not agents:
+        return
+    ledger = str(ledger_path(layout))
+
+    def writes_of(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return [e for e in items if e.get("op") == "write" and e.get("target") == ledger]
+
+    written = writes_of([e for _, kept in reversed(applies) for e in kept])  # oldest first
+    # Each write of the ledger replaced what the one before it wrote; the first, nothing.
+    olds = [e.get("old_sha256") for e in written]
+    news = [None, *[e.get("new_sha256") for e in written][:-1]]
+    if olds == news and (written or writes_of(entries)):
+        return
+    raise JournalCorruptError(
+        f"journal {layout.real(layout.journal)}: the ledger {layout.real(ledger_path(layout))} "
+        f"records the setup of {', '.join(agents)}, but the applies in the journal still in "
+        "effect do not account for it: the journal lost applies or their order. Nothing was "
+        "changed: undo replays the journal only when it is whole. Restore the journal "
+        "from a copy, or undo by hand what the ledger lists"
+    )
 
 
 def steps(applies: list[tuple[str, list[dict[str, Any]]]]) -> list[dict[str, Any]]:
@@ -154,7 +198,7 @@ def agent_files(layout: Layout, workspaces: list[PurePosixPath], owners: Owners)
     return [f for ws in workspaces for f in _walk(layout, ws, owners, chown=False)]
 
 
-def give_back(layout: Layout, workspaces: list[PurePosixPath], owners: Owners) -> list[str]:
+def give_back(layout: Layout, workspaces: list[PurePosixPath], owners: Owners) -> list[StepResult]:
     """Chown what ``owners`` own in ``workspaces`` to each workspace's owner (and its
     group), never a non-directory with other hard links (policy.inodes); one line per
     workspace, one more for what was left alone, and one for the agent's files in the
@@ -167,15 +211,19 @@ def give_back(layout: Layout, workspaces: list[PurePosixPath], owners: Owners) -
         try:
             found = _walk(layout, ws, owners, chown=True)
         except OSError as exc:
-            lines.append(f"could not give the agent's files in {ws} to its owner: {exc}")
+            lines.append(
+                outcome.failed(f"could not give the agent's files in {ws} to its owner: {exc}")
+            )
             continue
         moved = [f for f in found if not f.hardlinked]
         skipped = [f for f in found if f.hardlinked]
         if moved:
-            lines.append(f"gave {len(moved)} file(s) the agent owned in {ws} to its owner")
+            lines.append(
+                outcome.done(f"gave {len(moved)} file(s) the agent owned in {ws} to its owner")
+            )
         if skipped:
-            lines.append(_hardlinked_line(skipped, "kept"))
-    return lines + outside_lines(layout, owners)
+            lines.append(outcome.done(_hardlinked_line(skipped, "kept")))
+    return lines + [outcome.done(line) for line in outside_lines(layout, owners)]
 
 
 def _hardlinked_line(skipped: list[OwnedFile], verb: str) -> str:

@@ -10,7 +10,11 @@ which names the signal.
 Some work must not be cut in half by that exception: a shadow-utils tool that is
 rewriting the account files (an exception there makes ``subprocess.run`` SIGKILL it,
 leaving its lock files and ``-`` backups behind), the rollback itself, the commit.
-Inside :func:`deferred` a signal is only noted; it is raised when the block ends.
+Inside :func:`deferred` a signal is only noted; it is raised when the block ends (or,
+when the block fails after it came, raised in place of that failure). The tools
+themselves run in a session of their own (``configure/users.py``: ``run_tool``), so a
+signal sent to the whole process group (Ctrl-C at the terminal, a hangup,
+``kill -TERM -PGID``) reaches the apply and not them.
 """
 
 from __future__ import annotations
@@ -81,8 +85,16 @@ def deferred() -> Iterator[None]:
     _state.depth += 1
     try:
         yield
-    finally:
+    except BaseException as exc:
+        # The block failed after a signal came (a child the signal reached too): the
+        # apply stops because it was told to, and says so (exit 130, not the failure).
         _state.depth -= 1
+        if not _state.depth and _state.pending is not None and _state.active:
+            signum, _state.pending = _state.pending, None
+            if not isinstance(exc, KeyboardInterrupt):
+                raise Interrupted(signum) from exc
+        raise
+    _state.depth -= 1
     if not _state.depth and _state.pending is not None and _state.active:
         signum, _state.pending = _state.pending, None
         raise Interrupted(signum)

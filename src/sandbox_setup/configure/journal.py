@@ -12,6 +12,10 @@ point leaves a journal that undo can replay backwards:
 - ``write``: target and real path, old/new sha256, backup path (None for a new
   file), old mode/uid/gid, the temp file name, and ``keep``: the restore point
   beside the target (a hard link to the old file, removed at commit);
+  ``fix`` (true) when it replaced drift: the file was no longer as an earlier apply
+  still in effect left it (undo keeps the fixed content);
+- ``planned``: a file the apply planned and found already as planned (``sha256``),
+  the before-image of a file no step changed;
 - ``mkdir``: a directory created for a write;
 - ``create-group`` / ``create-user`` / ``add-to-group``: accounts created, with a
   snapshot of the account files (``files``: each one's old sha256, backup, mode and
@@ -24,7 +28,8 @@ point leaves a journal that undo can replay backwards:
 - ``set-shell``: an agent of this setup's given ``nologin`` (``shell``; ``old_shell``
   was its login shell), an account step like ``add-to-group`` (``files``, then
   ``accounts-done``);
-- ``undone`` / ``rolled-back``: the transaction was reverted;
+- ``undone`` / ``rolled-back``: the transaction was reverted (``left``: what the undo
+  left as it was, and why);
 - ``step-undone`` (``step``: the step's index among the transaction's steps): one
   step an undo reverted, written as it succeeds, so a later undo redoes only what
   is left (and its preview shows only that);
@@ -184,6 +189,7 @@ BOOKKEEPING = (
     "undo-incomplete",
     "rollback-incomplete",
     "accounts-done",
+    "planned",
 )
 CLOSED = ("undone", "rolled-back")
 
@@ -206,6 +212,23 @@ def open_steps(layout: Layout) -> list[dict[str, Any]]:
     found = []
     for txn in _open_transactions(entries):
         found += [e for _, e in pending_steps([e for e in entries if e["txn"] == txn])]
+    return found
+
+
+def last_left(layout: Layout) -> dict[str, str | None]:
+    """Per file, the sha256 this setup's applies still in effect last left it with:
+    what a write made it, or what an apply found already as planned (``planned``)."""
+    entries = read_journal(layout)
+    found: dict[str, str | None] = {}
+    for txn in _open_transactions(entries):
+        pending = {id(e) for _, e in pending_steps([e for e in entries if e["txn"] == txn])}
+        for entry in entries:
+            if entry["txn"] != txn:
+                continue
+            if entry.get("op") == "write" and id(entry) in pending:
+                found[str(entry["target"])] = entry["new_sha256"]
+            elif entry.get("op") == "planned":
+                found[str(entry["target"])] = entry["sha256"]
     return found
 
 

@@ -174,7 +174,7 @@ _ACCOUNT_STEP: Fields = {"step": (_STEP, False), "files": (_files, False)}
 FIELDS: dict[str, Fields] = {
     "begin": {**_AT, "root": (_absolute, False)},
     "commit": _AT,
-    "undone": _AT,
+    "undone": {**_AT, "left": (_strings, False)},
     "rolled-back": _AT,
     "undo-incomplete": {**_AT, "left": (_strings, True)},
     "rollback-incomplete": {**_AT, "left": (_strings, True)},
@@ -191,7 +191,10 @@ FIELDS: dict[str, Fields] = {
         "old_uid": (_or_null(_ID), True),
         "old_gid": (_or_null(_ID), True),
         "tmp": (_plain_name, True),
+        "fix": (_boolean, False),
     },
+    # A file the apply planned and found already as planned (its before-image).
+    "planned": {"target": (_absolute, True), "sha256": (_or_null(_sha), True)},
     "mkdir": {"target": (_absolute, True), "real": (_inside_root, True)},
     "create-user": {
         "name": (_account, True),
@@ -281,7 +284,76 @@ def parse_journal(data: bytes, layout: Layout, shown: str) -> list[dict[str, Any
             )
         assert isinstance(entry, dict)
         entries.append(entry)
+    found = order_problem(entries)
+    if found is not None:
+        number, problem = found
+        raise JournalCorruptError(
+            f"journal {shown}, line {number}: {problem}. Nothing was changed: undo replays "
+            "the journal only when it is whole and in the order it was written. If you did "
+            "not change it, restore the journal from a copy, then run again"
+        )
     return entries
+
+
+# What an apply writes between its begin and its commit (its steps and their
+# bookkeeping); an undo or a rollback only appends the other entries.
+_UNDO_OPS = frozenset(
+    {"step-undone", "undone", "rolled-back", "undo-incomplete", "rollback-incomplete"}
+)
+_CLOSED = frozenset({"undone", "rolled-back"})
+
+
+def order_problem(entries: list[dict[str, Any]]) -> tuple[int, str] | None:
+    """``(line, what)`` for the first entry out of the order applies and undos write
+    them in, or None. Each apply starts with its one ``begin`` line; its steps follow
+    it with no other apply's line between and none after its ``commit``; an undo marks
+    only steps written before it, and nothing follows a closed apply. The lines an
+    apply writes carry ``seq`` (0 for its begin, then one more per line; journals
+    written before it have none): a line moved or lost inside one apply shows too."""
+    begun: dict[str, int] = {}
+    seqs: dict[str, int | None] = {}  # the last "seq" of each apply that numbers its lines
+    steps: dict[str, int] = {}
+    committed: set[str] = set()
+    closed: set[str] = set()
+    current: str | None = None
+    for number, entry in enumerate(entries, 1):
+        txn, op = entry["txn"], entry["op"]
+        if op == "begin":
+            if txn in begun:
+                return number, f"apply {txn} begins again (it began on line {begun[txn]})"
+            begun[txn], steps[txn], current = number, 0, txn
+            seqs[txn] = 0 if entry.get("seq") == 0 else None
+            continue
+        if txn not in begun:
+            return number, f"apply {txn} has no begin line before this {op!r} line"
+        if txn in closed:
+            return number, f"apply {txn} was already closed (undone or rolled back) before"
+        last = seqs[txn]
+        seq = entry.get("seq")
+        if last is not None and (seq is not None or op not in _UNDO_OPS):
+            if seq != last + 1:
+                which = "an unnumbered line" if seq is None else f"its line {seq}"
+                return number, (
+                    f"apply {txn} has {which} where its line {last + 1} belongs (lines of "
+                    "it were moved or lost)"
+                )
+            seqs[txn] = seq
+        if op in _UNDO_OPS:
+            step = entry.get("step")
+            if op == "step-undone" and isinstance(step, int) and step >= steps[txn]:
+                return number, f"it marks step {step} of apply {txn} undone before that step"
+            if op in _CLOSED:
+                closed.add(txn)
+            continue
+        if txn != current:
+            return number, f"a {op!r} line of apply {txn} comes after apply {current} began"
+        if txn in committed:
+            return number, f"a {op!r} line of apply {txn} comes after its commit"
+        if op == "commit":
+            committed.add(txn)
+        elif op != "accounts-done":
+            steps[txn] += 1
+    return None
 
 
 def _first_line(exc: BaseException) -> str:

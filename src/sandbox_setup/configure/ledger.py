@@ -23,16 +23,21 @@ is still sandbox-setup's, even after its setup's ledger entry went (an undo whos
 
 from __future__ import annotations
 
+import contextlib
+import enum
+import fcntl
 import json
+import os
+from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import PurePosixPath
 from typing import Any
 
-from sandbox_setup.base.errors import InputError
+from sandbox_setup.base.errors import InputError, SetupError
 from sandbox_setup.base.paths import Layout
 from sandbox_setup.configure import fsops
 from sandbox_setup.configure.journal import open_steps
-from sandbox_setup.configure.state_trust import check_state_file
+from sandbox_setup.configure.state_trust import check_setup_file, check_state_file
 
 LEDGER_FORMAT = "sandbox-setup-setups-1"
 LEDGER_NAME = "setups.json"
@@ -166,3 +171,393 @@ def users_of(
         for r in records.values()
         if (user is not None and r.agent == user) or (group is not None and r.group == group)
     )
+
+
+# The host-wide record of setups (DESIGN.md invariant 18) -------------------------
+#
+# ``/etc/sandbox-setup/setups.json`` (root's, 0644), one for the host whatever
+# the state directory of each setup::
+#
+#     {"format": "sandbox-setup-host-1",
+#      "setups": {"/root/.local/state/sandbox-setup":
+#                     {"operator": "root", "config": "/root/.config/sandbox-setup/launcher.toml",
+#                      "applies": ["T1", "T2"],
+#                      "relies": {"/root/.gitconfig": ["T1", "T2"]}}},
+#      "shared": {"/root/.gitconfig": {"before": {"sha256": "...", "copy": "<before/sha256>",
+#                                                 "mode": 384, "uid": 0, "gid": 0},
+#                                      "written": "<sha256 the last apply left>"}}}
+#
+# A shared host change (root's git include, the protected git file: the files every
+# setup plans alike) is relied on by each apply that planned it, changed or found
+# "already as planned". Its before-image is the file as it was before the first
+# setup planned it (a copy in ``before/``). Undoing an apply drops its reliance; the
+# file returns to that before-image only when no setup relies on it any more, and
+# only when it is still as the last apply wrote it (otherwise it is left and named).
+# Read and written under an flock of its directory: setups with different state
+# directories hold different apply locks. When no setup is left, the record, the
+# copies and the directory (when empty) go.
+
+HOST_DIR = PurePosixPath("/etc/sandbox-setup")
+HOST_RECORD = HOST_DIR / "setups.json"
+HOST_BEFORE = HOST_DIR / "before"
+HOST_FORMAT = "sandbox-setup-host-1"
+
+
+@dataclass(frozen=True)
+class BeforeImage:
+    """A shared file as it was before the first setup planned it."""
+
+    sha256: str
+    copy: str
+    mode: int
+    uid: int
+    gid: int
+
+
+@dataclass(frozen=True)
+class SharedFile:
+    before: BeforeImage | None  # None: the file did not exist
+    written: str | None  # sha256 of what the last apply that planned it left
+
+
+@dataclass(frozen=True)
+class HostSetup:
+    """One setup as the host knows it: keyed by its state directory."""
+
+    operator: str
+    config: str
+    applies: tuple[str, ...]
+    relies: dict[str, tuple[str, ...]]
+
+
+@dataclass(frozen=True)
+class HostRecord:
+    setups: dict[str, HostSetup]
+    shared: dict[str, SharedFile]
+
+    def relying(self, path: str, *, besides: str | None = None) -> list[str]:
+        """The state directories of the setups relying on ``path`` (but ``besides``)."""
+        return sorted(
+            state for state, s in self.setups.items() if path in s.relies and state != besides
+        )
+
+
+def _strs(raw: object) -> tuple[str, ...] | None:
+    if not isinstance(raw, list) or not all(isinstance(x, str) for x in raw):
+        return None
+    return tuple(raw)
+
+
+def _before(raw: object) -> BeforeImage | None:
+    if not isinstance(raw, dict):
+        raise ValueError("before")
+    sha, copy = raw.get("sha256"), raw.get("copy")
+    ids = [raw.get(k) for k in ("mode", "uid", "gid")]
+    if not isinstance(sha, str) or not isinstance(copy, str):
+        raise ValueError("before")
+    if not all(isinstance(i, int) and not isinstance(i, bool) for i in ids):
+        raise ValueError("before")
+    copy_path = PurePosixPath(copy)
+    if copy_path.parent != HOST_BEFORE:
+        raise ValueError("before copy outside the record's folder")
+    return BeforeImage(sha, copy, int(ids[0]), int(ids[1]), int(ids[2]))  # type: ignore[arg-type]
+
+
+def parse_host_record(data: bytes | None, source: str) -> HostRecord:
+    """The host record in ``data`` (None: none yet); InputError naming ``source``."""
+    if data is None:
+        return HostRecord({}, {})
+    try:
+        doc = json.loads(data)
+        if not isinstance(doc, dict) or doc.get("format") != HOST_FORMAT:
+            raise ValueError(f"not a {HOST_FORMAT} record")
+        setups: dict[str, HostSetup] = {}
+        for state, raw in dict(doc.get("setups", {})).items():
+            applies = _strs(raw.get("applies"))
+            relies_raw = raw.get("relies", {})
+            if applies is None or not isinstance(relies_raw, dict):
+                raise ValueError(f"setup {state!r} is malformed")
+            relies = {}
+            for path, txns in relies_raw.items():
+                listed = _strs(txns)
+                if listed is None:
+                    raise ValueError(f"setup {state!r} is malformed")
+                relies[str(path)] = listed
+            setups[str(state)] = HostSetup(
+                str(raw.get("operator", "")), str(raw.get("config", "")), applies, relies
+            )
+        shared = {}
+        for path, raw in dict(doc.get("shared", {})).items():
+            written = raw.get("written")
+            if not (written is None or isinstance(written, str)):
+                raise ValueError(f"shared file {path!r} is malformed")
+            before = None if raw.get("before") is None else _before(raw.get("before"))
+            shared[str(path)] = SharedFile(before, written)
+    except (ValueError, TypeError, AttributeError, RecursionError, UnicodeDecodeError) as exc:
+        raise InputError(
+            f"{source}: not a valid host record of setups ({exc}); fix or remove it "
+            "(left untouched)"
+        ) from None
+    return HostRecord(setups, shared)
+
+
+def _render_host_record(record: HostRecord) -> bytes:
+    doc = {
+        "format": HOST_FORMAT,
+        "setups": {
+            state: {
+                "operator": s.operator,
+                "config": s.config,
+                "applies": list(s.applies),
+                "relies": {p: list(t) for p, t in sorted(s.relies.items())},
+            }
+            for state, s in sorted(record.setups.items())
+        },
+        "shared": {
+            path: {"before": None if f.before is None else asdict(f.before), "written": f.written}
+            for path, f in sorted(record.shared.items())
+        },
+    }
+    return (json.dumps(doc, indent=2, sort_keys=True) + "\n").encode("utf-8")
+
+
+def read_host_record(layout: Layout) -> HostRecord:
+    """The host record as it is now. One that fails the trust rule is refused (exit 3):
+    undo acts on it; a malformed one is an InputError (exit 2)."""
+    check_setup_file(layout, HOST_RECORD, "host-wide record of setups")
+    real = layout.real(HOST_RECORD)
+    state = fsops.read_file(layout.root, real)
+    return parse_host_record(state.data if state else None, str(real))
+
+
+def _host_dirs() -> fsops.DirSpec:
+    return fsops.DirSpec(0o755, 0, 0)
+
+
+@contextlib.contextmanager
+def _host_lock(layout: Layout) -> Iterator[None]:
+    """The host record's lock: an flock of its directory (blocking: its holders only
+    read and write the record). A directory the last release removed meanwhile is
+    not the record's any more: lock the new one."""
+    while True:
+        fd = fsops.open_dir(layout.root, layout.real(HOST_DIR), create=_host_dirs())
+        assert fd is not None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            now = (
+                os.lstat(layout.real(HOST_DIR)) if os.path.lexists(layout.real(HOST_DIR)) else None
+            )
+            held = os.fstat(fd)
+            if now is not None and (now.st_dev, now.st_ino) == (held.st_dev, held.st_ino):
+                yield
+                return
+        finally:
+            os.close(fd)
+
+
+def _write_host_record(layout: Layout, record: HostRecord) -> None:
+    real = layout.real(HOST_RECORD)
+    if not record.setups and not record.shared:
+        fsops.remove_file(layout.root, real)
+        for directory in (HOST_BEFORE, HOST_DIR):  # each only when empty
+            with contextlib.suppress(OSError):
+                fsops.remove_empty_dir(layout.root, layout.real(directory))
+        return
+    fsops.atomic_write(
+        layout.root, real, _render_host_record(record), mode=0o644, uid=0, gid=0,
+        dirs=_host_dirs(),
+    )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Planned:
+    """A shared file an apply planned: as it was before, and the sha256 it left."""
+
+    path: str
+    before: fsops.FileState | None
+    written: str | None
+
+
+def rely(layout: Layout, txn: str, planned: list[Planned]) -> None:
+    """Record that apply ``txn`` of this setup relies on ``planned`` (changed or
+    found already as planned), and that the setup exists."""
+    state_dir = str(layout.state_dir)
+    with _host_lock(layout):
+        record = read_host_record(layout)
+        old = record.setups.get(state_dir)
+        relies = dict(old.relies) if old else {}
+        shared = dict(record.shared)
+        saved: list[BeforeImage] = []
+        try:
+            for item in planned:
+                relies[item.path] = tuple(dict.fromkeys((*relies.get(item.path, ()), txn)))
+                known = shared.get(item.path)
+                before = known.before if known is not None else _save_before(layout, item.before)
+                if known is None and before is not None:
+                    saved.append(before)
+                shared[item.path] = SharedFile(before, item.written)
+            applies = tuple(dict.fromkeys((*(old.applies if old else ()), txn)))
+            setup = HostSetup(layout.operator.name, str(layout.launcher_config), applies, relies)
+            _write_host_record(layout, HostRecord({**record.setups, state_dir: setup}, shared))
+        except BaseException:
+            # Not recorded: the copies this call saved are nobody's (a full disk).
+            named = {f.before.copy for f in record.shared.values() if f.before is not None}
+            with contextlib.suppress(OSError):
+                for copy in saved:
+                    if copy.copy not in named:
+                        fsops.remove_file(layout.root, layout.real(PurePosixPath(copy.copy)))
+                fsops.remove_empty_dir(layout.root, layout.real(HOST_BEFORE))
+            raise
+
+
+def _save_before(layout: Layout, state: fsops.FileState | None) -> BeforeImage | None:
+    if state is None:
+        return None
+    digest = fsops.sha256(state.data)
+    assert digest is not None
+    copy = HOST_BEFORE / digest
+    fsops.atomic_write(
+        layout.root, layout.real(copy), state.data, mode=0o600, uid=0, gid=0, dirs=_host_dirs()
+    )
+    return BeforeImage(digest, str(copy), state.mode, state.uid, state.gid)
+
+
+class Release(enum.Enum):
+    """What undoing an apply does to one shared file it relied on."""
+
+    STILL_MINE = "still-mine"  # an earlier apply of this setup relies on it
+    KEPT = "kept"  # another setup relies on it
+    RESTORE = "restore"  # the last reliance: back to the before-image
+    LEFT = "left"  # the last reliance, but it changed since the last apply wrote it
+    JOURNAL = "journal"  # the last reliance: the journal's own write entry puts it back
+
+
+@dataclass(frozen=True)
+class SharedDecision:
+    path: str
+    release: Release
+    others: tuple[str, ...] = ()
+    before: BeforeImage | None = None
+
+
+def release_plan(
+    layout: Layout, record: HostRecord, txn: str, olds: Mapping[str, str | None]
+) -> list[SharedDecision]:
+    """What undoing ``txn`` does to the shared files it relied on (the preview and the
+    run both use this). ``olds``: the files ``txn`` itself wrote, with the sha256 its
+    journal recorded before: where that is the before-image, the journal's own revert
+    puts it back (:data:`Release.JOURNAL`: a rename of its restore point, which works
+    on a full disk)."""
+    state_dir = str(layout.state_dir)
+    setup = record.setups.get(state_dir)
+    if setup is None:
+        return []
+    decisions = []
+    for path, txns in sorted(setup.relies.items()):
+        if txn not in txns:
+            continue
+        others = tuple(record.relying(path, besides=state_dir))
+        shared = record.shared.get(path)
+        if len(txns) > 1:
+            decisions.append(SharedDecision(path, Release.STILL_MINE))
+        elif others:
+            decisions.append(SharedDecision(path, Release.KEPT, others))
+        elif shared is None:
+            continue
+        else:
+            now = fsops.read_file(layout.root, layout.real(PurePosixPath(path)))
+            current = fsops.sha256(now.data if now else None)
+            # As the last apply left it, or already back (a release killed half-way).
+            back = None if shared.before is None else shared.before.sha256
+            unchanged = current in (shared.written, back)
+            kind = Release.RESTORE if unchanged else Release.LEFT
+            if kind is Release.RESTORE and path in olds and olds[path] == back:
+                kind = Release.JOURNAL
+            decisions.append(SharedDecision(path, kind, (), shared.before))
+    return decisions
+
+
+def release(layout: Layout, txn: str, olds: Mapping[str, str | None]) -> list[SharedDecision]:
+    """Drop apply ``txn``'s reliances; put back what no setup relies on any more.
+    Idempotent (a second call finds nothing of ``txn``)."""
+    state_dir = str(layout.state_dir)
+    known = read_host_record(layout).setups.get(state_dir)
+    if known is None or txn not in known.applies:
+        return []  # (no lock taken: nothing created for a setup the record lacks)
+    with _host_lock(layout):
+        record = read_host_record(layout)
+        setup = record.setups.get(state_dir)
+        if setup is None or txn not in setup.applies:
+            return []
+        decisions = release_plan(layout, record, txn, olds)
+        shared = dict(record.shared)
+        for decision in decisions:
+            if decision.release is Release.RESTORE:
+                _restore_before(layout, decision.path, decision.before)
+            if decision.release in (Release.RESTORE, Release.LEFT, Release.JOURNAL):
+                shared.pop(decision.path, None)
+        relies = {p: tuple(t for t in ts if t != txn) for p, ts in setup.relies.items()}
+        relies = {p: ts for p, ts in relies.items() if ts}
+        applies = tuple(t for t in setup.applies if t != txn)
+        setups = dict(record.setups)
+        if applies:
+            setups[state_dir] = HostSetup(setup.operator, setup.config, applies, relies)
+        else:
+            del setups[state_dir]
+        # The copies no shared file names any more go first (the record's directory
+        # goes with the record when it is the last).
+        named = {f.before.copy for f in shared.values() if f.before is not None}
+        for decision in decisions:
+            before = decision.before
+            gone = decision.release in (Release.RESTORE, Release.JOURNAL)
+            if gone and before and before.copy not in named:
+                fsops.remove_file(layout.root, layout.real(PurePosixPath(before.copy)))
+        _write_host_record(layout, HostRecord(setups, shared))
+    return decisions
+
+
+def tidy(layout: Layout) -> None:
+    """With no record left, the record's directory goes when nothing else is in it
+    (the first apply made it before its own protected git file; undo removes that
+    file after the release). Under the record's lock."""
+    if not os.path.isdir(layout.real(HOST_DIR)) or os.path.lexists(layout.real(HOST_RECORD)):
+        return
+    with _host_lock(layout):
+        if os.path.lexists(layout.real(HOST_RECORD)):
+            return
+        for directory in (HOST_BEFORE, HOST_DIR):  # each only when empty
+            with contextlib.suppress(OSError):
+                fsops.remove_empty_dir(layout.root, layout.real(directory))
+
+
+def _restore_before(layout: Layout, path: str, before: BeforeImage | None) -> None:
+    real = layout.real(PurePosixPath(path))
+    if before is None:
+        fsops.remove_file(layout.root, real)
+        return
+    now = fsops.read_file(layout.root, real)
+    if now is not None and fsops.sha256(now.data) == before.sha256:
+        return  # already back (a release killed before it wrote the record)
+    saved = fsops.read_file(layout.root, layout.real(PurePosixPath(before.copy)))
+    if saved is None or fsops.sha256(saved.data) != before.sha256:
+        raise SetupError(
+            f"cannot restore {path}: its copy {before.copy} is missing or does not match "
+            "the host record; it was left as it is"
+        )
+    fsops.atomic_write(
+        layout.root, real, saved.data, mode=before.mode, uid=before.uid, gid=before.gid,
+        dirs=_host_dirs(),
+    )  # fmt: skip
+
+
+def shared_kept_by_others(layout: Layout, path: str) -> list[str]:
+    """The other setups relying on ``path`` now (an undo leaves it for them)."""
+    return read_host_record(layout).relying(path, besides=str(layout.state_dir))
+
+
+def host_setups(layout: Layout) -> dict[str, HostSetup]:
+    """Every setup the host record lists (by state directory); {} when unreadable."""
+    try:
+        return read_host_record(layout).setups
+    except (InputError, OSError):
+        return {}

@@ -21,7 +21,9 @@ from __future__ import annotations
 from pathlib import PurePosixPath
 
 from sandbox_setup.base.choices import Mode
+from sandbox_setup.base.errors import InputError
 from sandbox_setup.base.paths import Layout
+from sandbox_setup.base.regular_files import read_regular
 from sandbox_setup.configure.actions import Action, WriteFile
 from sandbox_setup.policy.login_routes import (
     SCHEDULERS,
@@ -40,10 +42,12 @@ LOGIN_KINDS = (SSHD_KIND, DENY_KIND)
 
 
 def _read_text(layout: Layout, path: PurePosixPath) -> str | None:
-    try:
-        return layout.real(path).read_bytes().decode("utf-8", errors="surrogateescape")
+    try:  # never blocks on a FIFO, never reads a device (bounded)
+        return read_regular(layout.real(path)).decode("utf-8", errors="surrogateescape")
     except (FileNotFoundError, NotADirectoryError):
         return None
+    except InputError as exc:
+        return f"# unreadable: {exc}"
     except OSError as exc:
         return f"# unreadable: {exc.strerror}"
 

@@ -6,13 +6,12 @@ The words are the policy's (:func:`sandbox_setup.policy.network.describe_network
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 
 from sandbox_setup.base import remedies
 from sandbox_setup.base.choices import Mode, Network
 from sandbox_setup.base.errors import RefusedError
-from sandbox_setup.base.landlock import NETWORK_ABI
+from sandbox_setup.checks.landlock import abi_from
 from sandbox_setup.checks.model import Report, Status
 from sandbox_setup.checks.user_net import CHECK_ID as USER_WALL_CHECK
 from sandbox_setup.checks.user_net import namespace_from
@@ -21,6 +20,8 @@ from sandbox_setup.policy.network import (
     allowance_warnings,
     describe_network,
     describe_user_allowances,
+    describe_user_wall,
+    user_lists_apply,
 )
 
 LANDLOCK_CHECK = "landlock.abi"
@@ -70,14 +71,9 @@ def plan_network(
 
 
 def landlock_abi(report: Report) -> int | None:
-    """The Landlock ABI landlock.abi found for the agent (0: none), None: not probed."""
-    finding = report.get(LANDLOCK_CHECK)
-    if finding is None or finding.status is Status.ERROR:
-        return None
-    if finding.status is not Status.PASS:
-        return 0
-    match = re.match(r"Landlock ABI (\d+)", finding.summary)
-    return int(match.group(1)) if match else None
+    """The Landlock ABI landlock.abi found for the agent (0: none), None: not probed
+    (its typed fact, never its words)."""
+    return abi_from(report.get(LANDLOCK_CHECK))
 
 
 def user_mode_lines(
@@ -90,22 +86,18 @@ def user_mode_lines(
     """What confines a user-mode agent on this host, wall by wall (``landlock_on``: the
     default; the operator turns it off with ``[user] landlock = false``), and the
     operator's allowed domains and loopback ports, which Landlock's network wall takes."""
-    if not landlock_on:
-        return [
-            "Landlock: off ([user] landlock = false in launcher.toml, kept): the agent is "
-            "confined only by its account (files by their modes, the host's network)",
-            *describe_user_allowances(allowed_domains, loopback_ports, False),
-        ]
     abi = landlock_abi(report)
-    if abi is None:
+    namespace = namespace_from(report.get(USER_WALL_CHECK))
+    applies = user_lists_apply(abi, landlock_on, namespace)
+    if abi is None and landlock_on:
         return [
-            *describe_network(Network.HOST, (), ()),
+            "network: " + describe_user_wall(None, True, namespace),
             f"Landlock: not probed ({LANDLOCK_CHECK}); the launcher applies what the kernel "
             "offers at each launch",
-            *describe_user_allowances(allowed_domains, loopback_ports, None),
+            *describe_user_allowances(allowed_domains, loopback_ports, applies),
         ]
-    namespace = namespace_from(report.get(USER_WALL_CHECK))
+    walls = user_walls(abi or 0, landlock_on, inner_sandbox_on)
     return [
-        *user_walls(abi, True, inner_sandbox_on).describe(inner_sandbox_on, namespace),
-        *describe_user_allowances(allowed_domains, loopback_ports, abi >= NETWORK_ABI),
+        *walls.describe(inner_sandbox_on, namespace, landlock_on),
+        *describe_user_allowances(allowed_domains, loopback_ports, applies),
     ]

@@ -66,6 +66,7 @@ from sandbox_setup.configure.login_routes import login_route_actions
 from sandbox_setup.configure.network_plan import check_egress, plan_network, user_mode_lines
 from sandbox_setup.configure.settings import merge_settings
 from sandbox_setup.policy.accounts import workspace_group
+from sandbox_setup.policy.claude_release import required_minimum
 from sandbox_setup.policy.credentials import COPY_LOGIN_NOTE
 from sandbox_setup.policy.environment import loopback_port_hint, passed_names
 from sandbox_setup.policy.network import inner_proxy_port
@@ -402,6 +403,15 @@ def build_plan(report: Report, answers: Answers, layout: Layout, source: str = "
     agent_home = PurePosixPath(agent.home) if agent else PurePosixPath("/home") / agent_name
 
     claude: ClaudeBinary = find_claude(layout, answers.claude)
+    if keys.managed and keys.on:
+        # Claude's own allowlist is the operator's, and Claude refuses a downgrade.
+        keys = replace(
+            keys,
+            allowed_domains=tuple(answers.allowed_domains),
+            # (user mode's Landlock wall lets Claude bind no listener for it)
+            managed_domains_only=answers.mode is Mode.SANDBOX,
+            minimum_version=required_minimum(claude.version),
+        )
     if not claude.trusted:
         # Unsafe mode would run it as root; in the other modes the launcher refuses a
         # binary root does not own, so the config could never launch.
@@ -573,8 +583,12 @@ def build_plan(report: Report, answers: Answers, layout: Layout, source: str = "
         leftover = leftover_shim_note(layout)
         if leftover is not None:
             notes.append(leftover)
-    # Render every file now: a malformed existing file or a symlink is an input
-    # error before anything is written.
+    # Judge then render every file now: an existing file someone else could write
+    # (DESIGN.md invariant 12) is a refusal, a malformed one or a symlink an input
+    # error, before anything is written.
+    for action in actions:
+        if isinstance(action, WriteFile):
+            action.check_trusted()
     for action in actions:
         if isinstance(action, WriteFile) and not action.binary:
             action.desired()

@@ -22,7 +22,8 @@ from sandbox_setup.base.choices import Mode
 from sandbox_setup.base.errors import SetupError
 from sandbox_setup.base.launcher_config import parse_launcher_config
 from sandbox_setup.base.paths import Layout
-from sandbox_setup.policy.trust import untrusted_reason
+from sandbox_setup.base.regular_files import read_regular_text
+from sandbox_setup.policy.trust import chain_problems, trusted_owners, untrusted_reason
 
 if TYPE_CHECKING:
     from sandbox_setup.checks.model import Finding, Report
@@ -59,10 +60,15 @@ def configured_agent(layout: Layout) -> tuple[Mode | None, str]:
     """``(mode, agent user)`` of the setup under ``layout`` (its launcher config), for
     probes run before a mode is chosen (``--check``, the wizard's checks step); with
     no setup yet (or a config that cannot be read, which ``--audit`` reports), no mode
-    and the default agent."""
+    and the default agent. A config the trust rule refuses (someone else could write
+    it: the audit reports it) is not believed either, and the read is bounded: a FIFO
+    or a device there never blocks ``--check``."""
+    leaf, dirs = layout.chain(layout.resolve(layout.launcher_config))
+    if chain_problems(leaf, dirs, trusted_owners(layout.operator.uid)):
+        return None, DEFAULT_AGENT_USER
     try:
         real = layout.real(layout.launcher_config)
-        config = parse_launcher_config(real.read_text(encoding="utf-8"), str(real))
+        config = parse_launcher_config(read_regular_text(real), str(real))
     except (OSError, UnicodeDecodeError, SetupError):
         return None, DEFAULT_AGENT_USER
     return config.mode, config.agent_user

@@ -1,26 +1,37 @@
 """Reverting journal entries: what undo and a rollback do for each step.
 
 :func:`revert` takes one transaction's entries and undoes them newest first,
-returning a line per thing restored, removed, left alone or that failed (see
-:func:`is_left` and :func:`is_failure`). Every step is idempotent: reverting a step
-twice, or a step that never ran, changes nothing, so an interrupted or failed undo
-can simply be run again. :func:`describe_entry` says in words what reverting an
-entry would do (the ``--undo`` preview).
+returning a typed result per thing restored, removed, left alone or that failed
+(:class:`~sandbox_setup.configure.outcome.StepResult`: whether a step failed is its
+:class:`~sandbox_setup.configure.outcome.Outcome`, never its words). Every step is
+idempotent: reverting a step twice, or a step that never ran, changes nothing, so an
+interrupted or failed undo can simply be run again.
+
+Shared host files (root's git include and protected file: DESIGN.md invariant 18)
+are not the journal's to put back: the host-wide record of setups
+(:mod:`sandbox_setup.configure.ledger`) releases the transaction's reliance first
+and puts a file back only when no setup relies on it any more; the journal's own
+write of such a file is then skipped, and one another setup relies on is kept.
+:func:`preview` says in words what reverting a transaction would do (the ``--undo``
+preview), from the same decisions.
 """
 
 from __future__ import annotations
 
+import contextlib
+import enum
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from sandbox_setup.base.errors import SetupError
 from sandbox_setup.base.paths import Layout
-from sandbox_setup.configure import account_undo, fsops, users
+from sandbox_setup.configure import account_undo, fsops, ledger, outcome, users
 from sandbox_setup.configure.account_files import revert_account_step, settle_kept_account_files
 from sandbox_setup.configure.apparmor_load import revert_load
+from sandbox_setup.configure.outcome import StepResult
 from sandbox_setup.policy.accounts import LEGACY_WORKSPACE_GROUP
 
 
@@ -34,11 +45,25 @@ def _drop_kept(layout: Layout, real: Path, keep: str | None) -> None:
         fsops.remove_file(layout.root, real.parent / keep)
 
 
-def _revert_write(layout: Layout, entry: dict[str, Any]) -> str | None:
+class WriteUndo(enum.Enum):
+    """What undoing one journaled write does (the preview and the run decide it here)."""
+
+    NOTHING = "nothing"  # the new content never landed, or is already undone
+    CHANGED = "changed"  # someone changed the file since: left as it is
+    KEPT_SHARED = "kept-shared"  # another setup relies on it
+    KEPT_FIX = "kept-fix"  # the write replaced drift: the fixed content stays
+    REMOVE = "remove"  # the apply created it
+    RESTORE = "restore"  # the backup goes back
+
+
+def write_decision(
+    layout: Layout, entry: dict[str, Any], last: Mapping[str, str | None] | None = None
+) -> tuple[WriteUndo, list[str]]:
+    """What undoing the write ``entry`` does, and the other setups relying on its file.
+    ``last``: per file, what this setup's applies last left it as (``--undo --all``:
+    a file still as this tool last wrote it counts as this apply's own)."""
     real = Path(entry["real"])
-    target = entry["target"]
-    keep = entry.get("keep")  # absent in journals of older versions
-    fsops.remove_file(layout.root, real.parent / entry["tmp"])
+    target = str(entry["target"])
     state = fsops.read_file(layout.root, real)
     current = fsops.sha256(state.data if state else None)
     attrs_only = entry["old_sha256"] == entry["new_sha256"]  # a mode/owner repair
@@ -46,26 +71,51 @@ def _revert_write(layout: Layout, entry: dict[str, Any]) -> str | None:
     if current == entry["old_sha256"] and (
         not attrs_only or (state is not None and (state.mode, state.uid, state.gid) == old_attrs)
     ):
+        return WriteUndo.NOTHING, []
+    ours = current == entry["new_sha256"] or (last is not None and last.get(target) == current)
+    if not ours:
+        return WriteUndo.CHANGED, []
+    others = ledger.shared_kept_by_others(layout, target)
+    if others:
+        return WriteUndo.KEPT_SHARED, others
+    if entry.get("fix") is True:
+        return WriteUndo.KEPT_FIX, []
+    return (WriteUndo.REMOVE if entry["backup"] is None else WriteUndo.RESTORE), []
+
+
+def _revert_write(
+    layout: Layout, entry: dict[str, Any], last: Mapping[str, str | None] | None = None
+) -> StepResult | None:
+    real = Path(entry["real"])
+    target = entry["target"]
+    keep = entry.get("keep")  # absent in journals of older versions
+    fsops.remove_file(layout.root, real.parent / entry["tmp"])
+    decision, others = write_decision(layout, entry, last)
+    if decision is not WriteUndo.RESTORE:
         _drop_kept(layout, real, keep)
+    if decision is WriteUndo.NOTHING:
         return None  # the new content never landed (or was already restored)
-    if current != entry["new_sha256"]:
-        _drop_kept(layout, real, keep)
-        return f"left {target} as it is: it changed after that apply"
-    if entry["backup"] is None:
+    if decision is WriteUndo.CHANGED:
+        return outcome.left(f"left {target} as it is: it changed after that apply")
+    if decision is WriteUndo.KEPT_SHARED:
+        return outcome.done(_kept_line(str(target), others))
+    if decision is WriteUndo.KEPT_FIX:
+        return outcome.done(_fix_line(str(target)))
+    if decision is WriteUndo.REMOVE:
         fsops.remove_file(layout.root, real)
-        return f"removed {target}"
+        return outcome.done(f"removed {target}")
     # The restore point beside the target first: a rename, which needs no free space
     # (this is what makes a rollback on a full disk possible).
     if keep and fsops.restore_kept(layout.root, real, keep, entry["old_sha256"]):
-        return f"restored {target}"
+        return outcome.done(f"restored {target}")
     backup = fsops.read_file(layout.root, layout.real(entry["backup"]))
     if backup is None:
-        return f"cannot restore {target}: backup {entry['backup']} is missing"
+        return outcome.failed(f"cannot restore {target}: backup {entry['backup']} is missing")
     found = fsops.sha256(backup.data)
     if found != entry["old_sha256"]:
         # Never write back bytes the journal did not record: a backup someone changed
         # (or a torn copy) would replace a working file with whatever it now holds.
-        return (
+        return outcome.failed(
             f"cannot restore {target}: its backup {entry['backup']} does not match the "
             f"journal (sha256 {found}, recorded {entry['old_sha256']}); {target} left as it is"
         )
@@ -78,7 +128,36 @@ def _revert_write(layout: Layout, entry: dict[str, Any]) -> str | None:
         gid=entry["old_gid"],
         dirs=_restore_dirs(layout),
     )
-    return f"restored {target}"
+    return outcome.done(f"restored {target}")
+
+
+def _fix_line(target: str) -> str:
+    return (
+        f"kept {target} as that apply left it: it replaced drift there (someone had "
+        "changed it after an earlier apply), and undo never puts drift back"
+    )
+
+
+def _kept_line(target: str, others: list[str] | tuple[str, ...]) -> str:
+    whose = ", ".join(others)
+    return f"kept {target}: the setup whose state directory is {whose} still relies on it"
+
+
+def _shared_line(decision: ledger.SharedDecision) -> StepResult:
+    """One release decision of the host record, as the undo says it."""
+    path = decision.path
+    if decision.release is ledger.Release.STILL_MINE:
+        return outcome.done(f"kept {path}: an earlier apply of this setup relies on it")
+    if decision.release is ledger.Release.KEPT:
+        return outcome.done(_kept_line(path, decision.others))
+    if decision.release is ledger.Release.LEFT:
+        return outcome.left(
+            f"left {path} as it is: it changed after the last apply that planned it "
+            "(no setup relies on it any more)"
+        )
+    if decision.before is None:
+        return outcome.done(f"removed {path} (no setup relies on it any more)")
+    return outcome.done(f"restored {path} as it was before the first setup planned it")
 
 
 def drop_restore_points(layout: Layout, entries: list[dict[str, Any]]) -> None:
@@ -96,22 +175,24 @@ def _revert_one(
     entry: dict[str, Any],
     done_steps: dict[int, dict[str, str | None] | None],
     entries: list[dict[str, Any]],
-) -> str | None:
+    last: Mapping[str, str | None] | None = None,
+) -> StepResult | None:
     op = entry["op"]
     if op == "write":
-        return _revert_write(layout, entry)
+        return _revert_write(layout, entry, last)
     if op == "mkdir":
         if fsops.remove_empty_dir(layout.root, Path(entry["real"])):
-            return f"removed directory {entry['target']}"
+            return outcome.done(f"removed directory {entry['target']}")
         return None
     if op in ("create-user", "create-group", "add-to-group", "set-shell"):
         kept = account_undo.guard(layout, entry, entries)  # raises: retried next time
         if kept is not None:
-            return kept
+            return outcome.done(kept)
         new = entry["new"] if "new" in entry else done_steps.get(entry.get("step", -1))
         return revert_account_step(layout, entry, new)
     if op == "remove-from-group":
-        return account_undo.revert_step(layout, entry, entries)
+        line = account_undo.revert_step(layout, entry, entries)
+        return outcome.done(line) if line else None
     if op == "acl":
         return _revert_acl(layout, entry, entries)
     if op == "apparmor-load":
@@ -119,7 +200,9 @@ def _revert_one(
     return None
 
 
-def _revert_acl(layout: Layout, entry: dict[str, Any], entries: list[dict[str, Any]]) -> str | None:
+def _revert_acl(
+    layout: Layout, entry: dict[str, Any], entries: list[dict[str, Any]]
+) -> StepResult | None:
     """Take the group's ACL entries and setgid bits off the workspace, walking it by
     fd. Never ``setfacl --restore``: it follows symlinks the agent may have planted
     and would chmod/chown their targets as root."""
@@ -151,7 +234,8 @@ def _revert_acl(layout: Layout, entry: dict[str, Any], entries: list[dict[str, A
     finally:
         os.close(top)
     lines = [f"restored ACLs and setgid bits of {entry['target']}"] if changed else []
-    return "; ".join(lines + report.lines(entry["target"])) or None
+    text = "; ".join(lines + report.lines(entry["target"]))
+    return outcome.done(text) if text else None
 
 
 def _own_groups(layout: Layout, entries: list[dict[str, Any]]) -> dict[str, int]:
@@ -168,14 +252,16 @@ def _own_groups(layout: Layout, entries: list[dict[str, Any]]) -> dict[str, int]
 
 def _strip_own_acls(
     layout: Layout, entry: dict[str, Any], entries: list[dict[str, Any]], why: str
-) -> str:
+) -> StepResult:
     """The ACL snapshot cannot be trusted: still take this setup's own group entries
     off every path of the workspace (the fallback), and say what stays (the setgid
     bits and group permission bits the apply set, which only the snapshot knew)."""
     target = entry["target"]
     groups = _own_groups(layout, entries)
     if not groups:
-        return f"could not undo the ACLs of {target}: {why}; the ACLs were left as they are"
+        return outcome.failed(
+            f"could not undo the ACLs of {target}: {why}; the ACLs were left as they are"
+        )
     top = fsops.open_dir(layout.root, layout.real(target))
     report = users.AclWalkReport()
     if top is not None:
@@ -184,12 +270,14 @@ def _strip_own_acls(
                 users.revoke_workspace(top, {"gid": gid, "entries": {}}, report=report)
         finally:
             os.close(top)
-    return "; ".join(
-        [
-            f"left the setgid bits and group permission bits of {target} as they are: {why}; "
-            f"removed the ACL entries of group {', '.join(groups)} from it instead",
-            *report.lines(target),
-        ]
+    return outcome.left(
+        "; ".join(
+            [
+                f"left the setgid bits and group permission bits of {target} as they are: "
+                f"{why}; removed the ACL entries of group {', '.join(groups)} from it instead",
+                *report.lines(target),
+            ]
+        )
     )
 
 
@@ -207,30 +295,131 @@ STEP_OPS = (
 )
 
 
+def _olds(entries: list[dict[str, Any]]) -> dict[str, str | None]:
+    """The files the transaction's (pending) writes changed, with their old sha256."""
+    return {str(e["target"]): e["old_sha256"] for e in entries if e.get("op") == "write"}
+
+
+def _release(
+    layout: Layout, txn: str | None, entries: list[dict[str, Any]]
+) -> tuple[list[StepResult], set[str] | None]:
+    """The host record's part of undoing ``txn``: its lines, and the shared paths it
+    handled (None: the record could not be updated; the shared writes wait). A file
+    whose journal write puts back its before-image is left to that write."""
+    if txn is None:
+        return [], set()
+    try:
+        decisions = ledger.release(layout, txn, _olds(entries))
+    except (OSError, SetupError) as exc:
+        return [outcome.failed(f"could not update the host record of setups: {exc}")], None
+    decisions = [d for d in decisions if d.release is not ledger.Release.JOURNAL]
+    return [_shared_line(d) for d in decisions], {d.path for d in decisions}
+
+
 def revert(
     layout: Layout,
     entries: list[dict[str, Any]],
     on_done: Callable[[dict[str, Any]], None] | None = None,
-) -> list[str]:
-    """Undo ``entries`` newest first; returns a line per thing restored or removed.
-    ``on_done(entry)`` is called for each step that did not fail (it is not retried)."""
-    done = []
+    *,
+    txn: str | None = None,
+    last: Mapping[str, str | None] | None = None,
+) -> list[StepResult]:
+    """Undo ``entries`` (of transaction ``txn``) newest first; a result per thing
+    restored, removed, left or failed. ``on_done(entry)`` is called for each step
+    that did not fail (it is not retried)."""
+    done, handled = _release(layout, txn, entries)
     # What each account step's tool left (recorded after it ran): undo restores the
     # account files byte for byte only when they are still exactly that.
     done_steps = {e["step"]: e["new"] for e in entries if e.get("op") == "accounts-done"}
     for entry in reversed(entries):
         if entry.get("op") not in STEP_OPS:
             continue
-        try:
-            line = _revert_one(layout, entry, done_steps, entries)
-        except (OSError, SetupError) as exc:
-            # Keep going: one step that cannot be reverted must not strand the rest.
-            line = f"could not undo {describe_entry(entry) or entry.get('op')}: {exc}"
-        if on_done is not None and not (line and is_failure(line)):
+        result: StepResult | None
+        if entry.get("op") == "write" and handled is None:
+            result = outcome.failed(
+                f"could not undo {describe_entry(entry)}: the host record of setups "
+                "could not be updated"
+            )
+        elif entry.get("op") == "write" and str(entry.get("target")) in (handled or set()):
+            _drop_kept(layout, Path(entry["real"]), entry.get("keep"))
+            result = None  # the host record's release said what became of it
+        else:
+            try:
+                result = _revert_one(layout, entry, done_steps, entries, last)
+            except (OSError, SetupError) as exc:
+                # Keep going: one step that cannot be reverted must not strand the rest.
+                what = describe_entry(entry) or entry.get("op")
+                result = outcome.failed(f"could not undo {what}: {exc}")
+        if on_done is not None and not (result and result.failed):
             on_done(entry)
-        if line:
-            done.append(line)
+        if result:
+            done.append(result)
+    if txn is not None and handled is not None:
+        with contextlib.suppress(OSError, SetupError):
+            ledger.tidy(layout)
     return done
+
+
+def preview(
+    layout: Layout,
+    txn: str,
+    entries: list[dict[str, Any]],
+    last: Mapping[str, str | None] | None = None,
+) -> list[str]:
+    """What undoing ``entries`` of ``txn`` would do, in words: the host record's
+    decisions (:func:`sandbox_setup.configure.ledger.release_plan`, which the run
+    acts on) for the shared files, the journal's steps for the rest."""
+    record = ledger.read_host_record(layout)
+    decisions = ledger.release_plan(layout, record, txn, _olds(entries))
+    decisions = [d for d in decisions if d.release is not ledger.Release.JOURNAL]
+    handled = {d.path for d in decisions}
+    lines = []
+    for entry in reversed(entries):
+        if entry.get("op") == "write" and str(entry.get("target")) in handled:
+            continue
+        if entry.get("op") == "write":
+            line = _write_preview(layout, entry, last)
+        else:
+            line = describe_entry(entry)
+        if line:
+            lines.append(line)
+    return [_shared_preview(d) for d in decisions] + lines
+
+
+def _write_preview(
+    layout: Layout, entry: dict[str, Any], last: Mapping[str, str | None] | None
+) -> str | None:
+    """What undoing a write does, from :func:`write_decision` (the run's own)."""
+    target = entry["target"]
+    decision, others = write_decision(layout, entry, last)
+    if decision is WriteUndo.NOTHING:
+        return None
+    if decision is WriteUndo.CHANGED:
+        return f"leave {target} as it is: it changed after that apply"
+    if decision is WriteUndo.KEPT_SHARED:
+        return f"keep {target}: the setup whose state directory is {', '.join(others)} " + (
+            "still relies on it"
+        )
+    if decision is WriteUndo.KEPT_FIX:
+        return f"keep {target} as that apply left it: it replaced drift there"
+    return describe_entry(entry)
+
+
+def _shared_preview(decision: ledger.SharedDecision) -> str:
+    """One release decision of the host record, as the preview says it."""
+    path = decision.path
+    if decision.release is ledger.Release.STILL_MINE:
+        return f"keep {path}: an earlier apply of this setup relies on it"
+    if decision.release is ledger.Release.KEPT:
+        return (
+            f"keep {path}: the setup whose state directory is {', '.join(decision.others)} "
+            + "still relies on it"
+        )
+    if decision.release is ledger.Release.LEFT:
+        return f"leave {path} as it is: it changed after the last apply that planned it"
+    if decision.before is None:
+        return f"remove {path} (no setup relies on it any more)"
+    return f"restore {path} as it was before the first setup planned it"
 
 
 def describe_entry(entry: dict[str, Any]) -> str | None:
@@ -254,20 +443,3 @@ def describe_entry(entry: dict[str, Any]) -> str | None:
     if op == "apparmor-load":
         return f"unload the AppArmor profile of {entry['target']}"
     return None
-
-
-# Lines of :func:`revert` that report something left as it was (undo exits 1).
-# "left ..." is final (the file changed after the apply: undo must not touch it);
-# "could not ..." / "cannot ..." is a step that failed and is retried by the next undo.
-FAILED_PREFIXES = ("could not ", "cannot ")
-LEFT_PREFIXES = ("left ", *FAILED_PREFIXES)
-
-
-def is_left(line: str) -> bool:
-    """True when a :func:`revert` line reports something it did not undo."""
-    return line.startswith(LEFT_PREFIXES)
-
-
-def is_failure(line: str) -> bool:
-    """True when a :func:`revert` line reports a step that failed (to be retried)."""
-    return line.startswith(FAILED_PREFIXES)

@@ -30,6 +30,15 @@ from one :class:`SandboxKeys` value:
   otherwise removed where they hold that port (this tool wrote them: elsewhere,
   127.0.0.1:3128 is nobody's proxy of ours) and kept where the user set another
   value; a ``sandbox.network`` table emptied that way is removed;
+- where the inner sandbox is on, the restrictive keys of the newest release, pinned
+  rather than left to defaults (docs/claude-code-behaviour.md, "Restrictive settings"):
+  ``sandbox.allowNestedUserNamespaces = false``, ``sandbox.filesystem.disabled = false``,
+  ``sandbox.network.strictAllowlist = true``, and in managed scope where
+  :attr:`SandboxKeys.managed_domains_only` (sandbox mode)
+  ``sandbox.network.allowManagedDomainsOnly = true`` with the operator's domains
+  appended to ``sandbox.network.allowedDomains`` (set back to false otherwise, where
+  present); in managed scope ``requiredMinimumVersion`` when
+  :attr:`SandboxKeys.minimum_version` is given (never removed);
 - ``permissions.deny``: rules that hide credentials (:data:`CREDENTIAL_DENY_RULES`)
   are appended when missing; existing rules stay, in their order.
 
@@ -101,6 +110,13 @@ class SandboxKeys:
     ``bwrapPath``/``socatPath``; then, with the inner sandbox on, both paths are
     required. ``proxy_port``: the in-sandbox port of the launcher's egress proxy
     (allowlist network only), ``None`` to leave the proxy keys alone.
+    ``allowed_domains``: the operator's ``--allow-domain`` patterns, the managed
+    allowlist of Claude's sandbox, with ``managed_domains_only`` (managed scope):
+    ``allowManagedDomainsOnly``, which 2.1.332 serves with a TCP listener on
+    loopback, so only where the launcher lets Claude bind one (sandbox mode; user
+    mode's Landlock network wall binds nothing: the key is set back to false there).
+    ``minimum_version``: ``requiredMinimumVersion``
+    (managed scope only; :func:`~sandbox_setup.policy.claude_release.required_minimum`).
     """
 
     inner_sandbox: str
@@ -108,6 +124,9 @@ class SandboxKeys:
     bwrap_path: str | None = None
     socat_path: str | None = None
     proxy_port: int | None = None
+    allowed_domains: tuple[str, ...] = ()
+    managed_domains_only: bool = False
+    minimum_version: str | None = None
 
     def __post_init__(self) -> None:
         if self.inner_sandbox not in INNER_SANDBOXES:
@@ -211,6 +230,17 @@ def _merge_sandbox(sandbox: dict[str, Any], source: str, keys: SandboxKeys) -> N
             else:
                 sandbox.pop(key, None)
     if keys.on:
+        # Pinned, not left to defaults (docs/claude-code-behaviour.md, "Settings written").
+        sandbox["allowNestedUserNamespaces"] = False
+        _table(sandbox, "filesystem", source, "sandbox.")["disabled"] = False
+        network = _table(sandbox, "network", source, "sandbox.")
+        network["strictAllowlist"] = True
+        if keys.managed and keys.managed_domains_only:
+            network["allowManagedDomainsOnly"] = True
+            allowed = _list(network, "allowedDomains", source, "sandbox.network.")
+            allowed.extend(d for d in keys.allowed_domains if d not in allowed)
+        else:  # Claude could not start its sandbox (see SandboxKeys)
+            _set_back(network, "allowManagedDomainsOnly", False)
         credentials = _table(sandbox, "credentials", source, "sandbox.")
         env_vars = _list(credentials, "envVars", source, "sandbox.credentials.")
         named = [entry.get("name") for entry in env_vars if isinstance(entry, dict)]
@@ -242,6 +272,9 @@ def _merge(
 ) -> bytes:
     merged = copy.deepcopy(original)  # same key order, number tokens kept
     _merge_sandbox(_table(merged, "sandbox", source), source, keys)
+    if keys.managed and keys.minimum_version is not None:
+        # Never removed: a downgrade below it is what Claude is then to refuse.
+        merged["requiredMinimumVersion"] = keys.minimum_version
     if deny_rules:
         permissions = _table(merged, "permissions", source)
         deny = _list(permissions, "deny", source, "permissions.")
@@ -264,6 +297,12 @@ OWNED_KEYS: tuple[tuple[str, ...], ...] = (
     ("sandbox", "failIfUnavailable"),
     ("sandbox", "allowUnsandboxedCommands"),
     ("sandbox", "autoAllowBashIfSandboxed"),
+    ("sandbox", "allowNestedUserNamespaces"),
+    ("sandbox", "filesystem", "disabled"),
+    ("sandbox", "network", "strictAllowlist"),
+    ("sandbox", "network", "allowManagedDomainsOnly"),
+    ("sandbox", "network", "allowedDomains"),
+    ("requiredMinimumVersion",),
     ("sandbox", "bwrapPath"),
     ("sandbox", "socatPath"),
     ("sandbox", "credentials", "envVars"),

@@ -15,9 +15,16 @@ from typing import Any
 
 from sandbox_setup.base.errors import SetupError
 from sandbox_setup.base.paths import Layout
-from sandbox_setup.configure import fsops
-from sandbox_setup.configure.journal import JournalError, now, open_for_append, state_dirs
-from sandbox_setup.configure.revert import drop_restore_points, is_failure, revert
+from sandbox_setup.configure import fsops, outcome
+from sandbox_setup.configure.journal import (
+    JournalError,
+    last_left,
+    now,
+    open_for_append,
+    state_dirs,
+)
+from sandbox_setup.configure.outcome import StepResult
+from sandbox_setup.configure.revert import drop_restore_points, revert
 
 # Room kept allocated past the journal's end (fallocate) for the lines a rollback
 # writes: it must be able to say what it did, and what it could not do, on a full disk.
@@ -55,8 +62,11 @@ class Transaction:
             self._fd = open_for_append(layout, create=True)
         except OSError as exc:
             raise JournalError(f"cannot open the journal {layout.journal}: {exc}") from exc
+        # What this setup's applies still in effect left each file as (drift check).
+        self._left = last_left(layout)
         self._backups = 0
         self._steps = 0
+        self._seq = 0  # each line's place in this apply: a moved or lost line shows
         self._saved: dict[str, str] = {}
         try:
             self._append({"op": "begin", "at": now(), "root": str(layout.root)})
@@ -65,7 +75,8 @@ class Transaction:
             raise
 
     def _append(self, entry: dict[str, Any], *, reserve: bool = True) -> None:
-        data = (json.dumps({"txn": self.id, **entry}, sort_keys=True) + "\n").encode("utf-8")
+        line = {"txn": self.id, **entry, "seq": self._seq}
+        data = (json.dumps(line, sort_keys=True) + "\n").encode("utf-8")
         size = -1
         try:
             size = os.fstat(self._fd).st_size
@@ -83,6 +94,7 @@ class Transaction:
                     os.ftruncate(self._fd, size)
             # A full or read-only state dir: a clear error (exit 2), not a traceback.
             raise JournalError(f"cannot write the journal {self.layout.journal}: {exc}") from exc
+        self._seq += 1
 
     def record(self, entry: dict[str, Any]) -> None:
         """Write ``entry`` to the journal (durably) before the step it describes."""
@@ -90,6 +102,17 @@ class Transaction:
         # Only once it is on disk: a step whose entry could not be written never
         # runs, so a rollback must not try to revert it.
         self.entries.append(entry)
+
+    def is_fix(self, target: str, old_sha256: str | None, new_sha256: str | None) -> bool:
+        """Whether writing ``target`` now replaces drift: an earlier apply still in
+        effect left it otherwise (someone changed it since)."""
+        if target not in self._left or old_sha256 == new_sha256:
+            return False
+        return old_sha256 != self._left[target]
+
+    def plan_seen(self, target: str, sha256: str | None) -> None:
+        """Record a file the apply planned and found already as planned."""
+        self.record({"op": "planned", "target": target, "sha256": sha256})
 
     def next_step(self) -> int:
         """A number for an entry that a later entry refers back to (``accounts-done``)."""
@@ -138,13 +161,13 @@ class Transaction:
         with contextlib.suppress(OSError, SetupError):
             drop_restore_points(self.layout, self.entries)
 
-    def rollback(self) -> tuple[list[str], bool]:
+    def rollback(self) -> tuple[list[StepResult], bool]:
         """Revert this transaction's steps (after a failure): what was done, and
         whether everything was. A rollback that could not finish is journaled as
         ``rollback-incomplete`` (with what is left), so the transaction stays open
         and ``--undo`` finishes it later."""
-        done = revert(self.layout, self.entries)
-        failed = [line for line in done if is_failure(line)]
+        done = revert(self.layout, self.entries, txn=self.id)
+        failed = [result.text for result in done if result.failed]
         closing: dict[str, Any] = {"op": "rolled-back"}
         if failed:
             left, size = [], 0
@@ -159,8 +182,8 @@ class Transaction:
         except JournalError as exc:
             # Not marked rolled back: the transaction stays open and a later --undo
             # reverts what is left (every revert step is idempotent).
-            done.append(f"could not mark the apply rolled back: {exc}")
-            failed.append(done[-1])
+            done.append(outcome.failed(f"could not mark the apply rolled back: {exc}"))
+            failed.append(done[-1].text)
         self.close()
         return done, not failed
 

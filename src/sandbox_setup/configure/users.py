@@ -42,10 +42,21 @@ class CommandError(SetupError):
 
 
 def run_tool(argv: Sequence[str], *, timeout: float = 120.0) -> str:
-    """Run ``argv``; raise :class:`CommandError` with its stderr on failure."""
+    """Run ``argv``; raise :class:`CommandError` with its stderr on failure.
+
+    The tool runs in a session of its own: the operator's Ctrl-C, a hangup of the
+    terminal or ``kill -TERM -PGID`` reach the apply, which waits for the tool to
+    finish its rewrite of the account files and then rolls back
+    (:mod:`sandbox_setup.configure.interrupts`), never the tool half way through."""
     try:
         proc = subprocess.run(
-            list(argv), capture_output=True, text=True, timeout=timeout, check=False, cwd="/"
+            list(argv),
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+            cwd="/",
+            start_new_session=True,
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise CommandError(f"{' '.join(argv)}: {exc}") from None

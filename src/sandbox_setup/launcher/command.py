@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 
-from sandbox_setup.base.choices import ApiGateway, Network
+from sandbox_setup.base.choices import ApiGateway, Mode, Network
 from sandbox_setup.base.errors import RefusedError
 from sandbox_setup.base.launcher_config import LauncherConfig, UnsafeAcceptance
 from sandbox_setup.base.limits import size_bytes
@@ -132,8 +132,9 @@ class Launch:
     # never printed. ``notice`` is the launch's one stderr line (sandbox_setup.launcher.notice).
     passed: tuple[str, ...] = ()
     notice: str | None = None
-    # User mode confined by Landlock: what the session's helper applies and the runner
-    # verifies before release (sandbox_setup.launcher.landlock_gate); None: no Landlock.
+    # User mode's walls: what the session's Landlock helper applies and the runner
+    # verifies before release, and its network namespace and proxy (sandbox_setup.
+    # launcher.landlock_gate); None: neither Landlock nor a namespace of its own.
     landlock: LandlockPlan | None = None
     # The session's API gateway (DESIGN.md invariant 17): served by the egress proxy,
     # holding the credentials ``env`` has placeholders for; None: none this session.
@@ -243,6 +244,16 @@ def _check_writable_bind(path: PurePosixPath | str, what: str) -> None:
             f"{what} {path} would make system directory {system} writable or hide it "
             "inside the sandbox; choose a directory of its own (e.g. /srv/project)"
         )
+
+
+def check_workspace_paths(config: LauncherConfig) -> None:
+    """Sandbox mode: refuse a workspace that names a system directory (``/``, ``/usr``)
+    from its path alone, before anything walks it (the boundary's scan of ``/`` would
+    take minutes); :func:`sandbox_launch` checks it again with the symlinks resolved."""
+    if config.mode is not Mode.SANDBOX:
+        return
+    for workspace in config.workspaces:
+        _check_writable_bind(workspace, "workspace")
 
 
 def _privilege_drop(setpriv: str, agent: Agent, switch_user: bool) -> list[str]:
@@ -499,9 +510,11 @@ def user_launch(
             )
         notes += gateway_notes
         env = dict(gateway.env)
-        confine = helper_argv(landlock)
-        namespace = landlock.netns if landlock.proxy else None
-        notes += tuple(landlock.walls.describe(config.inner_sandbox != "off", namespace))
+        # No Landlock walls (off, or none on this kernel): the plan is the namespace's
+        # only, and no helper runs.
+        confine = helper_argv(landlock) if landlock.walls.any else []
+        notes += tuple(landlock.walls.describe(
+            config.inner_sandbox != "off", landlock.netns, config.user_landlock))  # fmt: skip
         if landlock.proxy:
             proxy = f"http://127.0.0.1:{PROXY_PORT}"
             env.update(dict.fromkeys(PROXY_ENV, proxy))
@@ -537,13 +550,14 @@ def user_launch(
                     "host loopback ports the agent may connect to (sandbox.loopback_ports): "
                     + ", ".join(map(str, dict.fromkeys(config.loopback_ports))),
                 )
-        notes += (
-            "Landlock is applied by the session's helper before Claude starts and verified "
-            "from outside (a probe in the same domain must fail to reach the launcher's "
-            "canaries); anything else refuses the launch",
-        )
+        if landlock.walls.any:
+            notes += (
+                "Landlock is applied by the session's helper before Claude starts and "
+                "verified from outside (a probe in the same domain must fail to reach the "
+                "launcher's canaries); anything else refuses the launch",
+            )
     if landlock is None:
-        why = "user mode without Landlock's network wall has no network namespace of its own"
+        why = "user mode has no network namespace of its own here"
         gateway, gateway_notes, warning = with_gateway(config, agent, env, passed, why, 0, managed)
         notes += gateway_notes
     if new_session:
@@ -580,7 +594,7 @@ def with_proxy_settings(claude_args: Sequence[str]) -> tuple[list[str], str]:
     note = (
         "Claude Code's Bash sandbox uses the session's proxy (sandbox.network.httpProxyPort "
         "and socksProxyPort through --settings): proxies of its own would listen on "
-        "ports Landlock refuses"
+        "ports Landlock refuses, or have no way out of the session's network namespace"
     )
     if last is None:
         return ["--settings", _settings_json({"sandbox": {"network": ports}}), *args], note
@@ -619,9 +633,11 @@ def _with_base_url_port(
     (as the sandbox's ``base_url_port = "auto"`` exposes it). The port stands in argv
     as :data:`BASE_URL_PORT` (the URL is the caller's, never printed)."""
     endpoint = loopback_endpoint(env.get(BASE_URL, "")) if BASE_URL in passed else None
-    if endpoint is None or not plan.walls.network:
+    if endpoint is None or not (plan.walls.network or plan.netns):
         return plan
-    return replace(plan, connect=(*plan.connect, BASE_URL_PORT), base_url_port=endpoint[1])
+    # Forwarded into the session's namespace; with Landlock's network wall, connectable.
+    connect = (*plan.connect, BASE_URL_PORT) if plan.walls.network else plan.connect
+    return replace(plan, connect=connect, base_url_port=endpoint[1])
 
 
 def unsafe_launch(

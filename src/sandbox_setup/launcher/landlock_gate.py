@@ -49,7 +49,10 @@ VERIFY_TIMEOUT = 15.0
 
 @dataclass(frozen=True, slots=True)
 class LandlockPlan:
-    """What the session's helper applies (and the runner verifies)."""
+    """What the session's helper applies (and the runner verifies), and the session's
+    network: its own namespace and proxy. ``walls`` may be all off (Landlock off, or
+    none on this kernel) while ``netns`` holds: the namespace does not depend on
+    Landlock (DESIGN.md invariant 16); then no helper runs and nothing is verified."""
 
     walls: Walls
     read: tuple[str, ...] = ()
@@ -60,7 +63,7 @@ class LandlockPlan:
     base_url_port: int | None = None  # a passed loopback ANTHROPIC_BASE_URL's (not shown)
     # The session runs in a network namespace of its own (root may make one here), its
     # proxy listening inside at SANDBOX_PROXY_PORT; False: Landlock's ports are the wall
-    # (``netns_why`` says why). Only with ``proxy``.
+    # where ``walls.network``, else none (``netns_why`` says why). Implies ``proxy``.
     netns: bool = False
     netns_why: str = ""
 

@@ -35,7 +35,13 @@ from sandbox_setup.base.errors import InputError, RefusedError, SetupError
 from sandbox_setup.base.exitcodes import ExitCode
 from sandbox_setup.base.landlock import abi_version
 from sandbox_setup.base.launcher_config import LauncherConfig, parse_launcher_config
-from sandbox_setup.base.netwall import PORTS_ONLY
+from sandbox_setup.base.netwall import (
+    NO_SECOND_WALL,
+    NO_WALL,
+    PORTS_ONLY,
+    SECOND_WALL,
+    UserNetworkWall,
+)
 from sandbox_setup.base.paths import Layout
 from sandbox_setup.base.printable import printable, printable_lines
 from sandbox_setup.base.version import package_version
@@ -44,13 +50,14 @@ from sandbox_setup.launcher.base_url import managed_env, refuse_unreachable
 from sandbox_setup.launcher.command import (
     Agent,
     Launch,
+    check_workspace_paths,
     gather_host_facts,
     sandbox_launch,
     unsafe_launch,
     user_launch,
 )
 from sandbox_setup.launcher.containment import Containment, contain
-from sandbox_setup.launcher.egress.netns import NamespaceVerdict, namespace_possible
+from sandbox_setup.launcher.egress.netns import namespace_possible
 from sandbox_setup.launcher.egress.network import build_policy, is_allowlist, state_dir
 from sandbox_setup.launcher.landlock_gate import PROXY_PORT, LandlockPlan
 from sandbox_setup.launcher.notice import config_notice, network_policy
@@ -368,18 +375,23 @@ def _separate_launch(
         landlock=landlock_plan(config, agent, claude, abi, owners, path_env),
         managed=managed_env(),
     )
-    if launch.landlock is not None and launch.landlock.walls.network:
+    plan = launch.landlock
+    if plan is not None and plan.wall is not UserNetworkWall.HOST:
         return launch
     if config.allowed_domains or config.loopback_ports:
-        # The lists are Landlock's network wall's: without it they change nothing.
+        # The lists are the namespace's and Landlock's network wall's: without either
+        # they change nothing.
         launch = replace(launch, notes=(*launch.notes, (
             "sandbox.allowed_domains and sandbox.loopback_ports change nothing here: "
             + USER_MODE_BELOW_NETWORK_ABI)))  # fmt: skip
-    if launch.landlock is not None:
+    if plan is not None:
         return launch
+    # No Landlock wall and no namespace of its own: say so (DESIGN.md invariant 16).
+    netns = namespace_possible()
+    network = f"network: {NO_WALL} (no network namespace of its own: {netns.why})"
     if not config.user_landlock:
         note = "Landlock is off ([user] landlock = false): the agent account's own limits only"
-        return replace(launch, notes=(*launch.notes, note))
+        return replace(launch, notes=(*launch.notes, note, network))
     what = (
         "this kernel has no Landlock"
         if abi < 1
@@ -391,7 +403,7 @@ def _separate_launch(
         "the host's network, loopback services included"
     )
     both = "\n".join(w for w in (launch.warning, warning) if w)
-    return replace(launch, warning=both, notes=(*launch.notes, warning.split(": ", 2)[2]))
+    return replace(launch, warning=both, notes=(*launch.notes, warning.split(": ", 2)[2], network))
 
 
 def landlock_plan(
@@ -405,7 +417,12 @@ def landlock_plan(
     """User mode's Landlock here (``abi``: what the kernel offers the launcher, which the
     agent's helper then applies and reports); None when off or not available."""
     walls = user_walls(abi, config.user_landlock, config.inner_sandbox != InnerSandbox.OFF)
-    if not walls.any:
+    # Where root may make a network namespace, the session gets one whatever Landlock
+    # gives (its proxy inside, the exposed ports forwarded in): an address wall, and
+    # Landlock's ports the second one where ABI >= 4. Tried live here, so --dry-run
+    # says what the launch does (DESIGN.md invariant 16).
+    netns = namespace_possible()
+    if not walls.any and not netns.possible:
         return None
     read, write = user_trees(
         config.agent_home,
@@ -418,11 +435,8 @@ def landlock_plan(
     # The system's python3 (trusted like every tool): the agent can run it, where the
     # launcher's own interpreter may sit in root's home.
     python = str(find_trusted_tool("python3", owners, path_env))
-    # Where root may make a network namespace, the session gets one (its proxy inside,
-    # the exposed ports forwarded in): an address wall, Landlock's ports the second one.
-    # Tried live here, so --dry-run says what the launch does (DESIGN.md invariant 16).
-    netns = namespace_possible() if walls.network else NamespaceVerdict(False)
-    return LandlockPlan(walls, read, write, connect, proxy=walls.network, python=python,
+    proxy = walls.network or netns.possible  # the allowlist's proxy: either wall has one
+    return LandlockPlan(walls, read, write, connect, proxy=proxy, python=python,
                         netns=netns.possible, netns_why=netns.why)  # fmt: skip
 
 
@@ -448,23 +462,29 @@ def _with_notice(
     notice = config_notice(
         config, agent, workdir, launch.passed, exposed=exposed, dropped=dropped, refused=refused
     )
-    if launch.landlock is not None:
-        walls = launch.landlock.walls
-        if walls.network:
-            # Landlock made the host's network the allowlist's (sandbox_setup.policy.landlock).
+    if config.mode is Mode.USER:
+        plan = launch.landlock
+        wall = plan.wall if plan is not None else UserNetworkWall.HOST
+        if wall is UserNetworkWall.HOST:
+            said = f"network: {NO_WALL}"
+        else:
+            # The session's proxy makes the network the allowlist's (its own namespace,
+            # or Landlock's ports: sandbox_setup.policy.landlock).
+            assert plan is not None
             allowed = " + ".join(("Claude Code's endpoints", *config.allowed_domains))
             ports = dict.fromkeys(config.loopback_ports)
             if ports:
                 allowed += "; host loopback port" + ("s " if len(ports) > 1 else " ")
                 allowed += ", ".join(map(str, ports))
-            if launch.landlock.netns:
-                wall = "a network namespace of its own, Landlock's ports the second wall"
+            if wall is UserNetworkWall.NAMESPACE:
+                second = SECOND_WALL if plan.walls.network else NO_SECOND_WALL
+                how = f"a network namespace of its own, {second}"
             else:
-                wall = f"Landlock's ports only: {PORTS_ONLY}"
-            notice = notice.replace(
-                network_policy(config.mode, config.network),
-                f"network allowlist through the session's proxy ({allowed}; {wall})",
-            )
+                how = f"Landlock's ports only: {PORTS_ONLY}"
+            said = f"network allowlist through the session's proxy ({allowed}; {how})"
+        notice = notice.replace(network_policy(config.mode, config.network), said)
+    if launch.landlock is not None and launch.landlock.walls.any:
+        walls = launch.landlock.walls
         shown = [n for n, on in (("files", walls.files), ("network", walls.network),
                                  ("scope", walls.scope)) if on]  # fmt: skip
         notice += f"; Landlock ABI {walls.abi}: {', '.join(shown)}"
@@ -580,6 +600,7 @@ def _run_checked(
     config, exposed = expose_base_url_port(config, base)
     if base is not None and not options.dry_run and _may_reach(config):
         refuse_unreachable(base)  # in seconds, not Claude's minutes of retries
+    check_workspace_paths(config)  # before the boundary walks them
     boundary = start_boundary(config, options.dry_run)
     # However the launch ends (refused before bwrap, a session that could not start,
     # an error), the boundary ends too: placeholders out, the scan, the baseline.
@@ -597,6 +618,8 @@ def _run_checked(
             exposed,
         )
         hooks = [boundary.end] if boundary is not None else []
+        if boundary is not None and agent is not None:
+            boundary.agent_uid = agent.uid  # its end removes Claude's mount-point files
         if launch.warning:
             print(printable_lines(launch.warning), file=sys.stderr)
         if launch.notice and not options.quiet and not options.dry_run:

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 
 from sandbox_setup.base.landlock import NETWORK_ABI, SCOPE_ABI
-from sandbox_setup.base.netwall import NAMESPACE_WALL, PORTS_ONLY
+from sandbox_setup.policy.network import describe_user_wall
 
 # Readable (and executable): what programs need. /opt is not here: other software there
 # is not the agent's; Claude's own install is added wherever it is.
@@ -59,13 +59,24 @@ class Walls:
     def any(self) -> bool:
         return self.files or self.network or self.scope
 
-    def describe(self, inner_sandbox_on: bool, namespace: bool | None = None) -> list[str]:
+    def describe(
+        self, inner_sandbox_on: bool, namespace: bool | None = None, landlock_on: bool = True
+    ) -> list[str]:
         """The plan's and ``--dry-run``'s lines: which wall confines what here.
         ``namespace``: root may give the session a network namespace of its own here
-        (None: not known, e.g. not probed)."""
+        (None: not known, e.g. not probed); ``landlock_on``: ``[user] landlock``."""
+        ports = (
+            f"Landlock ABI {self.abi}: TCP connect only to the ports of the "
+            "session's egress proxy (the allowlist) and of the exposed loopback ports; "
+            "no TCP bind"
+        )
+        network = "network: " + describe_user_wall(self.abi, landlock_on, namespace, ports)
+        if not landlock_on:
+            return ["Landlock: off ([user] landlock = false): files only by the account's "
+                    "modes", network]  # fmt: skip
         if self.abi < 1:
-            return ["Landlock: not available on this kernel: the agent is confined only by "
-                    "its account (files by their modes, the host's network)"]  # fmt: skip
+            return ["Landlock: not available on this kernel: files only by the account's "
+                    "modes", network]  # fmt: skip
         lines = []
         if self.files:
             lines.append(
@@ -82,26 +93,7 @@ class Walls:
             )
         else:
             lines.append("files: no Landlock file rules (turned off): the account's modes only")
-        if self.network:
-            ports = (
-                f"Landlock ABI {self.abi} network: TCP connect only to the ports of the "
-                "session's egress proxy (the allowlist) and of the exposed loopback ports; "
-                "no TCP bind"
-            )
-            if namespace is None:
-                lines.append(
-                    f"network: {NAMESPACE_WALL}, where root can create a network namespace "
-                    f"(probed at each launch); otherwise {ports}: {PORTS_ONLY}"
-                )
-            elif namespace:
-                lines.append(f"network: {NAMESPACE_WALL}; {ports}")
-            else:
-                lines.append(f"{ports}; {PORTS_ONLY} (no network namespace of its own here)")
-        else:
-            lines.append(
-                f"network: the host's (Landlock ABI {self.abi} < {NETWORK_ABI} has no TCP "
-                "rules): every service on the host's loopback is reachable"
-            )
+        lines.append(network)
         if self.scope:
             lines.append(
                 f"Landlock ABI {self.abi} scope: no signal to, and no abstract unix socket of, "

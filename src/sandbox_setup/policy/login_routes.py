@@ -23,6 +23,13 @@ routes a locked account (no password) still has on a Debian host:
   only the users it lists may use them). The apply adds the agent's name as a line,
   every other byte kept; undo restores the file byte for byte (or removes it).
 
+- **lingering** (systemd-logind): a user with a file in ``/var/lib/systemd/linger``
+  gets a user service manager at boot that runs its ``systemd --user`` units outside
+  any session (what ``claude daemon install`` makes, and ``loginctl enable-linger``
+  turns on). Only root enables it for another user; the apply never does, and the
+  audit reports it (:data:`LINGER_DIR`). Without it, a user service manager the agent
+  cannot start: the launcher's session opens no logind session.
+
 What is judged here is pure text; the plan writes (:mod:`sandbox_setup.configure.
 login_routes`) and the audit judges (:mod:`sandbox_setup.audit.login_routes`) with it.
 """
@@ -36,6 +43,8 @@ from pathlib import PurePosixPath
 from sandbox_setup.policy.accounts import NOLOGIN_SHELLS
 
 SSHD_CONFIG = PurePosixPath("/etc/ssh/sshd_config")
+# systemd-logind's lingering users: a file named after the user (``loginctl enable-linger``).
+LINGER_DIR = PurePosixPath("/var/lib/systemd/linger")
 SSHD_DROPIN_DIR = PurePosixPath("/etc/ssh/sshd_config.d")
 
 

@@ -36,8 +36,16 @@ from dataclasses import dataclass, field
 from sandbox_setup.base import remedies
 from sandbox_setup.base.choices import Mode, Network
 from sandbox_setup.base.errors import InputError
-from sandbox_setup.base.landlock import NETWORK_ABI
-from sandbox_setup.base.netwall import NAMESPACE_WALL, PORTS_ONLY, UserNetworkWall
+from sandbox_setup.base.netwall import (
+    NAMESPACE_WALL,
+    NO_SECOND_WALL,
+    NO_WALL,
+    PORTS_ONLY,
+    SECOND_WALL,
+    UserNetworkWall,
+    describe_user_wall,
+    user_lists_apply,
+)
 from sandbox_setup.policy.addresses import (
     RULE_ORDER,
     UNEXEMPTABLE,
@@ -59,6 +67,7 @@ __all__ = [
     "describe_network",
     "describe_user_allowances",
     "describe_user_network",
+    "describe_user_wall",
     "inner_proxy_port",
     "network_choice_problem",
     "network_exposure",
@@ -67,6 +76,7 @@ __all__ = [
     "parse_port",
     "proxy_port_problem",
     "refusal_reason",
+    "user_lists_apply",
     "user_network_wall",
     "user_proxy_port",
     "user_wall_phrase",
@@ -559,46 +569,49 @@ def describe_network(
 # --- which modes take the operator's lists (--allow-domain, --allow-loopback-port) --
 #
 # Sandbox mode: with network "allowlist" only (the namespace's proxy and forwarders).
-# User mode: always; its network stays "host" (no namespace of its own), and where the
-# kernel's Landlock has TCP rules (ABI >= 4, ``[user] landlock`` on, the default) the
-# agent may connect only to the session's proxy, which allows Claude's endpoints and
-# the allowed domains, and to the allowed loopback ports (sandbox_setup.policy.landlock).
-# Below ABI 4, or with Landlock off, the agent has the host's network anyway and the
-# lists change nothing. ``--network allowlist`` stays sandbox mode's: the Landlock wall
-# is ``[user] landlock`` and the kernel's, not a network choice (a user-mode config
-# says network = "host", as every one written before).
+# User mode: always; its config's network stays "host" (``--network allowlist`` is
+# sandbox mode's). Where root may make a network namespace, the session runs in one of
+# its own whatever the Landlock ABI and ``[user] landlock`` (the session's proxy, which
+# allows Claude's endpoints and the allowed domains, listening inside; the allowed
+# loopback ports forwarded in); where Landlock has TCP rules (ABI >= 4, ``[user]
+# landlock`` on) its ports are a further wall, or the only one where root cannot make a
+# namespace (sandbox_setup.policy.landlock). With neither, the agent has the host's
+# network and the lists change nothing.
 # Unsafe mode: never (Claude runs as the operator; nothing filters its network).
 
 
 def user_network_wall(landlock_network: bool, namespace_possible: bool) -> UserNetworkWall:
-    """The wall from its two facts: Landlock's network wall is planned (ABI >= 4 and
-    ``[user] landlock`` on), and root may create a network namespace here. The
-    namespace goes with the session's proxy, which Landlock's network wall brings."""
-    if not landlock_network:
-        return UserNetworkWall.HOST
-    return UserNetworkWall.NAMESPACE if namespace_possible else UserNetworkWall.PORTS
+    """The wall from its two facts: root may create a network namespace here (the
+    session's own, with its proxy, whatever Landlock gives), and Landlock's network wall
+    is planned (ABI >= 4 and ``[user] landlock`` on)."""
+    if namespace_possible:
+        return UserNetworkWall.NAMESPACE
+    return UserNetworkWall.PORTS if landlock_network else UserNetworkWall.HOST
 
 
-def user_wall_phrase(wall: UserNetworkWall) -> str:
-    """The words for ``wall`` wherever it is described (launch line, plan, checks)."""
+def user_wall_phrase(wall: UserNetworkWall, landlock_network: bool = True) -> str:
+    """The words for ``wall`` wherever it is described (launch line, plan, checks);
+    ``landlock_network``: Landlock's ports stand behind the namespace as a second wall."""
     if wall is UserNetworkWall.NAMESPACE:
-        return NAMESPACE_WALL
+        return f"{NAMESPACE_WALL}; {SECOND_WALL if landlock_network else NO_SECOND_WALL}"
     if wall is UserNetworkWall.PORTS:
         return (
             "Landlock's TCP ports only (root cannot create a network namespace here): " + PORTS_ONLY
         )
-    return HOST_EXPOSURE
+    return NO_WALL
 
 
 USER_MODE_NETWORK = (
-    'user mode has no network namespace of its own (network "host"); where Landlock '
-    "ABI >= 4 confines it ([user] landlock, on by default) the agent connects only to the "
-    "session's proxy (Claude Code's endpoints and --allow-domain) and to the "
-    "--allow-loopback-port ports, without any --network"
+    'user mode\'s config says network "host"; where root can create a network namespace '
+    "the session runs in one of its own (its egress proxy inside: Claude Code's endpoints "
+    "and --allow-domain; the --allow-loopback-port ports forwarded in), and where Landlock "
+    "ABI >= 4 confines it ([user] landlock, on by default) the agent connects only to that "
+    "proxy and those ports, without any --network"
 )
 USER_MODE_BELOW_NETWORK_ABI = (
-    "below Landlock ABI 4, or with [user] landlock = false, the agent has the host's "
-    "whole network, and these change nothing"
+    "where root cannot create a network namespace and Landlock has no TCP rules (ABI < 4, "
+    "or [user] landlock = false), the agent has the host's whole network, and these "
+    "change nothing"
 )
 
 
@@ -644,7 +657,8 @@ def describe_user_allowances(
     allowed_domains: Sequence[str], loopback_ports: Sequence[int], network_abi: bool | None
 ) -> list[str]:
     """The plan's, review's and audit's lines for user mode's lists. ``network_abi``:
-    Landlock has TCP rules here (True), not (False), not known (None)."""
+    they take effect here (:func:`user_lists_apply`: a namespace of the session's own or
+    Landlock's TCP rules) (True), not (False), not known (None)."""
     lines = []
     if allowed_domains:
         lines.append(
@@ -660,10 +674,10 @@ def describe_user_allowances(
         return []
     if network_abi is False:
         lines.append("they change nothing on this host: " + USER_MODE_BELOW_NETWORK_ABI)
-    else:
+    elif network_abi is None:
         lines.append(
-            "they apply where Landlock ABI >= 4 confines the network; "
-            + USER_MODE_BELOW_NETWORK_ABI
+            "they apply where the session gets a network namespace of its own or Landlock "
+            "ABI >= 4 confines the network; " + USER_MODE_BELOW_NETWORK_ABI
         )
     return lines
 
@@ -678,36 +692,12 @@ def describe_user_network(
     """The audit's lines for a user-mode agent's network: ``landlock_abi`` as probed
     (None: not probed), ``landlock_on``: ``[user] landlock``, ``namespace``: root may
     give the session a network namespace of its own here (None: not probed)."""
-    if not landlock_on:
-        wall: bool | None = False
-        head = f"user mode: {HOST_EXPOSURE} (Landlock is off: [user] landlock = false)"
-    elif landlock_abi is None:
-        wall = None
-        head = (
-            f"user mode: {HOST_EXPOSURE}, unless Landlock ABI >= 4 confines it at launch "
-            "(landlock.abi not probed)"
-        )
-    elif landlock_abi >= NETWORK_ABI:
-        wall = True
-        ports = (
-            f"Landlock ABI {landlock_abi} network: TCP connect only to the ports of the "
-            "session's egress proxy (Claude Code's endpoints "
-            + ", ".join(CLAUDE_ENDPOINTS)
-            + ") and of the allowed loopback ports"
-        )
-        if namespace is None:
-            head = (
-                f"user mode: {NAMESPACE_WALL} where root can create a network namespace "
-                f"(net.user_wall not probed); otherwise {ports}: {PORTS_ONLY}"
-            )
-        elif namespace:
-            head = f"user mode: {NAMESPACE_WALL}; {ports}"
-        else:
-            head = f"user mode: {ports}; {PORTS_ONLY} (root cannot create a network namespace here)"
-    else:
-        wall = False
-        head = (
-            f"user mode: {HOST_EXPOSURE} (Landlock ABI {landlock_abi} < {NETWORK_ABI} has "
-            "no TCP rules)"
-        )
-    return [head, *describe_user_allowances(allowed_domains, loopback_ports, wall)]
+    ports = (
+        f"Landlock ABI {landlock_abi} network: TCP connect only to the ports of the "
+        "session's egress proxy (Claude Code's endpoints "
+        + ", ".join(CLAUDE_ENDPOINTS)
+        + ") and of the allowed loopback ports"
+    )
+    head = "user mode: " + describe_user_wall(landlock_abi, landlock_on, namespace, ports)
+    applies = user_lists_apply(landlock_abi, landlock_on, namespace)
+    return [head, *describe_user_allowances(allowed_domains, loopback_ports, applies)]

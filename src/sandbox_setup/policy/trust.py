@@ -14,7 +14,11 @@ then refuses. The judges are pure functions over
 :class:`~sandbox_setup.base.pathfacts.PathFacts`.
 
 The same rule covers everything else root reads and then acts on (invariant 12):
-an answers file, the journal, the state directory, the backups the journal names.
+an answers file, the journal, the state directory, the backups the journal names,
+the setups ledger, and every existing file an apply merges or keeps (the launcher
+config, managed settings, root's git config, ...), whose allowed owners
+:func:`kept_file_owners` states once: an account's own file (the agent's
+user-scope settings) may be that account's, but is never trusted for root's.
 :func:`refusal_text` words a problem once for all of them, :func:`refuse` turns
 problems into the refusal (exit 3), and :func:`check_trusted_file` applies the
 rule to a live path. The state directory itself is judged by
@@ -53,6 +57,39 @@ class TrustProblem:
 def trusted_owners(operator_uid: int) -> frozenset[int]:
     """Root and the operator: nobody else may own what root reads or runs."""
     return frozenset({0, operator_uid})
+
+
+def kept_file_owners(holder_uid: int, operator_uid: int) -> frozenset[int]:
+    """Who may own an existing file an apply reads and then merges or keeps (the
+    launcher config, the answers, the setups ledger, managed settings, root's git
+    config, the scheduler deny lists; the agent's user-scope settings, a workspace
+    owner's git config): invariant 12, stated once.
+
+    ``holder_uid`` is the account the file is written for. Root's files (held by
+    root or the operator): root or the operator. An account's own file: that
+    account or root; it stays that account's (never re-owned to root), and it is
+    never one of root's files, so its owner is never trusted for root's decisions.
+    """
+    if holder_uid in (0, operator_uid):
+        return trusted_owners(operator_uid)
+    return frozenset({0, holder_uid})
+
+
+def kept_file_problems(
+    leaf: PathFacts,
+    directories: list[PathFacts],
+    holder_uid: int,
+    operator_uid: int,
+    holder: str,
+) -> list[TrustProblem]:
+    """The trust rule for an existing file an apply merges or keeps (see
+    :func:`kept_file_owners`); the fix of an owner problem names ``holder``."""
+    owners = kept_file_owners(holder_uid, operator_uid)
+    found = chain_problems(leaf, directories, owners) if leaf.exists else []
+    return [
+        replace(p, fix=f"chown {holder} {p.shown}") if p.kind == "owner" and p.leaf else p
+        for p in found
+    ]
 
 
 def writable_by_others(facts: PathFacts) -> bool:
@@ -169,8 +206,9 @@ def _owner_text(uid: int) -> str:
         return f"uid {uid}"
 
 
-def refusal_text(problem: TrustProblem, what: str) -> str:
-    """The words for one trust problem of ``what``: the file, why, and the fix."""
+def refusal_text(problem: TrustProblem, what: str, allowed: str = "you or root") -> str:
+    """The words for one trust problem of ``what``: the file, why, and the fix
+    (``allowed``: who may own it, in words)."""
     facts = problem.facts
     path = facts.shown
     mode = f"{facts.perms:04o}"
@@ -183,21 +221,19 @@ def refusal_text(problem: TrustProblem, what: str) -> str:
                 f"{where} is group- or world-writable (mode {mode}); anyone who can write "
                 f"there could replace it. Fix: {problem.fix}"
             )
-        return (
-            f"{where} is owned by {_owner_text(facts.uid)}, not by you or root. Fix: {problem.fix}"
-        )
+        return f"{where} is owned by {_owner_text(facts.uid)}, not by {allowed}. Fix: {problem.fix}"
     if problem.kind in ("type", "missing"):
         return f"{what}: {path} {problem.text}"
     if problem.kind == "owner":
         owner = _owner_text(facts.uid)
-        return f"{what}: {path} is owned by {owner}, not by you or root. Fix: {problem.fix}"
+        return f"{what}: {path} is owned by {owner}, not by {allowed}. Fix: {problem.fix}"
     return f"{what}: {path} is group- or world-writable (mode {mode}). Fix: {problem.fix}"
 
 
-def refuse(problems: Iterable[TrustProblem], what: str) -> None:
+def refuse(problems: Iterable[TrustProblem], what: str, allowed: str = "you or root") -> None:
     """Raise the refusal (exit 3) for the first of ``problems``, if any."""
     for problem in problems:
-        raise RefusedError(refusal_text(problem, what) + "; nothing was changed")
+        raise RefusedError(refusal_text(problem, what, allowed) + "; nothing was changed")
 
 
 def check_trusted_file(path: Path | PurePosixPath | str, owners: Iterable[int], what: str) -> Path:

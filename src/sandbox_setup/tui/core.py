@@ -51,6 +51,10 @@ class Core(Protocol):
 
     def existing_setup(self) -> bool: ...
 
+    def other_setups(self) -> list[str]:
+        """The state directories of the host's other setups (the host-wide record)."""
+        ...
+
     def applies_in_effect(self) -> int:
         """How many applies of this setup an undo could take back (after an apply: >= 1)."""
         ...

@@ -68,6 +68,7 @@ def _welcome(core: Core, draft: Draft) -> WelcomeScreen:
             os.environ.get("SUDO_USER"),
             str(layout.root),
             existing,
+            others=core.other_setups(),
         )
     )
 

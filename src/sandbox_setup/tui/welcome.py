@@ -2,18 +2,27 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Footer, Static
 
+from sandbox_setup.base.printable import printable
 from sandbox_setup.tui.step import StepScreen
 from sandbox_setup.tui.widgets import ActionButton
 
 
 def welcome_text(
-    operator: str, uid: int, sudo_user: str | None, root: str, existing: str | None
+    operator: str,
+    uid: int,
+    sudo_user: str | None,
+    root: str,
+    existing: str | None,
+    *,
+    others: Sequence[str] = (),
 ) -> Text:
     text = Text()
     text.append("Run Claude Code without handing it the whole machine.\n\n", style="bold")
@@ -26,7 +35,15 @@ def welcome_text(
         text.append("Target root: ", style="bold")
         text.append(root + " (everything is written under it)\n")
     text.append("Existing setup: ", style="bold")
-    text.append((f"found, {existing}" if existing else "none found") + "\n\n")
+    if existing:
+        text.append(f"found, {existing}\n")
+    else:
+        text.append("none of yours\n" if others else "none found\n")
+    if others:
+        # Paths from the host record (root's own file); shown escaped all the same.
+        text.append("Other setups on this host: ", style="bold")
+        text.append(printable(", ".join(others)) + " (their state directories)\n")
+    text.append("\n")
     text.append(
         "Next: real probes find out what this host can do (user namespaces, "
         "bubblewrap, /proc, Claude Code). Then you choose one of three paths, "

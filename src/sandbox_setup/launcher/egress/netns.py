@@ -316,10 +316,16 @@ def _open_in(
     return _adopt(answer, fds, netns, agent)
 
 
+# The step of :func:`_in_thread` that failed, in its answer (typed, beside the words).
+JOIN_STEP = "join"
+
+
 def _join_refused(answer: object) -> bool:
-    """Root's thread could not join (no CAP_SYS_ADMIN over the sandbox's namespaces)."""
-    error = answer.get("error") if isinstance(answer, dict) else None
-    return isinstance(error, str) and "setns(" in error and os.strerror(errno.EPERM) in error
+    """Root's thread could not join (no CAP_SYS_ADMIN over the sandbox's namespaces):
+    the answer's typed step and errno, never its words."""
+    if not isinstance(answer, dict):
+        return False
+    return answer.get("step") == JOIN_STEP and answer.get("errno") == errno.EPERM
 
 
 Made = tuple[object, list[int]]  # the sockets' description (or {"error": ...}), their fds
@@ -333,12 +339,16 @@ def _in_thread(
     result: list[Made] = []
 
     def run() -> None:
+        step = JOIN_STEP
         try:
             _setns(netns, CLONE_NEWNET, "the sandbox's network namespace")
+            step = "make"
             made, spec = _make(proxy_port, exposed, probes)
             result.append((spec, [sock.detach() for sock in made]))
         except BaseException as exc:
-            result.append(({"error": str(exc) or type(exc).__name__}, []))
+            code = exc.errno if isinstance(exc, OSError) else None
+            result.append(({"error": str(exc) or type(exc).__name__, "step": step,
+                            "errno": code}, []))  # fmt: skip
 
     thread = threading.Thread(target=run, name="sandbox-netns", daemon=True)
     thread.start()

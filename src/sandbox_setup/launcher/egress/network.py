@@ -49,7 +49,13 @@ from sandbox_setup.base.choices import Mode, Network
 from sandbox_setup.base.errors import InputError, RefusedError
 from sandbox_setup.base.launcher_config import LauncherConfig
 from sandbox_setup.base.paths import APP
-from sandbox_setup.launcher.egress.netns import SandboxSockets, open_in_namespace, open_in_sandbox
+from sandbox_setup.launcher.egress.netns import (
+    BACKLOG,
+    PROBE_SOCKETS,
+    SandboxSockets,
+    open_in_namespace,
+    open_in_sandbox,
+)
 from sandbox_setup.launcher.egress.proxy import ProxyProcess, fork_proxy, probe_proxy
 from sandbox_setup.policy.network import (
     CLAUDE_ENDPOINTS,
@@ -260,13 +266,34 @@ class EgressSession:
         the API gateway's (made the same way, then handed over as the gateway's)."""
         return (*self.ports, *filter(None, [self.gateway_port]))
 
+    def ready_on_host(self) -> None:
+        """:meth:`ready` for a user-mode session without a namespace of its own (root
+        cannot make one: Landlock's ports are the wall): the proxy listens on an
+        ephemeral port of the host's ``127.0.0.1`` (then :attr:`proxy_port`), which
+        Landlock lets the agent connect to; no forwarders (Landlock lets the exposed
+        ports through themselves). Another local account could connect to that port
+        too: it gets the same allowlist, no more."""
+        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        try:
+            listener.bind(("127.0.0.1", 0))
+            listener.listen(BACKLOG)
+        except OSError as exc:
+            listener.close()
+            if self.proxy is not None:
+                self.proxy.stop()
+            raise RefusedError(f"cannot listen for the egress proxy: {exc.strerror}") from None
+        self.proxy_port = listener.getsockname()[1]
+        _log(self.log_fd, event="listening", port=self.proxy_port)
+        probes = [socket.socket(socket.AF_INET, socket.SOCK_STREAM) for _ in range(PROBE_SOCKETS)]
+        self._serve(SandboxSockets(proxy=[listener], probes=probes))
+
     def _serve(self, sockets: SandboxSockets) -> None:
         assert self.proxy is not None
         probes = list(sockets.probes)
         gateway = [s for s, port in sockets.forwards if port == self.gateway_port]
         forwards = [(s, port) for s, port in sockets.forwards if port != self.gateway_port]
         try:
-            self.proxy.hand_over(sockets.proxy, forwards, gateway)
+            self.proxy.hand_over(sockets.proxy, forwards, gateway)  # closes them here
             self.proxy.wait_ready()
 
             def inside() -> socket.socket:

@@ -42,7 +42,6 @@ from sandbox_setup.launcher.command import Agent, Launch
 from sandbox_setup.launcher.containment import Containment
 from sandbox_setup.launcher.egress.netns import join_namespace, new_namespace
 from sandbox_setup.launcher.egress.network import EgressSession, state_dir
-from sandbox_setup.launcher.egress.user_proxy import UserEgress
 from sandbox_setup.launcher.landlock_gate import (
     BASE_URL_PORT,
     PROXY_PORT,
@@ -249,7 +248,7 @@ def run_user_session(
     With ``launch.landlock``: the session's egress proxy first (``network``: the config,
     when the plan has one), then the session, held at its Landlock helper until
     :class:`~sandbox_setup.launcher.landlock_gate.LandlockGate` verified it."""
-    egress: UserEgress | EgressSession | None = None
+    egress: EgressSession | None = None
     gate: LandlockGate | None = None
     netns: int | None = None
     try:
@@ -259,29 +258,30 @@ def run_user_session(
             table: dict[str, str] = {}
             if plan.base_url_port is not None:
                 table[BASE_URL_PORT] = str(plan.base_url_port)
-            if plan.proxy and plan.netns:
-                # A network namespace of the session's own, as sandbox mode's: loopback
-                # only, the proxy listening inside, the exposed ports (and a loopback
-                # base URL's) forwarded in; made, served and probed before the session
-                # starts, which joins it before anything of the agent runs.
+            if plan.proxy:
+                # One egress session start for sandbox and user mode (EgressSession).
+                # With a network namespace of the session's own, as sandbox mode's:
+                # loopback only, the proxy listening inside, the exposed ports (and a
+                # loopback base URL's) forwarded in; made, served and probed before the
+                # session starts, which joins it before anything of the agent runs.
+                # Without (Landlock's ports the wall): an ephemeral host port.
                 assert network is not None
                 ports = (*network.loopback_ports, *filter(None, [plan.base_url_port]))
-                netns = new_namespace()
                 egress = EgressSession.start(
                     replace(network, loopback_ports=ports), agent.uid, agent.gid,
                     state_dir(), resolver=seams.resolver, after_drop=seams.after_proxy_drop,
-                    mode="user", proxy_port=user_proxy_port(ports), gateway=launch.gateway,
+                    mode="user", proxy_port=user_proxy_port(ports) if plan.netns else 0,
+                    gateway=launch.gateway if plan.netns else None,
                 )  # fmt: skip
-                egress.ready_in(netns)
+                if plan.netns:
+                    netns = new_namespace()
+                    egress.ready_in(netns)
+                else:
+                    egress.ready_on_host()
                 table[PROXY_PORT] = str(egress.proxy_port)
-            elif plan.proxy:
-                assert network is not None
-                egress = UserEgress.start(network, agent.uid, agent.gid, state_dir(),
-                                          resolver=seams.resolver,
-                                          after_drop=seams.after_proxy_drop)  # fmt: skip
-                table[PROXY_PORT] = str(egress.port)
-            gate = LandlockGate.open(plan, state_dir(), netns)
-            table.update(gate.fd_table())
+            if plan.walls.any:  # else the namespace only: no Landlock helper runs
+                gate = LandlockGate.open(plan, state_dir(), netns)
+                table.update(gate.fd_table())
             env = {key: substitute([value], table)[0] for key, value in launch.env.items()}
             launch = replace(launch, argv=tuple(substitute(launch.argv, table)), env=env)
         return _run_user_session(launch, gate, netns)

@@ -1,0 +1,176 @@
+"""The restrictive settings an apply pins in managed settings, measured with the real
+Claude Code (as ``nobody``, against the fake Messages API; Claude's own sandbox
+runs its proxy, as in user mode and sandbox mode without the allowlist network).
+
+* ``sandbox.network.strictAllowlist``: a host outside the allowlist is denied by
+  the rule itself ("host is not on the allow list"), never left to a prompt or a
+  permission mode; without it the denial comes from another rule.
+* ``sandbox.network.allowManagedDomainsOnly``: a domain the agent's own settings
+  allow is still denied; without it (the control) the same settings let it through.
+* ``sandbox.allowNestedUserNamespaces: false``: a sandboxed ``unshare -U`` fails.
+* 2.1.197 ignores the keys it does not know: the same managed settings complete
+  the turn there.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from sandbox_setup.base.accounts import Account, lookup_user
+from sandbox_setup.boundary.claude_mountpoints import MOUNT_POINTS
+from tests.claude_run import ClaudeTree, claude_tree, run_claude_turn
+from tests.claude_session import AgentTree, agent_tree, launch_session, written_settings
+from tests.fake_api import BashStep, FakeMessagesAPI, TextStep
+from tests.tools import ClaudeRelease, claude_binary, release_tuple, require_root, require_tool
+
+pytestmark = pytest.mark.e2e
+
+FINAL = "The scripted turn is complete."
+CURL = "curl -sS --max-time 5 -o /dev/null -w 'code=%{http_code}' http://example.com/ 2>&1; echo"
+STRICT_DENIAL = "deny network-outbound example.com:80 (host is not on the allow list)"
+MANAGED_ONLY_DENIAL = "the organization's managed allowlist does not include this host"
+
+
+@pytest.fixture
+def nobody_tree() -> Iterator[tuple[Account, ClaudeTree]]:
+    require_root()
+    for tool in ("setpriv", "bwrap", "socat", "curl", "unshare"):
+        require_tool(tool)
+    nobody = lookup_user("nobody")
+    assert nobody is not None, "this host has no nobody account"
+    with claude_tree(nobody) as tree:
+        yield nobody, tree
+
+
+def bash_result(
+    nobody_tree: tuple[Account, ClaudeTree],
+    managed: dict[str, Any],
+    command: str,
+    user_settings: dict[str, Any] | None = None,
+) -> str:
+    nobody, tree = nobody_tree
+    with FakeMessagesAPI([BashStep(command), TextStep(FINAL)]) as api:
+        run = run_claude_turn(
+            claude_binary(), base_url=api.base_url, home=tree.home, cwd=tree.workspace,
+            tmpdir=tree.tmp, as_user=nobody, managed_settings=managed,
+            user_settings=user_settings,
+        )  # fmt: skip
+        assert run.returncode == 0 and FINAL in run.output, run.output
+        return api.tool_result(0).text
+
+
+def _newest_only(release: ClaudeRelease) -> None:
+    if release_tuple(release.version) < release_tuple("2.1.304"):
+        pytest.skip(f"Claude Code {release.version} predates these settings (2.1.304)")
+
+
+def test_strict_allowlist_denies_by_its_own_rule(
+    nobody_tree: tuple[Account, ClaudeTree], claude_under_test: ClaudeRelease
+) -> None:
+    _newest_only(claude_under_test)
+    managed = written_settings("strong")
+    assert managed["sandbox"]["network"]["strictAllowlist"] is True
+    out = bash_result(nobody_tree, managed, CURL)
+    assert "code=403" in out and STRICT_DENIAL in out, out
+    del managed["sandbox"]["network"]["strictAllowlist"]  # the control
+    out = bash_result(nobody_tree, managed, CURL)
+    assert STRICT_DENIAL not in out and MANAGED_ONLY_DENIAL in out, out
+
+
+def test_managed_domains_only_ignores_the_agents_own_allowlist(
+    nobody_tree: tuple[Account, ClaudeTree], claude_under_test: ClaudeRelease
+) -> None:
+    _newest_only(claude_under_test)
+    own = {"sandbox": {"network": {"allowedDomains": ["example.com"]}}}
+    managed = written_settings("strong")
+    assert managed["sandbox"]["network"]["allowManagedDomainsOnly"] is True
+    out = bash_result(nobody_tree, managed, CURL, user_settings=own)
+    assert "code=403" in out and "deny network-outbound example.com:80" in out, out
+    for key in ("allowManagedDomainsOnly", "strictAllowlist"):  # the control
+        del managed["sandbox"]["network"][key]
+    out = bash_result(nobody_tree, managed, CURL, user_settings=own)
+    assert "deny network-outbound example.com" not in out, out
+
+
+def test_nested_user_namespaces_are_refused(
+    nobody_tree: tuple[Account, ClaudeTree], claude_under_test: ClaudeRelease
+) -> None:
+    _newest_only(claude_under_test)
+    managed = written_settings("strong")
+    assert managed["sandbox"]["allowNestedUserNamespaces"] is False
+    out = bash_result(nobody_tree, managed, "unshare -U true && echo nested=yes || echo nested=no")
+    assert "nested=no" in out and "nested=yes" not in out, out
+
+
+def test_a_release_that_does_not_know_the_keys_ignores_them(
+    nobody_tree: tuple[Account, ClaudeTree], claude_under_test: ClaudeRelease
+) -> None:
+    """Every restrictive key is in the file; each release completes the turn and its
+    Bash command runs (2.1.197 knows neither allowNestedUserNamespaces nor
+    filesystem.disabled, and ignores them)."""
+    managed = written_settings("strong")
+    assert managed["sandbox"]["filesystem"] == {"disabled": False}
+    out = bash_result(nobody_tree, managed, "echo ran-in-claudes-sandbox=$SANDBOX_RUNTIME")
+    assert "ran-in-claudes-sandbox=" in out, out
+
+
+def test_claude_daemon_install_fails_for_the_agent(
+    nobody_tree: tuple[Account, ClaudeTree], claude_under_test: ClaudeRelease
+) -> None:
+    """No persistence outside a session through Claude: ``claude daemon install`` (a
+    systemd user service, which would run outside sandbox-launch) fails as the agent
+    and writes no unit; both releases have it switched off."""
+    import subprocess
+
+    nobody, tree = nobody_tree
+    argv = [
+        "setpriv", f"--reuid={nobody.uid}", f"--regid={nobody.gid}", "--clear-groups",
+        "env", "-i", f"HOME={tree.home}", "PATH=/usr/bin:/bin", "DISABLE_AUTOUPDATER=1",
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", claude_binary(), "daemon", "install",
+    ]  # fmt: skip
+    done = subprocess.run(
+        argv, cwd=tree.workspace, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+        timeout=60, check=False,
+    )  # fmt: skip
+    said = done.stdout + done.stderr
+    assert done.returncode != 0, said
+    assert "disabled in this version" in said, said
+    units = tree.home / ".config/systemd/user"
+    assert not units.exists() or not any(units.iterdir()), list(units.iterdir())
+
+
+@pytest.fixture
+def agent() -> Iterator[AgentTree]:
+    with agent_tree() as made:
+        yield made
+
+
+def _shown(st: os.stat_result) -> str:
+    return f"mode {st.st_mode:o} uid {st.st_uid} size {st.st_size} links {st.st_nlink}"
+
+
+def test_a_session_leaves_none_of_claudes_mount_point_files(
+    agent: AgentTree, claude_under_test: ClaudeRelease
+) -> None:
+    """A real session through sandbox-launch in a git workspace: whatever mount points
+    Claude's own bwrap made for its Bash command, none is left when the session ends."""
+    import subprocess
+
+    workspace = agent.tree.workspace
+    subprocess.run(["git", "init", "-q", str(workspace)], check=True)
+    for path in [workspace, *workspace.rglob("*")]:
+        os.chown(path, agent.agent.uid, agent.agent.gid, follow_symlinks=False)
+    with FakeMessagesAPI([BashStep("echo ran-in-session"), TextStep(FINAL)]) as api:
+        session = launch_session(agent, api, mode="sandbox", inner="strong")
+    assert session.run.returncode == 0, session.run
+    assert "ran-in-session" in api.tool_result(0).text
+    left = {
+        "/".join(p.parts): _shown(workspace.joinpath(*p.parts).lstat())
+        for p in MOUNT_POINTS
+        if os.path.lexists(workspace.joinpath(*p.parts))
+    }
+    assert left == {}, (agent.agent.uid, left, session.run.output[-2000:])

@@ -1,0 +1,133 @@
+"""Drift is never restored (DESIGN.md invariant 18): an apply that replaced drift is
+journaled as a fix; ``--undo --all`` keeps the fixed value and returns each file to its
+state before the first apply that planned it; its ``--dry-run`` prints what it then does.
+
+- Managed settings already as planned at the first apply; someone sets
+  ``sandbox.allowUnsandboxedCommands: true`` by hand; the headless apply fixes it;
+  ``--undo --all`` ends with the file as before the first apply (not with the drift).
+- The same with ``network = "host"`` put into launcher.toml by hand.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.core_fixtures import (
+    CONFIG,
+    MANAGED,
+    SANDBOX,
+    STATE,
+    host_passwd_digest,
+    make_target_root,
+    run_cli,
+    system_state,
+)
+from tests.faults.conftest import FaultRow
+from tests.tools import require_root, require_tool
+
+pytestmark = pytest.mark.integration
+
+LAUNCHER = f"{CONFIG}/launcher.toml"
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Iterator[Path]:
+    require_root()
+    for tool in ("useradd", "userdel", "groupadd", "setfacl", "getfacl", "bwrap"):
+        require_tool(tool)
+    host = host_passwd_digest()
+    yield make_target_root(tmp_path / "root")
+    assert host_passwd_digest() == host, "the host's account files changed"
+
+
+def apply(root: Path) -> None:
+    done = run_cli("--headless", "--root", str(root), "--yes", *SANDBOX)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def undo_all(root: Path, *extra: str) -> tuple[int, str]:
+    proc = run_cli("--undo", "--all", "--root", str(root), *extra)
+    return proc.returncode, proc.stdout + proc.stderr
+
+
+def writes(root: Path, target: str) -> list[dict[str, object]]:
+    lines = (root / STATE / "journal.jsonl").read_text().splitlines()
+    return [e for e in map(json.loads, lines) if e["op"] == "write" and e["target"] == target]
+
+
+def test_undo_all_keeps_the_fixed_managed_settings_as_before_the_first_apply(
+    root: Path, fault: FaultRow
+) -> None:
+    fault.expect(
+        "managed settings already as planned; allowUnsandboxedCommands: true by hand; the "
+        "headless apply fixes it; --undo --all",
+        "the file ends as before the first apply (not with the drift); exit 0; the dry run "
+        "said so first",
+    )
+    # The managed settings as the plan has them, there before the first apply.
+    apply(root)
+    planned = (root / MANAGED).read_bytes()
+    st = (root / MANAGED).stat()
+    assert undo_all(root, "--yes")[0] == 0
+    (root / MANAGED).parent.mkdir(parents=True, exist_ok=True)
+    (root / MANAGED).write_bytes(planned)
+    os.chown(root / MANAGED, st.st_uid, st.st_gid)
+    os.chmod(root / MANAGED, st.st_mode & 0o7777)
+    before = system_state(root)
+
+    apply(root)
+    assert writes(root, "/" + MANAGED) == [], "already as planned: nothing written"
+    drift = json.loads(planned)
+    drift["sandbox"]["allowUnsandboxedCommands"] = True
+    (root / MANAGED).write_text(json.dumps(drift))
+    apply(root)  # the audit's fix
+    assert (root / MANAGED).read_bytes() == planned
+    fixes = [w.get("fix") for w in writes(root, "/" + MANAGED)]
+
+    code, preview = undo_all(root, "--dry-run")
+    assert code == 0, preview
+    assert f"keep /{MANAGED} as that apply left it: it replaced drift" in preview, preview
+    code, out = undo_all(root, "--yes")
+    assert code == 0, out
+    assert f"kept /{MANAGED} as that apply left it" in out, out
+    assert (root / MANAGED).read_bytes() == planned, "the drift came back"
+    assert system_state(root) == before, out
+    assert fixes == [True], "the apply that replaced the drift is journaled as a fix"
+    fault.saw(f"exit {code}; managed settings as before the first apply; the dry run said keep")
+
+
+def test_undo_all_removes_a_launcher_config_whose_network_host_drift_was_fixed(
+    root: Path, fault: FaultRow
+) -> None:
+    fault.expect(
+        'network = "host" put into launcher.toml by hand; the headless apply fixes it; '
+        "--undo --all",
+        "launcher.toml removed as before the first apply (never put back with the drift); "
+        "exit 0; the dry run printed the same",
+    )
+    before = system_state(root)
+    apply(root)
+    launcher = root / LAUNCHER
+    text = launcher.read_text()
+    assert 'network = "allowlist"' in text
+    launcher.write_text(text.replace('network = "allowlist"', 'network = "host"'))
+    apply(root)
+    assert 'network = "allowlist"' in launcher.read_text()
+    fixes = [w.get("fix") for w in writes(root, "/" + LAUNCHER)]
+
+    code, preview = undo_all(root, "--dry-run")
+    assert code == 0, preview
+    assert f"keep /{LAUNCHER} as that apply left it" in preview, preview
+    assert f"remove /{LAUNCHER}" in preview, preview
+    code, out = undo_all(root, "--yes")
+    assert code == 0, out
+    assert f"removed /{LAUNCHER}" in out, out
+    assert not launcher.exists()
+    assert system_state(root) == before, out
+    assert fixes == [None, True], "the second apply is journaled as a fix"
+    fault.saw(f"exit {code}; launcher.toml removed; the dry run said keep, then remove")
