@@ -69,7 +69,7 @@ from sandbox_setup.boundary.trust_record import (
     trust_dir,
     write_private,
 )
-from sandbox_setup.policy.workspace import BindPlan, RoBind, plan_ro_binds
+from sandbox_setup.policy.workspace import BindPlan, RoBind, WorkspaceLayout, plan_ro_binds
 
 # Workspaces an end scan could not see whole: untrusted until --audit completes
 # (beside the host-wide record of the trusted state).
@@ -288,6 +288,9 @@ class Boundary:
     session: str = ""
     ended: bool = False
     agent_uid: int | None = None  # whose leftover mount points end() removes
+    # The session-start scan's layouts, by real host path (which repositories a
+    # --run review may open: sandbox_setup.policy.git_review).
+    layouts: dict[str, WorkspaceLayout] = field(default_factory=dict)
 
     @classmethod
     def start(
@@ -305,6 +308,7 @@ class Boundary:
         real = tuple(host for _, host in workspaces)
         if dry_run:
             boundary = cls(real, state, snapshot(real))
+            boundary.layouts = dict(boundary.before.layouts)
             if sandbox:
                 boundary._plan_binds(workspaces, boundary.before, dry_run=True)
             _tell_untrusted(trust or trust_dir(state), real, [])
@@ -350,6 +354,7 @@ class Boundary:
                 trusted[ws] = dict(record.trusted[ws].marks)
             boundary = cls(real, state, Snapshot(trusted), trust=directory, key=key)
             boundary.session = session
+            boundary.layouts = dict(now.layouts)
             if sandbox:
                 boundary._plan_binds(workspaces, now, dry_run=False)
             record.sessions[key] = SessionEntry(

@@ -58,7 +58,7 @@ from sandbox_setup.configure.answers import Answers, default_network, validate_a
 from sandbox_setup.configure.answers_file import render_answers
 from sandbox_setup.configure.apparmor import apparmor_actions
 from sandbox_setup.configure.claude_binary import INSTALLED_CLAUDE, ClaudeBinary, find_claude
-from sandbox_setup.configure.claude_shim import leftover_shim_note, shim_actions
+from sandbox_setup.configure.claude_shim import leftover_shim_note, shim_actions, shim_removal
 from sandbox_setup.configure.git_protect import protected_git_actions
 from sandbox_setup.configure.inner_sandbox import check_sandbox_deps, sandbox_keys
 from sandbox_setup.configure.ledger import SetupRecord
@@ -579,6 +579,8 @@ def build_plan(report: Report, answers: Answers, layout: Layout, source: str = "
     # Last: root's claude is routed only once the config it runs exists.
     if answers.install_claude_shim:
         actions += shim_actions(layout, claude, answers.mode, notes)
+    elif (removal := shim_removal(layout)) is not None:
+        actions.append(removal)  # this setup's shim, no longer asked for
     else:
         leftover = leftover_shim_note(layout)
         if leftover is not None:
