@@ -8,14 +8,18 @@ runs its proxy, as in user mode and sandbox mode without the allowlist network).
 * ``sandbox.network.allowManagedDomainsOnly``: a domain the agent's own settings
   allow is still denied; without it (the control) the same settings let it through.
 * ``sandbox.allowNestedUserNamespaces: false``: a sandboxed ``unshare -U`` fails.
+* ``allowManagedHooksOnly: true``: the hooks of a project's ``.claude/settings.json``
+  in the workspace (a file the agent can write) do not run; without it they do.
 * 2.1.197 ignores the keys it does not know: the same managed settings complete
   the turn there.
 """
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -104,6 +108,44 @@ def test_nested_user_namespaces_are_refused(
     assert managed["sandbox"]["allowNestedUserNamespaces"] is False
     out = bash_result(nobody_tree, managed, "unshare -U true && echo nested=yes || echo nested=no")
     assert "nested=no" in out and "nested=yes" not in out, out
+
+
+def _project_hooks(tree: ClaudeTree, nobody: Account) -> Path:
+    """A project ``.claude/settings.json`` in the workspace whose SessionStart and
+    PreToolUse hooks each append a line to a marker file; the marker's path."""
+    marker = tree.tmp / "hook-ran"
+    hook = {"type": "command", "command": f"echo ran >> {marker}"}
+    project = {
+        "hooks": {
+            "SessionStart": [{"hooks": [hook]}],
+            "PreToolUse": [{"matcher": "Bash", "hooks": [hook]}],
+        }
+    }
+    folder = tree.workspace / ".claude"
+    folder.mkdir(exist_ok=True)
+    (folder / "settings.json").write_text(json.dumps(project))
+    for path in (folder, folder / "settings.json"):
+        os.chown(path, nobody.uid, nobody.gid)
+    return marker
+
+
+def test_managed_hooks_only_keeps_the_projects_hooks_from_running(
+    nobody_tree: tuple[Account, ClaudeTree], claude_under_test: ClaudeRelease
+) -> None:
+    """A hook runs outside Claude's Bash sandbox; with ``allowManagedHooksOnly`` in
+    managed settings, the project's hooks never run and the turn completes (its Bash
+    command too); the control, without the key, shows the same hooks do run."""
+    nobody, tree = nobody_tree
+    marker = _project_hooks(tree, nobody)
+    managed = written_settings("strong")
+    assert managed["allowManagedHooksOnly"] is True
+    out = bash_result(nobody_tree, managed, "echo bash-ran")
+    assert "bash-ran" in out, out
+    assert not marker.exists(), marker.read_text()
+    del managed["allowManagedHooksOnly"]  # the control
+    out = bash_result(nobody_tree, managed, "echo bash-ran")
+    assert "bash-ran" in out, out
+    assert marker.exists() and "ran" in marker.read_text(), "the project's hooks never ran"
 
 
 def test_a_release_that_does_not_know_the_keys_ignores_them(

@@ -177,7 +177,11 @@ def test_merge_keeps_foreign_keys_order_and_comments(root: Path) -> None:
     settings = json.loads(managed.read_text())
     # Ours after the operator's, in the order the apply adds them (the floor: the fake
     # Claude reports a release at or above it).
-    assert list(settings) == ["model", "permissions", "hooks", "sandbox", "requiredMinimumVersion"]
+    assert list(settings) == [
+        "model", "permissions", "hooks", "sandbox", "allowManagedHooksOnly",
+        "requiredMinimumVersion",
+    ]  # fmt: skip
+    assert settings["allowManagedHooksOnly"] is True  # the operator's managed hooks still run
     assert settings["model"] == "opus" and settings["hooks"] == {"Stop": []}
     assert settings["permissions"]["defaultMode"] == "plan"
     assert settings["permissions"]["deny"][0] == "Read(./secrets/**)"

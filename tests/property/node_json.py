@@ -5,7 +5,8 @@ One node process serves a whole test session: each request is one line of JSON
 reads a settings file as Claude Code does (UTF-8, a leading BOM dropped) and
 answers ``{"ok": true, "foreign": ...}`` with the document re-serialized by
 ``JSON.stringify`` minus the keys sandbox-setup owns (``sandbox``,
-``permissions``, ``requiredMinimumVersion``), or ``{"ok": false, "error": ...}``.
+``permissions``, ``requiredMinimumVersion``, ``allowManagedHooksOnly``), or
+``{"ok": false, "error": ...}``.
 (Claude Code 2.1.197's own
 reading was checked by hand with ``claude doctor``: a BOM, ``1e400``, a
 5000-digit integer and a lone ``"\\ud800"`` load; ``NaN`` is "Invalid or
@@ -35,6 +36,7 @@ rl.on("line", (line) => {
       delete rest.sandbox;
       delete rest.permissions;
       delete rest.requiredMinimumVersion;
+      delete rest.allowManagedHooksOnly;
       foreign = JSON.stringify(rest);
     }
     answer = { ok: true, object: foreign !== null, foreign };

@@ -35,7 +35,7 @@ from tests.property.node_json import NodeJson
 from tests.tools import require_tool
 
 SOURCE = "/etc/claude-code/managed-settings.json"
-OWNED = ("sandbox", "permissions", "requiredMinimumVersion")
+OWNED = ("sandbox", "permissions", "requiredMinimumVersion", "allowManagedHooksOnly")
 
 
 @pytest.fixture(scope="module")

@@ -30,8 +30,9 @@ CORE = (*POLICY, P + "checks", P + "boundary", P + "configure")
 RULES: dict[str, tuple[str, ...]] = {
     P + "base": BASE,
     P + "policy": POLICY,
-    # The release floor is the one rule of policy/ a check judges by (stdlib only).
-    P + "checks": (*BASE, P + "policy.claude_release", P + "checks"),
+    # The release floor and the server-managed settings cache are the rules of policy/
+    # a check judges by (stdlib only).
+    P + "checks": (*BASE, P + "policy.claude_release", P + "policy.claude_remote", P + "checks"),
     P + "boundary": (*POLICY, P + "boundary"),
     P + "configure": CORE,
     P + "launcher": (*POLICY, P + "boundary", P + "launcher"),

@@ -186,6 +186,7 @@ EDITS = [
         'sandbox.bwrapPath is "/tmp/bwrap", should be "/usr/bin/bwrap"',
     ),
     (_drop("sandbox.socatPath"), 'sandbox.socatPath is absent, should be "/usr/bin/socat"'),
+    (_set("allowManagedHooksOnly", False), "allowManagedHooksOnly is false, should be true"),
     (
         _set("sandbox.credentials.envVars", ENV_DENY[1:]),
         'sandbox.credentials.envVars lacks [{"name": "ANTHROPIC_API_KEY", "mode": "deny"}]',
@@ -347,6 +348,21 @@ def test_required_minimum_version_is_managed_only_and_never_removed() -> None:
     assert "requiredMinimumVersion" not in merged({}, "strong", minimum_version="2.1.323")
     # none to write (a release below the floor): what is there stays, Claude refusing it
     assert merged(data, "strong", managed=True)["requiredMinimumVersion"] == "2.1.323"
+
+
+def test_managed_hooks_only_where_the_inner_sandbox_is_on_in_managed_scope() -> None:
+    """A hook runs outside Claude's Bash sandbox: managed settings with the sandbox on
+    let only managed hooks run (the operator's own managed hooks are kept); the user's
+    file never gets the key (Claude reads it from managed settings only); with the
+    sandbox off it is set back to false where present, never added."""
+    own = {"hooks": {"Stop": []}, "allowManagedHooksOnly": False}
+    data = merged(own, "strong", managed=True)
+    assert data["allowManagedHooksOnly"] is True and data["hooks"] == {"Stop": []}
+    assert merged({}, "weak", managed=True)["allowManagedHooksOnly"] is True
+    assert "allowManagedHooksOnly" not in merged({}, "strong")
+    assert merged({"allowManagedHooksOnly": True}, "strong")["allowManagedHooksOnly"] is True
+    assert "allowManagedHooksOnly" not in merged({}, "off", managed=True)
+    assert merged(data, "off", managed=True)["allowManagedHooksOnly"] is False
 
 
 def test_the_restrictive_keys_are_owned_for_drift() -> None:

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from sandbox_setup.configure.settings import SandboxKeys, merge_settings
-from tests.settings_schema import BEYOND_SCHEMASTORE, schema_errors
+from tests.settings_schema import BEYOND_SCHEMASTORE, SCHEMA, schema_errors
 from tests.tools import claude_release, release_tuple
 
 SOURCE = "/etc/claude-code/managed-settings.json"
@@ -110,3 +110,41 @@ def test_keys_beyond_schemastore_are_in_the_binary() -> None:
         assert f"{path[-1]}:{witness.group(1)}().optional()" in newest, path
         if oldest.binary is not None and release_tuple(oldest.version) < release_tuple(since):
             assert path[-1] not in strings(oldest.binary), path
+
+
+def test_the_hook_policy_is_a_top_level_boolean_both_releases_read() -> None:
+    """``allowManagedHooksOnly`` (which managed settings carry where the inner sandbox
+    is on) is a top-level boolean of SchemaStore's schema and of each release's own
+    settings schema: written, as in SchemaStore, next to ``allowManagedPermissionRulesOnly``
+    (a top-level key of both) with the same type (not the plugin option of the same
+    name in 2.1.332's built-in ``sec-default`` plugin)."""
+    import re
+    import subprocess
+
+    schema = json.loads(SCHEMA.read_text())["properties"]
+    assert schema["allowManagedHooksOnly"]["type"] == "boolean"
+    assert schema["allowManagedPermissionRulesOnly"]["type"] == "boolean"
+    releases = [r for r in (claude_release("latest"), claude_release("oldest")) if r.binary]
+    if not releases:
+        pytest.skip("no Claude Code release is installed (tests/run.sh installs them)")
+    for release in releases:
+        assert release.binary is not None
+        text = subprocess.run(
+            ["strings", "-n", "8", release.binary], capture_output=True, text=True, check=True
+        ).stdout
+        found = {
+            m.group(1): (m.start(), m.group(2))
+            for m in re.finditer(
+                r"\b(allowManagedHooksOnly|allowManagedPermissionRulesOnly):(?:\(\)=>)?"
+                r"([\w.$]+)\(\)\.optional\(\)\.describe\(\"When true \(and set in managed",
+                text,
+            )
+        }
+        assert set(found) == {"allowManagedHooksOnly", "allowManagedPermissionRulesOnly"}, (
+            release.version
+        )
+        (hooks, hooks_type), (rules, rules_type) = (
+            found["allowManagedHooksOnly"],
+            found["allowManagedPermissionRulesOnly"],
+        )
+        assert hooks_type == rules_type and 0 < rules - hooks < 4000, (release.version, found)

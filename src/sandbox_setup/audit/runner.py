@@ -71,6 +71,7 @@ from sandbox_setup.audit.network import (
     refusal_lines,
 )
 from sandbox_setup.audit.readable import settings_readable_findings
+from sandbox_setup.audit.remote_settings import remote_settings_findings
 from sandbox_setup.audit.safety import (
     agent_findings,
     claude_facts,
@@ -235,6 +236,7 @@ def audit(layout: Layout, timeout: float = 10.0, as_user: str | None = None) -> 
     findings += git_findings(layout, config, reapply)
     findings += apparmor_findings(layout, answers, report, reapply)
     findings += login_findings(layout, config, reapply)
+    findings += remote_settings_findings(layout, config, agent)
     findings += account_findings(layout, config, agent)
     limits = limits_note(config)
     if limits is not None:

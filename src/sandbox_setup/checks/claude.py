@@ -1,4 +1,4 @@
-"""claude.installed and claude.sandbox_deps.
+"""claude.installed, claude.sandbox_deps and claude.remote_settings.
 
 No probe ever starts Claude Code with a session (invariant 13): here Claude is only
 asked ``--version``, which starts none, of the binary
@@ -10,7 +10,9 @@ is judged in :mod:`sandbox_setup.checks.claude_guard`.
 from __future__ import annotations
 
 import os
+from pathlib import Path, PurePosixPath
 
+from sandbox_setup.base.accounts import DEFAULT_AGENT_USER, lookup_user, operator_account
 from sandbox_setup.base.claude_version import parse_claude_version
 from sandbox_setup.checks.base import Context, Verdict
 from sandbox_setup.checks.claude_path import lookup_claude
@@ -18,6 +20,13 @@ from sandbox_setup.checks.experiments import CLAUDE_QUIET_ENV
 from sandbox_setup.checks.model import Status
 from sandbox_setup.checks.probe import SAFE_PATH, ProbeResult, which
 from sandbox_setup.policy.claude_release import FLOOR, INSTALL_NEWEST, floor_problem
+from sandbox_setup.policy.claude_remote import (
+    MAY_BE_OVERRIDDEN,
+    REMEDY,
+    REMOTE_SETTINGS_CACHE,
+    WHY,
+    remote_settings_caches,
+)
 
 # The newest release, on any Node npm runs on (policy.claude_release says why).
 INSTALL_REMEDY = f"{INSTALL_NEWEST}   (or: curl -fsSL https://claude.ai/install.sh | bash)"
@@ -155,3 +164,42 @@ def sandbox_binaries() -> dict[str, str | None]:
 def check_sandbox_deps(ctx: Context) -> Verdict:
     found = sandbox_binaries()
     return judge_sandbox_deps({name: found[name] for name in ("socat", "rg")})
+
+
+def judge_remote_settings(found: list[tuple[str, PurePosixPath]], looked: list[str]) -> Verdict:
+    """Pure: the server-managed settings caches found (``(who, path)``) in the homes of
+    ``looked`` (who was looked at, for the detail)."""
+    where = "the homes of " + ", ".join(looked) if looked else "no home"
+    if not found:
+        return Verdict(
+            Status.PASS,
+            f"no server-managed settings cached (~/{REMOTE_SETTINGS_CACHE}) for "
+            + (", ".join(looked) or "anyone"),
+            f"looked in {where}",
+        )
+    return Verdict(
+        Status.WARN,
+        "server-managed settings cached for "
+        + ", ".join(f"{who} ({path})" for who, path in found)
+        + f": {MAY_BE_OVERRIDDEN}",
+        WHY + "\ncause: claude-remote-settings",
+        REMEDY.format(paths=" ".join(str(path) for _, path in found)),
+    )
+
+
+def _under(root: Path, path: PurePosixPath) -> Path:
+    return root / path.relative_to("/") if path.is_absolute() else root / path
+
+
+def check_remote_settings(ctx: Context) -> Verdict:
+    """The operator's, the probe user's and the agent's homes (the one launcher.toml
+    would name by default), under ``ctx.root``; a home this account cannot look into
+    counts as having none."""
+    accounts = [operator_account(ctx.root), ctx.account, lookup_user(DEFAULT_AGENT_USER, ctx.root)]
+    homes = [(a.name, PurePosixPath(a.home)) for a in accounts if a is not None]
+
+    def exists(path: PurePosixPath) -> bool:
+        return os.path.lexists(_under(ctx.root, path))
+
+    found = remote_settings_caches(homes, exists)
+    return judge_remote_settings(found, list(dict.fromkeys(who for who, _ in homes)))

@@ -96,6 +96,12 @@ CHECKS: tuple[Check, ...] = (
     Check("claude.installed", "Claude Code installed", False, claude.check_claude_installed),
     Check("claude.root_guard", "Claude Code's root guard", True, claude_guard.check_root_guard),
     Check(
+        "claude.remote_settings",
+        "No server-managed Claude settings",
+        False,
+        claude.check_remote_settings,
+    ),
+    Check(
         "claude.sandbox_deps",
         "socat and ripgrep for Claude's sandbox",
         False,

@@ -39,6 +39,11 @@ from one :class:`SandboxKeys` value:
   appended to ``sandbox.network.allowedDomains`` (set back to false otherwise, where
   present); in managed scope ``requiredMinimumVersion`` when
   :attr:`SandboxKeys.minimum_version` is given (never removed);
+- in managed scope with the inner sandbox on, ``allowManagedHooksOnly = true`` (a
+  top-level key Claude reads from managed settings only): hooks run outside Claude's
+  Bash sandbox, so the hooks of the agent's own, project and local settings (which it
+  can write) and of plugins it installed do not run; set back to false where the inner
+  sandbox is off, where present;
 - ``permissions.deny``: rules that hide credentials (:data:`CREDENTIAL_DENY_RULES`)
   are appended when missing; existing rules stay, in their order.
 
@@ -272,6 +277,11 @@ def _merge(
 ) -> bytes:
     merged = copy.deepcopy(original)  # same key order, number tokens kept
     _merge_sandbox(_table(merged, "sandbox", source), source, keys)
+    if keys.managed and keys.on:
+        # A hook runs outside Claude's Bash sandbox (docs/claude-code-behaviour.md).
+        merged["allowManagedHooksOnly"] = True
+    elif keys.managed:
+        _set_back(merged, "allowManagedHooksOnly", False)
     if keys.managed and keys.minimum_version is not None:
         # Never removed: a downgrade below it is what Claude is then to refuse.
         merged["requiredMinimumVersion"] = keys.minimum_version
@@ -303,6 +313,7 @@ OWNED_KEYS: tuple[tuple[str, ...], ...] = (
     ("sandbox", "network", "allowManagedDomainsOnly"),
     ("sandbox", "network", "allowedDomains"),
     ("requiredMinimumVersion",),
+    ("allowManagedHooksOnly",),
     ("sandbox", "bwrapPath"),
     ("sandbox", "socatPath"),
     ("sandbox", "credentials", "envVars"),
