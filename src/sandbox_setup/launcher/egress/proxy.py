@@ -85,6 +85,7 @@ def serve(
     resolver: Resolver | None = None,
     forwards: Sequence[tuple[socket.socket, int]] = (),
     more: Sequence[socket.socket] = (),
+    launcher: int | None = None,
 ) -> None:
     """Serve the proxy on ``socket_path`` (or the already bound ``sock``) until killed.
 
@@ -94,13 +95,17 @@ def serve(
     ``forwards``: listening sockets whose connections go to ``127.0.0.1:PORT`` of this
     network namespace, unfiltered (``--allow-loopback-port``). ``more``: further
     listening sockets served like ``sock`` (the sandbox's ``[::1]`` listener).
+    ``launcher``: the pid of the launcher that forked it, in every log record (which
+    session a decision belongs to, for ``sandbox-setup --status``).
     """
     # why: the server is the proxy process's own; the launcher never loads it.
     from sandbox_setup.launcher.egress import server as proxy_server
 
     if sock is None:
         sock = bind_socket(socket_path)
-    proxy = proxy_server.EgressProxy(policy, log_fd, resolver, read_host_addresses())
+    proxy = proxy_server.EgressProxy(
+        policy, log_fd, resolver, read_host_addresses(), launcher=launcher
+    )
     proxy_server.run(sock, proxy, ready_fd, read_host_addresses, forwards=forwards, more=more)
 
 
@@ -345,7 +350,8 @@ def fork_proxy(
             if control_child is not None:
                 serving, bound = _receive_listeners(control_child)
             serve(socket_path or "", policy, log_fd, ready_w, sock=serving[0],
-                  resolver=resolver, forwards=bound, more=serving[1:])  # fmt: skip
+                  resolver=resolver, forwards=bound, more=serving[1:],
+                  launcher=parent)  # fmt: skip
             code = 0
         except BaseException:
             if log_fd is not None:
