@@ -40,7 +40,6 @@ from sandbox_setup.base.errors import InputError, SetupError
 from sandbox_setup.base.exitcodes import ExitCode
 from sandbox_setup.base.launcher_config import LauncherConfig, parse_launcher_config
 from sandbox_setup.base.paths import Layout
-from sandbox_setup.base.printable import printable
 from sandbox_setup.base.regular_files import read_regular_text
 from sandbox_setup.base.styled import Line, emit, output_width, wrapped
 from sandbox_setup.boundary.session_history import PastSession, read_history
@@ -317,7 +316,7 @@ def _ledger(layout: Layout, state_dir: str) -> dict[str, SetupRecord]:
 
 def _asked(refusal: dict[str, Any]) -> str:
     where = refusal["asked_for"]
-    return f"{printable(where['host'])}:{where['port']}"
+    return f"{where['host']}:{where['port']}"  # escaped where it is printed (wrapped)
 
 
 def render_lines(doc: dict[str, Any], width: int) -> list[Line]:
@@ -325,10 +324,13 @@ def render_lines(doc: dict[str, Any], width: int) -> list[Line]:
     lines: list[Line] = []
 
     def say(head: str, text: str, style: str = "") -> None:
-        lines.extend(wrapped([(head, "head")], text, width, len(head), style))
+        # breaks=False: a path or a name the agent asked for may hold a newline (shown)
+        lines.extend(wrapped([(head, "head")], text, width, len(head), style, breaks=False))
 
     def command(head: str, text: str) -> None:
-        lines.extend(wrapped([(head, "dim")], text, width, len(head), "remedy", wrap=False))
+        lines.extend(
+            wrapped([(head, "dim")], text, width, len(head), "remedy", breaks=False, wrap=False)
+        )
 
     shim = doc["host"]["shim"]
     say(
