@@ -319,9 +319,11 @@ def _asked(refusal: dict[str, Any]) -> str:
     return f"{where['host']}:{where['port']}"  # escaped where it is printed (wrapped)
 
 
-def render_lines(doc: dict[str, Any], width: int) -> list[Line]:
-    """The status for people: one block per setup; commands whole on one line."""
+def render_lines(doc: dict[str, Any], width: int, part: str = "all") -> list[Line]:
+    """The status for people: one block per setup; commands whole on one line.
+    ``part``: ``setup`` (what is installed), ``sessions`` (what ran), or ``all``."""
     lines: list[Line] = []
+    setup_part, sessions_part = part in ("all", "setup"), part in ("all", "sessions")
 
     def say(head: str, text: str, style: str = "") -> None:
         # breaks=False: a path or a name the agent asked for may hold a newline (shown)
@@ -333,17 +335,22 @@ def render_lines(doc: dict[str, Any], width: int) -> list[Line]:
         )
 
     shim = doc["host"]["shim"]
-    say(
-        "claude shim: ",
-        f"installed at {shim['path']}: root's claude goes through sandbox-launch"
-        if shim["installed"]
-        else f"not installed ({shim['path']})",
-    )
+    if setup_part:
+        say(
+            "claude shim: ",
+            f"installed at {shim['path']}: root's claude goes through sandbox-launch"
+            if shim["installed"]
+            else f"not installed ({shim['path']})",
+        )
     if not doc["setups"]:
         say("setups: ", "none on this host")
     for setup in doc["setups"]:
-        lines.append(Line())
+        if lines:
+            lines.append(Line())
         say("setup: ", f"{setup['config']} (state {setup['state_dir'] or 'unknown'})")
+        if not setup_part:
+            _sessions(setup["sessions"], say, command)
+            continue
         if setup["problem"]:
             say("  problem: ", setup["problem"])
         say("  operator: ", str(setup["operator"] or "unknown"))
@@ -361,27 +368,25 @@ def render_lines(doc: dict[str, Any], width: int) -> list[Line]:
             say("  made: ", ", ".join(w for w in what if w) or f"uses {made['agent']}")
         if changes["relies_on"]:
             say("  relies on (shared): ", ", ".join(changes["relies_on"]))
-        for run in setup["sessions"]["running"]:
-            say(
-                "  running: ",
-                f"pid {run['pid']} since {run['since']}: {', '.join(run['workspaces'])}",
-            )
-        for past in setup["sessions"]["recent"]:
-            _past_lines(past, say, command)
+        if sessions_part:
+            _sessions(setup["sessions"], say, command)
     other = doc["other_sessions"]
-    if other["running"] or other["recent"]:
+    if sessions_part and (other["running"] or other["recent"]):
         lines.append(Line())
         say("sessions of no setup listed: ", "")
-        for run in other["running"]:
-            say(
-                "  running: ",
-                f"pid {run['pid']} since {run['since']}: {', '.join(run['workspaces'])}",
-            )
-        for past in other["recent"]:
-            _past_lines(past, say, command)
+        _sessions(other, say, command)
     for problem in doc["problems"]:
         say("problem: ", problem)
     return lines
+
+
+def _sessions(sessions: dict[str, Any], say: Any, command: Any) -> None:
+    for run in sessions["running"]:
+        say("  running: ", f"pid {run['pid']} since {run['since']}: {', '.join(run['workspaces'])}")
+    for past in sessions["recent"]:
+        _past_lines(past, say, command)
+    if not sessions["running"] and not sessions["recent"]:
+        say("  sessions: ", "none recorded")
 
 
 def _past_lines(past: dict[str, Any], say: Any, command: Any) -> None:
@@ -407,6 +412,16 @@ def _past_lines(past: dict[str, Any], say: Any, command: Any) -> None:
         )
         if refusal["allow_command"]:
             command("      to allow it: ", refusal["allow_command"])
+
+
+def status_text(layout: Layout, width: int) -> tuple[str, str]:
+    """The TUI's two tabs (Setup, Sessions): the same lines as the text output."""
+    doc = status(layout, probe=layout.live)
+    setup, sessions = (
+        "\n".join(line.plain.rstrip() for line in render_lines(doc, width, part))
+        for part in ("setup", "sessions")
+    )
+    return setup, sessions
 
 
 def run_status(args: argparse.Namespace) -> int:
