@@ -457,6 +457,12 @@ class InteractiveCore:
         )
 
     # -- audit -----------------------------------------------------------
+    def status_text(self, width: int) -> tuple[str, str]:
+        # why: only when the status is opened
+        from sandbox_setup.commands.status import status_text
+
+        return status_text(self.layout, width)
+
     def audit(self) -> AuditReport:
         # why: first paint (see the note at the top)
         from sandbox_setup.audit.runner import audit

@@ -122,6 +122,10 @@ class Core(Protocol):
 
     def audit(self) -> AuditReport: ...
 
+    def status_text(self, width: int) -> tuple[str, str]:
+        """``sandbox-setup --status`` as text: the Setup tab's and the Sessions tab's."""
+        ...
+
     def report_for_fix(self) -> Report:
         """The report a re-apply plans from: the one the last audit probed."""
         ...
