@@ -22,6 +22,8 @@ from sandbox_setup.boundary.trust_record import trust_dir
 from sandbox_setup.commands.status import render_lines
 from sandbox_setup.tui.audit import AuditScreen
 from sandbox_setup.tui.status import StatusScreen
+from sandbox_setup.tui.undo import UndoScreen
+from tests.core_fixtures import run_cli
 from tests.tui.fake_findings import SANDBOX_HOST, fake_report
 from tests.tui.fake_screens import ScreenHarness
 from tests.tui.helpers import make_app, wait_for, wait_until
@@ -174,3 +176,29 @@ def test_status_setup_tab_under_lang_c(snap_compare: Any, monkeypatch: pytest.Mo
 
     app = ScreenHarness(lambda: StatusScreen(setup, sessions))
     assert snap_compare(app, run_before=settled, terminal_size=(80, 24))
+
+
+async def test_undo_from_the_audit_view_previews_as_the_cli_then_undoes(
+    tmp_path: Path, fake_audit_probes: None
+) -> None:
+    root = await run_mode(tmp_path / "root", Mode.USER)
+    cli = run_cli("--undo", "--dry-run", "--root", str(root))
+    assert cli.returncode == 0, cli.stderr
+    config = Layout.for_root(root).real(Layout.for_root(root).launcher_config)
+    assert config.exists()
+    app = make_app(root, SANDBOX_HOST)
+    async with app.run_test(size=(100, 30)) as pilot:
+        audit = await wait_for(pilot, AuditScreen)
+        await wait_until(pilot, lambda: not audit.busy, tries=1500)
+        await pilot.press("u")
+        screen = await wait_for(pilot, UndoScreen)
+        assert screen.preview == cli.stdout.splitlines()  # the same lines, the same code
+        assert "Undo of apply" in screen.preview[0]
+        assert config.exists()  # nothing changed by the preview
+        await pilot.click("#undo")
+        await wait_until(pilot, lambda: screen.ran, tries=1500)
+        assert not config.exists()
+        text = str(screen.query_one("#undo-text", Static).render())
+        assert text.startswith("Undone."), text
+        await pilot.press("escape")
+        await wait_for(pilot, AuditScreen)

@@ -25,6 +25,7 @@ from sandbox_setup.tui.core import Core
 from sandbox_setup.tui.findings_step import FindingsStep
 from sandbox_setup.tui.findings_view import FindingList, Row, audit_row, finding_row
 from sandbox_setup.tui.status import StatusScreen
+from sandbox_setup.tui.undo import UndoScreen
 from sandbox_setup.tui.widgets import ActionButton
 
 if TYPE_CHECKING:
@@ -73,6 +74,7 @@ class AuditScreen(FindingsStep[AuditChoice]):
         Binding("r", "rerun", "Re-run"),
         Binding("w", "wizard", "Wizard"),
         Binding("s", "status", "Status"),
+        Binding("u", "undo", "Undo"),
     ]
 
     class Audited(Message):
@@ -95,6 +97,7 @@ class AuditScreen(FindingsStep[AuditChoice]):
             yield ActionButton("Re-run", id="rerun", disabled=True, compact=True)
             yield ActionButton("Wizard", id="wizard", compact=True)
             yield ActionButton("Status", id="status", compact=True)
+            yield ActionButton("Undo", id="undo", compact=True)
         yield Footer(compact=True, show_command_palette=False)
 
     def on_mount(self) -> None:
@@ -162,6 +165,26 @@ class AuditScreen(FindingsStep[AuditChoice]):
             self.notify(f"The status could not be read: {printable(str(exc))}", severity="error")
             return
         self.app.push_screen(StatusScreen(setup, sessions))
+
+    def action_undo(self) -> None:
+        """The last apply's undo: the ``--undo --dry-run`` preview, then Undo or Cancel."""
+        if self.busy:
+            return
+        try:
+            lines = self.core.undo_preview()
+        except Exception as exc:  # shown, not a crash: the audit view stays
+            self.notify(f"The undo preview failed: {printable(str(exc))}", severity="error")
+            return
+
+        def undone(ran: bool | None) -> None:
+            if ran:
+                self.action_rerun()
+
+        self.app.push_screen(UndoScreen(self.core, lines), undone)
+
+    @on(ActionButton.Pressed, "#undo")
+    def _undo(self) -> None:
+        self.action_undo()
 
     @on(ActionButton.Pressed, "#status")
     def _status(self) -> None:
