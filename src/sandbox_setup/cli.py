@@ -286,7 +286,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--root",
         default="/",
         metavar="DIR",
-        help="apply/audit/undo under another root (tests, image builds); default /",
+        help="apply/audit/undo/status under another root (tests, image builds); default /",
     )
     return parser
 
