@@ -334,15 +334,20 @@ def written_settings(inner: str, mode: str = "sandbox") -> dict[str, Any]:
 
 
 def claude_args(
-    base_url: str, debug_log: Path, extra: Sequence[str] = (), print_mode: bool = True
+    base_url: str,
+    debug_log: Path,
+    extra: Sequence[str] = (),
+    print_mode: bool = True,
+    api_in_settings: bool = True,
 ) -> list[str]:
     """Claude's arguments: bypass mode, the fake API through ``--settings`` (the launcher
     passes nothing of the caller's but what it names), its debug log, one prompt;
-    ``print_mode``: ``--print`` with one JSON result (off for ``--bg``)."""
+    ``print_mode``: ``--print`` with one JSON result (off for ``--bg``);
+    ``api_in_settings`` False: the API's URL and key are the caller's exported ones."""
+    api = {"ANTHROPIC_BASE_URL": base_url, "ANTHROPIC_API_KEY": FAKE_API_KEY}
     flag = {
         "env": {
-            "ANTHROPIC_BASE_URL": base_url,
-            "ANTHROPIC_API_KEY": FAKE_API_KEY,
+            **(api if api_in_settings else {}),
             "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
             "DISABLE_AUTOUPDATER": "1",
             "CLAUDE_CODE_MAX_RETRIES": "2",
@@ -368,6 +373,7 @@ def launch_session(
     print_mode: bool = True,
     timeout: float = 180,
     landlock: bool = True,
+    api_in_settings: bool = True,
 ) -> SessionRun:
     """``sandbox-launch`` as root for one scripted turn, with ``caller_env`` exported
     (the launcher passes only what ``env_pass`` and its defaults name) and ``settings``
@@ -380,7 +386,7 @@ def launch_session(
     config = at.config(mode, inner, env_pass, loopback_ports=ports, landlock=landlock)
     python = str(installed_copy().python)
     launcher = [python, "-m", "sandbox_setup.launcher", "--config", str(config), "--"]
-    launcher += claude_args(api.base_url, at.debug_log, extra_args, print_mode)
+    launcher += claude_args(api.base_url, at.debug_log, extra_args, print_mode, api_in_settings)
     argv = ["/bin/sh", "-c", 'mount -t tmpfs -o mode=1777 tmpfs /tmp && exec "$@"', "sh"]
     argv = with_managed_settings(
         [*argv, *launcher], written_settings(inner, mode) if settings is None else settings,

@@ -10,9 +10,22 @@ INTERRUPTED = 130  # ExitCode.INTERRUPTED, before anything else is imported
 _PROGRAM = os.path.basename(getattr(sys, "argv", [""])[0] or "")
 
 
+def _caused_by_ctrl_c(value: BaseException | None) -> bool:
+    """``value`` is a Ctrl-C, or an error Python raised because one arrived (a
+    KeyboardInterrupt inside a class body being built while a module loads comes back
+    as a RuntimeError whose cause it is). Bounded: a cycle in the chain stops it."""
+    seen = 0
+    while value is not None and seen < 16:
+        if isinstance(value, KeyboardInterrupt):
+            return True
+        value = value.__cause__ or value.__context__
+        seen += 1
+    return False
+
+
 def _interrupted_hook(kind: type[BaseException], value: BaseException, tb: object) -> None:
     """Ctrl-C in the start-up, before the program's own handler: one line, exit 130."""
-    if issubclass(kind, KeyboardInterrupt):
+    if issubclass(kind, KeyboardInterrupt) or _caused_by_ctrl_c(value):
         try:
             sys.stderr.write(f"{_PROGRAM}: interrupted\n")
             sys.stderr.flush()

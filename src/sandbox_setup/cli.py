@@ -251,6 +251,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="route root's `claude` on PATH through sandbox-launch",
     )
     headless.add_argument(
+        "--no-install-claude-shim",
+        action="store_true",
+        help="remove the claude shim an earlier apply of this setup installed (--undo puts "
+        "it back)",
+    )
+    headless.add_argument(
         "--apparmor-bwrap-profile",
         action="store_true",
         help="Ubuntu 23.10+: install and load an AppArmor profile that lets the probed bwrap "

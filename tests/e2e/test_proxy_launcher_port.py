@@ -91,5 +91,8 @@ def test_a_proxy_launchers_claude_reaches_its_api_with_no_port_configured(
     assert "did not pass CLAUDE_CODE_PROVIDER_MANAGED_BY_HOST" in line
     log = tree.base / "state" / "sandbox-setup" / "egress.log"
     entries = [json.loads(x) for x in log.read_text().splitlines()]
-    assert any(e.get("event") == "loopback" and e.get("port") == api.port for e in entries)
+    # The token stays outside: Claude reaches the launcher's API through the session's
+    # API gateway (DESIGN.md invariant 17), which forwards to the base URL's port.
+    assert "API gateway: ANTHROPIC_AUTH_TOKEN kept outside" in line, line
+    assert any(e.get("event") == "gateway" and e.get("status") == 200 for e in entries)
     assert any(e.get("event") == "session start" and e.get("uid") == NOBODY for e in entries)

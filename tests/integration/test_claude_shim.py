@@ -298,3 +298,42 @@ def test_the_shim_is_refused_in_unsafe_mode(root: Path) -> None:
     proc = run_cli("--headless", "--root", str(root), "--yes", *args)
     assert proc.returncode == 2 and "unsafe mode" in proc.stderr
     assert not (root / str(SHIM_PATH).lstrip("/")).exists()
+
+
+def test_no_install_claude_shim_removes_it_and_undo_puts_it_back(root: Path) -> None:
+    """``--no-install-claude-shim --yes`` removes the shim an earlier apply installed
+    (journaled as ``remove-file``); ``--undo`` of that apply puts it back byte for byte."""
+    proc = run_cli("--headless", "--root", str(root), "--yes", *SANDBOX, "--install-claude-shim")
+    assert proc.returncode == 0, proc.stderr
+    shim = root / str(SHIM_PATH).lstrip("/")
+    installed, digest = system_state(root), sha(shim)
+    plan = run_cli("--headless", "--root", str(root), "--dry-run", "--no-install-claude-shim")
+    assert plan.returncode == 0, plan.stderr
+    assert f"remove claude shim (root's claude runs through sandbox-launch) {SHIM_PATH}" in (
+        plan.stdout
+    )
+    assert shim.exists(), "a dry run removes nothing"
+    proc = run_cli("--headless", "--root", str(root), "--yes", "--no-install-claude-shim")
+    assert proc.returncode == 0, proc.stderr
+    assert not shim.exists()
+    assert sorted(p.name for p in shim.parent.iterdir()) == [], "no restore point left"
+    answers = (root / CONFIG / "answers.toml").read_text()
+    assert "install_claude_shim = false" in answers or "install_claude_shim" not in answers
+    journal = root / "root/.local/state/sandbox-setup/journal.jsonl"
+    ops = [json.loads(line) for line in journal.read_text().splitlines()]
+    assert [e["target"] for e in ops if e["op"] == "remove-file"] == [str(SHIM_PATH)]
+    # The saved answers now say no shim: a re-apply leaves it removed.
+    again = run_cli("--headless", "--root", str(root), "--yes")
+    assert again.returncode == 0, again.stderr
+    assert not shim.exists()
+    both = run_cli(
+        "--headless", "--root", str(root), "--install-claude-shim", "--no-install-claude-shim"
+    )
+    assert both.returncode == 2 and "choose one" in both.stderr
+    out = run_cli("--undo", "--yes", "--root", str(root))  # the removal (the re-apply: no-op)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert f"put back {SHIM_PATH}" in out.stdout, out.stdout
+    assert sha(shim) == digest
+    st = shim.stat()
+    assert (st.st_mode & 0o7777, st.st_uid, st.st_gid) == (0o755, 0, 0)
+    assert system_state(root) == installed

@@ -122,7 +122,10 @@ def _stand_in(base: Path) -> Path:
 
 def _tree(base: Path) -> dict[str, Path]:
     """The places a runc container writes (host temp dirs): /etc a copy of the host's."""
-    places = {name: base / name for name in ("root", "home", "srv", "usr-local")}
+    # var-lib: the host-wide record of the workspaces' trusted state
+    # (/var/lib/sandbox-setup) is written by every launch as root; a container's
+    # /var/lib is writable (the rootfs here is a read-only bind of the host's).
+    places = {name: base / name for name in ("root", "home", "srv", "usr-local", "var-lib")}
     for path in places.values():
         path.mkdir(mode=0o755)
     places["root"].chmod(0o700)
@@ -170,7 +173,7 @@ def _in_runc(
         (str(tree[name]), inside, True)
         for name, inside in (
             ("etc", "/etc"), ("root", "/root"), ("home", "/home"), ("srv", "/srv"),
-            ("usr-local", "/usr/local"),
+            ("usr-local", "/usr/local"), ("var-lib", "/var/lib"),
         )
     )  # fmt: skip
     config = ContainerConfig(userns=False, seccomp=seccomp_blocking_userns(), binds=binds)

@@ -123,12 +123,13 @@ def test_a_base_url_port_not_allowed_at_apply_is_reached_for_that_session(
     line = f"host loopback port {api.port} (from ANTHROPIC_BASE_URL, this session only)"
     assert line in result.stderr, result.stderr
     assert "--allow-loopback-port" not in result.stderr  # no hint: nothing to do
-    # The same mechanism as a configured port: the proxy's loopback forwarder carried it.
+    # Exposed as a configured port would be; the key stays outside, so Claude's request
+    # came through the session's API gateway, which put the key in (DESIGN.md invariant 17).
     log = tree.base / "state" / "sandbox-setup" / "egress.log"
     entries = [json.loads(line) for line in log.read_text().splitlines()]
     start = next(e for e in entries if e.get("event") == "session start")
     assert start["loopback_ports"] == [api.port], start
-    assert any(e.get("event") == "loopback" and e.get("port") == api.port for e in entries)
+    assert any(e.get("event") == "gateway" and e.get("status") == 200 for e in entries)
 
 
 def test_with_base_url_port_off_the_port_stays_closed_and_the_launch_says_how(

@@ -19,6 +19,8 @@ from pathlib import Path
 import pytest
 
 from sandbox_setup.configure.claude_shim import render_shim
+from sandbox_setup.launcher.egress.netns import namespace_possible
+from sandbox_setup.policy.credentials import placeholder
 from sandbox_setup.policy.environment import DEFAULT_PASS, passed_names
 from tests.launch_fixtures import (
     NOBODY,
@@ -114,6 +116,12 @@ def test_exactly_the_pass_list_reaches_claude(tree: LaunchTree, mode: str) -> No
             for k, v in ours.items()
             if not k.lower().startswith("no_")
         )
+        if namespace_possible().possible:
+            # The session's network namespace holds the API gateway: Claude gets the
+            # key's placeholder and the gateway's URL (DESIGN.md invariant 17).
+            passed["ANTHROPIC_API_KEY"] = placeholder("nobody", "ANTHROPIC_API_KEY")
+            passed["ANTHROPIC_BASE_URL"] = "http://127.0.0.1:3129"
+            assert "API gateway: ANTHROPIC_API_KEY kept outside" in result.stderr
         assert env == {**base, **passed, "USER": "nobody", "LOGNAME": "nobody", **ours}
     assert "decoy" not in result.stdout + result.stderr
 
@@ -168,6 +176,21 @@ def test_dry_run_names_the_passed_variables_and_never_shows_a_value(
     for value in (SECRET, "8317", "extra-value", "decoy"):
         assert value not in result.stdout + result.stderr
     assert not tree.marker.exists()
+
+
+def test_dry_run_names_the_api_gateway_and_its_switch(tree: LaunchTree) -> None:
+    # DESIGN.md invariant 17: what holds the key is said before anything starts.
+    config = tree.write_config(env_claude(tree), network="allowlist", env_pass=passed_names([]))
+    result = run_launcher(config, env=launcher_env(CALLER), dry_run=True)
+    assert result.returncode == 0, result.stderr
+    assert "note: API gateway: ANTHROPIC_API_KEY kept outside the sandbox" in result.stdout
+    assert SECRET not in result.stdout + result.stderr
+    config.write_text(config.read_text().replace("[sandbox]\n", '[sandbox]\napi_gateway = "off"\n'))
+    off = run_launcher(config, env=launcher_env(CALLER), dry_run=True)
+    assert off.returncode == 0, off.stderr
+    said = 'API key passed to Claude as it is, readable by the agent: [sandbox] api_gateway = "off"'
+    assert f"note: {said}" in off.stdout
+    assert "API gateway: ANTHROPIC_API_KEY kept outside" not in off.stdout
 
 
 # -- the working directory ------------------------------------------------------------

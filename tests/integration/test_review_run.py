@@ -186,3 +186,54 @@ def test_run_refuses_what_it_cannot_trust(tree: LaunchTree) -> None:
     unsafe = tree.write_config("/usr/bin/true", mode="unsafe", accepted=True, name="u.toml")
     code, out = _launch(unsafe, "--run", "git", "log")
     assert code == 3 and "needs an agent account" in out, out
+
+
+def _roots_repository(repo: Path) -> None:
+    """A repository made and committed by root (the operator's own) after the apply."""
+    git = ["git", "-C", str(repo), "-c", "safe.directory=*", "-c", "user.name=root"]
+    git += ["-c", "user.email=r@example.invalid"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    (repo / "app.txt").write_text("root's code\n")
+    subprocess.run([*git, "add", "app.txt"], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "root's own commit"], check=True)
+    assert (repo / ".git").stat().st_uid == 0
+
+
+@pytest.mark.parametrize("mode", ["sandbox", "user"])
+def test_run_reviews_roots_own_repository(tree: LaunchTree, mode: str) -> None:
+    """The reproduction: ``--run git -C WS log`` exited 128 ("dubious ownership") on
+    a root-owned repository; now that run (only) trusts the workspace's repositories."""
+    repo = tree.workspace / "app"
+    repo.mkdir()
+    _roots_repository(repo)
+    _roots_repository(tree.workspace)  # the workspace itself, a repository too
+    config = tree.write_config("/usr/bin/true", mode=mode)
+    for where in (repo, tree.workspace):
+        code, out = _launch(config, "--quiet", "--run", "git", "-C", str(where), "log", "-1")
+        assert code == 0, out
+        assert "root's own commit" in out, out
+        assert "dubious ownership" not in out, out
+    code, out = _launch(config, "--dry-run", "--run", "git", "log")
+    assert code == 0, out
+    assert _trusted(out) == {str(tree.workspace), str(repo)}, out
+    assert "GIT_CONFIG_COUNT=2" in out, out
+
+
+def _trusted(dry_run: str) -> set[str]:
+    """The safe.directory values a --dry-run's environment gives git."""
+    lines = [line.strip() for line in dry_run.splitlines()]
+    keys = {line.split("=", 1)[1] for line in lines if line.startswith("GIT_CONFIG_KEY_")}
+    assert keys <= {"safe.directory"}, dry_run
+    return {line.split("=", 1)[1] for line in lines if line.startswith("GIT_CONFIG_VALUE_")}
+
+
+def test_only_a_review_run_trusts_the_repositories(tree: LaunchTree) -> None:
+    """Claude's launch gets none of it: its environment has no GIT_CONFIG_*."""
+    _roots_repository(tree.workspace)
+    for mode in ("sandbox", "user"):
+        config = tree.write_config("/usr/bin/true", mode=mode, name=f"{mode}.toml")
+        code, out = _launch(config, "--dry-run", "--", "--print", "x")
+        assert code == 0, out
+        assert "GIT_CONFIG" not in out, out
+        code, out = _launch(config, "--dry-run", "--run", "git", "status")
+        assert _trusted(out) == {str(tree.workspace)}, out

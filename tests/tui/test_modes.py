@@ -168,7 +168,9 @@ async def test_answers_replay_headless_byte_identical(
     assert proc.returncode == 0, proc.stderr
     # The journal and backups record times and transaction ids; /etc/shadow
     # records the day of the change. Everything else must match byte for byte.
+    # The host-wide record of setups names each setup's state directory and applies.
     skip = ("root/.local/state", "etc/shadow", "etc/gshadow", "etc/shadow-", "etc/gshadow-")
+    skip += ("etc/sandbox-setup/setups.json", "etc/sandbox-setup/before")
     tui_files, headless_files = tree(first, skip), tree(second, skip)
     assert sorted(tui_files) == sorted(headless_files)
     differing = [p for p in tui_files if tui_files[p] != headless_files[p]]
@@ -177,9 +179,9 @@ async def test_answers_replay_headless_byte_identical(
 
 
 async def test_failed_apply_is_rolled_back_and_shown(tmp_path: Path) -> None:
-    """An apply that fails midway (the launcher config path became a directory
-    after the review) is rolled back by the core; the screen says so and goes
-    back to the review."""
+    """An apply that fails midway (the workspace went after the review: its access
+    step fails once the account exists) is rolled back by the core; the screen says
+    so and goes back to the review."""
     require_root()
     root = make_target_root(tmp_path)
     app = make_app(root, SANDBOX_HOST)
@@ -193,7 +195,7 @@ async def test_failed_apply_is_rolled_back_and_shown(tmp_path: Path) -> None:
         review = await wait_for(pilot, ReviewScreen)
         await wait_until(pilot, lambda: not review.busy)
         assert review.plan is not None
-        (root / CONFIG / "launcher.toml").mkdir(parents=True)
+        (root / "srv/project").rmdir()
         await pilot.press("a")
         applying = await wait_for(pilot, ApplyScreen)
         await wait_until(pilot, lambda: not applying.busy, tries=1500)

@@ -10,6 +10,7 @@ import threading
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+import pytest
 from textual.pilot import Pilot
 from textual.widgets import Input
 
@@ -113,6 +114,24 @@ def test_detail_pane(snap_compare: Any, tmp_path: Path) -> None:
 
 def test_help_screen(snap_compare: Any, tmp_path: Path) -> None:
     """? on the checks screen: every key of that screen, then the ones everywhere."""
+    backend = _backend(tmp_path, CONTAINER_HOST)
+
+    async def run_before(pilot: Pilot[Any]) -> None:
+        screen = pilot.app.screen
+        await _settle(pilot, lambda: screen.report is not None)
+        await pilot.press("question_mark")
+        await _settle(pilot, lambda: isinstance(pilot.app.screen, HelpScreen))
+
+    assert snap_compare(
+        WizardHarness(lambda: ChecksScreen(backend)), run_before=run_before, terminal_size=SIZE
+    )
+
+
+def test_help_screen_ascii_locale(
+    snap_compare: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Under LANG=C: the same screens in ASCII (borders, step indicator, arrows)."""
+    monkeypatch.setenv("LANG", "C")
     backend = _backend(tmp_path, CONTAINER_HOST)
 
     async def run_before(pilot: Pilot[Any]) -> None:

@@ -144,6 +144,20 @@ def test_a_leftover_shim_is_named_when_it_is_no_longer_asked_for(layout: Layout)
     assert any("still at /usr/local/sbin/claude" in note for note in plan.notes)
 
 
+def test_this_setups_shim_no_longer_asked_for_is_removed_in_the_plan(layout: Layout) -> None:
+    """Unticked (or ``--no-install-claude-shim``): the shim that runs this setup's
+    launcher config is a ``remove-file`` step; another config's is only named."""
+    shim = plant_shim(layout)
+    shim.write_bytes(render_shim("/usr/local/bin/sandbox-launch", str(layout.launcher_config)))
+    plan = build_plan(report(), Answers(Mode.SANDBOX, workspaces=WS), layout)
+    removal = [a for a in plan.actions if a.kind == "remove-file"]
+    assert [a.target for a in removal] == [str(SHIM_PATH)]
+    assert removal[0].is_change() and "--- /usr/local/sbin/claude (current)" in removal[0].diff()
+    assert not any("still at /usr/local/sbin/claude" in note for note in plan.notes)
+    still = build_plan(report(), SHIMMED, layout)
+    assert not any(a.kind == "remove-file" for a in still.actions)
+
+
 def test_the_plan_names_the_loopback_port_a_local_base_url_needs(
     layout: Layout, monkeypatch: pytest.MonkeyPatch
 ) -> None:

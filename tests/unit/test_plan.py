@@ -16,6 +16,7 @@ from sandbox_setup.checks.model import Finding, Recommendation, Report, Status
 from sandbox_setup.configure.answers import Answers, parse_answers
 from sandbox_setup.configure.claude_binary import INSTALLED_CLAUDE
 from sandbox_setup.configure.plan import build_plan
+from sandbox_setup.policy.credentials import COPY_LOGIN_NOTE
 from tests.core_fixtures import CLAUDE_VERSION, make_target_root, private_claude, snapshot
 
 WS = (PurePosixPath("/srv/project"),)
@@ -245,6 +246,9 @@ def test_copy_login_secrets_are_never_shown(layout: Layout) -> None:
     assert copy.target == "/home/claude-agent/.claude/.credentials.json"
     assert copy.mode == 0o600 and copy.owner == "claude-agent"
     assert "sk-very-secret" not in copy.diff() and "secret content" in copy.diff()
+    # What the session's API gateway cannot keep outside is said where it is chosen.
+    assert COPY_LOGIN_NOTE in plan.notes
+    assert COPY_LOGIN_NOTE not in build_plan(report(), Answers(Mode.USER), layout).notes
 
 
 def test_answers_record_resolved_choices(layout: Layout) -> None:

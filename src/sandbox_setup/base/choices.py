@@ -49,6 +49,15 @@ class BaseUrlPort(Choice):
     OFF = "off"  # no: only the configured loopback_ports
 
 
+class ApiGateway(Choice):
+    """``[sandbox] api_gateway``: does the session's egress side keep the operator's API
+    key or token (DESIGN.md invariant 17), Claude getting a placeholder and a base URL
+    of the session's gateway, where the session has a network namespace of its own."""
+
+    AUTO = "auto"  # yes, wherever the session has a namespace to listen in
+    OFF = "off"  # no: the key is passed to Claude as it is
+
+
 class SettingsScope(Choice):
     """Where Claude Code's settings are written."""
 

@@ -22,6 +22,8 @@ Format (``schema = 1``)::
     inner_sandbox = "strong"         # strong | weak | off
     base_url_port = "auto"           # optional; auto | off: a loopback ANTHROPIC_BASE_URL
                                      # of the launch exposes its port for that session
+    api_gateway = "auto"             # optional; auto | off: the session's gateway keeps
+                                     # an exported API key or token out of the sandbox
 
     [env]
     pass = ["ANTHROPIC_API_KEY", ...] # the caller's variables Claude gets (nothing else)
@@ -54,7 +56,7 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Any, TypeVar
 
-from sandbox_setup.base.choices import BaseUrlPort, InnerSandbox, Mode, Network, values
+from sandbox_setup.base.choices import ApiGateway, BaseUrlPort, InnerSandbox, Mode, Network, values
 from sandbox_setup.base.errors import InputError
 from sandbox_setup.base.limits import Limits
 
@@ -93,6 +95,7 @@ class LauncherConfig:
     # Not written by an apply (no answer sets it): the operator's own edit, kept on
     # rewrite like any key the tool does not own; the launcher reads it.
     base_url_port: BaseUrlPort = field(default=BaseUrlPort.AUTO, compare=False)
+    api_gateway: ApiGateway = field(default=ApiGateway.AUTO, compare=False)  # likewise
     claude_version: str | None = None
     unsafe: UnsafeAcceptance | None = None
     # [user]: Landlock for user mode (sandbox_setup.policy.landlock); default on.
@@ -213,6 +216,7 @@ def parse_launcher_config(text: str, source: str = "launcher.toml") -> LauncherC
     base_url_port = _choice(
         sandbox, "base_url_port", BaseUrlPort, BaseUrlPort.AUTO, "sandbox.", source
     )
+    api_gateway = _choice(sandbox, "api_gateway", ApiGateway, ApiGateway.AUTO, "sandbox.", source)
     ports = sandbox.get("loopback_ports", [])
     if not isinstance(ports, list) or not all(
         isinstance(p, int) and not isinstance(p, bool) and 1 <= p <= 65535 for p in ports
@@ -265,6 +269,7 @@ def parse_launcher_config(text: str, source: str = "launcher.toml") -> LauncherC
         env_pass=env_pass,
         limits=limits,
         base_url_port=base_url_port,
+        api_gateway=api_gateway,
         claude_version=version,
         unsafe=unsafe,
         user_landlock=user_landlock,

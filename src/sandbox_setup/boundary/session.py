@@ -70,7 +70,7 @@ from sandbox_setup.boundary.trust_record import (
     trust_dir,
     write_private,
 )
-from sandbox_setup.policy.workspace import BindPlan, RoBind, plan_ro_binds
+from sandbox_setup.policy.workspace import BindPlan, RoBind, WorkspaceLayout, plan_ro_binds
 
 # Workspaces an end scan could not see whole: untrusted until --audit completes
 # (beside the host-wide record of the trusted state).
@@ -296,6 +296,9 @@ class Boundary:
     mode: str = ""
     started: float = 0.0
     exit_code: int | None = None
+    # The session-start scan's layouts, by real host path (which repositories a
+    # --run review may open: sandbox_setup.policy.git_review).
+    layouts: dict[str, WorkspaceLayout] = field(default_factory=dict)
 
     @classmethod
     def start(
@@ -313,6 +316,7 @@ class Boundary:
         real = tuple(host for _, host in workspaces)
         if dry_run:
             boundary = cls(real, state, snapshot(real))
+            boundary.layouts = dict(boundary.before.layouts)
             if sandbox:
                 boundary._plan_binds(workspaces, boundary.before, dry_run=True)
             _tell_untrusted(trust or trust_dir(state), real, [])
@@ -360,6 +364,7 @@ class Boundary:
             boundary.session = session
             boundary.started = time.time()
             boundary.mode = "sandbox" if sandbox else "user"
+            boundary.layouts = dict(now.layouts)
             if sandbox:
                 boundary._plan_binds(workspaces, now, dry_run=False)
             record.sessions[key] = SessionEntry(

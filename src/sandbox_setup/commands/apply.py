@@ -68,6 +68,7 @@ _ANSWER_FLAGS = (
     "reuse_account",
     "include_private",
     "install_claude_shim",
+    "no_install_claude_shim",
     "apparmor_bwrap_profile",
     "copy_login",
     "accept_unsafe_root",
@@ -175,6 +176,9 @@ def _changed(base: Answers, args: argparse.Namespace, layout: Layout) -> Answers
             f"--accept-unsafe-root only applies to --mode unsafe (the saved setup is "
             f"{base.mode}); drop it"
         )
+    if args.install_claude_shim and args.no_install_claude_shim:
+        raise InputError("--install-claude-shim and --no-install-claude-shim: choose one")
+    shim = base.install_claude_shim or bool(args.install_claude_shim)
     ports = [parse_port(v, "--allow-loopback-port") for v in args.allow_loopback_port]
     no_ports = [parse_port(v, "--no-allow-loopback-port") for v in args.no_allow_loopback_port]
     workspaces = [_target_path(w, "--workspace", layout) for w in args.workspace]
@@ -205,7 +209,7 @@ def _changed(base: Answers, args: argparse.Namespace, layout: Layout) -> Answers
         pass_env=_edited(base.pass_env, args.pass_env, args.no_pass_env),
         reuse_account=base.reuse_account or bool(args.reuse_account),
         include_private=base.include_private or bool(args.include_private),
-        install_claude_shim=base.install_claude_shim or bool(args.install_claude_shim),
+        install_claude_shim=shim and not args.no_install_claude_shim,
         apparmor_bwrap_profile=base.apparmor_bwrap_profile or bool(args.apparmor_bwrap_profile),
         copy_login=base.copy_login or bool(args.copy_login),
         accept_unsafe_root=base.accept_unsafe_root or bool(args.accept_unsafe_root),

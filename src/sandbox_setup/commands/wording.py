@@ -163,6 +163,7 @@ FIELD_WORDS: dict[str, str] = {
     "--no-allow-domain": "the allowed domains field",
     "--no-allow-loopback-port": "the loopback ports field",
     "--no-pass-env": "the variables to pass field",
+    "--no-install-claude-shim": "'Route root's claude through sandbox-launch' unticked",
     "--all": "every apply",
     "--apparmor-bwrap-profile": "the AppArmor profile for bwrap (from saved answers)",
 }

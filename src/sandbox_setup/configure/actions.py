@@ -293,6 +293,77 @@ class WriteFile(Action):
         return record
 
 
+@dataclass(eq=False)
+class RemoveFile(Action):
+    """Remove a file an earlier apply installed (the claude shim no longer asked for),
+    when ``ours`` says its content is that file. Journaled as ``remove-file`` (its
+    bytes backed up, its mode and owner recorded): undo puts it back byte for byte.
+    The removal itself is a rename beside the target (the restore point a rollback
+    renames back), dropped at the commit."""
+
+    layout: Layout
+    path: PurePosixPath
+    label: str
+    ours: Callable[[bytes], bool]
+    kind = "remove-file"
+
+    @property
+    def target(self) -> str:  # type: ignore[override]
+        return str(self.path)
+
+    @property
+    def real(self) -> Path:
+        return self.layout.real(self.path)
+
+    def _state(self) -> fsops.FileState | None:
+        state = fsops.read_file(self.layout.root, self.real)
+        return state if state is not None and self.ours(state.data) else None
+
+    def is_change(self) -> bool:
+        return self._state() is not None
+
+    def describe_change(self) -> str:
+        return f"remove {self.label} {self.path} (undo puts it back)"
+
+    def describe_existing(self) -> str:
+        return f"{self.label} {self.path} is not installed"
+
+    def backs_up(self) -> bool:
+        return self.is_change()
+
+    def diff(self) -> str:
+        state = self._state()
+        if state is None:
+            return ""
+        before = state.data.decode("utf-8", errors="replace").splitlines(keepends=True)
+        return "".join(
+            difflib.unified_diff(
+                before, [], fromfile=f"{self.path} (current)", tofile="/dev/null (planned)"
+            )
+        )
+
+    def apply(self, txn: Transaction) -> None:
+        state = self._state()
+        if state is None:
+            return
+        backup = txn.backup(state.data, self.path.name)
+        keep = txn.keep_name(self.real)
+        txn.record(
+            {
+                "op": "remove-file",
+                "target": str(self.path),
+                "real": str(self.real),
+                "old_sha256": fsops.sha256(state.data),
+                "backup": backup,
+                "keep": keep,
+                "old_mode": state.mode,
+                "old_uid": state.uid,
+                "old_gid": state.gid,
+            }
+        )
+        txn.keep(self.real, keep, move=True)  # gone from its path: renamed beside it
+
+
 def members_text(layout: Layout, group: str) -> str:
     """``members: a, b`` (or ``no members``) of ``group`` as the target system has it
     now: the review shows who else a group it touches lets in."""

@@ -46,7 +46,7 @@ from sandbox_setup.base.errors import InputError, RefusedError
 from sandbox_setup.base.pathfacts import resolved_chain
 from sandbox_setup.base.paths import Layout
 from sandbox_setup.configure import fsops
-from sandbox_setup.configure.actions import Action, WriteFile
+from sandbox_setup.configure.actions import Action, RemoveFile, WriteFile
 from sandbox_setup.configure.claude_binary import ClaudeBinary
 from sandbox_setup.policy.claude_shim import (
     MARKER_WINDOW,
@@ -305,8 +305,30 @@ def shim_actions(
     ]
 
 
+def is_setups_shim(layout: Layout, data: bytes) -> bool:
+    """Whether ``data`` is a claude shim that runs this setup's launcher config."""
+    line = f"CONFIG = {str(layout.launcher_config)!r}\n".encode()
+    return is_claude_shim(data[:MARKER_WINDOW]) and line in data
+
+
+def shim_removal(layout: Layout) -> RemoveFile | None:
+    """The shim's removal when an earlier apply of this setup installed it and the
+    answers no longer ask for it (``--no-install-claude-shim``, or the box unticked);
+    None when there is none of this setup's to remove."""
+    action = RemoveFile(
+        layout,
+        SHIM_PATH,
+        "claude shim (root's claude runs through sandbox-launch)",
+        lambda data: is_setups_shim(layout, data),
+    )
+    try:
+        return action if action.is_change() else None
+    except (InputError, OSError):
+        return None  # unreadable: the leftover note (or the audit) names it
+
+
 def leftover_shim_note(layout: Layout) -> str | None:
-    """A note when an earlier apply's shim is still installed but no longer asked for."""
+    """A note when a shim (another setup's) is still installed but not asked for."""
     try:
         existing = fsops.read_file(layout.root, layout.real(SHIM_PATH))
     except (InputError, OSError):
@@ -315,5 +337,6 @@ def leftover_shim_note(layout: Layout) -> str | None:
         return None
     return (
         f"the claude shim from an earlier apply is still at {SHIM_PATH} and keeps routing "
-        "root's claude through sandbox-launch; --undo of that apply removes it (or delete it)"
+        "root's claude through sandbox-launch (another launcher config's); --undo of that "
+        "apply removes it (or delete it)"
     )

@@ -193,6 +193,18 @@ FIELDS: dict[str, Fields] = {
         "tmp": (_plain_name, True),
         "fix": (_boolean, False),
     },
+    # A file the apply removed (renamed to ``keep`` beside it, backed up): undo puts
+    # it back with its mode and owner (sandbox_setup.configure.actions.RemoveFile).
+    "remove-file": {
+        "target": (_absolute, True),
+        "real": (_inside_root, True),
+        "old_sha256": (_sha, True),
+        "backup": (_absolute, True),
+        "keep": (_plain_name, True),
+        "old_mode": (_MODE, True),
+        "old_uid": (_ID, True),
+        "old_gid": (_ID, True),
+    },
     # A file the apply planned and found already as planned (its before-image).
     "planned": {"target": (_absolute, True), "sha256": (_or_null(_sha), True)},
     "mkdir": {"target": (_absolute, True), "real": (_inside_root, True)},

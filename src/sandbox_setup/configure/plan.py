@@ -58,7 +58,7 @@ from sandbox_setup.configure.answers import Answers, default_network, validate_a
 from sandbox_setup.configure.answers_file import render_answers
 from sandbox_setup.configure.apparmor import apparmor_actions
 from sandbox_setup.configure.claude_binary import INSTALLED_CLAUDE, ClaudeBinary, find_claude
-from sandbox_setup.configure.claude_shim import leftover_shim_note, shim_actions
+from sandbox_setup.configure.claude_shim import leftover_shim_note, shim_actions, shim_removal
 from sandbox_setup.configure.git_protect import protected_git_actions
 from sandbox_setup.configure.inner_sandbox import check_sandbox_deps, sandbox_keys
 from sandbox_setup.configure.ledger import SetupRecord
@@ -67,6 +67,7 @@ from sandbox_setup.configure.network_plan import check_egress, plan_network, use
 from sandbox_setup.configure.settings import merge_settings
 from sandbox_setup.policy.accounts import workspace_group
 from sandbox_setup.policy.claude_release import required_minimum
+from sandbox_setup.policy.credentials import COPY_LOGIN_NOTE
 from sandbox_setup.policy.environment import loopback_port_hint, passed_names
 from sandbox_setup.policy.network import inner_proxy_port
 from sandbox_setup.policy.tool_paths import tools_problem
@@ -474,6 +475,7 @@ def build_plan(report: Report, answers: Answers, layout: Layout, source: str = "
 
     if separate and answers.copy_login:
         actions += _login_copies(layout, agent_name, agent_home)
+        notes.append(COPY_LOGIN_NOTE)  # DESIGN.md invariant 17: said where it is chosen
 
     settings_path = (
         layout.managed_settings
@@ -577,6 +579,8 @@ def build_plan(report: Report, answers: Answers, layout: Layout, source: str = "
     # Last: root's claude is routed only once the config it runs exists.
     if answers.install_claude_shim:
         actions += shim_actions(layout, claude, answers.mode, notes)
+    elif (removal := shim_removal(layout)) is not None:
+        actions.append(removal)  # this setup's shim, no longer asked for
     else:
         leftover = leftover_shim_note(layout)
         if leftover is not None:

@@ -131,6 +131,38 @@ def _revert_write(
     return outcome.done(f"restored {target}")
 
 
+def _revert_remove(layout: Layout, entry: dict[str, Any]) -> StepResult | None:
+    """Put back a file an apply removed (``remove-file``), byte for byte, with its
+    mode and owner; something else at its path since is left as it is."""
+    real = Path(entry["real"])
+    target = entry["target"]
+    keep = entry.get("keep")
+    state = fsops.read_file(layout.root, real)
+    if state is not None:
+        _drop_kept(layout, real, keep)
+        if fsops.sha256(state.data) == entry["old_sha256"]:
+            return None  # never removed, or already put back
+        return outcome.left(f"left {target} as it is: a file was put there after that apply")
+    if keep and fsops.restore_kept(layout.root, real, keep, entry["old_sha256"]):
+        return outcome.done(f"put back {target}")
+    backup = fsops.read_file(layout.root, layout.real(entry["backup"]))
+    if backup is None or fsops.sha256(backup.data) != entry["old_sha256"]:
+        return outcome.failed(
+            f"cannot put back {target}: its backup {entry['backup']} is missing or does "
+            "not match the journal"
+        )
+    fsops.atomic_write(
+        layout.root,
+        real,
+        backup.data,
+        mode=entry["old_mode"],
+        uid=entry["old_uid"],
+        gid=entry["old_gid"],
+        dirs=_restore_dirs(layout),
+    )
+    return outcome.done(f"put back {target}")
+
+
 def _fix_line(target: str) -> str:
     return (
         f"kept {target} as that apply left it: it replaced drift there (someone had "
@@ -164,7 +196,7 @@ def drop_restore_points(layout: Layout, entries: list[dict[str, Any]]) -> None:
     """After a commit: remove the restore points the steps left beside their targets
     (the account files' moved ``-`` backups go back where they were if still absent)."""
     for entry in entries:
-        if entry.get("op") == "write":
+        if entry.get("op") in ("write", "remove-file"):
             _drop_kept(layout, Path(entry["real"]), entry.get("keep"))
         elif "files" in entry:
             settle_kept_account_files(layout, entry["files"])
@@ -180,6 +212,8 @@ def _revert_one(
     op = entry["op"]
     if op == "write":
         return _revert_write(layout, entry, last)
+    if op == "remove-file":
+        return _revert_remove(layout, entry)
     if op == "mkdir":
         if fsops.remove_empty_dir(layout.root, Path(entry["real"])):
             return outcome.done(f"removed directory {entry['target']}")
@@ -284,6 +318,7 @@ def _strip_own_acls(
 # The ops that are steps of an apply (everything else is the journal's bookkeeping).
 STEP_OPS = (
     "write",
+    "remove-file",
     "mkdir",
     "create-user",
     "create-group",
@@ -428,6 +463,8 @@ def describe_entry(entry: dict[str, Any]) -> str | None:
     if op == "write":
         verb = "remove" if entry.get("backup") is None else "restore"
         return f"{verb} {entry['target']}"
+    if op == "remove-file":
+        return f"put back {entry['target']}"
     if op == "mkdir":
         return f"remove directory {entry['target']} if empty"
     if op in ("create-user", "create-group"):

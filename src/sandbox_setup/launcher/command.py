@@ -13,12 +13,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 
-from sandbox_setup.base.choices import Mode, Network
+from sandbox_setup.base.choices import ApiGateway, Mode, Network
 from sandbox_setup.base.errors import RefusedError
 from sandbox_setup.base.launcher_config import LauncherConfig, UnsafeAcceptance
 from sandbox_setup.base.limits import size_bytes
 from sandbox_setup.launcher.egress.network import (
     PROXY_ENV,
+    exposed_ports,
     network_env,
     network_notes,
     network_notice,
@@ -29,13 +30,20 @@ from sandbox_setup.launcher.landlock_gate import (
     LandlockPlan,
     helper_argv,
 )
+from sandbox_setup.policy.credentials import (
+    GatewayChoice,
+    GatewaySpec,
+    choose_gateway,
+    describe_gateway,
+    gateway_port,
+)
 from sandbox_setup.policy.environment import (
     BASE_URL,
     SANDBOX_CLAIMS,
     loopback_endpoint,
     select_passed,
 )
-from sandbox_setup.policy.network import CLAUDE_ENDPOINTS, user_proxy_port
+from sandbox_setup.policy.network import CLAUDE_ENDPOINTS, SANDBOX_PROXY_PORT, user_proxy_port
 from sandbox_setup.policy.system_dirs import bind_conflict
 from sandbox_setup.policy.unsafe import ACCEPTANCE_KEYS, acceptance_problem
 
@@ -128,6 +136,9 @@ class Launch:
     # verifies before release, and its network namespace and proxy (sandbox_setup.
     # launcher.landlock_gate); None: neither Landlock nor a namespace of its own.
     landlock: LandlockPlan | None = None
+    # The session's API gateway (DESIGN.md invariant 17): served by the egress proxy,
+    # holding the credentials ``env`` has placeholders for; None: none this session.
+    gateway: GatewaySpec | None = None
 
 
 def gather_host_facts(root: Path = Path("/"), binds: Sequence[PurePosixPath] = ()) -> HostFacts:
@@ -198,6 +209,30 @@ def launch_env(
     env.update(passed)
     notes = tuple(f"[env] pass lists {name}, not passed: {why}" for name, why in ignored)
     return env, tuple(passed), notes
+
+
+def with_gateway(
+    config: LauncherConfig,
+    agent: Agent,
+    env: Mapping[str, str],
+    passed: Sequence[str],
+    namespace: str | None,
+    port: int,
+    managed: Mapping[str, object] | None,
+) -> tuple[GatewayChoice, tuple[str, ...], str | None]:
+    """The credentials held by the session's gateway where it can be
+    (:func:`sandbox_setup.policy.credentials.choose_gateway`): the choice, the notes for
+    ``--dry-run`` and the warning when a credential is passed as it is."""
+    choice = choose_gateway(
+        env, passed, agent.name, enabled=config.api_gateway is ApiGateway.AUTO,
+        namespace=namespace, port=port, managed=managed,
+    )  # fmt: skip
+    said = describe_gateway(choice)
+    notes = (said,) if said else ()
+    warning = None
+    if choice.spec is None and choice.why is not None and config.api_gateway is ApiGateway.AUTO:
+        warning = f"sandbox-launch: warning: {said}"
+    return choice, notes, warning
 
 
 def _check_writable_bind(path: PurePosixPath | str, what: str) -> None:
@@ -379,6 +414,7 @@ def sandbox_launch(
     switch_user: bool,
     workdir: str | None = None,
     workspace_binds: Sequence[str] = (),
+    managed: Mapping[str, object] | None = None,
 ) -> Launch:
     """Drop to the agent (root only), then bwrap as the agent; verified before release.
 
@@ -395,18 +431,31 @@ def sandbox_launch(
         config, agent, claude, bwrap, facts, environ, claude_args, workdir, workspace_binds
     )
     env, passed, env_notes = launch_env(config, agent, environ)
+    allowlist = config.network == Network.ALLOWLIST
+    namespace = None if allowlist else f"network {config.network}: no egress proxy to serve it"
+    endpoint = loopback_endpoint(env.get(BASE_URL, "")) if BASE_URL in passed else None
+    if allowlist and endpoint is not None and endpoint[1] not in exposed_ports(config):
+        # The operator kept that port closed (base_url_port = "off"): no way round it.
+        namespace = f"ANTHROPIC_BASE_URL's loopback port {endpoint[1]} is not exposed"
+    port = gateway_port((SANDBOX_PROXY_PORT, *exposed_ports(config))) if allowlist else 0
+    gateway, gateway_notes, gateway_warning = with_gateway(
+        config, agent, env, passed, namespace, port, managed
+    )
+    warnings = [w for w in (network_notice(config), gateway_warning) if w]
     return Launch(
         argv=tuple(argv),
-        env=env,
+        env=dict(gateway.env),
         cwd=None,
         supervised=True,
-        warning=network_notice(config),
+        gateway=gateway.spec,
+        warning="\n".join(warnings) or None,
         notes=(
             f"{STATUS_FD}, {BLOCK_FD} and {GATE_FD} are pipe fds chosen at launch; "
             "IS_SANDBOX=1 is set only inside bwrap; the gate execs Claude only when the "
             f"launcher, after verifying the sandbox, writes {GATE_TOKEN!r} to {GATE_FD}",
             *env_notes,
             *network_notes(config),
+            *gateway_notes,
         ),
         passed=passed,
     )
@@ -423,6 +472,7 @@ def user_launch(
     new_session: bool = True,
     workdir: str | None = None,
     landlock: LandlockPlan | None = None,
+    managed: Mapping[str, object] | None = None,
 ) -> Launch:
     """setpriv to the agent with a clean environment and no_new_privs, in the workspace.
 
@@ -441,8 +491,25 @@ def user_launch(
     cwd = workdir or (str(config.workspaces[0]) if config.workspaces else str(agent.home))
     notes: tuple[str, ...] = env_notes
     confine: list[str] = []
+    gateway = GatewayChoice(None, env)
+    warning = None
     if landlock is not None:
         landlock = _with_base_url_port(landlock, env, passed)
+        if landlock.proxy and landlock.netns:
+            exposed = (*config.loopback_ports, *filter(None, [landlock.base_url_port]))
+            port = gateway_port((user_proxy_port(exposed), *exposed))
+            gateway, gateway_notes, warning = with_gateway(
+                config, agent, env, passed, None, port, managed
+            )
+            if gateway.spec is not None:  # Landlock's ports: the gateway's too
+                landlock = replace(landlock, connect=(*landlock.connect, str(port)))
+        else:
+            why = landlock.netns_why or "no network namespace of its own for the session"
+            gateway, gateway_notes, warning = with_gateway(
+                config, agent, env, passed, why, 0, managed
+            )
+        notes += gateway_notes
+        env = dict(gateway.env)
         # No Landlock walls (off, or none on this kernel): the plan is the namespace's
         # only, and no helper runs.
         confine = helper_argv(landlock) if landlock.walls.any else []
@@ -489,6 +556,10 @@ def user_launch(
                 "verified from outside (a probe in the same domain must fail to reach the "
                 "launcher's canaries); anything else refuses the launch",
             )
+    if landlock is None:
+        why = "user mode has no network namespace of its own here"
+        gateway, gateway_notes, warning = with_gateway(config, agent, env, passed, why, 0, managed)
+        notes += gateway_notes
     if new_session:
         notes += (SETSID_NOTE,)
     return Launch(
@@ -500,6 +571,8 @@ def user_launch(
         notes=notes,
         passed=passed,
         landlock=landlock,
+        gateway=gateway.spec,
+        warning=warning,
     )
 
 

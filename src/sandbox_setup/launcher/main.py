@@ -80,6 +80,11 @@ from sandbox_setup.policy.environment import (
     loopback_port_hint,
     select_passed,
 )
+from sandbox_setup.policy.git_review import (
+    MAX_SAFE_DIRECTORIES,
+    review_git_env,
+    review_safe_directories,
+)
 from sandbox_setup.policy.landlock import user_trees, user_walls
 from sandbox_setup.policy.limits import over_maximum
 from sandbox_setup.policy.names import user_name_problem
@@ -352,6 +357,7 @@ def _separate_launch(
             switch_user=uid == 0,
             workdir=workdir.path,
             workspace_binds=workspace_binds,
+            managed=managed_env(),
         )
         hint = loopback_port_hint(
             environ, launch.passed, config.network, config.loopback_ports, config.base_url_port
@@ -372,6 +378,7 @@ def _separate_launch(
         switch_user=uid == 0,
         workdir=workdir.path,
         landlock=landlock_plan(config, agent, claude, abi, owners, path_env),
+        managed=managed_env(),
     )
     plan = launch.landlock
     if plan is not None and plan.wall is not UserNetworkWall.HOST:
@@ -400,9 +407,8 @@ def _separate_launch(
         f"sandbox-launch: note: {what}: the agent reads what its account may and reaches "
         "the host's network, loopback services included"
     )
-    return replace(
-        launch, warning=warning, notes=(*launch.notes, warning.split(": ", 2)[2], network)
-    )
+    both = "\n".join(w for w in (launch.warning, warning) if w)
+    return replace(launch, warning=both, notes=(*launch.notes, warning.split(": ", 2)[2], network))
 
 
 def landlock_plan(
@@ -487,6 +493,11 @@ def _with_notice(
         shown = [n for n, on in (("files", walls.files), ("network", walls.network),
                                  ("scope", walls.scope)) if on]  # fmt: skip
         notice += f"; Landlock ABI {walls.abi}: {', '.join(shown)}"
+    if launch.gateway is not None:
+        notice += (
+            f"; API gateway: {', '.join(launch.gateway.names)} kept outside "
+            f"(Claude gets a placeholder)"
+        )
     return replace(launch, notice=notice)
 
 
@@ -531,16 +542,46 @@ def start_boundary(config: LauncherConfig, dry_run: bool) -> Boundary | None:
     mode); see :mod:`sandbox_setup.boundary.session`."""
     if config.mode is Mode.UNSAFE:
         return None
-    real = dict(real_paths(config.workspaces))
-    pairs = [(str(w), real.get(str(w), str(w))) for w in config.workspaces]
     try:
         return Boundary.start(
-            pairs, state_dir(), sandbox=config.mode is Mode.SANDBOX, dry_run=dry_run
+            _workspace_pairs(config),
+            state_dir(),
+            sandbox=config.mode is Mode.SANDBOX,
+            dry_run=dry_run,
         )
     except OSError as exc:
         raise RefusedError(
             f"cannot set up the workspace boundary ({exc}); refusing to launch without it"
         ) from None
+
+
+def _workspace_pairs(config: LauncherConfig) -> list[tuple[str, str]]:
+    """(path the session shows, real host path) of each workspace."""
+    real = dict(real_paths(config.workspaces))
+    return [(str(w), real.get(str(w), str(w))) for w in config.workspaces]
+
+
+def review_git_trust(launch: Launch, config: LauncherConfig, boundary: Boundary) -> Launch:
+    """A ``--run`` review's launch with the workspaces' repositories (as the start scan
+    found them) as git's ``safe.directory``, in its environment only
+    (:mod:`sandbox_setup.policy.git_review`)."""
+    paths = review_safe_directories(
+        _workspace_pairs(config), boundary.layouts, sandbox=config.mode is Mode.SANDBOX
+    )
+    env = review_git_env(paths[:MAX_SAFE_DIRECTORIES])
+    if not env:
+        return launch
+    notes = (
+        *launch.notes,
+        "git trusts the workspaces' repositories found at start for this run only "
+        "(safe.directory in its environment, GIT_CONFIG_*)",
+    )
+    if len(paths) > MAX_SAFE_DIRECTORIES:
+        notes += (
+            f"{len(paths) - MAX_SAFE_DIRECTORIES} more repositories stay untrusted "
+            f"(at most {MAX_SAFE_DIRECTORIES} in the environment)",
+        )
+    return replace(launch, env={**launch.env, **env}, notes=notes)
 
 
 def describe(launch: Launch, config_path: Path, mode: Mode) -> str:
@@ -613,6 +654,8 @@ def _run_checked(
             options.program,
             exposed,
         )
+        if options.program is not None and boundary is not None:
+            launch = review_git_trust(launch, config, boundary)
         hooks = [boundary.end] if boundary is not None else []
         if boundary is not None and agent is not None:
             boundary.agent_uid = agent.uid  # its end removes Claude's mount-point files

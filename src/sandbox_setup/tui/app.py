@@ -15,13 +15,15 @@ name). A deliberate quit exits 0 and says on stderr that nothing was changed;
 from __future__ import annotations
 
 import argparse
+import os
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from textual import work
 from textual.app import App, SystemCommand
 from textual.binding import Binding
+from textual.filter import LineFilter
 from textual.screen import Screen
 from textual.widgets import Input
 
@@ -32,6 +34,7 @@ from sandbox_setup.tui import STYLESHEET
 from sandbox_setup.tui.confirm import ConfirmQuit
 from sandbox_setup.tui.core import Core
 from sandbox_setup.tui.flow import run_flow
+from sandbox_setup.tui.glyphs import AsciiFilter, locale_is_utf8
 from sandbox_setup.tui.help import HelpScreen, screen_keys
 from sandbox_setup.tui.step import StepScreen
 
@@ -56,6 +59,12 @@ class SetupApp(App[int]):
         self.core = core
         # What to say on stderr once the terminal is back (run_app prints it).
         self.farewell: str | None = None
+        # A locale that is not UTF-8 gets every glyph drawn in ASCII (tui/glyphs.py).
+        self.ascii_filter = None if locale_is_utf8(os.environ) else AsciiFilter()
+
+    def get_line_filters(self) -> Sequence[LineFilter]:
+        filters = super().get_line_filters()
+        return filters if self.ascii_filter is None else [*filters, self.ascii_filter]
 
     def on_mount(self) -> None:
         self.flow()

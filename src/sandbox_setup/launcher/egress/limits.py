@@ -57,6 +57,11 @@ Why these values:
   the proxy's account's pipe pages (``pipe-user-pages-soft``, shared with the agent's own
   processes): only pipes holding bytes and the spares exist, and the spares are closed
   once no connection is open.
+- :data:`GATEWAY_CONNECTIONS` (64): the session's API gateway
+  (:mod:`sandbox_setup.launcher.egress.gateway`) serves one request per connection on a
+  thread of its own (Claude keeps a few connections open at a time; a 65th gets ``503``
+  at once). Each holds two sockets and a thread (256 KiB stack), its head bounded as
+  the proxy's (:data:`HEAD_TIMEOUT`, ``MAX_HEAD``); the answer is relayed in 64 KiB reads.
 """
 
 from __future__ import annotations
@@ -76,6 +81,7 @@ RESOLVE_WORKERS_MAX = 64
 CONNECT_TIMEOUT = 15.0
 PIPE_SIZE = 1024 * 1024
 PIPE_SPARE = 16
+GATEWAY_CONNECTIONS = 64
 
 
 @dataclass(frozen=True, slots=True)

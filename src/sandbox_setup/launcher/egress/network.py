@@ -67,6 +67,7 @@ from sandbox_setup.policy.network import (
 if TYPE_CHECKING:
     # the server runs in the proxy process only (asyncio-free, but not the launcher's)
     from sandbox_setup.launcher.egress.server import Resolver
+    from sandbox_setup.policy.credentials import GatewaySpec
 
 PROBE_TIMEOUT = 5.0
 
@@ -202,6 +203,7 @@ class EgressSession:
         self.log_fd = log_fd
         self.proxy: ProxyProcess | None = None
         self.proxy_port = SANDBOX_PROXY_PORT  # where it listens inside the namespace
+        self.gateway_port: int | None = None  # the API gateway's, when it has one
 
     @classmethod
     def start(
@@ -215,11 +217,14 @@ class EgressSession:
         after_drop: Callable[[], None] | None = None,
         mode: str | None = None,
         proxy_port: int = SANDBOX_PROXY_PORT,
+        gateway: GatewaySpec | None = None,
     ) -> EgressSession:
         """Before bwrap starts: the policy (a bad pattern refuses the launch), the log,
         and the proxy forked as ``uid:gid``, which waits for its listeners (its start-up
         overlaps the sandbox's; :meth:`ready` hands them over). ``resolver`` and
-        ``after_drop``: see :func:`~sandbox_setup.launcher.egress.proxy.fork_proxy`."""
+        ``after_drop``: see :func:`~sandbox_setup.launcher.egress.proxy.fork_proxy`.
+        ``gateway``: the session's API gateway, served by the proxy (DESIGN.md
+        invariant 17), listening at its port inside the namespace too."""
         policy = build_policy(config)
         ports = (
             exposed_ports(config)
@@ -234,8 +239,10 @@ class EgressSession:
                  loopback_ports=list(ports), **extra)  # fmt: skip
             session = cls(policy, ports, uid, gid, log_fd)
             session.proxy_port = proxy_port
+            session.gateway_port = gateway.port if gateway is not None else None
             session.proxy = fork_proxy(None, policy, log_fd, uid, gid, later=True,
-                                       resolver=resolver, after_drop=after_drop)  # fmt: skip
+                                       resolver=resolver, after_drop=after_drop,
+                                       gateway=gateway)  # fmt: skip
         except BaseException:
             os.close(log_fd)
             raise
@@ -245,14 +252,19 @@ class EgressSession:
         """Listen in the sandbox's namespace, fork the proxy on it as the agent, and
         probe it from inside; :class:`RefusedError` when any of it fails."""
         sockets = open_in_sandbox(
-            sandbox_pid, self.proxy_port, self.ports, agent=(self.uid, self.gid)
+            sandbox_pid, self.proxy_port, self._listening(), agent=(self.uid, self.gid)
         )
         self._serve(sockets)
 
     def ready_in(self, netns: int) -> None:
         """:meth:`ready` for a user-mode session's network namespace, made by the
         launcher (``netns``: its fd; :func:`~sandbox_setup.launcher.egress.netns.new_namespace`)."""
-        self._serve(open_in_namespace(netns, self.proxy_port, self.ports))
+        self._serve(open_in_namespace(netns, self.proxy_port, self._listening()))
+
+    def _listening(self) -> tuple[int, ...]:
+        """The ports made in the namespace beside the proxy's: the exposed ones, and
+        the API gateway's (made the same way, then handed over as the gateway's)."""
+        return (*self.ports, *filter(None, [self.gateway_port]))
 
     def ready_on_host(self) -> None:
         """:meth:`ready` for a user-mode session without a namespace of its own (root
@@ -278,8 +290,10 @@ class EgressSession:
     def _serve(self, sockets: SandboxSockets) -> None:
         assert self.proxy is not None
         probes = list(sockets.probes)
+        gateway = [s for s, port in sockets.forwards if port == self.gateway_port]
+        forwards = [(s, port) for s, port in sockets.forwards if port != self.gateway_port]
         try:
-            self.proxy.hand_over(sockets.proxy, sockets.forwards)  # closes them here
+            self.proxy.hand_over(sockets.proxy, forwards, gateway)  # closes them here
             self.proxy.wait_ready()
 
             def inside() -> socket.socket:

@@ -60,7 +60,10 @@ from sandbox_setup.policy.addresses import parse_address
 from sandbox_setup.policy.network import REFUSED_PREFIX, EgressPolicy
 
 if TYPE_CHECKING:
+    import ssl
+
     from sandbox_setup.launcher.egress.server import Resolver
+    from sandbox_setup.policy.credentials import GatewaySpec
 
 START_TIMEOUT = 5.0
 PROBE_TIMEOUT = 5.0
@@ -73,6 +76,8 @@ NOT_STARTED = (
 PR_SET_PDEATHSIG = 1
 PR_GET_PDEATHSIG = 2
 PR_SET_NO_NEW_PRIVS = 38
+PR_GET_DUMPABLE = 3
+PR_SET_DUMPABLE = 4
 
 
 def serve(
@@ -86,6 +91,7 @@ def serve(
     forwards: Sequence[tuple[socket.socket, int]] = (),
     more: Sequence[socket.socket] = (),
     launcher: int | None = None,
+    gateway: tuple[GatewaySpec, Sequence[socket.socket], ssl.SSLContext | None] | None = None,
 ) -> None:
     """Serve the proxy on ``socket_path`` (or the already bound ``sock``) until killed.
 
@@ -97,6 +103,8 @@ def serve(
     listening sockets served like ``sock`` (the sandbox's ``[::1]`` listener).
     ``launcher``: the pid of the launcher that forked it, in every log record (which
     session a decision belongs to, for ``sandbox-setup --status``).
+    ``gateway``: the session's API gateway, its listeners and TLS context
+    (:mod:`sandbox_setup.launcher.egress.gateway`), served beside the proxy.
     """
     # why: the server is the proxy process's own; the launcher never loads it.
     from sandbox_setup.launcher.egress import server as proxy_server
@@ -106,6 +114,10 @@ def serve(
     proxy = proxy_server.EgressProxy(
         policy, log_fd, resolver, read_host_addresses(), launcher=launcher
     )
+    if gateway is not None and gateway[1]:
+        from sandbox_setup.launcher.egress.gateway import Gateway
+
+        Gateway(gateway[0], log_fd, gateway[2]).start(gateway[1])
     proxy_server.run(sock, proxy, ready_fd, read_host_addresses, forwards=forwards, more=more)
 
 
@@ -153,16 +165,21 @@ class ProxyProcess:
         self._control = control  # a proxy forked with later=True waits on it
 
     def hand_over(
-        self, listeners: Sequence[socket.socket], forwards: Sequence[tuple[socket.socket, int]]
+        self,
+        listeners: Sequence[socket.socket],
+        forwards: Sequence[tuple[socket.socket, int]],
+        gateway: Sequence[socket.socket] = (),
     ) -> None:
         """Give a proxy forked with ``later=True`` its listening sockets (closed here
-        after); it starts serving them, then reports ready (:meth:`wait_ready`)."""
+        after); it starts serving them, then reports ready (:meth:`wait_ready`).
+        ``gateway``: the API gateway's listeners (a proxy forked with its spec)."""
         control, self._control = self._control, None
-        socks = [*listeners, *(s for s, _ in forwards)]
+        socks = [*listeners, *(s for s, _ in forwards), *gateway]
         try:
             if control is None:
                 raise RefusedError("the egress proxy was not started to be handed sockets")
             spec = [["proxy", 0] for _ in listeners] + [["forward", p] for _, p in forwards]
+            spec += [["gateway", 0] for _ in gateway]
             try:
                 socket.send_fds(control, [json.dumps(spec).encode()], [s.fileno() for s in socks])
             except OSError:  # it is gone: it never started (the same refusal as wait_ready)
@@ -273,6 +290,7 @@ def fork_proxy(
     later: bool = False,
     resolver: Resolver | None = None,
     after_drop: Callable[[], None] | None = None,
+    gateway: GatewaySpec | None = None,
 ) -> ProxyProcess:
     """Bind the sockets and fork the proxy as ``uid:gid``, without waiting for it.
 
@@ -288,7 +306,9 @@ def fork_proxy(
     until :meth:`ProxyProcess.hand_over` gives them (instead of any of the above).
     ``resolver``: the proxy's DNS (default: the real one). ``after_drop``: called in the
     proxy right after its privilege drop, before it serves (a test's seam; an exit or
-    an exception there is a proxy that did not start).
+    an exception there is a proxy that did not start). ``gateway``: the session's API
+    gateway (with ``later``), whose listeners :meth:`ProxyProcess.hand_over` gives; its
+    secrets reach the proxy by the fork, never through an argument or the environment.
     """
     given = [*([listener] if listener is not None else []), *listeners,
              *(s for s, _ in forward_listeners)]  # fmt: skip
@@ -344,14 +364,17 @@ def fork_proxy(
                 signal.set_wakeup_fd(-1)
             _close_other_fds(keep)
             _preload()
+            context = _gateway_context(gateway)  # the CA files are read while root
             _become_proxy(uid, gid, parent, keep=keep)
             if after_drop is not None:
                 after_drop()
+            gateway_socks: list[socket.socket] = []
             if control_child is not None:
-                serving, bound = _receive_listeners(control_child)
+                serving, bound, gateway_socks = _receive_listeners(control_child)
+            served = (gateway, gateway_socks, context) if gateway is not None else None
             serve(socket_path or "", policy, log_fd, ready_w, sock=serving[0],
                   resolver=resolver, forwards=bound, more=serving[1:],
-                  launcher=parent)  # fmt: skip
+                  gateway=served, launcher=parent)  # fmt: skip
             code = 0
         except BaseException:
             if log_fd is not None:
@@ -368,9 +391,19 @@ def fork_proxy(
     return ProxyProcess(pid, ready_r, paths, remove=True, control=control, ids=(uid, gid))
 
 
+def _gateway_context(gateway: GatewaySpec | None) -> ssl.SSLContext | None:
+    """While root: load the gateway (and ssl) and read the CA files it needs."""
+    if gateway is None:
+        return None
+    # why: the gateway is the proxy process's own; the launcher never loads it.
+    from sandbox_setup.launcher.egress.gateway import tls_context
+
+    return tls_context() if gateway.upstream.startswith("https:") else None
+
+
 def _receive_listeners(
     control: socket.socket,
-) -> tuple[list[socket.socket], list[tuple[socket.socket, int]]]:
+) -> tuple[list[socket.socket], list[tuple[socket.socket, int]], list[socket.socket]]:
     """In a proxy forked with ``later``: the sockets :meth:`ProxyProcess.hand_over`
     sends; with none (the launcher gave up), the proxy just ends."""
     message, fds, _flags, _addr = socket.recv_fds(control, 65536, MAX_SOCKETS)
@@ -380,15 +413,18 @@ def _receive_listeners(
         os._exit(0)
     serving: list[socket.socket] = []
     bound: list[tuple[socket.socket, int]] = []
+    gateway: list[socket.socket] = []
     for (role, port), fd in zip(spec, fds, strict=True):
         sock = socket.socket(fileno=fd)
         if role == "proxy":
             serving.append(sock)
+        elif role == "gateway":
+            gateway.append(sock)
         else:
             bound.append((sock, int(port)))
     if not serving:
         os._exit(0)
-    return serving, bound
+    return serving, bound, gateway
 
 
 def _preload() -> None:
@@ -437,6 +473,12 @@ def _become_proxy(uid: int, gid: int, parent: int, keep: set[int]) -> None:
     # After the uid change: changing credentials clears the parent-death signal.
     if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
         raise RefusedError("PR_SET_NO_NEW_PRIVS failed for the egress proxy")
+    # Not dumpable (a uid change already made it so; said here, and checked): the agent
+    # may run as the same account, and must not read the proxy's memory or environment
+    # (the API gateway's secrets, the launcher's environment it was forked with) through
+    # /proc or ptrace (DESIGN.md invariant 17).
+    if libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0 or libc.prctl(PR_GET_DUMPABLE, 0, 0, 0, 0):
+        raise RefusedError("the egress proxy could not be made non-dumpable")
     if libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
         raise RefusedError("PR_SET_PDEATHSIG failed for the egress proxy")
     armed = ctypes.c_int(0)

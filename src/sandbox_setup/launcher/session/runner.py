@@ -271,6 +271,7 @@ def run_user_session(
                     replace(network, loopback_ports=ports), agent.uid, agent.gid,
                     state_dir(), resolver=seams.resolver, after_drop=seams.after_proxy_drop,
                     mode="user", proxy_port=user_proxy_port(ports) if plan.netns else 0,
+                    gateway=launch.gateway if plan.netns else None,
                 )  # fmt: skip
                 if plan.netns:
                     netns = new_namespace()
@@ -376,7 +377,7 @@ def _run_sandbox(
     def start_egress() -> None:
         sessions.append(EgressSession.start(
             network, agent.uid, agent.gid, state_dir(),
-            resolver=seams.resolver, after_drop=seams.after_proxy_drop,
+            resolver=seams.resolver, after_drop=seams.after_proxy_drop, gateway=launch.gateway,
         ))  # fmt: skip
 
     def release_hook(sandbox_pid: int) -> None:
