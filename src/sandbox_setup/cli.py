@@ -144,6 +144,11 @@ def build_parser() -> argparse.ArgumentParser:
     action.add_argument("--check", action="store_true", help="run the host checks")
     action.add_argument("--audit", action="store_true", help="audit an existing setup")
     action.add_argument(
+        "--status",
+        action="store_true",
+        help="what every setup on this host installed, and its sessions (docs/status.md)",
+    )
+    action.add_argument(
         "--headless",
         action="store_true",
         help=(
@@ -287,7 +292,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--root",
         default="/",
         metavar="DIR",
-        help="apply/audit/undo under another root (tests, image builds); default /",
+        help="apply/audit/undo/status under another root (tests, image builds); default /",
     )
     return parser
 
@@ -345,6 +350,10 @@ def _dispatch(
         from sandbox_setup.commands.audit import run_audit
 
         return run_audit(args)
+    if args.status:
+        from sandbox_setup.commands.status import run_status
+
+        return run_status(args)
     if args.headless:
         from sandbox_setup.commands.headless import run_headless
 

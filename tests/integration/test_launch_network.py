@@ -77,6 +77,7 @@ attempt allowed_git git -c http.sslCAInfo={ca} ls-remote https://git.allowed.tes
 attempt allowed_urllib /usr/bin/python3 -c "{urllib}" https://www.allowed.test/hello.txt {ca}
 attempt denied $C --cacert {ca} -w '\n%{{http_code}}' http://denied.test/hello.txt
 attempt denied_tls $C --cacert {ca} https://denied.test/hello.txt
+attempt unresolved $C -w '\n%{{http_code}}' http://nowhere.allowed.test/hello.txt
 attempt metadata_proxy $C -w '\n%{{http_code}}' http://{metadata}{metadata_path}
 attempt metadata_name $C -w '\n%{{http_code}}' http://metadata.allowed.test{metadata_path}
 attempt loopback_name $C -w '\n%{{http_code}}' http://loopback.allowed.test:{hidden}/secret.txt
@@ -368,6 +369,57 @@ def test_every_decision_is_in_the_egress_log(
     ).items()
     log = tree.base / "state" / "sandbox-setup" / "egress.log"
     assert log.stat().st_mode & 0o777 == 0o600 and log.stat().st_uid == 0
+
+
+# --- what sandbox-setup --status says of that session ------------------------------------
+
+
+def sandbox_setup(tree: LaunchTree, *args: str) -> subprocess.CompletedProcess[str]:
+    env = launcher_env({"XDG_STATE_HOME": str(tree.base / "state")})
+    return subprocess.run(
+        [sys.executable, "-m", "sandbox_setup", *args],
+        env=env, cwd=REPO, capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+
+
+def test_status_names_the_session_and_its_refusals_with_the_allowing_command(
+    inside: dict[str, tuple[int, str]], tree: LaunchTree
+) -> None:
+    """After the real session above (the agent asked the proxy for denied.test, off the
+    allowlist, and for nowhere.allowed.test, which does not resolve), ``--status --json``
+    names the agent, the workspace, the shim, and that session with each refused
+    destination, its typed reason, and the command that allows it (names only)."""
+    assert "denied" in inside
+    result = sandbox_setup(tree, "--status", "--json")
+    assert result.returncode == 0, result.stderr
+    doc = json.loads(result.stdout)
+    assert doc["schema"] == 1
+    assert isinstance(doc["host"]["shim"]["installed"], bool)
+    setup = next(s for s in doc["setups"] if s["config"] == str(tree.config_dir / "attempts.toml"))
+    assert setup["agent"] == "nobody" and setup["mode"] == "sandbox"
+    assert setup["workspaces"] == [str(tree.workspace)]
+    assert setup["network"]["network"] == "allowlist"
+    assert setup["network"]["loopback_ports"] == [EXPOSED_PORT]
+    [session] = setup["sessions"]["recent"]
+    assert session["agent"] == "nobody" and session["workspaces"] == [str(tree.workspace)]
+    assert session["exit_code"] == 0 and session["end_check"]["complete"] is True
+    refused = {(r["asked_for"]["host"], r["asked_for"]["port"]): r for r in session["refused"]}
+    denied = refused[("denied.test", 80)]
+    assert denied["rule"] == "not allowlisted" and denied["reason"] == "not on the allowlist"
+    assert denied["allow_command"] == "sandbox-setup --headless --allow-domain denied.test:80 --yes"
+    assert denied["count"] == 1
+    assert refused[("denied.test", 443)]["allow_command"] is not None
+    nowhere = refused[("nowhere.allowed.test", 80)]
+    assert nowhere["rule"] == "unresolved" and nowhere["reason"] == "did not resolve"
+    assert nowhere["allow_command"] is None  # it is allowed: no command to allow it
+    # Never a command for an address, nor for a name refused for where it resolves.
+    metadata = refused[(METADATA, 80)]
+    assert metadata["allow_command"] is None
+    assert refused[("metadata.allowed.test", 80)]["allow_command"] is None
+    assert ("0.0.0.0", 9) not in refused  # the launcher's own start-up probe
+    text = sandbox_setup(tree, "--status").stdout
+    assert "the agent asked for denied.test:80: not on the allowlist" in text
+    assert "to allow it: sandbox-setup --headless --allow-domain denied.test:80 --yes\n" in text
 
 
 # --- no process outlives the session --------------------------------------------------------

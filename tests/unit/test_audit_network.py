@@ -107,8 +107,9 @@ def test_the_refusals_in_the_log_are_summarized(tmp_path: Path) -> None:
     first, *rest = refusal_lines(read_log_tail(log), str(log))
     assert "refused 3 connection(s) to 2 destination(s) and allowed 1" in first
     assert rest == [
-        "  2x evil.test:443 (not allowlisted)",
-        "  1x metadata.example:80 (cloud metadata)",
+        "  2x evil.test:443: not on the allowlist",
+        "  1x metadata.example:80: a cloud metadata address",
+        "  by session, with the command that allows a refused name: sandbox-setup --status",
     ]
 
 

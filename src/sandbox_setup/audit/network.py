@@ -33,7 +33,12 @@ from sandbox_setup.checks.model import Report, Status
 from sandbox_setup.checks.user_net import CHECK_ID as USER_WALL_CHECK
 from sandbox_setup.checks.user_net import namespace_from
 from sandbox_setup.configure.network_plan import landlock_abi
-from sandbox_setup.policy.network import HOST_EXPOSURE, describe_network, describe_user_network
+from sandbox_setup.policy.network import (
+    HOST_EXPOSURE,
+    describe_network,
+    describe_user_network,
+    refusal_words,
+)
 
 EGRESS_LOG = "egress.log"
 LOG_TAIL_BYTES = 1024 * 1024  # the audit reads this much of the end of the log
@@ -136,5 +141,12 @@ def refusal_lines(entries: Iterable[dict[str, object]], log: str) -> list[str]:
         f"the egress proxy refused {sum(refused.values())} connection(s) to {len(refused)} "
         f"destination(s) and allowed {allowed}, in the end of {log}:"
     ]
-    lines += [f"  {count}x {where} ({rules[where]})" for where, count in refused.most_common(10)]
+    # The typed rule in words: "did not resolve" is DNS, not a broken allowlist.
+    lines += [
+        f"  {count}x {where}: {refusal_words(rules[where])}"
+        for where, count in refused.most_common(10)
+    ]
+    lines.append(
+        "  by session, with the command that allows a refused name: sandbox-setup --status"
+    )
     return lines

@@ -57,6 +57,7 @@ from sandbox_setup.boundary.claude_mountpoints import remove_mount_points
 from sandbox_setup.boundary.quarantine import check_quarantine_trust, neutralize
 from sandbox_setup.boundary.scan import scan, snapshot
 from sandbox_setup.boundary.scan_model import Mark, Snapshot
+from sandbox_setup.boundary.session_history import EndCheck, PastSession, append_history
 from sandbox_setup.boundary.trust_record import (
     HostRecord,
     SessionEntry,
@@ -167,6 +168,7 @@ class Checked:
     lines: list[str]
     complete: bool
     marks: dict[str, dict[str, Mark]]
+    moved: int = 0  # paths moved aside
 
 
 def check(
@@ -198,7 +200,7 @@ def check(
     # Nothing was moved aside: the workspaces are as the scan just walked them (its
     # marks are a snapshot's); otherwise they are walked again, as they are now.
     marks = snapshot(workspaces).marks if todo else result.marks
-    return Checked(lines, not result.truncated, marks)
+    return Checked(lines, not result.truncated, marks, len(todo))
 
 
 def _finish_placeholders(entry: SessionEntry, host: str) -> None:
@@ -234,7 +236,7 @@ def _retire(
     state: Path,
     session: str,
     me: str = "",
-) -> list[str]:
+) -> Checked:
     """End the runs of ``workspaces`` (no session of their families live but ``me``):
     remove every placeholder left there, check them and every unsettled workspace of
     their families against the trusted state, and settle what the check saw whole.
@@ -260,7 +262,7 @@ def _retire(
         idle = not any(record.live_on(ws, but=me) for ws in entry.workspaces)
         if idle and (checked.complete or entry.ended):
             del record.sessions[key]
-    return checked.lines
+    return checked
 
 
 def _tell_untrusted(directory: Path, workspaces: Sequence[str], lines: list[str]) -> None:
@@ -288,6 +290,12 @@ class Boundary:
     session: str = ""
     ended: bool = False
     agent_uid: int | None = None  # whose leftover mount points end() removes
+    # For the history of sessions (session_history): what it ran with, when, how it ended.
+    config: str = ""
+    agent: str = ""
+    mode: str = ""
+    started: float = 0.0
+    exit_code: int | None = None
     # The session-start scan's layouts, by real host path (which repositories a
     # --run review may open: sandbox_setup.policy.git_review).
     layouts: dict[str, WorkspaceLayout] = field(default_factory=dict)
@@ -338,7 +346,7 @@ class Boundary:
                 or any(not e.alive and e.touches(ws) for e in record.sessions.values())
             ]
             if pending:
-                lines += _retire(record, pending, state, f"recovered-{session}")
+                lines += _retire(record, pending, state, f"recovered-{session}").lines
             now = snapshot(real)
             trusted: dict[str, dict[str, Mark]] = {}
             for ws in real:
@@ -354,6 +362,8 @@ class Boundary:
                 trusted[ws] = dict(record.trusted[ws].marks)
             boundary = cls(real, state, Snapshot(trusted), trust=directory, key=key)
             boundary.session = session
+            boundary.started = time.time()
+            boundary.mode = "sandbox" if sandbox else "user"
             boundary.layouts = dict(now.layouts)
             if sandbox:
                 boundary._plan_binds(workspaces, now, dry_run=False)
@@ -401,6 +411,9 @@ class Boundary:
         if self.ended or self.trust is None:
             return
         self.ended = True
+        code = getattr(_session_end, "exit_code", None)  # the runner's SessionEnd
+        if isinstance(code, int) and not isinstance(code, bool):
+            self.exit_code = code
         try:
             lines = self._end()
         except (OSError, RefusedError) as exc:
@@ -423,12 +436,14 @@ class Boundary:
             shared = [ws for ws in self.workspaces if record.live_on(ws, but=self.key)]
             last = [ws for ws in self.workspaces if ws not in shared]
             lines: list[str] = []
+            checks: list[Checked] = []
             if last and self.agent_uid is not None:
                 # Claude's own leftover mount points, once no session of the
                 # workspace runs: one that still runs may be using them.
                 remove_mount_points(last, self.agent_uid)
             if last:
-                lines += _retire(record, last, self.state, self.session, me=self.key)
+                checks.append(_retire(record, last, self.state, self.session, me=self.key))
+                lines += checks[-1].lines
             if shared:
                 # Others still run there: judged against the same trusted state, what
                 # they mounted left alone; the last of them advances it.
@@ -441,8 +456,34 @@ class Boundary:
                     marks_dir=self.trust,
                     keep=_mounted(record),
                 )
+                checks.append(checked)
                 lines += checked.lines
             if entry is not None and not entry.placeholders:
                 del record.sessions[self.key]
             record.save()
+            self._remember(checks)
         return lines
+
+    def _remember(self, checks: Sequence[Checked]) -> None:
+        """This session in the host's history of sessions (under the record's lock)."""
+        assert self.trust is not None
+        moved = sum(c.moved for c in checks)
+        past = PastSession(
+            session=self.session,
+            pid=int(self.key.split("-", 1)[0]) if self.key else os.getpid(),
+            state=str(self.state),
+            config=self.config,
+            agent=self.agent,
+            mode=self.mode,
+            workspaces=tuple(self.workspaces),
+            started=self.started,
+            ended=time.time(),
+            exit_code=self.exit_code,
+            end_check=EndCheck(
+                all(c.complete for c in checks),
+                moved,
+                quarantine_dir(self.state, self.session) if moved else None,
+            ),
+        )
+        with contextlib.suppress(OSError):
+            append_history(self.trust, past)

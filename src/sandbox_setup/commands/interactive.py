@@ -457,6 +457,24 @@ class InteractiveCore:
         )
 
     # -- audit -----------------------------------------------------------
+    def status_text(self, width: int) -> tuple[str, str]:
+        # why: only when the status is opened
+        from sandbox_setup.commands.status import status_text
+
+        return status_text(self.layout, width)
+
+    def undo_preview(self) -> list[str]:
+        # why: only when Undo is opened
+        from sandbox_setup.commands.undo import undo_preview
+
+        return undo_preview(self.layout)
+
+    def undo_last(self) -> tuple[list[str], bool]:
+        # why: only when Undo is confirmed
+        from sandbox_setup.commands.undo import undo_last_lines
+
+        return undo_last_lines(self.layout)
+
     def audit(self) -> AuditReport:
         # why: first paint (see the note at the top)
         from sandbox_setup.audit.runner import audit

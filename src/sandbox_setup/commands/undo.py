@@ -69,23 +69,69 @@ def _remaining_line(layout: Layout, remaining: int) -> str:
     )
 
 
+def _preview_lines(
+    layout: Layout,
+    applies: list[tuple[str, list[dict[str, Any]]]],
+    last: Mapping[str, str | None] | None = None,
+) -> list[str]:
+    lines = []
+    for txn, entries in applies:
+        lines.append(f"Undo of apply {printable(txn)} would:")
+        lines += [f"  {printable_lines(line)}" for line in preview(layout, txn, entries, last)]
+    return lines
+
+
 def _preview(
     layout: Layout,
     applies: list[tuple[str, list[dict[str, Any]]]],
     last: Mapping[str, str | None] | None = None,
 ) -> None:
-    for txn, entries in applies:
-        print(f"Undo of apply {printable(txn)} would:")
-        for line in preview(layout, txn, entries, last):
-            print(f"  {printable_lines(line)}")
+    for line in _preview_lines(layout, applies, last):
+        print(line)
+
+
+def _owned_lines(layout: Layout, owners: history.Owners) -> list[str]:
+    files = history.agent_files(layout, history.journal_workspaces(layout), owners)
+    if not files:
+        return []
+    return ["and give what the agent owned in the workspaces to their owner:"] + [
+        f"  {printable_lines(line)}" for line in history.describe_owned(files, owners)
+    ]
 
 
 def _preview_owned(layout: Layout, owners: history.Owners) -> None:
-    files = history.agent_files(layout, history.journal_workspaces(layout), owners)
-    if files:
-        print("and give what the agent owned in the workspaces to their owner:")
-        for line in history.describe_owned(files, owners):
-            print(f"  {printable_lines(line)}")
+    for line in _owned_lines(layout, owners):
+        print(line)
+
+
+def undo_preview(layout: Layout) -> list[str]:
+    """What ``--undo --dry-run`` prints on stdout (the TUI's Undo shows the same);
+    [] when there is nothing to undo."""
+    applies = history.open_applies(layout)
+    if not applies:
+        return []
+    owners = history.agent_owners(layout, history.steps(applies[:1]))
+    lines = _preview_lines(layout, applies[:1]) + _owned_lines(layout, owners)
+    if len(applies) > 1:
+        lines.append(printable_lines(_remaining_line(layout, len(applies) - 1)))
+    return lines
+
+
+def undo_last_lines(layout: Layout) -> tuple[list[str], bool]:
+    """Take back the last apply as ``--undo --yes`` does: its lines, and whether every
+    step went through (none failed or was left)."""
+    applies = history.open_applies(layout)
+    owners = history.agent_owners(layout, history.steps(applies[:1]))
+    done = undo_last(layout)
+    if not done:
+        return ["Nothing to undo."], True
+    if not any_failed(done):
+        done += history.give_back(layout, history.journal_workspaces(layout), owners)
+    lines = [printable_lines(result.text) for result in done]
+    clean = not any(result.failed or result.left for result in done)
+    if not any_failed(done):
+        lines.append(printable_lines(_remaining_line(layout, len(history.open_applies(layout)))))
+    return lines, clean
 
 
 def _ask(args: argparse.Namespace, question: str) -> bool:
@@ -139,10 +185,8 @@ def run_undo(args: argparse.Namespace) -> int:
     if not args.yes or args.dry_run:
         if not applies:
             return _nothing(layout)
-        _preview(layout, applies[:1])
-        _preview_owned(layout, owners)
-        if len(applies) > 1:
-            print(printable_lines(_remaining_line(layout, len(applies) - 1)))
+        for line in undo_preview(layout):
+            print(line)
     if not _ask(args, "Undo it?"):
         return int(ExitCode.OK)
     done = undo_last(layout)  # under the apply lock: refused while an apply runs

@@ -637,6 +637,8 @@ def _run_checked(
         refuse_unreachable(base)  # in seconds, not Claude's minutes of retries
     check_workspace_paths(config)  # before the boundary walks them
     boundary = start_boundary(config, options.dry_run)
+    if boundary is not None:  # for the history of sessions (sandbox-setup --status)
+        boundary.config, boundary.agent = str(real), config.agent_user
     # However the launch ends (refused before bwrap, a session that could not start,
     # an error), the boundary ends too: placeholders out, the scan, the baseline.
     # (A session's own end hook has done it already: then this does nothing.)

@@ -513,6 +513,39 @@ def _allow_it(where: str) -> str:
     return f"; to allow it: {remedies.allow_domain(where)}"
 
 
+# What a refusal's rule (the ``rule`` of the proxy's decision records) means, in words.
+REFUSAL_WORDS = {
+    "not allowlisted": "not on the allowlist",
+    "unresolved": "did not resolve",
+    "address not allowlisted": "an IP address the operator did not allow",
+    "malformed": "not a host name or port",
+}
+
+
+def refusal_words(rule: str) -> str:
+    """Why the proxy refused, for people, from the decision's typed ``rule``."""
+    return REFUSAL_WORDS.get(rule, f"a {rule} address")
+
+
+def refusal_remedy(host: str, port: int, rule: str, root: str = "/") -> str | None:
+    """The command that would allow a refused destination, or None. Only for a name the
+    proxy refused as not on the allowlist; never for an IP address, a name refused for
+    where it resolves (loopback, metadata, private ranges), nor a name that reaches this
+    host or its cloud's metadata service without resolving (:func:`allowance_warning`)."""
+    if rule != "not allowlisted":
+        return None
+    name = normalize_host(host)
+    if parse_address(name) is not None:
+        return None
+    try:
+        pattern = parse_domain_pattern(_where(name, port))
+    except InputError:
+        return None
+    if pattern.address is not None or allowance_warning(pattern) is not None:
+        return None
+    return remedies.allow_domain(str(pattern), root)
+
+
 def _where(name: str, port: int) -> str:
     return f"[{name}]:{port}" if ":" in name else f"{name}:{port}"
 

@@ -24,6 +24,8 @@ from sandbox_setup.checks.model import worst_first
 from sandbox_setup.tui.core import Core
 from sandbox_setup.tui.findings_step import FindingsStep
 from sandbox_setup.tui.findings_view import FindingList, Row, audit_row, finding_row
+from sandbox_setup.tui.status import StatusScreen
+from sandbox_setup.tui.undo import UndoScreen
 from sandbox_setup.tui.widgets import ActionButton
 
 if TYPE_CHECKING:
@@ -71,6 +73,8 @@ class AuditScreen(FindingsStep[AuditChoice]):
         Binding("f", "fix", "Fix (re-apply)"),
         Binding("r", "rerun", "Re-run"),
         Binding("w", "wizard", "Wizard"),
+        Binding("s", "status", "Status"),
+        Binding("u", "undo", "Undo"),
     ]
 
     class Audited(Message):
@@ -92,6 +96,8 @@ class AuditScreen(FindingsStep[AuditChoice]):
             yield ActionButton("Fix", id="fix", variant="primary", disabled=True, compact=True)
             yield ActionButton("Re-run", id="rerun", disabled=True, compact=True)
             yield ActionButton("Wizard", id="wizard", compact=True)
+            yield ActionButton("Status", id="status", compact=True)
+            yield ActionButton("Undo", id="undo", compact=True)
         yield Footer(compact=True, show_command_palette=False)
 
     def on_mount(self) -> None:
@@ -150,6 +156,39 @@ class AuditScreen(FindingsStep[AuditChoice]):
 
     def action_wizard(self) -> None:
         self.dismiss(AuditChoice.WIZARD)
+
+    def action_status(self) -> None:
+        """The host's setups and sessions (the same as ``sandbox-setup --status``)."""
+        try:
+            setup, sessions = self.core.status_text(max(40, self.app.size.width - 12))
+        except Exception as exc:  # shown, not a crash: the audit view stays
+            self.notify(f"The status could not be read: {printable(str(exc))}", severity="error")
+            return
+        self.app.push_screen(StatusScreen(setup, sessions))
+
+    def action_undo(self) -> None:
+        """The last apply's undo: the ``--undo --dry-run`` preview, then Undo or Cancel."""
+        if self.busy:
+            return
+        try:
+            lines = self.core.undo_preview()
+        except Exception as exc:  # shown, not a crash: the audit view stays
+            self.notify(f"The undo preview failed: {printable(str(exc))}", severity="error")
+            return
+
+        def undone(ran: bool | None) -> None:
+            if ran:
+                self.action_rerun()
+
+        self.app.push_screen(UndoScreen(self.core, lines), undone)
+
+    @on(ActionButton.Pressed, "#undo")
+    def _undo(self) -> None:
+        self.action_undo()
+
+    @on(ActionButton.Pressed, "#status")
+    def _status(self) -> None:
+        self.action_status()
 
     @on(ActionButton.Pressed, "#fix")
     def _fix(self) -> None:

@@ -122,6 +122,18 @@ class Core(Protocol):
 
     def audit(self) -> AuditReport: ...
 
+    def status_text(self, width: int) -> tuple[str, str]:
+        """``sandbox-setup --status`` as text: the Setup tab's and the Sessions tab's."""
+        ...
+
+    def undo_preview(self) -> list[str]:
+        """What ``sandbox-setup --undo --dry-run`` shows ([]: nothing to undo)."""
+        ...
+
+    def undo_last(self) -> tuple[list[str], bool]:
+        """Take back the last apply (``--undo --yes``): its lines, and whether it was clean."""
+        ...
+
     def report_for_fix(self) -> Report:
         """The report a re-apply plans from: the one the last audit probed."""
         ...

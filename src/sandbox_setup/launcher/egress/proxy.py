@@ -90,6 +90,7 @@ def serve(
     resolver: Resolver | None = None,
     forwards: Sequence[tuple[socket.socket, int]] = (),
     more: Sequence[socket.socket] = (),
+    launcher: int | None = None,
     gateway: tuple[GatewaySpec, Sequence[socket.socket], ssl.SSLContext | None] | None = None,
 ) -> None:
     """Serve the proxy on ``socket_path`` (or the already bound ``sock``) until killed.
@@ -100,6 +101,8 @@ def serve(
     ``forwards``: listening sockets whose connections go to ``127.0.0.1:PORT`` of this
     network namespace, unfiltered (``--allow-loopback-port``). ``more``: further
     listening sockets served like ``sock`` (the sandbox's ``[::1]`` listener).
+    ``launcher``: the pid of the launcher that forked it, in every log record (which
+    session a decision belongs to, for ``sandbox-setup --status``).
     ``gateway``: the session's API gateway, its listeners and TLS context
     (:mod:`sandbox_setup.launcher.egress.gateway`), served beside the proxy.
     """
@@ -108,7 +111,9 @@ def serve(
 
     if sock is None:
         sock = bind_socket(socket_path)
-    proxy = proxy_server.EgressProxy(policy, log_fd, resolver, read_host_addresses())
+    proxy = proxy_server.EgressProxy(
+        policy, log_fd, resolver, read_host_addresses(), launcher=launcher
+    )
     if gateway is not None and gateway[1]:
         from sandbox_setup.launcher.egress.gateway import Gateway
 
@@ -369,7 +374,7 @@ def fork_proxy(
             served = (gateway, gateway_socks, context) if gateway is not None else None
             serve(socket_path or "", policy, log_fd, ready_w, sock=serving[0],
                   resolver=resolver, forwards=bound, more=serving[1:],
-                  gateway=served)  # fmt: skip
+                  gateway=served, launcher=parent)  # fmt: skip
             code = 0
         except BaseException:
             if log_fd is not None:

@@ -94,8 +94,10 @@ class EgressProxy:
         log_fd: int | None,
         resolver: Resolver | None = None,
         host_addresses: Iterable[str] = (),
+        launcher: int | None = None,
     ) -> None:
         self.base_policy = policy
+        self.launcher = launcher  # in every record: the session's launcher pid
         self.policy = policy.with_host_addresses(host_addresses)
         self.log_fd = log_fd
         self.resolver = resolver or resolve_by_dns
@@ -105,7 +107,9 @@ class EgressProxy:
         if self.log_fd is None:
             return
         stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime())
-        data = (json.dumps({"time": stamp + "Z", **fields}, sort_keys=True) + "\n").encode()
+        mine = {"launcher": self.launcher} if self.launcher is not None else {}
+        record = {"time": stamp + "Z", **mine, **fields}
+        data = (json.dumps(record, sort_keys=True) + "\n").encode()
         with self._lock, contextlib.suppress(OSError):  # one line at a time, whole
             while data:
                 data = data[os.write(self.log_fd, data) :]
