@@ -3,13 +3,15 @@ snapshot never depends on the host or on the core's current wording."""
 
 from __future__ import annotations
 
+import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any, cast
 
 from textual.app import App, ComposeResult
+from textual.filter import LineFilter
 from textual.screen import Screen
 
 from sandbox_setup.audit.grade import LEGEND
@@ -27,6 +29,7 @@ from sandbox_setup.configure.plan import Plan
 from sandbox_setup.tui import STYLESHEET
 from sandbox_setup.tui.app import SetupApp
 from sandbox_setup.tui.core import ProgressCallback
+from sandbox_setup.tui.glyphs import AsciiFilter, locale_is_utf8
 from sandbox_setup.tui.widgets import StepBar
 from tests.tui.fake_findings import FakeProvider, fake_report
 
@@ -208,6 +211,11 @@ class ScreenHarness(App[None]):
         super().__init__()
         self.make_screen = make_screen
         self.on_exit = on_exit
+
+    def get_line_filters(self) -> Sequence[LineFilter]:
+        # Drawn as the wizard draws in this locale: ASCII where it is not UTF-8.
+        filters = super().get_line_filters()
+        return filters if locale_is_utf8(os.environ) else [*filters, AsciiFilter()]
 
     def on_mount(self) -> None:
         self.push_screen(self.make_screen())
