@@ -147,6 +147,6 @@ def refusal_lines(entries: Iterable[dict[str, object]], log: str) -> list[str]:
         for where, count in refused.most_common(10)
     ]
     lines.append(
-        "  by session, with the command that allows a refused name: sandbox-setup --status"
+        f"  by session, with the command that allows a refused name: {remedies.status()}"
     )
     return lines

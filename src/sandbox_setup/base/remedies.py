@@ -73,6 +73,11 @@ def audit(root: str = "/") -> str:
     return "sandbox-setup --audit" + root_flag(root)
 
 
+def status(root: str = "/") -> str:
+    """What every setup installed, and its sessions with what the proxy refused."""
+    return "sandbox-setup --status" + root_flag(root)
+
+
 def undo_last(root: str = "/", *, yes: bool = True) -> str:
     return "sandbox-setup --undo" + (" --yes" if yes else "") + root_flag(root)
 
@@ -111,6 +116,7 @@ EXAMPLES: dict[str, Callable[[str], str]] = {
     ),
     "rerun_checks": lambda root: rerun_checks("bwrap.installed", as_user="nobody"),
     "audit": lambda root: audit(root),
+    "status": lambda root: status(root),
     "undo_last": lambda root: undo_last(root),
     "undo_all": lambda root: undo_all(root),
     "undo_commands": lambda root: undo_commands(3, root)[1][1],
