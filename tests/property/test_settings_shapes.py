@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from sandbox_setup.base.errors import InputError
 from sandbox_setup.checks.model import Report
-from sandbox_setup.configure.settings import SandboxKeys, merge_settings
+from sandbox_setup.configure.settings import OWNED_KEYS, SandboxKeys, merge_settings
 from tests.core_fixtures import snapshot
 from tests.property.conftest import (
     CLI_SETTINGS,
@@ -63,8 +63,12 @@ raw_files = (
 )
 
 
+# The top-level keys the merge owns (the rest are the operator's and kept as they were).
+OWNED_TOP = {path[0] for path in OWNED_KEYS} | {"sandbox", "permissions"}
+
+
 def foreign(data: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in data.items() if k not in ("sandbox", "permissions")}
+    return {k: v for k, v in data.items() if k not in OWNED_TOP}
 
 
 sandbox_keys = st.builds(

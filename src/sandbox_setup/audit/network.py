@@ -146,7 +146,5 @@ def refusal_lines(entries: Iterable[dict[str, object]], log: str) -> list[str]:
         f"  {count}x {where}: {refusal_words(rules[where])}"
         for where, count in refused.most_common(10)
     ]
-    lines.append(
-        f"  by session, with the command that allows a refused name: {remedies.status()}"
-    )
+    lines.append(f"  by session, with the command that allows a refused name: {remedies.status()}")
     return lines
