@@ -27,8 +27,8 @@ from tests.tools import REPO
 from tests.tui.fake_findings import SANDBOX_HOST, FakeProvider, fake_report
 
 # Options that are actions of their own, not settings a screen could have a field for.
-ACTIONS = {"--help", "--version", "--check", "--audit", "--headless", "--undo", "--list-checks",
-           "--json"}  # fmt: skip
+ACTIONS = {"--help", "--version", "--check", "--audit", "--status", "--headless", "--undo",
+           "--list-checks", "--json"}  # fmt: skip
 
 
 def test_every_option_has_the_wizards_words() -> None:
