@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.hermetic import enter_private_view
+from tests.hermetic import HOST_RECORD_DIR, enter_private_view
 
 # The real state directory of the user running the suite (root in CI): what a test
 # that forgot XDG_STATE_HOME would change (session snapshots, quarantine, crash.log).
@@ -107,6 +107,22 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     terminalreporter.write_line(
         "; ".join(f"Claude Code {key}: {count}" for key, count in sorted(totals.items()))
     )
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _fresh_workspace_trust() -> None:
+    """Each test module starts with no workspace trusted state and no session recorded:
+    the host-wide record (/var/lib/sandbox-setup, the suite's own tmpfs) would otherwise
+    carry one module's sessions, marks and untrusted workspaces into the next (a test
+    module's own fixtures and tests may share theirs). Never on a host view that is not
+    private: that record would be the host's."""
+    if not HOST_VIEW.record_private or not HOST_RECORD_DIR.is_dir():
+        return
+    for entry in os.scandir(HOST_RECORD_DIR):
+        if entry.is_dir(follow_symlinks=False):
+            shutil.rmtree(entry.path)
+        else:
+            os.unlink(entry.path)
 
 
 @pytest.fixture(autouse=True)

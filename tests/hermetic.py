@@ -52,6 +52,10 @@ class HostView:
     private: bool
     state_read_only: bool
     config_hidden: bool = False
+    # /var/lib/sandbox-setup is the suite's own (a tmpfs): conftest empties it before
+    # each test module, as each had state directories of its own before trust was the
+    # host's.
+    record_private: bool = False
 
 
 def _mount(*args: str) -> None:
@@ -80,17 +84,20 @@ def enter_private_view(state_dir: Path, config_dir: Path | None = None) -> HostV
     if config_dir is not None and config_dir.is_dir():
         _mount("-t", "tmpfs", "-o", "ro,mode=0700,size=1m", "tmpfs", str(config_dir))
         hidden = True
-    _hide_host_record()
-    return HostView(private=True, state_read_only=read_only, config_hidden=hidden)
+    record = _hide_host_record()
+    return HostView(
+        private=True, state_read_only=read_only, config_hidden=hidden, record_private=record
+    )
 
 
-def _hide_host_record() -> None:
-    """An empty ``/var/lib/sandbox-setup`` of the suite's own (see the module docstring)."""
+def _hide_host_record() -> bool:
+    """An empty ``/var/lib/sandbox-setup`` of the suite's own (see the module docstring);
+    whether it is."""
     if HOST_RECORD_DIR.is_dir():
         _mount("-t", "tmpfs", "-o", "mode=0755,size=64m", "tmpfs", str(HOST_RECORD_DIR))
-        return
+        return True
     if not VAR_LIB.is_dir():
-        return
+        return False
     keep = tempfile.mkdtemp(prefix="sandbox-setup-test-var-lib-")
     _mount("--rbind", str(VAR_LIB), keep)
     _mount("-t", "tmpfs", "-o", "mode=0755,size=1g", "tmpfs", str(VAR_LIB))
@@ -107,3 +114,4 @@ def _hide_host_record() -> None:
     _mount("--make-rprivate", str(VAR_LIB))
     subprocess.run(["umount", "-l", keep], check=False, capture_output=True, timeout=30)
     os.rmdir(keep)
+    return True
