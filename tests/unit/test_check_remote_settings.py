@@ -8,9 +8,12 @@ from pathlib import Path, PurePosixPath
 
 import pytest
 
+from sandbox_setup.base.choices import Mode
+from sandbox_setup.base.launcher_config import LauncherConfig, render_launcher_config
 from sandbox_setup.checks import runner
 from sandbox_setup.checks.claude import judge_remote_settings
 from sandbox_setup.checks.model import Status
+from sandbox_setup.configure.probes import run_live_checks
 from sandbox_setup.policy.claude_remote import (
     MAY_BE_OVERRIDDEN,
     REMOTE_SETTINGS_CACHE,
@@ -69,3 +72,27 @@ def test_the_policy_names_each_home_once() -> None:
     ]
     verdict = judge_remote_settings([], ["root"])
     assert verdict.status is Status.PASS
+
+
+def test_the_agent_launcher_toml_names_is_looked_at_not_the_default(tmp_path: Path) -> None:
+    """A setup whose agent is not ``claude-agent``: its cache is what Claude reads."""
+    if os.geteuid() != 0:
+        pytest.skip("the operator of the made-up tree is root (uid 0): run as root")
+    root = tree(tmp_path)
+    with (root / "etc/passwd").open("a") as passwd:
+        passwd.write("op-agent:x:991:991::/home/op-agent:/usr/sbin/nologin\n")
+    (root / "home/op-agent/.claude").mkdir(parents=True)
+    (root / "home/op-agent" / REMOTE_SETTINGS_CACHE).write_text("{}")
+    (root / "root/.config/sandbox-setup").mkdir(parents=True)
+    config = LauncherConfig(
+        mode=Mode.SANDBOX,
+        claude=PurePosixPath("/usr/local/bin/claude"),
+        agent_user="op-agent",
+        agent_home=PurePosixPath("/home/op-agent"),
+        workspaces=(PurePosixPath("/srv/app"),),
+    )
+    (root / "root/.config/sandbox-setup/launcher.toml").write_text(render_launcher_config(config))
+    report = run_live_checks(["claude.remote_settings"], as_user=None, root=root)
+    (finding,) = report.findings
+    assert finding.status is Status.WARN, finding.summary
+    assert "op-agent (" in finding.summary and "/home/op-agent/.claude" in finding.summary

@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sandbox_setup.base.accounts import Account
+from sandbox_setup.base.accounts import DEFAULT_AGENT_USER, Account
 from sandbox_setup.checks.causes import Cause
 from sandbox_setup.checks.facts import HostFacts
 from sandbox_setup.checks.model import Finding, Status
@@ -58,6 +58,9 @@ class Context:
     # The command that runs the launcher's own start-up as ``--uid U --gid G`` and
     # reports as JSON (launch.path), handed in by the caller; None: not tried.
     launch_probe: tuple[str, ...] | None = None
+    # The agent Claude Code runs as (the configured one, or the one being planned):
+    # whose home claude.remote_settings looks into besides the operator's.
+    agent_user: str = DEFAULT_AGENT_USER
 
     @property
     def uid(self) -> int:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from pathlib import Path, PurePosixPath
 
-from sandbox_setup.base.accounts import DEFAULT_AGENT_USER, lookup_user, operator_account
+from sandbox_setup.base.accounts import lookup_user, operator_account
 from sandbox_setup.base.claude_version import parse_claude_version
 from sandbox_setup.checks.base import Context, Verdict
 from sandbox_setup.checks.claude_path import lookup_claude
@@ -192,10 +192,10 @@ def _under(root: Path, path: PurePosixPath) -> Path:
 
 
 def check_remote_settings(ctx: Context) -> Verdict:
-    """The operator's, the probe user's and the agent's homes (the one launcher.toml
-    would name by default), under ``ctx.root``; a home this account cannot look into
-    counts as having none."""
-    accounts = [operator_account(ctx.root), ctx.account, lookup_user(DEFAULT_AGENT_USER, ctx.root)]
+    """The operator's, the probe user's and the agent's homes (the agent launcher.toml
+    names, or the one being planned), under ``ctx.root``; a home this account cannot
+    look into counts as having none."""
+    accounts = [operator_account(ctx.root), ctx.account, lookup_user(ctx.agent_user, ctx.root)]
     homes = [(a.name, PurePosixPath(a.home)) for a in accounts if a is not None]
 
     def exists(path: PurePosixPath) -> bool:

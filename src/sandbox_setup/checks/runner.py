@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
-from sandbox_setup.base.accounts import Account, lookup_user
+from sandbox_setup.base.accounts import DEFAULT_AGENT_USER, Account, lookup_user
 from sandbox_setup.base.errors import InputError
 from sandbox_setup.checks.base import Check, Context
 from sandbox_setup.checks.claude import sandbox_binaries
@@ -77,6 +77,7 @@ def run_checks(
     untrusted: Callable[[str], str | None] | None = None,
     egress_probe: Sequence[str] | None = None,
     launch_probe: Sequence[str] | None = None,
+    agent_user: str = DEFAULT_AGENT_USER,
 ) -> Report:
     """Run the checks ``ids`` (all by default) and judge them into a Report.
 
@@ -116,6 +117,7 @@ def run_checks(
         **({"untrusted": untrusted} if untrusted is not None else {}),
         egress_probe=tuple(egress_probe) if egress_probe is not None else None,
         launch_probe=tuple(launch_probe) if launch_probe is not None else None,
+        agent_user=agent_user,
     )
     live = [c for c in selected if c.live]
     results: dict[str, Finding] = {}

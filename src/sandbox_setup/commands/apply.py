@@ -238,7 +238,11 @@ def _probe_claude(answers: Answers, layout: Layout) -> str | None:
 def gather_report(answers: Answers, layout: Layout, timeout: float) -> Report:
     claude = _probe_claude(answers, layout)
     return run_live_checks(
-        as_user=probe_user(answers, layout), root=layout.root, timeout=timeout, claude=claude
+        as_user=probe_user(answers, layout),
+        root=layout.root,
+        timeout=timeout,
+        claude=claude,
+        agent_user=answers.agent_user or None,
     )
 
 

@@ -122,9 +122,12 @@ def run_live_checks(
     claude: str | None = None,
     on_finding: Callable[[Finding], object] | None = None,
     system_root: Path = Path("/"),
+    agent_user: str | None = None,
 ) -> Report:
     """The checks as every part of the wizard runs them: with the trust rule
-    (:func:`sandbox_setup.policy.trust.untrusted_reason`) deciding what root may execute."""
+    (:func:`sandbox_setup.policy.trust.untrusted_reason`) deciding what root may execute.
+    ``agent_user`` is the agent being planned; None: the one the setup under ``root``
+    configured (:func:`configured_agent`), or the default before any setup."""
     # why: the checks load while --check's experiments run (sandbox_setup.checks.prefetch)
     from sandbox_setup.checks.runner import run_checks
 
@@ -139,4 +142,5 @@ def run_live_checks(
         untrusted=untrusted_reason,
         egress_probe=EGRESS_PROBE,
         launch_probe=LAUNCH_PROBE,
+        agent_user=agent_user or configured_agent(Layout.for_root(root))[1],
     )
