@@ -50,7 +50,13 @@ def _restricted(finding: Finding) -> Finding:
     else:
         return finding
     detail = finding.detail + RESTRICTED
-    return dataclasses.replace(finding, status=Status.FAIL, summary=summary, detail=detail)
+    return dataclasses.replace(
+        finding,
+        status=Status.FAIL,
+        summary=summary,
+        detail=detail,
+        cause=RESTRICTED.removeprefix("\ncause: "),
+    )
 
 
 # An Ubuntu 24.04 host: the sandbox cannot start, user mode is recommended.

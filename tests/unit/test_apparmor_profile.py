@@ -62,7 +62,14 @@ def restricted_report(*, restricted: bool = True, check: str = "userns.policy") 
     cause = "\ncause: apparmor-userns-restricted" if restricted else ""
     status = Status.FAIL if restricted else Status.PASS
     findings = [
-        Finding(check, check, status, "policy", "sysctls" + cause),
+        Finding(
+            check,
+            check,
+            status,
+            "policy",
+            "sysctls" + cause,
+            cause="apparmor-userns-restricted" if restricted else None,
+        ),
         *(
             Finding(cid, cid, Status.PASS, "ok")
             for cid in ("bwrap.sandbox", "bwrap.nested", "bwrap.nested_weak")

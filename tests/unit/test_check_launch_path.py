@@ -93,7 +93,15 @@ def findings(launch: Verdict | None) -> list[Finding]:
     ]
     if launch is not None:
         found.append(
-            Finding("launch.path", "t", launch.status, launch.summary, launch.detail, launch.remedy)
+            Finding(
+                "launch.path",
+                "t",
+                launch.status,
+                launch.summary,
+                launch.detail,
+                launch.remedy,
+                cause=launch.cause,
+            )
         )
     return found
 

@@ -96,6 +96,7 @@ def test_user_mode_where_root_cannot_switch_to_the_agent_says_every_launch_is_re
         "root lacks CAP_SETUID here",
         "$ bwrap ...\ncause: root-cannot-switch-user",
         "docker run --cap-add SETUID ... (restart the container)",
+        cause="root-cannot-switch-user",
     )
     rec = recommend([switch, *findings(bwrap__direct=F, bwrap__direct_weak=F)], euid=0)
     assert rec.mode is Mode.USER

@@ -31,7 +31,8 @@ def _finding(
     check_id: str, status: Status, summary: str, cause: str = "", remedy: str = ""
 ) -> Finding:
     detail = f"what the probe printed for {check_id}\n{cause}".strip()
-    return Finding(check_id, check_id.replace(".", " "), status, summary, detail, remedy)
+    key = cause.removeprefix("cause: ") or None
+    return Finding(check_id, check_id.replace(".", " "), status, summary, detail, remedy, cause=key)
 
 
 def masked_report() -> Report:

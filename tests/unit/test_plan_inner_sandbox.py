@@ -28,6 +28,7 @@ DEPS_MISSING = Finding(
     "missing for Claude Code's sandbox: socat",
     "socat: missing\ncause: sandbox-deps-missing",
     "apt-get install -y socat",
+    cause="sandbox-deps-missing",
 )
 
 

@@ -30,12 +30,18 @@ class Verdict:
     detail: str = ""
     remedy: str = ""
     facts: Mapping[str, int | bool] = field(default_factory=dict)  # see Finding.facts
+    cause: str | None = None  # see Finding.cause
+
+    def __post_init__(self) -> None:
+        # For people, the key also ends the detail ("cause: KEY"); code reads the field.
+        # Once: a verdict rebuilt from another (dataclasses.replace) keeps its line.
+        line = f"cause: {self.cause}"
+        if self.cause is not None and self.detail.rsplit("\n", 1)[-1] != line:
+            object.__setattr__(self, "detail", f"{self.detail}\n{line}" if self.detail else line)
 
     @classmethod
     def from_cause(cls, cause: Cause, detail: str = "", status: Status = Status.FAIL) -> Verdict:
-        # The key goes last in the detail so tools (and tests) can match it exactly.
-        text = (detail + "\n" if detail else "") + f"cause: {cause.key}"
-        return cls(status, cause.summary, text, cause.remedy)
+        return cls(status, cause.summary, detail, cause.remedy, cause=cause.key)
 
 
 @dataclass(frozen=True)
@@ -108,4 +114,5 @@ class Check:
             verdict.detail,
             verdict.remedy,
             dict(verdict.facts),
+            verdict.cause,
         )

@@ -106,9 +106,10 @@ def judge_bwrap_installed(
             Status.WARN,
             f"{what} is setuid, but this process has no_new_privs: the setuid bit is ignored, "
             "so bwrap works only where unprivileged user namespaces do",
-            "NoNewPrivs: 1 in /proc/self/status\ncause: setuid-bwrap-no-new-privs",
+            "NoNewPrivs: 1 in /proc/self/status",
             "run without no_new_privs (docker/podman: drop --security-opt no-new-privileges), "
             "or rely on unprivileged user namespaces: chmod u-s " + path,
+            cause="setuid-bwrap-no-new-privs",
         )
     return Verdict(
         Status.PASS,

@@ -24,8 +24,9 @@ def judge_cgroup_delegation(facts: CgroupFacts) -> Verdict:
     return Verdict(
         Status.WARN,
         f"no cgroup for a session's limits: {delegation.reason}",
-        FALLBACK + "\ncause: no-cgroup-delegation",
+        FALLBACK,
         delegation.remedy,
+        cause="no-cgroup-delegation",
     )
 
 

@@ -39,9 +39,10 @@ def judge_given_shim(path: str) -> Verdict:
         Status.WARN,
         f"{path} is sandbox-setup's claude shim, not Claude Code: not run",
         "a probe never runs the shim: for root it starts a whole agent session through "
-        "sandbox-launch\ncause: claude-shim-given",
+        "sandbox-launch",
         "pass the real binary: --claude /path/to/real/claude (the `claude` path in "
         "launcher.toml names it)",
+        cause="claude-shim-given",
     )
 
 
@@ -58,33 +59,37 @@ def judge_claude_installed(
         return Verdict(
             Status.WARN,
             "Claude Code was not found (PATH, ~/.local/bin, ~/.claude/local, /usr/local/bin)",
-            "cause: claude-missing" + note,
+            note.lstrip("\n"),
             INSTALL_REMEDY,
+            cause="claude-missing",
         )
     if not version.ok:
         return Verdict(
             Status.FAIL,
             f"{path} does not run: " + (version.last_error or f"exit {version.returncode}"),
-            version.describe() + note + "\ncause: claude-broken",
+            version.describe() + note,
             INSTALL_REMEDY,
+            cause="claude-broken",
         )
     text = version.stdout.strip().splitlines()[0] if version.stdout.strip() else "?"
     if as_agent is not None and not as_agent.ok:
         return Verdict(
             Status.WARN,
             f"Claude Code {text} at {path}, but the agent user cannot run it",
-            as_agent.describe() + note + "\ncause: claude-unreadable-by-agent",
+            as_agent.describe() + note,
             "install it outside private homes (sandbox-setup copies it to "
             "/usr/local/lib/sandbox-setup when applying)",
+            cause="claude-unreadable-by-agent",
         )
     below = floor_problem(parse_claude_version(text) or "")
     if below is not None:
         return Verdict(
             Status.WARN,
             f"Claude Code {text} at {path} is below the release floor {FLOOR}",
-            below + "\n" + version.describe() + note + "\ncause: claude-below-floor",
+            below + "\n" + version.describe() + note,
             f"{INSTALL_NEWEST}   (installs the newest release; on Node 20 npm warns "
             "about `engines` and installs it all the same)",
+            cause="claude-below-floor",
         )
     return Verdict(Status.PASS, f"Claude Code {text} at {path}", version.describe() + note)
 
@@ -98,8 +103,9 @@ def judge_sandbox_deps(found: dict[str, str | None]) -> Verdict:
         return Verdict(
             Status.FAIL,
             "missing for Claude Code's sandbox: " + ", ".join(missing),
-            detail + "\ncause: sandbox-deps-missing",
+            detail,
             "apt-get install -y " + " ".join(packages.get(m, m) for m in missing),
+            cause="sandbox-deps-missing",
         )
     return Verdict(Status.PASS, "socat and ripgrep are installed", detail)
 
@@ -109,9 +115,10 @@ def judge_untrusted_claude(path: str, reason: str) -> Verdict:
     return Verdict(
         Status.WARN,
         f"{path} was not run: root does not run a binary another user can change",
-        f"{reason}\ncause: claude-untrusted",
+        reason,
         "install Claude Code where only root can write (e.g. npm install -g as root) and "
         "pass that path as --claude",
+        cause="claude-untrusted",
     )
 
 
@@ -182,8 +189,9 @@ def judge_remote_settings(found: list[tuple[str, PurePosixPath]], looked: list[s
         "server-managed settings cached for "
         + ", ".join(f"{who} ({path})" for who, path in found)
         + f": {MAY_BE_OVERRIDDEN}",
-        WHY + "\ncause: claude-remote-settings",
+        WHY,
         REMEDY.format(paths=" ".join(str(path) for _, path in found)),
+        cause="claude-remote-settings",
     )
 
 

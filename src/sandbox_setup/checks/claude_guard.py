@@ -117,8 +117,9 @@ def judge_root_guard(facts: GuardFacts) -> Verdict:
             f"your environment sets {' '.join(claims)}: Claude Code started from it as "
             "root skips its root guard, and no sandbox was verified",
             detail + "\nonly sandbox-launch verifies a sandbox; it sets IS_SANDBOX=1 inside "
-            "that sandbox alone\ncause: root-guard-skipped-by-environment",
+            "that sandbox alone",
             CLAIM_REMEDY,
+            cause="root-guard-skipped-by-environment",
         )
     if claims:
         detail += (
@@ -127,12 +128,10 @@ def judge_root_guard(facts: GuardFacts) -> Verdict:
         )
     if facts.given_shim:
         shim = judge_given_shim(facts.path or "claude")
-        return Verdict(shim.status, shim.summary, detail + "\n" + shim.detail, shim.remedy)
+        return replace(shim, detail=detail + "\n" + shim.detail)
     if facts.untrusted is not None and facts.path is not None:
         refused = judge_untrusted_claude(facts.path, facts.untrusted)
-        return Verdict(
-            refused.status, refused.summary, detail + "\n" + refused.detail, refused.remedy
-        )
+        return replace(refused, detail=detail + "\n" + refused.detail)
     if facts.path is None:
         if facts.uid == 0:
             return Verdict(
@@ -157,8 +156,9 @@ def judge_root_guard(facts: GuardFacts) -> Verdict:
             Status.WARN,
             f"{facts.path} does not carry Claude Code's root guard: as root it would run "
             "--dangerously-skip-permissions unconfined",
-            detail + "\ncause: root-guard-absent",
+            detail,
             "choose the sandbox or user path: an agent running as root is unconfined",
+            cause="root-guard-absent",
         )
     unread = (
         "\nthe binary could not be read: judged from uid 0" if facts.carries_guard is None else ""
@@ -167,8 +167,9 @@ def judge_root_guard(facts: GuardFacts) -> Verdict:
         Status.WARN,
         "the root guard blocks --dangerously-skip-permissions here (uid 0): choose "
         "sandbox or user mode",
-        detail + unread + "\ncause: root-guard-blocks",
+        detail + unread,
         MODE_REMEDY,
+        cause="root-guard-blocks",
     )
 
 

@@ -91,17 +91,19 @@ def judge_landlock(result: ProbeResult) -> Verdict:
         return Verdict(
             Status.WARN,
             summary,
-            f"{result.describe()}\ncause: {cause}",
+            result.describe(),
             REMEDY_MISSING,
             facts={ABI_FACT: 0},
+            cause=cause,
         )
     return Verdict(
         Status.WARN,
         f"Landlock ABI {abi} is offered, but applying a ruleset failed ({failed}): user mode "
         "runs without its Landlock wall",
-        f"{result.describe()}\ncause: landlock-refused",
+        result.describe(),
         REMEDY_MISSING,
-        facts={ABI_FACT: 0},  # offered, but the agent gets none
+        facts={ABI_FACT: 0},  # offered, but the agent gets none,
+        cause="landlock-refused",
     )
 
 

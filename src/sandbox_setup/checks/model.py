@@ -46,12 +46,18 @@ class Finding:
     # What the check measured, typed, for the code that decides by it (the plan, the
     # audit): e.g. ``{"abi": 7}``. The summary and detail are words for people only.
     facts: dict[str, int | bool] = field(default_factory=dict, compare=False)
+    # The named cause the check found (a key of sandbox_setup.checks.causes, or a
+    # check's own), for the code that decides by it; the detail's last line says it
+    # to people ("cause: KEY") and is never read back.
+    cause: str | None = field(default=None, compare=False)
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
         data["status"] = str(self.status)
         if not self.facts:
             del data["facts"]
+        if self.cause is None:
+            del data["cause"]
         return data
 
     @classmethod
@@ -64,6 +70,7 @@ class Finding:
             detail=str(data.get("detail", "")),
             remedy=str(data.get("remedy", "")),
             facts=_facts(data.get("facts")),
+            cause=data["cause"] if isinstance(data.get("cause"), str) else None,
         )
 
 
@@ -80,11 +87,8 @@ def worst_first(findings: Iterable[Finding]) -> list[Finding]:
 
 
 def cause_key(finding: Finding) -> str | None:
-    """The named cause a check found (the ``cause: KEY`` line its detail ends with)."""
-    for line in reversed(finding.detail.splitlines()):
-        if line.startswith("cause: "):
-            return line.removeprefix("cause: ").strip() or None
-    return None
+    """The named cause a check found (:attr:`Finding.cause`)."""
+    return finding.cause
 
 
 @dataclass(frozen=True)

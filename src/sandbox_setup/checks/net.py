@@ -66,8 +66,9 @@ def judge_egress(facts: EgressFacts, host: HostFacts, *, uid: int, platform: str
         return Verdict(
             Status.FAIL,
             "a sandbox with a network namespace of its own does not start here: " + cause.summary,
-            facts.netns.describe() + f"\ncause: {cause.key}",
+            facts.netns.describe(),
             cause.remedy or remedies.rerun_checks("bwrap.sandbox"),
+            cause=cause.key,
         )
     leaks = routes_out(facts.netns.stdout)
     if leaks:

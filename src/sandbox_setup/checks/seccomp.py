@@ -19,8 +19,9 @@ def judge_seccomp(result: ProbeResult, status_seccomp: str | None) -> Verdict:
         return Verdict(
             Status.FAIL,
             "the kernel has no seccomp support (no Seccomp: line in /proc/self/status)",
-            "cause: seccomp-unsupported",
+            "",
             "use a kernel built with CONFIG_SECCOMP=y and CONFIG_SECCOMP_FILTER=y",
+            cause="seccomp-unsupported",
         )
     if result.ok and "Seccomp:\t2" in result.stdout.replace("Seccomp: ", "Seccomp:\t"):
         return Verdict(Status.PASS, "a seccomp filter can be installed", result.describe())
@@ -36,9 +37,10 @@ def judge_seccomp(result: ProbeResult, status_seccomp: str | None) -> Verdict:
     return Verdict(
         Status.FAIL,
         summary,
-        result.describe() + f"\ncause: {key}",
+        result.describe(),
         "use a kernel with CONFIG_SECCOMP_FILTER=y; in a container, check its seccomp "
         "profile and LSM",
+        cause=key,
     )
 
 

@@ -21,15 +21,17 @@ def judge_tiocsti(value: int | None) -> Verdict:
         return Verdict(
             Status.WARN,
             "dev.tty.legacy_tiocsti is absent (a kernel before 6.2): TIOCSTI is always allowed",
-            mitigation + "\ncause: tiocsti-always-allowed",
+            mitigation,
             "use a kernel >= 6.2 and " + remedy,
+            cause="tiocsti-always-allowed",
         )
     return Verdict(
         Status.WARN,
         "TIOCSTI is allowed (dev.tty.legacy_tiocsti=1): a process sharing the terminal can "
         "type into it",
-        mitigation + "\ncause: tiocsti-enabled",
+        mitigation,
         remedy,
+        cause="tiocsti-enabled",
     )
 
 

@@ -84,19 +84,21 @@ def judge_user_wall(result: ProbeResult | None, landlock_abi: int | None = None)
             f"user mode has no network wall here: root cannot create a network namespace "
             f"({refused}) and Landlock ABI {landlock_abi} < {NETWORK_ABI} has no TCP rules; "
             f"the agent's network is {NO_WALL}",
-            f"{result.describe()}\ncause: no-wall",
+            result.describe(),
             "give the container CAP_SYS_ADMIN (docker run --cap-add SYS_ADMIN), run "
             "sandbox-setup on the host itself, or use sandbox mode",
             facts={NETNS_FACT: False},
+            cause="no-wall",
         )
     return Verdict(
         Status.WARN,
         f"root cannot create a network namespace here ({refused}): "
         f"user mode's network wall is Landlock's TCP ports only: {PORTS_ONLY}",
-        f"{result.describe()}\ncause: netns-refused",
+        result.describe(),
         "give the container CAP_SYS_ADMIN (docker run --cap-add SYS_ADMIN), or run "
         "sandbox-setup on the host itself",
         facts={NETNS_FACT: False},
+        cause="netns-refused",
     )
 
 

@@ -39,8 +39,9 @@ def judge_userns_policy(facts: HostFacts, uid: int) -> Verdict:
             Status.WARN,
             "kernel.unprivileged_userns_clone=0: root may create user namespaces, an "
             "unprivileged agent user may not",
-            detail + "\ncause: unprivileged-userns-clone-zero",
+            detail,
             "sysctl -w kernel.unprivileged_userns_clone=1",
+            cause="unprivileged-userns-clone-zero",
         )
     if facts.sysctl_int("kernel.apparmor_restrict_unprivileged_userns") == 1:
         if facts.bwrap_profiles:
@@ -56,8 +57,9 @@ def judge_userns_policy(facts: HostFacts, uid: int) -> Verdict:
             "kernel.apparmor_restrict_unprivileged_userns=1 and no AppArmor profile grants "
             "bwrap `userns`: unprivileged users get no working user namespace"
             + (" (root is not affected)" if uid == 0 else ""),
-            detail + "\ncause: apparmor-userns-restricted",
+            detail,
             APPARMOR_BWRAP_PROFILE,
+            cause="apparmor-userns-restricted",
         )
     return Verdict(Status.PASS, "the sysctls allow user namespaces", detail)
 

@@ -206,6 +206,7 @@ class InteractiveCore:
                 "cause: claude-missing",
                 f"install Claude Code ({INSTALL_NEWEST}), or enter "
                 "its path in the Claude Code field on the details step",
+                cause="claude-missing",
             )
         if self.layout.live:
             return finding

@@ -95,7 +95,7 @@ def finding_body(finding: Finding) -> Text:
     detail = "\n".join(
         printable(line)
         for line in finding.detail.rstrip().split("\n")
-        if not line.startswith("cause: ")
+        if cause is None or line != f"cause: {cause}"
     )
     if detail:
         body.append(detail + "\n\n")
