@@ -36,7 +36,7 @@ from sandbox_setup.base.launcher_config import LauncherConfig, render_launcher_c
 from sandbox_setup.base.limits import Limits, size_bytes
 from sandbox_setup.base.processes import processes_of_uid, read_process
 from sandbox_setup.checks.claude import sandbox_binaries
-from sandbox_setup.configure.settings import SandboxKeys, merge_settings
+from sandbox_setup.configure.settings import SandboxKeys, managed_domains_only, merge_settings
 from sandbox_setup.policy.environment import passed_names
 from tests.claude_run import FAKE_API_KEY, ClaudeRun, with_managed_settings
 from tests.fake_api import FakeMessagesAPI
@@ -327,7 +327,7 @@ def written_settings(inner: str, mode: str = "sandbox") -> dict[str, Any]:
         managed=True,
         bwrap_path=binaries["bwrap"],
         socat_path=binaries["socat"],
-        managed_domains_only=mode == "sandbox",
+        managed_domains_only=managed_domains_only(Mode(mode)),
     )
     data: dict[str, Any] = json.loads(merge_settings(None, MANAGED, keys))
     return data
