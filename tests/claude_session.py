@@ -24,7 +24,7 @@ import subprocess
 import threading
 import time
 import urllib.parse
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -374,10 +374,13 @@ def launch_session(
     timeout: float = 180,
     landlock: bool = True,
     api_in_settings: bool = True,
+    while_running: Callable[[AgentWatch], None] | None = None,
 ) -> SessionRun:
     """``sandbox-launch`` as root for one scripted turn, with ``caller_env`` exported
     (the launcher passes only what ``env_pass`` and its defaults name) and ``settings``
-    as the managed settings (default: what an apply writes for ``inner``)."""
+    as the managed settings (default: what an apply writes for ``inner``).
+    ``while_running``: called in a thread of its own with the host's watch once the
+    launch has started (e.g. to tell a waiting command the host has seen it)."""
     # User mode: Landlock lets the agent connect only to the session's proxy and the
     # exposed loopback ports; the fake API (given through --settings, which the
     # launcher does not read) is one.
@@ -401,12 +404,18 @@ def launch_session(
             argv, env=env, cwd="/", stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
             stderr=subprocess.PIPE, text=True,
         )  # fmt: skip
+        helper = None
+        if while_running is not None:
+            helper = threading.Thread(target=while_running, args=(watch,), daemon=True)
+            helper.start()
         try:
             stdout, stderr = proc.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
             proc.kill()
             stdout, stderr = proc.communicate()
         left = tuple(p.pid for p in processes_of_uid(at.agent.uid) if p.running)
+        if helper is not None:
+            helper.join(5)
     run = ClaudeRun(tuple(argv), proc.returncode, stdout, stderr)
     return SessionRun(run, api, watch, proc.pid, left)
 
