@@ -420,6 +420,33 @@ def launch_session(
     return SessionRun(run, api, watch, proc.pid, left)
 
 
+def wait_until_seen(flag: str) -> str:
+    """Shell for a scripted command: wait (at most 120 s) until the file ``flag`` (a
+    path relative to the workspace) exists, as :func:`tell_when_seen` makes it."""
+    return f"for i in $(seq 1200); do [ -e {flag} ] && break; sleep 0.1; done; echo seen=$i"
+
+
+def tell_when_seen(
+    flag: Path, *wanted: Callable[[AgentProcess], bool]
+) -> Callable[[AgentWatch], None]:
+    """For ``launch_session(while_running=...)``: once the host's watch has seen, for
+    each of ``wanted``, a process of the agent it holds for, create ``flag``, so the
+    command waiting with :func:`wait_until_seen` goes on: a process the test must see
+    lives until the host saw it, however slow the watch is under load (never a sleep
+    that hopes). Gives up after 120 s (the test then fails on what it never saw)."""
+
+    def run(watch: AgentWatch) -> None:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and not watch.errors:
+            seen = list(watch.seen.values())
+            if all(any(want(p) for p in seen) for want in wanted):
+                flag.touch()
+                return
+            time.sleep(0.05)
+
+    return run
+
+
 def changed_since_oldest(release: ClaudeRelease) -> bool:
     """Is ``release`` newer than the oldest supported one (:data:`CLAUDE_OLDEST`)? What
     the tests pin as changed was seen in 2.1.332; the release it changed in is not

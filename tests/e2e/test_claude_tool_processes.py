@@ -27,9 +27,7 @@
 from __future__ import annotations
 
 import re
-import time
 from collections.abc import Callable, Iterator
-from pathlib import Path
 
 import pytest
 
@@ -37,7 +35,6 @@ from tests.bash_evidence import evidence_command, new_marker, parse_evidence
 from tests.claude_session import (
     AgentProcess,
     AgentTree,
-    AgentWatch,
     SessionRun,
     agent_tree,
     ancestors,
@@ -47,6 +44,8 @@ from tests.claude_session import (
     launch_session,
     session_cgroup_names,
     session_has_cgroup,
+    tell_when_seen,
+    wait_until_seen,
 )
 from tests.fake_api import BashStep, FakeMessagesAPI, Step, TextStep
 from tests.tools import ClaudeRelease
@@ -65,29 +64,6 @@ CANNOT = {"user": "EACCES", "sandbox": "ENOENT"}
 def agent() -> Iterator[AgentTree]:
     with agent_tree() as made:
         yield made
-
-
-def wait_until_seen(flag: str) -> str:
-    """Shell that waits (at most 120 s) until the file ``flag`` in the workspace exists."""
-    return f"for i in $(seq 1200); do [ -e {flag} ] && break; sleep 0.1; done; echo seen=$i"
-
-
-def tell_when_seen(
-    flag: Path, seen: Callable[[AgentProcess], bool]
-) -> Callable[[AgentWatch], None]:
-    """For ``launch_session(while_running=...)``: once the host's watch has seen a
-    process of the agent for which ``seen`` holds, create ``flag`` (the command waiting
-    with :func:`wait_until_seen` then goes on); gives up after 120 s."""
-
-    def run(watch: AgentWatch) -> None:
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and not watch.errors:
-            if any(seen(p) for p in list(watch.seen.values())):
-                flag.touch()
-                return
-            time.sleep(0.05)
-
-    return run
 
 
 def its_bwrap(marker: str) -> Callable[[AgentProcess], bool]:
