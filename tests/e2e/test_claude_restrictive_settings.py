@@ -46,7 +46,7 @@ from tests.tools import ClaudeRelease, claude_binary, release_tuple, require_roo
 pytestmark = pytest.mark.e2e
 
 FINAL = "The scripted turn is complete."
-CURL = "curl -sS --max-time 5 -o /dev/null -w 'code=%{http_code}' http://example.com/ 2>&1; echo"
+CURL = "curl -sS --max-time 30 -o /dev/null -w 'code=%{http_code}' http://example.com/ 2>&1; echo"
 STRICT_DENIAL = "deny network-outbound example.com:80 (host is not on the allow list)"
 MANAGED_ONLY_DENIAL = "the organization's managed allowlist does not include this host"
 
@@ -188,7 +188,7 @@ def test_claude_daemon_install_fails_for_the_agent(
     ]  # fmt: skip
     done = subprocess.run(
         argv, cwd=tree.workspace, stdin=subprocess.DEVNULL, capture_output=True, text=True,
-        timeout=60, check=False,
+        timeout=180, check=False,
     )  # fmt: skip
     said = done.stdout + done.stderr
     assert done.returncode != 0, said
@@ -273,7 +273,7 @@ def test_user_mode_leaves_managed_domains_only_off_because_claude_could_not_list
     marker = new_marker()
     command = (
         f"echo {marker}; for h in example.com {MANAGED_DOMAIN}; do "
-        'curl -sS --max-time 5 -o /dev/null -w "$h=%{http_code}" http://$h/ 2>&1; echo; done'
+        'curl -sS --max-time 30 -o /dev/null -w "$h=%{http_code}" http://$h/ 2>&1; echo; done'
     )
     written = written_settings("strong", mode="user")
     assert written["sandbox"]["network"].get("allowManagedDomainsOnly") is not True, written
