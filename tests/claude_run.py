@@ -207,7 +207,7 @@ def run_claude_turn(
     output_format: OutputFormat = "json",
     skip_permissions: bool = True,
     as_user: Account | None = None,
-    timeout: float = 120,
+    timeout: float = 180,
 ) -> ClaudeRun:
     """Run ``claude --print PROMPT`` once and return what it printed.
 

@@ -24,7 +24,7 @@ import subprocess
 import threading
 import time
 import urllib.parse
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -36,7 +36,7 @@ from sandbox_setup.base.launcher_config import LauncherConfig, render_launcher_c
 from sandbox_setup.base.limits import Limits, size_bytes
 from sandbox_setup.base.processes import processes_of_uid, read_process
 from sandbox_setup.checks.claude import sandbox_binaries
-from sandbox_setup.configure.settings import SandboxKeys, merge_settings
+from sandbox_setup.configure.settings import SandboxKeys, managed_domains_only, merge_settings
 from sandbox_setup.policy.environment import passed_names
 from tests.claude_run import FAKE_API_KEY, ClaudeRun, with_managed_settings
 from tests.fake_api import FakeMessagesAPI
@@ -327,7 +327,7 @@ def written_settings(inner: str, mode: str = "sandbox") -> dict[str, Any]:
         managed=True,
         bwrap_path=binaries["bwrap"],
         socat_path=binaries["socat"],
-        managed_domains_only=mode == "sandbox",
+        managed_domains_only=managed_domains_only(Mode(mode)),
     )
     data: dict[str, Any] = json.loads(merge_settings(None, MANAGED, keys))
     return data
@@ -374,10 +374,13 @@ def launch_session(
     timeout: float = 180,
     landlock: bool = True,
     api_in_settings: bool = True,
+    while_running: Callable[[AgentWatch], None] | None = None,
 ) -> SessionRun:
     """``sandbox-launch`` as root for one scripted turn, with ``caller_env`` exported
     (the launcher passes only what ``env_pass`` and its defaults name) and ``settings``
-    as the managed settings (default: what an apply writes for ``inner``)."""
+    as the managed settings (default: what an apply writes for ``inner``).
+    ``while_running``: called in a thread of its own with the host's watch once the
+    launch has started (e.g. to tell a waiting command the host has seen it)."""
     # User mode: Landlock lets the agent connect only to the session's proxy and the
     # exposed loopback ports; the fake API (given through --settings, which the
     # launcher does not read) is one.
@@ -401,14 +404,47 @@ def launch_session(
             argv, env=env, cwd="/", stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
             stderr=subprocess.PIPE, text=True,
         )  # fmt: skip
+        helper = None
+        if while_running is not None:
+            helper = threading.Thread(target=while_running, args=(watch,), daemon=True)
+            helper.start()
         try:
             stdout, stderr = proc.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
             proc.kill()
             stdout, stderr = proc.communicate()
         left = tuple(p.pid for p in processes_of_uid(at.agent.uid) if p.running)
+        if helper is not None:
+            helper.join(5)
     run = ClaudeRun(tuple(argv), proc.returncode, stdout, stderr)
     return SessionRun(run, api, watch, proc.pid, left)
+
+
+def wait_until_seen(flag: str) -> str:
+    """Shell for a scripted command: wait (at most 120 s) until the file ``flag`` (a
+    path relative to the workspace) exists, as :func:`tell_when_seen` makes it."""
+    return f"for i in $(seq 1200); do [ -e {flag} ] && break; sleep 0.1; done; echo seen=$i"
+
+
+def tell_when_seen(
+    flag: Path, *wanted: Callable[[AgentProcess], bool]
+) -> Callable[[AgentWatch], None]:
+    """For ``launch_session(while_running=...)``: once the host's watch has seen, for
+    each of ``wanted``, a process of the agent it holds for, create ``flag``, so the
+    command waiting with :func:`wait_until_seen` goes on: a process the test must see
+    lives until the host saw it, however slow the watch is under load (never a sleep
+    that hopes). Gives up after 120 s (the test then fails on what it never saw)."""
+
+    def run(watch: AgentWatch) -> None:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and not watch.errors:
+            seen = list(watch.seen.values())
+            if all(any(want(p) for p in seen) for want in wanted):
+                flag.touch()
+                return
+            time.sleep(0.05)
+
+    return run
 
 
 def changed_since_oldest(release: ClaudeRelease) -> bool:

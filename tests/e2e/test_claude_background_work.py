@@ -24,18 +24,21 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 
 from tests.bash_evidence import host_namespaces
 from tests.claude_session import (
+    AgentProcess,
     AgentTree,
     agent_tree,
     ancestors,
     assert_contained,
     claude_process,
     launch_session,
+    tell_when_seen,
+    wait_until_seen,
 )
 from tests.fake_api import BashStep, FakeMessagesAPI, TextStep
 from tests.tools import ClaudeRelease
@@ -44,7 +47,7 @@ pytestmark = pytest.mark.e2e
 
 FINAL = "The scripted turn is complete."
 STRAY = ("sleep", "3011")
-TASK = ("sleep", "3")
+TASK = ("sleep", "3013")
 MODES = ["user", "sandbox"]
 
 
@@ -54,12 +57,17 @@ def agent() -> Iterator[AgentTree]:
         yield made
 
 
-def background_command(marker: str) -> str:
-    """A task that detaches a stray only SIGKILL ends, then runs a few seconds."""
+def background_command(marker: str, flag: str) -> str:
+    """A task that detaches a stray only SIGKILL ends and runs a child of its own
+    (:data:`TASK`) until the host has seen both (``flag``), then ends it."""
     return (
         f"echo {marker}; (trap '' TERM HUP INT; setsid {' '.join(STRAY)} >/dev/null 2>&1 &); "
-        f"{' '.join(TASK)}"
+        f"{' '.join(TASK)} & task=$!; {wait_until_seen(flag)}; kill $task"
     )
+
+
+def running(argv: tuple[str, ...]) -> Callable[[AgentProcess], bool]:
+    return lambda process: all(word in process.argv for word in argv)
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -67,9 +75,12 @@ def test_a_background_bash_task_runs_in_the_session_and_ends_with_it(
     agent: AgentTree, claude_under_test: ClaudeRelease, mode: str
 ) -> None:
     marker = "background-task-" + mode
-    step = BashStep(background_command(marker), extra_input={"run_in_background": True})
+    flag = agent.tree.workspace / f".seen-{marker}"
+    command = background_command(marker, flag.name)
+    step = BashStep(command, extra_input={"run_in_background": True})
+    seen = tell_when_seen(flag, running(TASK), running(STRAY))
     with FakeMessagesAPI([step, TextStep(FINAL)]) as api:
-        session = launch_session(agent, api, mode=mode, inner="strong")
+        session = launch_session(agent, api, mode=mode, inner="strong", while_running=seen)
     assert session.run.returncode == 0, session.run
     api.assert_conversation_done()
     result = api.tool_result(0).text
@@ -78,7 +89,7 @@ def test_a_background_bash_task_runs_in_the_session_and_ends_with_it(
     claude = claude_process(session)
     task = session.watch.matching(*TASK)
     stray = session.watch.matching(*STRAY)
-    assert task and stray, f"the host never saw the task or its stray: {result}"
+    assert task and stray and flag.exists(), f"the host never saw the task or its stray: {result}"
     for process in (*task, *stray):
         # inside Claude's inner sandbox: below Claude, namespaces of its own
         assert claude in ancestors(session, process), process

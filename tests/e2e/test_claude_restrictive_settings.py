@@ -12,6 +12,10 @@ runs its proxy, as in user mode and sandbox mode without the allowlist network).
   in the workspace (a file the agent can write) do not run; without it they do.
 * 2.1.197 ignores the keys it does not know: the same managed settings complete
   the turn there.
+* User mode leaves ``allowManagedDomainsOnly`` off: with it, 2.1.332 ignores the
+  session proxy's port (``--settings``, not managed) and starts a filtering proxy of
+  its own on 127.0.0.1, which the session's Landlock domain cannot bind, so every Bash
+  command fails; with Landlock off the same settings work (the twin).
 """
 
 from __future__ import annotations
@@ -24,17 +28,25 @@ from typing import Any
 
 import pytest
 
+from sandbox_setup.base import landlock
 from sandbox_setup.base.accounts import Account, lookup_user
 from sandbox_setup.boundary.claude_mountpoints import MOUNT_POINTS
+from tests.bash_evidence import new_marker
 from tests.claude_run import ClaudeTree, claude_tree, run_claude_turn
-from tests.claude_session import AgentTree, agent_tree, launch_session, written_settings
+from tests.claude_session import (
+    AgentTree,
+    agent_tree,
+    changed_since_oldest,
+    launch_session,
+    written_settings,
+)
 from tests.fake_api import BashStep, FakeMessagesAPI, TextStep
 from tests.tools import ClaudeRelease, claude_binary, release_tuple, require_root, require_tool
 
 pytestmark = pytest.mark.e2e
 
 FINAL = "The scripted turn is complete."
-CURL = "curl -sS --max-time 5 -o /dev/null -w 'code=%{http_code}' http://example.com/ 2>&1; echo"
+CURL = "curl -sS --max-time 30 -o /dev/null -w 'code=%{http_code}' http://example.com/ 2>&1; echo"
 STRICT_DENIAL = "deny network-outbound example.com:80 (host is not on the allow list)"
 MANAGED_ONLY_DENIAL = "the organization's managed allowlist does not include this host"
 
@@ -176,7 +188,7 @@ def test_claude_daemon_install_fails_for_the_agent(
     ]  # fmt: skip
     done = subprocess.run(
         argv, cwd=tree.workspace, stdin=subprocess.DEVNULL, capture_output=True, text=True,
-        timeout=60, check=False,
+        timeout=180, check=False,
     )  # fmt: skip
     said = done.stdout + done.stderr
     assert done.returncode != 0, said
@@ -216,3 +228,73 @@ def test_a_session_leaves_none_of_claudes_mount_point_files(
         if os.path.lexists(workspace.joinpath(*p.parts))
     }
     assert left == {}, (agent.agent.uid, left, session.run.output[-2000:])
+
+
+# allowManagedDomainsOnly in user mode (see configure/plan.py, where the mode decides):
+# 2.1.332 then serves its sandbox's network with a proxy of its own, which must listen.
+CANNOT_LISTEN = "listen EACCES"
+MANAGED_DOMAIN = "managed-only.example.org"
+
+
+def _user_turn(
+    agent: AgentTree, managed: dict[str, Any], command: str, landlock_on: bool = True
+) -> tuple[str, list[dict[str, Any]]]:
+    """One user-mode turn (inner sandbox strong) with ``managed`` as the managed
+    settings: the Bash command's result and the session proxy's decision log."""
+    with FakeMessagesAPI([BashStep(command), TextStep(FINAL)]) as api:
+        session = launch_session(
+            agent, api, mode="user", inner="strong", settings=managed, landlock=landlock_on
+        )
+    assert session.run.returncode == 0, session.run
+    api.assert_conversation_done()
+    log = agent.tree.base / "state" / "sandbox-setup" / "egress.log"
+    entries = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+    return api.tool_result(0).text, entries
+
+
+def _decided_hosts(entries: list[dict[str, Any]]) -> set[str]:
+    return {str(e.get("host")) for e in entries if e.get("event") == "decision"}
+
+
+@pytest.mark.skipif(
+    landlock.abi_version() < 4,
+    reason=f"needs Landlock's TCP rules, ABI 4 (kernel: {landlock.abi_version()})",
+)
+def test_user_mode_leaves_managed_domains_only_off_because_claude_could_not_listen(
+    agent: AgentTree, claude_under_test: ClaudeRelease
+) -> None:
+    """What user mode writes runs the Bash command. The same file with
+    ``allowManagedDomainsOnly`` (and the operator's domain in the managed allowlist, as
+    sandbox mode writes it): 2.1.332 fails every Bash command ("Sandbox is required but
+    failed to initialize: listen EACCES"), 2.1.197 runs it. The twin with ``[user]
+    landlock = false`` shows the cause is Landlock's bind rule: there 2.1.332's own proxy
+    listens, denies a host outside the managed allowlist itself and hands the managed
+    domain on to the session's proxy (whose log then names it)."""
+    marker = new_marker()
+    command = (
+        f"echo {marker}; for h in example.com {MANAGED_DOMAIN}; do "
+        'curl -sS --max-time 30 -o /dev/null -w "$h=%{http_code}" http://$h/ 2>&1; echo; done'
+    )
+    written = written_settings("strong", mode="user")
+    assert written["sandbox"]["network"].get("allowManagedDomainsOnly") is not True, written
+    text, _ = _user_turn(agent, written, command)
+    assert marker in text, text
+
+    managed_only = written_settings("strong", mode="sandbox")
+    network = managed_only["sandbox"]["network"]
+    assert network["allowManagedDomainsOnly"] is True
+    network["allowedDomains"] = [MANAGED_DOMAIN]
+    text, _ = _user_turn(agent, managed_only, command)
+    if not changed_since_oldest(claude_under_test):
+        # 2.1.197 keeps the session proxy's port from --settings: nothing to listen on.
+        assert marker in text and CANNOT_LISTEN not in text, text
+        return
+    assert CANNOT_LISTEN in text and marker not in text, text
+
+    # The twin: Landlock off (the session's own network namespace stays where root can
+    # make one). Claude's proxy listens and decides first.
+    text, entries = _user_turn(agent, managed_only, command, landlock_on=False)
+    assert marker in text and CANNOT_LISTEN not in text, text
+    assert "example.com=403" in text, text
+    decided = _decided_hosts(entries)
+    assert MANAGED_DOMAIN in decided and "example.com" not in decided, (decided, text)

@@ -10,6 +10,8 @@ sandbox and user modes) get the same check from a copy in the temp home.
 
 from __future__ import annotations
 
+import codecs
+import contextlib
 import fcntl
 import json
 import os
@@ -30,18 +32,131 @@ from tests.tools import claude_binary, require_root, require_tool
 
 pytestmark = pytest.mark.e2e
 
-_MOVES = re.compile(r"\x1b\[\d*[GC]")  # cursor moves the TUI uses between words
-_ESCAPES = re.compile(r"\x1b\[[0-9;?>=]*[A-Za-z]|\x1b[78=>]|\x1b\][^\x07]*\x07")
+_CONTROL = re.compile(
+    r"\x1b\[(?P<params>[0-9;?>=<]*)(?P<final>[@-~])"  # CSI: moves, erases, colours
+    r"|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)"  # OSC: titles, links
+    r"|\x1b(?P<esc>[78=>()][0-9A-Za-z]?)"  # save/restore cursor, keypad, charsets
+    r"|(?P<c0>[\r\n\b\t])"
+)
+# The terminal claude doctor draws on: wide enough that no report line wraps (2.1.332
+# prints its glob warning as one long line), tall enough that its renderer (2.1.197's
+# redraws only what changed, with cursor moves) never scrolls or clears the screen.
+COLUMNS, ROWS = 1000, 500
+# 2.1.197's report, read in its binary: the "Diagnostics" frame is drawn only once the
+# installation checks are done, and that same frame holds "Installation warnings" and
+# "Invalid settings" above its closing line; what comes later (updates, background
+# server, Remote Control) never touches them. 2.1.332 prints its report and exits.
+HEADERS = ("Diagnostics", "Claude Code doctor")  # 2.1.2xx, 2.1.332
+CLOSING = "to close"
+
+
+class Screen:
+    """What a terminal shows after the bytes a program wrote: printed text at the
+    cursor, and the controls Claude's renderer uses (CR, LF, cursor up/down/forward/
+    back/column/position, erase in line and display, save/restore); colours and modes
+    are ignored. Reading the screen, not the stream, is what makes the text the same
+    whatever the timing: a redraw that rewrites only the changed cells of a line
+    leaves the whole line on the screen, never a fragment in the text."""
+
+    def __init__(self, columns: int = COLUMNS) -> None:
+        self.columns = columns
+        self.rows: list[list[str]] = [[]]
+        self.row = self.col = 0
+        self.saved = (0, 0)
+
+    def _line(self) -> list[str]:
+        while len(self.rows) <= self.row:
+            self.rows.append([])
+        return self.rows[self.row]
+
+    def _put(self, char: str) -> None:
+        if self.col >= self.columns:  # autowrap
+            self.row, self.col = self.row + 1, 0
+        line = self._line()
+        line.extend(" " * (self.col + 1 - len(line)))
+        line[self.col] = char
+        self.col += 1
+
+    def _csi(self, params: str, final: str) -> None:
+        numbers = [int(p) if p.isdigit() else 0 for p in params.lstrip("?>=<").split(";")]
+        n = max(numbers[0], 1)
+        if final == "A":
+            self.row = max(self.row - n, 0)
+        elif final in "BE":
+            self.row += n
+            self.col = 0 if final == "E" else self.col
+        elif final == "C":
+            self.col += n
+        elif final == "D":
+            self.col = max(self.col - n, 0)
+        elif final == "G":
+            self.col = n - 1
+        elif final in "Hf":
+            self.row = max(numbers[0], 1) - 1
+            self.col = max(numbers[1] if len(numbers) > 1 else 1, 1) - 1
+        elif final == "K":
+            line = self._line()
+            if numbers[0] == 0:
+                del line[self.col :]
+            elif numbers[0] == 1:
+                line[: self.col + 1] = " " * min(self.col + 1, len(line))
+            else:
+                line.clear()
+        elif final == "J":
+            if numbers[0] == 0:
+                del self._line()[self.col :]
+                del self.rows[self.row + 1 :]
+            elif numbers[0] == 1:
+                for index in range(min(self.row, len(self.rows))):
+                    self.rows[index] = []
+            else:
+                self.rows = [[]]
+        # m (colours), h/l (modes), others: nothing on the screen changes
+
+    def feed(self, text: str) -> None:
+        at = 0
+        for match in _CONTROL.finditer(text):
+            for char in text[at : match.start()]:
+                self._put(char)
+            at = match.end()
+            if match["final"] is not None:
+                self._csi(match["params"], match["final"])
+            elif match["esc"] == "7":
+                self.saved = (self.row, self.col)
+            elif match["esc"] == "8":
+                self.row, self.col = self.saved
+            elif match["c0"] == "\r":
+                self.col = 0
+            elif match["c0"] == "\n":
+                self.row += 1
+            elif match["c0"] == "\b":
+                self.col = max(self.col - 1, 0)
+            elif match["c0"] == "\t":
+                self.col = (self.col // 8 + 1) * 8
+        for char in text[at:]:
+            self._put(char)
+
+    def text(self) -> str:
+        return "\n".join(re.sub(r"[ \t]+", " ", "".join(row)).rstrip() for row in self.rows)
 
 
 def screen_text(raw: bytes) -> str:
-    text = _MOVES.sub(" ", raw.decode("utf-8", errors="replace"))
-    text = _ESCAPES.sub("", text).replace("\r", "")
-    return re.sub(r"[ \t]+", " ", text)
+    screen = Screen()
+    screen.feed(raw.decode("utf-8", errors="replace"))
+    return screen.text()
 
 
-def claude_doctor(home: Path, timeout: float = 120.0) -> str:
-    """``claude doctor``'s screen text, run on a pty with HOME=home."""
+def report_complete(text: str) -> bool:
+    """Does the screen hold 2.1.197's whole settings report (see :data:`HEADERS`)?"""
+    header = max(text.find(h) for h in HEADERS)
+    return header >= 0 and text.find(CLOSING, header) >= 0
+
+
+def claude_doctor(home: Path, timeout: float = 240.0) -> str:
+    """``claude doctor``'s report as the screen shows it, run on a pty with
+    HOME=home: read until the program exits (2.1.332) or the screen holds the whole
+    settings report (2.1.197, which then waits for a key), within ``timeout`` seconds
+    however loaded the machine is; past that, the test fails showing the screen."""
     claude = claude_binary()
     env = {"HOME": str(home), "PATH": "/usr/local/bin:/usr/bin:/bin", "TERM": "xterm-256color"}
     pid, fd = pty.fork()
@@ -50,31 +165,33 @@ def claude_doctor(home: Path, timeout: float = 120.0) -> str:
             os.execve(claude, [claude, "doctor"], env)
         finally:
             os._exit(127)
-    fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 60, 220, 0, 0))
-    raw, started, closing = b"", time.monotonic(), None
+    fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", ROWS, COLUMNS, 0, 0))
+    screen, decoder = Screen(), codecs.getincrementaldecoder("utf-8")(errors="replace")
+    deadline = time.monotonic() + timeout
     try:
-        while time.monotonic() - started < timeout:
-            ready, _, _ = select.select([fd], [], [], 0.5)
-            if ready:
-                try:
-                    chunk = os.read(fd, 65536)
-                except OSError:
-                    break
-                if not chunk:
-                    break
-                raw += chunk
-            # The report ends with "Enter to close"; give the checks a moment to finish.
-            if closing is None and "to close" in screen_text(raw):
-                closing = time.monotonic()
-            if closing is not None and time.monotonic() - closing > 3:
+        while not report_complete(screen.text()):
+            left = deadline - time.monotonic()
+            if left <= 0:
+                pytest.fail(f"claude doctor's report not complete in {timeout:.0f}s:\n"
+                            f"{screen.text()[-3000:]}")  # fmt: skip
+            ready, _, _ = select.select([fd], [], [], min(left, 1.0))
+            if not ready:
+                continue
+            try:
+                chunk = os.read(fd, 65536)
+            except OSError:  # EIO: the program exited and the pty closed
+                chunk = b""
+            if not chunk:
                 break
+            screen.feed(decoder.decode(chunk))
     finally:
-        os.kill(pid, signal.SIGKILL)
+        # the program and anything it started (the pty made it a session leader)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pid, signal.SIGKILL)
         os.waitpid(pid, 0)
         os.close(fd)
-    text = screen_text(raw)
-    # "Diagnostics" heads the report up to 2.1.2xx; 2.1.332 heads it "Claude Code doctor".
-    assert "Diagnostics" in text or "Claude Code doctor" in text, (
+    text = screen.text()
+    assert any(header in text for header in HEADERS), (
         f"claude doctor printed no report: {text[-2000:]}"
     )
     return text
@@ -88,6 +205,23 @@ def settings_problems(text: str) -> list[str]:
         if "Invalid settings" in line:
             problems += lines[i : i + 6]
     return problems
+
+
+@pytest.mark.no_claude
+def test_the_screen_holds_whole_lines_a_redraw_rewrote_in_part() -> None:
+    """2.1.197's renderer rewrites only the cells that changed (cursor up, column, a
+    few characters; these bytes are its doctor's, recorded): the screen shows the whole
+    line, where the byte stream holds a fragment ("n to cla"), and erases clear."""
+    raw = (
+        b"\x1b[3G\xe2\x94\x9c\x1b[5GNot\x1b[9Gsigned\x1b[16Gin\x1b[19Gto\x1b[22Gclaude.ai\r\r\n"
+        b"\x1b[3GEnter\x1b[9Gto\x1b[12Gclose\r\r\n"
+        b"\r\x1b[2C\x1b[2A\xe2\x94\x94\x1b[5GNot\x1b[9Gsigned\x1b[17Gn to cla\x1b[26Gde.ai\x1b[K"
+        b"\r\r\n\r\r\n\x1b[1A\x1b[3G\x1b[38;5;246mEnter to close\x1b[39m\x1b[J"
+    )
+    text = screen_text(raw)
+    assert text.splitlines() == [" └ Not signed in to claude.ai", " Enter to close"], text
+    assert report_complete("Diagnostics ✔\n├ Found 1 pattern(s)\n Enter to close")
+    assert not report_complete("Enter to close\nDiagnostics")  # the closing line below it
 
 
 @pytest.fixture

@@ -51,7 +51,7 @@ def test_direct_launch_as_root_stops_at_the_guard(root_home: Path) -> None:
         env={"PATH": "/usr/bin:/bin", "HOME": str(root_home)},
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=180,
         check=False,
     )
     assert result.returncode != 0

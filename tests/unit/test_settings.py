@@ -9,11 +9,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from sandbox_setup.base.choices import Mode
 from sandbox_setup.base.errors import InputError
 from sandbox_setup.configure.settings import (
     CREDENTIAL_DENY_RULES,
     CREDENTIAL_ENV_VARS,
     SandboxKeys,
+    managed_domains_only,
     merge_settings,
     owned_changes,
 )
@@ -381,3 +383,12 @@ def test_the_restrictive_keys_are_owned_for_drift() -> None:
     assert "sandbox.filesystem.disabled is absent, should be false" in lines
     assert "sandbox.network.strictAllowlist is false, should be true" in lines
     assert 'sandbox.network.allowedDomains lacks ["x.example"]' in lines
+
+
+def test_only_sandbox_mode_writes_managed_domains_only() -> None:
+    """The decision the e2e test ``test_user_mode_leaves_managed_domains_only_off_...``
+    measures: 2.1.332 fails every Bash command of a user-mode session with the key (its
+    own proxy cannot listen under the session's Landlock domain)."""
+    assert managed_domains_only(Mode.SANDBOX) is True
+    assert managed_domains_only(Mode.USER) is False
+    assert managed_domains_only(Mode.UNSAFE) is False

@@ -64,7 +64,7 @@ from sandbox_setup.configure.inner_sandbox import check_sandbox_deps, sandbox_ke
 from sandbox_setup.configure.ledger import SetupRecord
 from sandbox_setup.configure.login_routes import login_route_actions
 from sandbox_setup.configure.network_plan import check_egress, plan_network, user_mode_lines
-from sandbox_setup.configure.settings import merge_settings
+from sandbox_setup.configure.settings import managed_domains_only, merge_settings
 from sandbox_setup.policy.accounts import workspace_group
 from sandbox_setup.policy.claude_release import required_minimum
 from sandbox_setup.policy.credentials import COPY_LOGIN_NOTE
@@ -408,8 +408,9 @@ def build_plan(report: Report, answers: Answers, layout: Layout, source: str = "
         keys = replace(
             keys,
             allowed_domains=tuple(answers.allowed_domains),
-            # (user mode's Landlock wall lets Claude bind no listener for it)
-            managed_domains_only=answers.mode is Mode.SANDBOX,
+            # Sandbox mode only: in user mode 2.1.332 would start a proxy of its own
+            # that Landlock lets no listener bind (see managed_domains_only).
+            managed_domains_only=managed_domains_only(answers.mode),
             minimum_version=required_minimum(claude.version),
         )
     if not claude.trusted:

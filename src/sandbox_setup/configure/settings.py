@@ -34,7 +34,7 @@ from one :class:`SandboxKeys` value:
   rather than left to defaults (docs/claude-code-behaviour.md, "Restrictive settings"):
   ``sandbox.allowNestedUserNamespaces = false``, ``sandbox.filesystem.disabled = false``,
   ``sandbox.network.strictAllowlist = true``, and in managed scope where
-  :attr:`SandboxKeys.managed_domains_only` (sandbox mode)
+  :attr:`SandboxKeys.managed_domains_only` (sandbox mode, :func:`managed_domains_only`)
   ``sandbox.network.allowManagedDomainsOnly = true`` with the operator's domains
   appended to ``sandbox.network.allowedDomains`` (set back to false otherwise, where
   present); in managed scope ``requiredMinimumVersion`` when
@@ -77,6 +77,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from sandbox_setup.base.choices import Mode
 from sandbox_setup.base.errors import InputError
 from sandbox_setup.configure import claude_json
 from sandbox_setup.policy.network import SANDBOX_PROXY_PORT
@@ -117,9 +118,8 @@ class SandboxKeys:
     (allowlist network only), ``None`` to leave the proxy keys alone.
     ``allowed_domains``: the operator's ``--allow-domain`` patterns, the managed
     allowlist of Claude's sandbox, with ``managed_domains_only`` (managed scope):
-    ``allowManagedDomainsOnly``, which 2.1.332 serves with a TCP listener on
-    loopback, so only where the launcher lets Claude bind one (sandbox mode; user
-    mode's Landlock network wall binds nothing: the key is set back to false there).
+    ``allowManagedDomainsOnly``, only where :func:`managed_domains_only` says the
+    mode's sessions still run Bash with it (sandbox mode; set back to false otherwise).
     ``minimum_version``: ``requiredMinimumVersion``
     (managed scope only; :func:`~sandbox_setup.policy.claude_release.required_minimum`).
     """
@@ -142,6 +142,26 @@ class SandboxKeys:
     @property
     def on(self) -> bool:
         return self.inner_sandbox != "off"
+
+
+def managed_domains_only(mode: Mode) -> bool:
+    """Do the managed settings of ``mode`` set ``sandbox.network.allowManagedDomainsOnly``?
+
+    Sandbox mode only. Measured with the real releases
+    (``tests/e2e/test_claude_restrictive_settings.py::test_user_mode_leaves_managed_domains_only_off_because_claude_could_not_listen``,
+    docs/claude-code-behaviour.md): with the key, 2.1.332 takes the proxy ports of its
+    Bash sandbox from managed settings only and ignores the ones the user-mode launcher
+    passes through ``--settings`` (the session proxy's port is known only at launch: an
+    ephemeral host port where the session has no network namespace of its own), so it
+    starts a filtering proxy of its own on 127.0.0.1. The session's Landlock domain
+    (ABI >= 4, on by default) allows no TCP bind, so its sandbox fails to initialize
+    ("listen EACCES") and every Bash command of the session fails. 2.1.197 keeps the
+    ``--settings`` ports and is unaffected. With ``[user] landlock = false`` it would
+    work (Claude's proxy denies what is outside the managed allowlist and hands the
+    rest to the session's proxy), but that is not the default, and the managed file is
+    the host's, written before any launch decides.
+    """
+    return mode is Mode.SANDBOX
 
 
 def _decode(text: bytes | str, source: str) -> str:
@@ -244,7 +264,7 @@ def _merge_sandbox(sandbox: dict[str, Any], source: str, keys: SandboxKeys) -> N
             network["allowManagedDomainsOnly"] = True
             allowed = _list(network, "allowedDomains", source, "sandbox.network.")
             allowed.extend(d for d in keys.allowed_domains if d not in allowed)
-        else:  # Claude could not start its sandbox (see SandboxKeys)
+        else:  # Claude could not start its sandbox (see managed_domains_only)
             _set_back(network, "allowManagedDomainsOnly", False)
         credentials = _table(sandbox, "credentials", source, "sandbox.")
         env_vars = _list(credentials, "envVars", source, "sandbox.credentials.")
