@@ -24,7 +24,10 @@ Per connection: read the destination, ask :meth:`EgressPolicy.precheck` (a name 
 the allowlist is refused before any lookup), resolve the name, ask
 :meth:`EgressPolicy.decide` with every address, log the decision as one JSON line,
 then connect to the checked addresses in order: the address dialled is one that was
-checked, never a second lookup's answer.
+checked, never a second lookup's answer. The policy's answer to the same question (the
+destination, its port, the addresses it resolved to) is kept while the policy is the
+same (:data:`~sandbox_setup.launcher.egress.limits.DECISIONS_KEPT`): the tunnels of a
+keep-alive pool ask it over and over; each tunnel's decision is still logged.
 
 The exposed loopback ports (``--allow-loopback-port``) have listeners of their own,
 served by the same loop: each connection is passed to ``127.0.0.1:PORT``.
