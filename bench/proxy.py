@@ -192,7 +192,8 @@ def main() -> int:
                 proxied.insert(3, "--proxytunnel")
             size = args.size_mb * MIB or size_for(args.seconds, direct)
             timed_download(direct, size), timed_download(proxied, size)  # warm up
-            direct_s, proxied_s = [], []
+            direct_s: list[float] = []
+            proxied_s: list[float] = []
             for i in range(args.runs):
                 first, second = (direct, direct_s), (proxied, proxied_s)
                 for argv, times in (first, second) if i % 2 == 0 else (second, first):
