@@ -53,5 +53,5 @@ def test_the_kept_answers_are_bounded_and_still_right() -> None:
         assert not proxy.decide(f"b{n}.test", 443, "connect", ["203.0.113.7"])[0].allowed
         assert not proxy.needs_lookup(f"b{n}.test", 443)  # refused before any lookup
     assert len(proxy._decisions) <= DECISIONS_KEPT
-    assert len(proxy._prechecks) <= DECISIONS_KEPT
+    assert len(proxy._lookups) <= DECISIONS_KEPT
     assert proxy.decide("a.test", 443, "connect", ["203.0.113.7"])[0].allowed

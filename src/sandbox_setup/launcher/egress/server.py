@@ -112,7 +112,7 @@ class EgressProxy:
         # keep-alive pool asks the same question): the policy is plain data, its answer
         # a function of the question; forgotten when the policy is replaced.
         self._asked: EgressPolicy | None = None
-        self._prechecks: dict[tuple[str, int], tuple[Decision | None, bool]] = {}
+        self._lookups: dict[tuple[str, int], bool] = {}  # needs_lookup's answers
         self._decisions: dict[tuple[str, int, tuple[str, ...]], tuple[Decision, list[str]]] = {}
 
     def log(self, **fields: object) -> None:
@@ -138,22 +138,23 @@ class EgressProxy:
         re-read), or once :data:`~sandbox_setup.launcher.egress.limits.DECISIONS_KEPT`
         of them are kept."""
         if self._asked is not self.policy or len(self._decisions) >= DECISIONS_KEPT:
-            self._prechecks.clear()
+            self._lookups.clear()
             self._decisions.clear()
             self._asked = self.policy
-        elif len(self._prechecks) >= DECISIONS_KEPT:
-            self._prechecks.clear()
+        elif len(self._lookups) >= DECISIONS_KEPT:
+            self._lookups.clear()
 
     def needs_lookup(self, host: str, port: int) -> bool:
         """Must ``host`` be resolved before :meth:`decide`? Not a literal address, nor a
         name :meth:`EgressPolicy.precheck` refuses (never looked up)."""
         self._remembered()
-        known = self._prechecks.get((host, port))
-        if known is None:
-            refused = self.policy.precheck(host, port)
-            lookup = refused is None and parse_address(normalize_host(host)) is None
-            known = self._prechecks[(host, port)] = (refused, lookup)
-        return known[1]
+        lookup = self._lookups.get((host, port))
+        if lookup is None:
+            lookup = self.policy.precheck(host, port) is None and (
+                parse_address(normalize_host(host)) is None
+            )
+            self._lookups[(host, port)] = lookup
+        return lookup
 
     def decide(
         self, host: str, port: int, protocol: str, resolved: Sequence[str] = ()
