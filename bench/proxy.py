@@ -1,19 +1,28 @@
-"""Benchmark (by hand, not CI): a 50 MB download through the egress proxy vs direct.
+"""Benchmark (by hand, not CI): a download of a second or more through the egress proxy vs direct.
 
-Baseline: ``curl http://127.0.0.1:S/blob`` from a local server (sendfile, so the
-server is not what is measured). Candidate: the same download the way a sandboxed
-client makes it: a bwrap sandbox with a network namespace of its own is started as
-``nobody`` (held before its release, as a launch holds it), the session's listeners are
-made in its namespace (:func:`sandbox_setup.launcher.egress.netns.open_in_sandbox`), the proxy is
-forked on them as ``nobody`` (:func:`sandbox_setup.launcher.egress.proxy.fork_proxy`, as
-:class:`sandbox_setup.launcher.egress.network.EgressSession` does), and curl runs in the sandbox's
-namespace (``nsenter --net``) through ``127.0.0.1:3128`` -> the proxy -> the server. The
-baseline's curl runs under the same ``nsenter``, into the host's own namespace, so both
-start alike. The policy allows the server's exact address, so the decision path runs
-as in a session. Runs alternate; the result is the ratio of median throughputs.
-Target: >= 0.8.
+Baseline: ``curl http://127.0.0.1:S/N`` from a local server that streams ``N`` bytes
+with sendfile(2) (a 64 MiB random blob in the page cache, sent over and over: the
+server is not what is measured, and no file of the download's size is written).
+Candidate: the same download the way a sandboxed client makes it: a bwrap sandbox with a
+network namespace of its own is started as ``nobody`` (held before its release, as a
+launch holds it), the session's listeners are made in its namespace
+(:func:`sandbox_setup.launcher.egress.netns.open_in_sandbox`), the proxy is forked on
+them as ``nobody`` (:func:`sandbox_setup.launcher.egress.proxy.fork_proxy`, as
+:class:`sandbox_setup.launcher.egress.network.EgressSession` does), and curl runs in the
+sandbox's namespace (``nsenter --net``) through ``127.0.0.1:3128`` -> the proxy -> the
+server. The baseline's curl runs under the same ``nsenter``, into the host's own
+namespace, so both start alike. The policy allows the server's exact address, so the
+decision path runs as in a session. Runs alternate; the result is the ratio of median
+throughputs. Target: >= 0.8.
 
-    .venv/bin/python bench/proxy.py [--runs 11] [--size-mb 50] [--mode connect|http]
+The size: ``--seconds S`` (the default, 1.5) measures the direct rate first (two
+256 MiB downloads) and takes the size that lasts ``S`` seconds direct at that rate,
+rounded up to 100 MiB: a transfer long enough that the start of a connection (the
+sandbox's ``CONNECT``, the proxy's decision) and the first round trips are not what is
+measured (50 MiB took some 25-40 ms here: noise). ``--size-mb N`` fixes it instead.
+The output names the size and the median seconds of each side.
+
+    .venv/bin/python bench/proxy.py [--runs 11] [--seconds 1.5 | --size-mb N] [--mode connect|http]
 
 ``connect`` (default) tunnels with CONNECT, the path every TLS download takes;
 ``http`` uses plain forwarding. Needs root, bwrap, setpriv, nsenter and curl.
@@ -23,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import math
 import os
 import shutil
 import statistics
@@ -44,19 +54,26 @@ from sandbox_setup.policy.network import EgressPolicy  # noqa: E402
 TARGET = 0.8
 NOBODY = 65534
 
-# A file server that sends with sendfile(2): the baseline must not be Python's copy loop.
+MIB = 1024 * 1024
+BLOB = 64 * MIB  # random bytes, sent over and over
+CALIBRATE = 256 * MIB  # the direct download that measures the rate for --seconds
+
+# GET /N: N bytes, the blob sent with sendfile(2) over and over (the baseline must not
+# be Python's copy loop, nor a file of N bytes).
 SERVER = r"""
 import http.server, os, socketserver, sys
 class Handler(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
         path = sys.argv[1]
-        size = os.path.getsize(path)
+        blob = os.path.getsize(path)
+        size = int(self.path.rsplit("/", 1)[1])
         self.send_response(200)
         self.send_header("Content-Length", str(size))
         self.end_headers()
         self.wfile.flush()
         with open(path, "rb") as f:
-            self.connection.sendfile(f)
+            while size:
+                size -= self.connection.sendfile(f, 0, min(size, blob))
     def log_message(self, *a):
         pass
 class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
@@ -121,6 +138,8 @@ def in_netns(pid: int, argv: list[str]) -> list[str]:
 
 
 def timed_download(argv: list[str], size: int) -> float:
+    """Seconds to download ``size`` bytes with curl ``argv`` (its URL without the size)."""
+    argv = [*argv[:-1], f"{argv[-1]}/{size}"]
     start = time.perf_counter()
     result = subprocess.run(
         [*argv, "-sS", "-o", "/dev/null", "-w", "%{size_download}"],
@@ -140,10 +159,19 @@ def require(*tools: str) -> None:
         raise SystemExit("run as root (the sandbox and the proxy run as nobody)")
 
 
+def size_for(seconds: float, direct: list[str]) -> int:
+    """The size (whole 100 MiB) that a direct download takes ``seconds`` for, at the
+    rate of the faster of two 256 MiB downloads."""
+    rate = CALIBRATE / min(timed_download(direct, CALIBRATE) for _ in range(2))
+    return max(1, math.ceil(rate * seconds / (100 * MIB))) * 100 * MIB
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=11)
-    parser.add_argument("--size-mb", type=int, default=50)
+    how = parser.add_mutually_exclusive_group()
+    how.add_argument("--seconds", type=float, default=1.5)
+    how.add_argument("--size-mb", type=int, default=0)
     parser.add_argument("--mode", choices=("connect", "http"), default="connect")
     args = parser.parse_args()
     require("curl", "bwrap", "setpriv", "nsenter")
@@ -153,21 +181,23 @@ def main() -> int:
     try:
         base.chmod(0o755)
         blob = base / "blob"
-        size = args.size_mb * 1024 * 1024
         with blob.open("wb") as handle:
-            handle.write(os.urandom(size))
+            handle.write(os.urandom(BLOB))
         server, server_port = start_server(SERVER, str(blob))
-        url = f"http://127.0.0.1:{server_port}/blob"
+        url = f"http://127.0.0.1:{server_port}"
         with sandbox_with_proxy([f"127.0.0.1:{server_port}"], base) as pid:
             direct = in_netns(os.getpid(), ["curl", url])
             proxied = in_netns(pid, ["curl", "-x", f"http://127.0.0.1:{SANDBOX_PROXY_PORT}", url])
             if args.mode == "connect":
                 proxied.insert(3, "--proxytunnel")
+            size = args.size_mb * MIB or size_for(args.seconds, direct)
             timed_download(direct, size), timed_download(proxied, size)  # warm up
-            direct_s, proxied_s = [], []
-            for _ in range(args.runs):
-                direct_s.append(timed_download(direct, size))
-                proxied_s.append(timed_download(proxied, size))
+            direct_s: list[float] = []
+            proxied_s: list[float] = []
+            for i in range(args.runs):
+                first, second = (direct, direct_s), (proxied, proxied_s)
+                for argv, times in (first, second) if i % 2 == 0 else (second, first):
+                    times.append(timed_download(argv, size))
     finally:
         if server is not None:
             server.kill()
@@ -175,12 +205,12 @@ def main() -> int:
         shutil.rmtree(base, ignore_errors=True)
 
     mb = size / 1e6
-    direct_rate = mb / statistics.median(direct_s)
-    proxied_rate = mb / statistics.median(proxied_s)
-    ratio = proxied_rate / direct_rate
-    print(f"direct              median {direct_rate:8.1f} MB/s over {args.runs} runs")
-    print(f"through the proxy   median {proxied_rate:8.1f} MB/s ({args.mode}, from the "
-          "sandbox's network namespace)")  # fmt: skip
+    direct_t, proxied_t = statistics.median(direct_s), statistics.median(proxied_s)
+    ratio = direct_t / proxied_t
+    print(f"download of {size // MIB} MiB, {args.runs} alternating runs")
+    print(f"direct              median {mb / direct_t:8.1f} MB/s, {direct_t:.3f} s")
+    print(f"through the proxy   median {mb / proxied_t:8.1f} MB/s, {proxied_t:.3f} s ({args.mode}, "
+          "from the sandbox's network namespace)")  # fmt: skip
     print(f"ratio {ratio:.3f} (target >= {TARGET}) -> {'ok' if ratio >= TARGET else 'UNDER'}")
     return 0 if ratio >= TARGET else 1
 

@@ -57,6 +57,12 @@ Why these values:
   the proxy's account's pipe pages (``pipe-user-pages-soft``, shared with the agent's own
   processes): only pipes holding bytes and the spares exist, and the spares are closed
   once no connection is open.
+- :data:`DECISIONS_KEPT` (1,024): the policy's answers the proxy keeps, per question
+  (the destination as asked, its port, the addresses it resolved to), so that the
+  tunnels of a keep-alive pool, which all ask the same, do not each run the policy
+  again (some 60-100 us a tunnel); every tunnel's decision is still logged. Kept only
+  for the policy they came from (the host's addresses re-read every 30 s make a new
+  one), and all forgotten once 1,024 are kept: a few hundred KiB at most.
 - :data:`GATEWAY_CONNECTIONS` (64): the session's API gateway
   (:mod:`sandbox_setup.launcher.egress.gateway`) serves one request per connection on a
   thread of its own (Claude keeps a few connections open at a time; a 65th gets ``503``
@@ -82,6 +88,7 @@ CONNECT_TIMEOUT = 15.0
 PIPE_SIZE = 1024 * 1024
 PIPE_SPARE = 16
 GATEWAY_CONNECTIONS = 64
+DECISIONS_KEPT = 1024
 
 
 @dataclass(frozen=True, slots=True)

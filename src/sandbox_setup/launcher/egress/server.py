@@ -24,7 +24,10 @@ Per connection: read the destination, ask :meth:`EgressPolicy.precheck` (a name 
 the allowlist is refused before any lookup), resolve the name, ask
 :meth:`EgressPolicy.decide` with every address, log the decision as one JSON line,
 then connect to the checked addresses in order: the address dialled is one that was
-checked, never a second lookup's answer.
+checked, never a second lookup's answer. The policy's answer to the same question (the
+destination, its port, the addresses it resolved to) is kept while the policy is the
+same (:data:`~sandbox_setup.launcher.egress.limits.DECISIONS_KEPT`): the tunnels of a
+keep-alive pool ask it over and over; each tunnel's decision is still logged.
 
 The exposed loopback ports (``--allow-loopback-port``) have listeners of their own,
 served by the same loop: each connection is passed to ``127.0.0.1:PORT``.
@@ -48,6 +51,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 from sandbox_setup.launcher.egress import wire
 from sandbox_setup.launcher.egress.limits import (
+    DECISIONS_KEPT,
     HEAD_READ,
     PIPE_SIZE,
     PIPE_SPARE,
@@ -102,15 +106,26 @@ class EgressProxy:
         self.log_fd = log_fd
         self.resolver = resolver or resolve_by_dns
         self._lock = threading.Lock()
+        self._second = -1  # the log's time stamp, made once a second
+        self._stamp = ""
+        # The policy's answers, asked again for the same destination (each tunnel of a
+        # keep-alive pool asks the same question): the policy is plain data, its answer
+        # a function of the question; forgotten when the policy is replaced.
+        self._asked: EgressPolicy | None = None
+        self._lookups: dict[tuple[str, int], bool] = {}  # needs_lookup's answers
+        self._decisions: dict[tuple[str, int, tuple[str, ...]], tuple[Decision, list[str]]] = {}
 
     def log(self, **fields: object) -> None:
         if self.log_fd is None:
             return
-        stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime())
         mine = {"launcher": self.launcher} if self.launcher is not None else {}
-        record = {"time": stamp + "Z", **mine, **fields}
-        data = (json.dumps(record, sort_keys=True) + "\n").encode()
         with self._lock, contextlib.suppress(OSError):  # one line at a time, whole
+            second = int(time.time())
+            if second != self._second:
+                self._second = second
+                self._stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(second))
+            record = {"time": self._stamp, **mine, **fields}
+            data = (json.dumps(record, sort_keys=True) + "\n").encode()
             while data:
                 data = data[os.write(self.log_fd, data) :]
 
@@ -118,24 +133,46 @@ class EgressProxy:
         """Every address of ``host``, in the resolver's order, without duplicates."""
         return list(dict.fromkeys(self.resolver(normalize_host(host), port)))
 
+    def _remembered(self) -> None:
+        """Forget the policy's answers once the policy is replaced (the host's addresses
+        re-read), or once :data:`~sandbox_setup.launcher.egress.limits.DECISIONS_KEPT`
+        of them are kept."""
+        if self._asked is not self.policy or len(self._decisions) >= DECISIONS_KEPT:
+            self._lookups.clear()
+            self._decisions.clear()
+            self._asked = self.policy
+        elif len(self._lookups) >= DECISIONS_KEPT:
+            self._lookups.clear()
+
     def needs_lookup(self, host: str, port: int) -> bool:
         """Must ``host`` be resolved before :meth:`decide`? Not a literal address, nor a
         name :meth:`EgressPolicy.precheck` refuses (never looked up)."""
-        if self.policy.precheck(host, port) is not None:
-            return False
-        return parse_address(normalize_host(host)) is None
+        self._remembered()
+        lookup = self._lookups.get((host, port))
+        if lookup is None:
+            lookup = self.policy.precheck(host, port) is None and (
+                parse_address(normalize_host(host)) is None
+            )
+            self._lookups[(host, port)] = lookup
+        return lookup
 
     def decide(
         self, host: str, port: int, protocol: str, resolved: Sequence[str] = ()
     ) -> tuple[Decision, list[str]]:
         """Decide on ``host:port`` (with the addresses it ``resolved`` to), and log it;
         the decision and the addresses to dial, in order."""
-        addresses: list[str] = []
-        decision = self.policy.precheck(host, port)
-        if decision is None:
-            literal = parse_address(normalize_host(host))
-            addresses = [literal.compressed] if literal else list(resolved)
-            decision = self.policy.decide(host, port, addresses)
+        self._remembered()
+        key = (host, port, tuple(resolved))
+        known = self._decisions.get(key)
+        if known is None:
+            addresses: list[str] = []
+            decision = self.policy.precheck(host, port)
+            if decision is None:
+                literal = parse_address(normalize_host(host))
+                addresses = [literal.compressed] if literal else list(resolved)
+                decision = self.policy.decide(host, port, addresses)
+            known = self._decisions[key] = (decision, addresses)
+        decision, addresses = known
         self.log(
             event="decision",
             protocol=protocol,
@@ -146,7 +183,7 @@ class EgressProxy:
             rule=decision.rule,
             message=decision.message,
         )
-        return decision, addresses if decision.allowed else []
+        return decision, list(addresses) if decision.allowed else []
 
 
 def _socks_code(decision: Decision, error: int | None) -> int:
@@ -205,10 +242,11 @@ HEAD, RESOLVING, CONNECTING, RELAY, CLOSING, GONE = range(6)
 class Direction:
     """One direction of a tunnel: ``src`` spliced into ``dst``; ``first`` is sent before."""
 
-    __slots__ = ("dst", "eof", "first", "pending", "pipe", "shut", "src")
+    __slots__ = ("dst", "dst_fd", "eof", "first", "pending", "pipe", "shut", "src", "src_fd")
 
     def __init__(self, src: socket.socket, dst: socket.socket, first: bytes) -> None:
         self.src, self.dst = src, dst
+        self.src_fd, self.dst_fd = src.fileno(), dst.fileno()
         self.first = first
         self.pipe: tuple[int, int] | None = None
         self.pending = 0  # bytes in the pipe, not yet in dst
@@ -663,6 +701,8 @@ class Server:
         self._pump(conn, conn.down)
         if conn.state == RELAY:
             self._pump(conn, conn.up)
+        if conn.state == RELAY:
+            self._interest(conn)
 
     def _connect_failed(self, conn: Connection, code: int | None) -> None:
         if conn.upstream is not None:
@@ -704,14 +744,20 @@ class Server:
         up, down = conn.up, conn.down
         assert up is not None and down is not None
         # fd is the client's or the upstream's: the direction it feeds, the one it drains.
-        feeds, drains = (up, down) if fd == conn.client.fileno() else (down, up)
+        feeds, drains = (up, down) if fd == up.src_fd else (down, up)
         if mask & WRITE:
             self._pump(conn, drains)
         if mask & READ and conn.state == RELAY:
             self._pump(conn, feeds)
 
     def _pump(self, conn: Connection, d: Direction) -> None:
-        """Move what ``d`` can now: its first bytes, what waits in its pipe, then reads."""
+        """Move what ``d`` can now: its first bytes, what waits in its pipe, then reads.
+
+        The sockets' interest changes only when ``d`` starts or stops waiting on its
+        destination, or ends: a request or an answer that goes straight through (read
+        into the pipe, all of it spliced on) leaves the selector as it was."""
+        waited, ended = bool(d.first) or d.pending > 0, d.eof
+        splice = os.splice
         try:
             if d.first:
                 sent = d.dst.send(d.first)
@@ -721,8 +767,7 @@ class Server:
                 while True:
                     if d.pending:
                         assert d.pipe is not None
-                        d.pending -= os.splice(d.pipe[0], d.dst.fileno(), d.pending,
-                                               flags=SPLICE_FLAGS)  # fmt: skip
+                        d.pending -= splice(d.pipe[0], d.dst_fd, d.pending, flags=SPLICE_FLAGS)
                         if d.pending:
                             continue
                         self.pipes.give(d.pipe)
@@ -731,7 +776,7 @@ class Server:
                         break
                     turns -= 1
                     d.pipe = self.pipes.take()
-                    moved = os.splice(d.src.fileno(), d.pipe[1], PIPE_SIZE, flags=SPLICE_FLAGS)
+                    moved = splice(d.src_fd, d.pipe[1], PIPE_SIZE, flags=SPLICE_FLAGS)
                     if not moved:
                         self.pipes.give(d.pipe)
                         d.pipe = None
@@ -754,7 +799,8 @@ class Server:
                 return
             with contextlib.suppress(OSError):
                 d.dst.shutdown(socket.SHUT_WR)  # TLS needs both halves: half-close only
-        self._interest(conn)
+        if d.eof != ended or d.waiting != waited:
+            self._interest(conn)
 
     def _interest(self, conn: Connection) -> None:
         up, down = conn.up, conn.down
