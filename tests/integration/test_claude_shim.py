@@ -133,7 +133,7 @@ def test_root_runs_claude_through_sandbox_launch_unchanged(world: ShimWorld) -> 
     report = json.loads(result.stdout)  # stdout is Claude's alone
     assert report["who"] == "configured" and report["args"] == ARGS
     assert report["stdin"] == "typed on stdin\n"
-    assert report["uid"] == NOBODY and report["is_sandbox"] == "1"
+    assert report["uid"] == world.tree.agent.uid and report["is_sandbox"] == "1"
     assert report["ns"]["user"] != host_namespaces()["user"]
     assert "sandbox-launch: sandbox mode" in result.stderr
     assert not list(world.tree.workspace.glob("environ.*")), "the next claude ran"
