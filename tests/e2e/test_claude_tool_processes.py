@@ -17,7 +17,7 @@
   the inner sandbox comes up through it in strong and weak forms either way: the
   command runs with a seccomp filter and namespaces other than Claude's.
   (``test_launch_claude_sandbox.py::test_bash_runs_as_the_agent_inside_claudes_inner_sandbox``
-  proves the same confinement as ``nobody``; this test adds the process tree.)
+  proves the same confinement as the launch tree's agent; this test adds the process tree.)
 """
 
 from __future__ import annotations
