@@ -19,6 +19,7 @@ from sandbox_setup.base.errors import RefusedError
 from sandbox_setup.base.login_defs import read_uid_range
 from sandbox_setup.base.paths import Layout
 from sandbox_setup.policy.accounts import (
+    AGENT_SHELL,
     AccountFacts,
     AccountProblem,
     AccountRule,
@@ -26,9 +27,6 @@ from sandbox_setup.policy.accounts import (
     password_state,
 )
 from sandbox_setup.policy.sudoers import find_sudoers_rules
-
-# The shell every agent sandbox-setup creates has (configure/users.py's AGENT_SHELL).
-NOLOGIN = "/usr/sbin/nologin"
 
 
 def launch_account_facts(account: Account) -> AccountFacts:
@@ -58,8 +56,8 @@ def launch_fix(problem: AccountProblem, name: str) -> str:
     if problem.rule is AccountRule.LOGIN_SHELL:
         return (
             "run sandbox-setup again: an agent it created gets "
-            f"{NOLOGIN} (journaled); an account reused with --reuse-account: usermod --shell "
-            f"{NOLOGIN} {name}"
+            f"{AGENT_SHELL} (journaled); an account reused with --reuse-account: usermod --shell "
+            f"{AGENT_SHELL} {name}"
         )
     if problem.rule is AccountRule.PASSWORD:
         return f"usermod --lock {name}"

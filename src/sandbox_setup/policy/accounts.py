@@ -1,8 +1,10 @@
-"""Which accounts may be the agent (DESIGN.md invariants 5 and 9), as pure rules.
+"""Which accounts may be the agent (DESIGN.md invariants 5, 9 and 14), as pure rules.
 
 The plan refuses an existing account that breaks one (exit 3, naming the rule
 and the fix) and the audit reports one that breaks one later; both judge the
-facts :mod:`sandbox_setup.base.account_files` gathers.
+facts :mod:`sandbox_setup.base.account_files` gathers. ``sandbox-launch`` judges
+the account it switches to by the launch-time subset (:func:`launch_agent_problems`)
+at every launch.
 """
 
 from __future__ import annotations
@@ -68,6 +70,10 @@ SERVICE_HOME_TREES = (
     "/sbin", "/lib", "/etc", "/boot", "/tmp",
 )  # fmt: skip
 NOLOGIN_SHELLS = frozenset({"nologin", "false", "sync", "halt", "shutdown"})
+# The agent has no login shell: it starts only through sandbox-launch, which gives
+# Claude SHELL=/bin/bash (sandbox_setup.launcher.command.base_env). A login by any other
+# route (su, a console, an sshd that lets it in) gets nologin (DESIGN.md invariant 14).
+AGENT_SHELL = "/usr/sbin/nologin"
 SERVICE_NAMES = frozenset(
     {
         "nobody", "daemon", "bin", "sys", "sync", "games", "man", "lp", "mail", "news",
