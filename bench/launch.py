@@ -9,7 +9,7 @@ the result is the ratio of the medians. Target: <= 1.15.
     .venv/bin/python bench/launch.py [--runs 15] [--network host|allowlist|none]
 
 ``--network allowlist`` measures the launch with the egress proxy (its listeners made in
-the sandbox's namespace, forked as nobody, probed from inside before release); the
+the sandbox's namespace, forked as the agent, probed from inside before release); the
 decision log goes to a temp state directory.
 
 Needs root, bwrap, setpriv and Claude Code from npm (tests/run.sh installs it).
@@ -25,7 +25,10 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(REPO / "src"), str(REPO)]
@@ -33,9 +36,22 @@ sys.path[:0] = [str(REPO / "src"), str(REPO)]
 from sandbox_setup.base.choices import Mode, Network  # noqa: E402
 from sandbox_setup.base.launcher_config import LauncherConfig, render_launcher_config  # noqa: E402
 
+if TYPE_CHECKING:
+    from tests.live_accounts import LiveAccount
+
 NPM_CLAUDE = Path("/opt/sandbox-setup-test/npm/node_modules/.bin/claude")
-NOBODY = 65534
+BENCH_AGENT = "ac-bench-agent"
 TARGET = 1.15
+
+
+@contextmanager
+def bench_agent() -> Iterator[LiveAccount]:
+    """The launched side's agent: a live account as sandbox-setup makes one (nologin,
+    locked, a regular uid), removed afterwards (:mod:`tests.live_accounts`)."""
+    from tests.live_accounts import AGENT_SHELL, live_account
+
+    with live_account(BENCH_AGENT, shell=AGENT_SHELL) as account:
+        yield account
 
 
 def console(name: str, module: str) -> list[str]:
@@ -61,23 +77,25 @@ def main() -> int:
     parser.add_argument("--network", choices=[n.value for n in Network], default="host")
     args = parser.parse_args()
     if os.geteuid() != 0:
-        raise SystemExit("run as root (the launcher drops to nobody)")
+        raise SystemExit("run as root (the launcher drops to the agent)")
 
     base = Path(tempfile.mkdtemp(prefix="sandbox-launch-bench-", dir="/tmp"))
+    accounts = ExitStack()
     try:
+        agent = accounts.enter_context(bench_agent())
         base.chmod(0o755)
         home, workspace, root_home = base / "home", base / "ws", base / "root-home"
         for directory in (home, workspace, root_home):
             directory.mkdir(mode=0o700)
         for directory in (home, workspace):
-            os.chown(directory, NOBODY, NOBODY)
+            os.chown(directory, agent.uid, agent.gid)
         config = base / "launcher.toml"
         config.write_text(
             render_launcher_config(
                 LauncherConfig(
                     mode=Mode.SANDBOX,
                     claude=PurePosixPath(args.claude),
-                    agent_user="nobody",
+                    agent_user=agent.name,
                     agent_home=PurePosixPath(home),
                     workspaces=(PurePosixPath(workspace),),
                     network=Network(args.network),
@@ -100,6 +118,7 @@ def main() -> int:
             base_times.append(_timed(*direct))
             launch_times.append(_timed(*launched))
     finally:
+        accounts.close()
         shutil.rmtree(base, ignore_errors=True)
 
     base_median = statistics.median(base_times)

@@ -12,8 +12,9 @@ second: quicker than the real API, so the launcher's share is if anything overst
 Baseline: ``claude --print ... -- PROMPT`` as root (``IS_SANDBOX=1``, a fresh HOME, the
 launcher's clean environment) in a fresh copy of a small git repository. Candidate:
 ``sandbox-launch --config <temp> -- <the same arguments>`` in sandbox mode, set up as
-``bench/launch.py`` sets it up (the agent ``nobody``, its home and the workspace under a
-temp root, nothing applied to the host), in its own fresh copy of the repository.
+``bench/launch.py`` sets it up (the agent a live ``ac-bench-agent`` account, its home
+and the workspace under a temp root, nothing applied to the host), in its own fresh
+copy of the repository.
 Claude's own inner sandbox is off on both sides (it would need managed settings in
 /etc); ``--network allowlist`` (the default, as sandbox-setup configures sandbox mode)
 exposes the fake API's port to the sandbox (``loopback_ports``), so Claude's API
@@ -25,7 +26,7 @@ ratio of the medians. Target: <= 1.02.
     .venv/bin/python bench/session.py [--runs 7] [--network allowlist|host]
     .venv/bin/python bench/session.py --compare landlock [--runs 7]
 
-``--compare landlock`` (issue 29): both sides are user-mode launches as ``nobody``, the
+``--compare landlock`` (issue 29): both sides are user-mode launches as that agent, the
 baseline with ``[user] landlock = false``, the candidate with Landlock as the launcher
 applies it by default (Claude's inner sandbox off on both, so all three walls: the
 files rules, TCP connect only to the session's egress proxy and the fake API's port,
@@ -45,13 +46,14 @@ import subprocess
 import sys
 import tempfile
 import time
+from contextlib import ExitStack
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(REPO / "bench"), str(REPO / "src"), str(REPO)]
 
-from launch import NOBODY, NPM_CLAUDE, console  # noqa: E402  (bench/launch.py)
+from launch import NPM_CLAUDE, bench_agent, console  # noqa: E402  (bench/launch.py)
 
 from sandbox_setup.base.choices import InnerSandbox, Mode, Network  # noqa: E402
 from sandbox_setup.base.launcher_config import LauncherConfig, render_launcher_config  # noqa: E402
@@ -217,6 +219,7 @@ def write_config(
     api_port: int,
     landlock: bool,
     off: bool = False,
+    agent: str = "ac-bench-agent",
 ) -> None:
     """The launcher config of the launched side: sandbox mode as sandbox-setup writes it,
     or (``landlock``) user mode, Landlock on unless ``off``; the fake API's port exposed
@@ -226,7 +229,7 @@ def write_config(
         LauncherConfig(
             mode=Mode.SANDBOX if sandbox else Mode.USER,
             claude=PurePosixPath(claude),
-            agent_user="nobody",
+            agent_user=agent,
             agent_home=PurePosixPath(home),
             workspaces=(PurePosixPath(workspace),),
             network=network if sandbox else Network.HOST,
@@ -245,26 +248,30 @@ def main() -> int:
     parser.add_argument("--compare", choices=["direct", "landlock"], default="direct")
     args = parser.parse_args()
     if os.geteuid() != 0:
-        raise SystemExit("run as root (the launcher drops to nobody)")
+        raise SystemExit("run as root (the launcher drops to the agent)")
     for tool in ("bwrap", "setpriv", "git"):
         if not shutil.which(tool):
             raise SystemExit(f"{tool} is not installed")
 
     base = Path(tempfile.mkdtemp(prefix="sandbox-session-bench-", dir="/tmp"))
     api = FakeMessagesAPI(SCRIPT, pace=PACE, final_text=FINAL).start()
+    accounts = ExitStack()
     try:
+        account = accounts.enter_context(bench_agent())  # sandbox-launch refuses nobody
+        agent = account.uid
         base.chmod(0o755)
         template = base / "template"
         make_repository(template)
         ws_direct, home_direct = base / "ws-direct", base / "home-direct"
         ws_launch, home_launch = base / "ws-launch", base / "home-launch"
-        fresh(template, ws_launch, home_launch, NOBODY)  # the launcher checks they exist
+        fresh(template, ws_launch, home_launch, agent)  # the launcher checks they exist
         landlock = args.compare == "landlock"
         if landlock:
-            fresh(template, ws_direct, home_direct, NOBODY)
+            fresh(template, ws_direct, home_direct, agent)
         network = Network(args.network)
         config = base / "launcher.toml"
-        write_config(config, args.claude, home_launch, ws_launch, network, api.port, landlock)
+        write_config(config, args.claude, home_launch, ws_launch, network, api.port, landlock,
+                     agent=account.name)  # fmt: skip
         config.chmod(0o644)
         direct_env = {"PATH": PATH, "HOME": str(home_direct), "TERM": "dumb",
                       "LANG": "C.UTF-8", "IS_SANDBOX": "1"}  # fmt: skip
@@ -275,7 +282,7 @@ def main() -> int:
             "direct": ([args.claude, *claude_args(api.base_url)], direct_env, ws_direct,
                        home_direct, 0),
             "launch": ([*launcher, "--", *claude_args(api.base_url)], launch_env, ws_launch,
-                       home_launch, NOBODY),
+                       home_launch, agent),
         }  # fmt: skip
 
         def timed(side: str) -> float:
@@ -292,11 +299,11 @@ def main() -> int:
         if landlock:  # the baseline: the same user-mode launch without Landlock
             unconfined = base / "unconfined.toml"
             write_config(unconfined, args.claude, home_direct, ws_direct, network, api.port,
-                         landlock, off=True)  # fmt: skip
+                         landlock, off=True, agent=account.name)  # fmt: skip
             unconfined.chmod(0o644)
             sides["direct"] = (
                 [*launcher[:-1], str(unconfined), "--", *claude_args(api.base_url)],
-                launch_env, ws_direct, home_direct, NOBODY,
+                launch_env, ws_direct, home_direct, agent,
             )  # fmt: skip
         timed("direct"), timed("launch")  # warm the page cache for both
         if landlock:
@@ -313,6 +320,7 @@ def main() -> int:
                 times[side].append(timed(side))
     finally:
         api.stop()
+        accounts.close()
         shutil.rmtree(base, ignore_errors=True)
 
     direct, launched = statistics.median(times["direct"]), statistics.median(times["launch"])

@@ -42,7 +42,7 @@ from tests.claude_run import FAKE_API_KEY, ClaudeRun, with_managed_settings
 from tests.fake_api import FakeMessagesAPI
 from tests.installed import installed_copy
 from tests.launch_fixtures import LaunchTree, launcher_env, make_launch_tree
-from tests.live_accounts import LiveAccount, live_account
+from tests.live_accounts import LiveAccount
 from tests.tools import (
     CLAUDE_OLDEST,
     ClaudeRelease,
@@ -312,10 +312,8 @@ def agent_tree() -> Iterator[AgentTree]:
     require_root()
     for tool in ("bwrap", "setpriv", "socat", "unshare", "useradd"):
         require_tool(tool)
-    with make_launch_tree("/var/tmp") as tree, live_account(AGENT) as agent:
-        for directory in (tree.home, tree.workspace):
-            os.chown(directory, agent.uid, agent.gid)
-        yield AgentTree(tree, agent)
+    with make_launch_tree("/var/tmp", agent=AGENT) as tree:
+        yield AgentTree(tree, tree.agent)
 
 
 def written_settings(inner: str, mode: str = "sandbox") -> dict[str, Any]:

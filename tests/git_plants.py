@@ -2,7 +2,7 @@
 attribute drivers and repository layouts, what the agent writes, and root's review.
 
 Shared by ``tests/integration/test_workspace_generated.py`` (the plants written as
-``nobody`` on the host, then the scan and quarantine run directly) and
+the agent on the host, then the scan and quarantine run directly) and
 ``tests/integration/test_workspace_generated_sessions.py`` (a batch of plants written
 by the agent inside one real ``sandbox-launch`` session, both modes).
 
@@ -328,10 +328,10 @@ class Slot:
             git(cwd, "pull", "-q", "--no-edit", "origin", "main")
 
 
-def grant(workspace: Path) -> None:
-    """The agent writes the workspace through ACLs, as the apply grants them."""
+def grant(workspace: Path, uid: int = NOBODY) -> None:
+    """The agent (``uid``) writes the workspace through ACLs, as the apply grants them."""
     subprocess.run(
-        ["setfacl", "-R", "-m", f"u:{NOBODY}:rwX,d:u:{NOBODY}:rwX", str(workspace)],
+        ["setfacl", "-R", "-m", f"u:{uid}:rwX,d:u:{uid}:rwX", str(workspace)],
         check=True,
     )
 

@@ -1,9 +1,12 @@
 """Helpers for the launcher tests: a temp tree the agent can reach, fake Claudes, configs.
 
-pytest's ``tmp_path`` lives under ``/tmp/pytest-of-root`` (0700), which ``nobody``
+pytest's ``tmp_path`` lives under ``/tmp/pytest-of-root`` (0700), which the agent
 cannot traverse, so :func:`make_launch_tree` makes its own 0755 base under /tmp
-and removes it afterwards. The agent is ``nobody`` with a 0700 home of its own;
-no host user is ever created.
+and removes it afterwards. The agent is a live ``ac-`` account of the tree's own
+(:func:`tests.live_accounts.live_account`, shell nologin as every agent
+sandbox-setup creates: sandbox-launch refuses ``nobody``, a system or service
+account and a login account), with a 0700 home of its own; it is removed with the
+tree.
 
 A fake ``claude`` is a root-owned 0755 script in a root-owned directory (so it
 passes the launcher's trust checks). Each one first touches a marker file in
@@ -11,9 +14,9 @@ the workspace, which proves it ran; the fail-closed tests assert the marker is
 absent.
 
 The tree also holds an *operator's* directory (0755, root's) with a 0644 secret
-and an ``inbox`` that ``nobody`` owns: on the host plain permissions let the
+and an ``inbox`` that the agent owns: on the host plain permissions let the
 agent read the one and write the other, so when a sandboxed agent cannot, the
-sandbox is the reason (``/root`` is 0700, which would refuse ``nobody`` anyway).
+sandbox is the reason (``/root`` is 0700, which would refuse the agent anyway).
 """
 
 from __future__ import annotations
@@ -38,10 +41,14 @@ from sandbox_setup.base.launcher_config import (
     render_launcher_config,
 )
 from tests.installed import installed_copy
+from tests.live_accounts import AGENT_SHELL, LiveAccount, live_account
 from tests.seams import LAUNCH_WITH_SEAMS
 from tests.tools import REPO, SRC, require_root, require_tool
 
-NOBODY = 65534
+NOBODY = 65534  # not an agent: sandbox-launch refuses it (a file "owned by nobody")
+# The agent of a launch tree (one more, -1, -2, ..., for a tree made inside another).
+LAUNCH_AGENT = "ac-launch"
+_TREES_OPEN: list[str] = []
 # The workspaces' trusted state a launch as root keeps (host-wide; in the suite's
 # private view an empty tmpfs of its own, tests/hermetic.py).
 HOST_TRUST = Path("/var/lib/sandbox-setup/workspaces")
@@ -133,7 +140,7 @@ print(json.dumps({{
 
 @dataclass(frozen=True)
 class LaunchTree:
-    """A temp tree: root-owned bin and config dirs, nobody's home and workspace."""
+    """A temp tree: root-owned bin and config dirs, the agent's home and workspace."""
 
     base: Path
     bin: Path
@@ -142,6 +149,7 @@ class LaunchTree:
     workspace: Path
     outside: Path
     operator: Path
+    agent: LiveAccount
 
     @property
     def marker(self) -> Path:
@@ -149,12 +157,12 @@ class LaunchTree:
 
     @property
     def operator_secret(self) -> Path:
-        """0644, in a 0755 directory: ``nobody`` can read it on the host."""
+        """0644, in a 0755 directory: the agent can read it on the host."""
         return self.operator / "secret.txt"
 
     @property
     def operator_inbox(self) -> Path:
-        """Owned by ``nobody`` inside the operator's directory: writable by it on the host."""
+        """Owned by the agent inside the operator's directory: writable by it on the host."""
         return self.operator / "inbox"
 
     def write_script(self, text: str, name: str = "claude", directory: Path | None = None) -> Path:
@@ -167,7 +175,7 @@ class LaunchTree:
         self,
         claude: Path | str,
         mode: str = "sandbox",
-        agent_user: str = "nobody",
+        agent_user: str | None = None,
         accepted: bool = False,
         network: str = "host",
         inner_sandbox: str = "strong",
@@ -180,12 +188,13 @@ class LaunchTree:
         landlock: bool | None = None,
         readable: Sequence[str] = (),
     ) -> Path:
-        """``landlock``/``readable``: a ``[user]`` table (the operator's; no apply writes
-        it); None and empty: none, the default (Landlock on)."""
+        """``agent_user``: None is the tree's agent. ``landlock``/``readable``: a
+        ``[user]`` table (the operator's; no apply writes it); None and empty: none, the
+        default (Landlock on)."""
         config = LauncherConfig(
             mode=Mode(mode) if mode in {m.value for m in Mode} else Mode.SANDBOX,
             claude=PurePosixPath(claude),
-            agent_user=agent_user,
+            agent_user=self.agent.name if agent_user is None else agent_user,
             agent_home=PurePosixPath(self.home),
             workspaces=tuple(PurePosixPath(w) for w in (workspaces or [self.workspace])),
             network=network,
@@ -213,38 +222,45 @@ class LaunchTree:
 
 
 @contextmanager
-def make_launch_tree(directory: str = "/tmp") -> Iterator[LaunchTree]:
-    """A fresh tree under ``directory`` (a test that mounts over /tmp passes /var/tmp)."""
+def make_launch_tree(directory: str = "/tmp", agent: str | None = None) -> Iterator[LaunchTree]:
+    """A fresh tree under ``directory`` (a test that mounts over /tmp passes /var/tmp),
+    with a live agent account ``agent`` (None: :data:`LAUNCH_AGENT`, numbered when a
+    tree is made inside another)."""
+    name = agent or (f"{LAUNCH_AGENT}-{len(_TREES_OPEN)}" if _TREES_OPEN else LAUNCH_AGENT)
     base = Path(tempfile.mkdtemp(prefix="sandbox-launch-test-", dir=directory))
+    _TREES_OPEN.append(name)
     try:
         base.chmod(0o755)
-        tree = LaunchTree(
-            base=base,
-            bin=base / "bin",
-            config_dir=base / "config",
-            home=base / "home",
-            workspace=base / "workspace",
-            outside=base / "outside",
-            operator=base / "operator",
-        )
-        for directory in (
-            tree.bin,
-            tree.config_dir,
-            tree.home,
-            tree.workspace,
-            tree.outside,
-            tree.operator,
-            tree.operator_inbox,
-        ):
-            directory.mkdir()
-            directory.chmod(0o755)
-        tree.home.chmod(0o700)
-        for directory in (tree.home, tree.workspace, tree.outside, tree.operator_inbox):
-            os.chown(directory, NOBODY, NOBODY)
-        tree.operator_secret.write_text(OPERATOR_SECRET)
-        tree.operator_secret.chmod(0o644)
-        yield tree
+        with live_account(name, shell=AGENT_SHELL) as account:
+            tree = LaunchTree(
+                base=base,
+                bin=base / "bin",
+                config_dir=base / "config",
+                home=base / "home",
+                workspace=base / "workspace",
+                outside=base / "outside",
+                operator=base / "operator",
+                agent=account,
+            )
+            for made in (
+                tree.bin,
+                tree.config_dir,
+                tree.home,
+                tree.workspace,
+                tree.outside,
+                tree.operator,
+                tree.operator_inbox,
+            ):
+                made.mkdir()
+                made.chmod(0o755)
+            tree.home.chmod(0o700)
+            for made in (tree.home, tree.workspace, tree.outside, tree.operator_inbox):
+                os.chown(made, account.uid, account.gid)
+            tree.operator_secret.write_text(OPERATOR_SECRET)
+            tree.operator_secret.chmod(0o644)
+            yield tree
     finally:
+        _TREES_OPEN.remove(name)
         shutil.rmtree(base, ignore_errors=True)
 
 
@@ -259,11 +275,12 @@ def report_claude(tree: LaunchTree, host_pid: int) -> str:
     )
 
 
-def as_nobody(argv: Sequence[str]) -> subprocess.CompletedProcess[str]:
-    """Run ``argv`` on the host (no sandbox) as ``nobody``: the control that shows
-    what plain permissions allow the agent."""
+def as_agent(tree: LaunchTree, argv: Sequence[str]) -> subprocess.CompletedProcess[str]:
+    """Run ``argv`` on the host (no sandbox) as the tree's agent: the control that
+    shows what plain permissions allow the agent."""
+    uid, gid = tree.agent.uid, tree.agent.gid
     return subprocess.run(
-        ["/usr/bin/setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "--",
+        ["/usr/bin/setpriv", f"--reuid={uid}", f"--regid={gid}", "--clear-groups", "--",
          *argv],
         capture_output=True,
         text=True,
@@ -379,11 +396,12 @@ def launch_tree(*tools: str) -> Iterator[LaunchTree]:
         yield made
 
 
-def nobody_sleeper() -> Iterator[subprocess.Popen[bytes]]:
-    """Body of a ``host_sleep`` fixture: a host process of nobody's, outside any
+def agent_sleeper(tree: LaunchTree) -> Iterator[subprocess.Popen[bytes]]:
+    """Body of a ``host_sleep`` fixture: a host process of the agent's, outside any
     sandbox, for the tests that try to see or signal it from inside."""
+    uid, gid = tree.agent.uid, tree.agent.gid
     proc = subprocess.Popen(
-        ["/usr/bin/setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups",
+        ["/usr/bin/setpriv", f"--reuid={uid}", f"--regid={gid}", "--clear-groups",
          "sleep", "300"]
     )  # fmt: skip
     try:

@@ -22,6 +22,9 @@ from sandbox_setup.base.processes import processes_of_uid
 from tests.tools import require_root, require_tool
 
 PREFIX = "ac-"
+# The shell of every agent sandbox-setup creates (configure/users.py): an account that
+# sandbox-launch switches to must have it (policy/accounts.py, launch_agent_problems).
+AGENT_SHELL = "/usr/sbin/nologin"
 
 
 @dataclass(frozen=True)
@@ -56,9 +59,12 @@ def remove_live_account(name: str) -> None:
 
 
 @contextmanager
-def live_account(name: str, home: Path | None = None) -> Iterator[LiveAccount]:
-    """A locked, regular (uid from login.defs' range) live account ``name``. Its home
-    is ``home`` (created, 0700, owned by it) or an uncreated /home/NAME."""
+def live_account(
+    name: str, home: Path | None = None, shell: str = "/bin/bash"
+) -> Iterator[LiveAccount]:
+    """A locked, regular (uid from login.defs' range) live account ``name`` with the
+    login shell ``shell`` (an agent sandbox-launch starts: :data:`AGENT_SHELL`). Its
+    home is ``home`` (created, 0700, owned by it) or an uncreated /home/NAME."""
     assert name.startswith(PREFIX), name
     require_root()
     for tool in ("useradd", "userdel", "groupdel"):
@@ -67,7 +73,7 @@ def live_account(name: str, home: Path | None = None) -> Iterator[LiveAccount]:
     target = home or Path("/home") / name
     try:
         subprocess.run(
-            ["useradd", "--no-create-home", "--home-dir", str(target), "--shell", "/bin/bash",
+            ["useradd", "--no-create-home", "--home-dir", str(target), "--shell", shell,
              "--user-group", name],
             check=True, capture_output=True, text=True,
         )  # fmt: skip

@@ -1,9 +1,9 @@
 """A launch tree for session tests: the agent is a live ``ac-`` account of its own.
 
 Sessions are judged by the agent's uid (what runs as it, how many tasks it has),
-so the agent must be a uid nothing else on the host uses: ``nobody`` is shared
-with other tests and services. The account is created and removed by
-:func:`tests.live_accounts.live_account`.
+so the agent must be a uid nothing else on the host uses (and sandbox-launch
+refuses ``nobody``). The account is created and removed with the tree
+(:func:`tests.launch_fixtures.make_launch_tree`).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from sandbox_setup.base.launcher_config import LauncherConfig, render_launcher_c
 from sandbox_setup.base.limits import Limits
 from sandbox_setup.base.processes import processes_of_uid
 from tests.launch_fixtures import LaunchTree, launcher_env, make_launch_tree
-from tests.live_accounts import LiveAccount, live_account
+from tests.live_accounts import LiveAccount
 from tests.tools import REPO, require_root, require_tool
 
 AGENT = "ac-session"
@@ -60,10 +60,8 @@ def session_tree() -> Iterator[SessionTree]:
     require_root()
     for tool in ("bwrap", "setpriv", "unshare", "prlimit", "setsid", "bash"):
         require_tool(tool)
-    with make_launch_tree() as tree, live_account(AGENT) as agent:
-        for directory in (tree.home, tree.workspace):
-            os.chown(directory, agent.uid, agent.gid)
-        yield SessionTree(tree, agent)
+    with make_launch_tree(agent=AGENT) as tree:
+        yield SessionTree(tree, tree.agent)
 
 
 def read_some(master: int, timeout: float = 0.05) -> bytes:

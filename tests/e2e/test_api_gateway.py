@@ -14,7 +14,7 @@ The probe's own command line holds the secret in two halves, never whole.
 
 * Sandbox mode, network allowlist: everything runs as root in ``ng-h-TAG``, a network
   namespace this test made, where the fake API listens on loopback; the agent is
-  ``nobody``.
+  the launch tree's live ``ac-`` account.
 * User mode in the session's own network namespace: a live ``ac-`` account (see
   :mod:`tests.claude_session`), the fake API on the host's loopback.
 """

@@ -21,7 +21,7 @@
   process ran in the session. The command waits (bounded) until the host has seen
   its bwrap, however slow the host's watch is under load.
   (``test_launch_claude_sandbox.py::test_bash_runs_as_the_agent_inside_claudes_inner_sandbox``
-  proves the same confinement as ``nobody``; this test adds the process tree.)
+  proves the same confinement as the launch tree's agent; this test adds the process tree.)
 """
 
 from __future__ import annotations

@@ -45,7 +45,6 @@ from tests.tools import claude_binary, require_root, require_tool
 
 pytestmark = pytest.mark.e2e
 
-NOBODY = 65534
 GUARD = "cannot be used with root/sudo privileges"
 FINAL = "The scripted turn is complete."
 PROMPT = "Run the scripted command."
@@ -224,7 +223,7 @@ def test_bash_runs_as_the_agent_inside_claudes_inner_sandbox(
     tree: LaunchTree, mode: str, inner: str
 ) -> None:
     _, evidence, text, claude = scripted_turn(tree, mode, inner)
-    assert evidence.uid == NOBODY and claude.uid == NOBODY
+    assert evidence.uid == tree.agent.uid and claude.uid == tree.agent.uid
     assert claude.seccomp == 0, "the seccomp filter is on the command, not on Claude itself"
     assert_in_claudes_inner_sandbox(evidence, claude)
     # the managed settings deny the API key to sandboxed commands; Claude still has it
@@ -236,7 +235,7 @@ def test_dangerously_disable_sandbox_is_still_wrapped(
     tree: LaunchTree, mode: str, inner: str
 ) -> None:
     _, evidence, _, claude = scripted_turn(tree, mode, inner, dangerouslyDisableSandbox=True)
-    assert evidence.uid == NOBODY
+    assert evidence.uid == tree.agent.uid
     assert_in_claudes_inner_sandbox(evidence, claude)
 
 

@@ -34,7 +34,7 @@ from sandbox_setup.policy.environment import DEFAULT_PASS, passed_names
 from tests.bash_evidence import evidence_command, host_namespaces, new_marker, parse_evidence
 from tests.claude_run import FAKE_API_KEY
 from tests.fake_api import BashStep, FakeMessagesAPI, TextStep
-from tests.launch_fixtures import NOBODY, LaunchTree, launch_tree, run_launcher
+from tests.launch_fixtures import LaunchTree, launch_tree, run_launcher
 from tests.tools import SRC, claude_binary
 
 pytestmark = pytest.mark.e2e
@@ -53,11 +53,13 @@ def tree() -> Iterator[LaunchTree]:
     yield from launch_tree()
 
 
-def scratch(tree: LaunchTree, name: str, owner: int = NOBODY) -> Path:
-    """A directory of ``owner``'s in the tree (Claude's TMPDIR, a root HOME)."""
+def scratch(tree: LaunchTree, name: str, owner: int | None = None) -> Path:
+    """A directory of ``owner``'s (None: the agent's) in the tree (Claude's TMPDIR, a
+    root HOME)."""
     path = tree.base / name
     path.mkdir(mode=0o700)
-    os.chown(path, owner, owner)
+    uid, gid = (tree.agent.uid, tree.agent.gid) if owner is None else (owner, owner)
+    os.chown(path, uid, gid)
     return path
 
 
@@ -66,6 +68,7 @@ class Turn:
     api: FakeMessagesAPI
     result: subprocess.CompletedProcess[str]
     marker: str
+    uid: int  # whom Bash must run as: the tree's agent
 
     @property
     def text(self) -> str:
@@ -83,7 +86,7 @@ class Turn:
         report: dict[str, Any] = json.loads(self.result.stdout)  # stdout is Claude's alone
         assert report["result"] == FINAL, out
         evidence = parse_evidence(self.text, self.marker)
-        assert evidence.marker_seen and evidence.uid == NOBODY, self.text
+        assert evidence.marker_seen and evidence.uid == self.uid, self.text
         return report
 
 
@@ -110,7 +113,7 @@ def launched_turn(tree: LaunchTree, mode: str, pass_env: Sequence[str]) -> Turn:
     with FakeMessagesAPI(bash_script(marker)) as api:
         env = caller_env(api, **DECOYS, **EXTRA, TMPDIR=str(scratch(tree, "claude-tmp")))
         result = run_launcher(config, PRINT, env=env, cwd=tree.workspace, timeout=180)
-    return Turn(api, result, marker)
+    return Turn(api, result, marker, tree.agent.uid)
 
 
 @pytest.mark.parametrize("mode", ["sandbox", "user"])
@@ -202,7 +205,7 @@ def test_root_via_the_shim_passes_the_guard_because_it_is_sandboxed(shimmed: Shi
     with FakeMessagesAPI(bash_script(marker)) as api:
         env = caller_env(api, PATH=shimmed.path, HOME=str(scratch(shimmed.tree, "root-home", 0)))
         result = run_shim(shimmed, env)
-    turn = Turn(api, result, marker)
+    turn = Turn(api, result, marker, shimmed.tree.agent.uid)
     turn.assert_completed()
     assert GUARD not in result.stdout + result.stderr
     evidence = parse_evidence(turn.text, marker)
@@ -234,15 +237,16 @@ def test_a_non_root_user_gets_the_real_claude_with_the_same_environment(
                 TMPDIR=str(scratch(tree, f"tmp-{via}")), IFS=" \t\n", CLAUDE_CODE_MAX_RETRIES="2",
             )  # fmt: skip
             if via == "direct":
-                argv = ["/usr/bin/setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}",
+                agent = tree.agent
+                argv = ["/usr/bin/setpriv", f"--reuid={agent.uid}", f"--regid={agent.gid}",
                         "--clear-groups", "--", claude_binary(), *PRINT]  # fmt: skip
                 result = subprocess.run(
                     argv, env=env, cwd=tree.workspace, capture_output=True, text=True,
                     timeout=180, check=False, stdin=subprocess.DEVNULL,
                 )  # fmt: skip
             else:
-                result = run_shim(shimmed, env, as_user=NOBODY)
-        turn = Turn(api, result, marker)
+                result = run_shim(shimmed, env, as_user=tree.agent.uid)
+        turn = Turn(api, result, marker, tree.agent.uid)
         turn.assert_completed()
         assert result.stderr == "", result.stderr  # no notice: the shim is not there for them
         bash_env = turn.env()
@@ -292,7 +296,7 @@ def test_a_launcher_like_parent_runs_claude_print_through_the_shim(
             argv, env=env, cwd=shimmed.tree.workspace, capture_output=True, text=True,
             timeout=180, check=False, stdin=subprocess.DEVNULL,
         )  # fmt: skip
-    turn = Turn(api, result, marker)
+    turn = Turn(api, result, marker, shimmed.tree.agent.uid)
     turn.assert_completed()  # stdout parses as Claude's one JSON object: clean
     assert parse_evidence(turn.text, marker).user_ns != host_namespaces()["user"]
     assert turn.env()["IS_SANDBOX"] == "1"

@@ -34,7 +34,7 @@ from sandbox_setup.policy.environment import passed_names
 from tests.claude_run import FAKE_API_KEY
 from tests.fake_api import FakeMessagesAPI, TextStep
 from tests.integration.egress_world import World, in_netns, make_world
-from tests.launch_fixtures import NOBODY, LaunchTree, launch_tree
+from tests.launch_fixtures import LaunchTree, launch_tree
 from tests.tools import SRC, claude_binary, ocx_binary, require_tool
 
 pytestmark = pytest.mark.e2e
@@ -184,7 +184,9 @@ def test_ocx_claude_print_runs_sandboxed_through_the_shim_with_no_port_configure
     assert warned and warned[0] < lines.index(launch), result.stderr
     log = tree.base / "state" / "sandbox-setup" / "egress.log"
     entries = [json.loads(x) for x in log.read_text().splitlines()]
-    assert any(e.get("event") == "session start" and e.get("uid") == NOBODY for e in entries)
+    assert any(
+        e.get("event") == "session start" and e.get("uid") == tree.agent.uid for e in entries
+    )
     if mode == "sandbox" or namespace_possible().possible:
         # ocx's token stays outside: Claude reaches ocx through the session's API gateway
         # (DESIGN.md invariant 17), which the launch line names.

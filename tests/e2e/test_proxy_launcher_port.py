@@ -23,7 +23,7 @@ from sandbox_setup.policy.environment import passed_names
 from tests.claude_run import FAKE_API_KEY
 from tests.fake_api import FakeMessagesAPI, TextStep
 from tests.integration.egress_world import World, in_netns, make_world
-from tests.launch_fixtures import NOBODY, LaunchTree, launch_tree
+from tests.launch_fixtures import LaunchTree, launch_tree
 from tests.tools import SRC, claude_binary, require_tool
 
 pytestmark = pytest.mark.e2e
@@ -95,4 +95,6 @@ def test_a_proxy_launchers_claude_reaches_its_api_with_no_port_configured(
     # API gateway (DESIGN.md invariant 17), which forwards to the base URL's port.
     assert "API gateway: ANTHROPIC_AUTH_TOKEN kept outside" in line, line
     assert any(e.get("event") == "gateway" and e.get("status") == 200 for e in entries)
-    assert any(e.get("event") == "session start" and e.get("uid") == NOBODY for e in entries)
+    assert any(
+        e.get("event") == "session start" and e.get("uid") == tree.agent.uid for e in entries
+    )

@@ -195,7 +195,7 @@ def test_bwrap_killed_during_verification(tree: LaunchTree, fault: FaultRow) -> 
     tree.marker.unlink()
     fake_bin = tree.base / "fake-bin"
     fake_bin.mkdir(mode=0o755)
-    log = tree.outside / "killed.log"  # the stand-in runs as the agent (nobody)
+    log = tree.outside / "killed.log"  # the stand-in runs as the agent (the tree's live account)
     tree.write_script(KILLING_BWRAP.replace("{log!r}", repr(str(log))), "bwrap", fake_bin)
     (fake_bin / "setpriv").symlink_to("/usr/bin/setpriv")
     (fake_bin / "prlimit").symlink_to("/usr/bin/prlimit")  # the session's task limit

@@ -33,7 +33,7 @@ from tests.core_fixtures import (
     run_cli,
     system_state,
 )
-from tests.launch_fixtures import NOBODY, LaunchTree, host_namespaces, launch_tree
+from tests.launch_fixtures import LaunchTree, host_namespaces, launch_tree
 from tests.tools import require_root, require_tool
 
 pytestmark = pytest.mark.integration
@@ -133,7 +133,7 @@ def test_root_runs_claude_through_sandbox_launch_unchanged(world: ShimWorld) -> 
     report = json.loads(result.stdout)  # stdout is Claude's alone
     assert report["who"] == "configured" and report["args"] == ARGS
     assert report["stdin"] == "typed on stdin\n"
-    assert report["uid"] == NOBODY and report["is_sandbox"] == "1"
+    assert report["uid"] == world.tree.agent.uid and report["is_sandbox"] == "1"
     assert report["ns"]["user"] != host_namespaces()["user"]
     assert "sandbox-launch: sandbox mode" in result.stderr
     assert not list(world.tree.workspace.glob("environ.*")), "the next claude ran"
@@ -198,16 +198,19 @@ ODD_ENV = {
 }
 
 
-@pytest.mark.parametrize("as_user", [NOBODY, None], ids=["nobody", "root-is_sandbox-0"])
+@pytest.mark.parametrize("other", [True, False], ids=["another-user", "root-is_sandbox-0"])
 def test_other_users_get_the_next_claude_with_the_environment_byte_for_byte(
-    world: ShimWorld, as_user: int | None
+    world: ShimWorld, other: bool
 ) -> None:
+    # Another user: the tree's agent account (a non-root user that can write the
+    # workspace, where the next claude reports).
+    as_user = world.tree.agent.uid if other else None
     env = {**ODD_ENV, "PATH": world.path}
     if as_user is None:
         env["IS_SANDBOX"] = "0"
     result = run_shim(world, ARGS, env=env, as_user=as_user)
     assert result.returncode == 3, result.stderr
-    uid = NOBODY if as_user is not None else 0
+    uid = as_user if as_user is not None else 0
     assert json.loads(result.stdout) == {"who": "next", "args": ARGS, "uid": uid}
     assert world.environ_of(uid) == b"".join(f"{k}={v}\0".encode() for k, v in env.items())
     if as_user is not None:
@@ -218,9 +221,10 @@ def test_other_users_get_the_next_claude_with_the_environment_byte_for_byte(
 def test_no_loop_through_another_copy_of_the_shim(world: ShimWorld) -> None:
     copy = install_shim(world.tree.base / "copy-bin", world.config)
     env = {"PATH": f"{world.shim.parent}:{copy.parent}:{world.shim.parent}:{world.next_dir}"}
-    result = run_shim(world, ["-p", "x"], env=env, as_user=NOBODY)
+    result = run_shim(world, ["-p", "x"], env=env, as_user=world.tree.agent.uid)
     assert result.returncode == 3 and json.loads(result.stdout)["who"] == "next", result.stderr
-    alone = run_shim(world, ["-p", "x"], env={"PATH": f"{copy.parent}:/usr/bin"}, as_user=NOBODY)
+    path = {"PATH": f"{copy.parent}:/usr/bin"}
+    alone = run_shim(world, ["-p", "x"], env=path, as_user=world.tree.agent.uid)
     assert alone.returncode == 127 and "command not found" in alone.stderr
 
 

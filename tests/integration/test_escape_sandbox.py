@@ -5,11 +5,11 @@ nested ``unshare -r`` that then remounts or bind-mounts host paths, writes to
 ``/proc/sys`` and ``/proc/sysrq-trigger``, ``setuid(0)``, ``mknod``).
 
 A fake ``claude`` (python, started by ``sandbox-launch`` in sandbox mode as
-``nobody``) makes every attempt and prints one JSON line; the test then checks
+the agent) makes every attempt and prints one JSON line; the test then checks
 on the host side that nothing changed and that the host process it aimed at
-is alive. ``nobody`` owns ``outside/`` on the host, so plain permissions would
+is alive. The agent owns ``outside/`` on the host, so plain permissions would
 let it write there: only the sandbox keeps it out. Likewise the operator's 0644
-secret, which ``nobody`` reads on the host (checked first), must stay out of
+secret, which the agent reads on the host (checked first), must stay out of
 reach through ``/proc/1/root``.
 """
 
@@ -26,10 +26,10 @@ import pytest
 from tests.launch_fixtures import (
     OPERATOR_SECRET,
     LaunchTree,
-    as_nobody,
+    agent_sleeper,
+    as_agent,
     last_json,
     launch_tree,
-    nobody_sleeper,
     run_launcher,
 )
 
@@ -117,16 +117,16 @@ def tree() -> Iterator[LaunchTree]:
 
 
 @pytest.fixture
-def host_sleep() -> Iterator[subprocess.Popen[bytes]]:
-    yield from nobody_sleeper()
+def host_sleep(tree: LaunchTree) -> Iterator[subprocess.Popen[bytes]]:
+    yield from agent_sleeper(tree)
 
 
 @pytest.fixture
 def report(tree: LaunchTree, host_sleep: subprocess.Popen[bytes]) -> dict[str, Any]:
     before_usr = set(os.listdir("/usr"))
     before_mounts = Path("/proc/self/mountinfo").read_text()
-    # The control: on the host, plain permissions let nobody read the secret.
-    host_read = as_nobody(["/usr/bin/cat", str(tree.operator_secret)])
+    # The control: on the host, plain permissions let the agent read the secret.
+    host_read = as_agent(tree, ["/usr/bin/cat", str(tree.operator_secret)])
     assert (host_read.returncode, host_read.stdout) == (0, OPERATOR_SECRET), host_read.stderr
     claude = tree.write_script(
         ESCAPE_CLAUDE.format(
@@ -152,7 +152,7 @@ def test_proc_1_root_is_the_sandbox_itself(report: dict[str, Any]) -> None:
     assert report["proc1_root_write_outside"].startswith("errno")
     assert report["proc1_root_read_root_home"].startswith("errno")
     # ENOENT: the operator's directory is not in the sandbox at all, not merely
-    # unreadable (nobody reads it on the host: checked in the fixture).
+    # unreadable (the agent reads it on the host: checked in the fixture).
     assert report["proc1_root_read_operator_secret"] == "errno 2"
     assert report["read_operator_secret"] == "errno 2"
     assert report["proc1_root_read_shadow"].startswith("errno")

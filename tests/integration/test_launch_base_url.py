@@ -28,7 +28,7 @@ from sandbox_setup.policy.environment import DEFAULT_PASS
 from tests.claude_run import FAKE_API_KEY
 from tests.fake_api import FakeMessagesAPI, TextStep
 from tests.integration.egress_world import World, in_netns, make_world
-from tests.launch_fixtures import NOBODY, LaunchTree, launch_tree, launcher_env
+from tests.launch_fixtures import LaunchTree, launch_tree, launcher_env
 from tests.seams import LAUNCH_WITH_SEAMS
 from tests.tools import REPO, require_tool
 
@@ -116,7 +116,7 @@ def test_a_base_url_port_not_allowed_at_apply_is_reached_for_that_session(
     seen = report(result.stdout)
     # The fake API's answer to a request without tools (not the script's turn).
     assert seen["text"] and not str(seen["text"]).startswith("FAILED"), (seen, result.stderr)
-    assert seen["uid"] == NOBODY and seen["net"] != REAL_HOST_NETNS
+    assert seen["uid"] == tree.agent.uid and seen["net"] != REAL_HOST_NETNS
     [request] = api.requests  # the stand-in's, from the sandbox
     assert request.is_messages and request.headers.get("x-api-key") == FAKE_API_KEY
     # The launch line names the port it exposed, and why.
@@ -157,7 +157,7 @@ def test_the_agents_own_settings_never_choose_the_port(
     settings = {"env": {"ANTHROPIC_BASE_URL": api.base_url}}
     (claude_dir / "settings.json").write_text(json.dumps(settings))
     for path in (claude_dir, claude_dir / "settings.json"):
-        os.chown(path, NOBODY, NOBODY)
+        os.chown(path, tree.agent.uid, tree.agent.gid)
     plain = tree.write_script("#!/bin/sh\necho ran\n", name="claude-plain")
     config = tree.write_config(plain, network="allowlist", env_pass=DEFAULT_PASS)
     result = launch(world, tree, config, {}, args=())

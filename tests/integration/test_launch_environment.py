@@ -23,7 +23,6 @@ from sandbox_setup.launcher.egress.netns import namespace_possible
 from sandbox_setup.policy.credentials import placeholder
 from sandbox_setup.policy.environment import DEFAULT_PASS, passed_names
 from tests.launch_fixtures import (
-    NOBODY,
     LaunchTree,
     last_json,
     launch_tree,
@@ -87,7 +86,7 @@ def env_claude(tree: LaunchTree) -> Path:
 def second_workspace(tree: LaunchTree, name: str = "workspace2") -> Path:
     path = tree.base / name
     path.mkdir(mode=0o755)
-    os.chown(path, NOBODY, NOBODY)
+    os.chown(path, tree.agent.uid, tree.agent.gid)
     return path
 
 
@@ -119,10 +118,16 @@ def test_exactly_the_pass_list_reaches_claude(tree: LaunchTree, mode: str) -> No
         if namespace_possible().possible:
             # The session's network namespace holds the API gateway: Claude gets the
             # key's placeholder and the gateway's URL (DESIGN.md invariant 17).
-            passed["ANTHROPIC_API_KEY"] = placeholder("nobody", "ANTHROPIC_API_KEY")
+            passed["ANTHROPIC_API_KEY"] = placeholder(tree.agent.name, "ANTHROPIC_API_KEY")
             passed["ANTHROPIC_BASE_URL"] = "http://127.0.0.1:3129"
             assert "API gateway: ANTHROPIC_API_KEY kept outside" in result.stderr
-        assert env == {**base, **passed, "USER": "nobody", "LOGNAME": "nobody", **ours}
+        assert env == {
+            **base,
+            **passed,
+            "USER": tree.agent.name,
+            "LOGNAME": tree.agent.name,
+            **ours,
+        }
     assert "decoy" not in result.stdout + result.stderr
 
 
@@ -210,8 +215,8 @@ def test_claude_starts_where_the_operator_is_inside_the_workspace(
 ) -> None:
     below = tree.workspace / "src" / "lib"
     below.mkdir(parents=True)
-    os.chown(below.parent, NOBODY, NOBODY)
-    os.chown(below, NOBODY, NOBODY)
+    os.chown(below.parent, tree.agent.uid, tree.agent.gid)
+    os.chown(below, tree.agent.uid, tree.agent.gid)
     result = _cwd_run(tree, mode, below)
     assert result.returncode == 0, result.stderr
     assert last_json(result.stdout)["cwd"] == str(below)
@@ -256,7 +261,7 @@ def test_a_symlinked_workspace_starts_under_its_configured_path(tree: LaunchTree
     link = tree.base / "ws-link"
     link.symlink_to(tree.workspace)
     (tree.workspace / "sub").mkdir()
-    os.chown(tree.workspace / "sub", NOBODY, NOBODY)
+    os.chown(tree.workspace / "sub", tree.agent.uid, tree.agent.gid)
     # Inside, only the configured path is mounted: the real one does not exist there.
     claude = tree.write_script(f"#!/bin/sh\ntouch {link}/sub/from-inside\npwd\n")
     config = tree.write_config(claude, workspaces=[link])
@@ -281,7 +286,7 @@ def test_one_notice_line_on_stderr_and_stdout_is_claudes_alone(tree: LaunchTree,
     notices = [line for line in lines if line.startswith("sandbox-launch:") and " mode; " in line]
     assert len(notices) == 1, result.stderr
     assert all(line.startswith("sandbox-launch: ") for line in lines), result.stderr
-    for part in (f"{mode} mode", "agent nobody", f"in {tree.workspace}", "network",
+    for part in (f"{mode} mode", f"agent {tree.agent.name}", f"in {tree.workspace}", "network",
                  "passes ANTHROPIC_BASE_URL, ANTHROPIC_API_KEY"):  # fmt: skip
         assert part in notices[0]
     assert SECRET not in result.stderr

@@ -1,6 +1,6 @@
 """User mode confined by Landlock: real launches on this kernel (issue 29).
 
-A fake ``claude`` (python3, run by the real launcher as ``nobody`` through setpriv, the
+A fake ``claude`` (python3, run by the real launcher as the agent through setpriv, the
 session's reaper and the Landlock helper) tries what the walls must stop and prints one
 JSON line. Each test has its twin: the same launch with ``[user] landlock = false``,
 where the same attempt succeeds, so the refusal is Landlock's and not the host's.
@@ -168,13 +168,14 @@ def unconfined(tree: LaunchTree, loopback_server: int) -> tuple[dict[str, Any], 
 
 def test_the_twin_without_landlock_is_walled_by_the_namespace_only(
     unconfined: tuple[dict[str, Any], str],
+    tree: LaunchTree,
 ) -> None:
     # [user] landlock = false turns off Landlock, not the session's own network
     # namespace (where root may make one): the host's loopback service stays out of
     # reach there (nothing listens at its port inside), everything else is the
     # account's. Without a namespace for root, the twin reaches it.
     report, stderr = unconfined
-    assert report["uid"] == 65534
+    assert report["uid"] == tree.agent.uid
     assert report["kill_init"] == "ok"
     assert report["other_project"] == report["other_home"] == "ok"
     if namespace_possible().possible:
@@ -189,10 +190,10 @@ def test_the_twin_without_landlock_is_walled_by_the_namespace_only(
 
 @needs_net
 def test_user_mode_cannot_connect_to_a_loopback_service(
-    confined: tuple[dict[str, Any], str],
+    confined: tuple[dict[str, Any], str], tree: LaunchTree
 ) -> None:
     report, _ = confined
-    assert report["uid"] == 65534
+    assert report["uid"] == tree.agent.uid
     assert report["loopback"] == "EACCES"
     # Its way out is the session's proxy, on a port chosen at start.
     assert report["proxy_env"].startswith("http://127.0.0.1:")
@@ -372,7 +373,7 @@ def test_the_session_proxy_lets_an_allowed_name_out_and_nothing_else(
 
 @needs_net
 def test_a_non_root_operator_is_confined_too(tree: LaunchTree, loopback_server: int) -> None:
-    # The operator's own uid is the agent (nobody here, running the installed copy): the
+    # The operator's own uid is the agent (the tree's, running the installed copy): the
     # helper's canary file is in its state directory, the proxy runs as itself.
     results = {}
     for on in (True, False):
@@ -385,8 +386,8 @@ def test_a_non_root_operator_is_confined_too(tree: LaunchTree, loopback_server: 
         claude = tree.write_script(script, name=f"claude-{name}")
         path = tree.write_config(claude, mode="user", name=f"{name}.toml",
                                  landlock=None if on else False)  # fmt: skip
-        os.chown(path, 65534, 65534)
-        result = run_launcher(path, ["--print", "hi"], preexec_user=65534)
+        os.chown(path, tree.agent.uid, tree.agent.gid)
+        result = run_launcher(path, ["--print", "hi"], preexec_user=tree.agent.uid)
         assert result.returncode == 0, result.stderr
         results[on] = last_json(result.stdout)
     assert results[False]["loopback"] == "ok"

@@ -12,7 +12,6 @@ import pytest
 from sandbox_setup.launcher.egress.netns import namespace_possible
 from sandbox_setup.launcher.egress.network import PROXY_ENV
 from tests.launch_fixtures import (
-    NOBODY,
     OPERATOR_SECRET,
     LaunchTree,
     host_namespaces,
@@ -64,7 +63,7 @@ def test_user_mode_switches_to_the_agent_with_a_clean_environment(
     report, result = _run_report(
         tree, "user", host_sleep.pid, ["--print", "ok"], env=env, landlock=False
     )
-    assert report["uid"] == NOBODY
+    assert report["uid"] == tree.agent.uid
     assert report["no_new_privs"] == "1"
     assert report["cap_eff"] == "0000000000000000"
     assert report["cwd"] == str(tree.workspace)
@@ -89,7 +88,7 @@ def test_user_mode_switches_to_the_agent_with_a_clean_environment(
     assert set(report["env"]) <= {"HOME", "PATH", "SHELL", "TERM", "LANG", "USER", "LOGNAME",
                                   *proxy}  # fmt: skip
     assert report["env"]["HOME"] == str(tree.home)
-    assert report["env"]["USER"] == "nobody"
+    assert report["env"]["USER"] == tree.agent.name
     assert report["write_root_home"] is False
     assert UNSAFE_WARNING not in result.stderr
 
@@ -155,8 +154,10 @@ def test_unsafe_warning_is_printed_on_every_launch(tree: LaunchTree) -> None:
 def test_non_root_operator_sandbox_uses_its_own_uid(
     tree: LaunchTree, host_sleep: subprocess.Popen[bytes]
 ) -> None:
-    report, _ = _run_report(tree, "sandbox", host_sleep.pid, ["--print", "ok"], preexec_user=NOBODY)
-    assert report["uid"] == NOBODY
+    report, _ = _run_report(
+        tree, "sandbox", host_sleep.pid, ["--print", "ok"], preexec_user=tree.agent.uid
+    )
+    assert report["uid"] == tree.agent.uid
     host = host_namespaces()
     assert all(report["ns"][k] != host[k] for k in host)
     assert report["is_sandbox"] == "1"
@@ -176,25 +177,25 @@ def test_non_root_operator_unsafe_mode_never_sets_is_sandbox(
         "unsafe",
         host_sleep.pid,
         args,
-        preexec_user=NOBODY,
-        config_owner=NOBODY,
+        preexec_user=tree.agent.uid,
+        config_owner=tree.agent.uid,
         accepted=True,
     )
-    assert report["uid"] == NOBODY
+    assert report["uid"] == tree.agent.uid
     assert report["is_sandbox"] is None and "IS_SANDBOX" not in report["env"]
     assert report["args"] == args
     assert report["ns"] == host_namespaces()
     # Unconfined, as the warning says: it reads what its uid may read.
     assert report["read_operator_secret"] == OPERATOR_SECRET
-    assert UNSAFE_WARNING in result.stderr and "uid 65534" in result.stderr
+    assert UNSAFE_WARNING in result.stderr and f"uid {tree.agent.uid}" in result.stderr
     assert "sandbox-setup" in result.stderr
 
 
 def test_non_root_operator_may_own_the_config(tree: LaunchTree) -> None:
     claude = tree.write_script(f"#!/bin/sh\ntouch {tree.marker}\n")
     config = tree.write_config(claude, mode="user")
-    os.chown(config, NOBODY, NOBODY)
-    result = run_launcher(config, preexec_user=NOBODY)
+    os.chown(config, tree.agent.uid, tree.agent.gid)
+    result = run_launcher(config, preexec_user=tree.agent.uid)
     assert result.returncode == 0, result.stderr
     assert tree.marker.exists()
 
@@ -202,7 +203,7 @@ def test_non_root_operator_may_own_the_config(tree: LaunchTree) -> None:
 def test_non_root_operator_cannot_switch_to_another_agent(tree: LaunchTree) -> None:
     claude = tree.write_script(f"#!/bin/sh\ntouch {tree.marker}\n")
     config = tree.write_config(claude, mode="user", agent_user="root")
-    result = run_launcher(config, preexec_user=NOBODY)
+    result = run_launcher(config, preexec_user=tree.agent.uid)
     assert result.returncode == 3
     assert "only root can switch users" in result.stderr
     assert not tree.marker.exists()
@@ -212,5 +213,5 @@ def test_root_agent_is_refused(tree: LaunchTree) -> None:
     claude = tree.write_script(f"#!/bin/sh\ntouch {tree.marker}\n")
     result = run_launcher(tree.write_config(claude, mode="user", agent_user="root"))
     assert result.returncode == 3
-    assert "must not be" in result.stderr
+    assert "agent user 'root' cannot be the agent of a launch: [uid 0]" in result.stderr
     assert not tree.marker.exists()

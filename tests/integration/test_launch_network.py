@@ -43,7 +43,7 @@ from tests.integration.egress_world import (
     World,
     make_world,
 )
-from tests.launch_fixtures import NOBODY, LaunchTree, launch_tree, launcher_env
+from tests.launch_fixtures import LaunchTree, launch_tree, launcher_env
 from tests.seams import LAUNCH_WITH_SEAMS
 from tests.tools import REPO, require_tool
 
@@ -248,10 +248,10 @@ def refused_403(inside: dict[str, tuple[int, str]], name: str, why: str) -> None
 
 
 def test_it_ran_as_the_agent_in_a_network_namespace_of_its_own(
-    inside: dict[str, tuple[int, str]], host: HostSide
+    inside: dict[str, tuple[int, str]], host: HostSide, tree: LaunchTree
 ) -> None:
     uid, netns = out(inside, "whoami").split()
-    assert int(uid) == NOBODY
+    assert int(uid) == tree.agent.uid
     host_netns = host.run(["readlink", "/proc/self/ns/net"]).stdout.strip()
     assert netns not in (REAL_HOST_NETNS, host_netns)
 
@@ -396,12 +396,12 @@ def test_status_names_the_session_and_its_refusals_with_the_allowing_command(
     assert doc["schema"] == 1
     assert isinstance(doc["host"]["shim"]["installed"], bool)
     setup = next(s for s in doc["setups"] if s["config"] == str(tree.config_dir / "attempts.toml"))
-    assert setup["agent"] == "nobody" and setup["mode"] == "sandbox"
+    assert setup["agent"] == tree.agent.name and setup["mode"] == "sandbox"
     assert setup["workspaces"] == [str(tree.workspace)]
     assert setup["network"]["network"] == "allowlist"
     assert setup["network"]["loopback_ports"] == [EXPOSED_PORT]
     [session] = setup["sessions"]["recent"]
-    assert session["agent"] == "nobody" and session["workspaces"] == [str(tree.workspace)]
+    assert session["agent"] == tree.agent.name and session["workspaces"] == [str(tree.workspace)]
     assert session["exit_code"] == 0 and session["end_check"]["complete"] is True
     refused = {(r["asked_for"]["host"], r["asked_for"]["port"]): r for r in session["refused"]}
     denied = refused[("denied.test", 80)]
@@ -495,7 +495,7 @@ def start_held_session(host: HostSide, tree: LaunchTree, name: str) -> Session:
     inside = session.sandbox_pids()
     assert not [p for p in inside if cmdline(p)[0].endswith("socat")], inside
     (proxy,) = [p for p in launcher_processes(config) if p != launcher.pid]
-    assert os.stat(f"/proc/{proxy}").st_uid == NOBODY
+    assert os.stat(f"/proc/{proxy}").st_uid == tree.agent.uid
     listening = listeners(inside[0])
     assert sorted(listening) == sorted(
         (family, port) for family in (4, 6) for port in (SANDBOX_PROXY_PORT, EXPOSED_PORT)

@@ -22,6 +22,7 @@ from tests.launch_fixtures import (
     run_launcher,
     state_home,
 )
+from tests.live_accounts import live_account
 from tests.tools import require_tool
 
 pytestmark = pytest.mark.integration
@@ -170,6 +171,76 @@ def test_missing_agent_user(tree: LaunchTree) -> None:
     _refused(tree, config, "'no-such-agent-user' does not exist")
 
 
+# The agent account itself (policy/accounts.py, launch_agent_problems): never nobody,
+# a system or service account, nor one someone can log in as; each refusal names the
+# account, the rule and the fix, in every mode that switches to it, and --dry-run too.
+SWITCHING_MODES = ["sandbox", "user"]
+
+
+@pytest.mark.parametrize("mode", SWITCHING_MODES)
+def test_nobody_as_the_agent_is_refused_and_nothing_starts(tree: LaunchTree, mode: str) -> None:
+    config = tree.write_config(_claude(tree), mode=mode, agent_user="nobody")
+    stderr = _refused(
+        tree,
+        config,
+        "agent user 'nobody' cannot be the agent of a launch",
+        "[system account] nobody has uid 65534, above UID_MAX",
+        "overflow uid",
+        "[service account] nobody is a service account",
+        "fix: set [agent] user in launcher.toml to the agent sandbox-setup created",
+        "nothing was started",
+    )
+    assert "[login shell]" not in stderr, "nobody's shell is nologin"
+    dry = run_launcher(config, dry_run=True, cwd=tree.workspace)
+    assert dry.returncode == 3, (dry.stdout, dry.stderr)
+    assert "agent user 'nobody' cannot be the agent of a launch" in dry.stderr
+
+
+def test_a_system_account_with_a_regular_looking_name_is_refused(tree: LaunchTree) -> None:
+    # daemon (uid 1): below UID_MIN, whatever its name says.
+    config = tree.write_config(_claude(tree), agent_user="daemon")
+    _refused(tree, config, "[system account] daemon has uid 1, below UID_MIN")
+
+
+LOGIN_ACCOUNT = "ac-h35c-login"
+
+
+def test_a_login_account_as_the_agent_is_refused_naming_each_way_in(tree: LaunchTree) -> None:
+    # A person's account: /bin/bash and a usable password. Regular uid, no service name:
+    # only the ways in are wrong, and each is named with its fix.
+    with live_account(LOGIN_ACCOUNT, home=tree.base / "login-home", shell="/bin/bash") as account:
+        for path in (tree.home, tree.workspace):
+            os.chown(path, account.uid, account.gid)
+        subprocess.run(
+            ["usermod", "--password", "$6$h35c$not.a.real.hash.but.usable", LOGIN_ACCOUNT],
+            check=True,
+            capture_output=True,
+        )
+        config = tree.write_config(_claude(tree), mode="user", agent_user=LOGIN_ACCOUNT)
+        stderr = _refused(
+            tree,
+            config,
+            f"agent user '{LOGIN_ACCOUNT}' cannot be the agent of a launch",
+            f"[login shell] {LOGIN_ACCOUNT} has the login shell /bin/bash",
+            f"usermod --shell /usr/sbin/nologin {LOGIN_ACCOUNT}",
+            "run sandbox-setup again",
+            f"[password] {LOGIN_ACCOUNT} has a usable password",
+            f"fix: usermod --lock {LOGIN_ACCOUNT}",
+        )
+        assert "[system account]" not in stderr and "[service account]" not in stderr
+
+
+def test_the_same_account_with_nologin_and_locked_launches(tree: LaunchTree) -> None:
+    # The control of the two above: a live account as sandbox-setup makes the agent
+    # (nologin, locked, regular uid) launches in both modes.
+    for mode in SWITCHING_MODES:
+        tree.marker.unlink(missing_ok=True)
+        config = tree.write_config(_claude(tree), mode=mode, name=f"{mode}.toml")
+        result = run_launcher(config, ["--print", "ok"], cwd=tree.workspace)
+        assert result.returncode == 0, (mode, result.stderr)
+        assert tree.marker.exists(), mode
+
+
 DAEMON = 1  # an existing system account: "another user", never created here
 
 
@@ -188,8 +259,8 @@ def _binary_group_writable(tree: LaunchTree) -> tuple[Path, list[str]]:
 
 def _binary_owned_by_the_agent(tree: LaunchTree) -> tuple[Path, list[str]]:
     claude = _claude(tree)
-    os.chown(claude, NOBODY, NOBODY)
-    return claude, [str(claude), "owned by nobody"]
+    os.chown(claude, tree.agent.uid, tree.agent.gid)
+    return claude, [str(claude), f"owned by {tree.agent.name}"]
 
 
 def _binary_owned_by_another_user(tree: LaunchTree) -> tuple[Path, list[str]]:
@@ -210,8 +281,8 @@ def _binary_in_a_directory(tree: LaunchTree, owner: int, mode: int) -> Path:
 
 
 def _directory_owned_by_the_agent(tree: LaunchTree) -> tuple[Path, list[str]]:
-    claude = _binary_in_a_directory(tree, NOBODY, 0o755)
-    return claude, [f"directory {claude.parent}", "owned by nobody"]
+    claude = _binary_in_a_directory(tree, tree.agent.uid, 0o755)
+    return claude, [f"directory {claude.parent}", f"owned by {tree.agent.name}"]
 
 
 def _directory_group_writable_by_another_user(tree: LaunchTree) -> tuple[Path, list[str]]:

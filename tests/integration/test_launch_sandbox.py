@@ -1,7 +1,7 @@
 """sandbox-launch in sandbox mode with the real bwrap: what the child sees, what it can't do.
 
 A fake ``claude`` reports from inside; a ``sleep`` started by the test as
-``nobody`` (so plain permissions would let the agent signal it) stands for a
+the agent (so plain permissions would let the agent signal it) stands for a
 host process the agent must neither see nor signal.
 """
 
@@ -21,15 +21,14 @@ import pytest
 
 from sandbox_setup.base.cgroups import judge_delegation, read_cgroup_facts
 from tests.launch_fixtures import (
-    NOBODY,
     OPERATOR_SECRET,
     LaunchTree,
-    as_nobody,
+    agent_sleeper,
+    as_agent,
     host_namespaces,
     last_json,
     launch_tree,
     launcher_env,
-    nobody_sleeper,
     report_claude,
     run_launcher,
     state_home,
@@ -45,8 +44,8 @@ def tree() -> Iterator[LaunchTree]:
 
 
 @pytest.fixture
-def host_sleep() -> Iterator[subprocess.Popen[bytes]]:
-    yield from nobody_sleeper()
+def host_sleep(tree: LaunchTree) -> Iterator[subprocess.Popen[bytes]]:
+    yield from agent_sleeper(tree)
 
 
 def _report(tree: LaunchTree, host_pid: int, **config: Any) -> tuple[dict[str, Any], str]:
@@ -61,7 +60,7 @@ def test_child_runs_inside_verified_namespaces(
 ) -> None:
     report, _ = _report(tree, host_sleep.pid)
     host = host_namespaces()
-    assert report["uid"] == NOBODY
+    assert report["uid"] == tree.agent.uid
     for kind in ("user", "mnt", "pid", "ipc", "uts"):
         assert report["ns"][kind] != host[kind], kind
     assert report["is_sandbox"] == "1"
@@ -84,7 +83,7 @@ def test_system_is_read_only_and_only_home_and_workspace_are_writable(
     assert report["write_root_home"] is False
     assert report["write_workspace"] is True
     assert report["write_home"] is True
-    # outside/ is nobody's own directory on the host: only the sandbox keeps it out.
+    # outside/ is the agent's own directory on the host: only the sandbox keeps it out.
     assert report["write_outside"] is False
     assert not (tree.outside / ".sandbox-launch-probe").exists()
 
@@ -92,11 +91,11 @@ def test_system_is_read_only_and_only_home_and_workspace_are_writable(
 def test_system_writes_are_refused_by_the_read_only_mount(
     tree: LaunchTree, host_sleep: subprocess.Popen[bytes]
 ) -> None:
-    # On the host, nobody's write into /usr or /etc is refused by permissions
+    # On the host, the agent's write into /usr or /etc is refused by permissions
     # (EACCES); inside, by the read-only bind (EROFS), which the kernel reports
     # before it looks at permissions. A writable bind would give EACCES here.
     for directory in ("/usr", "/etc"):
-        host = as_nobody(["/usr/bin/touch", f"{directory}/.sandbox-launch-probe"])
+        host = as_agent(tree, ["/usr/bin/touch", f"{directory}/.sandbox-launch-probe"])
         assert host.returncode != 0 and "Permission denied" in host.stderr, host.stderr
     report, _ = _report(tree, host_sleep.pid)
     assert report["write_errors"] == {"/usr": "EROFS", "/etc": "EROFS"}
@@ -105,12 +104,12 @@ def test_system_writes_are_refused_by_the_read_only_mount(
 def test_operators_files_the_agent_may_read_on_the_host_are_not_in_the_sandbox(
     tree: LaunchTree, host_sleep: subprocess.Popen[bytes]
 ) -> None:
-    # The control: without a sandbox, plain permissions let nobody read the
+    # The control: without a sandbox, plain permissions let the agent read the
     # operator's 0644 secret and write into the inbox it owns.
-    read = as_nobody(["/usr/bin/cat", str(tree.operator_secret)])
+    read = as_agent(tree, ["/usr/bin/cat", str(tree.operator_secret)])
     assert (read.returncode, read.stdout) == (0, OPERATOR_SECRET), read.stderr
     probe = tree.operator_inbox / "host-probe"
-    wrote = as_nobody(["/usr/bin/touch", str(probe)])
+    wrote = as_agent(tree, ["/usr/bin/touch", str(probe)])
     assert wrote.returncode == 0 and probe.exists(), wrote.stderr
     probe.unlink()
     report, _ = _report(tree, host_sleep.pid)
@@ -160,7 +159,7 @@ def test_dry_run_prints_the_command_and_starts_nothing(tree: LaunchTree) -> None
     )
     assert result.returncode == 0, result.stderr
     command = next(line for line in result.stdout.splitlines() if line.startswith("command: "))
-    assert "/usr/bin/setpriv --reuid=65534" in command
+    assert f"/usr/bin/setpriv --reuid={tree.agent.uid} --regid={tree.agent.gid}" in command
     assert "/usr/bin/bwrap --unshare-user --unshare-pid" in command
     # The sandbox's command: the release gate, then Claude with its arguments.
     assert command.endswith(f"sandbox-gate '{{gate-fd}}' {claude} --print ok")

@@ -225,12 +225,39 @@ def test_an_account_the_setup_did_not_create_keeps_its_shell(root: Path) -> None
         check=True, capture_output=True,
     )  # fmt: skip
     before = (root / "etc/passwd").read_bytes()
+    # The plan says that sandbox-launch refuses it, and how its owner fixes that.
+    plan = apply(root, "--reuse-account")
+    assert plan.returncode == 0, plan.stdout + plan.stderr
+    assert f"the reused account {AGENT} has the login shell /bin/bash" in plan.stderr
+    assert f"usermod --shell /usr/sbin/nologin {AGENT}" in plan.stderr
     done = apply(root, "--reuse-account", "--yes")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "set the shell" not in done.stdout
     assert _passwd_line(root).endswith(":/bin/bash")
     assert f"{AGENT}:" in before.decode()
     assert login_ids(root) == []
+
+
+def test_a_reused_account_its_owner_gave_nologin_stays_the_setups_agent(root: Path) -> None:
+    """The fix the launcher and the plan name for a reused account (nologin) does not
+    make the next apply or the audit call it a service account: the ledger records it
+    as this setup's agent."""
+    (root / "home").mkdir(exist_ok=True)
+    subprocess.run(
+        ["useradd", "--prefix", str(root), "--create-home", "--user-group",
+         "--shell", "/bin/bash", AGENT],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    done = apply(root, "--reuse-account", "--yes")
+    assert done.returncode == 0, done.stdout + done.stderr
+    subprocess.run(
+        ["usermod", "--prefix", str(root), "--shell", "/usr/sbin/nologin", AGENT],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    again = apply(root, "--reuse-account", "--yes")
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "login shell" not in again.stdout + again.stderr
+    assert "audit.accounts.service" not in all_ids(root)
 
 
 def test_an_allow_file_decides_instead_and_the_plan_says_when_it_lists_the_agent(

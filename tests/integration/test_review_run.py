@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.launch_fixtures import NOBODY, LaunchTree, launcher_env, make_launch_tree
+from tests.launch_fixtures import LaunchTree, launcher_env, make_launch_tree
 from tests.tools import REPO, require_root, require_tool
 
 pytestmark = pytest.mark.integration
@@ -75,7 +75,8 @@ def _plant(tree: LaunchTree, proof: Path) -> Path:
     pager.write_text(INJECTING_PAGER.format(log=str(log), command=f"id -u > {proof}\n"))
     pager.chmod(0o755)
     subprocess.run([*git, "config", "core.pager", str(pager)], check=True)
-    subprocess.run(["chown", "-R", f"{NOBODY}:{NOBODY}", str(ws)], check=True)
+    agent = f"{tree.agent.uid}:{tree.agent.gid}"
+    subprocess.run(["chown", "-R", agent, str(ws)], check=True)
     return log
 
 
@@ -126,7 +127,9 @@ def test_the_old_advice_lets_the_agents_pager_type_into_roots_terminal(tree: Lau
     proof = tree.config_dir / "as-root-proof"  # root-only directory: only root can create it
     typed = tree.config_dir / "operator-typed"
     log = _plant(tree, proof)
-    output, _ = _operator_shell(f"runuser -u nobody -- git -C {tree.workspace} log", typed)
+    output, _ = _operator_shell(
+        f"runuser -u {tree.agent.name} -- git -C {tree.workspace} log", typed
+    )
     assert "TIOCSTI allowed" in log.read_text(), output
     assert proof.read_text().strip() == "0", "root's shell ran what the agent's pager typed"
 

@@ -91,7 +91,8 @@ def test_the_end_scan_prints_planted_names_escaped(tree: LaunchTree, mode: str) 
     ws = tree.workspace
     os.chown(ws, 0, 0)
     ws.chmod(0o755)
-    subprocess.run(["setfacl", "-R", "-m", "u:nobody:rwX,d:u:nobody:rwX", str(ws)], check=True)
+    agent = tree.agent.name
+    subprocess.run(["setfacl", "-R", "-m", f"u:{agent}:rwX,d:u:{agent}:rwX", str(ws)], check=True)
     names = [*EVIL.values(), os.fsdecode(NOT_UTF8)]
     script = tree.write_script(PLANT.format(workspace=str(ws), names=names))
     state = tree.base / "state"

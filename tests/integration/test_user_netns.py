@@ -26,7 +26,7 @@ from sandbox_setup.base.netwall import PORTS_ONLY
 from sandbox_setup.launcher.egress.netns import namespace_possible
 from sandbox_setup.policy.network import SANDBOX_PROXY_PORT
 from tests.launch_fixtures import LaunchTree, last_json, launch_tree, run_launcher, state_home
-from tests.live_accounts import LiveAccount, live_account
+from tests.live_accounts import AGENT_SHELL, LiveAccount, live_account
 
 pytestmark = pytest.mark.integration
 
@@ -148,7 +148,7 @@ def tree() -> Iterator[LaunchTree]:
 
 @pytest.fixture(scope="module")
 def account(tree: LaunchTree) -> Iterator[LiveAccount]:
-    with live_account("ac-h36-netns") as made:
+    with live_account("ac-h36-netns", shell=AGENT_SHELL) as made:
         for path in (tree.home, tree.workspace):
             os.chown(path, made.uid, made.gid)
         yield made

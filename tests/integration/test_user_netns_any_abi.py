@@ -25,7 +25,7 @@ from sandbox_setup.launcher.egress.netns import namespace_possible
 from sandbox_setup.policy.network import SANDBOX_PROXY_PORT
 from tests.integration.test_user_netns import ATTEMPTS, _Services
 from tests.launch_fixtures import LaunchTree, last_json, launch_tree, run_launcher
-from tests.live_accounts import LiveAccount, live_account
+from tests.live_accounts import AGENT_SHELL, LiveAccount, live_account
 
 pytestmark = [
     pytest.mark.integration,
@@ -51,7 +51,7 @@ def tree() -> Iterator[LaunchTree]:
 
 @pytest.fixture(scope="module")
 def account(tree: LaunchTree) -> Iterator[LiveAccount]:
-    with live_account("ac-h36b-anyabi") as made:
+    with live_account("ac-h36b-anyabi", shell=AGENT_SHELL) as made:
         for path in (tree.home, tree.workspace):
             os.chown(path, made.uid, made.gid)
         yield made

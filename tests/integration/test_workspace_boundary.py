@@ -1,7 +1,7 @@
 """Nothing the agent writes in a workspace runs as root later (DESIGN invariant 8).
 
 Real git, real sessions through sandbox-launch, both modes. A fake Claude (the agent,
-as nobody) plants what makes root's ordinary git run code: ``core.fsmonitor`` in a
+as the agent) plants what makes root's ordinary git run code: ``core.fsmonitor`` in a
 root-made repository's config, ``post-checkout``/``pre-commit`` hooks, a hooksPath
 into the workspace, ``hook.<name>.command``, a submodule's config, a repository
 ``git init``ed during the session, and a root-made directory renamed to ``.git``.
@@ -26,7 +26,7 @@ from sandbox_setup.boundary.trust_record import HostRecord
 from tests.launch_fixtures import (
     HOST_TRUST,
     LaunchTree,
-    as_nobody,
+    as_agent,
     launch_tree,
     launcher_env,
     run_launcher,
@@ -131,9 +131,9 @@ def root_git(tree: LaunchTree, *args: str, cwd: Path) -> subprocess.CompletedPro
     )
 
 
-def acl_for_nobody(path: Path) -> None:
+def acl_for_agent(path: Path, agent: str) -> None:
     """What sandbox-setup's workspace ACLs give the agent on root's files (rwX, inherited)."""
-    for spec in ("u:nobody:rwX", "d:u:nobody:rwX"):
+    for spec in (f"u:{agent}:rwX", f"d:u:{agent}:rwX"):
         subprocess.run(["setfacl", "-R", "-m", spec, str(path)], check=True)
 
 
@@ -165,7 +165,7 @@ def prepare_workspace(tree: LaunchTree) -> tuple[Path, Path]:
     (ws / "plain").mkdir()
     os.chown(ws, 0, 0)
     ws.chmod(0o755)
-    acl_for_nobody(ws)
+    acl_for_agent(ws, tree.agent.name)
     markers = tree.base / "markers"
     markers.mkdir()
     markers.chmod(0o777)  # root's git writes them; the control's plants run as root there too
@@ -197,9 +197,9 @@ def ran_as_root(markers: Path) -> dict[str, str]:
 
 
 def test_the_control_root_runs_what_the_agent_plants_without_a_session(tree: LaunchTree) -> None:
-    # The attack, as reproduced: planted on the host as nobody, no launcher, no scan.
+    # The attack, as reproduced: planted on the host as the agent, no launcher, no scan.
     repo, markers = prepare_workspace(tree)
-    result = as_nobody([str(plant_script(tree, markers))])
+    result = as_agent(tree, [str(plant_script(tree, markers))])
     assert result.returncode == 0, result.stderr
     planted = json.loads(result.stdout.strip().splitlines()[-1])
     assert planted["fsmonitor"] == planted["pre-commit"] == planted["renamed-git"] == "ok", planted
@@ -355,7 +355,7 @@ def test_the_quarantine_is_out_of_the_agents_reach(tree: LaunchTree) -> None:
     for path in (state / "sandbox-setup", quarantine, *sessions):
         info = path.lstat()
         assert info.st_uid == 0 and info.st_mode & 0o077 == 0, path
-    listing = as_nobody(["ls", str(sessions[0])])
+    listing = as_agent(tree, ["ls", str(sessions[0])])
     assert listing.returncode != 0 and "Permission denied" in listing.stderr
 
 

@@ -1,7 +1,7 @@
 """Issue 24's reproductions planted by the agent inside a real session, both modes.
 
 ``test_workspace_crossing.py`` runs each of this round's routes against the scan;
-here a fake Claude (the agent, nobody) writes them through ``sandbox-launch``, as an
+here a fake Claude (the agent, a live ac- account) writes them through ``sandbox-launch``, as an
 attacker would, and afterwards root's real git runs the command that would obey each:
 
 - a bare-repository layout in a root-owned directory ``app/`` (``HEAD``, ``objects``
@@ -30,7 +30,7 @@ from pathlib import Path
 import pytest
 
 from tests.git_plants import ran_as_root
-from tests.launch_fixtures import LaunchTree, as_nobody, launch_tree, launcher_env, run_launcher
+from tests.launch_fixtures import LaunchTree, as_agent, launch_tree, launcher_env, run_launcher
 
 pytestmark = pytest.mark.integration
 
@@ -142,7 +142,7 @@ def prepare(tree: LaunchTree) -> tuple[Path, Path]:
         root_git(tree, "commit", "-q", "--allow-empty", "-m", "second", cwd=made)
     os.chown(ws, 0, 0)
     ws.chmod(0o755)
-    for spec in ("u:nobody:rwX", "d:u:nobody:rwX"):
+    for spec in (f"u:{tree.agent.name}:rwX", f"d:u:{tree.agent.name}:rwX"):
         subprocess.run(["setfacl", "-R", "-m", spec, str(ws)], check=True)
     markers = tree.base / "markers"
     markers.mkdir()
@@ -179,7 +179,7 @@ ROUTES = (
 
 def test_the_control_root_runs_every_plant_without_a_session(tree: LaunchTree) -> None:
     repo, markers = prepare(tree)
-    result = as_nobody([str(plant_script(tree, markers))])
+    result = as_agent(tree, [str(plant_script(tree, markers))])
     assert result.returncode == 0, result.stderr
     planted = json.loads(result.stdout.strip().splitlines()[-1])
     assert set(planted.values()) == {"ok"}, planted

@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 
 from tests.integration.test_workspace_crossing_sessions import ROOT_GIT_CONFIG, prepare
-from tests.launch_fixtures import LaunchTree, as_nobody, launch_tree, launcher_env, run_launcher
+from tests.launch_fixtures import LaunchTree, as_agent, launch_tree, launcher_env, run_launcher
 
 pytestmark = pytest.mark.integration
 
@@ -113,7 +113,7 @@ def finished(result: subprocess.CompletedProcess[str]) -> bool:
 
 def test_the_control_roots_git_hangs_without_a_session(tree: LaunchTree) -> None:
     repo, _markers = prepare(tree)
-    result = as_nobody([str(plant(tree, repo))])
+    result = as_agent(tree, [str(plant(tree, repo))])
     assert result.returncode == 0, result.stderr
     planted = json.loads(result.stdout.strip().splitlines()[-1])
     assert set(planted.values()) == {"ok"}, planted

@@ -7,7 +7,7 @@ goes into slot *i* of the workspace, an operator-style repository of root's
 (:class:`tests.git_plants.Slot`: a commit, a root-made ``app/lib``, a linked
 worktree, a local remote outside the workspace with a newer commit).
 
-ONE real ``sandbox-launch`` session (``sandbox`` or ``user`` mode, as nobody) runs a
+ONE real ``sandbox-launch`` session (``sandbox`` or ``user`` mode, as the agent) runs a
 stand-in agent that makes every write of the batch; the session ends and the
 launcher's own end scan runs. Then root's real git runs ``status``, ``diff``,
 ``log``, ``commit``, ``checkout``, ``rebase --continue`` and ``pull`` from the local
@@ -19,7 +19,7 @@ the end scan have to hold.
 The examples are derandomized and use no example database, so CI runs the same
 batches every time; a failure prints the batch (hypothesis's falsifying example
 and the assertion). The control writes a fixed batch (one plant per layout) as
-nobody on the host, without a session: root's git runs every one of them.
+the agent on the host, without a session: root's git runs every one of them.
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ from tests.git_plants import (
 )
 from tests.launch_fixtures import (
     LaunchTree,
-    as_nobody,
+    as_agent,
     launcher_env,
     make_launch_tree,
     run_launcher,
@@ -126,7 +126,7 @@ def workspace() -> Iterator[Workspace]:
         ws.chmod(0o755)
         for slot in slots(made):
             slot.setup()
-        grant(ws)
+        grant(ws, tree.agent.uid)
         subprocess.run(["cp", "-a", str(ws), str(made.template)], check=True)
         yield made
 
@@ -137,7 +137,7 @@ def _done(stdout: str) -> list[str]:
 
 def test_the_control_root_runs_each_layouts_plant_without_a_session(workspace: Workspace) -> None:
     program, writes, where = workspace.plan(CONTROL)
-    result = as_nobody([str(program)])
+    result = as_agent(workspace.tree, [str(program)])
     assert result.returncode == 0, result.stderr
     assert set(_done(result.stdout)) == {"ok"}, list(zip(writes, _done(result.stdout), strict=True))
     for slot, dirs in where:

@@ -96,7 +96,7 @@ def prepare(tree: LaunchTree) -> tuple[Path, Path, RootGit]:
     (ws / "README").write_text("the operator's project\n")
     os.chown(ws, 0, 0)
     ws.chmod(0o755)
-    grant(ws)
+    grant(ws, tree.agent.uid)
     (ws / "hold").chmod(0o777)
     markers = tree.base / "markers"
     markers.mkdir()
@@ -276,7 +276,7 @@ def test_the_first_sessions_end_leaves_the_second_sessions_mounts_in_place(
     session of the workspace removes placeholders."""
     hold, _markers, git = prepare(tree)
     git(tree.workspace, "init", "-q", "repo")
-    grant(tree.workspace)
+    grant(tree.workspace, tree.agent.uid)
     agent = tree.write_script(
         PROBE.format(workspace=str(tree.workspace), hold=str(hold), targets=PLACEHOLDERS),
         name="claude-probe",
@@ -322,7 +322,7 @@ def test_a_session_of_the_enclosing_workspace_inherits_the_nested_ones_trusted_s
         (sub / name).mkdir()
     os.chown(ws, 0, 0)
     ws.chmod(0o755)
-    grant(ws)
+    grant(ws, tree.agent.uid)
     hold = sub / "hold"
     hold.chmod(0o777)
     markers = tree.base / "markers"

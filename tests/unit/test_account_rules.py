@@ -3,6 +3,7 @@ the pieces around them: the per-setup group name, login.defs, the ledger's merge
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -11,10 +12,12 @@ from sandbox_setup.base.errors import InputError
 from sandbox_setup.base.login_defs import uid_range_from_text
 from sandbox_setup.configure.ledger import SetupRecord, parse_ledger, render_ledger, users_of
 from sandbox_setup.policy.accounts import (
+    LAUNCH_RULES,
     AccountFacts,
     AccountRule,
     PasswordState,
     agent_account_problems,
+    launch_agent_problems,
     new_agent_name_problem,
     service_signs,
     workspace_group,
@@ -38,6 +41,10 @@ def facts(**changes: object) -> AccountFacts:
     }
     base.update(changes)
     return AccountFacts(**base)  # type: ignore[arg-type]
+
+
+def replace_facts(found: AccountFacts, **changes: object) -> AccountFacts:
+    return dataclasses.replace(found, **changes)  # type: ignore[arg-type]
 
 
 def rules(found: AccountFacts, reuse: bool = False) -> set[AccountRule]:
@@ -95,6 +102,89 @@ def test_running_processes_count_unless_reused_or_the_setups_own() -> None:
     assert rules(busy, reuse=True) == set()
     # The setup's own agent has its sessions' processes: not a reason to refuse.
     assert rules(facts(processes=3, created_by_setup=True)) == set()
+
+
+def launch_rules(found: AccountFacts) -> set[AccountRule]:
+    return {p.rule for p in launch_agent_problems(found)}
+
+
+# The agent as sandbox-setup makes it: regular uid, nologin, locked, its own group.
+AGENT = facts(shell="/usr/sbin/nologin", created_by_setup=True)
+LAUNCH_CASES = {
+    # What sandbox-launch refuses in the account launcher.toml names.
+    "the-setups-agent": (AGENT, set()),
+    "nobody": (
+        facts(name="nobody", uid=65534, home="/nonexistent", shell="/usr/sbin/nologin"),
+        {AccountRule.SYSTEM, AccountRule.SERVICE},
+    ),
+    "daemon": (
+        facts(name="daemon", uid=1, home="/usr/sbin", shell="/usr/sbin/nologin"),
+        {AccountRule.SYSTEM, AccountRule.SERVICE},
+    ),
+    "root": (facts(name="root", uid=0, home="/root"), {AccountRule.ROOT, AccountRule.LOGIN_SHELL}),
+    "service-name-regular-uid": (
+        facts(name="postgres", shell="/usr/sbin/nologin"),
+        {AccountRule.SERVICE},
+    ),
+    "a-persons-account": (
+        facts(name="alice", password=PasswordState.USABLE, groups={"alice": 1500, "sudo": 27}),
+        {AccountRule.LOGIN_SHELL, AccountRule.PASSWORD, AccountRule.ADMIN_GROUP},
+    ),
+    "login-shell-only": (facts(), {AccountRule.LOGIN_SHELL}),
+    "empty-shell-field": (facts(shell=""), {AccountRule.LOGIN_SHELL}),
+    "empty-password": (replace_facts(AGENT, password=PasswordState.EMPTY), {AccountRule.PASSWORD}),
+    "sudoers": (
+        replace_facts(
+            AGENT,
+            sudoers=(SudoersHit("/etc/sudoers.d/x", 1, "agent ALL=(ALL) NOPASSWD: ALL", True),),
+        ),
+        {AccountRule.SUDO},
+    ),
+    "gid-0-group": (
+        replace_facts(AGENT, groups={"agent": 1500, "staff": 0}),
+        {AccountRule.ADMIN_GROUP},
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(LAUNCH_CASES))
+def test_the_launch_time_rule(case: str) -> None:
+    found, expected = LAUNCH_CASES[case]
+    assert launch_rules(found) == expected
+    assert expected <= LAUNCH_RULES
+
+
+def test_the_launch_rule_judges_neither_home_nor_processes_nor_the_ledger() -> None:
+    # launcher.toml's [agent] home is what the launch uses (passwd's: plan and audit);
+    # the agent's own sessions are its processes; the launcher has no ledger.
+    assert launch_rules(replace_facts(AGENT, home="/var/tmp/agent-home")) == set()
+    assert launch_rules(replace_facts(AGENT, processes=5, created_by_setup=False)) == set()
+
+
+def test_the_launch_rule_is_the_plans_absolute_rules_with_the_login_shell_for_nologin() -> None:
+    # Every absolute rule the plan applies that the launch applies too says the same
+    # text for the same account (one rule, two callers).
+    for found, _expected in LAUNCH_CASES.values():
+        plan = {p.rule: p.text for p in agent_account_problems(found, reuse=True)}
+        for problem in launch_agent_problems(found):
+            if problem.rule in (AccountRule.ROOT, AccountRule.SYSTEM, AccountRule.PASSWORD,
+                                AccountRule.SUDO, AccountRule.ADMIN_GROUP):  # fmt: skip
+                assert plan[problem.rule] == problem.text
+
+
+def test_the_overflow_uid_is_named() -> None:
+    (problem,) = [p for p in launch_agent_problems(LAUNCH_CASES["nobody"][0])
+                  if p.rule is AccountRule.SYSTEM]  # fmt: skip
+    assert "65534, above UID_MAX" in problem.text and "overflow uid" in problem.text
+
+
+def test_a_setups_reused_agent_given_nologin_is_not_a_service_account() -> None:
+    # The launch refuses a reused account's login shell; its owner's fix (nologin) must
+    # not make the next apply or audit call it a service account.
+    reused = facts(shell="/usr/sbin/nologin")
+    assert AccountRule.SERVICE in rules(reused, reuse=True)
+    assert rules(replace_facts(reused, setup_agent=True), reuse=True) == set()
+    assert launch_rules(replace_facts(reused, setup_agent=True)) == set()
 
 
 def test_login_defs_range_and_its_defaults() -> None:

@@ -16,7 +16,7 @@ from sandbox_setup.base.login_defs import read_uid_range
 from sandbox_setup.base.paths import Layout
 from sandbox_setup.base.processes import processes_of_uid
 from sandbox_setup.configure import users
-from sandbox_setup.configure.ledger import created_accounts
+from sandbox_setup.configure.ledger import created_accounts, read_ledger
 from sandbox_setup.policy.accounts import (
     AccountFacts,
     AccountProblem,
@@ -45,6 +45,7 @@ def account_facts(layout: Layout, agent: Account) -> AccountFacts:
         uid_max=uid_range.uid_max,
         processes=processes,
         created_by_setup=agent.name in created_accounts(layout),
+        setup_agent=agent.name in read_ledger(layout),
     )
 
 

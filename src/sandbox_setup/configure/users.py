@@ -25,16 +25,16 @@ from sandbox_setup.base.accounts import lookup_group_gid, lookup_user
 from sandbox_setup.base.errors import SetupError
 from sandbox_setup.base.paths import Layout
 from sandbox_setup.base.regular_files import read_regular_text
+from sandbox_setup.policy import accounts as accounts_policy
 from sandbox_setup.policy.inodes import may_change_inode
 
 # The group that gives one setup's agent rwX on its workspaces is
 # sandbox_setup.policy.accounts.workspace_group(agent); this one was shared by all setups
 # before (kept for old setups' undo and upgrade).
 LEGACY_WORKSPACE_GROUP = "sandbox-ws"
-# The agent has no login shell: it starts only through sandbox-launch, which gives
-# Claude SHELL=/bin/bash (sandbox_setup.launcher.command.base_env). A login by any other
-# route (su, a console, an sshd that lets it in) gets nologin (issue 24, layer 5).
-AGENT_SHELL = "/usr/sbin/nologin"
+# The agent's shell (nologin): sandbox_setup.policy.accounts.AGENT_SHELL, which
+# sandbox-launch requires too.
+AGENT_SHELL = accounts_policy.AGENT_SHELL
 
 
 class CommandError(SetupError):

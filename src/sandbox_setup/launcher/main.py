@@ -46,6 +46,7 @@ from sandbox_setup.base.paths import Layout
 from sandbox_setup.base.printable import printable, printable_lines
 from sandbox_setup.base.version import package_version
 from sandbox_setup.boundary.session import Boundary
+from sandbox_setup.launcher.agent_account import refuse_unfit_agent
 from sandbox_setup.launcher.base_url import managed_env, refuse_unreachable
 from sandbox_setup.launcher.command import (
     Agent,
@@ -243,7 +244,8 @@ def load_config(path: Path, owners: frozenset[int]) -> tuple[Path, LauncherConfi
 
 
 def resolve_agent(config: LauncherConfig, uid: int) -> Agent:
-    """The agent account: the configured user (root) or the operator (non-root)."""
+    """The agent account: the configured user (root), which must pass the launch-time
+    account rule, or the operator (non-root)."""
     if uid != 0:
         me = lookup_user(uid)
         if config.agent_user not in {str(uid), me.name if me else None}:
@@ -258,8 +260,9 @@ def resolve_agent(config: LauncherConfig, uid: int) -> Agent:
             f"agent user {config.agent_user!r} does not exist; create it with sandbox-setup "
             "(or fix [agent] user)"
         )
-    if account.uid == 0:
-        raise RefusedError(f"agent user {config.agent_user!r} is root; the agent must not be")
+    # Root switches to it: never root, a system or service account, nor one someone
+    # can log in as (the launch-time rule; a non-root operator is its own agent).
+    refuse_unfit_agent(account)
     return Agent(account.name, account.uid, account.gid, config.agent_home)
 
 

@@ -1,8 +1,10 @@
-"""Which accounts may be the agent (DESIGN.md invariants 5 and 9), as pure rules.
+"""Which accounts may be the agent (DESIGN.md invariants 5, 9 and 14), as pure rules.
 
 The plan refuses an existing account that breaks one (exit 3, naming the rule
 and the fix) and the audit reports one that breaks one later; both judge the
-facts :mod:`sandbox_setup.base.account_files` gathers.
+facts :mod:`sandbox_setup.base.account_files` gathers. ``sandbox-launch`` judges
+the account it switches to by the launch-time subset (:func:`launch_agent_problems`)
+at every launch.
 """
 
 from __future__ import annotations
@@ -17,6 +19,9 @@ from sandbox_setup.policy.sudoers import SudoersHit
 
 # Membership in these groups is a way to root (sudo's defaults, su's pam_wheel).
 ADMIN_GROUPS = frozenset({"root", "sudo", "wheel", "admin"})
+# The kernel's overflow uid: what an unmapped uid shows as, and nobody's. Files and
+# processes of every id-mapped container and NFS export share it.
+OVERFLOW_UID = 65534
 
 
 class PasswordState(enum.StrEnum):
@@ -65,6 +70,10 @@ SERVICE_HOME_TREES = (
     "/sbin", "/lib", "/etc", "/boot", "/tmp",
 )  # fmt: skip
 NOLOGIN_SHELLS = frozenset({"nologin", "false", "sync", "halt", "shutdown"})
+# The agent has no login shell: it starts only through sandbox-launch, which gives
+# Claude SHELL=/bin/bash (sandbox_setup.launcher.command.base_env). A login by any other
+# route (su, a console, an sshd that lets it in) gets nologin (DESIGN.md invariant 14).
+AGENT_SHELL = "/usr/sbin/nologin"
 SERVICE_NAMES = frozenset(
     {
         "nobody", "daemon", "bin", "sys", "sync", "games", "man", "lp", "mail", "news",
@@ -84,6 +93,7 @@ class AccountRule(enum.StrEnum):
     ROOT = "uid 0"
     SYSTEM = "system account"
     SERVICE = "service account"
+    LOGIN_SHELL = "login shell"
     PASSWORD = "password"
     SUDO = "sudo"
     ADMIN_GROUP = "admin group"
@@ -119,6 +129,9 @@ class AccountFacts:
     uid_max: int
     processes: int | None  # None: not known (a --root tree has no processes)
     created_by_setup: bool  # sandbox-setup created it (ledger or journal)
+    # A setup's ledger names it as its agent (created or reused with --reuse-account):
+    # a nologin shell there is the setup's doing, or the fix the launcher asked for.
+    setup_agent: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,19 +152,31 @@ def _under(path: str, trees: tuple[str, ...]) -> str | None:
     return None
 
 
+def has_login_shell(shell: str) -> bool:
+    """Whether an account with the passwd shell field ``shell`` can log in (an empty
+    field means ``/bin/sh``)."""
+    return not shell or PurePosixPath(shell).name not in NOLOGIN_SHELLS
+
+
 def service_signs(name: str, home: str, shell: str, *, ours: bool = False) -> list[str]:
     """Why the account looks like a service's (empty: it does not). ``ours``: an agent
-    sandbox-setup created, whose nologin shell is its own doing (it logs in only
-    through sandbox-launch), not a sign."""
+    of a setup (created, or reused and recorded), whose nologin shell is the setup's
+    doing (it logs in only through sandbox-launch), not a sign."""
     signs = []
     tree = _under(home, SERVICE_HOME_TREES)
     if tree is not None or home in ("", "/"):
         signs.append(f"its home {home or '(none)'} is in {tree or '/'}, where services keep data")
-    if not ours and (shell == "" or PurePosixPath(shell).name in NOLOGIN_SHELLS):
+    if not ours and (shell == "" or not has_login_shell(shell)):
         signs.append(f"its shell {shell or '(none)'} refuses logins")
-    if name in SERVICE_NAMES:
-        signs.append(f"{name} is the name of a well-known service account")
+    signs.extend(service_name_signs(name))
     return signs
+
+
+def service_name_signs(name: str) -> list[str]:
+    """The service sign a name alone gives (empty: none)."""
+    if name in SERVICE_NAMES:
+        return [f"{name} is the name of a well-known service account"]
+    return []
 
 
 def new_agent_name_problem(name: str) -> str | None:
@@ -166,30 +191,35 @@ def new_agent_name_problem(name: str) -> str | None:
     return None
 
 
-def agent_account_problems(facts: AccountFacts, *, reuse: bool) -> list[AccountProblem]:
-    """Every rule ``facts`` breaks for an agent; the :data:`ABSOLUTE_RULES` always
-    count, the rest only without ``reuse`` (--reuse-account). An account
-    sandbox-setup created is the setup's own: neither "existing" nor its sessions'
-    processes count against it."""
-    found: list[AccountProblem] = []
+def _uid_problems(facts: AccountFacts) -> list[AccountProblem]:
+    """``uid 0`` and ``system account``: root, or a uid outside the regular users'."""
     if facts.uid == 0:
-        found.append(AccountProblem(AccountRule.ROOT, f"{facts.name} has uid 0 (it is root)"))
-    elif not facts.uid_min <= facts.uid <= facts.uid_max:
-        where = "below UID_MIN" if facts.uid < facts.uid_min else "above UID_MAX"
-        found.append(
-            AccountProblem(
-                AccountRule.SYSTEM,
-                f"{facts.name} has uid {facts.uid}, {where} ({facts.uid_min}-{facts.uid_max} "
-                "are the regular users'): a system account",
-            )
+        return [AccountProblem(AccountRule.ROOT, f"{facts.name} has uid 0 (it is root)")]
+    if facts.uid_min <= facts.uid <= facts.uid_max:
+        return []
+    where = "below UID_MIN" if facts.uid < facts.uid_min else "above UID_MAX"
+    if facts.uid == OVERFLOW_UID:
+        where += ", the kernel's overflow uid (nobody's, every unmapped uid's)"
+    return [
+        AccountProblem(
+            AccountRule.SYSTEM,
+            f"{facts.name} has uid {facts.uid}, {where} ({facts.uid_min}-{facts.uid_max} "
+            "are the regular users'): a system account",
         )
-    signs = service_signs(facts.name, facts.home, facts.shell, ours=facts.created_by_setup)
-    if signs:
-        found.append(
-            AccountProblem(
-                AccountRule.SERVICE, f"{facts.name} is a service account: " + "; ".join(signs)
-            )
-        )
+    ]
+
+
+def _service_problem(name: str, signs: list[str]) -> list[AccountProblem]:
+    if not signs:
+        return []
+    text = f"{name} is a service account: " + "; ".join(signs)
+    return [AccountProblem(AccountRule.SERVICE, text)]
+
+
+def _way_in_problems(facts: AccountFacts) -> list[AccountProblem]:
+    """``password``, ``sudo`` and ``admin group``: someone logs in as the account, or
+    the account reaches root."""
+    found: list[AccountProblem] = []
     if facts.password in (PasswordState.EMPTY, PasswordState.USABLE):
         what = "an EMPTY" if facts.password is PasswordState.EMPTY else "a usable"
         found.append(AccountProblem(AccountRule.PASSWORD, f"{facts.name} has {what} password"))
@@ -211,6 +241,19 @@ def agent_account_problems(facts: AccountFacts, *, reuse: bool) -> list[AccountP
                 group=group,
             )
         )
+    return found
+
+
+def agent_account_problems(facts: AccountFacts, *, reuse: bool) -> list[AccountProblem]:
+    """Every rule ``facts`` breaks for an agent; the :data:`ABSOLUTE_RULES` always
+    count, the rest only without ``reuse`` (--reuse-account). An account
+    sandbox-setup created is the setup's own: neither "existing" nor its sessions'
+    processes count against it."""
+    ours = facts.created_by_setup or facts.setup_agent
+    found = _uid_problems(facts)
+    signs = service_signs(facts.name, facts.home, facts.shell, ours=ours)
+    found += _service_problem(facts.name, signs)
+    found += _way_in_problems(facts)
     if not facts.created_by_setup and not reuse:
         if facts.processes:
             found.append(
@@ -226,6 +269,54 @@ def agent_account_problems(facts: AccountFacts, *, reuse: bool) -> list[AccountP
                 f"{facts.name} already exists and sandbox-setup did not create it",
             )
         )
+    return found
+
+
+# --- The launch-time subset (sandbox-launch, as root, before it switches) ----------
+
+# What sandbox-launch refuses in the account launcher.toml names, every launch: the
+# account may have changed since the apply judged it, or launcher.toml may name one
+# no apply judged (a hand edit). The subset, and why not the rest:
+# - uid 0, system account (uid outside UID_MIN..UID_MAX, nobody's overflow uid among
+#   them): the agent would share a uid with root, a daemon or every unmapped file;
+# - service account by its name only: a daemon's name is trusted by that daemon.
+#   Not its home (the launch uses launcher.toml's [agent] home, not passwd's; the
+#   plan and the audit judge passwd's), and not a nologin shell: the agent every
+#   setup makes HAS /usr/sbin/nologin (DESIGN.md invariant 14);
+# - login shell: an account someone can log in as (su, a console, an sshd that lets
+#   it in) starts processes outside any session (invariant 14). An agent made before
+#   agents got nologin gets it from a re-apply; a reused account from its owner;
+# - password, sudo, admin group: someone logs in with it, or it reaches root;
+# - not "running processes" (its own sessions are) nor "existing account" (the
+#   launcher has no ledger to ask, and the apply already decided).
+LAUNCH_RULES = frozenset(
+    {
+        AccountRule.ROOT,
+        AccountRule.SYSTEM,
+        AccountRule.SERVICE,
+        AccountRule.LOGIN_SHELL,
+        AccountRule.PASSWORD,
+        AccountRule.SUDO,
+        AccountRule.ADMIN_GROUP,
+    }
+)
+
+
+def launch_agent_problems(facts: AccountFacts) -> list[AccountProblem]:
+    """Every :data:`LAUNCH_RULES` rule ``facts`` breaks: the account sandbox-launch is
+    about to switch to. ``home``, ``processes`` and ``created_by_setup`` are not
+    judged here."""
+    found = _uid_problems(facts)
+    found += _service_problem(facts.name, service_name_signs(facts.name))
+    if has_login_shell(facts.shell):
+        found.append(
+            AccountProblem(
+                AccountRule.LOGIN_SHELL,
+                f"{facts.name} has the login shell {facts.shell or '/bin/sh (empty field)'}: "
+                "someone can log in as it outside any session",
+            )
+        )
+    found += _way_in_problems(facts)
     return found
 
 

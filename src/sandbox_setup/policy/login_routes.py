@@ -40,7 +40,7 @@ import re
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
-from sandbox_setup.policy.accounts import NOLOGIN_SHELLS
+from sandbox_setup.policy.accounts import has_login_shell as has_login_shell
 
 SSHD_CONFIG = PurePosixPath("/etc/ssh/sshd_config")
 # systemd-logind's lingering users: a file named after the user (``loginctl enable-linger``).
@@ -80,12 +80,6 @@ DenyUsers {agent}
 """
 
 _INCLUDE = re.compile(r"^\s*include\s+(.+?)\s*$", re.IGNORECASE | re.MULTILINE)
-
-
-def has_login_shell(shell: str) -> bool:
-    """Whether an account with the passwd shell field ``shell`` can log in (an empty
-    field means ``/bin/sh``)."""
-    return not shell or PurePosixPath(shell).name not in NOLOGIN_SHELLS
 
 
 def sshd_dropin(agent: str) -> PurePosixPath:
