@@ -217,7 +217,7 @@ def test_undo_gives_the_shell_back_with_usermod_when_the_accounts_changed_since(
 
 def test_an_account_the_setup_did_not_create_keeps_its_shell(root: Path) -> None:
     """A reused account's shell is its owner's: the apply leaves it (no step in the
-    plan), and the audit does not judge it either."""
+    plan); the audit names it, since sandbox-launch refuses it, with the owner's fix."""
     (root / "home").mkdir(exist_ok=True)
     subprocess.run(
         ["useradd", "--prefix", str(root), "--create-home", "--user-group",
@@ -235,7 +235,11 @@ def test_an_account_the_setup_did_not_create_keeps_its_shell(root: Path) -> None
     assert "set the shell" not in done.stdout
     assert _passwd_line(root).endswith(":/bin/bash")
     assert f"{AGENT}:" in before.decode()
-    assert login_ids(root) == []
+    audit = run_cli("--audit", "--json", "--root", str(root))
+    shell = [f for f in json.loads(audit.stdout)["findings"] if f["id"] == "audit.login.shell"]
+    assert len(shell) == 1 and "sandbox-launch refuses it" in shell[0]["summary"], shell
+    assert shell[0]["remedy"].startswith(f"usermod --prefix {root} --shell /usr/sbin/nologin")
+    assert "sandbox-setup" not in shell[0]["remedy"], "a re-apply leaves a reused shell"
 
 
 def test_a_reused_account_its_owner_gave_nologin_stays_the_setups_agent(root: Path) -> None:

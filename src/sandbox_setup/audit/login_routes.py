@@ -90,20 +90,25 @@ def _shell_findings(layout: Layout, config: LauncherConfig, reapply: str) -> lis
     if str(config.mode) not in ("sandbox", "user") or layout.operator.uid != 0:
         return []
     agent = lookup_user(config.agent_user, layout.root)
-    if agent is None or agent.name not in created_accounts(layout):
-        return []  # a reused account's shell is its owner's (the plan said so)
-    if not has_login_shell(agent.shell):
+    if agent is None or not has_login_shell(agent.shell):
         return []
     prefix = "" if layout.live else f" --prefix {pasted_word(str(layout.root))}"
+    usermod = f"usermod{prefix} --shell {AGENT_SHELL} {pasted_word(agent.name)}"
+    # A reused account's shell is its owner's: the re-apply leaves it, so the
+    # remedy is the owner's usermod alone; either way sandbox-launch refuses the
+    # agent until then (policy.accounts.launch_agent_problems).
+    created = agent.name in created_accounts(layout)
     return [
         AuditFinding(
             id="audit.login.shell",
             severity=Severity.MEDIUM,
-            summary=f"the agent {agent.name} has the login shell {agent.shell or '(none)'}",
+            summary=f"the agent {agent.name} has the login shell {agent.shell or '(none)'}: "
+            "sandbox-launch refuses it",
             detail=_WHY
             + " sandbox-launch gives Claude bash itself; the account needs no shell of its own.",
-            remedy=f"{reapply} (it sets the shell {AGENT_SHELL}; or: usermod{prefix} --shell "
-            f"{AGENT_SHELL} {agent.name})",
+            remedy=f"{reapply} (it sets the shell {AGENT_SHELL}; or: {usermod})"
+            if created
+            else f"{usermod}   (a reused account: its owner changes its shell)",
         )
     ]
 
