@@ -66,7 +66,10 @@ def bash_command(ca: Path) -> str:
     return (
         f"echo {MARK} runtime=$SANDBOX_RUNTIME net=$(readlink /proc/self/ns/net); "
         f"echo allowed=$({c} https://allowed.test/hello.txt 2>&1); "
-        f"echo denied=$({c} -w '%{{http_code}}' http://denied.test/hello.txt 2>&1)"
+        f"echo denied=$({c} -w '%{{http_code}}' http://denied.test/hello.txt 2>&1); "
+        # The bridge's SOCKS port (what ALL_PROXY and git's ssh use in Claude's sandbox).
+        f"echo socks=$({c} -x socks5h://localhost:1080 https://allowed.test/hello.txt 2>&1); "
+        "echo all_proxy=$ALL_PROXY"
     )
 
 
@@ -104,6 +107,7 @@ def test_claudes_bash_sandbox_reaches_an_allowed_domain_under_landlock(
     assert report["net"] != os.readlink("/proc/self/ns/net"), text
     assert report["allowed"] == WORLD_GREETING.strip(), text
     assert report["denied"].endswith("403"), text
+    assert report["socks"] == WORLD_GREETING.strip(), text
     log = agent.tree.base / "state" / "sandbox-setup" / "egress.log"
     entries = [json.loads(line) for line in log.read_text().splitlines()]
     decided = {(e["host"], e["allowed"]) for e in entries if e.get("event") == "decision"}
