@@ -46,10 +46,11 @@ DEVICES = (
     "/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty",
     "/dev/ptmx", "/dev/pts",
 )  # fmt: skip
-# Claude Code's Bash sandbox (sandbox-runtime; 2.1.197 and 2.1.332 read) runs each command
-# in a network namespace of its own and bridges it to the proxy with socat listening
-# there on these fixed ports, HTTP and SOCKS (``TCP-LISTEN:3128`` and ``:1080``), which
-# the command's HTTP(S)_PROXY / ALL_PROXY name (docs/claude-code-behaviour.md).
+# Claude Code's Bash sandbox (sandbox-runtime; measured with 2.1.197 and 2.1.332) runs
+# each command in a network namespace of its own and bridges it to the proxy with socat
+# listening there on these fixed ports: HTTP (``TCP-LISTEN:3128``: the command's
+# HTTP(S)_PROXY and ALL_PROXY) and SOCKS (``:1080``: FTP_PROXY, RSYNC_PROXY);
+# docs/claude-code-behaviour.md.
 CLAUDE_BRIDGE_PORTS = (3128, 1080)
 
 
@@ -66,12 +67,13 @@ def bridge_ports(namespace: bool, inner_sandbox_on: bool) -> tuple[int, ...]:
     process of the session can bind is in the session's namespace or one made inside it
     (loopback only, no route out), so a listener there serves the session's own
     processes and nothing outside it; and what a connect to these ports reaches is
-    walled by the namespace (in the session's: only the listeners the launcher made
-    there, the proxy and the exposed ports; in Claude's: the bridge). Without a
-    namespace of its own (Landlock's ports the only wall) a bind would listen on the
-    host's network, and a connect reach any of the host's services on these ports: no
-    bridge ports then, and Claude's Bash sandbox has no network there (the plan says so).
-    """
+    walled by the namespace (in the session's: the listeners the launcher made there,
+    the proxy and the exposed ports, and the session's own; in Claude's: the bridge).
+    Without a namespace of its own (Landlock's ports the only wall) a bind would listen
+    on the host's network, and a connect reach any of the host's services on these
+    ports: no bridge ports then, and Claude's Bash sandbox has no network there (the
+    plan says "no TCP bind"). The launch's gate refuses a bind rule without a namespace
+    (:class:`sandbox_setup.launcher.landlock_gate.LandlockGate`)."""
     return CLAUDE_BRIDGE_PORTS if namespace and inner_sandbox_on else ()
 
 
