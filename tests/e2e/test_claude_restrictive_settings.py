@@ -265,8 +265,9 @@ def _decided_hosts(entries: list[dict[str, Any]]) -> set[str]:
 def test_user_mode_leaves_managed_domains_only_off_because_claude_could_not_listen(
     agent: AgentTree, claude_under_test: ClaudeRelease
 ) -> None:
-    """What user mode writes runs the Bash command. The same file with
-    ``allowManagedDomainsOnly`` (and the operator's domain in the managed allowlist, as
+    """What user mode writes runs the Bash command, its network through the session's
+    proxy (Claude's sandbox bridge may listen: policy.landlock.bridge_ports). The same
+    file with ``allowManagedDomainsOnly`` (and the operator's domain in the managed allowlist, as
     sandbox mode writes it): 2.1.332 fails every Bash command ("Sandbox is required but
     failed to initialize: listen EACCES"), 2.1.197 runs it. The twin with ``[user]
     landlock = false`` shows the cause is Landlock's bind rule: there 2.1.332's own proxy
