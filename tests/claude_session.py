@@ -274,10 +274,12 @@ class AgentTree:
         limits: Limits = LIMITS,
         loopback_ports: Sequence[int] = (),
         landlock: bool = True,
+        allowed_domains: Sequence[str] = (),
     ) -> Path:
         """``loopback_ports``: in user mode, the host loopback ports Landlock lets the
         agent connect to besides the session's proxy (the fake API's); ``landlock``
-        False writes ``[user] landlock = false``."""
+        False writes ``[user] landlock = false``; ``allowed_domains``: what the
+        session's proxy allows beyond Claude's endpoints."""
         config = LauncherConfig(
             mode=Mode(mode),
             claude=PurePosixPath(claude_binary()),
@@ -289,6 +291,7 @@ class AgentTree:
             env_pass=passed_names(env_pass),
             limits=limits,
             loopback_ports=tuple(loopback_ports),
+            allowed_domains=tuple(allowed_domains),
         )
         path = self.tree.config_dir / f"{mode}-{inner}.toml"
         text = render_launcher_config(config)
@@ -373,26 +376,42 @@ def launch_session(
     landlock: bool = True,
     api_in_settings: bool = True,
     while_running: Callable[[AgentWatch], None] | None = None,
+    allowed_domains: Sequence[str] = (),
+    seams: Sequence[str] = (),
+    netns: str | None = None,
 ) -> SessionRun:
     """``sandbox-launch`` as root for one scripted turn, with ``caller_env`` exported
     (the launcher passes only what ``env_pass`` and its defaults name) and ``settings``
     as the managed settings (default: what an apply writes for ``inner``).
     ``while_running``: called in a thread of its own with the host's watch once the
-    launch has started (e.g. to tell a waiting command the host has seen it)."""
+    launch has started (e.g. to tell a waiting command the host has seen it).
+    ``seams``: ``--seam-...`` options (the installed copy's ``launch_with_seams.py``
+    runs then); ``netns``: the ``ip netns`` namespace the launch runs in (a test's
+    world, :func:`tests.integration.egress_world.make_world`)."""
     # User mode: Landlock lets the agent connect only to the session's proxy and the
     # exposed loopback ports; the fake API (given through --settings, which the
     # launcher does not read) is one.
     api_port = urllib.parse.urlsplit(api.base_url).port
     ports = (api_port,) if mode == "user" and api_port else ()
-    config = at.config(mode, inner, env_pass, loopback_ports=ports, landlock=landlock)
-    python = str(installed_copy().python)
-    launcher = [python, "-m", "sandbox_setup.launcher", "--config", str(config), "--"]
+    config = at.config(
+        mode, inner, env_pass, loopback_ports=ports, landlock=landlock,
+        allowed_domains=allowed_domains,
+    )  # fmt: skip
+    copy = installed_copy()
+    entry = (
+        [str(copy.seams / "launch_with_seams.py"), *seams]
+        if seams
+        else ["-m", "sandbox_setup.launcher"]
+    )
+    launcher = [str(copy.python), *entry, "--config", str(config), "--"]
     launcher += claude_args(api.base_url, at.debug_log, extra_args, print_mode, api_in_settings)
     argv = ["/bin/sh", "-c", 'mount -t tmpfs -o mode=1777 tmpfs /tmp && exec "$@"', "sh"]
     argv = with_managed_settings(
         [*argv, *launcher], written_settings(inner, mode) if settings is None else settings,
         at.tree.base,
     )  # fmt: skip
+    if netns is not None:
+        argv = ["ip", "netns", "exec", netns, *argv]
     env = launcher_env(caller_env)
     env.pop("PYTHONPATH", None)  # the copy, never the checkout
     env["XDG_STATE_HOME"] = str(at.tree.base / "state")  # never root's state directory

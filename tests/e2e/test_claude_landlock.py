@@ -4,7 +4,8 @@ its commands, inside the session's Landlock domain (network and scope rules; iss
 The scripted Bash command reports where it ran (:mod:`tests.bash_evidence`: Claude's
 bwrap, its seccomp filter, namespaces of its own) and then tries to bind a TCP port on
 its own loopback. Claude's sandbox allows that (its network namespace is its own); the
-session's Landlock domain, which no namespace leaves, refuses it (no TCP bind at all).
+session's Landlock domain, which no namespace leaves, refuses it (no TCP bind but on
+the two ports of Claude's sandbox bridge, :func:`sandbox_setup.policy.landlock.bridge_ports`).
 The twin, ``[user] landlock = false``, binds: the refusal is Landlock's. The twin still
 runs in the session's own network namespace where root can make one (Landlock off is
 not the namespace off), and Claude completes its turn through it.

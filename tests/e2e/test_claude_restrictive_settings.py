@@ -240,16 +240,18 @@ def _user_turn(
     agent: AgentTree, managed: dict[str, Any], command: str, landlock_on: bool = True
 ) -> tuple[str, list[dict[str, Any]]]:
     """One user-mode turn (inner sandbox strong) with ``managed`` as the managed
-    settings: the Bash command's result and the session proxy's decision log."""
+    settings: the Bash command's result and what this turn added to the session
+    proxy's decision log (the tree's log holds every turn's)."""
+    log = agent.tree.base / "state" / "sandbox-setup" / "egress.log"
+    before = len(log.read_text().splitlines()) if log.exists() else 0
     with FakeMessagesAPI([BashStep(command), TextStep(FINAL)]) as api:
         session = launch_session(
             agent, api, mode="user", inner="strong", settings=managed, landlock=landlock_on
         )
     assert session.run.returncode == 0, session.run
     api.assert_conversation_done()
-    log = agent.tree.base / "state" / "sandbox-setup" / "egress.log"
-    entries = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
-    return api.tool_result(0).text, entries
+    lines = log.read_text().splitlines()[before:] if log.exists() else []
+    return api.tool_result(0).text, [json.loads(line) for line in lines]
 
 
 def _decided_hosts(entries: list[dict[str, Any]]) -> set[str]:
@@ -263,8 +265,9 @@ def _decided_hosts(entries: list[dict[str, Any]]) -> set[str]:
 def test_user_mode_leaves_managed_domains_only_off_because_claude_could_not_listen(
     agent: AgentTree, claude_under_test: ClaudeRelease
 ) -> None:
-    """What user mode writes runs the Bash command. The same file with
-    ``allowManagedDomainsOnly`` (and the operator's domain in the managed allowlist, as
+    """What user mode writes runs the Bash command, its network through the session's
+    proxy (Claude's sandbox bridge may listen: policy.landlock.bridge_ports). The same
+    file with ``allowManagedDomainsOnly`` (and the operator's domain in the managed allowlist, as
     sandbox mode writes it): 2.1.332 fails every Bash command ("Sandbox is required but
     failed to initialize: listen EACCES"), 2.1.197 runs it. The twin with ``[user]
     landlock = false`` shows the cause is Landlock's bind rule: there 2.1.332's own proxy
@@ -277,8 +280,11 @@ def test_user_mode_leaves_managed_domains_only_off_because_claude_could_not_list
     )
     written = written_settings("strong", mode="user")
     assert written["sandbox"]["network"].get("allowManagedDomainsOnly") is not True, written
-    text, _ = _user_turn(agent, written, command)
+    text, entries = _user_turn(agent, written, command)
     assert marker in text, text
+    # Its Bash sandbox's bridge listens (policy.landlock.bridge_ports): the session's
+    # proxy decides (403: no domain is allowed here) and logs it.
+    assert "example.com=403" in text and "example.com" in _decided_hosts(entries), text
 
     managed_only = written_settings("strong", mode="sandbox")
     network = managed_only["sandbox"]["network"]

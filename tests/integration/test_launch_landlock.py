@@ -501,3 +501,48 @@ def test_dry_run_says_the_lists_and_where_they_change_nothing(tree: LaunchTree) 
     result = run_launcher(bad, dry_run=True)
     assert result.returncode == 3, result.stdout
     assert "sandbox.allowed_domains" in result.stderr
+
+
+# --- Claude's Bash sandbox's bridge ports: bind only in the session's own namespace ----
+
+BINDS = r"""#!/usr/bin/python3
+import errno, json, os, socket
+def bind(port):
+    try:
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", port))
+    except OSError as exc:
+        return errno.errorcode.get(exc.errno, str(exc.errno))
+    return "ok"
+print(json.dumps({"net": os.readlink("/proc/self/ns/net"), "bridge": bind(1080),
+                  "any": bind(0)}))
+"""
+
+
+@needs_net
+def test_the_bridge_port_binds_only_in_the_sessions_own_namespace(tree: LaunchTree) -> None:
+    """Claude's Bash sandbox listens on 3128 and 1080 inside its own network namespace
+    (policy.landlock.bridge_ports). Where the session has a namespace of its own, the
+    domain lets 1080 be bound (there, not on the host) and nothing else; with Landlock's
+    ports the only wall (--seam-no-netns) a bind of 1080 would be on the host's
+    network: refused, as every bind. --dry-run says which."""
+    claude = tree.write_script(BINDS, name="claude-binds")
+    config = tree.write_config(claude, mode="user", name="binds.toml")
+    host_net = os.readlink("/proc/self/ns/net")
+    alone = run_launcher(config, seams=["--seam-no-netns"])
+    assert alone.returncode == 0, alone.stderr
+    report = last_json(alone.stdout)
+    assert report["net"] == host_net, report
+    assert report == {"net": host_net, "bridge": "EACCES", "any": "EACCES"}, report
+    dry = run_launcher(config, dry_run=True, seams=["--seam-no-netns"])
+    assert "no TCP bind" in dry.stdout and "--bind" not in dry.stdout, dry.stdout
+    if not namespace_possible().possible:
+        return
+    own = run_launcher(config)
+    assert own.returncode == 0, own.stderr
+    report = last_json(own.stdout)
+    assert report["net"] != host_net, report
+    assert (report["bridge"], report["any"]) == ("ok", "EACCES"), report
+    dry = run_launcher(config, dry_run=True)
+    assert "TCP bind and connect also on 3128 and 1080 only" in dry.stdout, dry.stdout
+    assert "--bind\n1080" in dry.stdout or "--bind 1080" in dry.stdout, dry.stdout

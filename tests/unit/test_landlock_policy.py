@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -17,7 +18,7 @@ from sandbox_setup.base.netwall import (
 )
 from sandbox_setup.launcher.command import with_proxy_settings
 from sandbox_setup.launcher.landlock_exec import _parse
-from sandbox_setup.policy.landlock import claude_install_dirs, user_trees, user_walls
+from sandbox_setup.policy.landlock import bridge_ports, claude_install_dirs, user_trees, user_walls
 
 BASE = """schema = 1
 mode = "user"
@@ -190,3 +191,71 @@ def test_landlock_false_keeps_the_namespace() -> None:
         return
     assert plan is not None and not plan.walls.any
     assert plan.netns and plan.proxy and plan.wall is UserNetworkWall.NAMESPACE
+
+
+@pytest.mark.parametrize(
+    ("namespace", "inner_on", "ports"),
+    [
+        (True, True, (3128, 1080)),  # Claude's bridge listens in its own namespace
+        (False, True, ()),  # Landlock's ports the only wall: a bind is on the host
+        (True, False, ()),  # no inner sandbox: no bridge, nothing to bind
+        (False, False, ()),
+    ],
+)
+def test_the_bridge_ports_only_with_a_namespace_and_the_inner_sandbox(
+    namespace: bool, inner_on: bool, ports: tuple[int, ...]
+) -> None:
+    assert bridge_ports(namespace, inner_on) == ports
+
+
+def test_the_plan_lines_say_which_ports_may_be_bound() -> None:
+    walls = user_walls(7, True, True)
+    own = "\n".join(walls.describe(True, namespace=True))
+    assert "TCP bind and connect also on 3128 and 1080 only" in own and "no TCP bind" not in own
+    for namespace in (False, None):  # no namespace, or not known: the fallback binds nothing
+        said = "\n".join(walls.describe(True, namespace=namespace))
+        assert "no TCP bind" in said and "3128 and 1080" not in said, said
+    off = "\n".join(user_walls(7, True, False).describe(False, namespace=True))
+    assert "no TCP bind" in off and "3128 and 1080" not in off
+
+
+def test_the_helper_parses_bind_ports() -> None:
+    *_, rules, _command = _parse(
+        ["--status-fd", "5", "--gate-fd", "6", "--network", "--connect", "3128",
+         "--bind", "3128", "--bind", "1080", "--", "/bin/claude"]
+    )  # fmt: skip
+    assert rules.bind_tcp == (3128, 1080) and rules.connect_tcp == (3128,)
+
+
+@pytest.mark.parametrize(
+    ("netns", "inner", "bind"),
+    [(True, "strong", ("3128", "1080")), (False, "strong", ()), (True, "off", ())],
+)
+def test_the_launchers_plan_binds_the_bridge_only_in_a_namespace(
+    monkeypatch: pytest.MonkeyPatch, netns: bool, inner: str, bind: tuple[str, ...]
+) -> None:
+    from pathlib import Path, PurePosixPath
+
+    from sandbox_setup.launcher import main
+    from sandbox_setup.launcher.command import Agent
+    from sandbox_setup.launcher.egress.netns import NamespaceVerdict
+    from sandbox_setup.launcher.landlock_gate import helper_argv
+
+    # What root may do here is the launch's live probe; the rule is what is tested.
+    monkeypatch.setattr(main, "namespace_possible", lambda: NamespaceVerdict(netns, "test"))
+    config = parse_launcher_config(BASE + f'[sandbox]\ninner_sandbox = "{inner}"\n')
+    agent = Agent("claude-agent", 1001, 1001, PurePosixPath("/home/claude-agent"))
+    plan = main.landlock_plan(config, agent, Path("/usr/bin/true"), 7, frozenset({0}), "/usr/bin")
+    assert plan is not None and plan.walls.network
+    assert plan.bind == bind and set(bind) <= set(plan.connect)
+    argv = helper_argv(plan)
+    assert [argv[i + 1] for i, a in enumerate(argv) if a == "--bind"] == list(bind)
+
+
+def test_the_gate_refuses_a_bind_without_a_namespace(tmp_path: Path) -> None:
+    from sandbox_setup.base.errors import RefusedError
+    from sandbox_setup.launcher.landlock_gate import LandlockGate, LandlockPlan
+
+    plan = LandlockPlan(user_walls(7, True, True), connect=("3128",), bind=("3128",))
+    with pytest.raises(RefusedError, match="without a network namespace"):
+        LandlockGate(plan, tmp_path, netns=None)

@@ -154,8 +154,10 @@ def managed_domains_only(mode: Mode) -> bool:
     passes through ``--settings`` (the session proxy's port is known only at launch: an
     ephemeral host port where the session has no network namespace of its own), so it
     starts a filtering proxy of its own on 127.0.0.1. The session's Landlock domain
-    (ABI >= 4, on by default) allows no TCP bind, so its sandbox fails to initialize
-    ("listen EACCES") and every Bash command of the session fails. 2.1.197 keeps the
+    (ABI >= 4, on by default) allows no TCP bind for it (only the two fixed ports of
+    its Bash sandbox's bridge, :func:`sandbox_setup.policy.landlock.bridge_ports`), so
+    its sandbox fails to initialize ("listen EACCES") and every Bash command of the
+    session fails. 2.1.197 keeps the
     ``--settings`` ports and is unaffected. With ``[user] landlock = false`` it would
     work (Claude's proxy denies what is outside the managed allowlist and hands the
     rest to the session's proxy), but that is not the default, and the managed file is

@@ -6,7 +6,7 @@ Run as the agent, between the session's reaper and Claude, as one script: the te
 sandbox_setup.launcher.landlock_exec`` runs the same::
 
     python3 -I -S -c HELPER --status-fd N --gate-fd M [--files --read P... --write P...]
-        [--network --connect PORT...] [--scope] -- claude ARGS
+        [--network --connect PORT... --bind PORT...] [--scope] -- claude ARGS
 
 1. applies the ruleset (:func:`sandbox_setup.base.landlock.restrict_self`) and writes
    ``applied abi=A files=F network=N scope=S`` on the status fd (``error ...`` and exit
@@ -43,6 +43,7 @@ def _parse(argv: Sequence[str]) -> tuple[int, int, Rules, list[str]]:
     read: list[str] = []
     write: list[str] = []
     connect: list[int] = []
+    bind: list[int] = []
     flags = {"--files": False, "--network": False, "--scope": False}
     i = 0
     while i < len(options):
@@ -62,6 +63,8 @@ def _parse(argv: Sequence[str]) -> tuple[int, int, Rules, list[str]]:
             write.append(value)
         elif option == "--connect":
             connect.append(int(value))
+        elif option == "--bind":
+            bind.append(int(value))
         else:
             raise ValueError(f"unknown option {option}")
         i += 2
@@ -73,6 +76,7 @@ def _parse(argv: Sequence[str]) -> tuple[int, int, Rules, list[str]]:
         write=tuple(write),
         network=flags["--network"],
         connect_tcp=tuple(connect),
+        bind_tcp=tuple(bind),
         scope=flags["--scope"],
     )
     return status, gate, rules, command

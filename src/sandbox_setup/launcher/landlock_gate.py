@@ -58,6 +58,8 @@ class LandlockPlan:
     read: tuple[str, ...] = ()
     write: tuple[str, ...] = ()
     connect: tuple[str, ...] = ()  # ports; PROXY_PORT stands for the session proxy's
+    # ports that may be bound (policy.landlock.bridge_ports: only in a namespace of its own)
+    bind: tuple[str, ...] = ()
     proxy: bool = False  # a user-mode egress proxy runs for the session
     python: str = "/usr/bin/python3"  # the trusted interpreter that runs the helper
     base_url_port: int | None = None  # a passed loopback ANTHROPIC_BASE_URL's (not shown)
@@ -100,6 +102,8 @@ def helper_argv(plan: LandlockPlan) -> list[str]:
         argv.append("--network")
         for port in plan.connect:
             argv += ["--connect", port]
+        for port in plan.bind:
+            argv += ["--bind", port]
     if plan.walls.scope:
         argv.append("--scope")
     return [*argv, "--"]
@@ -156,6 +160,11 @@ class LandlockGate:
     """One session's verification (see the module docstring)."""
 
     def __init__(self, plan: LandlockPlan, canary_dir: Path, netns: int | None = None) -> None:
+        if plan.bind and netns is None:
+            # A bind rule is safe only inside the session's own namespace
+            # (policy.landlock.bridge_ports): never on the host's network.
+            raise RefusedError("Landlock: TCP bind planned for a session without a network "
+                               "namespace of its own")  # fmt: skip
         self.plan = plan
         self.status_r, self.status_w = os.pipe()
         self.gate_r, self.gate_w = os.pipe()

@@ -86,7 +86,7 @@ from sandbox_setup.policy.git_review import (
     review_git_env,
     review_safe_directories,
 )
-from sandbox_setup.policy.landlock import user_trees, user_walls
+from sandbox_setup.policy.landlock import bridge_ports, user_trees, user_walls
 from sandbox_setup.policy.limits import over_maximum
 from sandbox_setup.policy.names import user_name_problem
 from sandbox_setup.policy.network import USER_MODE_BELOW_NETWORK_ABI
@@ -424,7 +424,8 @@ def landlock_plan(
 ) -> LandlockPlan | None:
     """User mode's Landlock here (``abi``: what the kernel offers the launcher, which the
     agent's helper then applies and reports); None when off or not available."""
-    walls = user_walls(abi, config.user_landlock, config.inner_sandbox != InnerSandbox.OFF)
+    inner_on = config.inner_sandbox != InnerSandbox.OFF
+    walls = user_walls(abi, config.user_landlock, inner_on)
     # Where root may make a network namespace, the session gets one whatever Landlock
     # gives (its proxy inside, the exposed ports forwarded in): an address wall, and
     # Landlock's ports the second one where ABI >= 4. Tried live here, so --dry-run
@@ -439,12 +440,15 @@ def landlock_plan(
         os.path.realpath(claude),
         readable=[str(p) for p in config.user_readable],
     )
-    connect = (PROXY_PORT, *map(str, dict.fromkeys(config.loopback_ports)))
+    # Claude's Bash sandbox's bridge listens inside its own network namespace: allowed
+    # only where the session has one of its own (the policy says why that is safe).
+    bridge = tuple(map(str, bridge_ports(netns.possible, inner_on))) if walls.network else ()
+    connect = tuple(dict.fromkeys((PROXY_PORT, *map(str, config.loopback_ports), *bridge)))
     # The system's python3 (trusted like every tool): the agent can run it, where the
     # launcher's own interpreter may sit in root's home.
     python = str(find_trusted_tool("python3", owners, path_env))
     proxy = walls.network or netns.possible  # the allowlist's proxy: either wall has one
-    return LandlockPlan(walls, read, write, connect, proxy=proxy, python=python,
+    return LandlockPlan(walls, read, write, connect, bind=bridge, proxy=proxy, python=python,
                         netns=netns.possible, netns_why=netns.why)  # fmt: skip
 
 

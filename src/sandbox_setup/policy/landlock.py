@@ -7,7 +7,9 @@ Hence:
 
 * **network** (ABI >= 4): TCP connect only to the session's egress proxy (and the
   loopback ports the operator exposed, and a loopback ``ANTHROPIC_BASE_URL`` that was
-  passed); bind nothing. Everywhere it exists: it does not hinder bwrap.
+  passed); bind nothing. Everywhere it exists: it does not hinder bwrap. One exception
+  (:func:`bridge_ports`): in the session's own network namespace with Claude's inner
+  sandbox on, bind and connect also on the two ports of that sandbox's bridge.
 * **scope** (ABI >= 6): abstract unix sockets and signals stay inside the domain.
   Everywhere it exists.
 * **files** (ABI >= 1): only where Claude's inner sandbox is off (``inner_sandbox =
@@ -44,6 +46,35 @@ DEVICES = (
     "/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty",
     "/dev/ptmx", "/dev/pts",
 )  # fmt: skip
+# Claude Code's Bash sandbox (sandbox-runtime; measured with 2.1.197 and 2.1.332) runs
+# each command in a network namespace of its own and bridges it to the proxy with socat
+# listening there on these fixed ports: HTTP (``TCP-LISTEN:3128``: the command's
+# HTTP(S)_PROXY and ALL_PROXY) and SOCKS (``:1080``: FTP_PROXY, RSYNC_PROXY);
+# docs/claude-code-behaviour.md.
+CLAUDE_BRIDGE_PORTS = (3128, 1080)
+
+
+def bridge_ports(namespace: bool, inner_sandbox_on: bool) -> tuple[int, ...]:
+    """The TCP ports a user-mode session's Landlock domain lets its processes bind and
+    connect to besides its proxy's and the exposed ones: Claude's Bash sandbox's bridge
+    (:data:`CLAUDE_BRIDGE_PORTS`), only where the session runs in a network namespace of
+    its own (``namespace``) and Claude's inner sandbox is on; else none.
+
+    Landlock's TCP rules know ports, not addresses or namespaces, and a domain's rules
+    hold in every namespace its processes enter: without these, the bridge's listener in
+    Claude's inner namespace is refused (EACCES) and a sandboxed command has no network
+    at all, the allowlist included. Why that is safe with a namespace: every address a
+    process of the session can bind is in the session's namespace or one made inside it
+    (loopback only, no route out), so a listener there serves the session's own
+    processes and nothing outside it; and what a connect to these ports reaches is
+    walled by the namespace (in the session's: the listeners the launcher made there,
+    the proxy and the exposed ports, and the session's own; in Claude's: the bridge).
+    Without a namespace of its own (Landlock's ports the only wall) a bind would listen
+    on the host's network, and a connect reach any of the host's services on these
+    ports: no bridge ports then, and Claude's Bash sandbox has no network there (the
+    plan says "no TCP bind"). The launch's gate refuses a bind rule without a namespace
+    (:class:`sandbox_setup.launcher.landlock_gate.LandlockGate`)."""
+    return CLAUDE_BRIDGE_PORTS if namespace and inner_sandbox_on else ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,10 +96,19 @@ class Walls:
         """The plan's and ``--dry-run``'s lines: which wall confines what here.
         ``namespace``: root may give the session a network namespace of its own here
         (None: not known, e.g. not probed); ``landlock_on``: ``[user] landlock``."""
+        bridge = bridge_ports(bool(namespace), inner_sandbox_on)
         ports = (
             f"Landlock ABI {self.abi}: TCP connect only to the ports of the "
             "session's egress proxy (the allowlist) and of the exposed loopback ports; "
-            "no TCP bind"
+            + (
+                "TCP bind and connect also on "
+                + " and ".join(map(str, bridge))
+                + " only, for the bridge Claude Code's Bash sandbox listens on inside "
+                "its own network namespace (a listener in the session's namespace "
+                "serves only the session)"
+                if bridge
+                else "no TCP bind"
+            )
         )
         network = "network: " + describe_user_wall(self.abi, landlock_on, namespace, ports)
         if not landlock_on:
@@ -147,4 +187,11 @@ def user_trees(
     return tuple(dict.fromkeys(read)), tuple(dict.fromkeys(write))
 
 
-__all__ = ["Walls", "claude_install_dirs", "user_trees", "user_walls"]
+__all__ = [
+    "CLAUDE_BRIDGE_PORTS",
+    "Walls",
+    "bridge_ports",
+    "claude_install_dirs",
+    "user_trees",
+    "user_walls",
+]
