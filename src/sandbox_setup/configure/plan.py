@@ -38,7 +38,14 @@ from typing import Any
 
 from sandbox_setup.base import remedies
 from sandbox_setup.base.accounts import lookup_user
-from sandbox_setup.base.choices import EVERY_USER, InnerSandbox, Mode, Network, SettingsScope
+from sandbox_setup.base.choices import (
+    EVERY_USER,
+    BaseUrlPort,
+    InnerSandbox,
+    Mode,
+    Network,
+    SettingsScope,
+)
 from sandbox_setup.base.errors import InputError, RefusedError
 from sandbox_setup.base.launcher_config import (
     LauncherConfig,
@@ -68,7 +75,7 @@ from sandbox_setup.configure.settings import merge_settings
 from sandbox_setup.policy.accounts import workspace_group
 from sandbox_setup.policy.claude_release import required_minimum
 from sandbox_setup.policy.credentials import COPY_LOGIN_NOTE
-from sandbox_setup.policy.environment import loopback_port_hint, passed_names
+from sandbox_setup.policy.environment import base_url_plan_note, passed_names
 from sandbox_setup.policy.network import inner_proxy_port
 from sandbox_setup.policy.tool_paths import tools_problem
 from sandbox_setup.policy.unsafe import UNSAFE_STATEMENT, acceptance_label
@@ -278,6 +285,14 @@ def _kept_user_landlock(layout: Layout) -> bool:
     user = _existing_config(layout).get("user")
     value = user.get("landlock", True) if isinstance(user, dict) else True
     return value if isinstance(value, bool) else True
+
+
+def _kept_base_url_port(layout: Layout) -> BaseUrlPort:
+    """``[sandbox] base_url_port`` of the current launcher.toml (the operator's edit; an
+    apply keeps it): the launcher's default ``auto`` when missing or not a known value."""
+    sandbox = _existing_config(layout).get("sandbox")
+    value = sandbox.get("base_url_port") if isinstance(sandbox, dict) else None
+    return BaseUrlPort.OFF if value == BaseUrlPort.OFF.value else BaseUrlPort.AUTO
 
 
 def _acceptance(answers: Answers, layout: Layout) -> tuple[str, str]:
@@ -536,8 +551,14 @@ def build_plan(report: Report, answers: Answers, layout: Layout, source: str = "
         claude_version=_claude_version(layout, claude.version, launcher_claude),
         unsafe=unsafe,
     )
-    hint = loopback_port_hint(
-        os.environ, config.env_pass, network, config.loopback_ports, root=str(layout.root)
+    # As the launcher will judge it: the kept [sandbox] base_url_port (the operator's).
+    hint = base_url_plan_note(
+        os.environ,
+        config.env_pass,
+        network,
+        config.loopback_ports,
+        _kept_base_url_port(layout),
+        root=str(layout.root),
     )
     if answers.mode is Mode.SANDBOX and hint is not None:
         notes.append(hint)  # from the operator's environment now; the launch says it again
