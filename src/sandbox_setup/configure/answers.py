@@ -84,6 +84,8 @@ if TYPE_CHECKING:
     from sandbox_setup.base.paths import Layout
 
 ChoiceT = TypeVar("ChoiceT", bound=enum.StrEnum)
+# The mode of a workspace the apply creates when none is answered (for the wizard's field).
+DEFAULT_WORKSPACE_MODE = DEFAULT_MODE
 SCHEMA = 1
 
 

@@ -39,7 +39,6 @@ from sandbox_setup.base.choices import (
 )
 from sandbox_setup.base.limits import Limits
 from sandbox_setup.base.printable import printable_lines
-from sandbox_setup.policy.new_workspace import DEFAULT_MODE
 from sandbox_setup.tui.controls import ChoiceButton, ChoiceSet, TextField, Toggle
 from sandbox_setup.tui.core import Core
 from sandbox_setup.tui.draft import Details
@@ -279,6 +278,9 @@ class DetailsScreen(StepScreen[Details]):
     def _new_workspace_fields(self) -> Horizontal | None:
         """Owner and mode of a workspace the plan creates, side by side (shown while
         the offer is ticked)."""
+        # why: the answers' rules (configure.answers), imported with this step
+        from sandbox_setup.configure.answers import DEFAULT_WORKSPACE_MODE
+
         d = self.details
         owner = self._field(
             "new-ws-owner",
@@ -288,7 +290,7 @@ class DetailsScreen(StepScreen[Details]):
         mode = self._field(
             "new-ws-mode",
             "Its mode (0750: nobody else reads it)",
-            TextField(f"{d.workspace_mode or DEFAULT_MODE:04o}", id="new-ws-mode"),
+            TextField(f"{d.workspace_mode or DEFAULT_WORKSPACE_MODE:04o}", id="new-ws-mode"),
         )
         if owner is None or mode is None:
             return None
