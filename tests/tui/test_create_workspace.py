@@ -13,6 +13,7 @@ from textual.widget import Widget
 from textual.widgets import Input
 
 from sandbox_setup.base.choices import Mode
+from sandbox_setup.commands.wording import names_a_flag
 from sandbox_setup.configure.actions import CreateWorkspace
 from sandbox_setup.tui.controls import Toggle
 from sandbox_setup.tui.form import Field
@@ -53,8 +54,8 @@ async def test_a_missing_workspace_is_offered_and_created_by_the_plan(tmp_path: 
         assert not details.query_one("#new-workspace").display  # owner, mode: once ticked
         error = details.query_one("#field-workspaces", Field).error
         assert error is not None and f"workspace {NEW} does not exist" in error, error
-        assert "tick 'Create a workspace that does not exist'" in error, error
-        assert "--create-workspace" not in error  # the wizard's words, not a flag
+        assert "tick 'Create it' under 'A workspace that does not exist yet'" in error, error
+        assert names_a_flag(error) == [], error  # the wizard's words, not a flag
 
         toggle = details.query_one("#create-workspace", Toggle)
         await _focus(pilot, toggle)

@@ -23,7 +23,7 @@ TOGGLE_WORDS: dict[str, str] = {
     "--include-private": "'Include private files'",
     "--install-claude-shim": "'Route root's claude through sandbox-launch'",
     "--copy-login": "'Copy my Claude login'",
-    "--create-workspace": "'Create a workspace that does not exist'",
+    "--create-workspace": "'Create it' under 'A workspace that does not exist yet'",
 }
 # The options that are a text field: "pass --claude PATH" is "fill in" the field.
 TEXT_FIELD_WORDS: dict[str, str] = {

@@ -393,7 +393,7 @@ def workspace_problem(
         return None
     return (
         f"workspace {ws} does not exist{where}; to create it as a step of the plan "
-        "(owner you, mode 0750; --undo removes it while empty): add --create-workspace"
+        "(owner you, mode 0750; an undo removes it while it is empty): add --create-workspace"
     )
 
 
