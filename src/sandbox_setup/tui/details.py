@@ -102,7 +102,7 @@ APPARMOR_HINT = (
 )
 # The Claude Code field, empty: what it means (never a path that looks like a value).
 CLAUDE_PLACEHOLDER = "empty: the claude the checks found"
-NEW_WORKSPACE_HINT = "only the agent's group gets in; Undo removes it while empty"
+NEW_WORKSPACE_HINT = "the agent gets in by its group's ACLs; an undo removes it while empty"
 ChoiceT = TypeVar("ChoiceT", bound=StrEnum)
 
 
@@ -284,12 +284,12 @@ class DetailsScreen(StepScreen[Details]):
         d = self.details
         owner = self._field(
             "new-ws-owner",
-            "Its owner (you by default; never the agent)",
+            "Its owner (never the agent)",
             TextField(d.workspace_owner or self.core.layout.operator.name, id="new-ws-owner"),
         )
         mode = self._field(
             "new-ws-mode",
-            "Its mode (0750: nobody else reads it)",
+            "Its mode (0750 keeps others out)",
             TextField(f"{d.workspace_mode or DEFAULT_WORKSPACE_MODE:04o}", id="new-ws-mode"),
         )
         if owner is None or mode is None:
