@@ -236,6 +236,23 @@ def build_parser() -> argparse.ArgumentParser:
             help=f"remove this {what} from the saved setup's list (repeatable)",
         )
     headless.add_argument(
+        "--create-workspace",
+        action="store_true",
+        help="create a --workspace that does not exist, as a step of the plan (owner: you, "
+        "mode 0750, unless --workspace-owner/--workspace-mode say otherwise; --undo removes "
+        "it while it is empty)",
+    )
+    headless.add_argument(
+        "--workspace-owner",
+        metavar="NAME",
+        help="with --create-workspace: the account that owns it (never the agent)",
+    )
+    headless.add_argument(
+        "--workspace-mode",
+        metavar="MODE",
+        help="with --create-workspace: its mode, e.g. 0750 (default) or 0755",
+    )
+    headless.add_argument(
         "--reuse-account",
         action="store_true",
         help="let the existing --agent-user account be the agent (every rule still applies)",

@@ -143,7 +143,7 @@ def test_with_base_url_port_off_the_port_stays_closed_and_the_launch_says_how(
     assert result.returncode == 0, result.stderr
     assert report(result.stdout)["text"].startswith("FAILED"), result.stdout  # type: ignore[union-attr]
     assert f"--allow-loopback-port {api.port}" in result.stderr
-    assert 'base_url_port = "auto"' in result.stderr
+    assert 'with base_url_port "off"' in result.stderr  # why, in the plan's words too
     assert not api.requests
 
 

@@ -120,13 +120,19 @@ def test_the_remedies_real_runs_print_work_when_pasted(saved: Path) -> None:
     applied = run_cli("--headless", "--allow-domain", "example.org", "--yes", "--root", root)
     assert applied.returncode == 0, applied.stderr
     printed.append(applied.stdout)
-    # The plan's note: ANTHROPIC_BASE_URL on the loopback, its port not allowed.
+    # The plan's note: ANTHROPIC_BASE_URL on the loopback, its port not allowed (the
+    # operator turned the per-launch port off, a key every apply keeps).
+    config = next(saved.glob("root/.config/sandbox-setup/launcher.toml"))
+    text = config.read_text()
+    assert "[sandbox]\n" in text
+    config.write_text(text.replace("[sandbox]\n", '[sandbox]\nbase_url_port = "off"\n', 1))
     noted = run_cli(
         "--headless", "--root", root, env={"ANTHROPIC_BASE_URL": "http://127.0.0.1:10100"}
     )
     assert noted.returncode == 0, noted.stderr
     assert "to allow it: sandbox-setup --headless --allow-loopback-port 10100" in noted.stderr
     printed.append(noted.stderr)
+    config.write_text(text)  # as the apply left it: the undo below restores it
     # A headless option without --headless: the command that does it.
     refused = run_cli("--pass-env", "MY_TOKEN", "--root", root)
     assert refused.returncode == 2

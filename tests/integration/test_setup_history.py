@@ -103,7 +103,7 @@ def test_undo_says_what_remains_and_undo_all_restores_the_host_byte_for_byte(roo
     out = cli(root, "--undo", "--all", "--yes")
     assert "removed user claude-agent" in out
     assert "gave 3 file(s) the agent owned in /srv/project to its owner" in out
-    said = out.index("removing the state directory")
+    said = out.index("removing the journal and")
     assert said < out.index(f"removed the state directory /{STATE}")
     assert not (root / "root/.local").exists()
     # Every file under the root as before the first apply (bytes, mode, owner), but
@@ -128,6 +128,8 @@ def test_undo_all_keeps_what_the_sessions_left_in_the_state_directory(root: Path
     out = cli(root, "--undo", "--all", "--yes")
     assert f"removed the journal and the backups from /{STATE}" in out
     assert f"Kept the state directory /{STATE}: the sessions left quarantine there" in out
+    # One true account: never "removing the state directory" before "Kept" it.
+    assert "removing the state directory" not in out, out
     assert moved.read_text() == "#!/bin/sh\n"
     assert sorted(p.name for p in (root / STATE).iterdir()) == ["quarantine"]
 

@@ -185,6 +185,29 @@ def test_details_invalid_field(snap_compare: Any, tmp_path: Path) -> None:
     assert snap_compare(app, run_before=run_before, terminal_size=SIZE)
 
 
+def test_details_offer_to_create_a_missing_workspace(snap_compare: Any, tmp_path: Path) -> None:
+    """A workspace typed that does not exist: marked, and the offer to create it shown
+    (ticked here: its owner and mode beside each other)."""
+    backend = _backend(tmp_path)
+    details = Details(inner_sandbox=InnerSandbox.STRONG, settings_scope=SettingsScope.MANAGED)
+    app = ScreenHarness(
+        lambda: DetailsScreen(backend, Mode.SANDBOX, details, InnerSandbox.STRONG, CLAUDE_HINT)
+    )
+
+    async def run_before(pilot: Pilot[Any]) -> None:
+        await pilot.pause()
+        pilot.app.screen.query_one("#workspaces", Input).value = "/srv/new/app"
+        await pilot.press("ctrl+n")
+        field = pilot.app.screen.query_one("#field-workspaces")
+        await _settle(pilot, lambda: field.has_class("invalid"))
+        pilot.app.screen.query_one("#create-workspace").focus()
+        await pilot.press("space")
+        box = pilot.app.screen.query_one("#new-workspace")
+        await _settle(pilot, lambda: bool(box.display))
+
+    assert snap_compare(app, run_before=run_before, terminal_size=SIZE)
+
+
 def test_details_tab_to_a_field_below(snap_compare: Any, tmp_path: Path) -> None:
     """Saved answers pre-filled, Tab to Loopback ports (below the first screenful):
     the form has scrolled it into view with its label, the cursor after 10100."""

@@ -113,6 +113,10 @@ async def test_the_review_gives_notes_and_steps_in_the_wizards_words(
     require_root()  # bob's home belongs to bob
     monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:8080")
     core = InteractiveCore.for_root(reusable_root(tmp_path), live_like(SANDBOX_HOST))
+    # The operator turned the per-launch port off: the note asks for the port.
+    config = core.layout.real(core.layout.launcher_config)
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text('schema = 1\n[sandbox]\nbase_url_port = "off"\n')
     report = fake_report(SANDBOX_HOST)
     from sandbox_setup.configure.plan import build_plan
 

@@ -163,6 +163,13 @@ def test_the_plan_names_the_loopback_port_a_local_base_url_needs(
 ) -> None:
     monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:8317")
     plan = build_plan(report(), Answers(Mode.SANDBOX, workspaces=WS), layout)
+    # base_url_port = "auto" (the launcher's default): each launch exposes it itself.
+    assert not any("--allow-loopback-port 8317" in note for note in plan.notes), plan.notes
+    assert any("port 8317" in note and "for that session" in note for note in plan.notes)
+    config = layout.real(layout.launcher_config)
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text('schema = 1\n[sandbox]\nbase_url_port = "off"\n')  # the operator's
+    plan = build_plan(report(), Answers(Mode.SANDBOX, workspaces=WS), layout)
     assert any("--allow-loopback-port 8317" in note for note in plan.notes)
     allowed = Answers(Mode.SANDBOX, workspaces=WS, loopback_ports=(8317,))
     assert not any("8317" in note for note in build_plan(report(), allowed, layout).notes)

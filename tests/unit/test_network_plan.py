@@ -53,7 +53,11 @@ def test_the_plan_carries_the_network_lines_and_the_note(
     plan = build_plan(report(), answers, layout)
     assert plan.network[0].startswith("allowlist: ")
     assert any("example.com" in line for line in plan.network)
-    notes = [note for note in plan.notes if "--allow-loopback-port 4000" in note]
+    # What the launcher does (base_url_port = "auto", its default): each launch exposes
+    # the port for that session, so the plan does not ask to open it for good.
+    assert not any("--allow-loopback-port" in note for note in plan.notes), plan.notes
+    assert not any("loopback ports field" in note for note in plan.notes), plan.notes
+    notes = [note for note in plan.notes if "port 4000" in note and "for that session" in note]
     assert len(notes) == 1, plan.notes  # said once
     assert not any("s3cret-token" in note for note in plan.notes)  # never the URL
     settings = next(a for a in plan.actions if "Claude settings" in a.describe())
@@ -71,6 +75,21 @@ def test_the_plan_carries_the_network_lines_and_the_note(
     network = json.loads(settings.desired())["sandbox"]["network"]  # type: ignore[attr-defined]
     assert not {"httpProxyPort", "socksProxyPort"} & set(network), network  # Claude's own proxy
     assert network["strictAllowlist"] is True and network["allowedDomains"] == []
+
+
+def test_with_base_url_port_off_kept_the_plan_asks_for_the_port(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The operator's own base_url_port = "off" (kept by every apply): the launcher will
+    # not expose the port, so the plan names the remedy, as the launch line would.
+    layout = Layout.for_root(make_target_root(tmp_path / "root"))
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:4000")
+    config = layout.real(layout.launcher_config)
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text('schema = 1\n[sandbox]\nbase_url_port = "off"\n')
+    plan = build_plan(report(), Answers(Mode.SANDBOX, workspaces=WS), layout)
+    notes = [note for note in plan.notes if "--allow-loopback-port 4000" in note]
+    assert len(notes) == 1, plan.notes
 
 
 def test_user_mode_lines_say_which_landlock_wall_confines_what() -> None:

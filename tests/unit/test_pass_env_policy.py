@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from sandbox_setup.base.choices import Mode, Network
+from sandbox_setup.base.choices import BaseUrlPort, Mode, Network
 from sandbox_setup.policy.environment import (
     DEFAULT_PASS,
+    BaseUrlReach,
+    base_url_plan_note,
+    base_url_reach,
     loopback_endpoint,
     loopback_port_hint,
     pass_name_problem,
@@ -87,25 +90,45 @@ def test_loopback_endpoint(url: str, expected: tuple[str, int] | None) -> None:
     assert loopback_endpoint(url) == expected
 
 
+OFF = BaseUrlPort.OFF
 NAMES = ("ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY")
 LOCAL = {"ANTHROPIC_BASE_URL": "http://user:s3cret@127.0.0.1:8317/anthropic"}
 
 
 def test_the_allowlist_needs_the_port_and_the_hint_names_it_not_the_url() -> None:
-    hint = loopback_port_hint(LOCAL, NAMES, Network.ALLOWLIST, ())
+    hint = loopback_port_hint(LOCAL, NAMES, Network.ALLOWLIST, (), OFF)
     assert hint is not None and "--allow-loopback-port 8317" in hint
     assert "s3cret" not in hint and "/anthropic" not in hint
-    assert loopback_port_hint(LOCAL, NAMES, Network.ALLOWLIST, (8317,)) is None
+    assert loopback_port_hint(LOCAL, NAMES, Network.ALLOWLIST, (8317,), OFF) is None
+
+
+def test_with_base_url_port_auto_no_remedy_since_each_launch_exposes_it() -> None:
+    # The launcher exposes the base URL's port for each session (base_url_port = "auto",
+    # its default): no hint tells the operator to open it for good; the plan's note
+    # says what the launcher does, from the same decision (base_url_reach).
+    auto = BaseUrlPort.AUTO
+    assert loopback_port_hint(LOCAL, NAMES, Network.ALLOWLIST, (), auto) is None
+    assert base_url_reach(8317, Network.ALLOWLIST, (), auto) is BaseUrlReach.PER_SESSION
+    assert base_url_reach(8317, Network.ALLOWLIST, (), OFF) is BaseUrlReach.CLOSED
+    assert base_url_reach(8317, Network.ALLOWLIST, (8317,), OFF) is BaseUrlReach.CONFIGURED
+    assert base_url_reach(8317, Network.HOST, (), OFF) is BaseUrlReach.SHARED
+    assert base_url_reach(8317, Network.NONE, (), auto) is BaseUrlReach.NO_NETWORK
+    note = base_url_plan_note(LOCAL, NAMES, Network.ALLOWLIST, (), auto)
+    assert note is not None and "for that session" in note
+    assert "--allow-loopback-port" not in note and "s3cret" not in note
+    assert base_url_plan_note(LOCAL, NAMES, Network.ALLOWLIST, (8317,), auto) is None
+    closed = base_url_plan_note(LOCAL, NAMES, Network.ALLOWLIST, (), OFF)
+    assert closed is not None and "--allow-loopback-port 8317" in closed
 
 
 def test_no_network_cannot_reach_it_and_host_network_can() -> None:
-    hint = loopback_port_hint(LOCAL, NAMES, Network.NONE, ())
+    hint = loopback_port_hint(LOCAL, NAMES, Network.NONE, (), OFF)
     assert hint is not None and "no network" in hint
-    assert loopback_port_hint(LOCAL, NAMES, Network.HOST, ()) is None
+    assert loopback_port_hint(LOCAL, NAMES, Network.HOST, (), OFF) is None
 
 
 def test_no_hint_when_the_url_is_not_passed_or_not_local() -> None:
-    assert loopback_port_hint(LOCAL, ("ANTHROPIC_API_KEY",), Network.ALLOWLIST, ()) is None
+    assert loopback_port_hint(LOCAL, ("ANTHROPIC_API_KEY",), Network.ALLOWLIST, (), OFF) is None
     remote = {"ANTHROPIC_BASE_URL": "https://gateway.example.com"}
-    assert loopback_port_hint(remote, NAMES, Network.ALLOWLIST, ()) is None
-    assert loopback_port_hint({}, NAMES, Network.ALLOWLIST, ()) is None
+    assert loopback_port_hint(remote, NAMES, Network.ALLOWLIST, (), OFF) is None
+    assert loopback_port_hint({}, NAMES, Network.ALLOWLIST, (), OFF) is None

@@ -51,6 +51,7 @@ from sandbox_setup.configure.state_trust import trusted_answers_path
 from sandbox_setup.policy.limits import over_maximum
 from sandbox_setup.policy.names import shown
 from sandbox_setup.policy.network import parse_port
+from sandbox_setup.policy.new_workspace import parse_mode
 
 T = TypeVar("T")
 
@@ -76,6 +77,9 @@ _ANSWER_FLAGS = (
     "no_allow_domain",
     "no_allow_loopback_port",
     "no_pass_env",
+    "create_workspace",
+    "workspace_owner",
+    "workspace_mode",
 )
 
 
@@ -189,9 +193,27 @@ def _changed(base: Answers, args: argparse.Namespace, layout: Layout) -> Answers
     _not_held("--no-allow-domain", args.no_allow_domain, domains)
     _not_held("--no-allow-loopback-port", no_ports, (*base.loopback_ports, *ports))
     _not_held("--no-pass-env", args.no_pass_env, (*base.pass_env, *args.pass_env))
+    new_mode = base.workspace_mode
+    if args.workspace_mode is not None:
+        parsed = parse_mode(args.workspace_mode)
+        if isinstance(parsed, str):
+            raise InputError(f"--workspace-mode: {parsed}")
+        new_mode = parsed
+    if (args.workspace_owner is not None or args.workspace_mode is not None) and not (
+        args.create_workspace or base.create_workspaces
+    ):
+        raise InputError(
+            "--workspace-owner and --workspace-mode say how --create-workspace makes a "
+            "missing workspace; add --create-workspace"
+        )
     return replace(
         base,
         workspaces=_edited(base.workspaces, workspaces, no_workspaces),
+        create_workspaces=base.create_workspaces or bool(args.create_workspace),
+        workspace_owner=base.workspace_owner
+        if args.workspace_owner is None
+        else args.workspace_owner,
+        workspace_mode=new_mode,
         # An explicit empty value is invalid input, not "use the default".
         agent_user=base.agent_user if args.agent_user is None else args.agent_user,
         claude=base.claude

@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import partial
@@ -32,7 +32,8 @@ from sandbox_setup.base.paths import Layout
 from sandbox_setup.checks.model import Finding, Report, Status
 from sandbox_setup.commands.wording import tui_words
 from sandbox_setup.policy.claude_release import INSTALL_NEWEST
-from sandbox_setup.policy.environment import validate_pass_names
+from sandbox_setup.policy.credentials import passed_credential
+from sandbox_setup.policy.environment import passed_names, validate_pass_names
 from sandbox_setup.policy.names import agent_name_problem
 from sandbox_setup.policy.network import parse_port
 from sandbox_setup.policy.unsafe import acceptance_label
@@ -104,6 +105,10 @@ def _in_words(finding: Finding) -> Finding:
         detail=tui_words(finding.detail),
         remedy=tui_words(finding.remedy),
     )
+
+
+# The answer a new workspace's refusal names -> the details screen's field.
+NEW_WORKSPACE_FIELDS = {"workspace_owner": "new-ws-owner", "workspace_mode": "new-ws-mode"}
 
 
 def _words(text: str) -> str:
@@ -266,9 +271,10 @@ class InteractiveCore:
 
     # -- answers (the same rules as the headless path) -------------------
     def validate_workspaces(
-        self, text: str, mode: Mode, agent_user: str
+        self, text: str, mode: Mode, agent_user: str, create: bool = False
     ) -> tuple[tuple[PurePosixPath, ...], str | None]:
-        """Parse a comma-separated list; the error names the path and why."""
+        """Parse a comma-separated list; the error names the path and why (``create``:
+        a missing directory is the plan's to create, not an error)."""
         # why: first paint (see the note at the top)
         from sandbox_setup.configure.answers import workspace_problem
 
@@ -277,12 +283,35 @@ class InteractiveCore:
             if not raw:
                 continue
             path = PurePosixPath(raw)
-            problem = workspace_problem(path, self.layout, mode, agent_user)
+            problem = workspace_problem(path, self.layout, mode, agent_user, create)
             if problem is not None:
                 return (), _words(problem)
             if path not in paths:
                 paths.append(path)
         return tuple(paths), None
+
+    def validate_new_workspace(
+        self, owner: str, mode_text: str, mode: Mode, agent_user: str
+    ) -> tuple[str, int, str | None, str | None]:
+        """The owner and mode of a workspace the plan creates, by the headless path's
+        rules (:func:`sandbox_setup.configure.answers.new_workspace_problem`)."""
+        # why: first paint (see the note at the top)
+        from sandbox_setup.configure.answers import Answers, new_workspace_problem
+        from sandbox_setup.policy.new_workspace import DEFAULT_MODE, parse_mode
+
+        owner = owner.strip() or self.layout.operator.name
+        parsed = parse_mode(mode_text or f"{DEFAULT_MODE:04o}")
+        if isinstance(parsed, str):
+            return owner, DEFAULT_MODE, _words(parsed), "new-ws-mode"
+        answers = Answers(
+            mode, agent_user=agent_user, create_workspaces=True, workspace_owner=owner,
+            workspace_mode=parsed,
+        )  # fmt: skip
+        refused = new_workspace_problem(answers, self.layout)
+        if refused is None:
+            return owner, parsed, None, None
+        key, problem = refused
+        return owner, parsed, _words(problem), NEW_WORKSPACE_FIELDS[key]
 
     def validate_agent_user(self, name: str, mode: Mode, reuse: bool = False) -> str | None:
         """The name's rules, then, for an account that exists already and would be
@@ -431,10 +460,15 @@ class InteractiveCore:
         with _in_tui_words():
             return apply_plan(plan, progress=report_progress)
 
-    def login_note(self, answers: Answers) -> str | None:
+    def login_note(self, answers: Answers, environ: Mapping[str, str] | None = None) -> str | None:
         """What the done screen says when the agent has no Claude login, and how to
-        give it one; None when it has one (or runs as the operator, with theirs)."""
+        give it one; None when it has one, runs as the operator (with theirs), or the
+        operator's environment (``environ``, default this process's) has a key or token
+        the launcher passes (Claude uses that)."""
         if answers.mode is Mode.UNSAFE or answers.agent_user == self.layout.operator.name:
+            return None
+        environ = os.environ if environ is None else environ
+        if passed_credential(environ, passed_names(answers.pass_env)) is not None:
             return None
         account = lookup_user(answers.agent_user, self.layout.root)
         home = (

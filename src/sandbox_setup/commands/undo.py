@@ -249,9 +249,11 @@ def _run_undo_all(args: argparse.Namespace, layout: Layout) -> int:
     code = _report(layout, done, again=_all_command(layout))
     if code == int(ExitCode.OK) and not history.open_applies(layout):
         print(
-            f"Every apply is undone; removing the state directory {state} with its journal "
-            f"and {backups} backup(s) (copies of the files the applies replaced, among them "
-            "the account files)."
+            # What is removed for sure (the lines below say whether the directory went
+            # too, or stayed for what the sessions left there).
+            f"Every apply is undone; removing the journal and {backups} backup(s) (copies "
+            "of the files the applies replaced, among them the account files) from the "
+            f"state directory {state}."
         )
         with apply_lock(layout):  # no apply starts while it goes
             lines, left = history.remove_state_dir(layout)

@@ -23,6 +23,7 @@ TOGGLE_WORDS: dict[str, str] = {
     "--include-private": "'Include private files'",
     "--install-claude-shim": "'Route root's claude through sandbox-launch'",
     "--copy-login": "'Copy my Claude login'",
+    "--create-workspace": "'Create it' under 'A workspace that does not exist yet'",
 }
 # The options that are a text field: "pass --claude PATH" is "fill in" the field.
 TEXT_FIELD_WORDS: dict[str, str] = {
@@ -32,6 +33,8 @@ TEXT_FIELD_WORDS: dict[str, str] = {
     "--allow-domain": "the allowed domains field",
     "--allow-loopback-port": "the loopback ports field",
     "--pass-env": "the variables to pass field",
+    "--workspace-owner": "the new workspace's owner field",
+    "--workspace-mode": "the new workspace's mode field",
 }
 # The options that are a choice: "choose --network none" is "choose the network 'none'".
 CHOICE_NOUNS: dict[str, str] = {

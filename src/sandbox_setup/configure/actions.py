@@ -7,7 +7,7 @@ Public shape (the audit and the TUI rely on it):
 - ``.kind``: ``write-file`` | ``copy-login`` | ``install-claude`` (file actions,
   subclasses of :class:`WriteFile`, with ``.desired()`` and ``.current()``),
   ``create-group`` | ``create-user`` | ``add-to-group`` | ``leave-group`` |
-  ``set-shell`` | ``workspace-access``;
+  ``set-shell`` | ``workspace-access`` | ``create-directory`` (a new workspace);
 - ``.target``: a target-system path or an account name;
 - ``.describe()``, ``.is_change()``, ``.diff()`` (unified diff, "" for
   non-files; secrets and binaries are summarized, never printed),
@@ -33,6 +33,7 @@ from sandbox_setup.configure import fsops, users
 from sandbox_setup.configure.account_files import account_step
 from sandbox_setup.configure.transaction import Transaction
 from sandbox_setup.policy.access import READ, can_access
+from sandbox_setup.policy.new_workspace import PARENT_MODE
 from sandbox_setup.policy.trust import kept_file_problems, refuse
 
 
@@ -364,6 +365,71 @@ class RemoveFile(Action):
         txn.keep(self.real, keep, move=True)  # gone from its path: renamed beside it
 
 
+@dataclass(eq=False)
+class CreateWorkspace(Action):
+    """Create a workspace that does not exist yet, as the operator asked (its owner and
+    mode judged by :mod:`sandbox_setup.policy.new_workspace`). Missing parents are made
+    root-owned 0755; each directory is journaled as ``mkdir`` before it exists, so
+    ``--undo`` removes it only while it is empty (newest first: the workspace, then
+    its parents)."""
+
+    layout: Layout
+    path: PurePosixPath
+    owner: str
+    mode: int
+    kind = "create-directory"
+
+    @property
+    def target(self) -> str:  # type: ignore[override]
+        return str(self.path)
+
+    def is_change(self) -> bool:
+        return not self.layout.real(self.path).is_dir()
+
+    def describe_change(self) -> str:
+        return (
+            f"create the workspace {self.path} (owner {self.owner}, mode {self.mode:04o}; "
+            "missing parents root's, 0755; undo removes it while it is empty)"
+        )
+
+    def describe_existing(self) -> str:
+        return f"workspace {self.path} exists"
+
+    def commands(self) -> list[list[str]]:
+        real = str(self.layout.real(self.path))
+        return [["install", "-d", "-o", self.owner, "-m", f"{self.mode:04o}", real]]
+
+    def _record_mkdir(self, txn: Transaction) -> Callable[[Path], None]:
+        def record(path: Path) -> None:
+            target = "/" + str(path.relative_to(self.layout.root)) if not self.layout.live else path
+            txn.record({"op": "mkdir", "real": str(path), "target": str(target)})
+
+        return record
+
+    def apply(self, txn: Transaction) -> None:
+        if not self.is_change():
+            return
+        account = lookup_user(self.owner, self.layout.root)
+        if account is None:
+            raise SetupError(f"workspace {self.path}: owner {self.owner} does not exist")
+        real = self.layout.real(self.path)
+        record = self._record_mkdir(txn)
+        # Parents as root's 0755 (the agent walks through, lists nothing it could not
+        # list anyway); then the workspace itself with the owner and mode asked for.
+        parents = fsops.DirSpec(PARENT_MODE, 0, 0)
+        parent = fsops.open_dir(self.layout.root, real.parent, create=parents, before_mkdir=record)
+        if parent is not None:
+            os.close(parent)
+        top = fsops.open_dir(
+            self.layout.root,
+            real,
+            create=fsops.DirSpec(self.mode, account.uid, account.gid),
+            before_mkdir=record,
+        )
+        if top is not None:
+            os.close(top)
+
+
 def members_text(layout: Layout, group: str) -> str:
     """``members: a, b`` (or ``no members``) of ``group`` as the target system has it
     now: the review shows who else a group it touches lets in."""
@@ -622,6 +688,8 @@ class WorkspaceAccess(Action):
         if gid is None:
             return True
         real = self.layout.real(self.workspace)
+        if not real.is_dir():
+            return True  # created by an earlier step of the plan (CreateWorkspace)
         entries = users.acl_entries(real)
         wanted = {f"group:{gid}:rwx", f"default:group:{gid}:rwx", "mask::rwx"}
         if not wanted <= entries:  # a narrowed mask (chmod g-w) takes the access away

@@ -33,6 +33,9 @@ Format (``schema = 1``)::
     apparmor_bwrap_profile = false   # install an AppArmor profile giving bwrap userns (Ubuntu)
     copy_login = false
     accept_unsafe_root = false
+    create_workspaces = false        # make a workspace that does not exist (a plan step;
+    workspace_owner = "root"         #   optional: its owner, default you, and its mode,
+    workspace_mode = "0750"          #   default 0750; --undo removes it only while empty)
     accepted_by = "root (uid 0)"     # optional, unsafe mode: recorded acceptance
     accepted_at = "2026-11-30T04:00:00+00:00"
 
@@ -53,7 +56,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import tomlkit
 
-from sandbox_setup.base.accounts import DEFAULT_AGENT_USER
+from sandbox_setup.base.accounts import DEFAULT_AGENT_USER, lookup_user
 from sandbox_setup.base.choices import InnerSandbox, Mode, Network, SettingsScope, values
 from sandbox_setup.base.errors import InputError, RefusedError
 from sandbox_setup.base.launcher_config import absolute_path, load_toml
@@ -75,11 +78,14 @@ from sandbox_setup.policy.network import (
     parse_port,
     proxy_port_problem,
 )
+from sandbox_setup.policy.new_workspace import DEFAULT_MODE, mode_problem, owner_problem, parse_mode
 
 if TYPE_CHECKING:
     from sandbox_setup.base.paths import Layout
 
 ChoiceT = TypeVar("ChoiceT", bound=enum.StrEnum)
+# The mode of a workspace the apply creates when none is answered (for the wizard's field).
+DEFAULT_WORKSPACE_MODE = DEFAULT_MODE
 SCHEMA = 1
 
 
@@ -109,6 +115,11 @@ class Answers:
     # Set when acceptance is recorded (who and when); written to launcher.toml [unsafe].
     accepted_by: str | None = None
     accepted_at: str | None = None
+    # A workspace that does not exist is created (a step of the plan) only when asked;
+    # owner None: the operator; mode None: policy.new_workspace.DEFAULT_MODE.
+    create_workspaces: bool = False
+    workspace_owner: str | None = None
+    workspace_mode: int | None = None
     extra: dict[str, object] = field(default_factory=dict, compare=False)
 
 
@@ -133,6 +144,9 @@ _KEYS = (
     "accept_unsafe_root",
     "accepted_by",
     "accepted_at",
+    "create_workspaces",
+    "workspace_owner",
+    "workspace_mode",
 )
 
 
@@ -164,6 +178,7 @@ _FLAGS = (
     "apparmor_bwrap_profile",
     "copy_login",
     "accept_unsafe_root",
+    "create_workspaces",
 )
 
 
@@ -211,6 +226,13 @@ def parse_answers(text: str, source: str = "answers.toml") -> Answers:
     texts = {k: _typed(data, k, str, source) for k in ("accepted_by", "accepted_at") if k in data}
     if "accepted_at" in texts:
         _check_timestamp(texts["accepted_at"], "accepted_at", source)
+    owner = _typed(data, "workspace_owner", str, source) if "workspace_owner" in data else None
+    new_mode = None
+    if "workspace_mode" in data:
+        parsed = parse_mode(_typed(data, "workspace_mode", str, source))
+        if isinstance(parsed, str):
+            raise InputError(f"{source}: key 'workspace_mode': {parsed}")
+        new_mode = parsed
     answers = Answers(
         mode=mode,
         workspaces=workspaces,
@@ -231,6 +253,9 @@ def parse_answers(text: str, source: str = "answers.toml") -> Answers:
         accept_unsafe_root=flags.get("accept_unsafe_root", False),
         accepted_by=texts.get("accepted_by"),
         accepted_at=texts.get("accepted_at"),
+        create_workspaces=flags.get("create_workspaces", False),
+        workspace_owner=owner,
+        workspace_mode=new_mode,
     )
     check_names(answers, source)
     return answers
@@ -297,6 +322,12 @@ def dump_answers(a: Answers) -> str:
         doc["accepted_by"] = a.accepted_by
     if a.accepted_at is not None:
         doc["accepted_at"] = a.accepted_at
+    if a.create_workspaces:
+        doc["create_workspaces"] = True
+    if a.workspace_owner is not None:
+        doc["workspace_owner"] = a.workspace_owner
+    if a.workspace_mode is not None:
+        doc["workspace_mode"] = f"{a.workspace_mode:04o}"
     if a.limits is not None:
         limits = tomlkit.table()
         for key, value in a.limits.to_table().items():
@@ -325,11 +356,14 @@ def check_names(a: Answers, source: str = "answers") -> None:
             raise InputError(f"{source}: workspace {str(ws)!r} must be an absolute path")
 
 
-def workspace_problem(ws: PurePosixPath, layout: Layout, mode: Mode, agent_user: str) -> str | None:
+def workspace_problem(
+    ws: PurePosixPath, layout: Layout, mode: Mode, agent_user: str, create: bool = False
+) -> str | None:
     """Why ``ws`` cannot be a workspace of this setup (None: it can): the path as
     written (:func:`sandbox_setup.policy.names.workspace_path_problem`), a symlink on the
-    way, the operator's own home given to a separate agent, or no such directory.
-    The CLI, the answers file and the TUI all ask this one function."""
+    way, the operator's own home given to a separate agent, or no such directory
+    (``create``: the apply creates a missing one, so only something in its way that is
+    not a directory). The CLI, the answers file and the TUI all ask this one function."""
     unsafe = mode is Mode.UNSAFE
     problem = workspace_path_problem(ws, unsafe=unsafe)
     if problem is not None:
@@ -344,10 +378,23 @@ def workspace_problem(ws: PurePosixPath, layout: Layout, mode: Mode, agent_user:
             f"workspace {ws} would give the agent user your home {home}; choose a project directory"
         )
     real = layout.real(ws)
-    if not real.is_dir():
-        where = "" if layout.live else f" (looked at {real})"
-        return f"workspace {ws} does not exist or is not a directory{where}"
-    return None
+    if real.is_dir():
+        return None
+    where = "" if layout.live else f" (looked at {real})"
+    if os.path.lexists(real):
+        return f"workspace {ws} is not a directory{where}"
+    blocked = next(
+        (p for p in ws.parents if os.path.lexists(layout.real(p)) and not layout.real(p).is_dir()),
+        None,
+    )
+    if blocked is not None:
+        return f"workspace {ws} cannot be created: {blocked} is not a directory{where}"
+    if create:
+        return None
+    return (
+        f"workspace {ws} does not exist{where}; to create it as a step of the plan "
+        "(owner you, mode 0750; an undo removes it while it is empty): add --create-workspace"
+    )
 
 
 def default_network(mode: Mode) -> Network:
@@ -428,12 +475,41 @@ def validate_answers(a: Answers, layout: Layout, source: str = "answers") -> Non
     check_network(a, source)
     validate_pass_names(a.pass_env, a.mode, f"{source}: pass_env")
     for ws in a.workspaces:
-        problem = workspace_problem(ws, layout, a.mode, a.agent_user)
+        problem = workspace_problem(ws, layout, a.mode, a.agent_user, a.create_workspaces)
         if problem is not None:
             raise InputError(f"{source}: {problem}")
+    refused = new_workspace_problem(a, layout)
+    if refused is not None:
+        raise InputError(f"{source}: {refused[0]}: {refused[1]}")
     # An absolute symlink under --root means the target system's path (Layout.resolve).
     if a.claude is not None and not layout.real(layout.resolve(a.claude)).is_file():
         raise InputError(f"{source}: --claude {a.claude}: no such file under {layout.root}")
+
+
+def new_workspace_problem(a: Answers, layout: Layout) -> tuple[str, str] | None:
+    """``(key, why)``: the answer (``workspace_owner`` or ``workspace_mode``) that a
+    workspace the apply would create cannot have, and why (None: nothing to create, or
+    both pass :mod:`sandbox_setup.policy.new_workspace`)."""
+    if not a.create_workspaces:
+        return None
+    separate = a.mode is not Mode.UNSAFE and a.agent_user != layout.operator.name
+    owner = new_workspace_owner(a, layout)
+    exists = lookup_user(owner, layout.root) is not None
+    problem = owner_problem(owner, exists, a.agent_user if separate else None)
+    if problem is not None:
+        return "workspace_owner", problem
+    problem = mode_problem(new_workspace_mode(a))
+    return None if problem is None else ("workspace_mode", problem)
+
+
+def new_workspace_owner(a: Answers, layout: Layout) -> str:
+    """Who owns a workspace the apply creates: the answer, else the operator."""
+    return a.workspace_owner if a.workspace_owner is not None else layout.operator.name
+
+
+def new_workspace_mode(a: Answers) -> int:
+    """The mode of a workspace the apply creates: the answer, else 0750."""
+    return a.workspace_mode if a.workspace_mode is not None else DEFAULT_MODE
 
 
 def _link_problem(ws: PurePosixPath, layout: Layout) -> str | None:

@@ -38,7 +38,14 @@ from typing import Any
 
 from sandbox_setup.base import remedies
 from sandbox_setup.base.accounts import lookup_user
-from sandbox_setup.base.choices import EVERY_USER, InnerSandbox, Mode, Network, SettingsScope
+from sandbox_setup.base.choices import (
+    EVERY_USER,
+    BaseUrlPort,
+    InnerSandbox,
+    Mode,
+    Network,
+    SettingsScope,
+)
 from sandbox_setup.base.errors import InputError, RefusedError
 from sandbox_setup.base.launcher_config import (
     LauncherConfig,
@@ -51,10 +58,16 @@ from sandbox_setup.base.paths import Layout
 from sandbox_setup.checks.causes import SWITCH_CAUSE
 from sandbox_setup.checks.model import Report, Status, cause_key
 from sandbox_setup.configure import fsops, users
-from sandbox_setup.configure.actions import Action, WorkspaceAccess, WriteFile
+from sandbox_setup.configure.actions import Action, CreateWorkspace, WorkspaceAccess, WriteFile
 from sandbox_setup.configure.agent_account import check_agent_account
 from sandbox_setup.configure.agent_setup import account_actions, ledger_action
-from sandbox_setup.configure.answers import Answers, default_network, validate_answers
+from sandbox_setup.configure.answers import (
+    Answers,
+    default_network,
+    new_workspace_mode,
+    new_workspace_owner,
+    validate_answers,
+)
 from sandbox_setup.configure.answers_file import render_answers
 from sandbox_setup.configure.apparmor import apparmor_actions
 from sandbox_setup.configure.claude_binary import INSTALLED_CLAUDE, ClaudeBinary, find_claude
@@ -64,11 +77,12 @@ from sandbox_setup.configure.inner_sandbox import check_sandbox_deps, sandbox_ke
 from sandbox_setup.configure.ledger import SetupRecord
 from sandbox_setup.configure.login_routes import login_route_actions
 from sandbox_setup.configure.network_plan import check_egress, plan_network, user_mode_lines
+from sandbox_setup.configure.probes import STAND_IN
 from sandbox_setup.configure.settings import managed_domains_only, merge_settings
 from sandbox_setup.policy.accounts import workspace_group
 from sandbox_setup.policy.claude_release import required_minimum
 from sandbox_setup.policy.credentials import COPY_LOGIN_NOTE
-from sandbox_setup.policy.environment import loopback_port_hint, passed_names
+from sandbox_setup.policy.environment import base_url_plan_note, passed_names
 from sandbox_setup.policy.network import inner_proxy_port
 from sandbox_setup.policy.tool_paths import tools_problem
 from sandbox_setup.policy.unsafe import UNSAFE_STATEMENT, acceptance_label
@@ -280,6 +294,14 @@ def _kept_user_landlock(layout: Layout) -> bool:
     return value if isinstance(value, bool) else True
 
 
+def _kept_base_url_port(layout: Layout) -> BaseUrlPort:
+    """``[sandbox] base_url_port`` of the current launcher.toml (the operator's edit; an
+    apply keeps it): the launcher's default ``auto`` when missing or not a known value."""
+    sandbox = _existing_config(layout).get("sandbox")
+    value = sandbox.get("base_url_port") if isinstance(sandbox, dict) else None
+    return BaseUrlPort.OFF if value == BaseUrlPort.OFF.value else BaseUrlPort.AUTO
+
+
 def _acceptance(answers: Answers, layout: Layout) -> tuple[str, str]:
     """Who accepted unsafe mode and when; an earlier identical acceptance is kept so
     re-running does not rewrite launcher.toml."""
@@ -351,6 +373,27 @@ def root_run_tools(layout: Layout, claude: PurePosixPath) -> dict[str, PurePosix
     return tools
 
 
+def probes_note(as_user: str | None, operator: str, agent: str, agent_exists: bool) -> str:
+    """The plan's note when the checks that start a test sandbox ran as someone other
+    than the agent (``as_user`` None: the operator), in plain words."""
+    why = "it does not exist yet" if not agent_exists else "the checks could not switch to it"
+    if as_user is None:
+        return (
+            f"the host checks that start a test sandbox ran as you ({operator}), not as "
+            f"the agent {agent} ({why}); a check that passes for you can fail for the agent"
+        )
+    if as_user == STAND_IN:
+        return (
+            f"the host checks that start a test sandbox ran as {as_user}, an account with "
+            f"no privileges, standing in for the agent {agent} ({why}); the agent has none "
+            "either, so they should find the same for it"
+        )
+    return (
+        f"the host checks that start a test sandbox ran as {as_user}, not as the agent "
+        f"{agent} ({why})"
+    )
+
+
 def _check_reachable(layout: Layout, workspace: PurePosixPath) -> None:
     """The agent must be able to walk to a workspace. Granting it --x on a private
     directory (say /root) would let it open every guessable file there, so such a
@@ -358,6 +401,8 @@ def _check_reachable(layout: Layout, workspace: PurePosixPath) -> None:
     for parent in reversed(workspace.parents):
         if str(parent) == "/":
             continue
+        if not os.path.lexists(layout.real(parent)):
+            return  # the plan creates it and what is below, 0755 (CreateWorkspace)
         st = os.stat(layout.real(parent))
         if not st.st_mode & stat.S_IXOTH:
             raise InputError(
@@ -433,11 +478,16 @@ def build_plan(report: Report, answers: Answers, layout: Layout, source: str = "
     if inner == "off":
         notes.append(unsandboxed_note(report, answers.mode))
     if separate and report.as_user != agent_name:
-        notes.append(
-            f"live probes ran as {report.as_user or 'the operator'}, not as the agent user "
-            f"{agent_name}"
-        )
+        notes.append(probes_note(report.as_user, operator.name, agent_name, agent is not None))
 
+    # A workspace that does not exist, created first (the operator asked: validated).
+    actions += [
+        CreateWorkspace(
+            layout, ws, new_workspace_owner(answers, layout), new_workspace_mode(answers)
+        )
+        for ws in answers.workspaces
+        if answers.create_workspaces and not layout.real(ws).is_dir()
+    ]
     group = workspace_group(agent_name) if separate and answers.workspaces else None
     if separate:
         for ws in answers.workspaces:
@@ -537,8 +587,14 @@ def build_plan(report: Report, answers: Answers, layout: Layout, source: str = "
         claude_version=_claude_version(layout, claude.version, launcher_claude),
         unsafe=unsafe,
     )
-    hint = loopback_port_hint(
-        os.environ, config.env_pass, network, config.loopback_ports, root=str(layout.root)
+    # As the launcher will judge it: the kept [sandbox] base_url_port (the operator's).
+    hint = base_url_plan_note(
+        os.environ,
+        config.env_pass,
+        network,
+        config.loopback_ports,
+        _kept_base_url_port(layout),
+        root=str(layout.root),
     )
     if answers.mode is Mode.SANDBOX and hint is not None:
         notes.append(hint)  # from the operator's environment now; the launch says it again

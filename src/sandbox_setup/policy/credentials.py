@@ -59,6 +59,13 @@ COPY_LOGIN_NOTE = (
 )
 
 
+def passed_credential(environ: Mapping[str, str], passed: Sequence[str]) -> str | None:
+    """The first key or token variable set in ``environ`` that the launcher passes
+    (``passed``: its ``[env] pass``): Claude logs in with it, whatever login the agent's
+    home holds. None: none."""
+    return next((n for n in CREDENTIALS if n in passed and environ.get(n, "").strip()), None)
+
+
 def placeholder(agent: str, name: str) -> str:
     """The placeholder Claude gets for credential ``name`` of ``agent``: the same at
     every session (see the module docstring), never derived from the secret."""

@@ -47,6 +47,7 @@ Left out on purpose, each for ``--pass-env`` when an operator wants it:
 
 from __future__ import annotations
 
+import enum
 import re
 import urllib.parse
 from collections.abc import Iterable, Mapping
@@ -182,41 +183,96 @@ def loopback_endpoint(url: str) -> tuple[str, int] | None:
     return host, port
 
 
+class BaseUrlReach(enum.Enum):
+    """How a sandbox (its own network) reaches a base URL on the host's loopback: the
+    one decision the plan's note, the launch line and the launcher's exposure share."""
+
+    SHARED = "shared"  # network host: the sandbox shares the host's loopback
+    CONFIGURED = "configured"  # the port is one of the configured loopback ports
+    PER_SESSION = "per-session"  # base_url_port = "auto": each launch exposes it for itself
+    CLOSED = "closed"  # allowlist, base_url_port = "off", the port not configured
+    NO_NETWORK = "no-network"  # network none: nothing is reachable
+
+
+def base_url_reach(
+    port: int, network: Network, loopback_ports: Iterable[int], setting: BaseUrlPort
+) -> BaseUrlReach:
+    """How the sandbox reaches loopback ``port`` (a base URL's) with this network,
+    these configured ports and ``[sandbox] base_url_port``."""
+    if network == Network.HOST:
+        return BaseUrlReach.SHARED
+    if network == Network.NONE:
+        return BaseUrlReach.NO_NETWORK
+    if port in set(loopback_ports):
+        return BaseUrlReach.CONFIGURED
+    if setting is BaseUrlPort.AUTO:
+        return BaseUrlReach.PER_SESSION
+    return BaseUrlReach.CLOSED
+
+
 def loopback_port_hint(
     environ: Mapping[str, str],
     names: Iterable[str],
     network: Network,
     loopback_ports: Iterable[int],
-    setting: BaseUrlPort | None = None,
+    setting: BaseUrlPort,
     root: str = "/",
 ) -> str | None:
     """What to do when the passed base URL is on the host's loopback but the sandbox
     cannot reach it (None when it can, or when there is nothing to say).
 
-    Only a sandbox with a network of its own is concerned: ``allowlist`` reaches
-    one host loopback port through ``--allow-loopback-port PORT``, or, at launch
-    (``setting``: the config's ``base_url_port``), through ``base_url_port = "auto"``;
-    ``none`` reaches nothing. The URL itself is never repeated (it may carry a
-    token); host and port are.
+    Only a sandbox with a network of its own is concerned (:func:`base_url_reach`):
+    ``allowlist`` reaches one host loopback port through ``--allow-loopback-port PORT``,
+    or, at launch (``setting``: the config's ``base_url_port``), through
+    ``base_url_port = "auto"``; ``none`` reaches nothing. The URL itself is never
+    repeated (it may carry a token); host and port are.
     """
-    if BASE_URL not in names or network == Network.HOST:
+    if BASE_URL not in names:
         return None
     endpoint = loopback_endpoint(environ.get(BASE_URL, ""))
     if endpoint is None:
         return None
     host, port = endpoint
+    reach = base_url_reach(port, network, loopback_ports, setting)
     where = f"{BASE_URL} points at {host} port {port} on this host's loopback"
-    if network == Network.NONE:
+    if reach is BaseUrlReach.NO_NETWORK:
         return (
             f"{where}, but the sandbox has no network (network none), so Claude Code cannot "
             f"reach it; to allow it: {remedies.allowlist_with_port(port, root)}"
         )
-    if port in set(loopback_ports) or setting is BaseUrlPort.AUTO:
+    if reach is not BaseUrlReach.CLOSED:
         return None
-    where += "; the sandbox (network allowlist) reaches only the loopback ports allowed"
-    if setting is BaseUrlPort.OFF:
-        where += ' (or set base_url_port = "auto" in [sandbox] of launcher.toml)'
+    where += '; with base_url_port "off" the sandbox reaches only the ports allowed'
     return f"{where}; to allow it: {remedies.allow_loopback_port(port, root)}"
+
+
+def base_url_plan_note(
+    environ: Mapping[str, str],
+    names: Iterable[str],
+    network: Network,
+    loopback_ports: Iterable[int],
+    setting: BaseUrlPort,
+    root: str = "/",
+) -> str | None:
+    """What the plan says about the operator's loopback base URL: the remedy when the
+    sandbox cannot reach it (:func:`loopback_port_hint`, as the launch says it), or,
+    where every launch exposes its port for that session (:class:`BaseUrlReach`
+    ``PER_SESSION``, what the launcher does), that, and nothing to open for good."""
+    hint = loopback_port_hint(environ, names, network, loopback_ports, setting, root)
+    if hint is not None or BASE_URL not in names:
+        return hint
+    endpoint = loopback_endpoint(environ.get(BASE_URL, ""))
+    if endpoint is None:
+        return None
+    host, port = endpoint
+    if base_url_reach(port, network, loopback_ports, setting) is not BaseUrlReach.PER_SESSION:
+        return None
+    return (
+        f"{BASE_URL} points at {host} port {port} on this host's loopback: each launch "
+        "whose environment has it exposes that one port to the sandbox for that session "
+        '(base_url_port = "auto" in [sandbox] of launcher.toml), and says so in its launch '
+        "line; nothing to open for good"
+    )
 
 
 # --- the base URL a launch uses, and the one port it may expose (issue 28) -----------
@@ -283,14 +339,13 @@ def base_url_port(
     the host's loopback; ``none`` reaches nothing), only with ``base_url_port = "auto"``,
     only a loopback URL, and only a port not configured already.
     """
-    if base is None or setting is not BaseUrlPort.AUTO:
-        return None
-    if mode is not Mode.SANDBOX or network != Network.ALLOWLIST:
+    if base is None or mode is not Mode.SANDBOX:
         return None
     endpoint = loopback_endpoint(base.url)
-    if endpoint is None or endpoint[1] in set(configured):
+    if endpoint is None:
         return None
-    return endpoint[1]
+    reach = base_url_reach(endpoint[1], network, configured, setting)
+    return endpoint[1] if reach is BaseUrlReach.PER_SESSION else None
 
 
 def base_url_port_problem(port: int, source: str) -> str | None:

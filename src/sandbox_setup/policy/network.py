@@ -407,11 +407,12 @@ class EgressPolicy:
             if rule in UNEXEMPTABLE:
                 return Decision(False, rule, f"{REFUSED_PREFIX} {where}: {rule} address")
             if not self.address_allowed(literal, port):
+                # No command to allow it: only names get one (refusal_remedy), never an
+                # address (the metadata service, a private range, this host's own).
                 return Decision(
                     False,
                     "address not allowlisted",
-                    f"{REFUSED_PREFIX} {where}: an IP address the operator did not allow"
-                    + _allow_it(where),
+                    f"{REFUSED_PREFIX} {where}: an IP address the operator did not allow",
                 )
             return None
         if not any(p.matches(name, port) for p in self.allowed):
@@ -505,11 +506,15 @@ class EgressPolicy:
 
 
 def _allow_it(where: str) -> str:
-    """The command that allows ``where`` (a refusal's remedy), when it is a valid pattern."""
+    """The command that allows ``where`` (a refusal's remedy), when it is a valid pattern
+    of a name the plan would not warn about (as :func:`refusal_remedy`: never a name
+    that reaches this host or its cloud's metadata service)."""
     try:
-        parse_domain_pattern(where)
+        pattern = parse_domain_pattern(where)
     except InputError:
         return " (the operator's allowed domains allow more)"
+    if pattern.address is not None or allowance_warning(pattern) is not None:
+        return ""
     return f"; to allow it: {remedies.allow_domain(where)}"
 
 

@@ -35,7 +35,7 @@ from sandbox_setup.tui.confirm import ConfirmQuit
 from sandbox_setup.tui.core import Core
 from sandbox_setup.tui.flow import run_flow
 from sandbox_setup.tui.glyphs import AsciiFilter, locale_is_utf8
-from sandbox_setup.tui.help import HelpScreen, screen_keys
+from sandbox_setup.tui.help import HelpScreen, screen_keys, screen_name
 from sandbox_setup.tui.step import StepScreen
 
 
@@ -87,8 +87,7 @@ class SetupApp(App[int]):
             self.screen.dismiss(None)
             return
         below = self.screen
-        title = type(below).__name__.removesuffix("Screen").lower() or "screen"
-        self.push_screen(HelpScreen(screen_keys(below), title))
+        self.push_screen(HelpScreen(screen_keys(below), screen_name(below)))
 
     async def action_quit_wizard(self) -> None:
         step = self._step()

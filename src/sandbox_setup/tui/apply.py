@@ -62,7 +62,9 @@ class ApplyScreen(StepScreen["ApplyResult"]):
         yield self.step_bar(f"{self.plan.answers.mode.value} mode")
         yield Static("Applying…", id="apply-status", classes="status-line")
         yield ProgressBar(total=max(1, len(self.plan.actions)), show_eta=False, id="progress")
-        yield RichLog(id="apply-log", wrap=True, markup=False, highlight=False)
+        # min_width: RichLog renders every line at least 78 cells wide (its default),
+        # wider than the log at 80 columns: a wrapped line lost its last characters.
+        yield RichLog(id="apply-log", wrap=True, markup=False, highlight=False, min_width=1)
         with Horizontal(classes="buttons"):
             yield ActionButton(
                 "Continue", id="continue", variant="primary", disabled=True, compact=True

@@ -73,8 +73,17 @@ class Core(Protocol):
         ...
 
     def validate_workspaces(
-        self, text: str, mode: Mode, agent_user: str
-    ) -> tuple[tuple[PurePosixPath, ...], str | None]: ...
+        self, text: str, mode: Mode, agent_user: str, create: bool = False
+    ) -> tuple[tuple[PurePosixPath, ...], str | None]:
+        """(paths, error); ``create``: a missing one is created by the plan."""
+        ...
+
+    def validate_new_workspace(
+        self, owner: str, mode_text: str, mode: Mode, agent_user: str
+    ) -> tuple[str, int, str | None, str | None]:
+        """(owner, mode, error, field at fault: "new-ws-owner" or "new-ws-mode") of the
+        workspaces the plan creates."""
+        ...
 
     def validate_agent_user(self, name: str, mode: Mode, reuse: bool = False) -> str | None:
         """Why ``name`` cannot be the agent (an existing account: the reasons it was

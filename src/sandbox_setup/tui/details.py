@@ -64,6 +64,9 @@ USER_LISTS_HINT = (
 # Which fields each mode uses (ids as on the screen).
 SEPARATE_AGENT = (
     "workspaces",
+    "create-workspace",
+    "new-ws-owner",
+    "new-ws-mode",
     "agent-user",
     "reuse-account",
     "inner",
@@ -85,7 +88,8 @@ FIELDS = {
 }
 # Fields judged together: a change to one clears the other's mark too.
 JUDGED_WITH = {
-    "agent-user": ("reuse-account", "workspaces"),
+    "agent-user": ("reuse-account", "workspaces", "new-ws-owner"),
+    "create-workspace": ("workspaces", "new-ws-owner", "new-ws-mode"),
     "reuse-account": ("agent-user",),
     "network": ("domains", "ports"),
 }
@@ -96,6 +100,9 @@ APPARMOR_HINT = (
     f"installs {PROFILE_FILE}: the probed bwrap (only it) may create user "
     "namespaces; any local user can run bwrap, so any user gets one through it"
 )
+# The Claude Code field, empty: what it means (never a path that looks like a value).
+CLAUDE_PLACEHOLDER = "empty: the claude the checks found"
+NEW_WORKSPACE_HINT = "the agent gets in by its group's ACLs; an undo removes it while empty"
 ChoiceT = TypeVar("ChoiceT", bound=StrEnum)
 
 
@@ -130,6 +137,7 @@ class DetailsScreen(StepScreen[Details]):
         preset: InnerSandbox,
         claude_hint: str = "",
         apparmor: bool = False,
+        claude_placeholder: str = CLAUDE_PLACEHOLDER,
     ) -> None:
         """``apparmor``: the probes found Ubuntu's AppArmor user-namespace restriction
         stopping bwrap, so the AppArmor profile is offered (as root, in the modes with an
@@ -140,6 +148,7 @@ class DetailsScreen(StepScreen[Details]):
         self.details = details
         self.preset = preset
         self.claude_hint = claude_hint
+        self.claude_placeholder = claude_placeholder
         self.fields = fields_for(mode)
         offered = apparmor or details.apparmor_bwrap_profile
         if offered and core.operator_is_root and mode is not Mode.UNSAFE:
@@ -150,7 +159,7 @@ class DetailsScreen(StepScreen[Details]):
     def _field(self, id: str, label: str, control: Widget, hint: str = "") -> Field | None:
         return Field(label, control, hint, id=id) if id in self.fields else None
 
-    def _all_fields(self) -> list[Field | None]:
+    def _all_fields(self) -> list[Widget | None]:
         d = self.details
         agent_label = (
             "Agent user: created locked, no password"
@@ -165,6 +174,8 @@ class DetailsScreen(StepScreen[Details]):
                 "Workspaces: absolute directories, comma-separated",
                 TextField(_listed(d.workspaces), placeholder="/srv/project", id="workspaces"),
             ),
+            self._create_field(),
+            self._new_workspace_fields(),
             self._field("agent-user", agent_label, TextField(d.agent_user, id="agent-user")),
             self._field(
                 "reuse-account",
@@ -247,6 +258,46 @@ class DetailsScreen(StepScreen[Details]):
             ),
         ]
 
+    def _create_field(self) -> Field | None:
+        """The offer to create a missing workspace: shown once a workspace typed does
+        not exist (or when it was ticked before), so the usual form does not grow."""
+        field = self._field(
+            "create-workspace",
+            "A workspace that does not exist yet",
+            Toggle(
+                "Create it (a step of the plan you review)",
+                self.details.create_workspaces,
+                id="create-workspace",
+            ),
+            NEW_WORKSPACE_HINT,
+        )
+        if field is not None:
+            field.display = self.details.create_workspaces
+        return field
+
+    def _new_workspace_fields(self) -> Horizontal | None:
+        """Owner and mode of a workspace the plan creates, side by side (shown while
+        the offer is ticked)."""
+        # why: the answers' rules (configure.answers), imported with this step
+        from sandbox_setup.configure.answers import DEFAULT_WORKSPACE_MODE
+
+        d = self.details
+        owner = self._field(
+            "new-ws-owner",
+            "Its owner (never the agent)",
+            TextField(d.workspace_owner or self.core.layout.operator.name, id="new-ws-owner"),
+        )
+        mode = self._field(
+            "new-ws-mode",
+            "Its mode (0750 keeps others out)",
+            TextField(f"{d.workspace_mode or DEFAULT_WORKSPACE_MODE:04o}", id="new-ws-mode"),
+        )
+        if owner is None or mode is None:
+            return None
+        box = Horizontal(owner, mode, id="new-workspace")
+        box.display = d.create_workspaces
+        return box
+
     def _later_fields(self) -> list[Field | None]:
         d = self.details
         return [
@@ -262,7 +313,7 @@ class DetailsScreen(StepScreen[Details]):
             self._field(
                 "claude",
                 "Claude Code binary",
-                TextField(str(d.claude or ""), placeholder="/usr/local/bin/claude", id="claude"),
+                TextField(str(d.claude or ""), placeholder=self.claude_placeholder, id="claude"),
                 self.claude_hint,
             ),
         ]
@@ -341,14 +392,25 @@ class DetailsScreen(StepScreen[Details]):
         agent_user = self._text("agent-user", d.agent_user).strip()
         reuse = self._flag("reuse-account", d.reuse_account)
         workspaces = d.workspaces
+        create = self._flag("create-workspace", d.create_workspaces)
+        new_owner, new_mode = d.workspace_owner, d.workspace_mode
         if "workspaces" in self.fields:
             workspaces, error = self.core.validate_workspaces(
-                self._text("workspaces"), self.mode, agent_user
+                self._text("workspaces"), self.mode, agent_user, create
             )
+            if error is not None and not create:
+                self._offer_creation(agent_user)
             if error is None and not workspaces and self.mode is Mode.SANDBOX:
                 error = "sandbox mode needs at least one workspace directory"
             if error:
                 errors["workspaces"] = error
+        if create and "new-ws-owner" in self.fields:
+            owner, mode, error, at = self.core.validate_new_workspace(
+                self._text("new-ws-owner"), self._text("new-ws-mode"), self.mode, agent_user
+            )
+            new_owner, new_mode = owner, mode
+            if error:
+                errors[at or "new-ws-owner"] = error
         if "agent-user" in self.fields:
             error = self.core.validate_agent_user(agent_user, self.mode, reuse)
             if error:
@@ -407,9 +469,28 @@ class DetailsScreen(StepScreen[Details]):
                 install_claude_shim=self._flag("install-shim", d.install_claude_shim),
                 claude=claude,
                 apparmor_bwrap_profile=self._flag(APPARMOR_FIELD, d.apparmor_bwrap_profile),
+                create_workspaces=create,
+                workspace_owner=new_owner if create else None,
+                workspace_mode=new_mode if create else None,
             ),
             {},
         )
+
+    def _offer_creation(self, agent_user: str) -> None:
+        """Show the offer to create a workspace when all that is wrong with the typed
+        ones is that some do not exist (judged again as if creating: no words read)."""
+        _paths, error = self.core.validate_workspaces(
+            self._text("workspaces"), self.mode, agent_user, True
+        )
+        found = self.query("#field-create-workspace")
+        if error is None and found:
+            found.first().display = True
+
+    @on(Checkbox.Changed, "#create-workspace")
+    def _create_changed(self, event: Checkbox.Changed) -> None:
+        found = self.query("#new-workspace")
+        if found:
+            found.first().display = bool(event.value)
 
     @staticmethod
     def _value(control: Widget) -> object:

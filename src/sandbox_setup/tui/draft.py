@@ -62,6 +62,11 @@ class Details:
     # restriction (or it is on already); elsewhere kept from saved answers, so a wizard
     # run does not drop the profile an earlier apply installed.
     apparmor_bwrap_profile: bool = False
+    # A workspace that does not exist: created by the plan when ticked, with this owner
+    # (None: the operator) and mode (None: 0750) (sandbox_setup.policy.new_workspace).
+    create_workspaces: bool = False
+    workspace_owner: str | None = None
+    workspace_mode: int | None = None
 
 
 @dataclass
@@ -113,4 +118,7 @@ class Draft:
             accept_unsafe_root=unsafe and self.accepted_at is not None,
             accepted_by=self.accepted_by if unsafe else None,
             accepted_at=self.accepted_at if unsafe else None,
+            create_workspaces=d.create_workspaces and not unsafe,
+            workspace_owner=d.workspace_owner if d.create_workspaces and not unsafe else None,
+            workspace_mode=d.workspace_mode if d.create_workspaces and not unsafe else None,
         )

@@ -1,10 +1,11 @@
-"""Check and audit rows: one line each in a list, the full text in a detail view.
+"""Check and audit rows: a few lines each in a list, the full text in a detail view.
 
 Shared by the host checks screen and the audit view. A :class:`Row` is a
-finding as shown: a marker word that reads without colour ("FAIL", "high"), one
-line for the list, and the whole text (summary, detail, cause, remedy, diff) for
-:class:`sandbox_setup.tui.detail.DetailScreen`. Rows can exist before their finding (a
-pending check) and are filled in when it arrives.
+finding as shown: a marker word that reads without colour ("FAIL", "high"), its
+line for the list (wrapped under the marker, up to :data:`ROW_LINES` lines, so a
+summary is read, not cut at 80 columns), and the whole text (summary, detail, cause,
+remedy, diff) for :class:`sandbox_setup.tui.detail.DetailScreen`. Rows can exist
+before their finding (a pending check) and are filled in when it arrives.
 
 A row quotes what the checks and the audit found: probe output, file names and git
 keys from the workspaces, hostnames the agent asked for. Everything it shows goes
@@ -18,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from rich.console import Group, RenderableType
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.text import Text
 from textual.binding import Binding
 from textual.message import Message
@@ -57,6 +58,37 @@ MARK_STYLE = {
 }
 
 
+# How many lines a row of the list may take (its summary wrapped); more is cut with "…".
+ROW_LINES = 3
+MARKER_WIDTH = 8
+
+
+class RowLines:
+    """A row's line wrapped to the list's width, its continuation lines indented under
+    the marker, at most ``ROW_LINES`` lines (the last one cut with an ellipsis)."""
+
+    def __init__(self, text: Text) -> None:
+        self.text = text
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        width = max(options.max_width, MARKER_WIDTH + 8)
+        inner = width - MARKER_WIDTH
+        lines = list(self.text.wrap(console, inner, overflow="fold", no_wrap=False))
+        if len(lines) > ROW_LINES:
+            lines = lines[:ROW_LINES]
+            last = lines[-1]
+            last.rstrip()
+            last.truncate(inner - 1)
+            last.append("…")
+        shown = Text("\n").join(
+            line if index == 0 else Text(" " * MARKER_WIDTH) + line
+            for index, line in enumerate(lines)
+        )
+        shown.no_wrap = True
+        shown.overflow = "crop"
+        yield shown
+
+
 @dataclass(frozen=True)
 class Row:
     """One row: what the list shows, and everything the detail view shows (printable
@@ -68,6 +100,10 @@ class Row:
     title: str
     body: RenderableType
     remedy: str = ""  # exact: what the copy key puts on the clipboard
+
+    def lines(self) -> RowLines:
+        """The row in the list: :meth:`line`, wrapped (:class:`RowLines`)."""
+        return RowLines(self.line())
 
     def line(self) -> Text:
         text = Text(no_wrap=True, overflow="ellipsis")
@@ -168,7 +204,7 @@ class FindingList(ChoiceList):
 
     def _render_rows(self, keep: Row | None) -> None:
         self.clear_options()
-        self.add_options([Option(row.line(), id=row.id) for row in self.rows])
+        self.add_options([Option(row.lines(), id=row.id) for row in self.rows])
         if self.rows:
             index = next((i for i, r in enumerate(self.rows) if keep and r.id == keep.id), 0)
             self.highlighted = index
@@ -187,10 +223,10 @@ class FindingList(ChoiceList):
         for index, old in enumerate(self.rows):
             if old.id == row.id:
                 self.rows[index] = row
-                self.replace_option_prompt(row.id, row.line())
+                self.replace_option_prompt(row.id, row.lines())
                 return
         self.rows.append(row)
-        self.add_option(Option(row.line(), id=row.id))
+        self.add_option(Option(row.lines(), id=row.id))
         if self.highlighted is None:
             self.highlighted = 0
 

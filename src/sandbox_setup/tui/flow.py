@@ -123,6 +123,13 @@ def claude_hint(core: Core) -> str:
     return f"empty: {found}{under}, the one the checks found"
 
 
+def claude_placeholder(core: Core) -> str:
+    """The empty Claude Code field's placeholder: the path the plan will use (the one
+    found), or that none was found; never a made-up path that looks like a value."""
+    found, _where = core.claude_lookup()
+    return f"empty: {found}" if found is not None else "empty: none found; enter its path"
+
+
 def _details_screen(core: Core, draft: Draft) -> DetailsScreen:
     # why: imported when the step is first shown (module docstring)
     from sandbox_setup.tui.details import DetailsScreen
@@ -136,6 +143,7 @@ def _details_screen(core: Core, draft: Draft) -> DetailsScreen:
         preset,
         claude_hint(core),
         apparmor=core.apparmor_restricted(draft.report),
+        claude_placeholder=claude_placeholder(core),
     )
 
 
@@ -231,6 +239,9 @@ def draft_from_answers(answers: Answers, report: Report | None = None) -> Draft:
             install_claude_shim=answers.install_claude_shim,
             claude=answers.claude,
             apparmor_bwrap_profile=answers.apparmor_bwrap_profile,
+            create_workspaces=answers.create_workspaces,
+            workspace_owner=answers.workspace_owner,
+            workspace_mode=answers.workspace_mode,
         ),
     )
 

@@ -8,6 +8,7 @@ in a short section of their own.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from rich.table import Table
@@ -49,6 +50,17 @@ def screen_keys(screen: Screen[Any]) -> list[tuple[str, str]]:
             keys.append(display)
     rows = [(" ".join(keys), what) for what, keys in shown.items()]
     return rows + [(" ".join(keys), what) for what, keys in more.items() if what not in shown]
+
+
+def screen_name(screen: Screen[Any]) -> str:
+    """The name of ``screen`` as the operator reads it: a step's name in the step bar
+    (``STEP``: "path", "checks"), else its class name in words ("finding detail")."""
+    step = getattr(screen, "STEP", None)
+    if isinstance(step, str) and step:
+        return step
+    name = type(screen).__name__.removesuffix("Screen")
+    words = re.findall(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+", name)
+    return " ".join(word.lower() for word in words) or "screen"
 
 
 def help_table(keys: list[tuple[str, str]]) -> Table:
