@@ -201,9 +201,13 @@ def test_undo_on_a_terminal_asks_y_n(
     calls: list[str] = []
     entry = {"op": "write", "target": "/etc/x"}
     monkeypatch.setattr(undo.history, "open_applies", lambda layout: [("t1", [entry])])
-    monkeypatch.setattr(undo, "preview", lambda layout, t, es, *_: [f"restore {es[0]['target']}"])
     monkeypatch.setattr(
-        undo, "undo_last", lambda layout: calls.append("undo") or [outcome.done("restored")]
+        undo.door, "preview_steps", lambda layout, t, es, *_: [f"restore {es[0]['target']}"]
+    )
+    monkeypatch.setattr(
+        undo.door,
+        "undo_last",
+        lambda layout, **_: calls.append("undo") or [outcome.done("restored")],
     )
     (tmp_path / "etc").mkdir()
     monkeypatch.setattr(sys, "stdin", _Tty(answer))
@@ -223,8 +227,10 @@ def test_undo_without_a_terminal_only_previews(
     from sandbox_setup.commands.undo import run_undo
 
     monkeypatch.setattr(undo.history, "open_applies", lambda layout: [("t1", [{"op": "write"}])])
-    monkeypatch.setattr(undo, "preview", lambda layout, t, es, *last: ["restore it"])
-    monkeypatch.setattr(undo, "undo_last", lambda layout: pytest.fail("undid without --yes"))
+    monkeypatch.setattr(undo.door, "preview_steps", lambda layout, t, es, *last: ["restore it"])
+    monkeypatch.setattr(
+        undo.door, "undo_last", lambda layout, **_: pytest.fail("undid without --yes")
+    )
     monkeypatch.setattr(sys, "stdin", io.StringIO("y\n"))  # not a terminal: never read
     (tmp_path / "etc").mkdir()
     assert run_undo(_undo_args(tmp_path)) == 0
@@ -243,9 +249,11 @@ def test_undo_prints_journal_and_workspace_names_escaped(
     evil = "/srv/project/\x1b]0;pwned\x07\x1b[2J\u202e\r"
     shown = "/srv/project/\\x1b]0;pwned\\x07\\x1b[2J\\u202e\\r"
     monkeypatch.setattr(undo.history, "open_applies", lambda layout: [("t1", [{"target": evil}])])
-    monkeypatch.setattr(undo, "preview", lambda layout, t, es, *_: [f"restore {es[0]['target']}"])
     monkeypatch.setattr(
-        undo, "undo_last", lambda layout: [outcome.done(f"removed the ACL of {evil}")]
+        undo.door, "preview_steps", lambda layout, t, es, *_: [f"restore {es[0]['target']}"]
+    )
+    monkeypatch.setattr(
+        undo.door, "undo_last", lambda layout, **_: [outcome.done(f"removed the ACL of {evil}")]
     )
     (tmp_path / "etc").mkdir()
     assert run_undo(_undo_args(tmp_path)) == 0

@@ -1,6 +1,6 @@
 """Who may own a file an apply merges or keeps (policy.trust.kept_file_owners /
 kept_file_problems, DESIGN.md invariant 12), and the journal's order
-(configure.journal_check.order_problem): pure judges, over facts made here."""
+(configure.journal.check.order_problem): pure judges, over facts made here."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from sandbox_setup.base.pathfacts import PathFacts
-from sandbox_setup.configure.journal_check import order_problem
+from sandbox_setup.configure.journal.check import order_problem
 from sandbox_setup.policy.trust import kept_file_owners, kept_file_problems
 
 OPERATOR = 1000

@@ -38,7 +38,7 @@ from sandbox_setup.configure.journal import (
     pending_steps,
     read_journal,
 )
-from sandbox_setup.configure.journal_check import JournalCorruptError
+from sandbox_setup.configure.journal.check import JournalCorruptError
 from sandbox_setup.configure.ledger import ledger_path, read_ledger
 from sandbox_setup.configure.outcome import StepResult
 from sandbox_setup.configure.state_trust import check_backups, check_state_dir, check_state_file
@@ -351,6 +351,12 @@ def created_parents(layout: Layout) -> list[PurePosixPath]:
 # the sessions keep there (the quarantine, the session records, the egress log), which
 # an undo never deletes: files moved out of a workspace are moved aside, never deleted.
 HISTORY = ("journal.jsonl", "backups", "apply.lock", CREATED_PARENTS, "setups.json", "crash.log")
+
+
+def history_left(layout: Layout) -> bool:
+    """Whether the applies' journal or backups are still in the state directory (an
+    ``--undo --all`` removed them even when it kept the directory)."""
+    return any(os.path.lexists(layout.real(path)) for path in (layout.journal, layout.backups_dir))
 
 
 def kept_in_state_dir(layout: Layout) -> list[str]:

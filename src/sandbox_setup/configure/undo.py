@@ -33,7 +33,12 @@ def undo_last(layout: Layout, *, last: Mapping[str, str | None] | None = None) -
     """Revert the newest apply that is not yet reverted; [] when there is none.
     ``last`` (``--undo --all``): per file, what this setup's applies last left it as
     (:func:`~sandbox_setup.configure.journal.last_left`, taken before the first undo):
-    a file still so is the setup's own, whichever apply wrote it."""
+    a file still so is the setup's own, whichever apply wrote it.
+
+    Without a state directory there is nothing to undo, and none is created (the lock
+    lives in it)."""
+    if not os.path.lexists(layout.real(layout.state_dir)):
+        return []
     with apply_lock(layout):
         found = last_open(layout)
         if found is None:

@@ -4,6 +4,11 @@ An apply writes it through :class:`~sandbox_setup.configure.transaction.Transact
 :mod:`sandbox_setup.configure.undo` replays it backwards with the revert steps of
 :mod:`sandbox_setup.configure.revert`. Both import this module; it imports neither.
 
+Each line is decoded once, when the journal is read, into a frozen dataclass of its
+operation (:mod:`sandbox_setup.configure.journal.entries`; :func:`read_entries`); the
+strict reader is :mod:`sandbox_setup.configure.journal.check`, the undo's front door
+:mod:`sandbox_setup.configure.journal.door`.
+
 The journal (``layout.journal``, JSON lines, operator-owned 0600) records every
 step of an apply *before* the step happens, fsynced, so a process killed at any
 point leaves a journal that undo can replay backwards:
@@ -14,6 +19,8 @@ point leaves a journal that undo can replay backwards:
   beside the target (a hard link to the old file, removed at commit);
   ``fix`` (true) when it replaced drift: the file was no longer as an earlier apply
   still in effect left it (undo keeps the fixed content);
+- ``remove-file``: a file the apply removed (renamed to ``keep`` beside it, backed
+  up, with its old sha256, mode and owner); undo puts it back;
 - ``planned``: a file the apply planned and found already as planned (``sha256``),
   the before-image of a file no step changed;
 - ``mkdir``: a directory created for a write;
@@ -59,7 +66,16 @@ from typing import Any
 from sandbox_setup.base.errors import RefusedError, SetupError
 from sandbox_setup.base.paths import Layout
 from sandbox_setup.configure import fsops
-from sandbox_setup.configure.journal_check import MAX_LINE, parse_journal, torn_tail
+from sandbox_setup.configure.journal.check import MAX_LINE, parse_entries, parse_journal, torn_tail
+from sandbox_setup.configure.journal.entries import (
+    Begin,
+    Entry,
+    Planned,
+    RolledBack,
+    StepUndone,
+    Undone,
+    Write,
+)
 from sandbox_setup.configure.state_trust import check_backups, check_state_dir, check_state_file
 
 
@@ -143,7 +159,7 @@ def _note_created_parents(layout: Layout, created: list[str]) -> None:
 
 def read_journal(layout: Layout) -> list[dict[str, Any]]:
     """Every journal entry, oldest first, read strictly (see
-    :mod:`sandbox_setup.configure.journal_check`): a line that does not parse or
+    :mod:`sandbox_setup.configure.journal.check`): a line that does not parse or
     validate raises :class:`JournalCorruptError` (exit 2) naming it; only a torn last
     line (a killed write) is skipped.
 
@@ -154,6 +170,17 @@ def read_journal(layout: Layout) -> list[dict[str, Any]]:
     if state is None:
         return []
     return parse_journal(state.data, layout, str(layout.real(layout.journal)))
+
+
+def read_entries(layout: Layout) -> list[Entry]:
+    """Every journal entry, oldest first, decoded into its typed value
+    (:mod:`sandbox_setup.configure.journal.entries`); read and checked as
+    :func:`read_journal` does."""
+    check_state_file(layout, layout.journal, "journal")
+    state = fsops.read_file(layout.root, layout.real(layout.journal))
+    if state is None:
+        return []
+    return parse_entries(state.data, layout, str(layout.real(layout.journal)))
 
 
 def open_for_append(layout: Layout, *, create: bool) -> int:
@@ -218,18 +245,30 @@ def open_steps(layout: Layout) -> list[dict[str, Any]]:
 def last_left(layout: Layout) -> dict[str, str | None]:
     """Per file, the sha256 this setup's applies still in effect last left it with:
     what a write made it, or what an apply found already as planned (``planned``)."""
-    entries = read_journal(layout)
+    entries = read_entries(layout)
     found: dict[str, str | None] = {}
-    for txn in _open_transactions(entries):
-        pending = {id(e) for _, e in pending_steps([e for e in entries if e["txn"] == txn])}
-        for entry in entries:
-            if entry["txn"] != txn:
-                continue
-            if entry.get("op") == "write" and id(entry) in pending:
-                found[str(entry["target"])] = entry["new_sha256"]
-            elif entry.get("op") == "planned":
-                found[str(entry["target"])] = entry["sha256"]
+    for txn in open_transactions(entries):
+        mine = [e for e in entries if e.txn == txn]
+        pending = {id(e) for _, e in pending_typed(mine)}
+        for entry in mine:
+            if isinstance(entry, Write) and id(entry) in pending:
+                found[entry.target] = entry.new_sha256
+            elif isinstance(entry, Planned):
+                found[entry.target] = entry.sha256
     return found
+
+
+def open_transactions(entries: list[Entry]) -> list[str]:
+    """The applies of the journal no undo or rollback closed, oldest first."""
+    closed = {e.txn for e in entries if isinstance(e, Undone | RolledBack)}
+    return [e.txn for e in entries if isinstance(e, Begin) and e.txn not in closed]
+
+
+def pending_typed(txn_entries: list[Entry]) -> list[tuple[int, Entry]]:
+    """The steps of one transaction no undo has reverted yet, with their index."""
+    steps = [e for e in txn_entries if e.op not in BOOKKEEPING]
+    done = {e.step for e in txn_entries if isinstance(e, StepUndone)}
+    return [(index, entry) for index, entry in enumerate(steps) if index not in done]
 
 
 def last_open(layout: Layout) -> tuple[str, list[dict[str, Any]], dict[int, int]] | None:
