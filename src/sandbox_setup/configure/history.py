@@ -36,9 +36,11 @@ from sandbox_setup.configure.journal import (
     CLOSED,
     CREATED_PARENTS,
     pending_steps,
+    read_entries,
     read_journal,
 )
 from sandbox_setup.configure.journal.check import JournalCorruptError
+from sandbox_setup.configure.journal.entries import Acl
 from sandbox_setup.configure.ledger import ledger_path, read_ledger
 from sandbox_setup.configure.outcome import StepResult
 from sandbox_setup.configure.state_trust import check_backups, check_state_dir, check_state_file
@@ -141,11 +143,7 @@ def agent_owners(layout: Layout, undone: list[dict[str, Any]]) -> Owners:
 
 def journal_workspaces(layout: Layout) -> list[PurePosixPath]:
     """Every workspace an apply of this setup opened to its agent (its ACL steps)."""
-    found = [
-        PurePosixPath(str(e["target"]))
-        for e in read_journal(layout)
-        if e.get("op") == "acl" and isinstance(e.get("target"), str)
-    ]
+    found = [PurePosixPath(e.target) for e in read_entries(layout) if isinstance(e, Acl)]
     return list(dict.fromkeys(found))
 
 

@@ -233,12 +233,12 @@ def _open_transactions(entries: list[dict[str, Any]]) -> list[str]:
     return [e["txn"] for e in entries if e.get("op") == "begin" and e["txn"] not in closed]
 
 
-def open_steps(layout: Layout) -> list[dict[str, Any]]:
+def open_steps(layout: Layout) -> list[Entry]:
     """Every step, of every transaction not yet reverted, that is still in effect."""
-    entries = read_journal(layout)
-    found = []
-    for txn in _open_transactions(entries):
-        found += [e for _, e in pending_steps([e for e in entries if e["txn"] == txn])]
+    entries = read_entries(layout)
+    found: list[Entry] = []
+    for txn in open_transactions(entries):
+        found += [e for _, e in pending_typed([e for e in entries if e.txn == txn])]
     return found
 
 

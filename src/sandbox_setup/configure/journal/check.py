@@ -25,7 +25,15 @@ from typing import Any
 
 from sandbox_setup.base.errors import InputError
 from sandbox_setup.base.paths import Layout
-from sandbox_setup.configure.journal.entries import Entry, EntryProblem, decode
+from sandbox_setup.configure.journal.entries import (
+    AccountsDone,
+    Begin,
+    Commit,
+    Entry,
+    EntryProblem,
+    StepUndone,
+    decode,
+)
 
 MAX_LINE = 1 << 20  # the longest entry written is a few KiB
 _ENTRY_START = b'{"'
@@ -104,7 +112,7 @@ def parse_lines(data: bytes, layout: Layout, shown: str) -> list[tuple[dict[str,
         assert isinstance(entry, dict) and decoded is not None
         entries.append(entry)
         typed.append(decoded)
-    found = order_problem(entries)
+    found = order_problem(typed)
     if found is not None:
         number, problem = found
         raise JournalCorruptError(
@@ -123,7 +131,7 @@ _UNDO_OPS = frozenset(
 _CLOSED = frozenset({"undone", "rolled-back"})
 
 
-def order_problem(entries: list[dict[str, Any]]) -> tuple[int, str] | None:
+def order_problem(entries: list[Entry]) -> tuple[int, str] | None:
     """``(line, what)`` for the first entry out of the order applies and undos write
     them in, or None. Each apply starts with its one ``begin`` line; its steps follow
     it with no other apply's line between and none after its ``commit``; an undo marks
@@ -137,19 +145,19 @@ def order_problem(entries: list[dict[str, Any]]) -> tuple[int, str] | None:
     closed: set[str] = set()
     current: str | None = None
     for number, entry in enumerate(entries, 1):
-        txn, op = entry["txn"], entry["op"]
-        if op == "begin":
+        txn, op = entry.txn, entry.op
+        if isinstance(entry, Begin):
             if txn in begun:
                 return number, f"apply {txn} begins again (it began on line {begun[txn]})"
             begun[txn], steps[txn], current = number, 0, txn
-            seqs[txn] = 0 if entry.get("seq") == 0 else None
+            seqs[txn] = 0 if entry.seq == 0 else None
             continue
         if txn not in begun:
             return number, f"apply {txn} has no begin line before this {op!r} line"
         if txn in closed:
             return number, f"apply {txn} was already closed (undone or rolled back) before"
         last = seqs[txn]
-        seq = entry.get("seq")
+        seq = entry.seq
         if last is not None and (seq is not None or op not in _UNDO_OPS):
             if seq != last + 1:
                 which = "an unnumbered line" if seq is None else f"its line {seq}"
@@ -159,9 +167,10 @@ def order_problem(entries: list[dict[str, Any]]) -> tuple[int, str] | None:
                 )
             seqs[txn] = seq
         if op in _UNDO_OPS:
-            step = entry.get("step")
-            if op == "step-undone" and isinstance(step, int) and step >= steps[txn]:
-                return number, f"it marks step {step} of apply {txn} undone before that step"
+            if isinstance(entry, StepUndone) and entry.step >= steps[txn]:
+                return number, (
+                    f"it marks step {entry.step} of apply {txn} undone before that step"
+                )
             if op in _CLOSED:
                 closed.add(txn)
             continue
@@ -169,9 +178,9 @@ def order_problem(entries: list[dict[str, Any]]) -> tuple[int, str] | None:
             return number, f"a {op!r} line of apply {txn} comes after apply {current} began"
         if txn in committed:
             return number, f"a {op!r} line of apply {txn} comes after its commit"
-        if op == "commit":
+        if isinstance(entry, Commit):
             committed.add(txn)
-        elif op != "accounts-done":
+        elif not isinstance(entry, AccountsDone):
             steps[txn] += 1
     return None
 
