@@ -18,11 +18,13 @@ from sandbox_setup.base.paths import Layout
 from sandbox_setup.configure import fsops, outcome
 from sandbox_setup.configure.journal import (
     JournalError,
+    decoded,
     last_left,
     now,
     open_for_append,
     state_dirs,
 )
+from sandbox_setup.configure.journal.entries import EntryProblem
 from sandbox_setup.configure.outcome import StepResult
 from sandbox_setup.configure.revert import drop_restore_points, revert
 
@@ -158,15 +160,16 @@ class Transaction:
         self.close()
         # Committed: the restore points beside the targets are not needed any more
         # (undo works from the backups); a failure here leaves a stray file, no harm.
-        with contextlib.suppress(OSError, SetupError):
-            drop_restore_points(self.layout, self.entries)
+        with contextlib.suppress(OSError, SetupError, EntryProblem):
+            drop_restore_points(self.layout, decoded(self.id, self.entries, self.layout))
 
     def rollback(self) -> tuple[list[StepResult], bool]:
         """Revert this transaction's steps (after a failure): what was done, and
         whether everything was. A rollback that could not finish is journaled as
         ``rollback-incomplete`` (with what is left), so the transaction stays open
         and ``--undo`` finishes it later."""
-        done = revert(self.layout, self.entries, txn=self.id)
+        # Decoded as an undo decodes the journal (the steps are on disk as written).
+        done = revert(self.layout, decoded(self.id, self.entries, self.layout), txn=self.id)
         failed = [result.text for result in done if result.failed]
         closing: dict[str, Any] = {"op": "rolled-back"}
         if failed:

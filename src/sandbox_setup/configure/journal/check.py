@@ -21,7 +21,6 @@ absent; when present they must have their type.
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from sandbox_setup.base.errors import InputError
 from sandbox_setup.base.paths import Layout
@@ -63,23 +62,12 @@ def torn_tail(data: bytes) -> int:
     return len(data)
 
 
-def parse_journal(data: bytes, layout: Layout, shown: str) -> list[dict[str, Any]]:
-    """Every entry of the journal ``data`` (named ``shown`` in messages), oldest
-    first, as written; raises :class:`JournalCorruptError` at the first line that is
-    wrong."""
-    return [raw for raw, _ in parse_lines(data, layout, shown)]
-
-
 def parse_entries(data: bytes, layout: Layout, shown: str) -> list[Entry]:
-    """Every entry of the journal ``data``, oldest first, decoded (typed)."""
-    return [entry for _, entry in parse_lines(data, layout, shown)]
-
-
-def parse_lines(data: bytes, layout: Layout, shown: str) -> list[tuple[dict[str, Any], Entry]]:
-    """Every line of the journal ``data`` as written and decoded, each decoded and
-    validated once (:func:`~sandbox_setup.configure.journal.entries.decode`), and
-    the whole checked for order (:func:`order_problem`)."""
-    entries: list[dict[str, Any]] = []
+    """Every entry of the journal ``data`` (named ``shown`` in messages), oldest
+    first, decoded into its typed value. Each line is decoded and validated once
+    (:func:`~sandbox_setup.configure.journal.entries.decode`), and the whole checked
+    for order (:func:`order_problem`); raises :class:`JournalCorruptError` at the
+    first line that is wrong."""
     typed: list[Entry] = []
     body = data[: torn_tail(data)]
     for number, raw in enumerate(body.split(b"\n"), 1):
@@ -109,8 +97,7 @@ def parse_lines(data: bytes, layout: Layout, shown: str) -> list[tuple[dict[str,
                 "that line, restore the journal from a copy or remove the line, then run "
                 "again"
             )
-        assert isinstance(entry, dict) and decoded is not None
-        entries.append(entry)
+        assert decoded is not None
         typed.append(decoded)
     found = order_problem(typed)
     if found is not None:
@@ -120,7 +107,7 @@ def parse_lines(data: bytes, layout: Layout, shown: str) -> list[tuple[dict[str,
             "the journal only when it is whole and in the order it was written. If you did "
             "not change it, restore the journal from a copy, then run again"
         )
-    return list(zip(entries, typed, strict=True))
+    return typed
 
 
 # What an apply writes between its begin and its commit (its steps and their

@@ -16,16 +16,16 @@ import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
-from typing import Any
 
 from sandbox_setup.base.paths import Layout
 from sandbox_setup.configure import history
 from sandbox_setup.configure.journal import apply_lock, last_left
+from sandbox_setup.configure.journal.entries import Entry
 from sandbox_setup.configure.outcome import StepResult, any_failed
 from sandbox_setup.configure.revert import preview as preview_steps
 from sandbox_setup.configure.undo import undo_last
 
-Apply = tuple[str, list[dict[str, Any]]]
+Apply = tuple[str, list[Entry]]
 
 
 @dataclass(frozen=True)

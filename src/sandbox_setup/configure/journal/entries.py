@@ -162,6 +162,11 @@ class AccountStep(Entry):
 
     step: int | None = None
     files: tuple[FileSnapshot, ...] | None = None
+    # What the tool left, when the step itself carries it (a rollback in the apply's
+    # own process knows it before its ``accounts-done`` line is written): ``known``
+    # tells an absent ``new`` (look for ``accounts-done``) from a null one (unknown).
+    new: Mapping[str, str | None] | None = None
+    new_known: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -385,15 +390,25 @@ def _snapshot(raw: object, number: int, layout: Layout) -> FileSnapshot:
         raise EntryProblem(f"field 'files' item {number}: {exc}") from None
 
 
-def _account_step(f: _Fields) -> tuple[int | None, tuple[FileSnapshot, ...] | None]:
+@dataclass(frozen=True)
+class _Shared:
+    step: int | None
+    files: tuple[FileSnapshot, ...] | None
+    new: Mapping[str, str | None] | None
+    new_known: bool
+
+
+def _account_step(f: _Fields) -> _Shared:
     step = f.number_or_none("step", _STEP, required=False)
+    new_known = "new" in f.raw
+    new = _new_digests(f) if new_known else None
     present, files = f._get("files", False)
     snapshots: tuple[FileSnapshot, ...] | None = None
     if present:
         if not isinstance(files, list):
             raise EntryProblem("field 'files' must be a list of account files")
         snapshots = tuple(_snapshot(item, n, f.layout) for n, item in enumerate(files, 1))
-    return step, snapshots
+    return _Shared(step, snapshots, new, new_known)
 
 
 def _new_digests(f: _Fields) -> Mapping[str, str | None] | None:
@@ -446,30 +461,57 @@ def _create_user(t: str, s: int | None, f: _Fields) -> Entry:
     name = f.text("name", _account)
     home = f.text_or_none("home", _absolute, required=False)
     existed = f.flag("home_existed")
-    step, files = _account_step(f)
+    a = _account_step(f)
     return CreateUser(
-        txn=t, seq=s, name=name, home=home, home_existed=existed, step=step, files=files
+        txn=t,
+        seq=s,
+        name=name,
+        home=home,
+        home_existed=existed,
+        step=a.step,
+        files=a.files,
+        new=a.new,
+        new_known=a.new_known,
     )
 
 
 def _create_group(t: str, s: int | None, f: _Fields) -> Entry:
     name = f.text("name", _account)
-    step, files = _account_step(f)
-    return CreateGroup(txn=t, seq=s, name=name, step=step, files=files)
+    a = _account_step(f)
+    return CreateGroup(
+        txn=t, seq=s, name=name, step=a.step, files=a.files, new=a.new, new_known=a.new_known
+    )
 
 
 def _add_to_group(t: str, s: int | None, f: _Fields) -> Entry:
     user, group = f.text("user", _account), f.text("group", _account)
-    step, files = _account_step(f)
-    return AddToGroup(txn=t, seq=s, user=user, group=group, step=step, files=files)
+    a = _account_step(f)
+    return AddToGroup(
+        txn=t,
+        seq=s,
+        user=user,
+        group=group,
+        step=a.step,
+        files=a.files,
+        new=a.new,
+        new_known=a.new_known,
+    )
 
 
 def _set_shell(t: str, s: int | None, f: _Fields) -> Entry:
     user, shell = f.text("user", _account), f.text("shell", _shell)
     old_shell = f.text("old_shell", _shell)
-    step, files = _account_step(f)
+    a = _account_step(f)
     return SetShell(
-        txn=t, seq=s, user=user, shell=shell, old_shell=old_shell, step=step, files=files
+        txn=t,
+        seq=s,
+        user=user,
+        shell=shell,
+        old_shell=old_shell,
+        step=a.step,
+        files=a.files,
+        new=a.new,
+        new_known=a.new_known,
     )
 
 
@@ -572,3 +614,13 @@ def decode(raw: object, layout: Layout) -> Entry:
 def of(entries: list[Entry], kind: type[E]) -> list[E]:
     """The entries of one kind, in journal order."""
     return [e for e in entries if isinstance(e, kind)]
+
+
+def backups_named(entry: Entry) -> list[str | None]:
+    """The backups ``entry`` names (its own, and its account files' snapshots')."""
+    found: list[str | None] = []
+    if isinstance(entry, Write | RemoveFile | Acl):
+        found.append(entry.backup)
+    if isinstance(entry, AccountStep) and entry.files:
+        found += [item.backup for item in entry.files]
+    return found
