@@ -21,12 +21,13 @@ since (another tool added a user), it falls back to ``userdel``/``groupdel``/
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import shutil
 import stat
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path, PurePosixPath
-from typing import Any, Protocol
+from typing import Protocol
 
 from sandbox_setup.base.accounts import lookup_user
 from sandbox_setup.base.errors import SetupError
@@ -50,7 +51,7 @@ class StepJournal(Protocol):
     (:class:`~sandbox_setup.configure.transaction.Transaction`, which imports the revert
     steps of this module: named here by what it does, so no import goes back up)."""
 
-    def record(self, entry: dict[str, Any]) -> None: ...
+    def record(self, entry: Mapping[str, object]) -> None: ...
     def next_step(self) -> int: ...
     def backup(self, data: bytes, name: str) -> str: ...
     def keep(self, real: Path, name: str, *, move: bool = False) -> str | None: ...
@@ -63,24 +64,24 @@ ACCOUNT_FILES: tuple[PurePosixPath, ...] = tuple(
 )
 
 
-def _snapshot(txn: StepJournal, layout: Layout) -> list[dict[str, Any]]:
+def _snapshot(txn: StepJournal, layout: Layout) -> tuple[FileSnapshot, ...]:
     files = []
     for target in ACCOUNT_FILES:
         real = layout.real(target)
         state = fsops.read_file(layout.root, real)
         files.append(
-            {
-                "target": str(target),
-                "real": str(real),
-                "old_sha256": fsops.sha256(state.data) if state else None,
-                "backup": txn.backup(state.data, target.name) if state else None,
-                "keep": txn.keep_name(real) if state else None,
-                "old_mode": state.mode if state else None,
-                "old_uid": state.uid if state else None,
-                "old_gid": state.gid if state else None,
-            }
+            FileSnapshot(
+                target=str(target),
+                real=str(real),
+                old_sha256=fsops.sha256(state.data) if state else None,
+                backup=txn.backup(state.data, target.name) if state else None,
+                keep=txn.keep_name(real) if state else None,
+                old_mode=state.mode if state else None,
+                old_uid=state.uid if state else None,
+                old_gid=state.gid if state else None,
+            )
         )
-    return files
+    return tuple(files)
 
 
 def _is_dash_backup(item: FileSnapshot) -> bool:
@@ -152,7 +153,7 @@ def _missing_parents(layout: Layout, home: PurePosixPath) -> list[Path]:
 
 
 @contextlib.contextmanager
-def account_step(txn: StepJournal, layout: Layout, entry: dict[str, Any]) -> Iterator[None]:
+def account_step(txn: StepJournal, layout: Layout, entry: Mapping[str, str]) -> Iterator[None]:
     """Journal ``entry`` (``create-group``/``create-user``/``add-to-group``/``set-shell``) with a
     snapshot of the account files, run the body (the tool), then record the files'
     new digests. A ``create-user`` entry carries ``home``; its missing parents are
@@ -163,16 +164,18 @@ def account_step(txn: StepJournal, layout: Layout, entry: dict[str, Any]) -> Ite
         yield from _account_step(txn, layout, entry)
 
 
-def _account_step(txn: StepJournal, layout: Layout, entry: dict[str, Any]) -> Iterator[None]:
+def _account_step(txn: StepJournal, layout: Layout, entry: Mapping[str, str]) -> Iterator[None]:
+    step: dict[str, object] = dict(entry)
     home = entry.get("home")
     if home is not None:
         for path in _missing_parents(layout, PurePosixPath(home)):
             target = "/" + str(path.relative_to(layout.root)) if not layout.live else str(path)
             txn.record({"op": "mkdir", "real": str(path), "target": target})
-        entry["home_existed"] = os.path.lexists(layout.real(home))
-    step = {**entry, "step": txn.next_step(), "files": _snapshot(txn, layout)}
+        step["home_existed"] = os.path.lexists(layout.real(home))
+    number = txn.next_step()
+    files = _snapshot(txn, layout)
+    step.update(step=number, files=[dataclasses.asdict(item) for item in files])
     txn.record(step)
-    files = tuple(FileSnapshot(**item) for item in step["files"])
     try:
         _make_restore_points(txn, files)
         yield
@@ -184,9 +187,10 @@ def _account_step(txn: StepJournal, layout: Layout, entry: dict[str, Any]) -> It
                 _restore_kept(layout, real, item)
         # In memory first: a rollback in this process knows the new state even if
         # the journal line below cannot be written.
-        new = _digests(layout, files)
-        step["new"] = new if _untouched_before_the_tool(files, new) else None
-    txn.record({"op": "accounts-done", "step": step["step"], "new": step["new"]})
+        now = _digests(layout, files)
+        new = now if _untouched_before_the_tool(files, now) else None
+        step["new"] = new
+    txn.record({"op": "accounts-done", "step": number, "new": new})
 
 
 def _remove_home(layout: Layout, home: str) -> None:

@@ -9,9 +9,8 @@ import datetime
 import json
 import os
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
 
 from sandbox_setup.base.errors import SetupError
 from sandbox_setup.base.paths import Layout
@@ -58,7 +57,9 @@ class Transaction:
         # Unique even for two applies in one process within a second (the TUI).
         stamp = datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%S")
         self.id = f"{stamp}-{os.getpid()}-{secrets.token_hex(3)}"
-        self.entries: list[dict[str, Any]] = []
+        # What this apply journaled, in memory (an account step adds what its tool
+        # left before that line is written): its rollback and commit decode it.
+        self.entries: list[Mapping[str, object]] = []
         self._fd = -1
         try:
             self._fd = open_for_append(layout, create=True)
@@ -76,7 +77,7 @@ class Transaction:
             self.close()
             raise
 
-    def _append(self, entry: dict[str, Any], *, reserve: bool = True) -> None:
+    def _append(self, entry: Mapping[str, object], *, reserve: bool = True) -> None:
         line = {"txn": self.id, **entry, "seq": self._seq}
         data = (json.dumps(line, sort_keys=True) + "\n").encode("utf-8")
         size = -1
@@ -98,7 +99,7 @@ class Transaction:
             raise JournalError(f"cannot write the journal {self.layout.journal}: {exc}") from exc
         self._seq += 1
 
-    def record(self, entry: dict[str, Any]) -> None:
+    def record(self, entry: Mapping[str, object]) -> None:
         """Write ``entry`` to the journal (durably) before the step it describes."""
         self._append(entry)
         # Only once it is on disk: a step whose entry could not be written never
@@ -171,7 +172,7 @@ class Transaction:
         # Decoded as an undo decodes the journal (the steps are on disk as written).
         done = revert(self.layout, decoded(self.id, self.entries, self.layout), txn=self.id)
         failed = [result.text for result in done if result.failed]
-        closing: dict[str, Any] = {"op": "rolled-back"}
+        closing: dict[str, object] = {"op": "rolled-back"}
         if failed:
             left, size = [], 0
             for line in failed:
