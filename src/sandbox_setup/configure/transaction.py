@@ -170,7 +170,12 @@ class Transaction:
         ``rollback-incomplete`` (with what is left), so the transaction stays open
         and ``--undo`` finishes it later."""
         # Decoded as an undo decodes the journal (the steps are on disk as written).
-        done = revert(self.layout, decoded(self.id, self.entries, self.layout), txn=self.id)
+        try:
+            steps = decoded(self.id, self.entries, self.layout)
+        except EntryProblem as exc:  # a writer's bug: the apply stays open for --undo
+            done = [outcome.failed(f"could not roll back: a line of this apply is wrong: {exc}")]
+        else:
+            done = revert(self.layout, steps, txn=self.id)
         failed = [result.text for result in done if result.failed]
         closing: dict[str, object] = {"op": "rolled-back"}
         if failed:
