@@ -21,6 +21,7 @@ from sandbox_setup.base.choices import Mode
 from sandbox_setup.base.styled import emit
 from sandbox_setup.checks.model import Finding, Recommendation, Report, Status
 from sandbox_setup.commands.check_report import cause_groups, render_report, report_lines
+from sandbox_setup.configure.journal.entries import Write
 from tests.tools import REPO
 
 MASKED = "cause: proc-masked"
@@ -181,6 +182,22 @@ def test_rich_is_not_imported_for_json_or_a_pipe(argv: list[str]) -> None:
     assert out.strip().splitlines()[-1] == "RICH []", out
 
 
+def _write(target: str) -> Write:
+    """A journal ``write`` entry of apply t1 (what the undo's survey reads)."""
+    return Write(
+        txn="t1",
+        target=target,
+        real=target,
+        old_sha256=None,
+        new_sha256="0" * 64,
+        backup=None,
+        old_mode=None,
+        old_uid=None,
+        old_gid=None,
+        tmp="x.tmp",
+    )
+
+
 def _undo_args(root: Path) -> Any:
     import argparse
 
@@ -200,11 +217,15 @@ def test_undo_on_a_terminal_asks_y_n(
     from sandbox_setup.configure import outcome
 
     calls: list[str] = []
-    entry = {"op": "write", "target": "/etc/x"}
+    entry = _write("/etc/x")
     monkeypatch.setattr(undo.history, "open_applies", lambda layout: [("t1", [entry])])
-    monkeypatch.setattr(undo, "preview", lambda layout, t, es, *_: [f"restore {es[0]['target']}"])
     monkeypatch.setattr(
-        undo, "undo_last", lambda layout: calls.append("undo") or [outcome.done("restored")]
+        undo.door, "preview_steps", lambda layout, t, es, *_: [f"restore {es[0].target}"]
+    )
+    monkeypatch.setattr(
+        undo.door,
+        "undo_last",
+        lambda layout, **_: calls.append("undo") or [outcome.done("restored")],
     )
     (tmp_path / "etc").mkdir()
     monkeypatch.setattr(sys, "stdin", _Tty(answer))
@@ -223,9 +244,11 @@ def test_undo_without_a_terminal_only_previews(
     import sandbox_setup.commands.undo as undo
     from sandbox_setup.commands.undo import run_undo
 
-    monkeypatch.setattr(undo.history, "open_applies", lambda layout: [("t1", [{"op": "write"}])])
-    monkeypatch.setattr(undo, "preview", lambda layout, t, es, *last: ["restore it"])
-    monkeypatch.setattr(undo, "undo_last", lambda layout: pytest.fail("undid without --yes"))
+    monkeypatch.setattr(undo.history, "open_applies", lambda layout: [("t1", [_write("/x")])])
+    monkeypatch.setattr(undo.door, "preview_steps", lambda layout, t, es, *last: ["restore it"])
+    monkeypatch.setattr(
+        undo.door, "undo_last", lambda layout, **_: pytest.fail("undid without --yes")
+    )
     monkeypatch.setattr(sys, "stdin", io.StringIO("y\n"))  # not a terminal: never read
     (tmp_path / "etc").mkdir()
     assert run_undo(_undo_args(tmp_path)) == 0
@@ -243,10 +266,12 @@ def test_undo_prints_journal_and_workspace_names_escaped(
 
     evil = "/srv/project/\x1b]0;pwned\x07\x1b[2J\u202e\r"
     shown = "/srv/project/\\x1b]0;pwned\\x07\\x1b[2J\\u202e\\r"
-    monkeypatch.setattr(undo.history, "open_applies", lambda layout: [("t1", [{"target": evil}])])
-    monkeypatch.setattr(undo, "preview", lambda layout, t, es, *_: [f"restore {es[0]['target']}"])
+    monkeypatch.setattr(undo.history, "open_applies", lambda layout: [("t1", [_write(evil)])])
     monkeypatch.setattr(
-        undo, "undo_last", lambda layout: [outcome.done(f"removed the ACL of {evil}")]
+        undo.door, "preview_steps", lambda layout, t, es, *_: [f"restore {es[0].target}"]
+    )
+    monkeypatch.setattr(
+        undo.door, "undo_last", lambda layout, **_: [outcome.done(f"removed the ACL of {evil}")]
     )
     (tmp_path / "etc").mkdir()
     assert run_undo(_undo_args(tmp_path)) == 0

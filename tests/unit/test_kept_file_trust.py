@@ -1,6 +1,6 @@
 """Who may own a file an apply merges or keeps (policy.trust.kept_file_owners /
 kept_file_problems, DESIGN.md invariant 12), and the journal's order
-(configure.journal_check.order_problem): pure judges, over facts made here."""
+(configure.journal.check.order_problem): pure judges, over facts made here."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from sandbox_setup.base.pathfacts import PathFacts
-from sandbox_setup.configure.journal_check import order_problem
+from sandbox_setup.configure.journal import check
+from sandbox_setup.configure.journal import entries as entries_
 from sandbox_setup.policy.trust import kept_file_owners, kept_file_problems
 
 OPERATOR = 1000
@@ -60,6 +61,39 @@ def test_a_missing_file_has_no_problem() -> None:
 
 def _apply(txn: str, *ops: str) -> list[dict[str, Any]]:
     return [{"txn": txn, "op": op, "seq": n} for n, op in enumerate(("begin", *ops))]
+
+
+def _typed(raw: dict[str, Any]) -> entries_.Entry:
+    """The typed entry of one of the lines above (only what the order check reads)."""
+    txn, seq, op = raw["txn"], raw.get("seq"), raw["op"]
+    if op == "begin":
+        return entries_.Begin(txn=txn, seq=seq, at="t")
+    if op == "commit":
+        return entries_.Commit(txn=txn, seq=seq, at="t")
+    if op == "undone":
+        return entries_.Undone(txn=txn, seq=seq, at="t")
+    if op == "step-undone":
+        return entries_.StepUndone(txn=txn, seq=seq, step=raw["step"])
+    if op == "mkdir":
+        return entries_.Mkdir(txn=txn, seq=seq, target="/d", real="/d")
+    assert op == "write"
+    return entries_.Write(
+        txn=txn,
+        seq=seq,
+        target="/f",
+        real="/f",
+        old_sha256=None,
+        new_sha256="0" * 64,
+        backup=None,
+        old_mode=None,
+        old_uid=None,
+        old_gid=None,
+        tmp="f.tmp",
+    )
+
+
+def order_problem(lines: list[dict[str, Any]]) -> tuple[int, str] | None:
+    return check.order_problem([_typed(raw) for raw in lines])
 
 
 def test_a_journal_in_order_passes() -> None:

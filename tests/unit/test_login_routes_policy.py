@@ -6,7 +6,7 @@ from pathlib import Path
 
 from sandbox_setup.base.accounts import Account
 from sandbox_setup.base.paths import Layout
-from sandbox_setup.configure.journal_check import entry_problem
+from sandbox_setup.configure.journal.check import entry_problem
 from sandbox_setup.policy.login_routes import (
     has_login_shell,
     listed,

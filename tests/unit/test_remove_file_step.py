@@ -9,7 +9,8 @@ from pathlib import Path, PurePosixPath
 
 from sandbox_setup.base.paths import Layout
 from sandbox_setup.configure.actions import RemoveFile
-from sandbox_setup.configure.journal import read_journal
+from sandbox_setup.configure.journal import read_entries
+from sandbox_setup.configure.journal.entries import RemoveFile as RemoveFileEntry
 from sandbox_setup.configure.revert import revert
 from sandbox_setup.configure.transaction import Transaction
 from tests.core_fixtures import make_target_root
@@ -46,8 +47,8 @@ def test_undo_after_the_commit_restores_it_from_the_backup(tmp_path: Path) -> No
     step.apply(txn)
     txn.commit()
     assert sorted(os.listdir(real.parent)) == [], "the restore point goes at the commit"
-    entries = [e for e in read_journal(layout) if e["txn"] == txn.id]  # checked lines
-    assert [e["op"] for e in entries if e["op"] == "remove-file"] == ["remove-file"]
+    entries = [e for e in read_entries(layout) if e.txn == txn.id]  # checked lines
+    assert [e.op for e in entries if isinstance(e, RemoveFileEntry)] == ["remove-file"]
     results = revert(layout, entries, txn=txn.id)
     assert [r.text for r in results] == [f"put back {TARGET}"]
     assert real.read_bytes() == DATA and real.stat().st_mode & 0o7777 == 0o751
@@ -60,7 +61,7 @@ def test_something_else_put_there_since_is_left(tmp_path: Path) -> None:
     step.apply(txn)
     txn.commit()
     real.write_bytes(b"someone's own\n")
-    entries = [e for e in read_journal(layout) if e["txn"] == txn.id]
+    entries = [e for e in read_entries(layout) if e.txn == txn.id]
     results = revert(layout, entries, txn=txn.id)
     assert [r.outcome.name for r in results] == ["LEFT"], results
     assert real.read_bytes() == b"someone's own\n"

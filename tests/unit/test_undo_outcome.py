@@ -9,7 +9,6 @@ write step whose backup is gone is ``FAILED`` whatever it says.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -17,6 +16,7 @@ from sandbox_setup.base.accounts import Account
 from sandbox_setup.base.paths import Layout
 from sandbox_setup.commands import undo as undo_command
 from sandbox_setup.configure import fsops, outcome, revert
+from sandbox_setup.configure.journal.entries import Entry, Mkdir, Write
 from sandbox_setup.configure.outcome import Outcome, StepResult
 
 
@@ -38,8 +38,8 @@ def test_a_step_is_marked_done_by_its_outcome_not_its_words(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, result: StepResult, marked: bool
 ) -> None:
     monkeypatch.setattr(revert, "_revert_one", lambda *args: result)
-    entry: dict[str, Any] = {"op": "mkdir", "real": str(tmp_path / "x"), "target": "/x"}
-    calls: list[dict[str, Any]] = []
+    entry = Mkdir(txn="t", real=str(tmp_path / "x"), target="/x")
+    calls: list[Entry] = []
     got = revert.revert(_layout(tmp_path), [entry], on_done=calls.append)
     assert got == [result]
     assert (calls == [entry]) is marked
@@ -64,18 +64,20 @@ def test_a_write_whose_backup_is_gone_is_a_failure(tmp_path: Path) -> None:
     layout = _layout(tmp_path)
     target = tmp_path / "etc/settings.json"
     target.write_bytes(b"new\n")
-    entry = {
-        "op": "write",
-        "target": "/etc/settings.json",
-        "real": str(target),
-        "tmp": ".settings.json.tmp",
-        "old_sha256": fsops.sha256(b"old\n"),
-        "new_sha256": fsops.sha256(b"new\n"),
-        "old_mode": 0o644,
-        "old_uid": 0,
-        "old_gid": 0,
-        "backup": "/root/.local/state/sandbox-setup/backups/t/001-settings.json",
-    }
+    old, new = fsops.sha256(b"old\n"), fsops.sha256(b"new\n")
+    assert old is not None and new is not None
+    entry = Write(
+        txn="t",
+        target="/etc/settings.json",
+        real=str(target),
+        tmp=".settings.json.tmp",
+        old_sha256=old,
+        new_sha256=new,
+        old_mode=0o644,
+        old_uid=0,
+        old_gid=0,
+        backup="/root/.local/state/sandbox-setup/backups/t/001-settings.json",
+    )
     [result] = revert.revert(layout, [entry])
     assert result.outcome is Outcome.FAILED
     assert target.read_bytes() == b"new\n"

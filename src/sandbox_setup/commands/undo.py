@@ -3,9 +3,11 @@ apply, or with ``--all`` every apply of this setup.
 
 A setup is one thing with a history: ``--undo`` takes back the last apply and says
 how many earlier ones remain and the command that removes them all; ``--undo --all``
-takes them all back, newest first (each through
-:func:`~sandbox_setup.configure.undo.undo_last`), so the host is as it was before the
-first. An undo that removes the agent also gives the files it owned in the workspaces
+takes them all back, newest first, so the host is as it was before the first. What
+an undo does, its preview included, is the journal room's front door
+(:mod:`sandbox_setup.configure.journal.door`): this command only asks, prints and maps
+its typed report to an exit code. An undo that removes the agent also gives the files
+it owned in the workspaces
 to the workspace's owner (listed in the preview); ``--undo --all`` ends by removing
 the state directory with its journal and backups, after saying so, or says why it
 keeps it (:mod:`sandbox_setup.configure.history`).
@@ -25,8 +27,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Mapping
-from typing import Any
 
 from sandbox_setup.base import remedies
 from sandbox_setup.base.console import OutputError
@@ -35,10 +35,8 @@ from sandbox_setup.base.paths import Layout
 from sandbox_setup.base.printable import printable, printable_lines
 from sandbox_setup.commands.apply import layout_from_args
 from sandbox_setup.configure import history
-from sandbox_setup.configure.journal import apply_lock, last_left
-from sandbox_setup.configure.outcome import StepResult, any_failed
-from sandbox_setup.configure.revert import preview
-from sandbox_setup.configure.undo import undo_last
+from sandbox_setup.configure.journal import door
+from sandbox_setup.configure.outcome import StepResult
 
 
 def confirm(question: str) -> bool:
@@ -69,69 +67,55 @@ def _remaining_line(layout: Layout, remaining: int) -> str:
     )
 
 
-def _preview_lines(
-    layout: Layout,
-    applies: list[tuple[str, list[dict[str, Any]]]],
-    last: Mapping[str, str | None] | None = None,
-) -> list[str]:
-    lines = []
-    for txn, entries in applies:
+def _preview_lines(layout: Layout, found: door.Survey) -> list[str]:
+    """What the undo surveyed in ``found`` would do, as the preview prints it: the
+    door's own preview (the code the run follows), in words."""
+    shown = door.preview(layout, found)
+    lines: list[str] = []
+    for txn, steps in shown.applies:
         lines.append(f"Undo of apply {printable(txn)} would:")
-        lines += [f"  {printable_lines(line)}" for line in preview(layout, txn, entries, last)]
+        lines += [f"  {printable_lines(line)}" for line in steps]
+    if shown.owned:
+        lines.append("and give what the agent owned in the workspaces to their owner:")
+        lines += [f"  {printable_lines(line)}" for line in shown.owned]
+    if not found.everything:
+        if len(found.applies) > 1:
+            lines.append(printable_lines(_remaining_line(layout, len(found.applies) - 1)))
+        return lines
+    state = printable(str(layout.state_dir))
+    if shown.kept:
+        lines.append(
+            f"and then remove the journal and {found.backups} backup(s) from {state}, "
+            "keeping the directory: the sessions left "
+            + printable(", ".join(shown.kept))
+            + " there"
+        )
+    else:
+        lines.append(
+            f"and then remove the state directory {state} ({found.files} file(s), "
+            f"{found.backups} backup(s))"
+        )
     return lines
-
-
-def _preview(
-    layout: Layout,
-    applies: list[tuple[str, list[dict[str, Any]]]],
-    last: Mapping[str, str | None] | None = None,
-) -> None:
-    for line in _preview_lines(layout, applies, last):
-        print(line)
-
-
-def _owned_lines(layout: Layout, owners: history.Owners) -> list[str]:
-    files = history.agent_files(layout, history.journal_workspaces(layout), owners)
-    if not files:
-        return []
-    return ["and give what the agent owned in the workspaces to their owner:"] + [
-        f"  {printable_lines(line)}" for line in history.describe_owned(files, owners)
-    ]
-
-
-def _preview_owned(layout: Layout, owners: history.Owners) -> None:
-    for line in _owned_lines(layout, owners):
-        print(line)
 
 
 def undo_preview(layout: Layout) -> list[str]:
     """What ``--undo --dry-run`` prints on stdout (the TUI's Undo shows the same);
     [] when there is nothing to undo."""
-    applies = history.open_applies(layout)
-    if not applies:
-        return []
-    owners = history.agent_owners(layout, history.steps(applies[:1]))
-    lines = _preview_lines(layout, applies[:1]) + _owned_lines(layout, owners)
-    if len(applies) > 1:
-        lines.append(printable_lines(_remaining_line(layout, len(applies) - 1)))
-    return lines
+    found = door.survey(layout, everything=False)
+    return _preview_lines(layout, found) if found.applies else []
 
 
 def undo_last_lines(layout: Layout) -> tuple[list[str], bool]:
-    """Take back the last apply as ``--undo --yes`` does: its lines, and whether every
-    step went through (none failed or was left)."""
-    applies = history.open_applies(layout)
-    owners = history.agent_owners(layout, history.steps(applies[:1]))
-    done = undo_last(layout)
-    if not done:
-        return ["Nothing to undo."], True
-    if not any_failed(done):
-        done += history.give_back(layout, history.journal_workspaces(layout), owners)
-    lines = [printable_lines(result.text) for result in done]
-    clean = not any(result.failed or result.left for result in done)
-    if not any_failed(done):
-        lines.append(printable_lines(_remaining_line(layout, len(history.open_applies(layout)))))
-    return lines, clean
+    """Take back the last apply as ``--undo --yes`` does (the door's run, which the
+    preview above describes): its lines, and whether every step went through (none
+    failed or was left)."""
+    report = door.undo(layout, door.survey(layout, everything=False))
+    if not report.undid:
+        return _nothing_lines(layout), True
+    lines = [printable_lines(result.text) for result in report.results]
+    if not report.failed:
+        lines.append(printable_lines(_remaining_line(layout, report.remaining)))
+    return lines, not report.left
 
 
 def _ask(args: argparse.Namespace, question: str) -> bool:
@@ -180,83 +164,61 @@ def run_undo(args: argparse.Namespace) -> int:
     layout = layout_from_args(args)
     if getattr(args, "all", False):
         return _run_undo_all(args, layout)
-    applies = history.open_applies(layout)
-    owners = history.agent_owners(layout, history.steps(applies[:1]))
+    found = door.survey(layout, everything=False)
     if not args.yes or args.dry_run:
-        if not applies:
+        if not found.applies:
             return _nothing(layout)
-        for line in undo_preview(layout):
+        for line in _preview_lines(layout, found):
             print(line)
     if not _ask(args, "Undo it?"):
         return int(ExitCode.OK)
-    done = undo_last(layout)  # under the apply lock: refused while an apply runs
-    if not done:
+    report = door.undo(layout, found)  # under the apply lock: refused while an apply runs
+    if not report.undid:
         return _nothing(layout)
-    if not any_failed(done):
-        done += history.give_back(layout, history.journal_workspaces(layout), owners)
-    code = _report(layout, done, again=remedies.undo_last(str(layout.root)))
-    if not any_failed(done):
-        print(printable_lines(_remaining_line(layout, len(history.open_applies(layout)))))
+    code = _report(layout, report.results, again=remedies.undo_last(str(layout.root)))
+    if not report.failed:
+        print(printable_lines(_remaining_line(layout, report.remaining)))
     return code
 
 
+def _nothing_lines(layout: Layout) -> list[str]:
+    """Nothing to undo; and the journal and backups, only while they are there."""
+    lines = ["Nothing to undo."]
+    if history.history_left(layout):
+        lines.append(printable_lines(_remaining_line(layout, 0)))
+    return lines
+
+
 def _nothing(layout: Layout) -> int:
-    print("Nothing to undo.")
-    if history.state_dir_contents(layout)[0]:
-        print(printable_lines(_remaining_line(layout, 0)))
+    for line in _nothing_lines(layout):
+        print(line)
     return int(ExitCode.OK)
 
 
 def _run_undo_all(args: argparse.Namespace, layout: Layout) -> int:
     """``--undo --all``: every apply, newest first, then the agent's files and the
     state directory."""
-    applies = history.open_applies(layout)
-    # Per file, what this setup last left it as: each file goes back to its state
-    # before the first apply that planned it while it is still so (preview and run).
-    last = last_left(layout)
-    owners = history.agent_owners(layout, history.steps(applies))
-    workspaces = history.journal_workspaces(layout)
-    files, backups = history.state_dir_contents(layout)
-    if not applies and not files:
+    found = door.survey(layout, everything=True)
+    if not found.applies and not found.files:
         print("Nothing to undo.")
         return int(ExitCode.OK)
     state = printable(str(layout.state_dir))
     if not args.yes or args.dry_run:
-        _preview(layout, applies, last)
-        _preview_owned(layout, owners)
-        kept = history.kept_in_state_dir(layout)
-        if kept:
-            print(
-                f"and then remove the journal and {backups} backup(s) from {state}, keeping "
-                "the directory: the sessions left " + printable(", ".join(kept)) + " there"
-            )
-        else:
-            print(
-                f"and then remove the state directory {state} ({files} file(s), "
-                f"{backups} backup(s))"
-            )
-    if not _ask(args, f"Undo all {len(applies)} applies?"):
+        for line in _preview_lines(layout, found):
+            print(line)
+    if not _ask(args, f"Undo all {len(found.applies)} applies?"):
         return int(ExitCode.OK)
-    done: list[StepResult] = []
-    for _ in applies:
-        results = undo_last(layout, last=last)
-        done += results
-        if not results or any_failed(results):
-            break
-    failed = any_failed(done)
-    if not failed:
-        done += history.give_back(layout, workspaces, owners)
-    code = _report(layout, done, again=_all_command(layout))
-    if code == int(ExitCode.OK) and not history.open_applies(layout):
+    report = door.undo(layout, found)
+    code = _report(layout, report.results, again=_all_command(layout))
+    if report.state is door.StateDir.EMPTIED:
         print(
             # What is removed for sure (the lines below say whether the directory went
             # too, or stayed for what the sessions left there).
-            f"Every apply is undone; removing the journal and {backups} backup(s) (copies "
-            "of the files the applies replaced, among them the account files) from the "
-            f"state directory {state}."
+            f"Every apply is undone; removing the journal and {found.backups} backup(s) "
+            "(copies of the files the applies replaced, among them the account files) from "
+            f"the state directory {state}."
         )
-        with apply_lock(layout):  # no apply starts while it goes
-            lines, left = history.remove_state_dir(layout)
+        lines, left = door.remove_history(layout)
         for line in lines:
             print(printable_lines(line))
         if left:
@@ -271,7 +233,7 @@ def _run_undo_all(args: argparse.Namespace, layout: Layout) -> int:
             f"Kept the state directory {state}: "
             + (
                 "its journal keeps the steps that failed for the next " + _all_command(layout)
-                if failed
+                if report.state is door.StateDir.FAILED
                 else "its backups hold the files left as they are (see above)"
             ),
         )

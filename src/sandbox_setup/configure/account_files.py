@@ -21,18 +21,29 @@ since (another tool added a user), it falls back to ``userdel``/``groupdel``/
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import shutil
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path, PurePosixPath
-from typing import Any, Protocol
+from typing import Protocol
 
 from sandbox_setup.base.accounts import lookup_user
 from sandbox_setup.base.errors import SetupError
 from sandbox_setup.base.paths import Layout
 from sandbox_setup.configure import fsops, interrupts, outcome, users
+from sandbox_setup.configure.journal.entries import (
+    AddToGroup,
+    CreateGroup,
+    CreateUser,
+    FileSnapshot,
+    SetShell,
+)
 from sandbox_setup.configure.outcome import StepResult
+
+# The account steps an undo reverts (with their account files' snapshot).
+Undoable = CreateUser | CreateGroup | AddToGroup | SetShell
 
 
 class StepJournal(Protocol):
@@ -40,7 +51,7 @@ class StepJournal(Protocol):
     (:class:`~sandbox_setup.configure.transaction.Transaction`, which imports the revert
     steps of this module: named here by what it does, so no import goes back up)."""
 
-    def record(self, entry: dict[str, Any]) -> None: ...
+    def record(self, entry: Mapping[str, object]) -> None: ...
     def next_step(self) -> int: ...
     def backup(self, data: bytes, name: str) -> str: ...
     def keep(self, real: Path, name: str, *, move: bool = False) -> str | None: ...
@@ -53,65 +64,76 @@ ACCOUNT_FILES: tuple[PurePosixPath, ...] = tuple(
 )
 
 
-def _snapshot(txn: StepJournal, layout: Layout) -> list[dict[str, Any]]:
+def _snapshot(txn: StepJournal, layout: Layout) -> tuple[FileSnapshot, ...]:
     files = []
     for target in ACCOUNT_FILES:
         real = layout.real(target)
         state = fsops.read_file(layout.root, real)
         files.append(
-            {
-                "target": str(target),
-                "real": str(real),
-                "old_sha256": fsops.sha256(state.data) if state else None,
-                "backup": txn.backup(state.data, target.name) if state else None,
-                "keep": txn.keep_name(real) if state else None,
-                "old_mode": state.mode if state else None,
-                "old_uid": state.uid if state else None,
-                "old_gid": state.gid if state else None,
-            }
+            FileSnapshot(
+                target=str(target),
+                real=str(real),
+                old_sha256=fsops.sha256(state.data) if state else None,
+                backup=txn.backup(state.data, target.name) if state else None,
+                keep=txn.keep_name(real) if state else None,
+                old_mode=state.mode if state else None,
+                old_uid=state.uid if state else None,
+                old_gid=state.gid if state else None,
+            )
         )
-    return files
+    return tuple(files)
 
 
-def _is_dash_backup(item: dict[str, Any]) -> bool:
-    return str(item["target"]).endswith("-")
+def _is_dash_backup(item: FileSnapshot) -> bool:
+    return item.target.endswith("-")
 
 
-def _make_restore_points(txn: StepJournal, files: list[dict[str, Any]]) -> None:
+def _make_restore_points(txn: StepJournal, files: Sequence[FileSnapshot]) -> None:
     """Restore points beside each file (see :func:`sandbox_setup.configure.fsops.keep`): the
     databases are replaced by a rename, so a hard link keeps the old one; the ``-``
     backups are truncated and rewritten in place, so they are moved aside."""
     for item in files:
-        if item["keep"]:
-            txn.keep(Path(item["real"]), item["keep"], move=_is_dash_backup(item))
+        if item.keep:
+            txn.keep(Path(item.real), item.keep, move=_is_dash_backup(item))
 
 
-def settle_kept_account_files(layout: Layout, files: list[dict[str, Any]]) -> None:
+def _restore_kept(layout: Layout, real: Path, item: FileSnapshot) -> bool:
+    """Put ``item``'s restore point back over ``real`` (False: there is none)."""
+    if not item.keep:
+        return False
+    if item.old_sha256 is None:
+        return False
+    return fsops.restore_kept(layout.root, real, item.keep, item.old_sha256)
+
+
+def settle_kept_account_files(layout: Layout, files: Sequence[FileSnapshot]) -> None:
     """Drop the restore points of ``files``; a ``-`` backup moved aside goes back
     where it was when the tool did not write a new one."""
     for item in files:
-        if not item.get("keep"):
+        if not item.keep:
             continue
-        real = Path(item["real"])
+        real = Path(item.real)
         if _is_dash_backup(item) and fsops.read_file(layout.root, real) is None:
-            fsops.restore_kept(layout.root, real, item["keep"], item["old_sha256"])
+            _restore_kept(layout, real, item)
         else:
-            fsops.remove_file(layout.root, real.parent / item["keep"])
+            fsops.remove_file(layout.root, real.parent / item.keep)
 
 
-def _digests(layout: Layout, files: list[dict[str, Any]]) -> dict[str, str | None]:
+def _digests(layout: Layout, files: Sequence[FileSnapshot]) -> dict[str, str | None]:
     found = {}
     for item in files:
-        state = fsops.read_file(layout.root, Path(item["real"]))
-        found[item["target"]] = fsops.sha256(state.data) if state else None
+        state = fsops.read_file(layout.root, Path(item.real))
+        found[item.target] = fsops.sha256(state.data) if state else None
     return found
 
 
-def _untouched_before_the_tool(files: list[dict[str, Any]], new: dict[str, str | None]) -> bool:
+def _untouched_before_the_tool(
+    files: Sequence[FileSnapshot], new: Mapping[str, str | None]
+) -> bool:
     """True when nobody changed a database between the snapshot and the tool: for each
     file the tool rewrote, its ``-`` backup (the tool's copy of what it found) holds
     exactly the bytes that were snapshotted."""
-    old = {item["target"]: item["old_sha256"] for item in files}
+    old = {item.target: item.old_sha256 for item in files}
     for target in old:
         if target.endswith("-") or new[target] == old[target]:
             continue
@@ -131,7 +153,7 @@ def _missing_parents(layout: Layout, home: PurePosixPath) -> list[Path]:
 
 
 @contextlib.contextmanager
-def account_step(txn: StepJournal, layout: Layout, entry: dict[str, Any]) -> Iterator[None]:
+def account_step(txn: StepJournal, layout: Layout, entry: Mapping[str, str]) -> Iterator[None]:
     """Journal ``entry`` (``create-group``/``create-user``/``add-to-group``/``set-shell``) with a
     snapshot of the account files, run the body (the tool), then record the files'
     new digests. A ``create-user`` entry carries ``home``; its missing parents are
@@ -142,33 +164,33 @@ def account_step(txn: StepJournal, layout: Layout, entry: dict[str, Any]) -> Ite
         yield from _account_step(txn, layout, entry)
 
 
-def _account_step(txn: StepJournal, layout: Layout, entry: dict[str, Any]) -> Iterator[None]:
+def _account_step(txn: StepJournal, layout: Layout, entry: Mapping[str, str]) -> Iterator[None]:
+    step: dict[str, object] = dict(entry)
     home = entry.get("home")
     if home is not None:
         for path in _missing_parents(layout, PurePosixPath(home)):
             target = "/" + str(path.relative_to(layout.root)) if not layout.live else str(path)
             txn.record({"op": "mkdir", "real": str(path), "target": target})
-        entry["home_existed"] = os.path.lexists(layout.real(home))
-    step = {**entry, "step": txn.next_step(), "files": _snapshot(txn, layout)}
+        step["home_existed"] = os.path.lexists(layout.real(home))
+    number = txn.next_step()
+    files = _snapshot(txn, layout)
+    step.update(step=number, files=[dataclasses.asdict(item) for item in files])
     txn.record(step)
     try:
-        _make_restore_points(txn, step["files"])
+        _make_restore_points(txn, files)
         yield
     finally:
         # A "-" backup the tool did not rewrite goes back at once (a rename).
-        for item in step["files"]:
-            real = Path(item["real"])
-            if (
-                item["keep"]
-                and _is_dash_backup(item)
-                and fsops.read_file(layout.root, real) is None
-            ):
-                fsops.restore_kept(layout.root, real, item["keep"], item["old_sha256"])
+        for item in files:
+            real = Path(item.real)
+            if _is_dash_backup(item) and fsops.read_file(layout.root, real) is None:
+                _restore_kept(layout, real, item)
         # In memory first: a rollback in this process knows the new state even if
         # the journal line below cannot be written.
-        new = _digests(layout, step["files"])
-        step["new"] = new if _untouched_before_the_tool(step["files"], new) else None
-    txn.record({"op": "accounts-done", "step": step["step"], "new": step["new"]})
+        now = _digests(layout, files)
+        new = now if _untouched_before_the_tool(files, now) else None
+        step["new"] = new
+    txn.record({"op": "accounts-done", "step": number, "new": new})
 
 
 def _remove_home(layout: Layout, home: str) -> None:
@@ -188,40 +210,43 @@ def _remove_home(layout: Layout, home: str) -> None:
         os.close(dfd)
 
 
-def _restore_file(layout: Layout, item: dict[str, Any]) -> None:
-    real = Path(item["real"])
-    if item["old_sha256"] is None:
+def _restore_file(layout: Layout, item: FileSnapshot) -> None:
+    real = Path(item.real)
+    if item.old_sha256 is None:
         fsops.remove_file(layout.root, real)
         return
     # The restore point first: a rename, no free space needed (a rollback on a full
     # disk); the backup in the state dir after a commit removed it.
-    if item.get("keep") and fsops.restore_kept(layout.root, real, item["keep"], item["old_sha256"]):
+    if _restore_kept(layout, real, item):
         return
-    backup = fsops.read_file(layout.root, layout.real(item["backup"]))
+    if item.backup is None:
+        raise SetupError(f"the journal names no backup of {item.target}")
+    backup = fsops.read_file(layout.root, layout.real(item.backup))
     if backup is None:
-        raise SetupError(f"backup {item['backup']} of {item['target']} is missing")
-    if fsops.sha256(backup.data) != item["old_sha256"]:
-        raise SetupError(f"backup {item['backup']} of {item['target']} does not match the journal")
+        raise SetupError(f"backup {item.backup} of {item.target} is missing")
+    if fsops.sha256(backup.data) != item.old_sha256:
+        raise SetupError(f"backup {item.backup} of {item.target} does not match the journal")
+    if item.old_mode is None or item.old_uid is None or item.old_gid is None:
+        raise SetupError(f"the journal does not record the mode and owner of {item.target}")
     fsops.atomic_write(
         layout.root,
         real,
         backup.data,
-        mode=item["old_mode"],
-        uid=item["old_uid"],
-        gid=item["old_gid"],
+        mode=item.old_mode,
+        uid=item.old_uid,
+        gid=item.old_gid,
         dirs=fsops.DirSpec(0o755, 0, 0),
     )
 
 
-def _what(entry: dict[str, Any]) -> str:
-    op = entry["op"]
-    if op == "create-user":
-        return f"removed user {entry['name']} and its home"
-    if op == "create-group":
-        return f"removed group {entry['name']}"
-    if op == "set-shell":
-        return f"gave {entry['user']} back the shell {entry['old_shell'] or '(none)'}"
-    return f"removed {entry['user']} from group {entry['group']}"
+def _what(entry: Undoable) -> str:
+    if isinstance(entry, CreateUser):
+        return f"removed user {entry.name} and its home"
+    if isinstance(entry, CreateGroup):
+        return f"removed group {entry.name}"
+    if isinstance(entry, SetShell):
+        return f"gave {entry.user} back the shell {entry.old_shell or '(none)'}"
+    return f"removed {entry.user} from group {entry.group}"
 
 
 def _pid_alive(text: str) -> bool:
@@ -294,10 +319,10 @@ def _read_small(dfd: int, name: str) -> str | None:
 
 
 def revert_account_step(
-    layout: Layout, entry: dict[str, Any], new: dict[str, str | None] | None
+    layout: Layout, entry: Undoable, new: Mapping[str, str | None] | None
 ) -> StepResult | None:
     """Undo one account step; ``new`` is what the tool left (None: unknown)."""
-    files = entry.get("files")
+    files = entry.files
     if files is not None:
         # A tool killed half way (kill -9) left its locks: they would stop every later
         # account change, and the root is not as before while they are there.
@@ -307,26 +332,26 @@ def revert_account_step(
         changed = [
             item
             for item in files
-            if now[item["target"]] != item["old_sha256"]
-            and not (_is_dash_backup(item) and now[item["target"]] is None and item["keep"])
+            if now[item.target] != item.old_sha256
+            and not (_is_dash_backup(item) and now[item.target] is None and item.keep)
         ]
         if new is None:
             # Killed while the tool ran (no accounts-done line): what it left counts as
             # its own when nobody changed the files before it (its "-" copies say so).
             new = now if _untouched_before_the_tool(files, now) else None
-        ours = entry["op"] == "create-user" and _home_is_ours(layout, entry)
+        ours = isinstance(entry, CreateUser) and _home_is_ours(layout, entry)
         if not changed and not ours:
             settle_kept_account_files(layout, files)
             return None  # the tool never ran (or a previous undo restored it)
-        if new is not None and all(now[item["target"]] == new[item["target"]] for item in changed):
+        if new is not None and all(now[item.target] == new[item.target] for item in changed):
             bad = [(item, why) for item in changed if (why := _unrestorable(layout, item))]
             if bad:
                 return outcome.left(_fallback(layout, entry, files, bad))
             for item in changed:
                 _restore_file(layout, item)
             settle_kept_account_files(layout, files)
-            if ours:
-                _remove_home(layout, entry["home"])
+            if isinstance(entry, CreateUser) and ours and entry.home is not None:
+                _remove_home(layout, entry.home)
             return outcome.done(_what(entry))
         line = _revert_with_tools(layout, entry)
         settle_kept_account_files(layout, files)
@@ -335,31 +360,33 @@ def revert_account_step(
     return outcome.done(line) if line else None
 
 
-def _unrestorable(layout: Layout, item: dict[str, Any]) -> str | None:
+def _unrestorable(layout: Layout, item: FileSnapshot) -> str | None:
     """Why ``item`` cannot be put back byte for byte (None: it can): neither its
     restore point nor its backup holds the bytes the journal recorded."""
-    if item["old_sha256"] is None:
+    if item.old_sha256 is None:
         return None  # it did not exist: removing it needs no backup
-    real = Path(item["real"])
-    if item.get("keep"):
-        kept = fsops.read_file(layout.root, real.parent / item["keep"])
+    real = Path(item.real)
+    if item.keep:
+        kept = fsops.read_file(layout.root, real.parent / item.keep)
         if kept is not None:
-            if fsops.sha256(kept.data) == item["old_sha256"]:
+            if fsops.sha256(kept.data) == item.old_sha256:
                 return None
-            return f"its restore point {real.parent / item['keep']} does not match the journal"
-    backup = fsops.read_file(layout.root, layout.real(item["backup"]))
+            return f"its restore point {real.parent / item.keep} does not match the journal"
+    if item.backup is None:
+        return "the journal names no backup of it"
+    backup = fsops.read_file(layout.root, layout.real(item.backup))
     if backup is None:
-        return f"its backup {item['backup']} is missing"
-    if fsops.sha256(backup.data) != item["old_sha256"]:
-        return f"its backup {item['backup']} does not match the journal"
+        return f"its backup {item.backup} is missing"
+    if fsops.sha256(backup.data) != item.old_sha256:
+        return f"its backup {item.backup} does not match the journal"
     return None
 
 
 def _fallback(
     layout: Layout,
-    entry: dict[str, Any],
-    files: list[dict[str, Any]],
-    bad: list[tuple[dict[str, Any], str]],
+    entry: Undoable,
+    files: Sequence[FileSnapshot],
+    bad: list[tuple[FileSnapshot, str]],
 ) -> str:
     """A backup of the account files is bad: never write it back, and never stay stuck
     on it either. The tools remove what this step created (``userdel --remove``,
@@ -368,25 +395,34 @@ def _fallback(
     done = _revert_with_tools(layout, entry)
     settle_kept_account_files(layout, files)
     item, why = bad[0]
-    names = ", ".join(str(i["target"]) for i, _ in bad)
-    tool = {"create-user": "userdel", "create-group": "groupdel"}.get(entry["op"], "usermod")
+    names = ", ".join(i.target for i, _ in bad)
+    tool = (
+        "userdel"
+        if isinstance(entry, CreateUser)
+        else "groupdel"
+        if isinstance(entry, CreateGroup)
+        else "usermod"
+    )
     return (
         f"left {names} as {tool} leaves {'it' if len(bad) == 1 else 'them'}, not byte for "
-        f"byte as before: {item['target']}: {why}; "
+        f"byte as before: {item.target}: {why}; "
         + (f"{done} with {tool} instead" if done else "nothing of this step was left to remove")
     )
 
 
-def _home_is_ours(layout: Layout, entry: dict[str, Any]) -> bool:
-    return entry.get("home_existed") is False and os.path.lexists(layout.real(entry["home"]))
+def _home_is_ours(layout: Layout, entry: CreateUser) -> bool:
+    return (
+        entry.home_existed is False
+        and entry.home is not None
+        and os.path.lexists(layout.real(entry.home))
+    )
 
 
-def _revert_with_tools(layout: Layout, entry: dict[str, Any]) -> str | None:
+def _revert_with_tools(layout: Layout, entry: Undoable) -> str | None:
     """The accounts changed since the apply (or an older journal): remove only this
     setup's entries with the tools; the ``-`` backups stay as the tools leave them."""
-    op = entry["op"]
-    if op == "create-user":
-        name = entry["name"]
+    if isinstance(entry, CreateUser):
+        name = entry.name
         if not users.user_exists(layout, name):
             return None
         users.run_tool(users.userdel_argv(layout, name))
@@ -396,21 +432,21 @@ def _revert_with_tools(layout: Layout, entry: dict[str, Any]) -> str | None:
             with contextlib.suppress(users.CommandError):
                 users.run_tool(users.groupdel_argv(layout, name))
         return _what(entry)
-    if op == "create-group":
-        if users.group_gid(layout, entry["name"]) is None:
+    if isinstance(entry, CreateGroup):
+        if users.group_gid(layout, entry.name) is None:
             return None
-        users.run_tool(users.groupdel_argv(layout, entry["name"]))
+        users.run_tool(users.groupdel_argv(layout, entry.name))
         return _what(entry)
-    if op == "set-shell":
-        account = lookup_user(entry["user"], layout.root)
-        if account is None or account.shell != entry["shell"]:
+    if isinstance(entry, SetShell):
+        account = lookup_user(entry.user, layout.root)
+        if account is None or account.shell != entry.shell:
             return None  # gone, or its shell changed since: not this step's to put back
-        users.run_tool(users.set_shell_argv(layout, entry["user"], entry["old_shell"]))
+        users.run_tool(users.set_shell_argv(layout, entry.user, entry.old_shell))
         return _what(entry)
-    members = users.group_members(entry["group"], layout.root) or []
-    if entry["user"] not in members:
+    members = users.group_members(entry.group, layout.root) or []
+    if entry.user not in members:
         return None
-    users.run_tool(users.remove_from_group_argv(layout, entry["user"], entry["group"]))
+    users.run_tool(users.remove_from_group_argv(layout, entry.user, entry.group))
     return _what(entry)
 
 

@@ -22,13 +22,21 @@ import os
 import signal
 import time
 from collections.abc import Sequence
-from typing import Any
 
 from sandbox_setup.base.accounts import Account, lookup_user
 from sandbox_setup.base.errors import SetupError
 from sandbox_setup.base.paths import Layout
 from sandbox_setup.base.processes import processes_of_uid
 from sandbox_setup.configure import users
+from sandbox_setup.configure.journal.entries import (
+    AccountStep,
+    AddToGroup,
+    CreateGroup,
+    CreateUser,
+    Entry,
+    RemoveFromGroup,
+    SetShell,
+)
 from sandbox_setup.configure.ledger import read_ledger
 
 OPS = ("create-user", "create-group", "remove-from-group")
@@ -68,16 +76,16 @@ def _stop_line(name: str, signalled: Sequence[int]) -> str:
     return f"stopped {len(signalled)} {noun} of the agent {name} first (pids {shown})"
 
 
-def stop_agents(layout: Layout, steps: Sequence[dict[str, Any]]) -> list[str]:
+def stop_agents(layout: Layout, steps: Sequence[Entry]) -> list[str]:
     """Before anything is reverted: stop the processes of every user these steps
     created (live system only). One line per agent that had any."""
     if not layout.live:
         return []
     lines = []
     for entry in steps:
-        if entry.get("op") != "create-user":
+        if not isinstance(entry, CreateUser):
             continue
-        account = lookup_user(str(entry["name"]), layout.root)
+        account = lookup_user(entry.name, layout.root)
         if account is None or account.uid == 0:
             continue
         signalled, _alive = stop_processes_of(account.uid)
@@ -98,11 +106,11 @@ def _stop_agent(layout: Layout, account: Account) -> None:
             )
 
 
-def _why_group_stays(layout: Layout, name: str, steps: Sequence[dict[str, Any]]) -> str | None:
+def _why_group_stays(layout: Layout, name: str, steps: Sequence[Entry]) -> str | None:
     """Why the group ``name`` (it exists) must be kept, or None when it may go;
     raises while this transaction's own agent is still in it (its removal failed)."""
     members = users.group_members(name, layout.root) or []
-    created_here = {str(e["name"]) for e in steps if e.get("op") == "create-user"}
+    created_here = {e.name for e in steps if isinstance(e, CreateUser)}
     stranded = [m for m in members if m in created_here]
     if stranded:
         raise SetupError(
@@ -111,7 +119,9 @@ def _why_group_stays(layout: Layout, name: str, steps: Sequence[dict[str, Any]])
         )
     if members:
         return f"kept group {name}: other setups' agents are still in it ({', '.join(members)})"
-    agents_here = created_here | {str(e["user"]) for e in steps if "user" in e}
+    agents_here = created_here | {
+        e.user for e in steps if isinstance(e, AddToGroup | RemoveFromGroup | SetShell)
+    }
     others = [
         r.agent
         for r in read_ledger(layout).values()
@@ -131,7 +141,7 @@ def _revert_create_user(layout: Layout, name: str) -> str | None:
     return f"removed user {name} and its home"
 
 
-def _revert_create_group(layout: Layout, name: str, steps: Sequence[dict[str, Any]]) -> str | None:
+def _revert_create_group(layout: Layout, name: str, steps: Sequence[Entry]) -> str | None:
     if users.group_gid(layout, name) is None:
         return None
     kept = _why_group_stays(layout, name, steps)
@@ -151,33 +161,27 @@ def _revert_remove_from_group(layout: Layout, user: str, group: str) -> str | No
 
 
 def revert_step(
-    layout: Layout, entry: dict[str, Any], steps: Sequence[dict[str, Any]]
+    layout: Layout, entry: CreateUser | CreateGroup | RemoveFromGroup, steps: Sequence[Entry]
 ) -> str | None:
     """Revert one account step (``entry``) of the transaction whose steps are
     ``steps``; a line for what it did, None when there was nothing to do. Raises
     (:class:`SetupError`, OSError) when the step failed and must stay recorded."""
-    op = entry.get("op")
-    if op == "create-user":
-        return _revert_create_user(layout, str(entry["name"]))
-    if op == "create-group":
-        return _revert_create_group(layout, str(entry["name"]), steps)
-    if op == "remove-from-group":
-        return _revert_remove_from_group(layout, str(entry["user"]), str(entry["group"]))
-    raise ValueError(f"not an account step: {op}")
+    if isinstance(entry, CreateUser):
+        return _revert_create_user(layout, entry.name)
+    if isinstance(entry, CreateGroup):
+        return _revert_create_group(layout, entry.name, steps)
+    return _revert_remove_from_group(layout, entry.user, entry.group)
 
 
-def guard(layout: Layout, entry: dict[str, Any], steps: Sequence[dict[str, Any]]) -> str | None:
+def guard(layout: Layout, entry: AccountStep, steps: Sequence[Entry]) -> str | None:
     """Before an account step is reverted (by :mod:`sandbox_setup.configure.account_files`,
     byte for byte where it can): the rules above. Returns a line when the step must
     be kept as it is (another setup still uses the group), None to go on; raises when
     it cannot be reverted now and must stay recorded (the agent still runs)."""
-    op = entry.get("op")
-    if op == "create-user":
-        account = lookup_user(str(entry["name"]), layout.root)
+    if isinstance(entry, CreateUser):
+        account = lookup_user(entry.name, layout.root)
         if account is not None:
             _stop_agent(layout, account)
-    elif op == "create-group":
-        name = str(entry["name"])
-        if users.group_gid(layout, name) is not None:
-            return _why_group_stays(layout, name, steps)
+    elif isinstance(entry, CreateGroup) and users.group_gid(layout, entry.name) is not None:
+        return _why_group_stays(layout, entry.name, steps)
     return None

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import subprocess
 from pathlib import Path
-from typing import Any
 
 from sandbox_setup.base.apparmor import PARSER, PROFILE_NAME, unload_args
 from sandbox_setup.base.errors import SetupError
 from sandbox_setup.base.paths import Layout
 from sandbox_setup.configure import fsops, outcome
+from sandbox_setup.configure.journal.entries import ApparmorLoad
 from sandbox_setup.configure.outcome import StepResult
 from sandbox_setup.policy.trust import untrusted_reason
 
@@ -28,22 +28,22 @@ def run_parser(argv: list[str]) -> subprocess.CompletedProcess[str]:
         raise SetupError(f"{' '.join(argv)}: {exc}") from None
 
 
-def revert_load(layout: Layout, entry: dict[str, Any]) -> StepResult:
+def revert_load(layout: Layout, entry: ApparmorLoad) -> StepResult:
     """Unload the profile an apply loaded (``apparmor_parser -R FILE``), while its file
     is still the one that apply wrote; otherwise say why it stays loaded."""
-    real = Path(entry["real"])
+    real = Path(entry.real)
     state = fsops.read_file(layout.root, real)
     if state is None:
         return outcome.left(
-            f"left AppArmor profile {PROFILE_NAME} loaded: {entry['target']} is gone (the "
+            f"left AppArmor profile {PROFILE_NAME} loaded: {entry.target} is gone (the "
             "kernel drops it at the next boot)"
         )
-    if fsops.sha256(state.data) != entry["sha256"]:
+    if fsops.sha256(state.data) != entry.sha256:
         return outcome.left(
-            f"left AppArmor profile {PROFILE_NAME} loaded: {entry['target']} changed after "
-            f"that apply (unload it with {PARSER} -R {entry['target']})"
+            f"left AppArmor profile {PROFILE_NAME} loaded: {entry.target} changed after "
+            f"that apply (unload it with {PARSER} -R {entry.target})"
         )
-    parser = str(entry["parser"])
+    parser = entry.parser
     reason = untrusted_reason(parser)
     if reason is not None:
         return outcome.failed(
@@ -56,4 +56,4 @@ def revert_load(layout: Layout, entry: dict[str, Any]) -> StepResult:
             f"could not unload AppArmor profile {PROFILE_NAME}: {' '.join(argv)} failed "
             f"(exit {done.returncode}): {done.stderr.strip()}"
         )
-    return outcome.done(f"unloaded AppArmor profile {PROFILE_NAME} ({entry['target']})")
+    return outcome.done(f"unloaded AppArmor profile {PROFILE_NAME} ({entry.target})")

@@ -24,7 +24,6 @@ import os
 import stat
 from dataclasses import dataclass
 from pathlib import PurePosixPath
-from typing import Any
 
 from sandbox_setup.base import fdwalk
 from sandbox_setup.base.accounts import lookup_group_gid, lookup_user
@@ -33,19 +32,29 @@ from sandbox_setup.base.paths import Layout
 from sandbox_setup.configure import fsops, outcome
 from sandbox_setup.configure.journal import (
     BOOKKEEPING,
-    CLOSED,
     CREATED_PARENTS,
+    check_backups_of,
+    open_transactions,
     pending_steps,
-    read_journal,
+    read_entries,
 )
-from sandbox_setup.configure.journal_check import JournalCorruptError
+from sandbox_setup.configure.journal.check import JournalCorruptError
+from sandbox_setup.configure.journal.entries import (
+    AccountsDone,
+    Acl,
+    Begin,
+    CreateGroup,
+    CreateUser,
+    Entry,
+    Write,
+)
 from sandbox_setup.configure.ledger import ledger_path, read_ledger
 from sandbox_setup.configure.outcome import StepResult
-from sandbox_setup.configure.state_trust import check_backups, check_state_dir, check_state_file
+from sandbox_setup.configure.state_trust import check_state_dir, check_state_file
 from sandbox_setup.policy.inodes import AGENT_TEMP_DIRS, may_change_inode
 
 
-def open_applies(layout: Layout) -> list[tuple[str, list[dict[str, Any]]]]:
+def open_applies(layout: Layout) -> list[tuple[str, list[Entry]]]:
     """Every apply not yet undone, newest first: its id and the entries an undo of it
     replays (``begin``, ``accounts-done`` and the steps still in effect).
 
@@ -53,15 +62,13 @@ def open_applies(layout: Layout) -> list[tuple[str, list[dict[str, Any]]]]:
     while it records a setup, an apply still in effect must have written it, or the
     journal lost applies (:func:`_check_whole`)."""
     records = read_ledger(layout)
-    entries = read_journal(layout)
-    closed = {e["txn"] for e in entries if e.get("op") in CLOSED}
-    txns = [e["txn"] for e in entries if e.get("op") == "begin" and e["txn"] not in closed]
+    entries = read_entries(layout)
     found = []
-    for txn in reversed(txns):
-        mine = [e for e in entries if e["txn"] == txn]
+    for txn in reversed(open_transactions(entries)):
+        mine = [e for e in entries if e.txn == txn]
         pending = {id(entry) for _, entry in pending_steps(mine)}
-        kept = [e for e in mine if e.get("op") in ("begin", "accounts-done") or id(e) in pending]
-        check_backups(layout, kept)
+        kept = [e for e in mine if isinstance(e, Begin | AccountsDone) or id(e) in pending]
+        check_backups_of(layout, kept)
         found.append((txn, kept))
     _check_whole(layout, sorted(records), entries, found)
     return found
@@ -70,8 +77,8 @@ def open_applies(layout: Layout) -> list[tuple[str, list[dict[str, Any]]]]:
 def _check_whole(
     layout: Layout,
     agents: list[str],
-    entries: list[dict[str, Any]],
-    applies: list[tuple[str, list[dict[str, Any]]]],
+    entries: list[Entry],
+    applies: list[tuple[str, list[Entry]]],
 ) -> None:
     """Refuse (exit 2, naming the journal) a journal that lost the applies the ledger
     says are in effect: an undo of what is left would remove the journal and the
@@ -84,13 +91,13 @@ def _check_whole(
         return
     ledger = str(ledger_path(layout))
 
-    def writes_of(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        return [e for e in items if e.get("op") == "write" and e.get("target") == ledger]
+    def writes_of(items: list[Entry]) -> list[Write]:
+        return [e for e in items if isinstance(e, Write) and e.target == ledger]
 
     written = writes_of([e for _, kept in reversed(applies) for e in kept])  # oldest first
     # Each write of the ledger replaced what the one before it wrote; the first, nothing.
-    olds = [e.get("old_sha256") for e in written]
-    news = [None, *[e.get("new_sha256") for e in written][:-1]]
+    olds = [e.old_sha256 for e in written]
+    news = [None, *[e.new_sha256 for e in written][:-1]]
     if olds == news and (written or writes_of(entries)):
         return
     raise JournalCorruptError(
@@ -102,9 +109,9 @@ def _check_whole(
     )
 
 
-def steps(applies: list[tuple[str, list[dict[str, Any]]]]) -> list[dict[str, Any]]:
+def steps(applies: list[tuple[str, list[Entry]]]) -> list[Entry]:
     """The steps (not the bookkeeping) of ``applies``."""
-    return [e for _, kept in applies for e in kept if e.get("op") not in BOOKKEEPING]
+    return [e for _, kept in applies for e in kept if e.op not in BOOKKEEPING]
 
 
 @dataclass(frozen=True)
@@ -119,21 +126,20 @@ class Owners:
         return bool(self.uids or self.gids)
 
 
-def agent_owners(layout: Layout, undone: list[dict[str, Any]]) -> Owners:
+def agent_owners(layout: Layout, undone: list[Entry]) -> Owners:
     """The uids of the agents and the gids of the groups the steps ``undone`` remove,
     looked up in the target's account files while they still exist."""
     uids: set[int] = set()
     gids: set[int] = set()
     names: list[str] = []
     for entry in undone:
-        name = str(entry.get("name", ""))
-        if entry.get("op") == "create-user":
-            account = lookup_user(name, layout.root)
+        if isinstance(entry, CreateUser):
+            account = lookup_user(entry.name, layout.root)
             if account is not None and account.uid != 0:
                 uids.add(account.uid)
-                names.append(name)
-        elif entry.get("op") == "create-group":
-            gid = lookup_group_gid(name, layout.root)
+                names.append(entry.name)
+        elif isinstance(entry, CreateGroup):
+            gid = lookup_group_gid(entry.name, layout.root)
             if gid is not None and gid != 0:
                 gids.add(gid)
     return Owners(frozenset(uids), frozenset(gids), tuple(names))
@@ -141,11 +147,7 @@ def agent_owners(layout: Layout, undone: list[dict[str, Any]]) -> Owners:
 
 def journal_workspaces(layout: Layout) -> list[PurePosixPath]:
     """Every workspace an apply of this setup opened to its agent (its ACL steps)."""
-    found = [
-        PurePosixPath(str(e["target"]))
-        for e in read_journal(layout)
-        if e.get("op") == "acl" and isinstance(e.get("target"), str)
-    ]
+    found = [PurePosixPath(e.target) for e in read_entries(layout) if isinstance(e, Acl)]
     return list(dict.fromkeys(found))
 
 
@@ -351,6 +353,12 @@ def created_parents(layout: Layout) -> list[PurePosixPath]:
 # the sessions keep there (the quarantine, the session records, the egress log), which
 # an undo never deletes: files moved out of a workspace are moved aside, never deleted.
 HISTORY = ("journal.jsonl", "backups", "apply.lock", CREATED_PARENTS, "setups.json", "crash.log")
+
+
+def history_left(layout: Layout) -> bool:
+    """Whether the applies' journal or backups are still in the state directory (an
+    ``--undo --all`` removed them even when it kept the directory)."""
+    return any(os.path.lexists(layout.real(path)) for path in (layout.journal, layout.backups_dir))
 
 
 def kept_in_state_dir(layout: Layout) -> list[str]:

@@ -37,6 +37,7 @@ from sandbox_setup.base.errors import InputError, SetupError
 from sandbox_setup.base.paths import Layout
 from sandbox_setup.configure import fsops
 from sandbox_setup.configure.journal import open_steps
+from sandbox_setup.configure.journal.entries import CreateGroup, CreateUser
 from sandbox_setup.configure.state_trust import check_setup_file, check_state_file
 
 LEDGER_FORMAT = "sandbox-setup-setups-1"
@@ -140,19 +141,11 @@ def render_ledger(current: bytes | None, record: SetupRecord, source: str) -> by
 
 def journal_created_users(layout: Layout) -> set[str]:
     """Accounts a ``create-user`` step made that no undo or rollback has removed."""
-    return {
-        str(entry["name"])
-        for entry in open_steps(layout)
-        if entry.get("op") == "create-user" and "name" in entry
-    }
+    return {entry.name for entry in open_steps(layout) if isinstance(entry, CreateUser)}
 
 
 def journal_created_groups(layout: Layout) -> set[str]:
-    return {
-        str(entry["name"])
-        for entry in open_steps(layout)
-        if entry.get("op") == "create-group" and "name" in entry
-    }
+    return {entry.name for entry in open_steps(layout) if isinstance(entry, CreateGroup)}
 
 
 def created_accounts(layout: Layout) -> set[str]:

@@ -24,13 +24,27 @@ import json
 import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
 
 from sandbox_setup.base.errors import SetupError
 from sandbox_setup.base.paths import Layout
 from sandbox_setup.configure import account_undo, fsops, ledger, outcome, users
 from sandbox_setup.configure.account_files import revert_account_step, settle_kept_account_files
 from sandbox_setup.configure.apparmor_load import revert_load
+from sandbox_setup.configure.journal.entries import (
+    AccountsDone,
+    AccountStep,
+    Acl,
+    AddToGroup,
+    ApparmorLoad,
+    CreateGroup,
+    CreateUser,
+    Entry,
+    Mkdir,
+    RemoveFile,
+    RemoveFromGroup,
+    SetShell,
+    Write,
+)
 from sandbox_setup.configure.outcome import StepResult
 from sandbox_setup.policy.accounts import LEGACY_WORKSPACE_GROUP
 
@@ -57,39 +71,39 @@ class WriteUndo(enum.Enum):
 
 
 def write_decision(
-    layout: Layout, entry: dict[str, Any], last: Mapping[str, str | None] | None = None
+    layout: Layout, entry: Write, last: Mapping[str, str | None] | None = None
 ) -> tuple[WriteUndo, list[str]]:
     """What undoing the write ``entry`` does, and the other setups relying on its file.
     ``last``: per file, what this setup's applies last left it as (``--undo --all``:
     a file still as this tool last wrote it counts as this apply's own)."""
-    real = Path(entry["real"])
-    target = str(entry["target"])
+    real = Path(entry.real)
+    target = entry.target
     state = fsops.read_file(layout.root, real)
     current = fsops.sha256(state.data if state else None)
-    attrs_only = entry["old_sha256"] == entry["new_sha256"]  # a mode/owner repair
-    old_attrs = (entry["old_mode"], entry["old_uid"], entry["old_gid"])
-    if current == entry["old_sha256"] and (
+    attrs_only = entry.old_sha256 == entry.new_sha256  # a mode/owner repair
+    old_attrs = (entry.old_mode, entry.old_uid, entry.old_gid)
+    if current == entry.old_sha256 and (
         not attrs_only or (state is not None and (state.mode, state.uid, state.gid) == old_attrs)
     ):
         return WriteUndo.NOTHING, []
-    ours = current == entry["new_sha256"] or (last is not None and last.get(target) == current)
+    ours = current == entry.new_sha256 or (last is not None and last.get(target) == current)
     if not ours:
         return WriteUndo.CHANGED, []
     others = ledger.shared_kept_by_others(layout, target)
     if others:
         return WriteUndo.KEPT_SHARED, others
-    if entry.get("fix") is True:
+    if entry.fix:
         return WriteUndo.KEPT_FIX, []
-    return (WriteUndo.REMOVE if entry["backup"] is None else WriteUndo.RESTORE), []
+    return (WriteUndo.REMOVE if entry.backup is None else WriteUndo.RESTORE), []
 
 
 def _revert_write(
-    layout: Layout, entry: dict[str, Any], last: Mapping[str, str | None] | None = None
+    layout: Layout, entry: Write, last: Mapping[str, str | None] | None = None
 ) -> StepResult | None:
-    real = Path(entry["real"])
-    target = entry["target"]
-    keep = entry.get("keep")  # absent in journals of older versions
-    fsops.remove_file(layout.root, real.parent / entry["tmp"])
+    real = Path(entry.real)
+    target = entry.target
+    keep = entry.keep  # absent in journals of older versions
+    fsops.remove_file(layout.root, real.parent / entry.tmp)
     decision, others = write_decision(layout, entry, last)
     if decision is not WriteUndo.RESTORE:
         _drop_kept(layout, real, keep)
@@ -98,66 +112,73 @@ def _revert_write(
     if decision is WriteUndo.CHANGED:
         return outcome.left(f"left {target} as it is: it changed after that apply")
     if decision is WriteUndo.KEPT_SHARED:
-        return outcome.done(_kept_line(str(target), others))
+        return outcome.done(_kept_line(target, others))
     if decision is WriteUndo.KEPT_FIX:
-        return outcome.done(_fix_line(str(target)))
+        return outcome.done(_fix_line(target))
     if decision is WriteUndo.REMOVE:
         fsops.remove_file(layout.root, real)
         return outcome.done(f"removed {target}")
     # The restore point beside the target first: a rename, which needs no free space
     # (this is what makes a rollback on a full disk possible).
-    if keep and fsops.restore_kept(layout.root, real, keep, entry["old_sha256"]):
+    old = entry.old_sha256
+    if keep and old is not None and fsops.restore_kept(layout.root, real, keep, old):
         return outcome.done(f"restored {target}")
-    backup = fsops.read_file(layout.root, layout.real(entry["backup"]))
+    assert entry.backup is not None  # RESTORE: the write replaced a file it backed up
+    backup = fsops.read_file(layout.root, layout.real(entry.backup))
     if backup is None:
-        return outcome.failed(f"cannot restore {target}: backup {entry['backup']} is missing")
+        return outcome.failed(f"cannot restore {target}: backup {entry.backup} is missing")
     found = fsops.sha256(backup.data)
-    if found != entry["old_sha256"]:
+    if found != old:
         # Never write back bytes the journal did not record: a backup someone changed
         # (or a torn copy) would replace a working file with whatever it now holds.
         return outcome.failed(
-            f"cannot restore {target}: its backup {entry['backup']} does not match the "
-            f"journal (sha256 {found}, recorded {entry['old_sha256']}); {target} left as it is"
+            f"cannot restore {target}: its backup {entry.backup} does not match the "
+            f"journal (sha256 {found}, recorded {old}); {target} left as it is"
+        )
+    if entry.old_mode is None or entry.old_uid is None or entry.old_gid is None:
+        return outcome.failed(
+            f"cannot restore {target}: the journal does not record its mode and owner; "
+            f"{target} left as it is"
         )
     fsops.atomic_write(
         layout.root,
         real,
         backup.data,
-        mode=entry["old_mode"],
-        uid=entry["old_uid"],
-        gid=entry["old_gid"],
+        mode=entry.old_mode,
+        uid=entry.old_uid,
+        gid=entry.old_gid,
         dirs=_restore_dirs(layout),
     )
     return outcome.done(f"restored {target}")
 
 
-def _revert_remove(layout: Layout, entry: dict[str, Any]) -> StepResult | None:
+def _revert_remove(layout: Layout, entry: RemoveFile) -> StepResult | None:
     """Put back a file an apply removed (``remove-file``), byte for byte, with its
     mode and owner; something else at its path since is left as it is."""
-    real = Path(entry["real"])
-    target = entry["target"]
-    keep = entry.get("keep")
+    real = Path(entry.real)
+    target = entry.target
+    keep = entry.keep
     state = fsops.read_file(layout.root, real)
     if state is not None:
         _drop_kept(layout, real, keep)
-        if fsops.sha256(state.data) == entry["old_sha256"]:
+        if fsops.sha256(state.data) == entry.old_sha256:
             return None  # never removed, or already put back
         return outcome.left(f"left {target} as it is: a file was put there after that apply")
-    if keep and fsops.restore_kept(layout.root, real, keep, entry["old_sha256"]):
+    if keep and fsops.restore_kept(layout.root, real, keep, entry.old_sha256):
         return outcome.done(f"put back {target}")
-    backup = fsops.read_file(layout.root, layout.real(entry["backup"]))
-    if backup is None or fsops.sha256(backup.data) != entry["old_sha256"]:
+    backup = fsops.read_file(layout.root, layout.real(entry.backup))
+    if backup is None or fsops.sha256(backup.data) != entry.old_sha256:
         return outcome.failed(
-            f"cannot put back {target}: its backup {entry['backup']} is missing or does "
+            f"cannot put back {target}: its backup {entry.backup} is missing or does "
             "not match the journal"
         )
     fsops.atomic_write(
         layout.root,
         real,
         backup.data,
-        mode=entry["old_mode"],
-        uid=entry["old_uid"],
-        gid=entry["old_gid"],
+        mode=entry.old_mode,
+        uid=entry.old_uid,
+        gid=entry.old_gid,
         dirs=_restore_dirs(layout),
     )
     return outcome.done(f"put back {target}")
@@ -192,62 +213,60 @@ def _shared_line(decision: ledger.SharedDecision) -> StepResult:
     return outcome.done(f"restored {path} as it was before the first setup planned it")
 
 
-def drop_restore_points(layout: Layout, entries: list[dict[str, Any]]) -> None:
+def drop_restore_points(layout: Layout, entries: list[Entry]) -> None:
     """After a commit: remove the restore points the steps left beside their targets
     (the account files' moved ``-`` backups go back where they were if still absent)."""
     for entry in entries:
-        if entry.get("op") in ("write", "remove-file"):
-            _drop_kept(layout, Path(entry["real"]), entry.get("keep"))
-        elif "files" in entry:
-            settle_kept_account_files(layout, entry["files"])
+        if isinstance(entry, Write | RemoveFile):
+            _drop_kept(layout, Path(entry.real), entry.keep)
+        elif isinstance(entry, AccountStep) and entry.files is not None:
+            settle_kept_account_files(layout, entry.files)
 
 
 def _revert_one(
     layout: Layout,
-    entry: dict[str, Any],
-    done_steps: dict[int, dict[str, str | None] | None],
-    entries: list[dict[str, Any]],
+    entry: Entry,
+    done_steps: Mapping[int, Mapping[str, str | None] | None],
+    entries: list[Entry],
     last: Mapping[str, str | None] | None = None,
 ) -> StepResult | None:
-    op = entry["op"]
-    if op == "write":
+    if isinstance(entry, Write):
         return _revert_write(layout, entry, last)
-    if op == "remove-file":
+    if isinstance(entry, RemoveFile):
         return _revert_remove(layout, entry)
-    if op == "mkdir":
-        if fsops.remove_empty_dir(layout.root, Path(entry["real"])):
-            return outcome.done(f"removed directory {entry['target']}")
+    if isinstance(entry, Mkdir):
+        if fsops.remove_empty_dir(layout.root, Path(entry.real)):
+            return outcome.done(f"removed directory {entry.target}")
         return None
-    if op in ("create-user", "create-group", "add-to-group", "set-shell"):
+    if isinstance(entry, CreateUser | CreateGroup | AddToGroup | SetShell):
         kept = account_undo.guard(layout, entry, entries)  # raises: retried next time
         if kept is not None:
             return outcome.done(kept)
-        new = entry["new"] if "new" in entry else done_steps.get(entry.get("step", -1))
+        step = -1 if entry.step is None else entry.step
+        new = entry.new if entry.new_known else done_steps.get(step)
         return revert_account_step(layout, entry, new)
-    if op == "remove-from-group":
+    if isinstance(entry, RemoveFromGroup):
         line = account_undo.revert_step(layout, entry, entries)
         return outcome.done(line) if line else None
-    if op == "acl":
+    if isinstance(entry, Acl):
         return _revert_acl(layout, entry, entries)
-    if op == "apparmor-load":
+    if isinstance(entry, ApparmorLoad):
         return revert_load(layout, entry)
     return None
 
 
-def _revert_acl(
-    layout: Layout, entry: dict[str, Any], entries: list[dict[str, Any]]
-) -> StepResult | None:
+def _revert_acl(layout: Layout, entry: Acl, entries: list[Entry]) -> StepResult | None:
     """Take the group's ACL entries and setgid bits off the workspace, walking it by
     fd. Never ``setfacl --restore``: it follows symlinks the agent may have planted
     and would chmod/chown their targets as root."""
-    saved = fsops.read_file(layout.root, layout.real(entry["backup"]))
+    saved = fsops.read_file(layout.root, layout.real(entry.backup))
     why = None
     if saved is None:
-        why = f"its backup {entry['backup']} is missing"
+        why = f"its backup {entry.backup} is missing"
     else:
-        recorded = entry.get("backup_sha256")  # absent in journals of older versions
+        recorded = entry.backup_sha256  # absent in journals of older versions
         if recorded is not None and fsops.sha256(saved.data) != recorded:
-            why = f"its backup {entry['backup']} does not match the journal"
+            why = f"its backup {entry.backup} does not match the journal"
     if why is not None or saved is None:
         return _strip_own_acls(layout, entry, entries, why or "")
     try:
@@ -259,7 +278,7 @@ def _revert_acl(
         if gid is None:
             return None
         snapshot = {"gid": gid, "entries": {}}  # strip the group's entries everywhere
-    top = fsops.open_dir(layout.root, layout.real(entry["target"]))
+    top = fsops.open_dir(layout.root, layout.real(entry.target))
     if top is None:
         return None
     report = users.AclWalkReport()  # what has other hard links: never changed, counted
@@ -267,15 +286,15 @@ def _revert_acl(
         changed = users.revoke_workspace(top, snapshot, report=report)
     finally:
         os.close(top)
-    lines = [f"restored ACLs and setgid bits of {entry['target']}"] if changed else []
-    text = "; ".join(lines + report.lines(entry["target"]))
+    lines = [f"restored ACLs and setgid bits of {entry.target}"] if changed else []
+    text = "; ".join(lines + report.lines(entry.target))
     return outcome.done(text) if text else None
 
 
-def _own_groups(layout: Layout, entries: list[dict[str, Any]]) -> dict[str, int]:
+def _own_groups(layout: Layout, entries: list[Entry]) -> dict[str, int]:
     """The groups this transaction created or put its agent in, that still exist."""
-    names = [str(e["name"]) for e in entries if e.get("op") == "create-group"]
-    names += [str(e["group"]) for e in entries if e.get("op") == "add-to-group"]
+    names = [e.name for e in entries if isinstance(e, CreateGroup)]
+    names += [e.group for e in entries if isinstance(e, AddToGroup)]
     found = {}
     for name in dict.fromkeys(names):
         gid = users.group_gid(layout, name)
@@ -284,13 +303,11 @@ def _own_groups(layout: Layout, entries: list[dict[str, Any]]) -> dict[str, int]
     return found
 
 
-def _strip_own_acls(
-    layout: Layout, entry: dict[str, Any], entries: list[dict[str, Any]], why: str
-) -> StepResult:
+def _strip_own_acls(layout: Layout, entry: Acl, entries: list[Entry], why: str) -> StepResult:
     """The ACL snapshot cannot be trusted: still take this setup's own group entries
     off every path of the workspace (the fallback), and say what stays (the setgid
     bits and group permission bits the apply set, which only the snapshot knew)."""
-    target = entry["target"]
+    target = entry.target
     groups = _own_groups(layout, entries)
     if not groups:
         return outcome.failed(
@@ -330,13 +347,13 @@ STEP_OPS = (
 )
 
 
-def _olds(entries: list[dict[str, Any]]) -> dict[str, str | None]:
+def _olds(entries: list[Entry]) -> dict[str, str | None]:
     """The files the transaction's (pending) writes changed, with their old sha256."""
-    return {str(e["target"]): e["old_sha256"] for e in entries if e.get("op") == "write"}
+    return {e.target: e.old_sha256 for e in entries if isinstance(e, Write)}
 
 
 def _release(
-    layout: Layout, txn: str | None, entries: list[dict[str, Any]]
+    layout: Layout, txn: str | None, entries: list[Entry]
 ) -> tuple[list[StepResult], set[str] | None]:
     """The host record's part of undoing ``txn``: its lines, and the shared paths it
     handled (None: the record could not be updated; the shared writes wait). A file
@@ -353,8 +370,8 @@ def _release(
 
 def revert(
     layout: Layout,
-    entries: list[dict[str, Any]],
-    on_done: Callable[[dict[str, Any]], None] | None = None,
+    entries: list[Entry],
+    on_done: Callable[[Entry], None] | None = None,
     *,
     txn: str | None = None,
     last: Mapping[str, str | None] | None = None,
@@ -365,25 +382,25 @@ def revert(
     done, handled = _release(layout, txn, entries)
     # What each account step's tool left (recorded after it ran): undo restores the
     # account files byte for byte only when they are still exactly that.
-    done_steps = {e["step"]: e["new"] for e in entries if e.get("op") == "accounts-done"}
+    done_steps = {e.step: e.new for e in entries if isinstance(e, AccountsDone)}
     for entry in reversed(entries):
-        if entry.get("op") not in STEP_OPS:
+        if entry.op not in STEP_OPS:
             continue
         result: StepResult | None
-        if entry.get("op") == "write" and handled is None:
+        if isinstance(entry, Write) and handled is None:
             result = outcome.failed(
                 f"could not undo {describe_entry(entry)}: the host record of setups "
                 "could not be updated"
             )
-        elif entry.get("op") == "write" and str(entry.get("target")) in (handled or set()):
-            _drop_kept(layout, Path(entry["real"]), entry.get("keep"))
+        elif isinstance(entry, Write) and entry.target in (handled or set()):
+            _drop_kept(layout, Path(entry.real), entry.keep)
             result = None  # the host record's release said what became of it
         else:
             try:
                 result = _revert_one(layout, entry, done_steps, entries, last)
             except (OSError, SetupError) as exc:
                 # Keep going: one step that cannot be reverted must not strand the rest.
-                what = describe_entry(entry) or entry.get("op")
+                what = describe_entry(entry) or entry.op
                 result = outcome.failed(f"could not undo {what}: {exc}")
         if on_done is not None and not (result and result.failed):
             on_done(entry)
@@ -398,7 +415,7 @@ def revert(
 def preview(
     layout: Layout,
     txn: str,
-    entries: list[dict[str, Any]],
+    entries: list[Entry],
     last: Mapping[str, str | None] | None = None,
 ) -> list[str]:
     """What undoing ``entries`` of ``txn`` would do, in words: the host record's
@@ -410,9 +427,9 @@ def preview(
     handled = {d.path for d in decisions}
     lines = []
     for entry in reversed(entries):
-        if entry.get("op") == "write" and str(entry.get("target")) in handled:
+        if isinstance(entry, Write) and entry.target in handled:
             continue
-        if entry.get("op") == "write":
+        if isinstance(entry, Write):
             line = _write_preview(layout, entry, last)
         else:
             line = describe_entry(entry)
@@ -422,10 +439,10 @@ def preview(
 
 
 def _write_preview(
-    layout: Layout, entry: dict[str, Any], last: Mapping[str, str | None] | None
+    layout: Layout, entry: Write, last: Mapping[str, str | None] | None
 ) -> str | None:
     """What undoing a write does, from :func:`write_decision` (the run's own)."""
-    target = entry["target"]
+    target = entry.target
     decision, others = write_decision(layout, entry, last)
     if decision is WriteUndo.NOTHING:
         return None
@@ -457,26 +474,27 @@ def _shared_preview(decision: ledger.SharedDecision) -> str:
     return f"restore {path} as it was before the first setup planned it"
 
 
-def describe_entry(entry: dict[str, Any]) -> str | None:
+def describe_entry(entry: Entry) -> str | None:
     """What undoing ``entry`` would do, in words (None for bookkeeping entries)."""
-    op = entry.get("op")
-    if op == "write":
-        verb = "remove" if entry.get("backup") is None else "restore"
-        return f"{verb} {entry['target']}"
-    if op == "remove-file":
-        return f"put back {entry['target']}"
-    if op == "mkdir":
-        return f"remove directory {entry['target']} if empty"
-    if op in ("create-user", "create-group"):
-        return f"remove {op.split('-')[1]} {entry['name']}"
-    if op == "add-to-group":
-        return f"remove {entry['user']} from group {entry['group']}"
-    if op == "remove-from-group":
-        return f"add {entry['user']} back to group {entry['group']}"
-    if op == "set-shell":
-        return f"give {entry['user']} back the shell {entry['old_shell'] or '(none)'}"
-    if op == "acl":
-        return f"restore ACLs of {entry['target']}"
-    if op == "apparmor-load":
-        return f"unload the AppArmor profile of {entry['target']}"
+    if isinstance(entry, Write):
+        verb = "remove" if entry.backup is None else "restore"
+        return f"{verb} {entry.target}"
+    if isinstance(entry, RemoveFile):
+        return f"put back {entry.target}"
+    if isinstance(entry, Mkdir):
+        return f"remove directory {entry.target} if empty"
+    if isinstance(entry, CreateUser):
+        return f"remove user {entry.name}"
+    if isinstance(entry, CreateGroup):
+        return f"remove group {entry.name}"
+    if isinstance(entry, AddToGroup):
+        return f"remove {entry.user} from group {entry.group}"
+    if isinstance(entry, RemoveFromGroup):
+        return f"add {entry.user} back to group {entry.group}"
+    if isinstance(entry, SetShell):
+        return f"give {entry.user} back the shell {entry.old_shell or '(none)'}"
+    if isinstance(entry, Acl):
+        return f"restore ACLs of {entry.target}"
+    if isinstance(entry, ApparmorLoad):
+        return f"unload the AppArmor profile of {entry.target}"
     return None

@@ -18,9 +18,8 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterable
 from pathlib import Path, PurePosixPath
-from typing import Any
 
 from sandbox_setup.base.errors import RefusedError
 from sandbox_setup.base.paths import Layout
@@ -70,18 +69,10 @@ def trusted_answers_path(layout: Layout, path: Path) -> Path:
     return check_trusted_file(given, _owners(layout), "answers file")
 
 
-def _named_backups(entry: dict[str, Any]) -> Iterator[object]:
-    if "backup" in entry:
-        yield entry["backup"]
-    files = entry.get("files")
-    if isinstance(files, list):
-        yield from (item.get("backup") for item in files if isinstance(item, dict))
-
-
-def check_backups(layout: Layout, entries: list[dict[str, Any]]) -> None:
-    """Every backup ``entries`` name lies in the backups folder and passes the rule."""
+def check_backups(layout: Layout, named_all: Iterable[str | None]) -> None:
+    """Every backup named (by the journal's steps) lies in the backups folder and
+    passes the rule."""
     folder = layout.backups_dir
-    named_all = [named for entry in entries for named in _named_backups(entry)]
     for named in named_all:
         if named is None:
             continue

@@ -9,20 +9,21 @@ import datetime
 import json
 import os
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
 
 from sandbox_setup.base.errors import SetupError
 from sandbox_setup.base.paths import Layout
 from sandbox_setup.configure import fsops, outcome
 from sandbox_setup.configure.journal import (
     JournalError,
+    decoded,
     last_left,
     now,
     open_for_append,
     state_dirs,
 )
+from sandbox_setup.configure.journal.entries import EntryProblem
 from sandbox_setup.configure.outcome import StepResult
 from sandbox_setup.configure.revert import drop_restore_points, revert
 
@@ -56,7 +57,9 @@ class Transaction:
         # Unique even for two applies in one process within a second (the TUI).
         stamp = datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%S")
         self.id = f"{stamp}-{os.getpid()}-{secrets.token_hex(3)}"
-        self.entries: list[dict[str, Any]] = []
+        # What this apply journaled, in memory (an account step adds what its tool
+        # left before that line is written): its rollback and commit decode it.
+        self.entries: list[Mapping[str, object]] = []
         self._fd = -1
         try:
             self._fd = open_for_append(layout, create=True)
@@ -74,7 +77,7 @@ class Transaction:
             self.close()
             raise
 
-    def _append(self, entry: dict[str, Any], *, reserve: bool = True) -> None:
+    def _append(self, entry: Mapping[str, object], *, reserve: bool = True) -> None:
         line = {"txn": self.id, **entry, "seq": self._seq}
         data = (json.dumps(line, sort_keys=True) + "\n").encode("utf-8")
         size = -1
@@ -96,7 +99,7 @@ class Transaction:
             raise JournalError(f"cannot write the journal {self.layout.journal}: {exc}") from exc
         self._seq += 1
 
-    def record(self, entry: dict[str, Any]) -> None:
+    def record(self, entry: Mapping[str, object]) -> None:
         """Write ``entry`` to the journal (durably) before the step it describes."""
         self._append(entry)
         # Only once it is on disk: a step whose entry could not be written never
@@ -158,17 +161,23 @@ class Transaction:
         self.close()
         # Committed: the restore points beside the targets are not needed any more
         # (undo works from the backups); a failure here leaves a stray file, no harm.
-        with contextlib.suppress(OSError, SetupError):
-            drop_restore_points(self.layout, self.entries)
+        with contextlib.suppress(OSError, SetupError, EntryProblem):
+            drop_restore_points(self.layout, decoded(self.id, self.entries, self.layout))
 
     def rollback(self) -> tuple[list[StepResult], bool]:
         """Revert this transaction's steps (after a failure): what was done, and
         whether everything was. A rollback that could not finish is journaled as
         ``rollback-incomplete`` (with what is left), so the transaction stays open
         and ``--undo`` finishes it later."""
-        done = revert(self.layout, self.entries, txn=self.id)
+        # Decoded as an undo decodes the journal (the steps are on disk as written).
+        try:
+            steps = decoded(self.id, self.entries, self.layout)
+        except EntryProblem as exc:  # a writer's bug: the apply stays open for --undo
+            done = [outcome.failed(f"could not roll back: a line of this apply is wrong: {exc}")]
+        else:
+            done = revert(self.layout, steps, txn=self.id)
         failed = [result.text for result in done if result.failed]
-        closing: dict[str, Any] = {"op": "rolled-back"}
+        closing: dict[str, object] = {"op": "rolled-back"}
         if failed:
             left, size = [], 0
             for line in failed:

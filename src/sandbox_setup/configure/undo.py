@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import Any
 
 from sandbox_setup.base.paths import Layout
 from sandbox_setup.configure import account_undo, outcome
@@ -25,6 +24,7 @@ from sandbox_setup.configure.journal import (
     now,
     open_for_append,
 )
+from sandbox_setup.configure.journal.entries import Entry
 from sandbox_setup.configure.outcome import Outcome, StepResult
 from sandbox_setup.configure.revert import revert
 
@@ -33,7 +33,12 @@ def undo_last(layout: Layout, *, last: Mapping[str, str | None] | None = None) -
     """Revert the newest apply that is not yet reverted; [] when there is none.
     ``last`` (``--undo --all``): per file, what this setup's applies last left it as
     (:func:`~sandbox_setup.configure.journal.last_left`, taken before the first undo):
-    a file still so is the setup's own, whichever apply wrote it."""
+    a file still so is the setup's own, whichever apply wrote it.
+
+    Without a state directory there is nothing to undo, and none is created (the lock
+    lives in it)."""
+    if not os.path.lexists(layout.real(layout.state_dir)):
+        return []
     with apply_lock(layout):
         found = last_open(layout)
         if found is None:
@@ -43,7 +48,7 @@ def undo_last(layout: Layout, *, last: Mapping[str, str | None] | None = None) -
         fd = open_for_append(layout, create=False)
         try:
 
-            def mark(entry: dict[str, Any]) -> None:
+            def mark(entry: Entry) -> None:
                 # Durable at once: an undo killed half-way keeps what it did.
                 append_line(fd, {"txn": txn, "op": "step-undone", "step": index[id(entry)]})
 
@@ -57,7 +62,7 @@ def undo_last(layout: Layout, *, last: Mapping[str, str | None] | None = None) -
             # A step that failed is never marked done: the transaction stays open and
             # the next --undo retries it (every revert step is idempotent). What was
             # left on purpose is recorded with the undo, for a later audit to explain.
-            closing: dict[str, Any] = (
+            closing: dict[str, object] = (
                 {"op": "undo-incomplete", "left": failed}
                 if failed
                 else {"op": "undone", **({"left": left} if left else {})}

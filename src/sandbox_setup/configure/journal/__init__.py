@@ -4,6 +4,11 @@ An apply writes it through :class:`~sandbox_setup.configure.transaction.Transact
 :mod:`sandbox_setup.configure.undo` replays it backwards with the revert steps of
 :mod:`sandbox_setup.configure.revert`. Both import this module; it imports neither.
 
+Each line is decoded once, when the journal is read, into a frozen dataclass of its
+operation (:mod:`sandbox_setup.configure.journal.entries`; :func:`read_entries`); the
+strict reader is :mod:`sandbox_setup.configure.journal.check`, the undo's front door
+:mod:`sandbox_setup.configure.journal.door`.
+
 The journal (``layout.journal``, JSON lines, operator-owned 0600) records every
 step of an apply *before* the step happens, fsynced, so a process killed at any
 point leaves a journal that undo can replay backwards:
@@ -14,6 +19,8 @@ point leaves a journal that undo can replay backwards:
   beside the target (a hard link to the old file, removed at commit);
   ``fix`` (true) when it replaced drift: the file was no longer as an earlier apply
   still in effect left it (undo keeps the fixed content);
+- ``remove-file``: a file the apply removed (renamed to ``keep`` beside it, backed
+  up, with its old sha256, mode and owner); undo puts it back;
 - ``planned``: a file the apply planned and found already as planned (``sha256``),
   the before-image of a file no step changed;
 - ``mkdir``: a directory created for a write;
@@ -52,14 +59,25 @@ import errno
 import fcntl
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import PurePosixPath
-from typing import Any
 
 from sandbox_setup.base.errors import RefusedError, SetupError
 from sandbox_setup.base.paths import Layout
 from sandbox_setup.configure import fsops
-from sandbox_setup.configure.journal_check import MAX_LINE, parse_journal, torn_tail
+from sandbox_setup.configure.journal.check import MAX_LINE, parse_entries, torn_tail
+from sandbox_setup.configure.journal.entries import (
+    AccountsDone,
+    Begin,
+    Entry,
+    Planned,
+    RolledBack,
+    StepUndone,
+    Undone,
+    Write,
+    backups_named,
+    decode,
+)
 from sandbox_setup.configure.state_trust import check_backups, check_state_dir, check_state_file
 
 
@@ -141,9 +159,10 @@ def _note_created_parents(layout: Layout, created: list[str]) -> None:
         os.close(fd)
 
 
-def read_journal(layout: Layout) -> list[dict[str, Any]]:
-    """Every journal entry, oldest first, read strictly (see
-    :mod:`sandbox_setup.configure.journal_check`): a line that does not parse or
+def read_entries(layout: Layout) -> list[Entry]:
+    """Every journal entry, oldest first, decoded into its typed value
+    (:mod:`sandbox_setup.configure.journal.entries`), read strictly (see
+    :mod:`sandbox_setup.configure.journal.check`): a line that does not parse or
     validate raises :class:`JournalCorruptError` (exit 2) naming it; only a torn last
     line (a killed write) is skipped.
 
@@ -153,7 +172,7 @@ def read_journal(layout: Layout) -> list[dict[str, Any]]:
     state = fsops.read_file(layout.root, layout.real(layout.journal))
     if state is None:
         return []
-    return parse_journal(state.data, layout, str(layout.real(layout.journal)))
+    return parse_entries(state.data, layout, str(layout.real(layout.journal)))
 
 
 def open_for_append(layout: Layout, *, create: bool) -> int:
@@ -194,57 +213,63 @@ BOOKKEEPING = (
 CLOSED = ("undone", "rolled-back")
 
 
-def pending_steps(txn_entries: list[dict[str, Any]]) -> list[tuple[int, dict[str, Any]]]:
-    """The steps of one transaction no undo has reverted yet, with their index."""
-    steps = [e for e in txn_entries if e.get("op") not in BOOKKEEPING]
-    done = {e.get("step") for e in txn_entries if e.get("op") == "step-undone"}
-    return [(index, entry) for index, entry in enumerate(steps) if index not in done]
-
-
-def _open_transactions(entries: list[dict[str, Any]]) -> list[str]:
-    closed = {e["txn"] for e in entries if e.get("op") in CLOSED}
-    return [e["txn"] for e in entries if e.get("op") == "begin" and e["txn"] not in closed]
-
-
-def open_steps(layout: Layout) -> list[dict[str, Any]]:
+def open_steps(layout: Layout) -> list[Entry]:
     """Every step, of every transaction not yet reverted, that is still in effect."""
-    entries = read_journal(layout)
-    found = []
-    for txn in _open_transactions(entries):
-        found += [e for _, e in pending_steps([e for e in entries if e["txn"] == txn])]
+    entries = read_entries(layout)
+    found: list[Entry] = []
+    for txn in open_transactions(entries):
+        found += [e for _, e in pending_steps([e for e in entries if e.txn == txn])]
     return found
 
 
 def last_left(layout: Layout) -> dict[str, str | None]:
     """Per file, the sha256 this setup's applies still in effect last left it with:
     what a write made it, or what an apply found already as planned (``planned``)."""
-    entries = read_journal(layout)
+    entries = read_entries(layout)
     found: dict[str, str | None] = {}
-    for txn in _open_transactions(entries):
-        pending = {id(e) for _, e in pending_steps([e for e in entries if e["txn"] == txn])}
-        for entry in entries:
-            if entry["txn"] != txn:
-                continue
-            if entry.get("op") == "write" and id(entry) in pending:
-                found[str(entry["target"])] = entry["new_sha256"]
-            elif entry.get("op") == "planned":
-                found[str(entry["target"])] = entry["sha256"]
+    for txn in open_transactions(entries):
+        mine = [e for e in entries if e.txn == txn]
+        pending = {id(e) for _, e in pending_steps(mine)}
+        for entry in mine:
+            if isinstance(entry, Write) and id(entry) in pending:
+                found[entry.target] = entry.new_sha256
+            elif isinstance(entry, Planned):
+                found[entry.target] = entry.sha256
     return found
 
 
-def last_open(layout: Layout) -> tuple[str, list[dict[str, Any]], dict[int, int]] | None:
-    entries = read_journal(layout)
-    txns = _open_transactions(entries)
+def open_transactions(entries: list[Entry]) -> list[str]:
+    """The applies of the journal no undo or rollback closed, oldest first."""
+    closed = {e.txn for e in entries if isinstance(e, Undone | RolledBack)}
+    return [e.txn for e in entries if isinstance(e, Begin) and e.txn not in closed]
+
+
+def pending_steps(txn_entries: list[Entry]) -> list[tuple[int, Entry]]:
+    """The steps of one transaction no undo has reverted yet, with their index."""
+    steps = [e for e in txn_entries if e.op not in BOOKKEEPING]
+    done = {e.step for e in txn_entries if isinstance(e, StepUndone)}
+    return [(index, entry) for index, entry in enumerate(steps) if index not in done]
+
+
+def check_backups_of(layout: Layout, entries: list[Entry]) -> None:
+    """Every backup ``entries`` name passes the state directory's trust rule
+    (:func:`~sandbox_setup.configure.state_trust.check_backups`)."""
+    check_backups(layout, [named for entry in entries for named in backups_named(entry)])
+
+
+def last_open(layout: Layout) -> tuple[str, list[Entry], dict[int, int]] | None:
+    entries = read_entries(layout)
+    txns = open_transactions(entries)
     if not txns:
         return None
-    mine = [e for e in entries if e["txn"] == txns[-1]]
+    mine = [e for e in entries if e.txn == txns[-1]]
     index = {id(entry): number for number, entry in pending_steps(mine)}
-    kept = [e for e in mine if e.get("op") in ("begin", "accounts-done") or id(e) in index]
-    check_backups(layout, kept)  # before the preview shows them or an undo reads one
+    kept = [e for e in mine if isinstance(e, Begin | AccountsDone) or id(e) in index]
+    check_backups_of(layout, kept)  # before the preview shows them or an undo reads one
     return txns[-1], kept, index
 
 
-def last_transaction(layout: Layout) -> tuple[str, list[dict[str, Any]]] | None:
+def last_transaction(layout: Layout) -> tuple[str, list[Entry]] | None:
     """The newest transaction not yet reverted, with its ``begin``, what its account
     steps left (``accounts-done``, for a byte-exact undo) and the steps still to
     undo, in journal order; or None."""
@@ -252,6 +277,12 @@ def last_transaction(layout: Layout) -> tuple[str, list[dict[str, Any]]] | None:
     return None if found is None else (found[0], found[1])
 
 
-def append_line(fd: int, entry: dict[str, Any]) -> None:
+def decoded(txn: str, entries: Sequence[Mapping[str, object]], layout: Layout) -> list[Entry]:
+    """The typed entries of the lines the apply ``txn`` wrote in this process (its
+    rollback and commit), decoded as the reader decodes them from the journal."""
+    return [decode({**json.loads(json.dumps(dict(e))), "txn": txn}, layout) for e in entries]
+
+
+def append_line(fd: int, entry: Mapping[str, object]) -> None:
     os.write(fd, (json.dumps(entry, sort_keys=True) + "\n").encode("utf-8"))
     os.fsync(fd)
