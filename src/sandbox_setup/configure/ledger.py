@@ -477,6 +477,24 @@ def release_plan(
     return decisions
 
 
+def as_found_by_undo_of(record: HostRecord, state_dir: str, txn: str) -> HostRecord:
+    """``record`` as the undo of apply ``txn`` finds it: undo goes newest first, so
+    every later apply of the same setup has dropped its reliances by then (the
+    ``--undo --all`` preview decides each apply against this, as its run does)."""
+    setup = record.setups.get(state_dir)
+    if setup is None or txn not in setup.applies:
+        return record
+    later = set(setup.applies[setup.applies.index(txn) + 1 :])
+    if not later:
+        return record
+    relies = {p: tuple(t for t in ts if t not in later) for p, ts in setup.relies.items()}
+    applies = tuple(t for t in setup.applies if t not in later)
+    trimmed = HostSetup(
+        setup.operator, setup.config, applies, {p: ts for p, ts in relies.items() if ts}
+    )
+    return HostRecord({**record.setups, state_dir: trimmed}, record.shared)
+
+
 def release(layout: Layout, txn: str, olds: Mapping[str, str | None]) -> list[SharedDecision]:
     """Drop apply ``txn``'s reliances; put back what no setup relies on any more.
     Idempotent (a second call finds nothing of ``txn``)."""

@@ -405,6 +405,7 @@ def preview(
     decisions (:func:`sandbox_setup.configure.ledger.release_plan`, which the run
     acts on) for the shared files, the journal's steps for the rest."""
     record = ledger.read_host_record(layout)
+    record = ledger.as_found_by_undo_of(record, str(layout.state_dir), txn)
     decisions = ledger.release_plan(layout, record, txn, _olds(entries))
     decisions = [d for d in decisions if d.release is not ledger.Release.JOURNAL]
     handled = {d.path for d in decisions}
