@@ -31,7 +31,7 @@ from sandbox_setup.base.paths import Layout
 from sandbox_setup.configure import account_undo, fsops, ledger, outcome, users
 from sandbox_setup.configure.account_files import revert_account_step, settle_kept_account_files
 from sandbox_setup.configure.apparmor_load import revert_load
-from sandbox_setup.configure.outcome import StepResult
+from sandbox_setup.configure.outcome import LeftFile, LeftWhy, StepResult
 from sandbox_setup.policy.accounts import LEGACY_WORKSPACE_GROUP
 
 
@@ -96,7 +96,8 @@ def _revert_write(
     if decision is WriteUndo.NOTHING:
         return None  # the new content never landed (or was already restored)
     if decision is WriteUndo.CHANGED:
-        return outcome.left(f"left {target} as it is: it changed after that apply")
+        left = LeftFile(str(target), LeftWhy.CHANGED, entry["backup"])
+        return outcome.left(f"left {target} as it is: it changed after that apply", left)
     if decision is WriteUndo.KEPT_SHARED:
         return outcome.done(_kept_line(str(target), others))
     if decision is WriteUndo.KEPT_FIX:
@@ -142,7 +143,10 @@ def _revert_remove(layout: Layout, entry: dict[str, Any]) -> StepResult | None:
         _drop_kept(layout, real, keep)
         if fsops.sha256(state.data) == entry["old_sha256"]:
             return None  # never removed, or already put back
-        return outcome.left(f"left {target} as it is: a file was put there after that apply")
+        return outcome.left(
+            f"left {target} as it is: a file was put there after that apply",
+            LeftFile(str(target), LeftWhy.PUT_THERE, entry["backup"]),
+        )
     if keep and fsops.restore_kept(layout.root, real, keep, entry["old_sha256"]):
         return outcome.done(f"put back {target}")
     backup = fsops.read_file(layout.root, layout.real(entry["backup"]))
@@ -185,7 +189,8 @@ def _shared_line(decision: ledger.SharedDecision) -> StepResult:
     if decision.release is ledger.Release.LEFT:
         return outcome.left(
             f"left {path} as it is: it changed after the last apply that planned it "
-            "(no setup relies on it any more)"
+            "(no setup relies on it any more)",
+            LeftFile(path, LeftWhy.SHARED_CHANGED),  # the release recorded it
         )
     if decision.before is None:
         return outcome.done(f"removed {path} (no setup relies on it any more)")
@@ -389,6 +394,12 @@ def revert(
             on_done(entry)
         if result:
             done.append(result)
+    left = [r.file for r in done if r.file is not None and r.file.why is not LeftWhy.SHARED_CHANGED]
+    if txn is not None and left:
+        # Recorded for a later audit and --status to explain (the release recorded the
+        # shared ones). Best effort: the undo's own lines name them either way.
+        with contextlib.suppress(OSError, SetupError):
+            ledger.record_left(layout, txn, left)
     if txn is not None and handled is not None:
         with contextlib.suppress(OSError, SetupError):
             ledger.tidy(layout)
