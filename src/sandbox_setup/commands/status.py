@@ -392,9 +392,10 @@ def render_lines(doc: dict[str, Any], width: int, part: str = "all") -> list[Lin
         lines.append(Line())
         say("sessions of no setup listed: ", "")
         _sessions(other, say, command)
-    if setup_part and doc["left"]:
+    left = doc.get("left", [])  # (a document of an older schema 1 has none)
+    if setup_part and left:
         lines.append(Line())
-    for item in doc["left"] if setup_part else ():
+    for item in left if setup_part else ():
         say("left by an undo: ", f"{item['path']} (setup {item['setup_state_dir']})")
         say("  why: ", item["reason"])
         say("  to do: ", item["todo"])
