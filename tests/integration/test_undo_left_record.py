@@ -165,7 +165,14 @@ def test_a_shared_file_changed_since_is_left_with_its_copy_from_before_the_first
     left = status(root)["left"]
     assert isinstance(left, list) and left[0]["why"] == "shared-changed", left
 
-    # Put back by hand as the audit says: no longer named, and the record's next
-    # write drops the entry with its copy.
+    # Put back by hand as the audit says: no longer named.
     gitconfig.write_bytes(copy.read_bytes())
     assert status(root)["left"] == []
+    # A new setup takes the file back (the record drops the entry); its undo finishes
+    # with the file as the operator had it, and the record and its copies gone.
+    apply(root)
+    assert "left" not in json.loads((root / RECORD).read_text())
+    code, out, err = cli(root, "--undo", "--all", "--yes")
+    assert code == 0, out + err
+    assert gitconfig.read_text() == "[user]\n\tname = operator\n"
+    assert not (root / "etc/sandbox-setup").exists(), out

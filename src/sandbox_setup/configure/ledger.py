@@ -446,11 +446,12 @@ def rely(layout: Layout, txn: str, planned: list[Planned]) -> None:
                 shared[item.path] = SharedFile(before, item.written)
             applies = tuple(dict.fromkeys((*(old.applies if old else ()), txn)))
             setup = HostSetup(layout.operator.name, str(layout.launcher_config), applies, relies)
-            # A left file this apply plans again is a setup's own again.
-            left = {p: f for p, f in record.left.items() if p not in {i.path for i in planned}}
-            _write_host_record(
-                layout, HostRecord({**record.setups, state_dir: setup}, shared, left)
-            )
+            # A left file this apply plans again is a setup's own again (its state
+            # now is the before-image a later undo puts back).
+            again = {i.path for i in planned}
+            left = {p: f for p, f in record.left.items() if p not in again}
+            after = HostRecord({**record.setups, state_dir: setup}, shared, left)
+            _write_host_record(layout, after)
         except BaseException:
             # Not recorded: the copies this call saved are nobody's (a full disk).
             named = _copies(record)
@@ -460,6 +461,11 @@ def rely(layout: Layout, txn: str, planned: list[Planned]) -> None:
                         fsops.remove_file(layout.root, layout.real(PurePosixPath(copy.copy)))
                 fsops.remove_empty_dir(layout.root, layout.real(HOST_BEFORE))
             raise
+        named = _copies(after)
+        for entry in record.left.values():
+            if entry.path in again and entry.before and entry.before.copy not in named:
+                with contextlib.suppress(OSError):
+                    fsops.remove_file(layout.root, layout.real(PurePosixPath(entry.before.copy)))
 
 
 def _save_before(layout: Layout, state: fsops.FileState | None) -> BeforeImage | None:
