@@ -30,8 +30,8 @@ class LeftWhy(enum.Enum):
 
 @dataclass(frozen=True)
 class LeftFile:
-    """A file a step left as it is: which, why, and the journal's copy of it from
-    before that apply (in the state directory; None: the apply created it)."""
+    """A file an undo step left as it is: which, why, and the journal's copy of it
+    from before that apply (in the state directory; None: the apply created it)."""
 
     path: str
     why: LeftWhy
@@ -40,12 +40,10 @@ class LeftFile:
 
 @dataclass(frozen=True)
 class StepResult:
-    """One line of an undo: what happened and, in words, what and why; for a file
-    left as it is, which and why (:attr:`file`, typed)."""
+    """One line of an undo: what happened and, in words, what and why."""
 
     outcome: Outcome
     text: str
-    file: LeftFile | None = None
 
     @property
     def failed(self) -> bool:
@@ -61,8 +59,8 @@ def done(text: str) -> StepResult:
     return StepResult(Outcome.DONE, text)
 
 
-def left(text: str, file: LeftFile | None = None) -> StepResult:
-    return StepResult(Outcome.LEFT, text, file)
+def left(text: str) -> StepResult:
+    return StepResult(Outcome.LEFT, text)
 
 
 def failed(text: str) -> StepResult:

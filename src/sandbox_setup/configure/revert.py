@@ -31,7 +31,7 @@ from sandbox_setup.base.paths import Layout
 from sandbox_setup.configure import account_undo, fsops, ledger, outcome, users
 from sandbox_setup.configure.account_files import revert_account_step, settle_kept_account_files
 from sandbox_setup.configure.apparmor_load import revert_load
-from sandbox_setup.configure.outcome import LeftFile, LeftWhy, StepResult
+from sandbox_setup.configure.outcome import LeftFile, LeftWhy, Outcome, StepResult
 from sandbox_setup.policy.accounts import LEGACY_WORKSPACE_GROUP
 
 
@@ -96,8 +96,7 @@ def _revert_write(
     if decision is WriteUndo.NOTHING:
         return None  # the new content never landed (or was already restored)
     if decision is WriteUndo.CHANGED:
-        left = LeftFile(str(target), LeftWhy.CHANGED, entry["backup"])
-        return outcome.left(f"left {target} as it is: it changed after that apply", left)
+        return outcome.left(f"left {target} as it is: it changed after that apply")
     if decision is WriteUndo.KEPT_SHARED:
         return outcome.done(_kept_line(str(target), others))
     if decision is WriteUndo.KEPT_FIX:
@@ -143,10 +142,7 @@ def _revert_remove(layout: Layout, entry: dict[str, Any]) -> StepResult | None:
         _drop_kept(layout, real, keep)
         if fsops.sha256(state.data) == entry["old_sha256"]:
             return None  # never removed, or already put back
-        return outcome.left(
-            f"left {target} as it is: a file was put there after that apply",
-            LeftFile(str(target), LeftWhy.PUT_THERE, entry["backup"]),
-        )
+        return outcome.left(f"left {target} as it is: a file was put there after that apply")
     if keep and fsops.restore_kept(layout.root, real, keep, entry["old_sha256"]):
         return outcome.done(f"put back {target}")
     backup = fsops.read_file(layout.root, layout.real(entry["backup"]))
@@ -189,8 +185,7 @@ def _shared_line(decision: ledger.SharedDecision) -> StepResult:
     if decision.release is ledger.Release.LEFT:
         return outcome.left(
             f"left {path} as it is: it changed after the last apply that planned it "
-            "(no setup relies on it any more)",
-            LeftFile(path, LeftWhy.SHARED_CHANGED),  # the release recorded it
+            "(no setup relies on it any more)"
         )
     if decision.before is None:
         return outcome.done(f"removed {path} (no setup relies on it any more)")
@@ -356,6 +351,10 @@ def _release(
     return [_shared_line(d) for d in decisions], {d.path for d in decisions}
 
 
+# Why a journaled step that left its file did (its op: the only ones that leave one).
+_LEFT_WHY = {"write": LeftWhy.CHANGED, "remove-file": LeftWhy.PUT_THERE}
+
+
 def revert(
     layout: Layout,
     entries: list[dict[str, Any]],
@@ -368,6 +367,7 @@ def revert(
     restored, removed, left or failed. ``on_done(entry)`` is called for each step
     that did not fail (it is not retried)."""
     done, handled = _release(layout, txn, entries)
+    left: list[LeftFile] = []
     # What each account step's tool left (recorded after it ran): undo restores the
     # account files byte for byte only when they are still exactly that.
     done_steps = {e["step"]: e["new"] for e in entries if e.get("op") == "accounts-done"}
@@ -394,7 +394,10 @@ def revert(
             on_done(entry)
         if result:
             done.append(result)
-    left = [r.file for r in done if r.file is not None and r.file.why is not LeftWhy.SHARED_CHANGED]
+            if result.outcome is Outcome.LEFT and entry.get("op") in _LEFT_WHY:
+                # A journaled file the step left (the release records the shared ones).
+                why = _LEFT_WHY[str(entry["op"])]
+                left.append(LeftFile(str(entry["target"]), why, entry.get("backup")))
     if txn is not None and left:
         # Recorded for a later audit and --status to explain (the release recorded the
         # shared ones). Best effort: the undo's own lines name them either way.
