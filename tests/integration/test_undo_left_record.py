@@ -176,3 +176,13 @@ def test_a_shared_file_changed_since_is_left_with_its_copy_from_before_the_first
     assert code == 0, out + err
     assert gitconfig.read_text() == "[user]\n\tname = operator\n"
     assert not (root / "etc/sandbox-setup").exists(), out
+
+
+def test_audit_json_with_no_setup_left_prints_no_text_on_stdout(root: Path) -> None:
+    apply(root)
+    with (root / LAUNCHER).open("a") as config:
+        config.write("# the operator's own line\n")
+    assert cli(root, "--undo", "--all", "--yes")[0] == 1
+    code, out, err = cli(root, "--audit", "--json")
+    assert code == 2 and out == "", out + err
+    assert "nothing to audit" in err, err

@@ -39,8 +39,10 @@ def run_audit(args: argparse.Namespace) -> int:
             as_user=getattr(args, "as_user", None),
         )
     except InputError:
-        # No setup to audit (an undo took it back): what the undo left is still named.
-        _print_left(layout)
+        # No setup to audit (an undo took it back): what the undo left is still named
+        # (with --json, stdout stays empty: --status --json has them typed).
+        if not args.json:
+            _print_left(layout)
         raise
     if args.json:
         sys.stdout.write(render_json(result))
