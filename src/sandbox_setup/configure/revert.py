@@ -351,8 +351,12 @@ def _release(
     return [_shared_line(d) for d in decisions], {d.path for d in decisions}
 
 
-# Why a journaled step that left its file did (its op: the only ones that leave one).
-_LEFT_WHY = {"write": LeftWhy.CHANGED, "remove-file": LeftWhy.PUT_THERE}
+def _left_file(entry: dict[str, Any]) -> LeftFile | None:
+    """The file a step that was left names, and why, from its op (a write: changed
+    since; a removal: a file put there since); None for other steps (the release
+    records the shared files it left)."""
+    why = {"write": LeftWhy.CHANGED, "remove-file": LeftWhy.PUT_THERE}.get(str(entry.get("op")))
+    return None if why is None else LeftFile(str(entry["target"]), why, entry.get("backup"))
 
 
 def revert(
@@ -394,10 +398,9 @@ def revert(
             on_done(entry)
         if result:
             done.append(result)
-            if result.outcome is Outcome.LEFT and entry.get("op") in _LEFT_WHY:
-                # A journaled file the step left (the release records the shared ones).
-                why = _LEFT_WHY[str(entry["op"])]
-                left.append(LeftFile(str(entry["target"]), why, entry.get("backup")))
+            file = _left_file(entry) if result.outcome is Outcome.LEFT else None
+            if file is not None:
+                left.append(file)
     if txn is not None and left:
         # Recorded for a later audit and --status to explain (the release recorded the
         # shared ones). Best effort: the undo's own lines name them either way.
