@@ -60,6 +60,7 @@ from sandbox_setup.audit.apparmor import apparmor_findings
 from sandbox_setup.audit.drift import drift_findings
 from sandbox_setup.audit.git import git_findings
 from sandbox_setup.audit.grade import grade
+from sandbox_setup.audit.left import left_findings
 from sandbox_setup.audit.login_routes import login_findings
 from sandbox_setup.audit.mode import claude_findings, mode_findings
 from sandbox_setup.audit.model import AuditFinding, AuditReport, Severity
@@ -238,6 +239,7 @@ def audit(layout: Layout, timeout: float = 10.0, as_user: str | None = None) -> 
     findings += login_findings(layout, config, reapply)
     findings += remote_settings_findings(layout, config, agent)
     findings += account_findings(layout, config, agent)
+    findings += left_findings(layout)  # what earlier undos left as it is
     limits = limits_note(config)
     if limits is not None:
         notes = [*notes, limits]

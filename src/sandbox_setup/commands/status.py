@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from sandbox_setup.audit.left import LeftView, left_views
 from sandbox_setup.audit.network import read_log_tail
 from sandbox_setup.base import landlock
 from sandbox_setup.base.claude_shim import MARKER_WINDOW, SHIM_PATH, is_claude_shim
@@ -212,12 +213,14 @@ def status(layout: Layout, *, probe: bool = True) -> dict[str, Any]:
     root = str(layout.root)
     problems: list[str] = []
     setups: dict[str, SetupView] = {}
+    left: list[dict[str, Any]] = []
     try:
         host = read_host_record(layout)
         for state, known in host.setups.items():
             view = setups.setdefault(known.config, SetupView(known.config))
             view.state_dir, view.operator, view.in_host_record = state, known.operator, True
             view.applies, view.relies_on = len(known.applies), sorted(known.relies)
+        left = [_left(view) for view in left_views(layout)]  # every setup's
     except (SetupError, OSError) as exc:
         problems.append(f"the host-wide record of setups: {exc}")
     own = str(layout.launcher_config)
@@ -296,7 +299,21 @@ def status(layout: Layout, *, probe: bool = True) -> dict[str, Any]:
             "running": [s for s in live if not any(s in d["sessions"]["running"] for d in docs)],
             "recent": [_past(p, logs, root) for p in reversed(history) if p.config not in listed],
         },
+        "left": left,
         "problems": problems,
+    }
+
+
+def _left(view: LeftView) -> dict[str, Any]:
+    """A file an undo left as it is (the host record's ``left``; docs/status.md)."""
+    return {
+        "path": view.where,
+        "setup_state_dir": view.setup,
+        "apply": view.txn,
+        "why": view.why.value,
+        "copy": view.copy,
+        "reason": view.reason,
+        "todo": view.todo,
     }
 
 
@@ -375,6 +392,13 @@ def render_lines(doc: dict[str, Any], width: int, part: str = "all") -> list[Lin
         lines.append(Line())
         say("sessions of no setup listed: ", "")
         _sessions(other, say, command)
+    left = doc.get("left", [])  # (a document of an older schema 1 has none)
+    if setup_part and left:
+        lines.append(Line())
+    for item in left if setup_part else ():
+        say("left by an undo: ", f"{item['path']} (setup {item['setup_state_dir']})")
+        say("  why: ", item["reason"])
+        say("  to do: ", item["todo"])
     for problem in doc["problems"]:
         say("problem: ", problem)
     return lines

@@ -29,7 +29,7 @@ import fcntl
 import json
 import os
 from collections.abc import Iterator, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -38,6 +38,7 @@ from sandbox_setup.base.paths import Layout
 from sandbox_setup.configure import fsops
 from sandbox_setup.configure.journal import open_steps
 from sandbox_setup.configure.journal.entries import CreateGroup, CreateUser
+from sandbox_setup.configure.outcome import LeftFile, LeftWhy
 from sandbox_setup.configure.state_trust import check_setup_file, check_state_file
 
 LEDGER_FORMAT = "sandbox-setup-setups-1"
@@ -178,7 +179,11 @@ def users_of(
 #                      "relies": {"/root/.gitconfig": ["T1", "T2"]}}},
 #      "shared": {"/root/.gitconfig": {"before": {"sha256": "...", "copy": "<before/sha256>",
 #                                                 "mode": 384, "uid": 0, "gid": 0},
-#                                      "written": "<sha256 the last apply left>"}}}
+#                                      "written": "<sha256 the last apply left>"}},
+#      "left": {"/root/.config/sandbox-setup/launcher.toml":
+#                   {"setup": "/root/.local/state/sandbox-setup", "txn": "T1",
+#                    "why": "changed", "sha256": "<as the undo left it>",
+#                    "before": null, "backup": null}}}
 #
 # A shared host change (root's git include, the protected git file: the files every
 # setup plans alike) is relied on by each apply that planned it, changed or found
@@ -186,6 +191,10 @@ def users_of(
 # setup planned it (a copy in ``before/``). Undoing an apply drops its reliance; the
 # file returns to that before-image only when no setup relies on it any more, and
 # only when it is still as the last apply wrote it (otherwise it is left and named).
+# What an undo left as it is (a file changed after the apply that wrote it) is
+# recorded under ``left`` (typed: why, the copy of it from before, if any) for the
+# audit and ``--status`` to explain; an entry goes once the file no longer holds what
+# the undo left there (someone dealt with it), at the record's next write.
 # Read and written under an flock of its directory: setups with different state
 # directories hold different apply locks. When no setup is left, the record, the
 # copies and the directory (when empty) go.
@@ -224,9 +233,23 @@ class HostSetup:
 
 
 @dataclass(frozen=True)
+class LeftRecord:
+    """A file an undo left as it is, as the host record keeps it."""
+
+    path: str
+    setup: str  # the state directory of the setup whose undo left it
+    txn: str  # the apply that undo took back
+    why: LeftWhy
+    sha256: str | None  # what the file held when it was left (None: absent)
+    before: BeforeImage | None = None  # a shared file: its copy from before any setup
+    backup: str | None = None  # the journal's copy from before that apply (state dir)
+
+
+@dataclass(frozen=True)
 class HostRecord:
     setups: dict[str, HostSetup]
     shared: dict[str, SharedFile]
+    left: dict[str, LeftRecord] = field(default_factory=dict)
 
     def relying(self, path: str, *, besides: str | None = None) -> list[str]:
         """The state directories of the setups relying on ``path`` (but ``besides``)."""
@@ -286,12 +309,25 @@ def parse_host_record(data: bytes | None, source: str) -> HostRecord:
                 raise ValueError(f"shared file {path!r} is malformed")
             before = None if raw.get("before") is None else _before(raw.get("before"))
             shared[str(path)] = SharedFile(before, written)
+        left = {str(path): _left(str(path), raw) for path, raw in dict(doc.get("left", {})).items()}
     except (ValueError, TypeError, AttributeError, RecursionError, UnicodeDecodeError) as exc:
         raise InputError(
             f"{source}: not a valid host record of setups ({exc}); fix or remove it "
             "(left untouched)"
         ) from None
-    return HostRecord(setups, shared)
+    return HostRecord(setups, shared, left)
+
+
+def _left(path: str, raw: Any) -> LeftRecord:
+    if not isinstance(raw, dict):
+        raise ValueError(f"left file {path!r} is malformed")
+    setup, txn, sha, backup = (raw.get(k) for k in ("setup", "txn", "sha256", "backup"))
+    if not isinstance(setup, str) or not isinstance(txn, str):
+        raise ValueError(f"left file {path!r} is malformed")
+    if not (sha is None or isinstance(sha, str)) or not (backup is None or isinstance(backup, str)):
+        raise ValueError(f"left file {path!r} is malformed")
+    before = None if raw.get("before") is None else _before(raw.get("before"))
+    return LeftRecord(path, setup, txn, LeftWhy(raw.get("why")), sha, before, backup)
 
 
 def _render_host_record(record: HostRecord) -> bytes:
@@ -311,6 +347,18 @@ def _render_host_record(record: HostRecord) -> bytes:
             for path, f in sorted(record.shared.items())
         },
     }
+    if record.left:
+        doc["left"] = {
+            path: {
+                "setup": f.setup,
+                "txn": f.txn,
+                "why": f.why.value,
+                "sha256": f.sha256,
+                "before": None if f.before is None else asdict(f.before),
+                "backup": f.backup,
+            }
+            for path, f in sorted(record.left.items())
+        }
     return (json.dumps(doc, indent=2, sort_keys=True) + "\n").encode("utf-8")
 
 
@@ -350,7 +398,7 @@ def _host_lock(layout: Layout) -> Iterator[None]:
 
 def _write_host_record(layout: Layout, record: HostRecord) -> None:
     real = layout.real(HOST_RECORD)
-    if not record.setups and not record.shared:
+    if not record.setups and not record.shared and not record.left:
         fsops.remove_file(layout.root, real)
         for directory in (HOST_BEFORE, HOST_DIR):  # each only when empty
             with contextlib.suppress(OSError):
@@ -391,16 +439,26 @@ def rely(layout: Layout, txn: str, planned: list[Planned]) -> None:
                 shared[item.path] = SharedFile(before, item.written)
             applies = tuple(dict.fromkeys((*(old.applies if old else ()), txn)))
             setup = HostSetup(layout.operator.name, str(layout.launcher_config), applies, relies)
-            _write_host_record(layout, HostRecord({**record.setups, state_dir: setup}, shared))
+            # A left file this apply plans again is a setup's own again (its state
+            # now is the before-image a later undo puts back).
+            again = {i.path for i in planned}
+            left = {p: f for p, f in record.left.items() if p not in again}
+            after = HostRecord({**record.setups, state_dir: setup}, shared, left)
+            _write_host_record(layout, after)
         except BaseException:
             # Not recorded: the copies this call saved are nobody's (a full disk).
-            named = {f.before.copy for f in record.shared.values() if f.before is not None}
+            named = _copies(record)
             with contextlib.suppress(OSError):
                 for copy in saved:
                     if copy.copy not in named:
                         fsops.remove_file(layout.root, layout.real(PurePosixPath(copy.copy)))
                 fsops.remove_empty_dir(layout.root, layout.real(HOST_BEFORE))
             raise
+        named = _copies(after)
+        for entry in record.left.values():
+            if entry.path in again and entry.before and entry.before.copy not in named:
+                with contextlib.suppress(OSError):
+                    fsops.remove_file(layout.root, layout.real(PurePosixPath(entry.before.copy)))
 
 
 def _save_before(layout: Layout, state: fsops.FileState | None) -> BeforeImage | None:
@@ -470,6 +528,24 @@ def release_plan(
     return decisions
 
 
+def as_found_by_undo_of(record: HostRecord, state_dir: str, txn: str) -> HostRecord:
+    """``record`` as the undo of apply ``txn`` finds it: undo goes newest first, so
+    every later apply of the same setup has dropped its reliances by then (the
+    ``--undo --all`` preview decides each apply against this, as its run does)."""
+    setup = record.setups.get(state_dir)
+    if setup is None or txn not in setup.applies:
+        return record
+    later = set(setup.applies[setup.applies.index(txn) + 1 :])
+    if not later:
+        return record
+    relies = {p: tuple(t for t in ts if t not in later) for p, ts in setup.relies.items()}
+    applies = tuple(t for t in setup.applies if t not in later)
+    trimmed = HostSetup(
+        setup.operator, setup.config, applies, {p: ts for p, ts in relies.items() if ts}
+    )
+    return HostRecord({**record.setups, state_dir: trimmed}, record.shared, record.left)
+
+
 def release(layout: Layout, txn: str, olds: Mapping[str, str | None]) -> list[SharedDecision]:
     """Drop apply ``txn``'s reliances; put back what no setup relies on any more.
     Idempotent (a second call finds nothing of ``txn``)."""
@@ -484,11 +560,17 @@ def release(layout: Layout, txn: str, olds: Mapping[str, str | None]) -> list[Sh
             return []
         decisions = release_plan(layout, record, txn, olds)
         shared = dict(record.shared)
+        left = dict(record.left)
         for decision in decisions:
             if decision.release is Release.RESTORE:
                 _restore_before(layout, decision.path, decision.before)
             if decision.release in (Release.RESTORE, Release.LEFT, Release.JOURNAL):
                 shared.pop(decision.path, None)
+            if decision.release is Release.LEFT:  # its copy from before stays, named here
+                left[decision.path] = LeftRecord(
+                    decision.path, state_dir, txn, LeftWhy.SHARED_CHANGED,
+                    _sha_now(layout, decision.path), decision.before,
+                )  # fmt: skip
         relies = {p: tuple(t for t in ts if t != txn) for p, ts in setup.relies.items()}
         relies = {p: ts for p, ts in relies.items() if ts}
         applies = tuple(t for t in setup.applies if t != txn)
@@ -499,14 +581,73 @@ def release(layout: Layout, txn: str, olds: Mapping[str, str | None]) -> list[Sh
             del setups[state_dir]
         # The copies no shared file names any more go first (the record's directory
         # goes with the record when it is the last).
-        named = {f.before.copy for f in shared.values() if f.before is not None}
+        after = HostRecord(setups, shared, left)
+        named = _copies(after)
         for decision in decisions:
             before = decision.before
             gone = decision.release in (Release.RESTORE, Release.JOURNAL)
             if gone and before and before.copy not in named:
                 fsops.remove_file(layout.root, layout.real(PurePosixPath(before.copy)))
-        _write_host_record(layout, HostRecord(setups, shared))
+        _write_host_record(layout, _pruned(layout, after))
     return decisions
+
+
+def _copies(record: HostRecord) -> set[str]:
+    """The before-image copies ``record`` names (shared files and left ones)."""
+    files: list[SharedFile | LeftRecord] = [*record.shared.values(), *record.left.values()]
+    return {f.before.copy for f in files if f.before is not None}
+
+
+def _sha_now(layout: Layout, path: str) -> str | None:
+    now = fsops.read_file(layout.root, layout.real(PurePosixPath(path)))
+    return fsops.sha256(now.data if now else None)
+
+
+def still_left(layout: Layout, entry: LeftRecord) -> bool:
+    """Whether ``entry``'s file still holds what the undo left there (else someone
+    dealt with it since, and the entry goes at the record's next write)."""
+    try:
+        return _sha_now(layout, entry.path) == entry.sha256
+    except (OSError, SetupError):
+        return True  # unreadable now: still worth naming
+
+
+def _pruned(layout: Layout, record: HostRecord) -> HostRecord:
+    """``record`` without the left files someone dealt with (their copies go too)."""
+    gone = {p: f for p, f in record.left.items() if not still_left(layout, f)}
+    if not gone:
+        return record
+    kept = HostRecord(
+        record.setups, record.shared, {p: f for p, f in record.left.items() if p not in gone}
+    )
+    named = _copies(kept)
+    for entry in gone.values():
+        if entry.before is not None and entry.before.copy not in named:
+            with contextlib.suppress(OSError):
+                fsops.remove_file(layout.root, layout.real(PurePosixPath(entry.before.copy)))
+    return kept
+
+
+def record_left(layout: Layout, txn: str, files: list[LeftFile]) -> None:
+    """Record the files the undo of ``txn`` left as they are (those the journal's own
+    steps left; :func:`release` records the shared ones)."""
+    state_dir = str(layout.state_dir)
+    with _host_lock(layout):
+        record = read_host_record(layout)
+        left = dict(record.left)
+        for item in files:
+            left[item.path] = LeftRecord(
+                item.path, state_dir, txn, item.why, _sha_now(layout, item.path),
+                backup=item.backup,
+            )  # fmt: skip
+        _write_host_record(layout, HostRecord(record.setups, record.shared, left))
+
+
+def left_files(layout: Layout) -> list[LeftRecord]:
+    """The files undos left as they are and that still hold what was left there, by
+    path (every setup's: an audit picks its own). Raises as :func:`read_host_record`."""
+    record = read_host_record(layout)
+    return [f for _, f in sorted(record.left.items()) if still_left(layout, f)]
 
 
 def tidy(layout: Layout) -> None:

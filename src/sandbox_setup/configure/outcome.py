@@ -19,6 +19,25 @@ class Outcome(enum.Enum):
     FAILED = "failed"
 
 
+class LeftWhy(enum.Enum):
+    """Why an undo left a file as it is (recorded in the host record, for the audit
+    and ``--status`` to explain)."""
+
+    CHANGED = "changed"  # changed after the apply that wrote it
+    PUT_THERE = "put-there"  # the apply removed it; a file was put there since
+    SHARED_CHANGED = "shared-changed"  # a shared file, changed after the last apply
+
+
+@dataclass(frozen=True)
+class LeftFile:
+    """A file an undo step left as it is: which, why, and the journal's copy of it
+    from before that apply (in the state directory; None: the apply created it)."""
+
+    path: str
+    why: LeftWhy
+    backup: str | None = None
+
+
 @dataclass(frozen=True)
 class StepResult:
     """One line of an undo: what happened and, in words, what and why."""

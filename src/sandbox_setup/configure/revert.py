@@ -45,7 +45,7 @@ from sandbox_setup.configure.journal.entries import (
     SetShell,
     Write,
 )
-from sandbox_setup.configure.outcome import StepResult
+from sandbox_setup.configure.outcome import LeftFile, LeftWhy, Outcome, StepResult
 from sandbox_setup.policy.accounts import LEGACY_WORKSPACE_GROUP
 
 
@@ -368,6 +368,17 @@ def _release(
     return [_shared_line(d) for d in decisions], {d.path for d in decisions}
 
 
+def _left_file(entry: Entry) -> LeftFile | None:
+    """The file a step that was left names, and why, from its kind (a write: changed
+    since; a removal: a file put there since); None for other steps (the release
+    records the shared files it left)."""
+    if isinstance(entry, Write):
+        return LeftFile(entry.target, LeftWhy.CHANGED, entry.backup)
+    if isinstance(entry, RemoveFile):
+        return LeftFile(entry.target, LeftWhy.PUT_THERE, entry.backup)
+    return None
+
+
 def revert(
     layout: Layout,
     entries: list[Entry],
@@ -380,6 +391,7 @@ def revert(
     restored, removed, left or failed. ``on_done(entry)`` is called for each step
     that did not fail (it is not retried)."""
     done, handled = _release(layout, txn, entries)
+    left: list[LeftFile] = []
     # What each account step's tool left (recorded after it ran): undo restores the
     # account files byte for byte only when they are still exactly that.
     done_steps = {e.step: e.new for e in entries if isinstance(e, AccountsDone)}
@@ -406,6 +418,14 @@ def revert(
             on_done(entry)
         if result:
             done.append(result)
+            file = _left_file(entry) if result.outcome is Outcome.LEFT else None
+            if file is not None:
+                left.append(file)
+    if txn is not None and left:
+        # Recorded for a later audit and --status to explain (the release recorded the
+        # shared ones). Best effort: the undo's own lines name them either way.
+        with contextlib.suppress(OSError, SetupError):
+            ledger.record_left(layout, txn, left)
     if txn is not None and handled is not None:
         with contextlib.suppress(OSError, SetupError):
             ledger.tidy(layout)
@@ -422,6 +442,7 @@ def preview(
     decisions (:func:`sandbox_setup.configure.ledger.release_plan`, which the run
     acts on) for the shared files, the journal's steps for the rest."""
     record = ledger.read_host_record(layout)
+    record = ledger.as_found_by_undo_of(record, str(layout.state_dir), txn)
     decisions = ledger.release_plan(layout, record, txn, _olds(entries))
     decisions = [d for d in decisions if d.release is not ledger.Release.JOURNAL]
     handled = {d.path for d in decisions}
