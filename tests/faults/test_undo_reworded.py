@@ -152,15 +152,38 @@ def journal_ops(root: Path) -> list[tuple[object, ...]]:
     ]
 
 
+HOST_RECORD = "etc/sandbox-setup/setups.json"
+
+
+def host_record(root: Path) -> object:
+    """The host record as behaviour: which setups, and which files an undo left and
+    why (its transaction ids and hashes differ from one root to the other)."""
+    path = root / HOST_RECORD
+    if not path.exists():
+        return None
+    doc = json.loads(path.read_text())
+    left = sorted((p, e["why"], e["backup"] is not None) for p, e in doc.get("left", {}).items())
+    return sorted(doc.get("setups", {})), left
+
+
 def observe(root: Path) -> tuple[object, ...]:
     state = {
         path: value
         for path, value in system_state(root).items()
-        if path != "<acl srv>"  # names its root: compared below without it
+        # the ACL names its root and the host record its transactions: both compared
+        # below without them
+        if path not in ("<acl srv>", HOST_RECORD)
     }
     acl = system_state(root).get("<acl srv>")
     acl_text = str(acl[0]).replace(str(root), "ROOT") if acl else None
-    return state, acl_text, journal_ops(root), sorted(os.listdir(root / "root"))
+    return (
+        state,
+        acl_text,
+        journal_ops(root),
+        sorted(os.listdir(root / "root")),
+        HOST_RECORD in system_state(root),
+        host_record(root),
+    )
 
 
 @pytest.mark.parametrize("name", sorted(SCENARIOS))
