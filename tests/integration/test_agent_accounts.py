@@ -157,9 +157,14 @@ def test_an_existing_regular_account_is_the_agent_only_when_reused(root: Path) -
     assert done.returncode == 0, done.stderr
     assert group_entry(root, "sandbox-ws-alice")[3] == "alice"  # type: ignore[index]
     assert not [i for i in audit_ids(root) if i.startswith("audit.accounts")]
-    # Later someone turns the account into a service's: the audit judges it by the
-    # same rules the plan applied.
+    # Its owner gives it nologin (the fix sandbox-launch names for a reused account
+    # with a login shell): still the setup's agent, no service sign.
     subprocess.run(["usermod", "--prefix", str(root), "--shell", "/usr/sbin/nologin", "alice"],
+                   check=True)  # fmt: skip
+    assert "audit.accounts.service" not in audit_ids(root)
+    # Later someone turns the account into a service's (its home where services keep
+    # their data): the audit judges it by the same rules the plan applied.
+    subprocess.run(["usermod", "--prefix", str(root), "--home", "/var/lib/alice", "alice"],
                    check=True)  # fmt: skip
     assert "audit.accounts.service" in audit_ids(root)
     undo = run_cli("--undo", "--yes", "--root", str(root))
