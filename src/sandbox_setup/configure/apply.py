@@ -21,6 +21,7 @@ never read from the environment.
 
 from __future__ import annotations
 
+import errno
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,7 +29,7 @@ from pathlib import Path
 from sandbox_setup.base import remedies
 from sandbox_setup.base.errors import SetupError
 from sandbox_setup.base.exitcodes import ExitCode
-from sandbox_setup.configure import fsops, interrupts, ledger
+from sandbox_setup.configure import fsops, interrupts, ledger, outcome
 from sandbox_setup.configure.actions import Action, WriteFile
 from sandbox_setup.configure.git_protect import GIT_KINDS
 from sandbox_setup.configure.journal import apply_lock
@@ -89,11 +90,8 @@ def _incomplete(plan: Plan, exc: BaseException, undone: list[StepResult]) -> str
     failed = [result.text for result in undone if result.failed]
     reverted = [result.text for result in undone if not result.failed]
     cause = str(exc) or type(exc).__name__
-    when = (
-        "once space is free"
-        if any("No space left" in line for line in failed) or "No space left" in cause
-        else "once the cause above is fixed"
-    )
+    full = errno.ENOSPC in {result.errno for result in undone} | {outcome.errno_of(exc)}
+    when = "once space is free" if full else "once the cause above is fixed"
     return (
         f"{cause}; the rollback could not finish: these could not be restored:"
         + "".join(f"\n  {line}" for line in failed)

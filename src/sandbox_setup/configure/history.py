@@ -214,7 +214,7 @@ def give_back(layout: Layout, workspaces: list[PurePosixPath], owners: Owners) -
             found = _walk(layout, ws, owners, chown=True)
         except OSError as exc:
             lines.append(
-                outcome.failed(f"could not give the agent's files in {ws} to its owner: {exc}")
+                outcome.failed(f"could not give the agent's files in {ws} to its owner: {exc}", exc)
             )
             continue
         moved = [f for f in found if not f.hardlinked]

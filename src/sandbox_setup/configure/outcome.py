@@ -40,10 +40,12 @@ class LeftFile:
 
 @dataclass(frozen=True)
 class StepResult:
-    """One line of an undo: what happened and, in words, what and why."""
+    """One line of an undo: what happened and, in words, what and why; for a step
+    that failed on an OSError, its errno (what code decides by, never the words)."""
 
     outcome: Outcome
     text: str
+    errno: int | None = None
 
     @property
     def failed(self) -> bool:
@@ -63,8 +65,20 @@ def left(text: str) -> StepResult:
     return StepResult(Outcome.LEFT, text)
 
 
-def failed(text: str) -> StepResult:
-    return StepResult(Outcome.FAILED, text)
+def failed(text: str, exc: BaseException | None = None) -> StepResult:
+    return StepResult(Outcome.FAILED, text, errno_of(exc))
+
+
+def errno_of(exc: BaseException | None) -> int | None:
+    """The errno of ``exc`` or of the OSError it was raised from (a SetupError wraps
+    one with ``raise ... from``); None when no OSError is in the chain."""
+    seen = 0
+    while exc is not None and seen < 8:  # a bounded walk: chains are short
+        if isinstance(exc, OSError) and exc.errno is not None:
+            return exc.errno
+        exc = exc.__cause__ or exc.__context__
+        seen += 1
+    return None
 
 
 def any_failed(results: list[StepResult]) -> bool:

@@ -363,7 +363,7 @@ def _release(
     try:
         decisions = ledger.release(layout, txn, _olds(entries))
     except (OSError, SetupError) as exc:
-        return [outcome.failed(f"could not update the host record of setups: {exc}")], None
+        return [outcome.failed(f"could not update the host record of setups: {exc}", exc)], None
     decisions = [d for d in decisions if d.release is not ledger.Release.JOURNAL]
     return [_shared_line(d) for d in decisions], {d.path for d in decisions}
 
@@ -413,7 +413,7 @@ def revert(
             except (OSError, SetupError) as exc:
                 # Keep going: one step that cannot be reverted must not strand the rest.
                 what = describe_entry(entry) or entry.op
-                result = outcome.failed(f"could not undo {what}: {exc}")
+                result = outcome.failed(f"could not undo {what}: {exc}", exc)
         if on_done is not None and not (result and result.failed):
             on_done(entry)
         if result:

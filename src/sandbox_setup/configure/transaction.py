@@ -191,7 +191,7 @@ class Transaction:
         except JournalError as exc:
             # Not marked rolled back: the transaction stays open and a later --undo
             # reverts what is left (every revert step is idempotent).
-            done.append(outcome.failed(f"could not mark the apply rolled back: {exc}"))
+            done.append(outcome.failed(f"could not mark the apply rolled back: {exc}", exc))
             failed.append(done[-1].text)
         self.close()
         return done, not failed
