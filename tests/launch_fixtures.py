@@ -47,7 +47,9 @@ from tests.tools import REPO, SRC, require_root, require_tool
 
 NOBODY = 65534  # not an agent: sandbox-launch refuses it (a file "owned by nobody")
 # The agent of a launch tree (one more, -1, -2, ..., for a tree made inside another).
-LAUNCH_AGENT = "ac-launch"
+# A second run beside this one (a helper's branch) names its own through
+# SANDBOX_SETUP_TEST_LAUNCH_AGENT, so the two never remove each other's account.
+LAUNCH_AGENT = os.environ.get("SANDBOX_SETUP_TEST_LAUNCH_AGENT", "ac-launch")
 _TREES_OPEN: list[str] = []
 # The workspaces' trusted state a launch as root keeps (host-wide; in the suite's
 # private view an empty tmpfs of its own, tests/hermetic.py).

@@ -27,7 +27,8 @@ from tests.launch_fixtures import LaunchTree, launcher_env, make_launch_tree
 from tests.live_accounts import LiveAccount
 from tests.tools import REPO, require_root, require_tool
 
-AGENT = "ac-session"
+# Named through SANDBOX_SETUP_TEST_SESSION_AGENT by a second run beside this one.
+AGENT = os.environ.get("SANDBOX_SETUP_TEST_SESSION_AGENT", "ac-session")
 
 
 @dataclass(frozen=True)
