@@ -11,53 +11,29 @@ state before the first apply that planned it; its ``--dry-run`` prints what it t
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.core_fixtures import (
-    CONFIG,
-    MANAGED,
-    SANDBOX,
-    STATE,
-    host_passwd_digest,
-    make_target_root,
-    run_cli,
-    system_state,
-)
+from tests.core_fixtures import MANAGED, system_state
 from tests.faults.conftest import FaultRow
-from tests.tools import require_root, require_tool
+from tests.faults.drift_fixtures import (
+    LAUNCHER,
+    apply,
+    drift_root,
+    managed_settings_already_as_planned,
+    undo_all,
+    writes,
+)
 
 pytestmark = pytest.mark.integration
-
-LAUNCHER = f"{CONFIG}/launcher.toml"
 
 
 @pytest.fixture
 def root(tmp_path: Path) -> Iterator[Path]:
-    require_root()
-    for tool in ("useradd", "userdel", "groupadd", "setfacl", "getfacl", "bwrap"):
-        require_tool(tool)
-    host = host_passwd_digest()
-    yield make_target_root(tmp_path / "root")
-    assert host_passwd_digest() == host, "the host's account files changed"
-
-
-def apply(root: Path) -> None:
-    done = run_cli("--headless", "--root", str(root), "--yes", *SANDBOX)
-    assert done.returncode == 0, done.stdout + done.stderr
-
-
-def undo_all(root: Path, *extra: str) -> tuple[int, str]:
-    proc = run_cli("--undo", "--all", "--root", str(root), *extra)
-    return proc.returncode, proc.stdout + proc.stderr
-
-
-def writes(root: Path, target: str) -> list[dict[str, object]]:
-    lines = (root / STATE / "journal.jsonl").read_text().splitlines()
-    return [e for e in map(json.loads, lines) if e["op"] == "write" and e["target"] == target]
+    with drift_root(tmp_path) as made:
+        yield made
 
 
 def test_undo_all_keeps_the_fixed_managed_settings_as_before_the_first_apply(
@@ -69,15 +45,7 @@ def test_undo_all_keeps_the_fixed_managed_settings_as_before_the_first_apply(
         "the file ends as before the first apply (not with the drift); exit 0; the dry run "
         "said so first",
     )
-    # The managed settings as the plan has them, there before the first apply.
-    apply(root)
-    planned = (root / MANAGED).read_bytes()
-    st = (root / MANAGED).stat()
-    assert undo_all(root, "--yes")[0] == 0
-    (root / MANAGED).parent.mkdir(parents=True, exist_ok=True)
-    (root / MANAGED).write_bytes(planned)
-    os.chown(root / MANAGED, st.st_uid, st.st_gid)
-    os.chmod(root / MANAGED, st.st_mode & 0o7777)
+    planned = managed_settings_already_as_planned(root)
     before = system_state(root)
 
     apply(root)
@@ -89,11 +57,11 @@ def test_undo_all_keeps_the_fixed_managed_settings_as_before_the_first_apply(
     assert (root / MANAGED).read_bytes() == planned
     fixes = [w.get("fix") for w in writes(root, "/" + MANAGED)]
 
-    code, preview = undo_all(root, "--dry-run")
+    code, preview, _ = undo_all(root, "--dry-run")
     assert code == 0, preview
     assert f"keep /{MANAGED} as that apply left it: it replaced drift" in preview, preview
-    code, out = undo_all(root, "--yes")
-    assert code == 0, out
+    code, out, err = undo_all(root, "--yes")
+    assert code == 0, out + err
     assert f"kept /{MANAGED} as that apply left it" in out, out
     assert (root / MANAGED).read_bytes() == planned, "the drift came back"
     assert system_state(root) == before, out
@@ -120,12 +88,12 @@ def test_undo_all_removes_a_launcher_config_whose_network_host_drift_was_fixed(
     assert 'network = "allowlist"' in launcher.read_text()
     fixes = [w.get("fix") for w in writes(root, "/" + LAUNCHER)]
 
-    code, preview = undo_all(root, "--dry-run")
+    code, preview, _ = undo_all(root, "--dry-run")
     assert code == 0, preview
     assert f"keep /{LAUNCHER} as that apply left it" in preview, preview
     assert f"remove /{LAUNCHER}" in preview, preview
-    code, out = undo_all(root, "--yes")
-    assert code == 0, out
+    code, out, err = undo_all(root, "--yes")
+    assert code == 0, out + err
     assert f"removed /{LAUNCHER}" in out, out
     assert not launcher.exists()
     assert system_state(root) == before, out

@@ -14,7 +14,6 @@ before the first apply, byte for byte.
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -28,56 +27,31 @@ from sandbox_setup.tui.audit import AuditScreen
 from sandbox_setup.tui.done import DoneScreen
 from sandbox_setup.tui.findings_view import FindingList
 from sandbox_setup.tui.review import ReviewScreen
-from tests.core_fixtures import (
-    CONFIG,
-    MANAGED,
-    SANDBOX,
-    STATE,
-    host_passwd_digest,
-    make_target_root,
-    run_cli,
-    system_state,
-)
+from tests.core_fixtures import MANAGED, run_cli, system_state
 from tests.faults.conftest import FaultRow
-from tests.tools import require_root, require_tool
+from tests.faults.drift_fixtures import (
+    LAUNCHER,
+    apply,
+    drift_root,
+    journal,
+    managed_settings_already_as_planned,
+    undo_all,
+    writes,
+)
 from tests.tui.helpers import wait_for, wait_until
 
 pytestmark = pytest.mark.integration
 
-LAUNCHER = f"{CONFIG}/launcher.toml"
 SIZE = (100, 30)
 
 
 @pytest.fixture
 def root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    require_root()
-    for tool in ("useradd", "userdel", "groupadd", "setfacl", "getfacl", "bwrap"):
-        require_tool(tool)
     monkeypatch.setenv("LANG", "C.UTF-8")  # the wizard's own words (tests/tui/conftest.py)
     monkeypatch.delenv("LC_ALL", raising=False)
     monkeypatch.delenv("LC_CTYPE", raising=False)
-    host = host_passwd_digest()
-    yield make_target_root(tmp_path / "root")
-    assert host_passwd_digest() == host, "the host's account files changed"
-
-
-def apply(root: Path) -> None:
-    done = run_cli("--headless", "--root", str(root), "--yes", *SANDBOX)
-    assert done.returncode == 0, done.stdout + done.stderr
-
-
-def undo_all(root: Path, *extra: str) -> tuple[int, str, str]:
-    proc = run_cli("--undo", "--all", "--root", str(root), *extra)
-    return proc.returncode, proc.stdout, proc.stderr
-
-
-def journal(root: Path) -> list[dict[str, object]]:
-    lines = (root / STATE / "journal.jsonl").read_text().splitlines()
-    return [json.loads(line) for line in lines]
-
-
-def writes(root: Path, target: str) -> list[dict[str, object]]:
-    return [e for e in journal(root) if e["op"] == "write" and e["target"] == target]
+    with drift_root(tmp_path) as made:
+        yield made
 
 
 async def fix_in_the_tui(root: Path, drifted: str) -> None:
@@ -180,15 +154,7 @@ async def test_tui_fix_of_managed_settings_then_undo_all_keeps_them_as_before(
         "the Fix is journaled as a fix; the managed settings end as before the first apply "
         "(not with the drift); exit 0; the dry run named the same steps",
     )
-    # The managed settings as the plan has them, there before the first apply.
-    apply(root)
-    planned = (root / MANAGED).read_bytes()
-    st = (root / MANAGED).stat()
-    assert undo_all(root, "--yes")[0] == 0
-    (root / MANAGED).parent.mkdir(parents=True, exist_ok=True)
-    (root / MANAGED).write_bytes(planned)
-    os.chown(root / MANAGED, st.st_uid, st.st_gid)
-    os.chmod(root / MANAGED, st.st_mode & 0o7777)
+    planned = managed_settings_already_as_planned(root)
     before = system_state(root)
 
     apply(root)
