@@ -712,7 +712,8 @@ class Server:
         upstream.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         if conn.forward:
             self.proxy.log(event="loopback", port=conn.forward, connected=True)
-        self._watch(conn, upstream, 0)
+        # upstream stays registered (for WRITE): _interest below modifies its events, one
+        # epoll_ctl where unregistering and registering again took two.
         conn.state = RELAY
         conn.active = self.now
         conn.up = Direction(conn.client, upstream, conn.to_upstream)
@@ -857,20 +858,23 @@ class Server:
             return
         self.connections.discard(conn)
         conn.state = GONE  # a resolver's late answer is dropped
+        # Both sockets are closed below, and closing a descriptor takes it out of epoll
+        # (epoll(7): the proxy never duplicates them): no epoll_ctl to unregister them.
         for fd in conn.masks:
-            if conn.masks[fd]:
-                self.targets.pop(fd, None)
-                with contextlib.suppress(OSError):
-                    self.epoll.unregister(fd)
+            self.targets.pop(fd, None)
         conn.masks.clear()
-        for d in (conn.up, conn.down):
+        up, down = conn.up, conn.down
+        for d in (up, down):
             if d is not None and d.pipe is not None:
                 (self.pipes.give if not d.pending else self.pipes.close)(d.pipe)
                 d.pipe = None
+        # A tunnel that ended both ways has sent both FINs already (SHUT_WR in _pump).
+        ended = up is not None and down is not None and up.shut and down.shut
         for sock in (conn.client, conn.upstream):
             if sock is not None:
-                with contextlib.suppress(OSError):
-                    sock.shutdown(socket.SHUT_RDWR)
+                if not ended:
+                    with contextlib.suppress(OSError):
+                        sock.shutdown(socket.SHUT_RDWR)
                 sock.close()
 
 
