@@ -106,7 +106,6 @@ def test_the_proxy_runs_as_nobody_alone_in_its_session_with_only_its_fds(egress:
     assert Path(f"/proc/{pid}/ns/net").resolve() != Path("/proc/self/ns/net").resolve()
 
 
-
 def test_the_proxy_and_its_resolvers_run_as_sched_batch_at_the_same_nice(egress: Proxy) -> None:
     """SCHED_BATCH: no wake-up preemption of the client it relays for; nothing more."""
     pid = egress.stand_in.proxy_pid
