@@ -106,6 +106,16 @@ def test_the_proxy_runs_as_nobody_alone_in_its_session_with_only_its_fds(egress:
     assert Path(f"/proc/{pid}/ns/net").resolve() != Path("/proc/self/ns/net").resolve()
 
 
+def test_the_proxy_and_its_resolvers_run_as_sched_batch_at_the_same_nice(egress: Proxy) -> None:
+    """SCHED_BATCH: no wake-up preemption of the client it relays for; nothing more."""
+    pid = egress.stand_in.proxy_pid
+    tids = [int(t) for t in os.listdir(f"/proc/{pid}/task")]
+    assert len(tids) > 1  # the loop and its resolver threads
+    assert {os.sched_getscheduler(t) for t in tids} == {os.SCHED_BATCH}
+    ours = os.getpriority(os.PRIO_PROCESS, 0)
+    assert {os.getpriority(os.PRIO_PROCESS, t) for t in tids} == {ours}
+
+
 # --- allowed ------------------------------------------------------------------------------
 
 

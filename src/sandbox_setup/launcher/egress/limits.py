@@ -31,7 +31,7 @@ Why these values:
   most ``MAX_HEAD + 4`` bytes before it is refused (431), and is freed once the head is
   parsed. A relayed byte never enters Python (``splice``).
 - :data:`CONNECTION_MEMORY` (16 KiB): what one open connection may cost the proxy in
-  memory once its head is parsed (its Python objects, the selector's entry, the
+  memory once its head is parsed (its Python objects, its epoll entry, the
   kernel's socket bookkeeping counted in the process's RSS); measured at about 2 KiB
   (1,000 idle tunnels and 100 slow clients: 1.9 KiB each), the bound leaves room for
   the allocator's slack. Worst case, every

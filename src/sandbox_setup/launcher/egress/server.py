@@ -1,7 +1,7 @@
 """The egress proxy's server: HTTP CONNECT, plain HTTP forwarding and SOCKS5 on one socket.
 
 Imported only in the proxy process; :func:`sandbox_setup.launcher.egress.proxy.serve` is the entry
-point. One thread runs one ``selectors`` loop (epoll) over every connection; the bytes
+point. One thread runs one epoll loop over every connection; the bytes
 of a tunnel are moved by ``splice(2)`` through a pipe, in the kernel, never through
 Python. Not asyncio: the launcher waits for the proxy to accept (and probes it) before
 it releases Claude, and importing asyncio alone cost 50-150 ms of that wait on a loaded
@@ -43,7 +43,7 @@ import json
 import os
 import queue
 import resource
-import selectors
+import select
 import socket
 import threading
 import time
@@ -71,7 +71,10 @@ SPLICE_FLAGS = os.SPLICE_F_NONBLOCK | os.SPLICE_F_MOVE
 # accept() errors that mean "not now" (no fd, no memory), not "the socket is broken".
 ACCEPT_RETRY = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
 ACCEPT_SKIP = frozenset({errno.ECONNABORTED, errno.EINTR, errno.EPROTO})
-READ, WRITE = selectors.EVENT_READ, selectors.EVENT_WRITE
+READ, WRITE = select.EPOLLIN, select.EPOLLOUT
+# epoll reports these whether asked or not: the socket is ready for whatever is watched.
+HANGUP = select.EPOLLERR | select.EPOLLHUP
+LISTENER, WAKE = 1, 2  # the loop's own descriptors, in Server.targets (else a Connection)
 
 Resolver = Callable[[str, int], Iterable[str]]
 """``(name, port) -> addresses``: how the proxy resolves a normalized name. A name
@@ -325,7 +328,11 @@ class Server:
         self.limits = limits or ProxyLimits()
         self.max_connections = self.limits.connections
         self.read_host_addresses = read_host_addresses
-        self.selector = selectors.DefaultSelector()
+        # epoll itself, not ``selectors``: the selector builds a key lookup and a tuple for
+        # every event (with the lean _pump, 9 % of the proxy's CPU on many small requests).
+        self.epoll = select.epoll()
+        self.targets: dict[int, Connection | int] = {}  # fd -> its Connection, LISTENER or WAKE
+        self.listening: dict[int, tuple[socket.socket, int]] = {}  # a listener's fd -> it, port
         self.connections: set[Connection] = set()
         self.pipes = Pipes()
         self.listeners: list[tuple[socket.socket, int]] = [*((s, 0) for s in listeners), *forwards]
@@ -358,12 +365,29 @@ class Server:
 
     def start(self) -> None:
         self.raise_descriptor_limit()
+        self.batch_scheduling()
         for listener, port in self.listeners:
             listener.setblocking(False)
-            self.selector.register(listener, READ, ("listen", port))
-        self.selector.register(self.wake_r, READ, ("wake", 0))
+            self.listening[listener.fileno()] = (listener, port)
+            self._listen(listener)
+        self.epoll.register(self.wake_r, READ)
+        self.targets[self.wake_r] = WAKE
         for _ in range(RESOLVE_WORKERS):
             self._start_resolver()
+
+    @staticmethod
+    def batch_scheduling() -> None:
+        """Run the proxy (and the resolvers it starts) as ``SCHED_BATCH``: the same share of
+        the CPU as before (its nice value and weight do not change), but a wake-up of the
+        proxy no longer preempts the process running on that CPU. Each relayed answer wakes
+        the proxy's client (curl, npm, Claude) and each request wakes the proxy: with
+        wake-up preemption the proxy ran for some 12 events a wake-up on
+        ``bench/connections.py``'s 200 tunnels, preempting its client each time; without
+        it, some 50, four times fewer wake-ups and context switches for the same relay
+        (docs/performance.md). Allowed to any process; where it is refused, nothing else
+        changes."""
+        with contextlib.suppress(OSError, AttributeError):
+            os.sched_setscheduler(0, os.SCHED_BATCH, os.sched_param(0))
 
     def _start_resolver(self) -> None:
         stack = threading.stack_size(THREAD_STACK)
@@ -396,19 +420,23 @@ class Server:
         self.start()
         if ready is not None:
             ready()
-        next_tick = time.monotonic() + TICK
-        select = self.selector.select
+        monotonic = time.monotonic
+        next_tick = monotonic() + TICK
+        poll, targets = self.epoll.poll, self.targets
         while True:
-            events = select(max(0.0, next_tick - time.monotonic()))
-            self.now = time.monotonic()
-            for key, mask in events:
-                kind, value = key.data
-                if kind == "listen":
-                    self._accept(key.fileobj, value)  # type: ignore[arg-type]
-                elif kind == "wake":
+            events = poll(max(0.0, next_tick - monotonic()))
+            self.now = monotonic()
+            for fd, mask in events:
+                target = targets.get(fd)
+                if isinstance(target, Connection):
+                    if mask & HANGUP:  # an error or a hang-up: whatever is watched is ready
+                        mask = target.masks.get(fd, 0)
+                    self._event(target, fd, mask)
+                elif target == LISTENER:
+                    self._accept(*self.listening[fd])
+                elif target == WAKE:
                     self._answers()
-                else:
-                    self._event(value, key.fd, mask)
+                # None: closed by an earlier event of this batch
             if self.now >= next_tick:
                 self._sweep()
                 next_tick = self.now + TICK
@@ -426,8 +454,8 @@ class Server:
                     self._expire(conn)
                 except (OSError, wire.WireError):
                     self._close(conn)
-        for listener, port in self.paused:
-            self.selector.register(listener, READ, ("listen", port))
+        for listener, _ in self.paused:
+            self._listen(listener)
         self.paused.clear()
         if not self.connections:
             self.pipes.trim()
@@ -449,17 +477,23 @@ class Server:
 
     # --- registration -----------------------------------------------------------------
 
+    def _listen(self, listener: socket.socket) -> None:
+        self.epoll.register(listener.fileno(), READ)
+        self.targets[listener.fileno()] = LISTENER
+
     def _watch(self, conn: Connection, sock: socket.socket, events: int) -> None:
         fd = sock.fileno()
         old = conn.masks.get(fd, 0)
         if events == old:
             return
         if not old:
-            self.selector.register(fd, events, ("conn", conn))
+            self.epoll.register(fd, events)
+            self.targets[fd] = conn
         elif not events:
-            self.selector.unregister(fd)
+            self.epoll.unregister(fd)
+            del self.targets[fd]
         else:
-            self.selector.modify(fd, events, ("conn", conn))
+            self.epoll.modify(fd, events)
         conn.masks[fd] = events
 
     # --- accepting --------------------------------------------------------------------
@@ -474,7 +508,8 @@ class Server:
                 if exc.errno in ACCEPT_SKIP:
                     continue
                 if exc.errno in ACCEPT_RETRY:  # wait for the next tick
-                    self.selector.unregister(listener)
+                    self.epoll.unregister(listener)
+                    del self.targets[listener.fileno()]
                     self.paused.append((listener, port))
                     return
                 raise
@@ -692,7 +727,8 @@ class Server:
         upstream.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         if conn.forward:
             self.proxy.log(event="loopback", port=conn.forward, connected=True)
-        self._watch(conn, upstream, 0)
+        # upstream stays registered (for WRITE): _interest below modifies its events, one
+        # epoll_ctl where unregistering and registering again took two.
         conn.state = RELAY
         conn.active = self.now
         conn.up = Direction(conn.client, upstream, conn.to_upstream)
@@ -744,7 +780,10 @@ class Server:
         up, down = conn.up, conn.down
         assert up is not None and down is not None
         # fd is the client's or the upstream's: the direction it feeds, the one it drains.
-        feeds, drains = (up, down) if fd == up.src_fd else (down, up)
+        if fd == up.src_fd:
+            feeds, drains = up, down
+        else:
+            feeds, drains = down, up
         if mask & WRITE:
             self._pump(conn, drains)
         if mask & READ and conn.state == RELAY:
@@ -755,34 +794,44 @@ class Server:
 
         The sockets' interest changes only when ``d`` starts or stops waiting on its
         destination, or ends: a request or an answer that goes straight through (read
-        into the pipe, all of it spliced on) leaves the selector as it was."""
-        waited, ended = bool(d.first) or d.pending > 0, d.eof
-        splice = os.splice
+        into the pipe, all of it spliced on) leaves epoll as it was.
+
+        This runs for every request and every answer of every tunnel (some 9,000 times
+        for ``bench/connections.py``'s 4,000 GETs), so it keeps ``d``'s fields in locals,
+        calls ``splice`` with positional arguments and takes and gives pipes without a
+        method call (with the epoll dispatch: 9 % of the proxy's CPU there)."""
+        pending, pipe, first = d.pending, d.pipe, d.first
+        waited, ended = pending > 0 or bool(first), d.eof
+        splice, spare = os.splice, self.pipes.spare
         try:
-            if d.first:
-                sent = d.dst.send(d.first)
-                d.first = d.first[sent:]
-            if not d.first:
+            if first:
+                first = d.first = first[d.dst.send(first) :]
+            if not first:
                 turns = SPLICE_TURNS
                 while True:
-                    if d.pending:
-                        assert d.pipe is not None
-                        d.pending -= splice(d.pipe[0], d.dst_fd, d.pending, flags=SPLICE_FLAGS)
-                        if d.pending:
+                    if pending:
+                        assert pipe is not None
+                        pending -= splice(pipe[0], d.dst_fd, pending, None, None, SPLICE_FLAGS)
+                        d.pending = pending
+                        if pending:
                             continue
-                        self.pipes.give(d.pipe)
-                        d.pipe = None
+                        d.pipe = None  # empty: back to the spares (Pipes.give)
+                        if len(spare) < PIPE_SPARE:
+                            spare.append(pipe)
+                        else:
+                            Pipes.close(pipe)
+                        pipe = None
                     if d.eof or not turns:
                         break
                     turns -= 1
-                    d.pipe = self.pipes.take()
-                    moved = splice(d.src_fd, d.pipe[1], PIPE_SIZE, flags=SPLICE_FLAGS)
+                    pipe = d.pipe = spare.pop() if spare else self.pipes.take()
+                    moved = splice(d.src_fd, pipe[1], PIPE_SIZE, None, None, SPLICE_FLAGS)
                     if not moved:
-                        self.pipes.give(d.pipe)
-                        d.pipe = None
+                        self.pipes.give(pipe)
+                        d.pipe = pipe = None
                         d.eof = True
                         break
-                    d.pending = moved
+                    d.pending = pending = moved
                     if moved < PIPE_SIZE:  # src is drained for now (no read just to see EAGAIN)
                         turns = 0
         except BlockingIOError:
@@ -792,14 +841,15 @@ class Server:
         except OSError:
             self._close(conn)
             return
-        if d.eof and not d.waiting and not d.shut:
+        waiting = d.pending > 0 or bool(d.first)
+        if d.eof and not waiting and not d.shut:
             d.shut = True
             if conn.until_response_ends and d is conn.down:
                 self._close(conn)  # one forwarded request: its answer has ended
                 return
             with contextlib.suppress(OSError):
                 d.dst.shutdown(socket.SHUT_WR)  # TLS needs both halves: half-close only
-        if d.eof != ended or d.waiting != waited:
+        if d.eof != ended or waiting != waited:
             self._interest(conn)
 
     def _interest(self, conn: Connection) -> None:
@@ -823,19 +873,23 @@ class Server:
             return
         self.connections.discard(conn)
         conn.state = GONE  # a resolver's late answer is dropped
+        # Both sockets are closed below, and closing a descriptor takes it out of epoll
+        # (epoll(7): the proxy never duplicates them): no epoll_ctl to unregister them.
         for fd in conn.masks:
-            if conn.masks[fd]:
-                with contextlib.suppress(KeyError, ValueError, OSError):
-                    self.selector.unregister(fd)
+            self.targets.pop(fd, None)
         conn.masks.clear()
-        for d in (conn.up, conn.down):
+        up, down = conn.up, conn.down
+        for d in (up, down):
             if d is not None and d.pipe is not None:
                 (self.pipes.give if not d.pending else self.pipes.close)(d.pipe)
                 d.pipe = None
+        # A tunnel that ended both ways has sent both FINs already (SHUT_WR in _pump).
+        ended = up is not None and down is not None and up.shut and down.shut
         for sock in (conn.client, conn.upstream):
             if sock is not None:
-                with contextlib.suppress(OSError):
-                    sock.shutdown(socket.SHUT_RDWR)
+                if not ended:
+                    with contextlib.suppress(OSError):
+                        sock.shutdown(socket.SHUT_RDWR)
                 sock.close()
 
 

@@ -236,7 +236,10 @@ def refusal_response(decision: Decision) -> bytes:
     return proxy_response(403, decision.message, "refused")
 
 
-CONNECT_ESTABLISHED = b"HTTP/1.1 200 Connection Established\r\n\r\n"
+# The answer to an accepted CONNECT, short: curl (and git, through libcurl) reads it one
+# byte per recv(2), so as not to read past it into the tunnel; "OK" instead of
+# "Connection Established" is 20 system calls fewer for each tunnel it opens.
+CONNECT_ESTABLISHED = b"HTTP/1.1 200 OK\r\n\r\n"
 
 
 def socks_reply(code: int) -> bytes:
