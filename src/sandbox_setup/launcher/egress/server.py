@@ -313,6 +313,10 @@ class Connection:
         self.out = b""  # the proxy's own answer, still to be sent (CLOSING)
 
 
+Ready = tuple["Connection | int | None", int, int]
+"""A polled event: its target when polled (a Connection, LISTENER, WAKE or None), fd, mask."""
+
+
 class Server:
     """The loop: every listener and connection of one proxy process."""
 
@@ -422,24 +426,35 @@ class Server:
             ready()
         monotonic = time.monotonic
         next_tick = monotonic() + TICK
-        poll, targets = self.epoll.poll, self.targets
+        poll = self.epoll.poll
         while True:
             events = poll(max(0.0, next_tick - monotonic()))
             self.now = monotonic()
-            for fd, mask in events:
-                target = targets.get(fd)
-                if isinstance(target, Connection):
-                    if mask & HANGUP:  # an error or a hang-up: whatever is watched is ready
-                        mask = target.masks.get(fd, 0)
-                    self._event(target, fd, mask)
-                elif target == LISTENER:
-                    self._accept(*self.listening[fd])
-                elif target == WAKE:
-                    self._answers()
-                # None: closed by an earlier event of this batch
+            # Each event's target is looked up before any is handled: an event may close a
+            # connection and free its fd numbers, and an accept later in the same batch
+            # may take one. The closed connection's own event must still go to it (GONE:
+            # nothing happens), never to the new connection that took its number.
+            self._dispatch(self._ready(events))
             if self.now >= next_tick:
                 self._sweep()
                 next_tick = self.now + TICK
+
+    def _ready(self, events: list[tuple[int, int]]) -> list[Ready]:
+        """A polled batch with each event's target as it is now (see serve_forever)."""
+        targets = self.targets
+        return [(targets.get(fd), fd, mask) for fd, mask in events]
+
+    def _dispatch(self, ready: list[Ready]) -> None:
+        """Handle one batch of events, each with the target it had when it was polled."""
+        for target, fd, mask in ready:
+            if isinstance(target, Connection):
+                if mask & HANGUP:  # an error or a hang-up: whatever is watched is ready
+                    mask = target.masks.get(fd, 0)
+                self._event(target, fd, mask)
+            elif target == LISTENER:
+                self._accept(*self.listening[fd])
+            elif target == WAKE:
+                self._answers()
 
     def _sweep(self) -> None:
         """Once a tick: deadlines, idle tunnels, paused listeners, the host's addresses."""
