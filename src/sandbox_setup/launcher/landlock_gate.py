@@ -32,7 +32,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sandbox_setup.base.errors import RefusedError
-from sandbox_setup.launcher.egress.netns import join_namespace
 from sandbox_setup.launcher.landlock_exec import RELEASE
 from sandbox_setup.policy.landlock import Walls
 from sandbox_setup.policy.network import UserNetworkWall, user_network_wall
@@ -138,6 +137,9 @@ def abstract_listener(name: str, netns: int | None) -> socket.socket:
 
     if netns is None:
         return make()
+    # Only a session with a namespace of its own needs it (not every launch that plans).
+    from sandbox_setup.launcher.egress.netns import join_namespace
+
     made: list[socket.socket | BaseException] = []
 
     def inside() -> None:

@@ -30,7 +30,6 @@ from typing import TYPE_CHECKING
 from sandbox_setup.base.accounts import lookup_user
 from sandbox_setup.base.choices import InnerSandbox, Mode, Network
 from sandbox_setup.base.console import OutputError, prepare_streams
-from sandbox_setup.base.crashlog import report_crash
 from sandbox_setup.base.errors import InputError, RefusedError, SetupError
 from sandbox_setup.base.exitcodes import ExitCode
 from sandbox_setup.base.landlock import abi_version
@@ -45,7 +44,6 @@ from sandbox_setup.base.netwall import (
 from sandbox_setup.base.paths import Layout
 from sandbox_setup.base.printable import printable, printable_lines
 from sandbox_setup.base.version import package_version
-from sandbox_setup.boundary.session import Boundary
 from sandbox_setup.launcher.agent_account import refuse_unfit_agent
 from sandbox_setup.launcher.base_url import managed_env, refuse_unreachable
 from sandbox_setup.launcher.command import (
@@ -58,13 +56,11 @@ from sandbox_setup.launcher.command import (
     user_launch,
 )
 from sandbox_setup.launcher.containment import Containment, contain
-from sandbox_setup.launcher.egress.netns import namespace_possible
 from sandbox_setup.launcher.egress.network import build_policy, is_allowlist, state_dir
 from sandbox_setup.launcher.landlock_gate import PROXY_PORT, LandlockPlan
 from sandbox_setup.launcher.notice import config_notice, network_policy
 from sandbox_setup.launcher.seams import REAL, LaunchSeams
 from sandbox_setup.launcher.session.cgroup import EarlySessionCgroup
-from sandbox_setup.launcher.session.runner import run_session, session_end_hooks
 from sandbox_setup.launcher.trust import (
     DEFAULT_PATH,
     find_trusted_tool,
@@ -94,6 +90,7 @@ from sandbox_setup.policy.trust import check_trusted_file
 
 if TYPE_CHECKING:
     from sandbox_setup.base.cgroups import Delegation
+    from sandbox_setup.boundary.session import Boundary
 
 USAGE = """usage: sandbox-launch [--dry-run] [--quiet] [--config PATH] [--] [claude arguments ...]
        sandbox-launch [--dry-run] [--quiet] [--config PATH] --run PROGRAM [arguments ...]
@@ -395,6 +392,8 @@ def _separate_launch(
     if plan is not None:
         return launch
     # No Landlock wall and no namespace of its own: say so (DESIGN.md invariant 16).
+    from sandbox_setup.launcher.egress.netns import namespace_possible  # user mode's only
+
     netns = namespace_possible()
     network = f"network: {NO_WALL} (no network namespace of its own: {netns.why})"
     if not config.user_landlock:
@@ -429,7 +428,9 @@ def landlock_plan(
     # Where root may make a network namespace, the session gets one whatever Landlock
     # gives (its proxy inside, the exposed ports forwarded in): an address wall, and
     # Landlock's ports the second one where ABI >= 4. Tried live here, so --dry-run
-    # says what the launch does (DESIGN.md invariant 16).
+    # says what the launch does (DESIGN.md invariant 16). (Imported here: user mode's only.)
+    from sandbox_setup.launcher.egress.netns import namespace_possible
+
     netns = namespace_possible()
     if not walls.any and not netns.possible:
         return None
@@ -549,6 +550,10 @@ def start_boundary(config: LauncherConfig, dry_run: bool) -> Boundary | None:
     mode); see :mod:`sandbox_setup.boundary.session`."""
     if config.mode is Mode.UNSAFE:
         return None
+    # Imported once the session's cgroup is being joined (EarlySessionCgroup, a kernel
+    # wait in a thread): the import's time then passes within that wait.
+    from sandbox_setup.boundary.session import Boundary
+
     try:
         return Boundary.start(
             _workspace_pairs(config),
@@ -679,6 +684,10 @@ def _run_checked(
             except OSError as exc:
                 raise RefusedError(f"cannot enter {launch.cwd}: {exc.strerror}") from None
         if agent is not None and containment is not None:
+            # Imported here: a session's only (not --dry-run's nor unsafe mode's), and
+            # while the session's cgroup may still be being joined (start_boundary).
+            from sandbox_setup.launcher.session.runner import run_session, session_end_hooks
+
             return run_session(
                 launch,
                 agent,
@@ -689,6 +698,7 @@ def _run_checked(
                 quiet=options.quiet,
                 early_cgroup=early,
                 seams=seams,
+                while_running=boundary.prepare_end if boundary is not None else None,
             )
     finally:
         if boundary is not None:
@@ -744,6 +754,8 @@ def main(argv: Sequence[str] | None = None, *, seams: LaunchSeams = REAL) -> int
         # Fail closed: whatever went wrong, nothing may start half-checked. A bug is
         # exit 70 (a config problem is always a RefusedError, exit 3).
         print("sandbox-launch: Claude Code was not started, or was stopped", file=sys.stderr)
+        from sandbox_setup.base.crashlog import report_crash  # only ever on this path
+
         report_crash("sandbox-launch", exc, _state_dir())
         return int(ExitCode.INTERNAL)
 
