@@ -44,7 +44,6 @@ from sandbox_setup.base.netwall import (
 from sandbox_setup.base.paths import Layout
 from sandbox_setup.base.printable import printable, printable_lines
 from sandbox_setup.base.version import package_version
-from sandbox_setup.launcher.agent_account import refuse_unfit_agent
 from sandbox_setup.launcher.base_url import managed_env, refuse_unreachable
 from sandbox_setup.launcher.command import (
     Agent,
@@ -76,11 +75,6 @@ from sandbox_setup.policy.environment import (
     dropped_claude_names,
     loopback_port_hint,
     select_passed,
-)
-from sandbox_setup.policy.git_review import (
-    MAX_SAFE_DIRECTORIES,
-    review_git_env,
-    review_safe_directories,
 )
 from sandbox_setup.policy.landlock import bridge_ports, user_trees, user_walls
 from sandbox_setup.policy.limits import over_maximum
@@ -259,6 +253,8 @@ def resolve_agent(config: LauncherConfig, uid: int) -> Agent:
         )
     # Root switches to it: never root, a system or service account, nor one someone
     # can log in as (the launch-time rule; a non-root operator is its own agent).
+    from sandbox_setup.launcher.agent_account import refuse_unfit_agent  # root's only
+
     refuse_unfit_agent(account)
     return Agent(account.name, account.uid, account.gid, config.agent_home)
 
@@ -577,6 +573,12 @@ def review_git_trust(launch: Launch, config: LauncherConfig, boundary: Boundary)
     """A ``--run`` review's launch with the workspaces' repositories (as the start scan
     found them) as git's ``safe.directory``, in its environment only
     (:mod:`sandbox_setup.policy.git_review`)."""
+    from sandbox_setup.policy.git_review import (  # --run's only
+        MAX_SAFE_DIRECTORIES,
+        review_git_env,
+        review_safe_directories,
+    )
+
     paths = review_safe_directories(
         _workspace_pairs(config), boundary.layouts, sandbox=config.mode is Mode.SANDBOX
     )
