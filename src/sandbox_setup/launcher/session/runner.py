@@ -389,12 +389,13 @@ def _run_sandbox(
     # The egress session starts once bwrap is started (its policy, its log and the
     # proxy's fork overlap the sandbox's set-up), is ready before the release, and is
     # closed however the session ends.
-    # Only an allowlist sandbox starts a proxy: the host's network does not import it.
-    from sandbox_setup.launcher.egress.session import EgressSession
-
     sessions: list[EgressSession] = []
 
     def start_egress() -> None:
+        # Imported here, not for the host's network; and once bwrap is started, so
+        # that the import overlaps bwrap's own set-up of the sandbox.
+        from sandbox_setup.launcher.egress.session import EgressSession
+
         sessions.append(EgressSession.start(
             network, agent.uid, agent.gid, state_dir(),
             resolver=seams.resolver, after_drop=seams.after_proxy_drop, gateway=launch.gateway,
