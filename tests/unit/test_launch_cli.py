@@ -74,14 +74,17 @@ def test_importing_the_launcher_loads_no_textual_nor_tomlkit() -> None:
 
 
 # What a sandbox on the host's network never runs: the egress proxy's session (the proxy,
-# its wire, the namespace's sockets), and what only an error, --run or a session's end
-# needs; Boundary.prepare_end imports the last two while the agent runs.
+# its wire, the namespace's sockets), user mode's Landlock gate and walls, and what only
+# an error, --run or a session's end needs; Boundary.prepare_end imports the last two
+# while the agent runs.
 NOT_FOR_A_HOST_SANDBOX = (
     "sandbox_setup.launcher.egress.session",
     "sandbox_setup.launcher.egress.proxy",
     "sandbox_setup.launcher.egress.wire",
     "sandbox_setup.launcher.egress.netns",
     "sandbox_setup.launcher.egress.server",
+    "sandbox_setup.launcher.landlock_gate",
+    "sandbox_setup.policy.landlock",
     "sandbox_setup.base.crashlog",
     "sandbox_setup.policy.git_review",
     "sandbox_setup.boundary.session_history",
@@ -116,11 +119,18 @@ def test_a_host_network_sandbox_imports_only_what_it_runs() -> None:
     assert _loaded_after(session, NOT_FOR_A_HOST_SANDBOX) == []
     # ... and they are there when the session needs them (the names are real modules).
     ended = (
-        f"{session}; import sandbox_setup.launcher.egress.session; "
+        f"{session}; import sandbox_setup.launcher.egress.session, "
+        "sandbox_setup.launcher.landlock_gate, sandbox_setup.policy.landlock; "
         "from sandbox_setup.boundary.session import Boundary; Boundary.prepare_end()"
     )
-    loaded = _loaded_after(ended, NOT_FOR_A_HOST_SANDBOX)
-    assert set(loaded) >= set(NOT_FOR_A_HOST_SANDBOX[:4]) | set(NOT_FOR_A_HOST_SANDBOX[-2:])
+    elsewhere = {  # the proxy process's, a crash's, --run's
+        "sandbox_setup.launcher.egress.server",
+        "sandbox_setup.base.crashlog",
+        "sandbox_setup.policy.git_review",
+    }
+    assert (
+        set(_loaded_after(ended, NOT_FOR_A_HOST_SANDBOX)) == set(NOT_FOR_A_HOST_SANDBOX) - elsewhere
+    )
 
 
 def test_a_deeply_nested_config_is_a_refusal_naming_the_file(

@@ -56,7 +56,7 @@ from sandbox_setup.launcher.command import (
 )
 from sandbox_setup.launcher.containment import Containment, contain
 from sandbox_setup.launcher.egress.network import build_policy, is_allowlist, state_dir
-from sandbox_setup.launcher.landlock_gate import PROXY_PORT, LandlockPlan
+from sandbox_setup.launcher.landlock_plan import PROXY_PORT, LandlockPlan
 from sandbox_setup.launcher.notice import config_notice, network_policy
 from sandbox_setup.launcher.seams import REAL, LaunchSeams
 from sandbox_setup.launcher.session.cgroup import EarlySessionCgroup
@@ -76,7 +76,6 @@ from sandbox_setup.policy.environment import (
     loopback_port_hint,
     select_passed,
 )
-from sandbox_setup.policy.landlock import bridge_ports, user_trees, user_walls
 from sandbox_setup.policy.limits import over_maximum
 from sandbox_setup.policy.names import user_name_problem
 from sandbox_setup.policy.network import USER_MODE_BELOW_NETWORK_ABI
@@ -419,14 +418,16 @@ def landlock_plan(
 ) -> LandlockPlan | None:
     """User mode's Landlock here (``abi``: what the kernel offers the launcher, which the
     agent's helper then applies and reports); None when off or not available."""
+    # User mode's only, as the namespace probe below: a sandbox launch imports neither.
+    from sandbox_setup.launcher.egress.netns import namespace_possible
+    from sandbox_setup.policy.landlock import bridge_ports, user_trees, user_walls
+
     inner_on = config.inner_sandbox != InnerSandbox.OFF
     walls = user_walls(abi, config.user_landlock, inner_on)
     # Where root may make a network namespace, the session gets one whatever Landlock
     # gives (its proxy inside, the exposed ports forwarded in): an address wall, and
     # Landlock's ports the second one where ABI >= 4. Tried live here, so --dry-run
-    # says what the launch does (DESIGN.md invariant 16). (Imported here: user mode's only.)
-    from sandbox_setup.launcher.egress.netns import namespace_possible
-
+    # says what the launch does (DESIGN.md invariant 16).
     netns = namespace_possible()
     if not walls.any and not netns.possible:
         return None

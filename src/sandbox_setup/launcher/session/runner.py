@@ -42,12 +42,7 @@ from sandbox_setup.base.processes import descendants, read_process
 from sandbox_setup.launcher.command import Agent, Launch
 from sandbox_setup.launcher.containment import Containment
 from sandbox_setup.launcher.egress.network import state_dir
-from sandbox_setup.launcher.landlock_gate import (
-    BASE_URL_PORT,
-    PROXY_PORT,
-    LandlockGate,
-    substitute,
-)
+from sandbox_setup.launcher.landlock_plan import BASE_URL_PORT, PROXY_PORT, substitute
 from sandbox_setup.launcher.seams import REAL, LaunchSeams
 from sandbox_setup.launcher.session.cgroup import (
     EarlySessionCgroup,
@@ -62,6 +57,7 @@ from sandbox_setup.policy.network import user_proxy_port
 
 if TYPE_CHECKING:
     from sandbox_setup.launcher.egress.session import EgressSession
+    from sandbox_setup.launcher.landlock_gate import LandlockGate
 
 PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
@@ -254,9 +250,10 @@ def run_user_session(
     With ``launch.landlock``: the session's egress proxy first (``network``: the config,
     when the plan has one), then the session, held at its Landlock helper until
     :class:`~sandbox_setup.launcher.landlock_gate.LandlockGate` verified it."""
-    # Only a session with a proxy starts these (not one on the host's network).
+    # User mode's own (a sandbox does not import them).
     from sandbox_setup.launcher.egress.netns import new_namespace
     from sandbox_setup.launcher.egress.session import EgressSession
+    from sandbox_setup.launcher.landlock_gate import LandlockGate
 
     egress: EgressSession | None = None
     gate: LandlockGate | None = None
