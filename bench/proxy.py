@@ -8,7 +8,7 @@ network namespace of its own is started as ``nobody`` (held before its release, 
 launch holds it), the session's listeners are made in its namespace
 (:func:`sandbox_setup.launcher.egress.netns.open_in_sandbox`), the proxy is forked on
 them as ``nobody`` (:func:`sandbox_setup.launcher.egress.proxy.fork_proxy`, as
-:class:`sandbox_setup.launcher.egress.network.EgressSession` does), and curl runs in the
+:class:`sandbox_setup.launcher.egress.session.EgressSession` does), and curl runs in the
 sandbox's namespace (``nsenter --net``) through ``127.0.0.1:3128`` -> the proxy -> the
 server. The baseline's curl runs under the same ``nsenter``, into the host's own
 namespace, so both start alike. The policy allows the server's exact address, so the

@@ -96,7 +96,9 @@ def parse_seams(argv: Sequence[str]) -> tuple[LaunchSeams, list[str]]:
             abi = int(value)
             launcher_module().abi_version = lambda abi=abi: abi
         elif option == "--seam-no-netns":
-            launcher_module().namespace_possible = no_netns
+            # The launcher imports it where user mode plans (not for every launch).
+            netns = importlib.import_module("sandbox_setup.launcher.egress.netns")
+            netns.namespace_possible = no_netns
         else:
             raise SystemExit(f"launch_with_seams: unknown seam {option!r}")
     seams = LaunchSeams(

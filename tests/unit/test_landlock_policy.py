@@ -238,11 +238,12 @@ def test_the_launchers_plan_binds_the_bridge_only_in_a_namespace(
 
     from sandbox_setup.launcher import main
     from sandbox_setup.launcher.command import Agent
+    from sandbox_setup.launcher.egress import netns as netns_module
     from sandbox_setup.launcher.egress.netns import NamespaceVerdict
-    from sandbox_setup.launcher.landlock_gate import helper_argv
+    from sandbox_setup.launcher.landlock_plan import helper_argv
 
     # What root may do here is the launch's live probe; the rule is what is tested.
-    monkeypatch.setattr(main, "namespace_possible", lambda: NamespaceVerdict(netns, "test"))
+    monkeypatch.setattr(netns_module, "namespace_possible", lambda: NamespaceVerdict(netns, "test"))
     config = parse_launcher_config(BASE + f'[sandbox]\ninner_sandbox = "{inner}"\n')
     agent = Agent("claude-agent", 1001, 1001, PurePosixPath("/home/claude-agent"))
     plan = main.landlock_plan(config, agent, Path("/usr/bin/true"), 7, frozenset({0}), "/usr/bin")
@@ -254,7 +255,8 @@ def test_the_launchers_plan_binds_the_bridge_only_in_a_namespace(
 
 def test_the_gate_refuses_a_bind_without_a_namespace(tmp_path: Path) -> None:
     from sandbox_setup.base.errors import RefusedError
-    from sandbox_setup.launcher.landlock_gate import LandlockGate, LandlockPlan
+    from sandbox_setup.launcher.landlock_gate import LandlockGate
+    from sandbox_setup.launcher.landlock_plan import LandlockPlan
 
     plan = LandlockPlan(user_walls(7, True, True), connect=("3128",), bind=("3128",))
     with pytest.raises(RefusedError, match="without a network namespace"):

@@ -73,6 +73,66 @@ def test_importing_the_launcher_loads_no_textual_nor_tomlkit() -> None:
     assert result.stdout.strip() == "[]"
 
 
+# What a sandbox on the host's network never runs: the egress proxy's session (the proxy,
+# its wire, the namespace's sockets), user mode's Landlock gate and walls, and what only
+# an error, --run or a session's end needs; Boundary.prepare_end imports the last two
+# while the agent runs.
+NOT_FOR_A_HOST_SANDBOX = (
+    "sandbox_setup.launcher.egress.session",
+    "sandbox_setup.launcher.egress.proxy",
+    "sandbox_setup.launcher.egress.wire",
+    "sandbox_setup.launcher.egress.netns",
+    "sandbox_setup.launcher.egress.server",
+    "sandbox_setup.launcher.landlock_gate",
+    "sandbox_setup.policy.landlock",
+    "sandbox_setup.base.crashlog",
+    "sandbox_setup.policy.git_review",
+    "sandbox_setup.boundary.session_history",
+    "sandbox_setup.boundary.claude_mountpoints",
+)
+# Imported by the launch once the session's cgroup is being joined (a kernel wait in a
+# thread, EarlySessionCgroup), so that their import passes within it.
+AFTER_THE_CGROUP_STARTS = (
+    "sandbox_setup.boundary.session",
+    "sandbox_setup.launcher.session.runner",
+)
+
+
+def _loaded_after(code: str, names: tuple[str, ...]) -> list[str]:
+    probe = f"{code}; import sys; print(' '.join(n for n in {names!r} if n in sys.modules))"
+    result = subprocess.run(
+        [sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True, check=True
+    )
+    return result.stdout.split()
+
+
+def test_a_host_network_sandbox_imports_only_what_it_runs() -> None:
+    """What a launch imports is its mode's: the launcher's entry loads neither the
+    boundary nor the session's runner (a session imports them after its cgroup started
+    joining), and those two load no egress proxy and nothing of the session's end."""
+    main_only = "import sandbox_setup.launcher.main"
+    assert _loaded_after(main_only, AFTER_THE_CGROUP_STARTS) == []
+    session = (
+        "import sandbox_setup.launcher.main, sandbox_setup.boundary.session, "
+        "sandbox_setup.launcher.session.runner"
+    )
+    assert _loaded_after(session, NOT_FOR_A_HOST_SANDBOX) == []
+    # ... and they are there when the session needs them (the names are real modules).
+    ended = (
+        f"{session}; import sandbox_setup.launcher.egress.session, "
+        "sandbox_setup.launcher.landlock_gate, sandbox_setup.policy.landlock; "
+        "from sandbox_setup.boundary.session import Boundary; Boundary.prepare_end()"
+    )
+    elsewhere = {  # the proxy process's, a crash's, --run's
+        "sandbox_setup.launcher.egress.server",
+        "sandbox_setup.base.crashlog",
+        "sandbox_setup.policy.git_review",
+    }
+    assert (
+        set(_loaded_after(ended, NOT_FOR_A_HOST_SANDBOX)) == set(NOT_FOR_A_HOST_SANDBOX) - elsewhere
+    )
+
+
 def test_a_deeply_nested_config_is_a_refusal_naming_the_file(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

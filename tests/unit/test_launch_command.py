@@ -24,7 +24,7 @@ from sandbox_setup.launcher.command import (
     unsafe_launch,
     user_launch,
 )
-from sandbox_setup.launcher.landlock_gate import PROXY_PORT, LandlockPlan
+from sandbox_setup.launcher.landlock_plan import PROXY_PORT, LandlockPlan
 from sandbox_setup.policy.landlock import user_walls
 
 AGENT = Agent("claude-agent", 1001, 1001, PurePosixPath("/home/claude-agent"))

@@ -54,7 +54,7 @@ from sandbox_setup.launcher.containment import (
     contained_launch,
     plan_containment,
 )
-from sandbox_setup.launcher.landlock_gate import PROXY_PORT, LandlockPlan
+from sandbox_setup.launcher.landlock_plan import PROXY_PORT, LandlockPlan
 from sandbox_setup.policy.landlock import user_trees, user_walls
 from sandbox_setup.policy.workspace import BindPlan, RoBind
 

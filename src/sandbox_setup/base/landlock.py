@@ -38,7 +38,6 @@ from __future__ import annotations
 import ctypes
 import errno
 import os
-import platform
 import stat
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -138,7 +137,7 @@ def _syscall(number: int, *args: object) -> int:
 
 def supported_arch() -> bool:
     """The syscall numbers here are those of x86_64 and aarch64 (the generic table)."""
-    return platform.machine() in ("x86_64", "aarch64", "arm64")
+    return os.uname().machine in ("x86_64", "aarch64", "arm64")  # platform.machine()'s
 
 
 def abi_version() -> int:

@@ -53,11 +53,9 @@ from sandbox_setup.base.errors import RefusedError
 from sandbox_setup.base.fdwalk import WalkLimits
 from sandbox_setup.base.printable import printable
 from sandbox_setup.boundary.binds import Prepared, finish, prepare, ro_bind_argv
-from sandbox_setup.boundary.claude_mountpoints import remove_mount_points
 from sandbox_setup.boundary.quarantine import check_quarantine_trust, neutralize
 from sandbox_setup.boundary.scan import scan, snapshot
 from sandbox_setup.boundary.scan_model import Mark, Snapshot
-from sandbox_setup.boundary.session_history import EndCheck, PastSession, append_history
 from sandbox_setup.boundary.trust_record import (
     HostRecord,
     SessionEntry,
@@ -404,6 +402,16 @@ class Boundary:
             for host, plan, prepared in self.binds
         }
 
+    @staticmethod
+    def prepare_end() -> None:
+        """Import what only :meth:`end` needs (Claude's mount points, the history of
+        sessions). The launcher calls it while the agent runs, when it only waits for
+        the session: the imports' CPU time is spent all the same, but not on the
+        launch's wall clock, before Claude starts or after it exited. :meth:`end`
+        imports them itself where nobody did."""
+        import sandbox_setup.boundary.claude_mountpoints
+        import sandbox_setup.boundary.session_history  # noqa: F401
+
     def end(self, _session_end: object = None) -> None:
         """The end-of-session hook: scan, neutralize, tell; the last session of a
         workspace also removes the placeholders and advances the trusted state.
@@ -427,6 +435,8 @@ class Boundary:
             print(PREFIX + line, file=sys.stderr)
 
     def _end(self) -> list[str]:
+        from sandbox_setup.boundary.claude_mountpoints import remove_mount_points  # prepare_end
+
         assert self.trust is not None
         with locked(self.trust):
             record = HostRecord.load(self.trust)
@@ -466,6 +476,12 @@ class Boundary:
 
     def _remember(self, checks: Sequence[Checked]) -> None:
         """This session in the host's history of sessions (under the record's lock)."""
+        from sandbox_setup.boundary.session_history import (  # see prepare_end
+            EndCheck,
+            PastSession,
+            append_history,
+        )
+
         assert self.trust is not None
         moved = sum(c.moved for c in checks)
         past = PastSession(

@@ -24,7 +24,7 @@ from sandbox_setup.launcher.egress.network import (
     network_notes,
     network_notice,
 )
-from sandbox_setup.launcher.landlock_gate import (
+from sandbox_setup.launcher.landlock_plan import (
     BASE_URL_PORT,
     PROXY_PORT,
     LandlockPlan,
@@ -134,7 +134,7 @@ class Launch:
     notice: str | None = None
     # User mode's walls: what the session's Landlock helper applies and the runner
     # verifies before release, and its network namespace and proxy (sandbox_setup.
-    # launcher.landlock_gate); None: neither Landlock nor a namespace of its own.
+    # launcher.landlock_plan); None: neither Landlock nor a namespace of its own.
     landlock: LandlockPlan | None = None
     # The session's API gateway (DESIGN.md invariant 17): served by the egress proxy,
     # holding the credentials ``env`` has placeholders for; None: none this session.

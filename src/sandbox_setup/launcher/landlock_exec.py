@@ -2,7 +2,7 @@
 
 Run as the agent, between the session's reaper and Claude, as one script: the text of
 :mod:`sandbox_setup.base.landlock` then this module's (standard library only; see
-:func:`sandbox_setup.launcher.landlock_gate.helper_source`); ``python -m
+:func:`sandbox_setup.launcher.landlock_plan.helper_source`); ``python -m
 sandbox_setup.launcher.landlock_exec`` runs the same::
 
     python3 -I -S -c HELPER --status-fd N --gate-fd M [--files --read P... --write P...]

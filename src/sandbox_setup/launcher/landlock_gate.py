@@ -1,6 +1,7 @@
-"""User mode's Landlock, launcher side: the helper's argv, and the gate that verifies it.
+"""User mode's Landlock, launcher side: the gate that verifies the session's helper.
 
-The walls and trees are the policy's (:mod:`sandbox_setup.policy.landlock`); the helper
+The plan and the helper's argv are :mod:`sandbox_setup.launcher.landlock_plan`; the
+walls and trees are the policy's (:mod:`sandbox_setup.policy.landlock`); the helper
 that applies them to itself before exec'ing the session is
 :mod:`sandbox_setup.launcher.landlock_exec`. The launcher, before Claude is released:
 
@@ -27,100 +28,13 @@ import socket
 import tempfile
 import threading
 import time
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from sandbox_setup.base.errors import RefusedError
-from sandbox_setup.launcher.egress.netns import join_namespace
 from sandbox_setup.launcher.landlock_exec import RELEASE
-from sandbox_setup.policy.landlock import Walls
-from sandbox_setup.policy.network import UserNetworkWall, user_network_wall
+from sandbox_setup.launcher.landlock_plan import GATE_FD, STATUS_FD, LandlockPlan
 
-STATUS_FD = "{landlock-status-fd}"
-GATE_FD = "{landlock-gate-fd}"
-PROXY_PORT = "{proxy-port}"
-BASE_URL_PORT = "{base-url-port}"
-# The helper's script (helper_source(), some 300 lines) stands in argv as this until
-# the session starts: --dry-run and the golden files show the command, not the text.
-HELPER = "{landlock-helper}"
 VERIFY_TIMEOUT = 15.0
-
-
-@dataclass(frozen=True, slots=True)
-class LandlockPlan:
-    """What the session's helper applies (and the runner verifies), and the session's
-    network: its own namespace and proxy. ``walls`` may be all off (Landlock off, or
-    none on this kernel) while ``netns`` holds: the namespace does not depend on
-    Landlock (DESIGN.md invariant 16); then no helper runs and nothing is verified."""
-
-    walls: Walls
-    read: tuple[str, ...] = ()
-    write: tuple[str, ...] = ()
-    connect: tuple[str, ...] = ()  # ports; PROXY_PORT stands for the session proxy's
-    # ports that may be bound (policy.landlock.bridge_ports: only in a namespace of its own)
-    bind: tuple[str, ...] = ()
-    proxy: bool = False  # a user-mode egress proxy runs for the session
-    python: str = "/usr/bin/python3"  # the trusted interpreter that runs the helper
-    base_url_port: int | None = None  # a passed loopback ANTHROPIC_BASE_URL's (not shown)
-    # The session runs in a network namespace of its own (root may make one here), its
-    # proxy listening inside at SANDBOX_PROXY_PORT; False: Landlock's ports are the wall
-    # where ``walls.network``, else none (``netns_why`` says why). Implies ``proxy``.
-    netns: bool = False
-    netns_why: str = ""
-
-    @property
-    def wall(self) -> UserNetworkWall:
-        return user_network_wall(self.walls.network and self.proxy, self.netns)
-
-
-def helper_source() -> str:
-    """The helper as one script for ``python -I -S -c``: the binding, then the helper.
-
-    Given as text, not imported from the launcher's install: the agent runs it, and
-    may not read a package that lives in root's home (nor a venv's interpreter there).
-    """
-    here = Path(__file__).resolve().parent
-    binding = (here.parent / "base" / "landlock.py").read_text()
-    helper = (here / "landlock_exec.py").read_text()
-    drop = ("from __future__ import annotations", "from sandbox_setup.base.landlock import")
-    kept = [line for line in helper.splitlines() if not line.startswith(drop)]
-    return binding + "\n" + "\n".join(kept) + "\n"
-
-
-def helper_argv(plan: LandlockPlan) -> list[str]:
-    """``python3 -I -S -c HELPER OPTIONS --``: the session's argv goes after it."""
-    argv = [plan.python, "-I", "-S", "-c", HELPER]
-    argv += ["--status-fd", STATUS_FD, "--gate-fd", GATE_FD]
-    if plan.walls.files:
-        argv.append("--files")
-        for path in plan.read:
-            argv += ["--read", path]
-        for path in plan.write:
-            argv += ["--write", path]
-    if plan.walls.network:
-        argv.append("--network")
-        for port in plan.connect:
-            argv += ["--connect", port]
-        for port in plan.bind:
-            argv += ["--bind", port]
-    if plan.walls.scope:
-        argv.append("--scope")
-    return [*argv, "--"]
-
-
-def substitute(values: Sequence[str], table: Mapping[str, str]) -> list[str]:
-    """``values`` with the placeholders of ``table`` replaced; :data:`HELPER`, an
-    argument of its own, becomes :func:`helper_source`."""
-    out = []
-    for value in values:
-        if value == HELPER:
-            out.append(helper_source())
-            continue
-        for key, real in table.items():
-            value = value.replace(key, real)
-        out.append(value)
-    return out
 
 
 def abstract_listener(name: str, netns: int | None) -> socket.socket:
@@ -138,6 +52,9 @@ def abstract_listener(name: str, netns: int | None) -> socket.socket:
 
     if netns is None:
         return make()
+    # Only a session with a namespace of its own needs it (not every launch that plans).
+    from sandbox_setup.launcher.egress.netns import join_namespace
+
     made: list[socket.socket | BaseException] = []
 
     def inside() -> None:

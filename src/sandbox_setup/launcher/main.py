@@ -30,7 +30,6 @@ from typing import TYPE_CHECKING
 from sandbox_setup.base.accounts import lookup_user
 from sandbox_setup.base.choices import InnerSandbox, Mode, Network
 from sandbox_setup.base.console import OutputError, prepare_streams
-from sandbox_setup.base.crashlog import report_crash
 from sandbox_setup.base.errors import InputError, RefusedError, SetupError
 from sandbox_setup.base.exitcodes import ExitCode
 from sandbox_setup.base.landlock import abi_version
@@ -45,8 +44,6 @@ from sandbox_setup.base.netwall import (
 from sandbox_setup.base.paths import Layout
 from sandbox_setup.base.printable import printable, printable_lines
 from sandbox_setup.base.version import package_version
-from sandbox_setup.boundary.session import Boundary
-from sandbox_setup.launcher.agent_account import refuse_unfit_agent
 from sandbox_setup.launcher.base_url import managed_env, refuse_unreachable
 from sandbox_setup.launcher.command import (
     Agent,
@@ -58,13 +55,11 @@ from sandbox_setup.launcher.command import (
     user_launch,
 )
 from sandbox_setup.launcher.containment import Containment, contain
-from sandbox_setup.launcher.egress.netns import namespace_possible
 from sandbox_setup.launcher.egress.network import build_policy, is_allowlist, state_dir
-from sandbox_setup.launcher.landlock_gate import PROXY_PORT, LandlockPlan
+from sandbox_setup.launcher.landlock_plan import PROXY_PORT, LandlockPlan
 from sandbox_setup.launcher.notice import config_notice, network_policy
 from sandbox_setup.launcher.seams import REAL, LaunchSeams
 from sandbox_setup.launcher.session.cgroup import EarlySessionCgroup
-from sandbox_setup.launcher.session.runner import run_session, session_end_hooks
 from sandbox_setup.launcher.trust import (
     DEFAULT_PATH,
     find_trusted_tool,
@@ -81,12 +76,6 @@ from sandbox_setup.policy.environment import (
     loopback_port_hint,
     select_passed,
 )
-from sandbox_setup.policy.git_review import (
-    MAX_SAFE_DIRECTORIES,
-    review_git_env,
-    review_safe_directories,
-)
-from sandbox_setup.policy.landlock import bridge_ports, user_trees, user_walls
 from sandbox_setup.policy.limits import over_maximum
 from sandbox_setup.policy.names import user_name_problem
 from sandbox_setup.policy.network import USER_MODE_BELOW_NETWORK_ABI
@@ -94,6 +83,7 @@ from sandbox_setup.policy.trust import check_trusted_file
 
 if TYPE_CHECKING:
     from sandbox_setup.base.cgroups import Delegation
+    from sandbox_setup.boundary.session import Boundary
 
 USAGE = """usage: sandbox-launch [--dry-run] [--quiet] [--config PATH] [--] [claude arguments ...]
        sandbox-launch [--dry-run] [--quiet] [--config PATH] --run PROGRAM [arguments ...]
@@ -262,6 +252,8 @@ def resolve_agent(config: LauncherConfig, uid: int) -> Agent:
         )
     # Root switches to it: never root, a system or service account, nor one someone
     # can log in as (the launch-time rule; a non-root operator is its own agent).
+    from sandbox_setup.launcher.agent_account import refuse_unfit_agent  # root's only
+
     refuse_unfit_agent(account)
     return Agent(account.name, account.uid, account.gid, config.agent_home)
 
@@ -395,6 +387,8 @@ def _separate_launch(
     if plan is not None:
         return launch
     # No Landlock wall and no namespace of its own: say so (DESIGN.md invariant 16).
+    from sandbox_setup.launcher.egress.netns import namespace_possible  # user mode's only
+
     netns = namespace_possible()
     network = f"network: {NO_WALL} (no network namespace of its own: {netns.why})"
     if not config.user_landlock:
@@ -424,6 +418,10 @@ def landlock_plan(
 ) -> LandlockPlan | None:
     """User mode's Landlock here (``abi``: what the kernel offers the launcher, which the
     agent's helper then applies and reports); None when off or not available."""
+    # User mode's only, as the namespace probe below: a sandbox launch imports neither.
+    from sandbox_setup.launcher.egress.netns import namespace_possible
+    from sandbox_setup.policy.landlock import bridge_ports, user_trees, user_walls
+
     inner_on = config.inner_sandbox != InnerSandbox.OFF
     walls = user_walls(abi, config.user_landlock, inner_on)
     # Where root may make a network namespace, the session gets one whatever Landlock
@@ -549,6 +547,10 @@ def start_boundary(config: LauncherConfig, dry_run: bool) -> Boundary | None:
     mode); see :mod:`sandbox_setup.boundary.session`."""
     if config.mode is Mode.UNSAFE:
         return None
+    # Imported once the session's cgroup is being joined (EarlySessionCgroup, a kernel
+    # wait in a thread): the import's time then passes within that wait.
+    from sandbox_setup.boundary.session import Boundary
+
     try:
         return Boundary.start(
             _workspace_pairs(config),
@@ -572,6 +574,12 @@ def review_git_trust(launch: Launch, config: LauncherConfig, boundary: Boundary)
     """A ``--run`` review's launch with the workspaces' repositories (as the start scan
     found them) as git's ``safe.directory``, in its environment only
     (:mod:`sandbox_setup.policy.git_review`)."""
+    from sandbox_setup.policy.git_review import (  # --run's only
+        MAX_SAFE_DIRECTORIES,
+        review_git_env,
+        review_safe_directories,
+    )
+
     paths = review_safe_directories(
         _workspace_pairs(config), boundary.layouts, sandbox=config.mode is Mode.SANDBOX
     )
@@ -679,6 +687,10 @@ def _run_checked(
             except OSError as exc:
                 raise RefusedError(f"cannot enter {launch.cwd}: {exc.strerror}") from None
         if agent is not None and containment is not None:
+            # Imported here: a session's only (not --dry-run's nor unsafe mode's), and
+            # while the session's cgroup may still be being joined (start_boundary).
+            from sandbox_setup.launcher.session.runner import run_session, session_end_hooks
+
             return run_session(
                 launch,
                 agent,
@@ -689,6 +701,7 @@ def _run_checked(
                 quiet=options.quiet,
                 early_cgroup=early,
                 seams=seams,
+                while_running=boundary.prepare_end if boundary is not None else None,
             )
     finally:
         if boundary is not None:
@@ -744,6 +757,8 @@ def main(argv: Sequence[str] | None = None, *, seams: LaunchSeams = REAL) -> int
         # Fail closed: whatever went wrong, nothing may start half-checked. A bug is
         # exit 70 (a config problem is always a RefusedError, exit 3).
         print("sandbox-launch: Claude Code was not started, or was stopped", file=sys.stderr)
+        from sandbox_setup.base.crashlog import report_crash  # only ever on this path
+
         report_crash("sandbox-launch", exc, _state_dir())
         return int(ExitCode.INTERNAL)
 

@@ -33,6 +33,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from types import FrameType
+from typing import TYPE_CHECKING
 
 from sandbox_setup.base.errors import RefusedError
 from sandbox_setup.base.launcher_config import LauncherConfig
@@ -40,14 +41,8 @@ from sandbox_setup.base.process_tree import running_descendants
 from sandbox_setup.base.processes import descendants, read_process
 from sandbox_setup.launcher.command import Agent, Launch
 from sandbox_setup.launcher.containment import Containment
-from sandbox_setup.launcher.egress.netns import join_namespace, new_namespace
-from sandbox_setup.launcher.egress.network import EgressSession, state_dir
-from sandbox_setup.launcher.landlock_gate import (
-    BASE_URL_PORT,
-    PROXY_PORT,
-    LandlockGate,
-    substitute,
-)
+from sandbox_setup.launcher.egress.network import state_dir
+from sandbox_setup.launcher.landlock_plan import BASE_URL_PORT, PROXY_PORT, substitute
 from sandbox_setup.launcher.seams import REAL, LaunchSeams
 from sandbox_setup.launcher.session.cgroup import (
     EarlySessionCgroup,
@@ -59,6 +54,10 @@ from sandbox_setup.launcher.session.keyring import SessionKeyring, join_new_sess
 from sandbox_setup.launcher.session.pty_relay import PtyRelay, TerminalState, install_winch
 from sandbox_setup.launcher.session.supervise import run_supervised
 from sandbox_setup.policy.network import user_proxy_port
+
+if TYPE_CHECKING:
+    from sandbox_setup.launcher.egress.session import EgressSession
+    from sandbox_setup.launcher.landlock_gate import LandlockGate
 
 PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
@@ -165,6 +164,8 @@ def inner_group(first: int, master: int | None) -> int | None:
 def _first_step(netns: int) -> Callable[[], None]:
     """The session's first process, before it execs: it dies with the launcher and
     enters the session's network namespace (still root: before the privilege drop)."""
+    # Imported here, not in the forked child; only a session with a namespace needs it.
+    from sandbox_setup.launcher.egress.netns import join_namespace
 
     def step() -> None:
         _die_with_launcher()
@@ -241,6 +242,7 @@ def run_user_session(
     agent: Agent | None = None,
     network: LauncherConfig | None = None,
     seams: LaunchSeams = REAL,
+    while_running: Callable[[], None] | None = None,
 ) -> tuple[int, str]:
     """Run the contained user-mode argv in a new session (on a relayed pty when the
     operator is at a terminal); its exit status (128+N for signal N) and how it ended.
@@ -248,6 +250,11 @@ def run_user_session(
     With ``launch.landlock``: the session's egress proxy first (``network``: the config,
     when the plan has one), then the session, held at its Landlock helper until
     :class:`~sandbox_setup.launcher.landlock_gate.LandlockGate` verified it."""
+    # User mode's own (a sandbox does not import them).
+    from sandbox_setup.launcher.egress.netns import new_namespace
+    from sandbox_setup.launcher.egress.session import EgressSession
+    from sandbox_setup.launcher.landlock_gate import LandlockGate
+
     egress: EgressSession | None = None
     gate: LandlockGate | None = None
     netns: int | None = None
@@ -284,7 +291,7 @@ def run_user_session(
                 table.update(gate.fd_table())
             env = {key: substitute([value], table)[0] for key, value in launch.env.items()}
             launch = replace(launch, argv=tuple(substitute(launch.argv, table)), env=env)
-        return _run_user_session(launch, gate, netns)
+        return _run_user_session(launch, gate, netns, while_running)
     finally:
         if gate is not None:
             gate.close()
@@ -295,7 +302,10 @@ def run_user_session(
 
 
 def _run_user_session(
-    launch: Launch, gate: LandlockGate | None, netns: int | None = None
+    launch: Launch,
+    gate: LandlockGate | None,
+    netns: int | None = None,
+    while_running: Callable[[], None] | None = None,
 ) -> tuple[int, str]:
     relay = PtyRelay.for_stdio()
     stdio = relay.child_stdio() if relay is not None else (0, 1, 2)
@@ -330,6 +340,8 @@ def _run_user_session(
                 gate.after_start()
                 gate.verify()  # RefusedError: the session is killed below, nothing released
                 gate.release()
+            if while_running is not None:
+                while_running()
             if relay is not None:
                 relay.start()
                 while child.poll() is None:
@@ -365,16 +377,22 @@ def _run_sandbox(
     network: LauncherConfig | None,
     seams: LaunchSeams,
     before_release: Callable[[int], None] | None = None,
+    while_running: Callable[[], None] | None = None,
 ) -> int:
     if network is None:
         return run_supervised(launch, agent.uid, before_release=before_release,
-                              host_namespaces=seams.host_namespaces)  # fmt: skip
+                              host_namespaces=seams.host_namespaces,
+                              after_release=while_running)  # fmt: skip
     # The egress session starts once bwrap is started (its policy, its log and the
     # proxy's fork overlap the sandbox's set-up), is ready before the release, and is
     # closed however the session ends.
     sessions: list[EgressSession] = []
 
     def start_egress() -> None:
+        # Imported here, not for the host's network; and once bwrap is started, so
+        # that the import overlaps bwrap's own set-up of the sandbox.
+        from sandbox_setup.launcher.egress.session import EgressSession
+
         sessions.append(EgressSession.start(
             network, agent.uid, agent.gid, state_dir(),
             resolver=seams.resolver, after_drop=seams.after_proxy_drop, gateway=launch.gateway,
@@ -387,7 +405,7 @@ def _run_sandbox(
 
     try:
         return run_supervised(launch, agent.uid, before_release=release_hook,
-                              after_start=start_egress,
+                              after_start=start_egress, after_release=while_running,
                               host_namespaces=seams.host_namespaces)  # fmt: skip
     finally:
         for session in sessions:
@@ -405,8 +423,12 @@ def run_session(
     quiet: bool = False,
     early_cgroup: EarlySessionCgroup | None = None,
     seams: LaunchSeams = REAL,
+    while_running: Callable[[], None] | None = None,
 ) -> int:
     """Run the session ``launch`` describes; see the module doc. Returns Claude's status.
+
+    ``while_running``: runs once Claude is released, while the launcher waits for the
+    session (e.g. importing what ``hooks`` need, off the launch's wall clock).
 
     ``early_cgroup``: the session's cgroup, made and joined while the launch was
     prepared (:class:`~sandbox_setup.launcher.session.cgroup.EarlySessionCgroup`); taken when
@@ -449,7 +471,12 @@ def run_session(
             terminal = TerminalState.save()
             try:
                 code = _run_sandbox(
-                    launch, agent, network, seams, early.start if early is not None else None
+                    launch,
+                    agent,
+                    network,
+                    seams,
+                    early.start if early is not None else None,
+                    while_running,
                 )
             finally:
                 # Nothing may touch the terminal once it is restored. What this kills is
@@ -458,7 +485,7 @@ def run_session(
                 terminal.restore()
             how = "exited"
         else:
-            code, how = run_user_session(launch, agent, network, seams)
+            code, how = run_user_session(launch, agent, network, seams, while_running)
     finally:
         # The session ended. Nothing of it may outlive this point. (After a pass that
         # left none, none can be: only the session's own processes could start more.)

@@ -254,6 +254,7 @@ def run_supervised(
     before_release: Callable[[int], None] | None = None,
     after_start: Callable[[], None] | None = None,
     host_namespaces: NamespaceReader | None = None,
+    after_release: Callable[[], None] | None = None,
 ) -> int:
     """Start, verify, release; then wait and return Claude's exit status.
 
@@ -262,7 +263,9 @@ def run_supervised(
     egress proxy's start in the sandbox's network namespace and its probe, returned).
     ``after_start()`` runs as soon as bwrap is started, while it sets the sandbox up
     (the egress proxy's policy and fork: their time overlaps bwrap's); an error in it
-    is a refusal like any other before the release. ``host_namespaces``: what the
+    is a refusal like any other before the release. ``after_release()`` runs once
+    Claude is released, while the launcher only waits for it (work of the session's
+    end done ahead, off the launch's wall clock). ``host_namespaces``: what the
     sandbox's namespaces must differ from (default :func:`launcher_namespaces`; a
     test's seam).
     On any failure (any exception, even one not foreseen) bwrap is killed before the
@@ -333,6 +336,8 @@ def run_supervised(
         if state.interrupted is not None:  # arrived between verification and release
             state.on_signal(state.interrupted, None)
         try:
+            if after_release is not None:
+                after_release()
             code = state.bwrap.wait()
         except BaseException:
             _kill(state)
