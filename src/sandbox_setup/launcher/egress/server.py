@@ -35,6 +35,7 @@ served by the same loop: each connection is passed to ``127.0.0.1:PORT``.
 
 from __future__ import annotations
 
+import _thread
 import collections
 import contextlib
 import errno
@@ -396,8 +397,9 @@ class Server:
     def _start_resolver(self) -> None:
         stack = threading.stack_size(THREAD_STACK)
         try:
-            threading.Thread(target=self._resolver, name=f"egress-resolve-{self.resolvers}",
-                             daemon=True).start()  # fmt: skip
+            # _thread, not Thread.start, which waits until the new thread has run: under
+            # SCHED_BATCH on a busy machine some ms a thread, before the proxy is ready.
+            _thread.start_new_thread(self._resolver, ())
             self.resolvers += 1
         except RuntimeError:  # no thread to be had (the session's task limit): the others
             pass
