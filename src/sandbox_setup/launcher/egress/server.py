@@ -1,6 +1,6 @@
 """The egress proxy's server: HTTP CONNECT, plain HTTP forwarding and SOCKS5 on one socket.
 
-Imported only in the proxy process; :func:`sandbox_setup.launcher.egress.proxy.serve` is the entry
+Loaded before the proxy's fork; :func:`sandbox_setup.launcher.egress.proxy.serve` is the entry
 point. One thread runs one epoll loop over every connection; the bytes
 of a tunnel are moved by ``splice(2)`` through a pipe, in the kernel, never through
 Python. Not asyncio: the launcher waits for the proxy to accept (and probes it) before
