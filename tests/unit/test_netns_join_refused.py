@@ -31,8 +31,11 @@ def test_words_that_read_like_a_refused_join_change_nothing() -> None:
 def test_a_failed_join_answers_with_its_step_and_errno() -> None:
     # Not a namespace at all: setns fails at the join step, with EINVAL (not EPERM).
     with open("/dev/null", "rb") as null:
-        answer, fds = _in_thread(null.fileno(), 3128, (), 0, 5.0)
+        before = os.stat("/proc/thread-self/ns/net")
+        answer, fds = _in_thread(null.fileno(), 3128, (), 0)
     assert fds == []
     assert isinstance(answer, dict)
     assert answer["step"] == JOIN_STEP and answer["errno"] == errno.EINVAL
     assert not _join_refused(answer)
+    after = os.stat("/proc/thread-self/ns/net")  # the launcher's thread is back where it was
+    assert (after.st_dev, after.st_ino) == (before.st_dev, before.st_ino)

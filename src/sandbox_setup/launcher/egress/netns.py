@@ -4,18 +4,19 @@ In ``allowlist`` mode the sandbox's network namespace has loopback only. Its way
 the egress proxy, which runs on the host side (as the agent) but listens *inside*: on
 ``127.0.0.1:PORT`` (and ``[::1]:PORT`` where the namespace has IPv6 loopback) of the
 sandbox's own namespace. A socket belongs to the namespace it was made in, wherever its
-fd goes afterwards, so :func:`open_in_sandbox` makes them in a short-lived thread or
-helper that joins the namespace and hands the fds back; the proxy then accepts on
-them from the host side and dials out from there. No bridge process runs in the sandbox
-and no socket of the host is bound into it.
+fd goes afterwards, so :func:`open_in_sandbox` makes them from inside the namespace
+(the launcher's thread for the moment, or a helper that hands the fds back); the proxy
+then accepts on them from the host side and dials out from there. No bridge process
+runs in the sandbox and no socket of the host is bound into it.
 
-As root, a thread of the launcher joins the network namespace (``setns(CLONE_NEWNET)``,
-which changes only that thread) and makes them; a launcher that is not root (its own
-account is the agent) forks a helper instead, which first joins the user namespace that
-owns the network namespace (``NS_GET_USERNS``), where it holds the capabilities
-``setns`` needs (joining a user namespace takes a process of one thread), and sends the
-fds back (``SCM_RIGHTS``). Made are the listeners, plus unconnected TCP sockets for the
-launcher's probe (:func:`sandbox_setup.launcher.egress.proxy.probe_proxy`), which therefore connects
+As root, the launcher's thread joins the network namespace (``setns(CLONE_NEWNET)``,
+which changes only that thread), makes them and joins its own again; a launcher that
+is not root (its own account is the agent) forks a helper instead, which first joins
+the user namespace that owns the network namespace (``NS_GET_USERNS``), where it holds
+the capabilities ``setns`` needs (joining a user namespace takes a process of one
+thread), and sends the fds back (``SCM_RIGHTS``). Made are the listeners, plus
+unconnected TCP sockets for the launcher's probe
+(:func:`sandbox_setup.launcher.egress.proxy.probe_proxy`), which therefore connects
 from inside the sandbox's namespace exactly as Claude will. The launcher checks that
 every socket it got really lives in the sandbox's namespace (``SIOCGSKNS``) and listens
 where it should, or refuses the launch.
@@ -302,7 +303,7 @@ def _open_in(
     if os.geteuid() != 0:
         answer, fds = _by_helper(netns, proxy_port, exposed, probes, timeout)
     else:
-        answer, fds = _in_thread(netns, proxy_port, exposed, probes, timeout)
+        answer, fds = _in_thread(netns, proxy_port, exposed, probes)
         if agent is not None and _join_refused(answer) and agent_may_retry(agent[0]):
             answer, fds = _by_helper(netns, proxy_port, exposed, probes, timeout, agent)
     if isinstance(answer, dict) or not fds:
@@ -331,31 +332,31 @@ def _join_refused(answer: object) -> bool:
 Made = tuple[object, list[int]]  # the sockets' description (or {"error": ...}), their fds
 
 
-def _in_thread(
-    netns: int, proxy_port: int, exposed: Sequence[int], probes: int, timeout: float
-) -> Made:
-    """As root: a thread of ours joins the namespace (a network namespace is per thread)
-    and makes the sockets; the namespace ends with the thread, nothing to switch back."""
-    result: list[Made] = []
-
-    def run() -> None:
-        step = JOIN_STEP
+def _in_thread(netns: int, proxy_port: int, exposed: Sequence[int], probes: int) -> Made:
+    """As root: this thread joins the namespace (a network namespace is per thread: the
+    launcher's other threads stay where they are), makes the sockets and joins its own
+    again. Not a thread of its own: a new thread waits for a scheduler slice before it
+    runs (2-3 ms on a busy machine), on the way to Claude's release. Should the way
+    back fail, the launch is refused, its thread left in the sandbox's namespace
+    (loopback only: less reach, never more)."""
+    own = os.open("/proc/thread-self/ns/net", os.O_RDONLY | os.O_CLOEXEC)
+    step = JOIN_STEP
+    made: list[socket.socket] = []
+    try:
+        _setns(netns, CLONE_NEWNET, "the sandbox's network namespace")
         try:
-            _setns(netns, CLONE_NEWNET, "the sandbox's network namespace")
             step = "make"
             made, spec = _make(proxy_port, exposed, probes)
-            result.append((spec, [sock.detach() for sock in made]))
-        except BaseException as exc:
-            code = exc.errno if isinstance(exc, OSError) else None
-            result.append(({"error": str(exc) or type(exc).__name__, "step": step,
-                            "errno": code}, []))  # fmt: skip
-
-    thread = threading.Thread(target=run, name="sandbox-netns", daemon=True)
-    thread.start()
-    thread.join(timeout)
-    if not result:
-        raise RefusedError("making the sockets in the sandbox's network namespace timed out")
-    return result[0]
+        finally:
+            step = "return"
+            _setns(own, CLONE_NEWNET, "the launcher's own network namespace")
+        return spec, [sock.detach() for sock in made]
+    except OSError as exc:
+        for sock in made:  # ours: none may stay open
+            sock.close()
+        return {"error": str(exc) or type(exc).__name__, "step": step, "errno": exc.errno}, []
+    finally:
+        os.close(own)
 
 
 def _by_helper(

@@ -47,7 +47,6 @@ import select
 import signal
 import socket
 import sys
-import traceback
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -62,7 +61,7 @@ from sandbox_setup.policy.network import REFUSED_PREFIX, EgressPolicy
 if TYPE_CHECKING:
     import ssl
 
-    from sandbox_setup.launcher.egress.server import Resolver
+    from sandbox_setup.launcher.egress.server import EgressProxy, Resolver
     from sandbox_setup.policy.credentials import GatewaySpec
 
 START_TIMEOUT = 5.0
@@ -92,6 +91,7 @@ def serve(
     more: Sequence[socket.socket] = (),
     launcher: int | None = None,
     gateway: tuple[GatewaySpec, Sequence[socket.socket], ssl.SSLContext | None] | None = None,
+    egress: EgressProxy | None = None,
 ) -> None:
     """Serve the proxy on ``socket_path`` (or the already bound ``sock``) until killed.
 
@@ -105,13 +105,15 @@ def serve(
     session a decision belongs to, for ``sandbox-setup --status``).
     ``gateway``: the session's API gateway, its listeners and TLS context
     (:mod:`sandbox_setup.launcher.egress.gateway`), served beside the proxy.
+    ``egress``: the proxy made already (:func:`fork_proxy`'s, while it waited for its
+    listeners), else made here from ``policy``, ``resolver`` and ``launcher``.
     """
-    # why: the server is the proxy process's own; the launcher never loads it.
+    # why: loaded by whoever serves (fork_proxy loads it before its fork, _preload).
     from sandbox_setup.launcher.egress import server as proxy_server
 
     if sock is None:
         sock = bind_socket(socket_path)
-    proxy = proxy_server.EgressProxy(
+    proxy = egress or proxy_server.EgressProxy(
         policy, log_fd, resolver, read_host_addresses(), launcher=launcher
     )
     if gateway is not None and gateway[1]:
@@ -344,6 +346,9 @@ def fork_proxy(
         socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET) if later else (None, None)
     )
     parent = os.getpid()
+    # Loaded here, not in the child: imported after the fork they cost it twice as much
+    # (the launcher's pages copied on write), on the way to Claude's release.
+    _preload()
     ready_r, ready_w = os.pipe()
     sys.stdout.flush()
     sys.stderr.flush()
@@ -368,17 +373,22 @@ def fork_proxy(
             _become_proxy(uid, gid, parent, keep=keep)
             if after_drop is not None:
                 after_drop()
+            # why: preloaded above (no import after the drop).
+            from sandbox_setup.launcher.egress.server import EgressProxy
+
+            # Made before its listeners come: what does not need them is not on the way.
+            egress = EgressProxy(policy, log_fd, resolver, read_host_addresses(), launcher=parent)
             gateway_socks: list[socket.socket] = []
             if control_child is not None:
                 serving, bound, gateway_socks = _receive_listeners(control_child)
             served = (gateway, gateway_socks, context) if gateway is not None else None
             serve(socket_path or "", policy, log_fd, ready_w, sock=serving[0],
                   resolver=resolver, forwards=bound, more=serving[1:],
-                  gateway=served, launcher=parent)  # fmt: skip
+                  gateway=served, launcher=parent, egress=egress)  # fmt: skip
             code = 0
-        except BaseException:
+        except BaseException as exc:
             if log_fd is not None:
-                line = json.dumps({"event": "proxy failed", "error": traceback.format_exc()})
+                line = json.dumps({"event": "proxy failed", "error": _failure(exc)})
                 with contextlib.suppress(OSError):
                     os.write(log_fd, (line + "\n").encode())
         finally:
@@ -389,6 +399,16 @@ def fork_proxy(
         control_child.close()
     os.close(ready_w)
     return ProxyProcess(pid, ready_r, paths, remove=True, control=control, ids=(uid, gid))
+
+
+def _failure(exc: BaseException) -> str:
+    """A failed proxy's traceback, for the log; imported on failure only (``traceback``
+    and its ``textwrap`` are a millisecond of every launch's fork otherwise)."""
+    try:
+        import traceback
+    except ImportError:  # after the drop, where the proxy cannot read the install
+        return f"{type(exc).__name__}: {exc}"
+    return traceback.format_exc()
 
 
 def _gateway_context(gateway: GatewaySpec | None) -> ssl.SSLContext | None:
@@ -428,12 +448,13 @@ def _receive_listeners(
 
 
 def _preload() -> None:
-    """Load, while still root, every module and codec the proxy will need.
+    """Load, while still root, every module and codec the proxy will need (the
+    launcher, before it forks the proxy; the child again, which then finds them loaded).
 
     After the drop the proxy's account may not be able to read the Python install
     (a venv under /root is 0700): a lazy import or codec lookup there would fail.
     """
-    # why: the server is the proxy process's own; the launcher never loads it.
+    # why: the proxy's server, loaded by a launch with a proxy only.
     from sandbox_setup.launcher.egress import server as proxy_server  # noqa: F401
 
     for codec in ("ascii", "latin-1", "utf-8", "idna"):  # idna: getaddrinfo of a str

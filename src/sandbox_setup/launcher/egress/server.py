@@ -1,6 +1,6 @@
 """The egress proxy's server: HTTP CONNECT, plain HTTP forwarding and SOCKS5 on one socket.
 
-Imported only in the proxy process; :func:`sandbox_setup.launcher.egress.proxy.serve` is the entry
+Loaded before the proxy's fork; :func:`sandbox_setup.launcher.egress.proxy.serve` is the entry
 point. One thread runs one epoll loop over every connection; the bytes
 of a tunnel are moved by ``splice(2)`` through a pipe, in the kernel, never through
 Python. Not asyncio: the launcher waits for the proxy to accept (and probes it) before
@@ -35,6 +35,7 @@ served by the same loop: each connection is passed to ``127.0.0.1:PORT``.
 
 from __future__ import annotations
 
+import _thread
 import collections
 import contextlib
 import errno
@@ -396,8 +397,9 @@ class Server:
     def _start_resolver(self) -> None:
         stack = threading.stack_size(THREAD_STACK)
         try:
-            threading.Thread(target=self._resolver, name=f"egress-resolve-{self.resolvers}",
-                             daemon=True).start()  # fmt: skip
+            # _thread, not Thread.start, which waits until the new thread has run: under
+            # SCHED_BATCH on a busy machine some ms a thread, before the proxy is ready.
+            _thread.start_new_thread(self._resolver, ())
             self.resolvers += 1
         except RuntimeError:  # no thread to be had (the session's task limit): the others
             pass
