@@ -26,7 +26,6 @@ This module decides; :mod:`sandbox_setup.launcher.egress.gateway` serves.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import urllib.parse
 from collections.abc import Mapping, Sequence
@@ -69,6 +68,8 @@ def passed_credential(environ: Mapping[str, str], passed: Sequence[str]) -> str 
 def placeholder(agent: str, name: str) -> str:
     """The placeholder Claude gets for credential ``name`` of ``agent``: the same at
     every session (see the module docstring), never derived from the secret."""
+    import hashlib  # here: only a launch with a credential to keep out loads OpenSSL
+
     digest = hashlib.sha256(f"sandbox-setup\0{agent}\0{name}".encode()).hexdigest()[:32]
     return f"{CREDENTIALS[name]}{PLACEHOLDER_MARK}{digest}"
 
