@@ -29,8 +29,10 @@ def reword(text: str) -> str:
 _made = outcome.StepResult.__init__
 
 
-def _reworded(self: outcome.StepResult, kind: outcome.Outcome, text: str) -> None:
-    _made(self, kind, reword(text))
+def _reworded(
+    self: outcome.StepResult, kind: outcome.Outcome, text: str, errno: int | None = None
+) -> None:
+    _made(self, kind, reword(text), errno)
 
 
 outcome.StepResult.__init__ = _reworded  # type: ignore[method-assign]
