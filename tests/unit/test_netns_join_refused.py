@@ -9,7 +9,7 @@ import os
 
 import pytest
 
-from sandbox_setup.launcher.egress.netns import JOIN_STEP, _in_thread, _join_refused
+from sandbox_setup.launcher.egress.netns import JOIN_STEP, _by_this_thread, _join_refused
 
 EPERM_WORDS = f"setns(the sandbox's network namespace): {os.strerror(errno.EPERM)}"
 
@@ -32,7 +32,7 @@ def test_a_failed_join_answers_with_its_step_and_errno() -> None:
     # Not a namespace at all: setns fails at the join step, with EINVAL (not EPERM).
     with open("/dev/null", "rb") as null:
         before = os.stat("/proc/thread-self/ns/net")
-        answer, fds = _in_thread(null.fileno(), 3128, (), 0)
+        answer, fds = _by_this_thread(null.fileno(), 3128, (), 0)
     assert fds == []
     assert isinstance(answer, dict)
     assert answer["step"] == JOIN_STEP and answer["errno"] == errno.EINVAL

@@ -303,7 +303,7 @@ def _open_in(
     if os.geteuid() != 0:
         answer, fds = _by_helper(netns, proxy_port, exposed, probes, timeout)
     else:
-        answer, fds = _in_thread(netns, proxy_port, exposed, probes)
+        answer, fds = _by_this_thread(netns, proxy_port, exposed, probes)
         if agent is not None and _join_refused(answer) and agent_may_retry(agent[0]):
             answer, fds = _by_helper(netns, proxy_port, exposed, probes, timeout, agent)
     if isinstance(answer, dict) or not fds:
@@ -317,7 +317,7 @@ def _open_in(
     return _adopt(answer, fds, netns, agent)
 
 
-# The step of :func:`_in_thread` that failed, in its answer (typed, beside the words).
+# The step of :func:`_by_this_thread` that failed, in its answer (typed, beside the words).
 JOIN_STEP = "join"
 
 
@@ -332,7 +332,7 @@ def _join_refused(answer: object) -> bool:
 Made = tuple[object, list[int]]  # the sockets' description (or {"error": ...}), their fds
 
 
-def _in_thread(netns: int, proxy_port: int, exposed: Sequence[int], probes: int) -> Made:
+def _by_this_thread(netns: int, proxy_port: int, exposed: Sequence[int], probes: int) -> Made:
     """As root: this thread joins the namespace (a network namespace is per thread: the
     launcher's other threads stay where they are), makes the sockets and joins its own
     again. Not a thread of its own: a new thread waits for a scheduler slice before it

@@ -314,7 +314,7 @@ class Connection:
         self.out = b""  # the proxy's own answer, still to be sent (CLOSING)
 
 
-Ready = tuple["Connection | int | None", int, int]
+Ready = tuple[Connection | int | None, int, int]
 """A polled event: its target when polled (a Connection, LISTENER, WAKE or None), fd, mask."""
 
 
