@@ -1,4 +1,4 @@
-"""The operator's API key stays outside the session (DESIGN.md invariant 17).
+"""The operator's API key stays outside the session (docs/design.md invariant 17).
 
 The real Claude Code, with ``ANTHROPIC_API_KEY=<secret>`` and the fake Messages API's
 ``ANTHROPIC_BASE_URL`` exported to ``sandbox-launch`` (as an operator or a proxy launcher

@@ -1,6 +1,6 @@
 """What the real Claude Code starts in the background inside a session of
 ``sandbox-launch`` runs inside it and ends with it (issue 25, "Track what changed";
-DESIGN.md invariants 10 and 14): both modes, both releases.
+docs/design.md invariants 10 and 14): both modes, both releases.
 
 * A Bash ``tool_use`` with ``run_in_background: true``: Claude answers with a task id
   at once and, in ``--print`` mode, waits for the task before it exits (the model then

@@ -1,5 +1,5 @@
 """Claude's in-process file tools and what root's git obeys in a workspace repository
-(issue 25, "Track what changed"; DESIGN.md invariant 8, docs/workspace-boundary.md).
+(issue 25, "Track what changed"; docs/design.md invariant 8, docs/workspace-boundary.md).
 
 Since 2.1.126, bypass mode lets Claude's ``Edit``/``Write`` tools write ``.git/``,
 ``.claude/`` and shell rc files without a prompt (both releases tested here have it).

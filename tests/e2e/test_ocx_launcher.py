@@ -189,7 +189,7 @@ def test_ocx_claude_print_runs_sandboxed_through_the_shim_with_no_port_configure
     )
     if mode == "sandbox" or namespace_possible().possible:
         # ocx's token stays outside: Claude reaches ocx through the session's API gateway
-        # (DESIGN.md invariant 17), which the launch line names.
+        # (docs/design.md invariant 17), which the launch line names.
         assert "API gateway: ANTHROPIC_" in launch, launch
         assert any(e.get("event") == "gateway" and e.get("status") == 200 for e in entries)
     else:

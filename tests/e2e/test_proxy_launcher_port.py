@@ -92,7 +92,7 @@ def test_a_proxy_launchers_claude_reaches_its_api_with_no_port_configured(
     log = tree.base / "state" / "sandbox-setup" / "egress.log"
     entries = [json.loads(x) for x in log.read_text().splitlines()]
     # The token stays outside: Claude reaches the launcher's API through the session's
-    # API gateway (DESIGN.md invariant 17), which forwards to the base URL's port.
+    # API gateway (docs/design.md invariant 17), which forwards to the base URL's port.
     assert "API gateway: ANTHROPIC_AUTH_TOKEN kept outside" in line, line
     assert any(e.get("event") == "gateway" and e.get("status") == 200 for e in entries)
     assert any(

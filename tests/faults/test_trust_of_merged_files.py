@@ -1,4 +1,4 @@
-"""A re-apply never launders a file someone else could write (DESIGN.md invariant 12).
+"""A re-apply never launders a file someone else could write (docs/design.md invariant 12).
 
 An apply reads the launcher config and the managed settings and merges what it finds
 (a ``[user] landlock = false`` an operator added is kept, so are unknown settings

@@ -1,4 +1,4 @@
-"""Drift is never restored (DESIGN.md invariant 18): an apply that replaced drift is
+"""Drift is never restored (docs/design.md invariant 18): an apply that replaced drift is
 journaled as a fix; ``--undo --all`` keeps the fixed value and returns each file to its
 state before the first apply that planned it; its ``--dry-run`` prints what it then does.
 

@@ -1,4 +1,4 @@
-"""Drift is never restored, through the TUI's Fix (DESIGN.md invariant 18): the
+"""Drift is never restored, through the TUI's Fix (docs/design.md invariant 18): the
 sequences of tests/faults/test_undo_drift.py with the audit view's Fix in place of the
 headless re-apply.
 

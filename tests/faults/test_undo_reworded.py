@@ -1,4 +1,4 @@
-"""No behaviour depends on message text (DESIGN.md invariant 6: a failed undo step is
+"""No behaviour depends on message text (docs/design.md invariant 6: a failed undo step is
 never marked done, whatever its line says).
 
 Each fault scenario of the undo and rollback runs twice on fresh roots: with the real

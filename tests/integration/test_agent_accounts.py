@@ -1,4 +1,4 @@
-"""Which account may be the agent, and setups that stay apart (issue 14, DESIGN.md 9).
+"""Which account may be the agent, and setups that stay apart (issue 14, docs/design.md 9).
 
 Real ``useradd --prefix`` trees (never the host's accounts) and the real headless
 CLI: service and system accounts, and one with a password, are refused with exit 3

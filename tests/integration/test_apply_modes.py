@@ -246,7 +246,7 @@ def test_answers_replay_is_byte_identical(
 
 
 def test_reapply_refuses_group_world_write_and_a_foreign_owner(root: Path) -> None:
-    """Never laundered into root's (DESIGN.md invariant 12): the plan and the apply
+    """Never laundered into root's (docs/design.md invariant 12): the plan and the apply
     refuse (exit 3) naming the file, and nothing changes until the operator fixes it."""
     apply(root, "--mode", "sandbox", "--workspace", "/srv/project")
     agent = passwd_entry(root, "claude-agent")
@@ -313,7 +313,7 @@ def seed_sudo(root: Path) -> None:
 
 
 def privilege_problems(root: Path, agent: str) -> list[str]:
-    """Ways ``agent`` could become root in ``root`` (DESIGN.md invariant 5): a sudoers
+    """Ways ``agent`` could become root in ``root`` (docs/design.md invariant 5): a sudoers
     entry naming it or one of its groups, any NOPASSWD, membership of a privileged
     group, a uid/gid of 0, or a usable password."""
     fields = passwd_entry(root, agent)

@@ -149,7 +149,7 @@ def fixed_by_reapply(setup: Setup) -> None:
 
 
 def refused_until_fixed(setup: Setup, fix: Callable[[], object]) -> None:
-    """A file someone else could write is never laundered by a re-apply (DESIGN.md
+    """A file someone else could write is never laundered by a re-apply (docs/design.md
     invariant 12): the re-apply refuses (exit 3) and changes nothing until the
     finding's remedy is done; then it runs and the audit is clean."""
     before = snapshot(setup.root)

@@ -79,7 +79,7 @@ def inner(weak: bool, uid: int, helper: bool) -> str:
 
 
 def experiments(uid: int) -> dict[str, str]:
-    """What each live check stands for, as the raw experiment (DESIGN.md, issue 2), for
+    """What each live check stands for, as the raw experiment (docs/design.md, issue 2), for
     a probe user of ``uid``. The nested ones come twice: with Claude's seccomp helper and
     with its stand-in; the check's detail says which it ran."""
     found = {
@@ -546,7 +546,7 @@ def test_where_namespaces_are_refused_landlock_is_found_and_recommended(
     ), recommendation
 
 
-# Which network wall user mode gets (DESIGN.md invariant 16), pinned: the host's root
+# Which network wall user mode gets (docs/design.md invariant 16), pinned: the host's root
 # may make a network namespace (pass: its own namespace); root with Docker's default
 # capabilities (no CAP_SYS_ADMIN), with or without a user namespace of the container's
 # own, may not (warn: Landlock's ports only); nor in the seccomp places, whose root has

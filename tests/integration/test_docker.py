@@ -166,7 +166,7 @@ def test_docker_defaults_user_mode_with_landlock_and_no_claimed_sandbox(
         assert found[form]["status"] == "fail", found[form]
     assert found["landlock.abi"]["status"] == "pass", found["landlock.abi"]
     # Root without CAP_SYS_ADMIN makes no network namespace: Landlock's ports are the
-    # wall, said plainly (DESIGN.md invariant 16), here and on the launch line below.
+    # wall, said plainly (docs/design.md invariant 16), here and on the launch line below.
     assert found["net.user_wall"]["status"] == "warn", found["net.user_wall"]
     assert PORTS_ONLY in found["net.user_wall"]["summary"], found["net.user_wall"]
     recommendation = data["recommendation"]

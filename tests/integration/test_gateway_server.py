@@ -1,4 +1,4 @@
-"""The session's API gateway as the egress proxy serves it (DESIGN.md invariant 17).
+"""The session's API gateway as the egress proxy serves it (docs/design.md invariant 17).
 
 The real proxy process is forked as ``nobody`` with a gateway spec and handed a
 gateway listener (on this test's loopback, as a session's is on its namespace's); a

@@ -138,7 +138,7 @@ CASES = {
         2,
         ["must be an absolute path"],
     ),
-    # DESIGN.md's exit-code table: "3 refused: unsafe without acceptance".
+    # docs/design.md's exit-code table: "3 refused: unsafe without acceptance".
     "unsafe-without-acceptance": (lambda r: ("--mode", "unsafe"), 3, ["--accept-unsafe-root"]),
     "settings-symlink": (symlinked_settings, 2, ["is a symlink", "never writes through"]),
     "answers-and-flags": (

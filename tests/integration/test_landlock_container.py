@@ -243,7 +243,7 @@ def test_check_finds_no_namespaces_and_recommends_user_mode_with_landlock(run: R
     assert statuses["userns.create"] == "fail", data["checks"]
     assert statuses["landlock.abi"] == "pass", data["checks"]
     # The no-userns seccomp case: root without CAP_SYS_ADMIN, so Landlock's ports are
-    # user mode's network wall, and the check says so plainly (DESIGN.md invariant 16).
+    # user mode's network wall, and the check says so plainly (docs/design.md invariant 16).
     assert statuses["net.user_wall"] == "warn", data["checks"]
     wall = next(c for c in data["checks"] if c["id"] == "net.user_wall")
     assert PORTS_ONLY in wall["summary"], wall

@@ -124,7 +124,7 @@ def test_a_base_url_port_not_allowed_at_apply_is_reached_for_that_session(
     assert line in result.stderr, result.stderr
     assert "--allow-loopback-port" not in result.stderr  # no hint: nothing to do
     # Exposed as a configured port would be; the key stays outside, so Claude's request
-    # came through the session's API gateway, which put the key in (DESIGN.md invariant 17).
+    # came through the session's API gateway, which put the key in (docs/design.md invariant 17).
     log = tree.base / "state" / "sandbox-setup" / "egress.log"
     entries = [json.loads(line) for line in log.read_text().splitlines()]
     start = next(e for e in entries if e.get("event") == "session start")

@@ -117,7 +117,7 @@ def test_exactly_the_pass_list_reaches_claude(tree: LaunchTree, mode: str) -> No
         )
         if namespace_possible().possible:
             # The session's network namespace holds the API gateway: Claude gets the
-            # key's placeholder and the gateway's URL (DESIGN.md invariant 17).
+            # key's placeholder and the gateway's URL (docs/design.md invariant 17).
             passed["ANTHROPIC_API_KEY"] = placeholder(tree.agent.name, "ANTHROPIC_API_KEY")
             passed["ANTHROPIC_BASE_URL"] = "http://127.0.0.1:3129"
             assert "API gateway: ANTHROPIC_API_KEY kept outside" in result.stderr
@@ -184,7 +184,7 @@ def test_dry_run_names_the_passed_variables_and_never_shows_a_value(
 
 
 def test_dry_run_names_the_api_gateway_and_its_switch(tree: LaunchTree) -> None:
-    # DESIGN.md invariant 17: what holds the key is said before anything starts.
+    # docs/design.md invariant 17: what holds the key is said before anything starts.
     config = tree.write_config(env_claude(tree), network="allowlist", env_pass=passed_names([]))
     result = run_launcher(config, env=launcher_env(CALLER), dry_run=True)
     assert result.returncode == 0, result.stderr

@@ -141,7 +141,7 @@ def test_default_masks_user_mode_with_the_weak_inner_sandbox(
     assert found["bwrap.sandbox"] == "fail"  # the masks are really there
     assert data["recommendation"]["mode"] == "user"
     # Podman's default capabilities hold no CAP_SYS_ADMIN: no network namespace for
-    # user mode, Landlock's ports are its wall (DESIGN.md invariant 16).
+    # user mode, Landlock's ports are its wall (docs/design.md invariant 16).
     assert found["net.user_wall"] == "warn", data["checks"]
     assert sections["apply"].returncode == 0, sections["apply"].output
     settings = json.loads(sections["settings"].output)

@@ -1,5 +1,5 @@
 """Sessions end completely, hold no terminal, keys or resources beyond their own
-(issue 14, DESIGN.md invariant 10). Real launches on real ptys, as a live ``ac-``
+(issue 14, docs/design.md invariant 10). Real launches on real ptys, as a live ``ac-``
 agent account (a uid of its own, so "nothing of the agent is left" is exact).
 
 - a detached (``setsid``, double-forked) agent process does not survive the

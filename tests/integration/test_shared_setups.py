@@ -1,4 +1,4 @@
-"""Host files several setups rely on (DESIGN.md invariant 18), end to end under ``--root``.
+"""Host files several setups rely on (docs/design.md invariant 18), end to end under ``--root``.
 
 Two setups of one tree, each with its own state and config directory (the second gets
 them as ``XDG_STATE_HOME`` / ``XDG_CONFIG_HOME`` inside DIR, as two admins' XDG

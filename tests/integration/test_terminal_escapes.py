@@ -1,4 +1,4 @@
-"""Nothing the agent names reaches root's terminal raw (DESIGN.md invariant 15).
+"""Nothing the agent names reaches root's terminal raw (docs/design.md invariant 15).
 
 Names that set the window title (OSC 0), write the clipboard (OSC 52), clear the
 screen, paint a fake green "nothing to report", reverse the text (U+202E), return

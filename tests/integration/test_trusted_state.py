@@ -1,4 +1,4 @@
-"""What root reads and then obeys passes the trust rule (DESIGN.md invariant 12,
+"""What root reads and then obeys passes the trust rule (docs/design.md invariant 12,
 issue 26): the journal, the state directory, the backups the journal names and an
 answers file. Each case is the forgery a user other than root could make, through
 the real CLI under a temp ``--root``; the command refuses with exit 3 naming the

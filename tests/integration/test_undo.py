@@ -228,7 +228,7 @@ def test_undo_restores_a_repaired_mode_and_owner(root: Path) -> None:
 
 def test_a_reapply_refuses_a_config_another_uid_could_write(root: Path) -> None:
     """Not repaired: refused, so nothing someone else wrote is kept as root's
-    (DESIGN.md invariant 12)."""
+    (docs/design.md invariant 12)."""
     assert run_cli("--headless", "--root", str(root), "--yes", "--mode", "user").returncode == 0
     config = root / CONFIG / "launcher.toml"
     config.chmod(0o666)

@@ -1,4 +1,4 @@
-"""Undo and the agent account (issue 14, DESIGN.md invariants 6 and 9).
+"""Undo and the agent account (issue 14, docs/design.md invariants 6 and 9).
 
 - a live agent with running processes: undo stops them first (and says so), then
   removes the account; the apply and the undo run in a mount namespace of their

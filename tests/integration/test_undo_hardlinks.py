@@ -1,4 +1,4 @@
-"""``--undo --all`` and inodes with other hard links (DESIGN.md invariant 11,
+"""``--undo --all`` and inodes with other hard links (docs/design.md invariant 11,
 policy.inodes), through the real CLI under a temp root (``useradd --prefix``):
 
 - the agent's executable in the root's ``/tmp``, hard-linked into the workspace, is

@@ -1,4 +1,4 @@
-"""User mode's own network namespace does not wait on Landlock (DESIGN.md invariant 16).
+"""User mode's own network namespace does not wait on Landlock (docs/design.md invariant 16).
 
 Real ``sandbox-launch`` sessions in user mode as a real live account (``ac-h36b-...``),
 with root's services on the host at ``127.0.0.1:P`` (the exposed port), ``127.0.0.2:P``

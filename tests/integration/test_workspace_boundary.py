@@ -1,4 +1,4 @@
-"""Nothing the agent writes in a workspace runs as root later (DESIGN invariant 8).
+"""Nothing the agent writes in a workspace runs as root later (docs/design.md invariant 8).
 
 Real git, real sessions through sandbox-launch, both modes. A fake Claude (the agent,
 as the agent) plants what makes root's ordinary git run code: ``core.fsmonitor`` in a

@@ -1,4 +1,4 @@
-"""Overlapping sessions cannot launder a plant (DESIGN.md invariant 8: trust is the
+"""Overlapping sessions cannot launder a plant (docs/design.md invariant 8: trust is the
 workspace's, not a session's). Real git, real ``sandbox-launch`` sessions, both modes.
 
 The reproduction: while session A runs, its agent renames a root-made directory into

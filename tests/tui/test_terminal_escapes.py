@@ -1,5 +1,5 @@
 """The audit view shows what the agent named escaped, and as text, never as markup
-(DESIGN.md invariant 15): a finding whose file name sets the window title, clears
+(docs/design.md invariant 15): a finding whose file name sets the window title, clears
 the screen, paints a fake green line, reverses the text or carries ``[red]``."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The agent-account rules (DESIGN.md invariant 9), table-tested as pure functions, and
+"""The agent-account rules (docs/design.md invariant 9), table-tested as pure functions, and
 the pieces around them: the per-setup group name, login.defs, the ledger's merge."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Which credentials the session's API gateway holds, and what Claude gets instead
-(DESIGN.md invariant 17; the rule is :mod:`sandbox_setup.policy.credentials`)."""
+(docs/design.md invariant 17; the rule is :mod:`sandbox_setup.policy.credentials`)."""
 
 from __future__ import annotations
 

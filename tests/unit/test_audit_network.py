@@ -167,7 +167,7 @@ def test_user_mode_shows_its_lists_and_where_they_apply() -> None:
 
 
 def test_user_mode_names_the_wall_net_user_wall_found() -> None:
-    # DESIGN.md invariant 16: the audit says the wall as built, from the check's status.
+    # docs/design.md invariant 16: the audit says the wall as built, from the check's status.
     user = config(Mode.USER, Network.HOST)
     own = network_lines(user, landlock_report(7, Status.PASS))[0]
     assert NAMESPACE_WALL in own and PORTS_ONLY not in own

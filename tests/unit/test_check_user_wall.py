@@ -1,5 +1,5 @@
 """net.user_wall judged over canned probe output, the typed answer the plan and the
-audit read, and the live probe on this host (DESIGN.md invariant 16)."""
+audit read, and the live probe on this host (docs/design.md invariant 16)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Session containment and limits as pure decisions: which cgroup (or none) the host
-offers, and the argv and notice each case gives (DESIGN.md invariant 10).
+offers, and the argv and notice each case gives (docs/design.md invariant 10).
 
 The systemd and cgroup v2 cases cannot run on a host without them (this CI host
 has neither: cgroup v1 controllers, no systemd), so their argv and plan are

@@ -1,5 +1,5 @@
 """Who may own a file an apply merges or keeps (policy.trust.kept_file_owners /
-kept_file_problems, DESIGN.md invariant 12), and the journal's order
+kept_file_problems, docs/design.md invariant 12), and the journal's order
 (configure.journal.check.order_problem): pure judges, over facts made here."""
 
 from __future__ import annotations

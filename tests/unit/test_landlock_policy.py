@@ -50,7 +50,7 @@ def test_the_plan_lines_say_which_wall_confines_what() -> None:
     strong = "\n".join(user_walls(7, True, True).describe(True))
     assert "Claude Code's own bwrap sandbox confines its Bash commands" in strong
     assert "TCP connect only to the ports of the session's egress proxy" in strong
-    # Which network wall: said as built (DESIGN.md invariant 16).
+    # Which network wall: said as built (docs/design.md invariant 16).
     walls = user_walls(7, True, True)
     own = "\n".join(walls.describe(True, namespace=True))
     assert NAMESPACE_WALL in own and PORTS_ONLY not in own
@@ -156,7 +156,7 @@ def test_the_launchers_plan_per_abi(abi: int, inner: str, expected: object) -> N
     agent = Agent("claude-agent", 1001, 1001, PurePosixPath("/home/claude-agent"))
     from sandbox_setup.launcher.egress.netns import namespace_possible
 
-    netns = namespace_possible().possible  # whatever the ABI (DESIGN.md invariant 16)
+    netns = namespace_possible().possible  # whatever the ABI (docs/design.md invariant 16)
     plan = landlock_plan(config, agent, Path("/usr/bin/true"), abi, frozenset({0}), "/usr/bin")
     if expected is None:
         if not netns:
@@ -176,7 +176,7 @@ def test_the_launchers_plan_per_abi(abi: int, inner: str, expected: object) -> N
 
 def test_landlock_false_keeps_the_namespace() -> None:
     # [user] landlock = false turns off Landlock only: where root may make a network
-    # namespace the session still gets one, with its proxy (DESIGN.md invariant 16).
+    # namespace the session still gets one, with its proxy (docs/design.md invariant 16).
     from pathlib import Path, PurePosixPath
 
     from sandbox_setup.launcher.command import Agent

@@ -438,7 +438,7 @@ def test_gather_resolves_the_binds(tmp_path: Path) -> None:
 def test_user_mode_notes_say_the_network_wall_as_built(
     netns: bool, ports: tuple[int, ...], says: str, never: str
 ) -> None:
-    # DESIGN.md invariant 16: --dry-run names the wall this launch gets, never a stronger.
+    # docs/design.md invariant 16: --dry-run names the wall this launch gets, never a stronger.
     walls = user_walls(7, True, True)
     why = "" if netns else "root cannot create a network namespace here (EPERM)"
     plan = LandlockPlan(walls, (), (), (PROXY_PORT,), proxy=True, netns=netns, netns_why=why)

@@ -258,7 +258,7 @@ def user_root_landlock() -> Launch:
 def user_root_abi3_netns() -> Launch:
     # Debian 12's kernel (6.1, Landlock ABI 3) with Claude's inner sandbox on: no
     # Landlock wall at all, so no helper runs; root may make a network namespace, so
-    # the session gets one with its proxy (DESIGN.md invariant 16).
+    # the session gets one with its proxy (docs/design.md invariant 16).
     cfg = config(Mode.USER)
     walls = user_walls(3, enabled=True, inner_sandbox_on=True)
     plan = LandlockPlan(walls, (), (), (PROXY_PORT,), proxy=True, python="/usr/bin/python3",

@@ -1,4 +1,4 @@
-"""The layers of DESIGN.md, checked over the real import graph: a crossing fails CI, and
+"""The layers of docs/design.md, checked over the real import graph: a crossing fails CI, and
 so does an import loop.
 
 Every ``import`` in ``src/sandbox_setup/`` is read from the source (function-local

@@ -134,7 +134,7 @@ def test_the_abi_is_the_findings_typed_fact_not_its_words() -> None:
 
 
 def test_user_mode_lines_name_the_network_wall_net_user_wall_found() -> None:
-    # DESIGN.md invariant 16: the plan says the wall as built, from net.user_wall's
+    # docs/design.md invariant 16: the plan says the wall as built, from net.user_wall's
     # typed fact, never from its words.
     from sandbox_setup.base.choices import Mode as M
     from sandbox_setup.base.netwall import NAMESPACE_WALL, NO_SECOND_WALL, NO_WALL, PORTS_ONLY

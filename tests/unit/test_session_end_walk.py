@@ -1,4 +1,4 @@
-"""How the launcher finds what is left of a session when it ends (DESIGN.md invariant 10):
+"""How the launcher finds what is left of a session when it ends (docs/design.md invariant 10):
 its own tree, walked through ``/proc/PID/task/TID/children``, not every process in /proc.
 
 The walk runs on real process trees (a child subreaper in a subprocess of its own, so

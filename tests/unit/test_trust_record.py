@@ -1,4 +1,4 @@
-"""The host-wide record of the workspaces' trusted state (DESIGN.md invariant 8): which
+"""The host-wide record of the workspaces' trusted state (docs/design.md invariant 8): which
 paths are one family, what a workspace inherits from its family, and the record read
 back exactly or refused."""
 

@@ -1,5 +1,5 @@
 """Where the operator's config and state live on the live system: platformdirs'
-directories (DESIGN.md, "Files it writes"), so ``XDG_CONFIG_HOME`` and ``XDG_STATE_HOME``
+directories (docs/design.md, "Files it writes"), so ``XDG_CONFIG_HOME`` and ``XDG_STATE_HOME``
 move them (every test relies on that to keep off the host's files) and otherwise they
 are under ``$HOME`` (root: ``/root/.config/sandbox-setup/launcher.toml``)."""
 

@@ -1,4 +1,4 @@
-"""The audit's account and session findings (DESIGN.md invariants 9 and 10).
+"""The audit's account and session findings (docs/design.md invariants 9 and 10).
 
 - the agent judged by the same account rules the plan applies
   (:func:`sandbox_setup.policy.accounts.agent_account_problems`, explicitly reused:

@@ -54,7 +54,8 @@ DEPS_NEEDS = (
 )
 
 
-# User (and unsafe) mode: Claude's own sandbox with nothing around it (issue 27).
+# User (and unsafe) mode: Claude's own sandbox with nothing around it
+# (bwrap.direct, bwrap.direct_weak).
 DIRECT_NEEDS = {
     "strong": (
         "bwrap.direct",

@@ -1,4 +1,4 @@
-"""The workspace boundary as the audit sees it (DESIGN.md invariant 8).
+"""The workspace boundary as the audit sees it (docs/design.md invariant 8).
 
 - ``audit.workspace.private_opened``: a file closed to its own group and to others
   (as a 0600 ``.env`` is) that the agent's workspace group can read through an ACL.

@@ -1,9 +1,9 @@
-"""The end-of-session scan, run by ``--audit`` (DESIGN.md invariant 8): what in the
+"""The end-of-session scan, run by ``--audit`` (docs/design.md invariant 8): what in the
 workspaces root's git, Claude Code or editor would run or obey.
 
 The scan is :func:`sandbox_setup.boundary.scan.scan`, the launcher's own; this
 module only judges its hits against the workspaces' trusted state, kept once for the
-host (:mod:`sandbox_setup.boundary.trust_record`, DESIGN.md invariant 8), the same
+host (:mod:`sandbox_setup.boundary.trust_record`, docs/design.md invariant 8), the same
 state every end-of-session check judges against:
 
 - during a run of sessions, the workspace as it was when the run began: what appeared
@@ -19,7 +19,7 @@ state every end-of-session check judges against:
   every hit is ``audit.workspace.present``, with a note;
 - ``audit.workspace.untrusted`` (high): an end-of-session scan could not see a
   workspace whole and marked it (``workspace-untrusted.json``); this audit's scan,
-  when it sees every workspace whole, clears the mark (DESIGN invariant 8 (e));
+  when it sees every workspace whole, clears the mark (docs/design.md invariant 8 (e));
 - ``audit.workspace.truncated`` (high): this scan could not see a part of a
   workspace (a directory it could not open or list).
 """

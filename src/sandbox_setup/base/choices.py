@@ -18,7 +18,7 @@ class Choice(enum.StrEnum):
 
 
 class Mode(Choice):
-    """The three honest paths (DESIGN.md)."""
+    """The three honest paths (docs/design.md)."""
 
     SANDBOX = "sandbox"
     USER = "user"
@@ -51,7 +51,7 @@ class BaseUrlPort(Choice):
 
 class ApiGateway(Choice):
     """``[sandbox] api_gateway``: does the session's egress side keep the operator's API
-    key or token (DESIGN.md invariant 17), Claude getting a placeholder and a base URL
+    key or token (docs/design.md invariant 17), Claude getting a placeholder and a base URL
     of the session's gateway, where the session has a network namespace of its own."""
 
     AUTO = "auto"  # yes, wherever the session has a namespace to listen in

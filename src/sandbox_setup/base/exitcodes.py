@@ -1,4 +1,4 @@
-"""Exit codes: part of the CLI contract (DESIGN.md), documented in ``--help``."""
+"""Exit codes: part of the CLI contract (docs/design.md), documented in ``--help``."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Session limits (DESIGN.md invariant 10): how many tasks, how much memory, and how
+"""Session limits (docs/design.md invariant 10): how many tasks, how much memory, and how
 large each of the sandbox's tmpfs mounts may grow.
 
 One value, :class:`Limits`, read from answers.toml and launcher.toml ``[limits]``

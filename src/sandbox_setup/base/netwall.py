@@ -1,4 +1,4 @@
-"""The words and the typed value for a user-mode session's network wall (DESIGN.md
+"""The words and the typed value for a user-mode session's network wall (docs/design.md
 invariant 16): one place, so the checks, the plan, the launcher and the audit say the
 same. Which wall a launch gives is decided by
 :func:`sandbox_setup.policy.network.user_network_wall`; :func:`describe_user_wall` says
@@ -12,7 +12,7 @@ from sandbox_setup.base.landlock import NETWORK_ABI
 
 
 class UserNetworkWall(enum.StrEnum):
-    """Which network wall a user-mode session gets on a host (DESIGN.md invariant 16)."""
+    """Which network wall a user-mode session gets on a host (docs/design.md invariant 16)."""
 
     # A network namespace of its own (root may create one), whatever the Landlock ABI
     # and whether or not [user] landlock is on: loopback only, the session's proxy
@@ -46,7 +46,7 @@ def describe_user_wall(
     (None: not probed), ``landlock_on``: ``[user] landlock``, ``namespace``: root may
     make a network namespace here (None: not probed). ``ports``: the words for
     Landlock's network rules (default: a short form). Never a wall that is not there
-    (DESIGN.md invariant 16)."""
+    (docs/design.md invariant 16)."""
     landlock: bool | None = landlock_on and (
         None if landlock_abi is None else landlock_abi >= NETWORK_ABI
     )

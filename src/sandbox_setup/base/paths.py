@@ -25,7 +25,7 @@ MANAGED_SETTINGS = PurePosixPath("/etc/claude-code/managed-settings.json")
 # Where a root-owned copy of the Claude binary goes when the original lives in a
 # private home the agent cannot read.
 CLAUDE_INSTALL_DIR = PurePosixPath("/usr/local/lib/sandbox-setup")
-# The workspaces' trusted state, once for the whole host (DESIGN.md invariant 8): root's,
+# The workspaces' trusted state, once for the whole host (docs/design.md invariant 8): root's,
 # whichever operator's state directory a session uses.
 WORKSPACE_TRUST_DIR = PurePosixPath("/var/lib/sandbox-setup/workspaces")
 

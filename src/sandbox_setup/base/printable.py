@@ -1,4 +1,4 @@
-"""Strings from the workspace, the agent or the network, made safe to print (DESIGN.md
+"""Strings from the workspace, the agent or the network, made safe to print (docs/design.md
 invariant 15): :func:`printable` is the one escaping function.
 
 A file name, a git key, a hostname the agent asked the egress proxy for: any of them

@@ -1,4 +1,4 @@
-"""The workspace boundary at launch (DESIGN invariant 8): what the agent writes in a
+"""The workspace boundary at launch (docs/design.md invariant 8): what the agent writes in a
 workspace never runs as root afterwards through root's git, Claude Code or editor.
 
 One :class:`Boundary` per session (sandbox and user mode, ``--run`` too; unsafe mode

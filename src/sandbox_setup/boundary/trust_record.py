@@ -1,4 +1,4 @@
-"""The workspaces' trusted state, once for the whole host (DESIGN.md invariant 8).
+"""The workspaces' trusted state, once for the whole host (docs/design.md invariant 8).
 
 Trust is the workspace's, not a session's. A workspace's *trusted state* is the
 workspace as it was when its current run of sessions began: a session that starts

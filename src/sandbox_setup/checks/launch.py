@@ -4,7 +4,7 @@ The other checks ask whether bubblewrap can start a sandbox; a launch then also
 verifies it from the host's side (``/proc/PID/ns/*`` of the sandbox read and compared
 with the launcher's) and, with the allowlist network, makes the egress proxy's
 listeners in the sandbox's network namespace. In a container with default
-capabilities those steps can be refused where bubblewrap itself works (issue 27:
+capabilities those steps can be refused where bubblewrap itself works (docs/design.md invariant 1:
 Podman with ``unmask=/proc/*``, Docker with ``systempaths=unconfined``), and the
 operator would be promised a sandbox that every launch refuses.
 

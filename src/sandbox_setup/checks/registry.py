@@ -1,6 +1,6 @@
 """The checks, in the order they are run and shown: an explicit tuple, no discovery.
 
-IDs are stable and never renamed (DESIGN.md); new checks get new IDs.
+IDs are stable and never renamed (docs/design.md); new checks get new IDs.
 """
 
 from __future__ import annotations

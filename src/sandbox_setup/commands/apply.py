@@ -8,7 +8,7 @@ never writes, even with ``--yes``); ``--json`` prints the actions and whether
 anything changed (or would change), for configuration-management tools.
 
 Data goes to stdout, diagnostics to stderr. ``--mode unsafe`` without
-``--accept-unsafe-root`` is refused with exit 3 (DESIGN.md: "refused: unsafe
+``--accept-unsafe-root`` is refused with exit 3 (docs/design.md: "refused: unsafe
 without acceptance"), before any probe runs.
 """
 
@@ -383,7 +383,7 @@ def _plan_and_apply(
         print("sandbox-setup: nothing written; add --yes to apply", file=sys.stderr)
         return int(ExitCode.OK)
 
-    # A journal that is not whole (DESIGN.md invariant 12's record of what root did)
+    # A journal that is not whole (docs/design.md invariant 12's record of what root did)
     # is refused (exit 2, naming it) before this apply adds to it.
     open_applies(layout)
     if not args.json:

@@ -1,6 +1,6 @@
 """``sandbox-setup --check`` and ``--list-checks``: run the probes, print, exit 0/1.
 
-The report goes to stdout (readable, or the DESIGN.md JSON with ``--json``);
+The report goes to stdout (readable, or the docs/design.md JSON with ``--json``);
 diagnostics go to stderr. No Textual import on this path.
 """
 

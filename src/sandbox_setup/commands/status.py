@@ -7,7 +7,7 @@ What is in place and what runs (docs/status.md has the JSON format, ``schema`` 1
   launcher config) and any a recorded session ran with; for
   each, whose it is, its agent, mode, workspaces, the host changes it made (the journal's
   ledger) and relies on (the host record's shared files), the ``claude`` shim, the network
-  and its wall (DESIGN.md invariant 16), the allowed domains, exposed loopback ports and
+  and its wall (docs/design.md invariant 16), the allowed domains, exposed loopback ports and
   passed variables;
 - its sessions: those running now (the workspaces' trusted state,
   :mod:`sandbox_setup.boundary.trust_record`) and the recent ones (the history of
@@ -104,7 +104,7 @@ def _shim(layout: Layout) -> dict[str, Any]:
 
 
 def _network(config: LauncherConfig, probe: bool) -> dict[str, Any]:
-    """The network and its wall, in the policy's words (DESIGN.md invariant 16)."""
+    """The network and its wall, in the policy's words (docs/design.md invariant 16)."""
     mode = str(config.mode)
     if mode == "user":
         namespace: bool | None = None

@@ -1,6 +1,6 @@
 """Undo of the account steps of an apply: the agent user, its group, its memberships.
 
-Three rules (DESIGN.md invariants 6 and 9):
+Three rules (docs/design.md invariants 6 and 9):
 
 - the agent's processes are stopped first, and the undo says so: ``userdel``
   refuses a user that still runs, and an agent left running would keep its

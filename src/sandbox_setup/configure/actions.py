@@ -137,7 +137,7 @@ class WriteFile(Action):
     def check_trusted(self) -> None:
         """Refuse (exit 3, naming the file) an existing file this step would merge or
         keep when the trust rule does not allow its owner, its mode or a directory on
-        its path (DESIGN.md invariant 12): a re-apply must never launder a file someone
+        its path (docs/design.md invariant 12): a re-apply must never launder a file someone
         else could write into root's. A step that writes fixed content with its own
         mode and owner (``enforce``) reads nothing from the old file. What is not a
         regular file (a FIFO, a directory), or cannot be looked at, is bad input the

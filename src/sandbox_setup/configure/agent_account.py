@@ -1,4 +1,4 @@
-"""Whether an account may be the agent user (DESIGN.md invariants 5 and 9).
+"""Whether an account may be the agent user (docs/design.md invariants 5 and 9).
 
 The facts (uid range from login.defs, passwd entry, groups, sudoers, shadow,
 running processes, whether sandbox-setup created it) are gathered here and judged

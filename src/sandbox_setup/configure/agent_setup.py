@@ -84,7 +84,7 @@ def account_actions(
         notes.append(f"the reused account {agent} has {facts.processes} running process(es) now")
     if not facts.created_by_setup and has_login_shell(facts.shell):
         # Its shell is its owner's, but sandbox-launch refuses an agent with a login
-        # shell (DESIGN.md invariant 14): say so now, not at the first launch.
+        # shell (docs/design.md invariant 14): say so now, not at the first launch.
         notes.append(
             f"the reused account {agent} has the login shell {facts.shell or '/bin/sh'}, which "
             "the apply leaves (it is its owner's); sandbox-launch refuses an agent someone "

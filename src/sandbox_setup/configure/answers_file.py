@@ -4,7 +4,7 @@
 render for the answers file. A current file that this version cannot read as
 answers (not UTF-8, invalid TOML, a schema it does not know, an unknown key, a bad
 value) is an :class:`~sandbox_setup.base.errors.InputError` naming the file and the line
-or key, and nothing is written (DESIGN.md invariant 3): it would otherwise be
+or key, and nothing is written (docs/design.md invariant 3): it would otherwise be
 silently replaced. A readable one is rewritten by merging the answers into the
 existing document, as ``launcher.toml`` is, so the operator's comments stay; a file
 that already says the same is returned byte for byte.

@@ -180,7 +180,7 @@ def apply_plan(
     return result
 
 
-# The host files every setup plans alike (DESIGN.md invariant 18): each apply that plans
+# The host files every setup plans alike (docs/design.md invariant 18): each apply that plans
 # one relies on it in the host-wide record of setups, changed or already as planned.
 SHARED_KINDS = GIT_KINDS
 

@@ -129,7 +129,7 @@ def locate_claude(layout: Layout, given: PurePosixPath | None = None) -> PurePos
     for candidate in candidates:
         try:
             # Symlinks followed inside the root: an absolute link under --root means
-            # the target system's path, never the host's (issue 26).
+            # the target system's path, never the host's (``--root``).
             real = layout.real(layout.resolve(candidate))
             if not real.is_file():
                 continue

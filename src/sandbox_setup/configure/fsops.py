@@ -2,7 +2,7 @@
 
 Every path is opened component by component from the layout's root with
 ``O_NOFOLLOW`` and directory file descriptors, so a directory or symlink that
-another user controls cannot redirect a write made as root (DESIGN.md,
+another user controls cannot redirect a write made as root (docs/design.md,
 invariant 3). A symlink is followed only when it is owned by root or by the
 operator, and only when it stays inside the root; anything else is an
 :class:`~sandbox_setup.base.errors.InputError` that names the path. The final component of

@@ -167,7 +167,7 @@ def users_of(
     )
 
 
-# The host-wide record of setups (DESIGN.md invariant 18) -------------------------
+# The host-wide record of setups (docs/design.md invariant 18) -------------------------
 #
 # ``/etc/sandbox-setup/setups.json`` (root's, 0644), one for the host whatever
 # the state directory of each setup::

@@ -526,7 +526,7 @@ def build_plan(report: Report, answers: Answers, layout: Layout, source: str = "
 
     if separate and answers.copy_login:
         actions += _login_copies(layout, agent_name, agent_home)
-        notes.append(COPY_LOGIN_NOTE)  # DESIGN.md invariant 17: said where it is chosen
+        notes.append(COPY_LOGIN_NOTE)  # docs/design.md invariant 17: said where it is chosen
 
     settings_path = (
         layout.managed_settings
@@ -643,7 +643,7 @@ def build_plan(report: Report, answers: Answers, layout: Layout, source: str = "
         if leftover is not None:
             notes.append(leftover)
     # Judge then render every file now: an existing file someone else could write
-    # (DESIGN.md invariant 12) is a refusal, a malformed one or a symlink an input
+    # (docs/design.md invariant 12) is a refusal, a malformed one or a symlink an input
     # error, before anything is written.
     for action in actions:
         if isinstance(action, WriteFile):

@@ -1,6 +1,6 @@
 """Whom the live probes run as: the agent, or an unprivileged stand-in for it.
 
-A probe as root can pass where the agent fails, and the reverse (DESIGN.md):
+A probe as root can pass where the agent fails, and the reverse (docs/design.md):
 bwrap started by root covers /proc/sys and friends read-only, so a nested
 sandbox fails for root yet works for an ordinary user, while disabled
 unprivileged user namespaces stop the agent but not root. The launcher never

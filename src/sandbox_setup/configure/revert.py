@@ -7,7 +7,7 @@ returning a typed result per thing restored, removed, left alone or that failed
 idempotent: reverting a step twice, or a step that never ran, changes nothing, so an
 interrupted or failed undo can simply be run again.
 
-Shared host files (root's git include and protected file: DESIGN.md invariant 18)
+Shared host files (root's git include and protected file: docs/design.md invariant 18)
 are not the journal's to put back: the host-wide record of setups
 (:mod:`sandbox_setup.configure.ledger`) releases the transaction's reliance first
 and puts a file back only when no setup relies on it any more; the journal's own

@@ -1,5 +1,5 @@
 """The trust rule over what an undo, an audit and an apply read from the state
-directory (DESIGN.md invariant 12): the directory itself, the journal, the ledger
+directory (docs/design.md invariant 12): the directory itself, the journal, the ledger
 and the backups the journal names; and over an answers file root replays.
 
 Root replays the journal as written: a line appended by anyone else could make it

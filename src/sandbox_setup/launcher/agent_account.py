@@ -1,5 +1,5 @@
 """The account ``launcher.toml`` names as the agent, judged at every launch as root
-(DESIGN.md invariants 9 and 14).
+(docs/design.md invariants 9 and 14).
 
 The apply judged the account when it wrote ``launcher.toml``; the launch judges it
 again, because the account may have changed since (a password set, a login shell

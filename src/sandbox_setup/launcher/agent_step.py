@@ -3,9 +3,10 @@
 The sandbox's user namespace belongs to the agent (setpriv dropped to it before bwrap
 made the namespace). A process whose *effective* uid is that namespace's owner holds
 every capability in it, so the agent may do what root, in a container with default
-capabilities (no ``CAP_SYS_PTRACE``, ``CAP_SYS_ADMIN``, ``CAP_NET_ADMIN``: issue 27),
-may not: read the sandbox's ``/proc/PID/ns/*`` (a ptrace access check), join its
-network namespace, ask a socket which namespace it is in (``SIOCGSKNS``).
+capabilities (no ``CAP_SYS_PTRACE``, ``CAP_SYS_ADMIN``, ``CAP_NET_ADMIN``:
+docs/design.md invariant 1), may not: read the sandbox's ``/proc/PID/ns/*`` (a ptrace
+access check), join its network namespace, ask a socket which namespace it is in
+(``SIOCGSKNS``).
 
 So root retries a refused step in a forked child of the launcher (the launcher's own
 code, one thread) that takes the agent's *effective* uid and gid only: its real and

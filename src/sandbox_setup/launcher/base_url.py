@@ -1,4 +1,5 @@
-"""The base URL of a launch: where it comes from, and whether it answers (issue 28).
+"""The base URL of a launch: where it comes from, and whether it answers
+(docs/design.md: launcher.toml's ``[sandbox] base_url_port``).
 
 Which base URLs count, and which port a launch exposes for one, is the policy's
 (:mod:`sandbox_setup.policy.environment`); this module does the reading and the

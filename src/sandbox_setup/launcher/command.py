@@ -136,7 +136,7 @@ class Launch:
     # verifies before release, and its network namespace and proxy (sandbox_setup.
     # launcher.landlock_plan); None: neither Landlock nor a namespace of its own.
     landlock: LandlockPlan | None = None
-    # The session's API gateway (DESIGN.md invariant 17): served by the egress proxy,
+    # The session's API gateway (docs/design.md invariant 17): served by the egress proxy,
     # holding the credentials ``env`` has placeholders for; None: none this session.
     gateway: GatewaySpec | None = None
 

@@ -1,4 +1,4 @@
-"""How a session is contained and limited (DESIGN.md invariant 10), as argv and a plan.
+"""How a session is contained and limited (docs/design.md invariant 10), as argv and a plan.
 
 Containment: when a session ends, however it ends, nothing of the agent is left.
 

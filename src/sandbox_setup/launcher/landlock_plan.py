@@ -35,7 +35,7 @@ class LandlockPlan:
     """What the session's helper applies (and the runner verifies), and the session's
     network: its own namespace and proxy. ``walls`` may be all off (Landlock off, or
     none on this kernel) while ``netns`` holds: the namespace does not depend on
-    Landlock (DESIGN.md invariant 16); then no helper runs and nothing is verified."""
+    Landlock (docs/design.md invariant 16); then no helper runs and nothing is verified."""
 
     walls: Walls
     read: tuple[str, ...] = ()

@@ -386,7 +386,7 @@ def _separate_launch(
             + USER_MODE_BELOW_NETWORK_ABI)))  # fmt: skip
     if plan is not None:
         return launch
-    # No Landlock wall and no namespace of its own: say so (DESIGN.md invariant 16).
+    # No Landlock wall and no namespace of its own: say so (docs/design.md invariant 16).
     from sandbox_setup.launcher.egress.netns import namespace_possible  # user mode's only
 
     netns = namespace_possible()
@@ -427,7 +427,7 @@ def landlock_plan(
     # Where root may make a network namespace, the session gets one whatever Landlock
     # gives (its proxy inside, the exposed ports forwarded in): an address wall, and
     # Landlock's ports the second one where ABI >= 4. Tried live here, so --dry-run
-    # says what the launch does (DESIGN.md invariant 16).
+    # says what the launch does (docs/design.md invariant 16).
     netns = namespace_possible()
     if not walls.any and not netns.possible:
         return None

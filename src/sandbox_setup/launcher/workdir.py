@@ -1,7 +1,7 @@
 """Where Claude Code starts: the operator's directory when it is in a workspace.
 
-The rules (issue 16), for sandbox mode (bwrap ``--chdir``) and user mode (the
-agent's working directory) alike:
+The rules (docs/design.md, "CLI contract": where Claude Code starts), for sandbox mode
+(bwrap ``--chdir``) and user mode (the agent's working directory) alike:
 
 * the operator is in a workspace, or below one: Claude starts right there;
 * the operator is elsewhere and there is one workspace: Claude starts in it,

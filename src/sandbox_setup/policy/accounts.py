@@ -1,4 +1,4 @@
-"""Which accounts may be the agent (DESIGN.md invariants 5, 9 and 14), as pure rules.
+"""Which accounts may be the agent (docs/design.md invariants 5, 9 and 14), as pure rules.
 
 The plan refuses an existing account that breaks one (exit 3, naming the rule
 and the fix) and the audit reports one that breaks one later; both judge the
@@ -54,7 +54,7 @@ def admin_memberships(groups: Mapping[str, int]) -> list[str]:
     return sorted(name for name, gid in groups.items() if name in ADMIN_GROUPS or gid == 0)
 
 
-# --- Which account may be the agent (DESIGN.md invariant 9) -------------------------
+# --- Which account may be the agent (docs/design.md invariant 9) -------------------------
 
 # A service account is recognised by any one of three signs, because each alone
 # means the account belongs to something other than a person's agent:
@@ -72,7 +72,7 @@ SERVICE_HOME_TREES = (
 NOLOGIN_SHELLS = frozenset({"nologin", "false", "sync", "halt", "shutdown"})
 # The agent has no login shell: it starts only through sandbox-launch, which gives
 # Claude SHELL=/bin/bash (sandbox_setup.launcher.command.base_env). A login by any other
-# route (su, a console, an sshd that lets it in) gets nologin (DESIGN.md invariant 14).
+# route (su, a console, an sshd that lets it in) gets nologin (docs/design.md invariant 14).
 AGENT_SHELL = "/usr/sbin/nologin"
 SERVICE_NAMES = frozenset(
     {
@@ -282,7 +282,7 @@ def agent_account_problems(facts: AccountFacts, *, reuse: bool) -> list[AccountP
 # - service account by its name only: a daemon's name is trusted by that daemon.
 #   Not its home (the launch uses launcher.toml's [agent] home, not passwd's; the
 #   plan and the audit judge passwd's), and not a nologin shell: the agent every
-#   setup makes HAS /usr/sbin/nologin (DESIGN.md invariant 14);
+#   setup makes HAS /usr/sbin/nologin (docs/design.md invariant 14);
 # - login shell: an account someone can log in as (su, a console, an sshd that lets
 #   it in) starts processes outside any session (invariant 14). An agent made before
 #   agents got nologin gets it from a re-apply; a reused account from its owner;

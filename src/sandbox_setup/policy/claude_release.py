@@ -1,5 +1,5 @@
 """The oldest Claude Code release sandbox-setup accepts without a warning (the floor),
-and why: each fix a release below it lacks, as data (DESIGN.md: each security rule
+and why: each fix a release below it lacks, as data (docs/design.md: each security rule
 lives once, in ``policy/``; ``claude.installed``, the audit and the wizard ask here).
 
 The reasons are the sandbox fixes of the releases up to the floor, read from the
@@ -75,7 +75,8 @@ def _release(text: str) -> Release:
 
 
 # Each fix with the first release that has it (from the releases' notes; the newest
-# release embeds only its last few notes, so these are the issue's measurements).
+# release embeds only its last few notes, so these are the project's measurements:
+# docs/claude-code-behaviour.md).
 RELEASE_FIXES: tuple[ReleaseFix, ...] = (
     ReleaseFix(Fix.STRICT_ALLOWLIST, _release("2.1.219")),
     ReleaseFix(Fix.CAP_DROP_ALL, _release("2.1.220")),

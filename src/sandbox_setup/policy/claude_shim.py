@@ -1,5 +1,5 @@
 """The ``claude`` shim's fixed facts, shared by the plan that installs it and the
-launcher that must never exec it (issue 16).
+launcher that must never exec it (docs/design.md invariant 13).
 
 The shim is an executable named ``claude`` that sandbox-setup installs, on
 request (``--install-claude-shim``), where root's PATH finds it before the real

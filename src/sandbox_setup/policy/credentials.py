@@ -1,4 +1,4 @@
-"""The operator's API credentials stay outside the session (DESIGN.md invariant 17).
+"""The operator's API credentials stay outside the session (docs/design.md invariant 17).
 
 Where the launch environment holds ``ANTHROPIC_API_KEY``, ``ANTHROPIC_AUTH_TOKEN`` or
 ``CLAUDE_CODE_OAUTH_TOKEN`` (and ``ANTHROPIC_CUSTOM_HEADERS``, where a gateway's own

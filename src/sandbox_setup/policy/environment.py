@@ -1,4 +1,5 @@
-"""Which variables of the caller's environment reach Claude Code (issue 16).
+"""Which variables of the caller's environment reach Claude Code
+(docs/design.md: ``--pass-env``, ``[env] pass``; invariant 17 for the credentials).
 
 The launcher passes nothing of the caller's environment but the variables named
 here: by default the ones that say where Claude's API is, how to log in to it
@@ -275,7 +276,7 @@ def base_url_plan_note(
     )
 
 
-# --- the base URL a launch uses, and the one port it may expose (issue 28) -----------
+# --- the base URL a launch uses, and the one port it may expose ([sandbox] base_url_port) -
 #
 # A proxy launcher (``ocx claude ...``) starts its API proxy on the host's loopback and
 # exports ANTHROPIC_BASE_URL=http://127.0.0.1:PORT to its child only, so no plan can

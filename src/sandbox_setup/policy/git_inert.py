@@ -1,15 +1,15 @@
 """The short list of git settings a session may add or change in a repository's
-own metadata (DESIGN invariant 8 (c)): an allowlist, not a denylist.
+own metadata (docs/design.md invariant 8 (c)): an allowlist, not a denylist.
 
-git has too many ways to run a command for a list of dangerous names to be the
-boundary (issue 24: aliases with ``fetch --upload-pack``, ``rebase --exec``,
-``log --output``; a quoted ``core.fsmonitor = " on"``). So in the config files of
-a git directory the agent can write (``config``, ``config.worktree`` and what
-they include), every setting that appeared or changed during a session is
-neutralized unless it is listed here, with a value of the shape listed. These are
-the keys ``git init``, ``git clone``, ``git remote``, ``git branch -u``,
-``git submodule add`` and ``git config user.*`` write, none of which makes git run
-anything or go anywhere root did not ask for:
+git has too many ways to run a command for a list of dangerous names to be the boundary
+(docs/design.md invariant 8, held by structure: aliases with ``fetch --upload-pack``,
+``rebase --exec``, ``log --output``; a quoted ``core.fsmonitor = " on"``). So in the
+config files of a git directory the agent can write (``config``, ``config.worktree`` and
+what they include), every setting that appeared or changed during a session is
+neutralized unless it is listed here, with a value of the shape listed. These are the
+keys ``git init``, ``git clone``, ``git remote``, ``git branch -u``, ``git submodule
+add`` and ``git config user.*`` write, none of which makes git run anything or go
+anywhere root did not ask for:
 
 ==============================  ==================================================
 key                             value

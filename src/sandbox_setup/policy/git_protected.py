@@ -1,5 +1,5 @@
 """Root's protected git settings: what root's git must refuse, whatever a workspace says
-(DESIGN.md invariant 8a; issue 24, layer 1).
+(docs/design.md invariant 8 (a)).
 
 git reads ``safe.*`` only from *protected* configuration (system, global, command line),
 never from a repository's own config, so a setting here holds against anything an agent

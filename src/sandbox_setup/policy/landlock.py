@@ -1,9 +1,9 @@
 """User mode's Landlock walls: which ones apply on a host, and what they allow (pure).
 
-One rule decides the shape (issue 29): a process whose Landlock ruleset handles
-filesystem access may not ``mount(2)`` or ``pivot_root(2)``, nor may its children, so a
-filesystem ruleset breaks Claude Code's own bwrap sandbox ("Failed to make / slave").
-Hence:
+One rule decides the shape (docs/design.md, launcher.toml's ``[user] landlock``): a
+process whose Landlock ruleset handles filesystem access may not ``mount(2)`` or
+``pivot_root(2)``, nor may its children, so a filesystem ruleset breaks Claude Code's
+own bwrap sandbox ("Failed to make / slave"). Hence:
 
 * **network** (ABI >= 4): TCP connect only to the session's egress proxy (and the
   loopback ports the operator exposed, and a loopback ``ANTHROPIC_BASE_URL`` that was

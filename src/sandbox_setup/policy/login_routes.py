@@ -1,5 +1,6 @@
 """No way in but the launcher: the agent account starts no process outside a session
-(DESIGN.md invariant 8; issue 24, layer 5).
+(docs/design.md invariant 14; such a process would outlive the end-of-session scan
+of invariant 8).
 
 A session's processes live in the launcher's pid namespace and cgroup, and end with
 it; the end-of-session scan then judges what they left. A process the agent starts

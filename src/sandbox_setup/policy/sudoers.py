@@ -2,7 +2,7 @@
 
 Enough of it to find every rule whose user list names the agent (by name,
 ``#uid``, ``%group``, ``%#gid``, ``ALL`` or a ``User_Alias``), so the plan refuses
-such an account and the audit reports a rule added later (DESIGN.md invariant 5).
+such an account and the audit reports a rule added later (docs/design.md invariant 5).
 """
 
 from __future__ import annotations

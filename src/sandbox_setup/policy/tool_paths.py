@@ -3,7 +3,7 @@
 A workspace becomes writable by the agent (ACLs, or a writable bind in the
 sandbox). If it contained the Claude binary, the bwrap/setpriv the launcher
 runs, or sandbox-setup's own installation, the agent could replace what root
-executes next (DESIGN.md invariant 2). So no workspace may be, or be above, any of
+executes next (docs/design.md invariant 2). So no workspace may be, or be above, any of
 them. Pure: the plan gathers the resolved paths and asks this.
 """
 

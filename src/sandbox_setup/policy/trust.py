@@ -1,4 +1,4 @@
-"""The trust rule: may root read or execute this file? (DESIGN.md invariant 2)
+"""The trust rule: may root read or execute this file? (docs/design.md invariant 2)
 
 A file is trusted when it is a regular file owned by a trusted uid (root, or the
 operator who runs the tool) and not writable by group or others, and so is

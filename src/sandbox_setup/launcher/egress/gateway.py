@@ -1,4 +1,4 @@
-"""The session's API gateway (DESIGN.md invariant 17), served by the egress proxy process.
+"""The session's API gateway (docs/design.md invariant 17), served by the egress proxy process.
 
 Claude inside the session talks plain HTTP to ``127.0.0.1:PORT`` of its namespace (its
 ``ANTHROPIC_BASE_URL``), with placeholders for the credentials

@@ -497,7 +497,7 @@ def _become_proxy(uid: int, gid: int, parent: int, keep: set[int]) -> None:
     # Not dumpable (a uid change already made it so; said here, and checked): the agent
     # may run as the same account, and must not read the proxy's memory or environment
     # (the API gateway's secrets, the launcher's environment it was forked with) through
-    # /proc or ptrace (DESIGN.md invariant 17).
+    # /proc or ptrace (docs/design.md invariant 17).
     if libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0 or libc.prctl(PR_GET_DUMPABLE, 0, 0, 0, 0):
         raise RefusedError("the egress proxy could not be made non-dumpable")
     if libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:

@@ -84,7 +84,7 @@ class EgressSession:
         and the proxy forked as ``uid:gid``, which waits for its listeners (its start-up
         overlaps the sandbox's; :meth:`ready` hands them over). ``resolver`` and
         ``after_drop``: see :func:`~sandbox_setup.launcher.egress.proxy.fork_proxy`.
-        ``gateway``: the session's API gateway, served by the proxy (DESIGN.md
+        ``gateway``: the session's API gateway, served by the proxy (docs/design.md
         invariant 17), listening at its port inside the namespace too."""
         policy = build_policy(config)
         ports = (

@@ -1,4 +1,4 @@
-"""The session's cgroup (``[limits]``, DESIGN.md invariant 10): made, joined, left, removed.
+"""The session's cgroup (``[limits]``, docs/design.md invariant 10): made, joined, left, removed.
 
 A cgroup v2 child of a delegated subtree (:class:`SessionCgroup`), or cgroup v1
 ``pids`` and ``memory`` children (:class:`SessionCgroupV1`), named

@@ -1,4 +1,4 @@
-"""A session keyring of the agent's own (DESIGN.md invariant 10).
+"""A session keyring of the agent's own (docs/design.md invariant 10).
 
 Keys live in keyrings the kernel attaches to a process; a process *possesses* its
 session keyring and every key linked in it, and possession grants what the key's

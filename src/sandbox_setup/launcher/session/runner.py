@@ -509,5 +509,6 @@ def run_session(
 
 def session_end_hooks() -> list[SessionHook]:
     """The hooks every session runs when it ended (before the launcher returns).
-    None yet: the workspace boundary's end-of-session scan (issue 12) goes here."""
+    None of its own: the workspace boundary's end (docs/design.md invariant 8) is passed
+    in by the pipeline (launcher/main.py)."""
     return []

@@ -195,7 +195,7 @@ stderr:
   returned: when sandbox-setup ran
 """
 
-# DESIGN.md, "Exit codes".
+# docs/design.md, "Exit codes".
 EXIT_MEANING = {
     1: "findings",
     2: "input error, nothing written",
