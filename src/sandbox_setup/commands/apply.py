@@ -48,9 +48,9 @@ if TYPE_CHECKING:
     from sandbox_setup.configure.plan import Plan
 from sandbox_setup.configure.probes import choose_probe_user, run_live_checks
 from sandbox_setup.configure.state_trust import trusted_answers_path
+from sandbox_setup.policy.domains import parse_port
 from sandbox_setup.policy.limits import over_maximum
 from sandbox_setup.policy.names import shown
-from sandbox_setup.policy.network import parse_port
 from sandbox_setup.policy.new_workspace import parse_mode
 
 T = TypeVar("T")
