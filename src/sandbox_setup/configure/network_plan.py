@@ -1,7 +1,7 @@
 """What a plan says about the agent's network: the lines of the plan and its notes.
 
-The words are the policy's (:func:`sandbox_setup.policy.network_words.describe_network`), so the plan,
-``--dry-run``, the review screen (through the plan) and the audit say the same thing.
+The words are the policy's (:func:`sandbox_setup.policy.network_words.describe_network`),
+so the plan, ``--dry-run``, the review screen (through the plan) and the audit say the same thing.
 """
 
 from __future__ import annotations
