@@ -59,6 +59,9 @@ TYPES: dict[str, tuple[str, ...]] = {
 }
 # Only these modules may import Textual.
 TEXTUAL_ALLOWED = (P + "tui",)
+# Only these may import tomlkit (function-local imports counted): the layer that writes
+# files; base/ holds the formats and their readers (tomllib), which the launcher loads.
+TOMLKIT_ALLOWED = (P + "configure",)
 
 
 @dataclass(frozen=True)
@@ -135,6 +138,8 @@ def violations(edges: list[Edge]) -> list[str]:
         top = edge.imported.split(".")[0]
         if top == "textual" and not _within(edge.module, TEXTUAL_ALLOWED):
             found.append(f"{edge.module}:{edge.line} imports textual")
+        if top == "tomlkit" and not _within(edge.module, TOMLKIT_ALLOWED):
+            found.append(f"{edge.module}:{edge.line} imports tomlkit")
         if top != PACKAGE:
             continue
         allowed = _rule_for(edge.module, RULES)
@@ -223,6 +228,8 @@ def test_no_import_loop() -> None:
         (P + "configure.plan", "def f():\n    from sandbox_setup.audit.rules import x\n", True),
         (P + "launcher.main", "from sandbox_setup.configure import fsops\n", True),
         (P + "launcher.main", "import textual\n", True),
+        (P + "base.launcher_config", "def f():\n    import tomlkit.items\n", True),
+        (P + "configure.launcher_toml", "def f():\n    import tomlkit\n", False),
         (P + "launcher.main", "from sandbox_setup.boundary import scan\n", False),
         (P + "base.paths", "from sandbox_setup.policy import trust\n", True),
         (P + "boundary.scan", "from sandbox_setup.launcher.command import Launch\n", True),
