@@ -451,11 +451,11 @@ class InteractiveCore:
         # why: first paint (see the note at the top)
         from sandbox_setup.configure.apply import apply_plan
 
-        def report_progress(action: Action, status: str) -> None:
+        def report_progress(action: Action, status: str, description: str) -> None:
             if status == "running":
-                progress(self.describe(action), False)
+                progress(tui_words(description), False)
             else:
-                progress(f"{status:>9}  {self.describe(action)}", True)
+                progress(f"{status:>9}  {tui_words(description)}", True)
 
         with _in_tui_words():
             return apply_plan(plan, progress=report_progress)
