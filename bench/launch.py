@@ -34,7 +34,8 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(REPO / "src"), str(REPO)]
 
 from sandbox_setup.base.choices import Mode, Network  # noqa: E402
-from sandbox_setup.base.launcher_config import LauncherConfig, render_launcher_config  # noqa: E402
+from sandbox_setup.base.launcher_config import LauncherConfig  # noqa: E402
+from sandbox_setup.configure.launcher_toml import render_launcher_config  # noqa: E402
 
 if TYPE_CHECKING:
     from tests.live_accounts import LiveAccount

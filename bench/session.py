@@ -56,7 +56,8 @@ sys.path[:0] = [str(REPO / "bench"), str(REPO / "src"), str(REPO)]
 from launch import NPM_CLAUDE, bench_agent, console  # noqa: E402  (bench/launch.py)
 
 from sandbox_setup.base.choices import InnerSandbox, Mode, Network  # noqa: E402
-from sandbox_setup.base.launcher_config import LauncherConfig, render_launcher_config  # noqa: E402
+from sandbox_setup.base.launcher_config import LauncherConfig  # noqa: E402
+from sandbox_setup.configure.launcher_toml import render_launcher_config  # noqa: E402
 from tests.fake_api import BashStep, FakeMessagesAPI, Pace, TextStep, content_text  # noqa: E402
 
 TARGET = 1.02

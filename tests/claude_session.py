@@ -32,10 +32,11 @@ from typing import Any
 
 from sandbox_setup.base.cgroups import judge_delegation, read_cgroup_facts
 from sandbox_setup.base.choices import InnerSandbox, Mode, Network
-from sandbox_setup.base.launcher_config import LauncherConfig, render_launcher_config
+from sandbox_setup.base.launcher_config import LauncherConfig
 from sandbox_setup.base.limits import Limits, size_bytes
 from sandbox_setup.base.processes import processes_of_uid, read_process
 from sandbox_setup.checks.claude import sandbox_binaries
+from sandbox_setup.configure.launcher_toml import render_launcher_config
 from sandbox_setup.configure.settings import SandboxKeys, managed_domains_only, merge_settings
 from sandbox_setup.policy.environment import passed_names
 from tests.claude_run import FAKE_API_KEY, ClaudeRun, with_managed_settings

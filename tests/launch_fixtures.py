@@ -35,11 +35,8 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from sandbox_setup.base.choices import Mode
-from sandbox_setup.base.launcher_config import (
-    LauncherConfig,
-    UnsafeAcceptance,
-    render_launcher_config,
-)
+from sandbox_setup.base.launcher_config import LauncherConfig, UnsafeAcceptance
+from sandbox_setup.configure.launcher_toml import render_launcher_config
 from tests.installed import installed_copy
 from tests.live_accounts import AGENT_SHELL, LiveAccount, live_account
 from tests.seams import LAUNCH_WITH_SEAMS

@@ -20,9 +20,10 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from sandbox_setup.base.choices import InnerSandbox, Mode, Network
-from sandbox_setup.base.launcher_config import LauncherConfig, render_launcher_config
+from sandbox_setup.base.launcher_config import LauncherConfig
 from sandbox_setup.base.limits import Limits
 from sandbox_setup.base.processes import processes_of_uid
+from sandbox_setup.configure.launcher_toml import render_launcher_config
 from tests.launch_fixtures import LaunchTree, launcher_env, make_launch_tree
 from tests.live_accounts import LiveAccount
 from tests.tools import REPO, require_root, require_tool

@@ -406,7 +406,7 @@ def test_settings_swapped_for_a_symlink_between_plan_and_apply(root: Path, fault
     shadow = (root / "etc/shadow").read_bytes()
     managed = root / MANAGED
 
-    def swap(action: object, status: str) -> None:
+    def swap(action: object, status: str, description: str) -> None:
         # Right before the settings step runs: the plan already read the old file.
         if status == "running" and "managed-settings.json" in str(getattr(action, "target", "")):
             managed.unlink()

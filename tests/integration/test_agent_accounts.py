@@ -23,8 +23,9 @@ from pathlib import Path, PurePosixPath
 import pytest
 
 from sandbox_setup.base.choices import Mode, SettingsScope
-from sandbox_setup.base.launcher_config import LauncherConfig, render_launcher_config
+from sandbox_setup.base.launcher_config import LauncherConfig
 from sandbox_setup.configure.answers import Answers, dump_answers
+from sandbox_setup.configure.launcher_toml import render_launcher_config
 from tests.core_fixtures import (
     CONFIG,
     STATE,

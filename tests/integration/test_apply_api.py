@@ -38,7 +38,7 @@ def test_progress_two_applies_in_one_process_and_stepwise_undo(tmp_path: Path) -
     seen: list[tuple[str, str]] = []
     first = apply_plan(
         build_plan(passing_report(), Answers(Mode.USER), layout),
-        progress=lambda action, status: seen.append((action.kind, status)),
+        progress=lambda action, status, _: seen.append((action.kind, status)),
     )
     assert seen[0] == ("create-user", "running") and seen[1] == ("create-user", "changed")
     assert [s for _, s in seen].count("running") == len(first.changed) + len(first.unchanged)

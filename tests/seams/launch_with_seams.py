@@ -38,7 +38,7 @@ from sandbox_setup.launcher.egress.netns import NamespaceVerdict
 from sandbox_setup.launcher.seams import LaunchSeams
 from sandbox_setup.launcher.session.supervise import read_namespaces
 from sandbox_setup.policy.addresses import parse_address
-from sandbox_setup.policy.network import normalize_host
+from sandbox_setup.policy.domains import normalize_host
 
 
 def load_resolve_map(path: str | Path) -> dict[str, tuple[str, ...]]:

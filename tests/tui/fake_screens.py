@@ -75,7 +75,7 @@ class FakeAction(Action):
     change: bool = True
 
     @property
-    def target(self) -> str:  # type: ignore[override]
+    def target(self) -> str:
         return self.fake_target
 
     def describe(self) -> str:

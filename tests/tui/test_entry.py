@@ -19,9 +19,10 @@ from textual.screen import Screen
 
 import sandbox_setup.audit.runner
 from sandbox_setup.base.choices import Mode
-from sandbox_setup.base.launcher_config import LauncherConfig, render_launcher_config
+from sandbox_setup.base.launcher_config import LauncherConfig
 from sandbox_setup.base.paths import Layout
 from sandbox_setup.cli import main
+from sandbox_setup.configure.launcher_toml import render_launcher_config
 from sandbox_setup.tui.app import SetupApp
 from sandbox_setup.tui.audit import AuditScreen
 from sandbox_setup.tui.welcome import WelcomeScreen

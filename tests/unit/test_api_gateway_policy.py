@@ -9,11 +9,8 @@ import pytest
 
 from sandbox_setup.base.choices import ApiGateway, Mode, Network
 from sandbox_setup.base.errors import InputError
-from sandbox_setup.base.launcher_config import (
-    LauncherConfig,
-    parse_launcher_config,
-    render_launcher_config,
-)
+from sandbox_setup.base.launcher_config import LauncherConfig, parse_launcher_config
+from sandbox_setup.configure.launcher_toml import render_launcher_config
 from sandbox_setup.launcher.command import Agent, HostFacts, sandbox_launch, user_launch
 from sandbox_setup.policy.credentials import (
     DEFAULT_UPSTREAM,

@@ -24,9 +24,13 @@ class StandIn(Action):
 
     def __init__(self, kind: str, target: str, changed: bool, text: str = "") -> None:
         self.kind = kind
-        self.target = target
+        self._target = target
         self.changed = changed
         self.text = text
+
+    @property
+    def target(self) -> str:
+        return self._target
 
     def is_change(self) -> bool:
         return self.changed

@@ -12,10 +12,11 @@ from pathlib import Path, PurePosixPath
 import pytest
 
 from sandbox_setup.base.choices import Mode
-from sandbox_setup.base.launcher_config import LauncherConfig, render_launcher_config
+from sandbox_setup.base.launcher_config import LauncherConfig
 from sandbox_setup.base.paths import Layout
 from sandbox_setup.cli import main
 from sandbox_setup.configure.answers import Answers, dump_answers
+from sandbox_setup.configure.launcher_toml import render_launcher_config
 from tests.tools import REPO
 
 

@@ -20,7 +20,7 @@ from sandbox_setup.base.choices import Mode, Network
 from sandbox_setup.base.launcher_config import LauncherConfig
 from sandbox_setup.base.netwall import NAMESPACE_WALL, NO_SECOND_WALL, NO_WALL, PORTS_ONLY
 from sandbox_setup.checks.model import Finding, Recommendation, Report, Status
-from sandbox_setup.policy.network import HOST_EXPOSURE
+from sandbox_setup.policy.network_words import HOST_EXPOSURE
 
 ANSWERS = "/root/.config/sandbox-setup/answers.toml"
 REAPPLY = f"sandbox-setup --headless --answers {ANSWERS} --yes"

@@ -14,11 +14,8 @@ import pytest
 
 from sandbox_setup.base.choices import BaseUrlPort, Mode, Network
 from sandbox_setup.base.errors import InputError
-from sandbox_setup.base.launcher_config import (
-    LauncherConfig,
-    parse_launcher_config,
-    render_launcher_config,
-)
+from sandbox_setup.base.launcher_config import LauncherConfig, parse_launcher_config
+from sandbox_setup.configure.launcher_toml import render_launcher_config
 from sandbox_setup.launcher.base_url import managed_env, unreachable
 from sandbox_setup.launcher.notice import network_policy
 from sandbox_setup.policy.environment import (

@@ -9,10 +9,11 @@ from pathlib import Path, PurePosixPath
 import pytest
 
 from sandbox_setup.base.choices import Mode
-from sandbox_setup.base.launcher_config import LauncherConfig, render_launcher_config
+from sandbox_setup.base.launcher_config import LauncherConfig
 from sandbox_setup.checks import runner
 from sandbox_setup.checks.claude import judge_remote_settings
 from sandbox_setup.checks.model import Status
+from sandbox_setup.configure.launcher_toml import render_launcher_config
 from sandbox_setup.configure.probes import run_live_checks
 from sandbox_setup.policy.claude_remote import (
     MAY_BE_OVERRIDDEN,

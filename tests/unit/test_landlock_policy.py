@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from sandbox_setup.base.errors import InputError
-from sandbox_setup.base.launcher_config import parse_launcher_config, render_launcher_config
+from sandbox_setup.base.launcher_config import parse_launcher_config
 from sandbox_setup.base.netwall import (
     NAMESPACE_WALL,
     NO_SECOND_WALL,
@@ -16,6 +16,7 @@ from sandbox_setup.base.netwall import (
     PORTS_ONLY,
     UserNetworkWall,
 )
+from sandbox_setup.configure.launcher_toml import render_launcher_config
 from sandbox_setup.launcher.command import with_proxy_settings
 from sandbox_setup.launcher.landlock_exec import _parse
 from sandbox_setup.policy.landlock import bridge_ports, claude_install_dirs, user_trees, user_walls

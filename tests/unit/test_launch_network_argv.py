@@ -27,7 +27,8 @@ from sandbox_setup.launcher.egress.network import (
     open_egress_log,
 )
 from sandbox_setup.launcher.session.supervise import NAMESPACES, NETWORK_NAMESPACE, judge_sandbox
-from sandbox_setup.policy.network import HOST_EXPOSURE, SANDBOX_PROXY_PORT
+from sandbox_setup.policy.network import SANDBOX_PROXY_PORT
+from sandbox_setup.policy.network_words import HOST_EXPOSURE
 
 AGENT = Agent("claude-agent", 1001, 1001, PurePosixPath("/home/claude-agent"))
 FACTS = HostFacts(legacy_tiocsti=False)

@@ -12,7 +12,7 @@ from sandbox_setup.base.paths import Layout
 from sandbox_setup.configure.answers import Answers
 from sandbox_setup.configure.network_plan import plan_network
 from sandbox_setup.configure.plan import build_plan
-from sandbox_setup.policy.network import HOST_EXPOSURE, describe_network
+from sandbox_setup.policy.network_words import HOST_EXPOSURE, describe_network
 from tests.core_fixtures import make_target_root
 from tests.unit.test_plan import report
 

@@ -1,5 +1,5 @@
-"""The egress rules (sandbox_setup.policy.network / addresses): every rule, every malformed
-value."""
+"""The egress rules (sandbox_setup.policy.network / domains / addresses): every rule,
+every malformed value."""
 
 from __future__ import annotations
 
@@ -11,16 +11,16 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from sandbox_setup.base.errors import InputError
-from sandbox_setup.policy.addresses import embedded_ipv4
-from sandbox_setup.policy.network import (
-    CLAUDE_ENDPOINTS,
-    REFUSED_PREFIX,
+from sandbox_setup.policy.addresses import embedded_ipv4, refusal_reason
+from sandbox_setup.policy.domains import (
+    REACHES,
     DomainPattern,
-    EgressPolicy,
     parse_domain_pattern,
     parse_port,
-    refusal_reason,
+    pattern_reach,
 )
+from sandbox_setup.policy.network import CLAUDE_ENDPOINTS, REFUSED_PREFIX, EgressPolicy
+from sandbox_setup.policy.network_words import allowance_warning
 
 # --- ports -----------------------------------------------------------------------------
 
@@ -416,3 +416,33 @@ def test_json_round_trip() -> None:
 def test_malformed_json_is_an_input_error(text: str) -> None:
     with pytest.raises(InputError):
         EgressPolicy.from_json(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "reach"),
+    [
+        ("localhost", "loopback"),
+        ("a.localhost:8080", "loopback"),
+        ("127.0.0.1:5432", "loopback"),
+        ("metadata.google.internal", "cloud metadata"),
+        ("169.254.169.254", "cloud metadata"),
+        ("169.254.10.1", "link-local"),
+        ("10.0.0.5:5432", "private"),
+        ("example.com", None),
+        ("203.0.113.7", None),
+    ],
+)
+def test_what_an_allowance_opens_is_a_typed_reach_with_its_words(
+    text: str, reach: str | None
+) -> None:
+    """The grammar says what a pattern opens (pattern_reach, one of REACHES); the words
+    module says it for people; the engine withholds a refusal's remedy by the reach,
+    never by the warning's text."""
+    pattern = parse_domain_pattern(text)
+    assert pattern_reach(pattern) == reach
+    warning = allowance_warning(pattern)
+    if reach is None:
+        assert warning is None
+    else:
+        assert reach in REACHES
+        assert warning is not None and f" is {reach}: the agent can reach it" in warning

@@ -11,15 +11,12 @@ import pytest
 
 from sandbox_setup.base.choices import Mode, Network
 from sandbox_setup.base.errors import InputError
-from sandbox_setup.base.launcher_config import (
-    LauncherConfig,
-    parse_launcher_config,
-    render_launcher_config,
-)
+from sandbox_setup.base.launcher_config import LauncherConfig, parse_launcher_config
 from sandbox_setup.base.limits import Limits, parse_size, size_bytes
 from sandbox_setup.base.paths import Layout
 from sandbox_setup.cli import main
 from sandbox_setup.configure.answers import Answers, dump_answers, parse_answers, validate_answers
+from sandbox_setup.configure.launcher_toml import render_launcher_config
 from sandbox_setup.configure.plan import build_plan
 from sandbox_setup.policy.environment import DEFAULT_PASS, pass_name_problem
 from tests.core_fixtures import make_target_root

@@ -22,7 +22,8 @@ from sandbox_setup.boundary.session_history import (
     read_history,
 )
 from sandbox_setup.commands.status import SCHEMA, refusals, render_lines
-from sandbox_setup.policy.network import refusal_remedy, refusal_words
+from sandbox_setup.policy.network import refusal_remedy
+from sandbox_setup.policy.network_words import refusal_words
 from tests.tools import SRC
 
 ALLOW = "sandbox-setup --headless --allow-domain {} --yes"

@@ -15,6 +15,7 @@ import pytest
 import sandbox_setup.commands.interactive as interactive
 from sandbox_setup.base.choices import Mode
 from sandbox_setup.base.errors import SetupError
+from sandbox_setup.base.launcher_config import LauncherConfig
 from sandbox_setup.base.paths import Layout
 from sandbox_setup.checks.model import Finding, Status
 from sandbox_setup.cli import build_parser
@@ -22,6 +23,8 @@ from sandbox_setup.commands.interactive import InteractiveCore
 from sandbox_setup.commands.wording import FIELD_WORDS, names_a_flag, tui_words
 from sandbox_setup.configure.actions import CreateGroup, CreateUser, WriteFile
 from sandbox_setup.configure.answers import Answers
+from sandbox_setup.configure.apply import apply_plan
+from sandbox_setup.configure.plan import Plan
 from tests.core_fixtures import make_target_root
 from tests.tools import REPO
 from tests.tui.fake_findings import SANDBOX_HOST, FakeProvider, fake_report
@@ -280,16 +283,28 @@ def test_existing_accounts_read_already_exists(tmp_path: Path) -> None:
         assert not action.describe().startswith("create")
 
 
-def test_a_file_as_planned_already_exists_and_a_description_stays_as_shown(
+def test_a_description_is_of_now_and_the_apply_reports_it_as_before_the_step(
     tmp_path: Path,
 ) -> None:
+    """describe() holds no state: like is_change() it says what the target is now. The
+    apply takes it before each step runs, so its reports (the TUI's log, the CLI's lines,
+    ApplyResult) still say "create" for what the step created."""
     layout = _layout(tmp_path)
     target = PurePosixPath("/etc/example.conf")
     real = layout.real(target)
     write = WriteFile(layout, target, lambda current: b"x\n", owner="root", label="example")
     assert write.describe().startswith("create example /etc/example.conf")
-    real.write_bytes(b"x\n")  # as if applied: the plan as shown still says "create"
-    real.chmod(0o644)
-    assert write.describe().startswith("create example")
-    again = WriteFile(layout, target, lambda current: b"x\n", owner="root", label="example")
-    assert again.describe() == "example /etc/example.conf already exists as planned"
+    config = LauncherConfig(
+        Mode.USER, PurePosixPath("/usr/bin/claude"), "claude-agent",
+        PurePosixPath("/home/claude-agent"),
+    )  # fmt: skip
+    seen: list[tuple[str, str]] = []
+    result = apply_plan(
+        Plan(Answers(Mode.USER), layout, config, [write]),
+        progress=lambda action, status, description: seen.append((status, description)),
+    )
+    assert real.read_bytes() == b"x\n"
+    assert [status for status, _ in seen] == ["running", "changed"]
+    assert all(d.startswith("create example /etc/example.conf") for _, d in seen), seen
+    assert result.changed == [seen[0][1]] and result.changed_steps == [write]
+    assert write.describe() == "example /etc/example.conf already exists as planned"

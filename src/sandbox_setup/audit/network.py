@@ -14,7 +14,7 @@ ports; none; the host's network in unsafe mode, and in user mode where Landlock
 does not confine it, with the operator's lists) and what the egress proxy
 refused lately, from its decision log (``egress.log`` in the operator's state directory).
 
-The words are the policy's (:func:`sandbox_setup.policy.network.describe_network`), the same
+The words are the policy's (:func:`sandbox_setup.policy.network_words.describe_network`), the same
 the plan and ``--dry-run`` show.
 """
 
@@ -33,7 +33,7 @@ from sandbox_setup.checks.model import Report, Status
 from sandbox_setup.checks.user_net import CHECK_ID as USER_WALL_CHECK
 from sandbox_setup.checks.user_net import namespace_from
 from sandbox_setup.configure.network_plan import landlock_abi
-from sandbox_setup.policy.network import (
+from sandbox_setup.policy.network_words import (
     HOST_EXPOSURE,
     describe_network,
     describe_user_network,

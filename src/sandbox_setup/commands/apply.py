@@ -48,9 +48,9 @@ if TYPE_CHECKING:
     from sandbox_setup.configure.plan import Plan
 from sandbox_setup.configure.probes import choose_probe_user, run_live_checks
 from sandbox_setup.configure.state_trust import trusted_answers_path
+from sandbox_setup.policy.domains import parse_port
 from sandbox_setup.policy.limits import over_maximum
 from sandbox_setup.policy.names import shown
-from sandbox_setup.policy.network import parse_port
 from sandbox_setup.policy.new_workspace import parse_mode
 
 T = TypeVar("T")
@@ -300,15 +300,13 @@ REPROBED = ("userns.policy", "bwrap.sandbox")
 
 
 def reprobe_after_load(
-    plan: Plan, changed: list[str], seams: ApplySeams | None, timeout: float
+    plan: Plan, changed: list[Action], seams: ApplySeams | None, timeout: float
 ) -> list[str]:
     """Once the apply loaded the AppArmor profile for bwrap, what bwrap can do now
     (``userns.policy``, ``bwrap.sandbox`` re-run live, as the plan's probes ran): a line
     each. [] when nothing was loaded (not changed, or written under ``--root``)."""
     loaded = plan.layout.live or (seams is not None and seams.apparmor_parser is not None)
-    if not loaded or not any(
-        a.kind == APPARMOR_KIND and a.describe() in changed for a in plan.actions
-    ):
+    if not loaded or not any(a.kind == APPARMOR_KIND for a in changed):
         return []
     report = run_live_checks(
         REPROBED,
@@ -336,7 +334,7 @@ def run_headless(args: argparse.Namespace, seams: ApplySeams | None = None) -> i
         return planned
     result, actions, plan, layout = planned
     reprobed = reprobe_after_load(
-        plan, result.changed, seams, float(getattr(args, "timeout", 10.0) or 10.0)
+        plan, result.changed_steps, seams, float(getattr(args, "timeout", 10.0) or 10.0)
     )
     for line in reprobed:
         print(f"sandbox-setup: {printable_lines(line)}", file=sys.stderr)
@@ -389,9 +387,9 @@ def _plan_and_apply(
     if not args.json:
         _print_warnings(plan)
 
-    def progress(action: Action, status: str) -> None:
+    def progress(action: Action, status: str, description: str) -> None:
         if status == "running" and not args.json:
-            print(f"  {printable_lines(action.describe())}", file=sys.stderr)
+            print(f"  {printable_lines(description)}", file=sys.stderr)
 
     result = apply_plan(plan, progress=progress, seams=seams)
     return result, actions, plan, layout

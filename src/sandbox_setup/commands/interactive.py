@@ -33,9 +33,9 @@ from sandbox_setup.checks.model import Finding, Report, Status
 from sandbox_setup.commands.wording import tui_words
 from sandbox_setup.policy.claude_release import INSTALL_NEWEST
 from sandbox_setup.policy.credentials import passed_credential
+from sandbox_setup.policy.domains import parse_port
 from sandbox_setup.policy.environment import passed_names, validate_pass_names
 from sandbox_setup.policy.names import agent_name_problem
-from sandbox_setup.policy.network import parse_port
 from sandbox_setup.policy.unsafe import acceptance_label
 
 if TYPE_CHECKING:
@@ -451,11 +451,11 @@ class InteractiveCore:
         # why: first paint (see the note at the top)
         from sandbox_setup.configure.apply import apply_plan
 
-        def report_progress(action: Action, status: str) -> None:
+        def report_progress(action: Action, status: str, description: str) -> None:
             if status == "running":
-                progress(self.describe(action), False)
+                progress(tui_words(description), False)
             else:
-                progress(f"{status:>9}  {self.describe(action)}", True)
+                progress(f"{status:>9}  {tui_words(description)}", True)
 
         with _in_tui_words():
             return apply_plan(plan, progress=report_progress)

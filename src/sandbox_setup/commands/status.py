@@ -54,10 +54,10 @@ from sandbox_setup.configure.ledger import (
     read_host_record,
     read_ledger,
 )
-from sandbox_setup.policy.network import (
+from sandbox_setup.policy.network import refusal_remedy
+from sandbox_setup.policy.network_words import (
     describe_network,
     describe_user_network,
-    refusal_remedy,
     refusal_words,
 )
 

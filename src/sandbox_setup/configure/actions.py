@@ -41,20 +41,20 @@ class Action:
     """One step of a plan."""
 
     kind = "action"
-    target = ""
     writes_file = False  # a file's content (its diff is the change)
-    # Fixed at the first describe() (the plan as shown), so progress reports after
-    # the step still say "create" for what it created.
-    _description: str | None = None
+
+    @property
+    def target(self) -> str:
+        """The target-system path or the account name the step acts on."""
+        return ""
 
     def describe(self) -> str:
         """What the step does, or, when nothing needs doing, what already exists
-        ("user x already exists"), never "create ... unchanged"."""
-        if self._description is None:
-            self._description = (
-                self.describe_change() if self.is_change() else self.describe_existing()
-            )
-        return self._description
+        ("user x already exists"), never "create ... unchanged". Computed from the
+        target as it is now, like :meth:`is_change`: after the step ran it says what
+        exists. An apply takes it before each step, and reports that (it still says
+        "create" for what the step created)."""
+        return self.describe_change() if self.is_change() else self.describe_existing()
 
     def describe_change(self) -> str:
         raise NotImplementedError
@@ -114,7 +114,7 @@ class WriteFile(Action):
     writes_file = True
 
     @property
-    def target(self) -> str:  # type: ignore[override]
+    def target(self) -> str:
         return str(self.path)
 
     @property
@@ -309,7 +309,7 @@ class RemoveFile(Action):
     kind = "remove-file"
 
     @property
-    def target(self) -> str:  # type: ignore[override]
+    def target(self) -> str:
         return str(self.path)
 
     @property
@@ -380,7 +380,7 @@ class CreateWorkspace(Action):
     kind = "create-directory"
 
     @property
-    def target(self) -> str:  # type: ignore[override]
+    def target(self) -> str:
         return str(self.path)
 
     def is_change(self) -> bool:
@@ -447,7 +447,7 @@ class CreateGroup(Action):
     kind = "create-group"
 
     @property
-    def target(self) -> str:  # type: ignore[override]
+    def target(self) -> str:
         return self.name
 
     def describe_change(self) -> str:
@@ -483,7 +483,7 @@ class CreateUser(Action):
     kind = "create-user"
 
     @property
-    def target(self) -> str:  # type: ignore[override]
+    def target(self) -> str:
         return self.name
 
     def describe_change(self) -> str:
@@ -516,7 +516,7 @@ class AddToGroup(Action):
     kind = "add-to-group"
 
     @property
-    def target(self) -> str:  # type: ignore[override]
+    def target(self) -> str:
         return self.user
 
     def describe_change(self) -> str:
@@ -553,7 +553,7 @@ class LeaveGroup(Action):
     kind = "leave-group"
 
     @property
-    def target(self) -> str:  # type: ignore[override]
+    def target(self) -> str:
         return self.user
 
     def describe(self) -> str:
@@ -589,7 +589,7 @@ class SetShell(Action):
     kind = "set-shell"
 
     @property
-    def target(self) -> str:  # type: ignore[override]
+    def target(self) -> str:
         return self.user
 
     def describe_change(self) -> str:
@@ -636,7 +636,7 @@ class WorkspaceAccess(Action):
     kind = "workspace-access"
 
     @property
-    def target(self) -> str:  # type: ignore[override]
+    def target(self) -> str:
         return str(self.workspace)
 
     def _members(self) -> str:

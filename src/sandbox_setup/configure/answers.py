@@ -62,6 +62,7 @@ from sandbox_setup.base.errors import InputError, RefusedError
 from sandbox_setup.base.launcher_config import absolute_path, load_toml
 from sandbox_setup.base.limits import Limits
 from sandbox_setup.base.regular_files import read_regular_text
+from sandbox_setup.policy.domains import parse_domain_pattern, parse_port
 from sandbox_setup.policy.environment import validate_pass_names
 from sandbox_setup.policy.limits import over_maximum
 from sandbox_setup.policy.names import (
@@ -71,11 +72,9 @@ from sandbox_setup.policy.names import (
     user_name_problem,
     workspace_path_problem,
 )
-from sandbox_setup.policy.network import (
+from sandbox_setup.policy.network_words import (
     allowances_problem,
     network_choice_problem,
-    parse_domain_pattern,
-    parse_port,
     proxy_port_problem,
 )
 from sandbox_setup.policy.new_workspace import DEFAULT_MODE, mode_problem, owner_problem, parse_mode

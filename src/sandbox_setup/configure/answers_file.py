@@ -17,8 +17,8 @@ from collections.abc import Callable
 import tomlkit
 
 from sandbox_setup.base.errors import InputError
-from sandbox_setup.base.launcher_config import update_array
 from sandbox_setup.configure.answers import Answers, dump_answers, parse_answers
+from sandbox_setup.configure.launcher_toml import update_array
 
 
 def _text(current: bytes, source: str) -> str:

@@ -1,11 +1,13 @@
 """``apply_plan``: carry out a plan under the lock, journaled, all or nothing.
 
 Public API: :func:`apply_plan` ``(plan, *, progress=None, seams=None) -> ApplyResult``.
-``progress(action, status)`` is called with status ``"running"``, then one of
-``"changed"``, ``"unchanged"`` or ``"failed"`` (the TUI shows per-action
-progress). On any failure every step already done is reverted from the journal
-and the exception is re-raised (an OSError as :class:`ApplyError`, exit 2, its
-message naming the step and listing what was rolled back). A rollback needs no free
+``progress(action, status, description)`` is called with status ``"running"``, then
+one of ``"changed"``, ``"unchanged"`` or ``"failed"`` (the TUI shows per-action
+progress); ``description`` is the step's ``describe()`` taken before it ran, so a step
+that created something is still reported as creating it. On any failure every step
+already done is reverted from the journal and the exception is re-raised (an OSError
+as :class:`ApplyError`, exit 2, its message naming the step and listing what was rolled
+back). A rollback needs no free
 space (see :class:`~sandbox_setup.configure.transaction.Transaction`); one that still could not
 revert everything raises :class:`RollbackIncompleteError` (exit 1) naming what could
 not be restored and the ``--undo`` that finishes it. SIGINT, SIGTERM and SIGHUP
@@ -37,7 +39,8 @@ from sandbox_setup.configure.outcome import StepResult
 from sandbox_setup.configure.plan import Plan
 from sandbox_setup.configure.transaction import Transaction
 
-ProgressCallback = Callable[[Action, str], None]
+# (the step, its status, what it does as described before it ran)
+ProgressCallback = Callable[[Action, str, str], None]
 
 
 @dataclass(frozen=True)
@@ -103,10 +106,12 @@ def _incomplete(plan: Plan, exc: BaseException, undone: list[StepResult]) -> str
 
 @dataclass
 class ApplyResult:
-    """What an apply did: descriptions of changed and unchanged actions."""
+    """What an apply did: descriptions of changed and unchanged actions (each taken
+    before its step ran), and the steps that changed something."""
 
     changed: list[str] = field(default_factory=list)
     unchanged: list[str] = field(default_factory=list)
+    changed_steps: list[Action] = field(default_factory=list)
     transaction: str | None = None  # journal transaction id, None when nothing changed
 
 
@@ -116,9 +121,9 @@ def apply_plan(
     """Apply ``plan``; see the module docstring."""
     seams = seams or ApplySeams()
 
-    def report(action: Action, status: str) -> None:
+    def report(action: Action, status: str, description: str) -> None:
         if progress is not None:
-            progress(action, status)
+            progress(action, status, description)
 
     result = ApplyResult()
     with interrupts.handled(), apply_lock(plan.layout):
@@ -130,11 +135,11 @@ def apply_plan(
             # later never stands between the last step and the commit.
             ahead = _ahead(plan)
             for action in plan.actions:
-                report(action, "running")
                 description = action.describe()
+                report(action, "running", description)
                 if not action.is_change():
                     result.unchanged.append(description)
-                    report(action, "unchanged")
+                    report(action, "unchanged", description)
                     continue
                 if txn is None:
                     with interrupts.deferred():  # its begin line and the txn we roll back
@@ -149,12 +154,13 @@ def apply_plan(
                 try:
                     action.apply(txn)
                 except BaseException as exc:
-                    report(action, "failed")
+                    report(action, "failed", description)
                     if isinstance(exc, OSError):
                         raise ApplyError(f"{description} failed: {exc}") from exc
                     raise
                 result.changed.append(description)
-                report(action, "changed")
+                result.changed_steps.append(action)
+                report(action, "changed", description)
                 if seams.after_change is not None:
                     seams.after_change(len(result.changed))
             if txn is not None:

@@ -1,7 +1,7 @@
 """What a plan says about the agent's network: the lines of the plan and its notes.
 
-The words are the policy's (:func:`sandbox_setup.policy.network.describe_network`), so the plan,
-``--dry-run``, the review screen (through the plan) and the audit say the same thing.
+The words are the policy's (:func:`sandbox_setup.policy.network_words.describe_network`),
+so the plan, ``--dry-run``, the review screen (through the plan) and the audit say the same thing.
 """
 
 from __future__ import annotations
@@ -11,17 +11,16 @@ from collections.abc import Mapping, Sequence
 from sandbox_setup.base import remedies
 from sandbox_setup.base.choices import Mode, Network
 from sandbox_setup.base.errors import RefusedError
+from sandbox_setup.base.netwall import describe_user_wall, user_lists_apply
 from sandbox_setup.checks.landlock import abi_from
 from sandbox_setup.checks.model import Report, Status
 from sandbox_setup.checks.user_net import CHECK_ID as USER_WALL_CHECK
 from sandbox_setup.checks.user_net import namespace_from
 from sandbox_setup.policy.landlock import user_walls
-from sandbox_setup.policy.network import (
+from sandbox_setup.policy.network_words import (
     allowance_warnings,
     describe_network,
     describe_user_allowances,
-    describe_user_wall,
-    user_lists_apply,
 )
 
 LANDLOCK_CHECK = "landlock.abi"

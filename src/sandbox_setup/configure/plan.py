@@ -47,12 +47,7 @@ from sandbox_setup.base.choices import (
     SettingsScope,
 )
 from sandbox_setup.base.errors import InputError, RefusedError
-from sandbox_setup.base.launcher_config import (
-    LauncherConfig,
-    UnsafeAcceptance,
-    load_toml,
-    render_launcher_config,
-)
+from sandbox_setup.base.launcher_config import LauncherConfig, UnsafeAcceptance, load_toml
 from sandbox_setup.base.limits import Limits
 from sandbox_setup.base.paths import Layout
 from sandbox_setup.checks.causes import SWITCH_CAUSE
@@ -74,6 +69,7 @@ from sandbox_setup.configure.claude_binary import INSTALLED_CLAUDE, ClaudeBinary
 from sandbox_setup.configure.claude_shim import leftover_shim_note, shim_actions, shim_removal
 from sandbox_setup.configure.git_protect import protected_git_actions
 from sandbox_setup.configure.inner_sandbox import check_sandbox_deps, sandbox_keys
+from sandbox_setup.configure.launcher_toml import render_launcher_config
 from sandbox_setup.configure.ledger import SetupRecord
 from sandbox_setup.configure.login_routes import login_route_actions
 from sandbox_setup.configure.network_plan import check_egress, plan_network, user_mode_lines

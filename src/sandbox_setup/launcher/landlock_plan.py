@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from sandbox_setup.policy.network import UserNetworkWall, user_network_wall
+from sandbox_setup.base.netwall import UserNetworkWall
+from sandbox_setup.policy.network import user_network_wall
 
 if TYPE_CHECKING:
     from sandbox_setup.policy.landlock import Walls

@@ -78,7 +78,7 @@ from sandbox_setup.policy.environment import (
 )
 from sandbox_setup.policy.limits import over_maximum
 from sandbox_setup.policy.names import user_name_problem
-from sandbox_setup.policy.network import USER_MODE_BELOW_NETWORK_ABI
+from sandbox_setup.policy.network_words import USER_MODE_BELOW_NETWORK_ABI
 from sandbox_setup.policy.trust import check_trusted_file
 
 if TYPE_CHECKING:

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 
 from sandbox_setup.base.landlock import NETWORK_ABI, SCOPE_ABI
-from sandbox_setup.policy.network import describe_user_wall
+from sandbox_setup.base.netwall import describe_user_wall
 
 # Readable (and executable): what programs need. /opt is not here: other software there
 # is not the agent's; Claude's own install is added wherever it is.

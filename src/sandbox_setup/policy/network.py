@@ -23,29 +23,22 @@ is for.
 The proxy decides by name *before* it resolves anything, so a name off the allowlist
 is never looked up (a lookup of ``secret.attacker.example`` would already carry data
 out through DNS).
+
+The grammar of the allowed patterns is :mod:`sandbox_setup.policy.domains`; what the
+operator reads about the network choices (the plan's, audit's and launcher's lines, the
+warnings and the problems of a choice) is :mod:`sandbox_setup.policy.network_words`.
 """
 
 from __future__ import annotations
 
 import ipaddress
 import json
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from sandbox_setup.base import remedies
-from sandbox_setup.base.choices import Mode, Network
 from sandbox_setup.base.errors import InputError
-from sandbox_setup.base.netwall import (
-    NAMESPACE_WALL,
-    NO_SECOND_WALL,
-    NO_WALL,
-    PORTS_ONLY,
-    SECOND_WALL,
-    UserNetworkWall,
-    describe_user_wall,
-    user_lists_apply,
-)
+from sandbox_setup.base.netwall import UserNetworkWall
 from sandbox_setup.policy.addresses import (
     RULE_ORDER,
     UNEXEMPTABLE,
@@ -55,31 +48,25 @@ from sandbox_setup.policy.addresses import (
     parse_address,
     refusal_reason,
 )
+from sandbox_setup.policy.domains import (
+    DomainPattern,
+    host_port,
+    normalize_host,
+    parse_domain_pattern,
+    pattern_reach,
+    plausible_host,
+)
 
 __all__ = [
     "CLAUDE_ENDPOINTS",
-    "HOST_EXPOSURE",
+    "REFUSED_PREFIX",
+    "SANDBOX_PROXY_PORT",
     "Decision",
-    "DomainPattern",
     "EgressPolicy",
-    "UserNetworkWall",
-    "allowances_problem",
-    "describe_network",
-    "describe_user_allowances",
-    "describe_user_network",
-    "describe_user_wall",
     "inner_proxy_port",
-    "network_choice_problem",
-    "network_exposure",
-    "normalize_host",
-    "parse_domain_pattern",
-    "parse_port",
-    "proxy_port_problem",
-    "refusal_reason",
-    "user_lists_apply",
+    "refusal_remedy",
     "user_network_wall",
     "user_proxy_port",
-    "user_wall_phrase",
 ]
 
 # Claude Code's own endpoints: the "Network access requirements" of Claude Code's
@@ -124,222 +111,6 @@ def inner_proxy_port(mode: str, network: str | None, inner_sandbox: str) -> int 
     if mode == "sandbox" and network == "allowlist" and inner_sandbox != "off":
         return SANDBOX_PROXY_PORT
     return None
-
-
-PATTERN_SYNTAX = (
-    "example.com, *.example.com, 203.0.113.7 or [2001:db8::7], each with an optional :PORT"
-)
-_LABEL = re.compile(r"^[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?$")
-_DIGITS = re.compile(r"^[0-9]+$")
-
-
-def parse_port(value: str | int, what: str = "port") -> int:
-    """A TCP port, 1..65535, from text or an int; :class:`InputError` (exit 2) naming it."""
-    if isinstance(value, bool):
-        raise InputError(f"{what} {value!r} is not a number")
-    if isinstance(value, int):
-        number = value
-    else:
-        text = value.strip()
-        if not _DIGITS.match(text):
-            raise InputError(f"{what} {value!r} is not a number (expected 1-65535)")
-        number = int(text)
-    if not 1 <= number <= 65535:
-        raise InputError(f"{what} {value!r} is out of range (expected 1-65535)")
-    return number
-
-
-@dataclass(frozen=True, slots=True)
-class DomainPattern:
-    """One allowed destination: an exact name, a ``*.`` wildcard, or an exact address.
-
-    ``*.example.com`` matches every name *under* example.com (``a.example.com``,
-    ``a.b.example.com``), not ``example.com`` itself, as in Claude Code's own
-    ``sandbox.network.allowedDomains``. ``port`` None matches every port.
-    """
-
-    host: str  # lowercase name without the "*." (or the canonical address text)
-    wildcard: bool = False
-    port: int | None = None
-    address: IPAddress | None = None
-
-    def matches(self, host: str, port: int) -> bool:
-        """Does a destination ``host:port`` (a name or an IP literal) fall under this pattern?"""
-        if self.port is not None and port != self.port:
-            return False
-        name = normalize_host(host)
-        literal = parse_address(name)
-        if self.address is not None:
-            return literal is not None and literal == self.address
-        if literal is not None:
-            return False  # a name pattern never matches an address, nor the reverse
-        if self.wildcard:
-            return name.endswith("." + self.host)
-        return name == self.host
-
-    def __str__(self) -> str:
-        if self.address is not None and self.address.version == 6:
-            host = f"[{self.address.compressed}]"
-        else:
-            host = ("*." if self.wildcard else "") + self.host
-        return host if self.port is None else f"{host}:{self.port}"
-
-
-def normalize_host(host: str) -> str:
-    """Lowercase, without brackets or one trailing dot (``Example.COM.`` -> ``example.com``)."""
-    name = host.strip().lower()
-    if name.startswith("[") and name.endswith("]"):
-        name = name[1:-1]
-    if name.endswith(".") and not name.endswith(".."):
-        name = name[:-1]
-    return name
-
-
-def _refuse(text: str, why: str) -> InputError:
-    return InputError(f"allowed domain {text!r}: {why} (expected {PATTERN_SYNTAX})")
-
-
-def parse_domain_pattern(text: str) -> DomainPattern:
-    """An ``--allow-domain`` value, validated; :class:`InputError` (exit 2) naming it and why.
-
-    Refused: a URL or a path (``https://x``, ``x/y``), user info, a wildcard anywhere
-    but a whole leftmost label (``ex*.com``, ``a.*.com``, ``*``, ``*.com``), empty or
-    malformed labels, a port that is not 1..65535, an unbracketed IPv6 address (is
-    ``::1:443`` a port or not?), a name that only looks like an address (``127.1``,
-    ``2130706433``: resolvers read those as 127.0.0.1), and the unspecified address.
-    IP literals are exact addresses only: no wildcards, no ranges.
-    """
-    if not isinstance(text, str) or not text.strip():
-        raise _refuse(str(text), "it is empty")
-    raw = text.strip()
-    if raw != text:
-        raise _refuse(text, "white space around it; give the host alone, e.g. example.com")
-    if "%" in raw:
-        raise _refuse(
-            text,
-            "an IPv6 zone id (%eth0) names an interface of this host; the proxy "
-            "dials addresses, not links: give a routable address",
-        )
-    if "://" in raw:
-        raise _refuse(text, "a URL, not a host; give only the host, e.g. example.com")
-    for char, why in (("/", "contains a path"), ("@", "contains user info"),
-                      ("?", "contains a query"), ("#", "contains a fragment")):  # fmt: skip
-        if char in raw:
-            raise _refuse(text, why)
-    if any(c.isspace() for c in raw):
-        raise _refuse(text, "contains white space")
-    if not raw.isascii():
-        raise _refuse(text, "not ASCII; write an internationalized name in its xn-- form")
-
-    host, port = _split_port(text, raw)
-    if host.startswith("["):
-        try:
-            ipaddress.IPv6Address(host[1:-1])
-        except ValueError:
-            raise _refuse(text, "brackets hold an IPv6 address only") from None
-    elif ":" in host:
-        if parse_address(host) is not None:
-            raise _refuse(text, "an IPv6 address must be in brackets, e.g. [2001:db8::1]:443")
-        raise _refuse(text, "more than one ':'")
-    address = parse_address(host)
-    if address is not None:
-        if refusal_reason(address) in UNEXEMPTABLE:
-            raise _refuse(
-                text, "the unspecified address means this host; use --allow-loopback-port"
-            )
-        return DomainPattern(host=address.compressed, port=port, address=address)
-
-    name = normalize_host(host)
-    wildcard = name.startswith("*.")
-    base = name[2:] if wildcard else name
-    if "*" in base:
-        raise _refuse(text, "a wildcard may only be the whole leftmost label, as in *.example.com")
-    if not base:
-        raise _refuse(text, "no host")
-    if len(base) > 253:
-        raise _refuse(text, "longer than 253 characters")
-    labels = base.split(".")
-    for label in labels:
-        if not label:
-            raise _refuse(text, "an empty label (two dots, or a leading dot)")
-        if not _LABEL.match(label):
-            raise _refuse(text, f"label {label!r} is not letters, digits and inner hyphens")
-    if _DIGITS.match(labels[-1]):
-        raise _refuse(text, "looks like an IP address but is not a dotted quad")
-    if wildcard and len(labels) < 2:
-        raise _refuse(text, "a wildcard over a top-level domain allows too much")
-    return DomainPattern(host=base, wildcard=wildcard, port=port)
-
-
-# Names that reach the machine itself or its cloud's metadata service, without resolving.
-_LOOPBACK_NAMES = ("localhost",)  # and every *.localhost (RFC 6761)
-_METADATA_NAMES = ("metadata.google.internal", "metadata.goog", "instance-data.ec2.internal")
-# Why an allowance of each kind deserves a word in the plan.
-_REACHES = {
-    "loopback": "every service listening on this host's loopback (databases, admin and "
-    "debug ports) becomes reachable through the proxy; to expose one port use "
-    "--allow-loopback-port PORT instead",
-    "cloud metadata": "the cloud metadata service hands out this machine's credentials "
-    "and tokens to whoever asks",
-    "link-local": "link-local addresses hold the cloud metadata service (169.254.169.254) "
-    "and this network link's devices",
-    "private": "a private (RFC 1918, CGNAT or ULA) address is inside your network, "
-    "which the proxy otherwise keeps out of reach",
-}
-
-
-def allowance_warning(pattern: DomainPattern) -> str | None:
-    """A warning for an allowed pattern that opens this host, its cloud's metadata
-    service or the local network, or None. The proxy refuses those ranges unless one
-    is allowed exactly; the operator should know when an allowance does that."""
-    rule: str | None = None
-    if pattern.address is not None:
-        reason = refusal_reason(pattern.address)
-        rule = next((r for r in _REACHES if reason is not None and reason.startswith(r)), None)
-    elif pattern.host in _LOOPBACK_NAMES or pattern.host.endswith(".localhost"):
-        rule = "loopback"
-    elif pattern.host in _METADATA_NAMES:
-        rule = "cloud metadata"
-    if rule is None:
-        return None
-    return f"allowed domain {pattern} is {rule}: the agent can reach it; {_REACHES[rule]}"
-
-
-def allowance_warnings(patterns: Iterable[str]) -> list[str]:
-    """:func:`allowance_warning` over the allowed patterns (those that parse)."""
-    warnings = []
-    for text in patterns:
-        try:
-            warning = allowance_warning(parse_domain_pattern(text))
-        except InputError:
-            continue  # refused elsewhere, with its own message
-        if warning is not None:
-            warnings.append(warning)
-    return warnings
-
-
-def _split_port(text: str, raw: str) -> tuple[str, int | None]:
-    if raw.startswith("["):
-        close = raw.find("]")
-        if close == -1:
-            raise _refuse(text, "an unclosed [")
-        host, rest = raw[: close + 1], raw[close + 1 :]
-        if not rest:
-            return host, None
-        if not rest.startswith(":"):
-            raise _refuse(text, "text after ]")
-        return host, _pattern_port(text, rest[1:])
-    if raw.count(":") == 1:
-        host, _, port_text = raw.partition(":")
-        return host, _pattern_port(text, port_text)
-    return raw, None
-
-
-def _pattern_port(text: str, port_text: str) -> int:
-    try:
-        return parse_port(port_text)
-    except InputError:
-        raise _refuse(text, f"port {port_text!r} is not 1-65535") from None
 
 
 # --- the policy ---------------------------------------------------------------------
@@ -396,8 +167,8 @@ class EgressPolicy:
         is never looked up.
         """
         name = normalize_host(host)
-        where = _where(name, port)
-        if not name or len(name) > 253 or not _plausible_host(name):
+        where = host_port(name, port)
+        if not name or len(name) > 253 or not plausible_host(name):
             return Decision(False, "malformed", f"{REFUSED_PREFIX} {where}: not a host name")
         if not 1 <= port <= 65535:
             return Decision(False, "malformed", f"{REFUSED_PREFIX} {where}: port out of range")
@@ -435,7 +206,7 @@ class EgressPolicy:
         if refused is not None:
             return refused
         name = normalize_host(host)
-        where = _where(name, port)
+        where = host_port(name, port)
         literal = parse_address(name)
         if literal is not None:
             return Decision(
@@ -513,95 +284,29 @@ def _allow_it(where: str) -> str:
         pattern = parse_domain_pattern(where)
     except InputError:
         return " (the operator's allowed domains allow more)"
-    if pattern.address is not None or allowance_warning(pattern) is not None:
+    if pattern.address is not None or pattern_reach(pattern) is not None:
         return ""
     return f"; to allow it: {remedies.allow_domain(where)}"
-
-
-# What a refusal's rule (the ``rule`` of the proxy's decision records) means, in words.
-REFUSAL_WORDS = {
-    "not allowlisted": "not on the allowlist",
-    "unresolved": "did not resolve",
-    "address not allowlisted": "an IP address the operator did not allow",
-    "malformed": "not a host name or port",
-}
-
-
-def refusal_words(rule: str) -> str:
-    """Why the proxy refused, for people, from the decision's typed ``rule``."""
-    return REFUSAL_WORDS.get(rule, f"a {rule} address")
 
 
 def refusal_remedy(host: str, port: int, rule: str, root: str = "/") -> str | None:
     """The command that would allow a refused destination, or None. Only for a name the
     proxy refused as not on the allowlist; never for an IP address, a name refused for
     where it resolves (loopback, metadata, private ranges), nor a name that reaches this
-    host or its cloud's metadata service without resolving (:func:`allowance_warning`)."""
+    host or its cloud's metadata service without resolving
+    (:func:`~sandbox_setup.policy.domains.pattern_reach`)."""
     if rule != "not allowlisted":
         return None
     name = normalize_host(host)
     if parse_address(name) is not None:
         return None
     try:
-        pattern = parse_domain_pattern(_where(name, port))
+        pattern = parse_domain_pattern(host_port(name, port))
     except InputError:
         return None
-    if pattern.address is not None or allowance_warning(pattern) is not None:
+    if pattern.address is not None or pattern_reach(pattern) is not None:
         return None
     return remedies.allow_domain(str(pattern), root)
-
-
-def _where(name: str, port: int) -> str:
-    return f"[{name}]:{port}" if ":" in name else f"{name}:{port}"
-
-
-def _plausible_host(name: str) -> bool:
-    if parse_address(name) is not None:
-        return True
-    return name.isascii() and all(_LABEL.match(label) for label in name.split("."))
-
-
-# --- what each network choice means, in words (plan, --dry-run, audit, launcher) ----
-
-HOST_EXPOSURE = (
-    "the agent shares the host's network: loopback services, the cloud metadata address "
-    "169.254.169.254 and abstract unix sockets are reachable"
-)
-NONE_EXPOSURE = "no network at all: Claude cannot reach its API"
-ALLOWLIST_SUMMARY = (
-    "a network namespace of its own; egress only through the launcher's proxy, which "
-    "refuses loopback, link-local and metadata, this host's own addresses and private "
-    "ranges unless one is allowed exactly"
-)
-
-
-def network_exposure(network: Network | str) -> str:
-    """One phrase for what ``network`` leaves reachable."""
-    if network == Network.HOST:
-        return HOST_EXPOSURE
-    if network == Network.NONE:
-        return NONE_EXPOSURE
-    return ALLOWLIST_SUMMARY
-
-
-def describe_network(
-    network: Network | str, allowed_domains: Sequence[str], loopback_ports: Sequence[int]
-) -> list[str]:
-    """The lines a plan, a review and an audit show for the sandbox's network."""
-    if network != Network.ALLOWLIST:
-        return [f"{network}: {network_exposure(network)}"]
-    lines = [
-        f"allowlist: {ALLOWLIST_SUMMARY}",
-        "allowed: Claude Code's endpoints " + ", ".join(CLAUDE_ENDPOINTS),
-    ]
-    if allowed_domains:
-        lines.append("allowed by you (--allow-domain): " + ", ".join(allowed_domains))
-    if loopback_ports:
-        lines.append(
-            "host loopback ports seen inside at 127.0.0.1 (--allow-loopback-port): "
-            + ", ".join(str(p) for p in loopback_ports)
-        )
-    return lines
 
 
 # --- which modes take the operator's lists (--allow-domain, --allow-loopback-port) --
@@ -625,117 +330,3 @@ def user_network_wall(landlock_network: bool, namespace_possible: bool) -> UserN
     if namespace_possible:
         return UserNetworkWall.NAMESPACE
     return UserNetworkWall.PORTS if landlock_network else UserNetworkWall.HOST
-
-
-def user_wall_phrase(wall: UserNetworkWall, landlock_network: bool = True) -> str:
-    """The words for ``wall`` wherever it is described (launch line, plan, checks);
-    ``landlock_network``: Landlock's ports stand behind the namespace as a second wall."""
-    if wall is UserNetworkWall.NAMESPACE:
-        return f"{NAMESPACE_WALL}; {SECOND_WALL if landlock_network else NO_SECOND_WALL}"
-    if wall is UserNetworkWall.PORTS:
-        return (
-            "Landlock's TCP ports only (root cannot create a network namespace here): " + PORTS_ONLY
-        )
-    return NO_WALL
-
-
-USER_MODE_NETWORK = (
-    'user mode\'s config says network "host"; where root can create a network namespace '
-    "the session runs in one of its own (its egress proxy inside: Claude Code's endpoints "
-    "and --allow-domain; the --allow-loopback-port ports forwarded in), and where Landlock "
-    "ABI >= 4 confines it ([user] landlock, on by default) the agent connects only to that "
-    "proxy and those ports, without any --network"
-)
-USER_MODE_BELOW_NETWORK_ABI = (
-    "where root cannot create a network namespace and Landlock has no TCP rules (ABI < 4, "
-    "or [user] landlock = false), the agent has the host's whole network, and these "
-    "change nothing"
-)
-
-
-def network_choice_problem(mode: Mode, network: Network) -> str | None:
-    """Why ``network`` cannot be the choice of ``mode`` (None: it can)."""
-    if mode is Mode.SANDBOX or network is Network.HOST:
-        return None
-    if mode is Mode.USER:
-        return f"network {str(network)!r} needs sandbox mode; {USER_MODE_NETWORK}"
-    return (
-        f"network {str(network)!r} needs sandbox mode; in {mode} mode the agent shares the "
-        'host\'s network (network = "host")'
-    )
-
-
-def allowances_problem(mode: Mode, network: Network, what: str) -> str | None:
-    """Why ``--what`` (``allow-domain`` or ``allow-loopback-port``) cannot apply to
-    ``mode`` with ``network`` (None: it can; see the notes above)."""
-    if mode is Mode.USER:
-        return None
-    if mode is Mode.UNSAFE:
-        return (
-            f"--{what} needs sandbox or user mode (in unsafe mode Claude runs as you on the "
-            "host's whole network: nothing filters it)"
-        )
-    if network is Network.ALLOWLIST:
-        return None
-    reach = "everything is reachable" if network is Network.HOST else "nothing is"
-    return f'--{what} needs network "allowlist" (network is {str(network)!r}: {reach})'
-
-
-def proxy_port_problem(mode: Mode, port: int) -> str | None:
-    """The sandbox's proxy port inside its namespace cannot also be an exposed loopback
-    port; user mode's proxy has an ephemeral port of its own, so any port is fine there."""
-    if mode is Mode.SANDBOX and port == SANDBOX_PROXY_PORT:
-        return (
-            f"{port} is the port of the launcher's egress proxy inside the sandbox; choose another"
-        )
-    return None
-
-
-def describe_user_allowances(
-    allowed_domains: Sequence[str], loopback_ports: Sequence[int], network_abi: bool | None
-) -> list[str]:
-    """The plan's, review's and audit's lines for user mode's lists. ``network_abi``:
-    they take effect here (:func:`user_lists_apply`: a namespace of the session's own or
-    Landlock's TCP rules) (True), not (False), not known (None)."""
-    lines = []
-    if allowed_domains:
-        lines.append(
-            "allowed by you (--allow-domain), through the session's proxy: "
-            + ", ".join(allowed_domains)
-        )
-    if loopback_ports:
-        lines.append(
-            "host loopback ports the agent may connect to (--allow-loopback-port): "
-            + ", ".join(str(p) for p in loopback_ports)
-        )
-    if not lines:
-        return []
-    if network_abi is False:
-        lines.append("they change nothing on this host: " + USER_MODE_BELOW_NETWORK_ABI)
-    elif network_abi is None:
-        lines.append(
-            "they apply where the session gets a network namespace of its own or Landlock "
-            "ABI >= 4 confines the network; " + USER_MODE_BELOW_NETWORK_ABI
-        )
-    return lines
-
-
-def describe_user_network(
-    landlock_abi: int | None,
-    landlock_on: bool,
-    allowed_domains: Sequence[str],
-    loopback_ports: Sequence[int],
-    namespace: bool | None = None,
-) -> list[str]:
-    """The audit's lines for a user-mode agent's network: ``landlock_abi`` as probed
-    (None: not probed), ``landlock_on``: ``[user] landlock``, ``namespace``: root may
-    give the session a network namespace of its own here (None: not probed)."""
-    ports = (
-        f"Landlock ABI {landlock_abi} network: TCP connect only to the ports of the "
-        "session's egress proxy (Claude Code's endpoints "
-        + ", ".join(CLAUDE_ENDPOINTS)
-        + ") and of the allowed loopback ports"
-    )
-    head = "user mode: " + describe_user_wall(landlock_abi, landlock_on, namespace, ports)
-    applies = user_lists_apply(landlock_abi, landlock_on, namespace)
-    return [head, *describe_user_allowances(allowed_domains, loopback_ports, applies)]

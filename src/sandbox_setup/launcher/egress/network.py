@@ -46,12 +46,8 @@ from sandbox_setup.base.choices import Mode, Network
 from sandbox_setup.base.errors import InputError, RefusedError
 from sandbox_setup.base.launcher_config import LauncherConfig
 from sandbox_setup.base.paths import APP
-from sandbox_setup.policy.network import (
-    CLAUDE_ENDPOINTS,
-    SANDBOX_PROXY_PORT,
-    EgressPolicy,
-    network_exposure,
-)
+from sandbox_setup.policy.network import CLAUDE_ENDPOINTS, SANDBOX_PROXY_PORT, EgressPolicy
+from sandbox_setup.policy.network_words import network_exposure
 
 LOG_NAME = "egress.log"
 LOG_ROTATE_BYTES = 16 * 1024 * 1024  # egress.log beyond this is moved to egress.log.1

@@ -61,7 +61,8 @@ from sandbox_setup.launcher.egress.limits import (
     ProxyLimits,
 )
 from sandbox_setup.policy.addresses import parse_address
-from sandbox_setup.policy.network import Decision, EgressPolicy, normalize_host
+from sandbox_setup.policy.domains import normalize_host
+from sandbox_setup.policy.network import Decision, EgressPolicy
 
 THREAD_STACK = 256 * 1024  # a resolver thread runs getaddrinfo, nothing else
 HOST_ADDRESS_REFRESH = 30.0  # seconds between re-reads of this host's interface addresses
