@@ -2,8 +2,12 @@
 
 Public API (the TUI, the audit and the headless path build on it):
 
-- :func:`build_plan` ``(report, answers, layout) -> Plan``. Pure: it reads what
-  it must (passwd, existing files, ``claude --version``) and writes nothing. It
+- :func:`build_plan` ``(report, answers, layout, *, facts) -> Plan``. It reads no
+  live host fact: the probed bwrap and socat (and whether root may trust them), the
+  operator's environment and the clock come in ``facts``
+  (:func:`sandbox_setup.configure.host_facts.gather_host_facts`, called once at the
+  edge). It reads the target's own files under ``layout.root`` (passwd, the existing
+  files it merges, the Claude binary and its ``--version``) and writes nothing. It
   raises :class:`~sandbox_setup.base.errors.RefusedError` (exit 3) with the reason and the
   remedy when the report rules the choice out (sandbox mode where
   ``bwrap.sandbox`` failed, an inner sandbox strength the nested probes did not
