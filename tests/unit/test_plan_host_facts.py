@@ -5,6 +5,7 @@ a different plan from different facts, on any host, with the live look-ups refus
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sys
 from pathlib import Path, PurePosixPath
@@ -15,7 +16,7 @@ import pytest
 
 import sandbox_setup.configure.host_facts as host_facts
 from sandbox_setup.base.choices import Mode
-from sandbox_setup.base.errors import RefusedError
+from sandbox_setup.base.errors import InputError, RefusedError
 from sandbox_setup.base.paths import Layout
 from sandbox_setup.configure.answers import Answers
 from sandbox_setup.configure.host_facts import SandboxBinary
@@ -112,3 +113,19 @@ def test_the_edge_takes_the_binaries_the_report_recorded(layout: Layout) -> None
     assert facts.bwrap == NO_BWRAP and facts.socat == SandboxBinary("socat", None)
     with pytest.raises(ReadTheHost):
         GATHER(report(), layout)  # a report made by hand: the edge looks (here: refused)
+
+
+def test_claude_is_looked_for_on_the_facts_path(layout: Layout) -> None:
+    """The operator's PATH is a fact too: where the plan looks for Claude Code."""
+    shipped = layout.real("/usr/local/bin/claude")
+    moved = layout.real("/opt/tools/claude")
+    moved.parent.mkdir(parents=True)
+    moved.write_bytes(shipped.read_bytes())
+    moved.chmod(0o755)
+    shipped.unlink()
+    assert "/opt/tools" not in os.environ.get("PATH", "").split(":")
+    answers = Answers(Mode.UNSAFE, accept_unsafe_root=True)
+    plan = build_plan(report(), answers, layout, facts=plan_facts(environ={"PATH": "/opt/tools"}))
+    assert plan.answers.claude == PurePosixPath("/opt/tools/claude")
+    with pytest.raises(InputError, match=r"looked for 'claude' in /opt/other, "):
+        build_plan(report(), answers, layout, facts=plan_facts(environ={"PATH": "/opt/other"}))

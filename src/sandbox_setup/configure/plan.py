@@ -522,7 +522,7 @@ def _trusted_claude(
     answers: Answers, layout: Layout, facts: HostFacts, agent: _Agent, source: str
 ) -> ClaudeBinary:
     """The Claude binary, refused where root would run what others can change."""
-    claude: ClaudeBinary = find_claude(layout, answers.claude)
+    claude: ClaudeBinary = find_claude(layout, answers.claude, facts.environ)
     if not claude.trusted:
         # Unsafe mode would run it as root; in the other modes the launcher refuses a
         # binary root does not own, so the config could never launch.
