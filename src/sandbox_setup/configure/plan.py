@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -279,9 +279,10 @@ def _settings_scope(answers: Answers, layout: Layout) -> SettingsScope:
     return scope
 
 
-def _existing_config(layout: Layout) -> dict[str, Any]:
-    """The current launcher.toml as data; {} when missing or unreadable (the write
-    action reports a malformed file with its name and line)."""
+def _current_config(layout: Layout) -> Mapping[str, Any]:
+    """The current launcher.toml as data, read once (an apply keeps the operator's edits,
+    an earlier acceptance and a recorded version from it); {} when missing or unreadable
+    (the write action reports a malformed file with its name and line)."""
     try:
         state = fsops.read_file(layout.root, layout.real(layout.launcher_config))
         return load_toml(state.data.decode("utf-8"), "launcher.toml") if state else {}
@@ -289,23 +290,25 @@ def _existing_config(layout: Layout) -> dict[str, Any]:
         return {}
 
 
-def _kept_user_landlock(layout: Layout) -> bool:
+def _kept_user_landlock(current: Mapping[str, Any]) -> bool:
     """``[user] landlock`` of the current launcher.toml (the operator's; an apply keeps
     it): True when missing or not a boolean (the launcher refuses that file anyway)."""
-    user = _existing_config(layout).get("user")
+    user = current.get("user")
     value = user.get("landlock", True) if isinstance(user, dict) else True
     return value if isinstance(value, bool) else True
 
 
-def _kept_base_url_port(layout: Layout) -> BaseUrlPort:
+def _kept_base_url_port(current: Mapping[str, Any]) -> BaseUrlPort:
     """``[sandbox] base_url_port`` of the current launcher.toml (the operator's edit; an
     apply keeps it): the launcher's default ``auto`` when missing or not a known value."""
-    sandbox = _existing_config(layout).get("sandbox")
+    sandbox = current.get("sandbox")
     value = sandbox.get("base_url_port") if isinstance(sandbox, dict) else None
     return BaseUrlPort.OFF if value == BaseUrlPort.OFF.value else BaseUrlPort.AUTO
 
 
-def _acceptance(answers: Answers, layout: Layout, facts: HostFacts) -> tuple[str, str]:
+def _acceptance(
+    answers: Answers, layout: Layout, facts: HostFacts, old: Mapping[str, Any]
+) -> tuple[str, str]:
     """Who accepted unsafe mode and when; an earlier identical acceptance is kept so
     re-running does not rewrite launcher.toml."""
     who = answers.accepted_by or acceptance_label(
@@ -313,7 +316,6 @@ def _acceptance(answers: Answers, layout: Layout, facts: HostFacts) -> tuple[str
     )
     if answers.accepted_at:
         return who, answers.accepted_at
-    old = _existing_config(layout)
     unsafe = old.get("unsafe")
     if (
         old.get("mode") == "unsafe"
@@ -325,12 +327,11 @@ def _acceptance(answers: Answers, layout: Layout, facts: HostFacts) -> tuple[str
     return who, facts.now
 
 
-def _claude_version(layout: Layout, found: str | None, path: PurePosixPath) -> str | None:
+def _claude_version(old: Mapping[str, Any], found: str | None, path: PurePosixPath) -> str | None:
     """``claude --version`` now, or (when it cannot run here, e.g. the audit inside a
     container) the version recorded for the same path: unknown is not "none"."""
     if found is not None:
         return found
-    old = _existing_config(layout)
     recorded = old.get("claude_version")
     if old.get("claude") == str(path) and isinstance(recorded, str):
         return recorded
@@ -443,14 +444,16 @@ def build_plan(
         # On request, the AppArmor profile that lets bwrap create user namespaces (Ubuntu).
         *apparmor_actions(layout, report, facts.bwrap, answers.apparmor_bwrap_profile, notes),
     ]
-    resolved = _resolved_answers(answers, layout, facts, choices, claude)
-    config = _launcher_config(resolved, layout, agent, _launcher_claude(agent, claude), claude)
-    notes += _base_url_notes(config, layout, facts)
+    current = _current_config(layout)  # launcher.toml now: what an apply keeps of it
+    resolved = _resolved_answers(answers, layout, facts, current, choices, claude)
+    launcher_claude = _launcher_claude(agent, claude)
+    config = _launcher_config(resolved, layout, current, agent, launcher_claude, claude)
+    notes += _base_url_notes(config, layout, current, facts)
     actions += _record_actions(layout, config, resolved, agent)
     # Last: root's claude is routed only once the config it runs exists.
     actions += _shim_actions(layout, answers, claude, notes)
     _judge_files(actions)
-    lines, warnings = _network_lines(report, facts, resolved, layout)
+    lines, warnings = _network_lines(report, facts, resolved, current)
     return Plan(resolved, layout, config, actions, notes, lines, warnings)
 
 
@@ -666,7 +669,12 @@ def _settings_action(
 
 
 def _resolved_answers(
-    answers: Answers, layout: Layout, facts: HostFacts, choices: _Choices, claude: ClaudeBinary
+    answers: Answers,
+    layout: Layout,
+    facts: HostFacts,
+    current: Mapping[str, Any],
+    choices: _Choices,
+    claude: ClaudeBinary,
 ) -> Answers:
     """The answers with every default filled in (what answers.toml records, so a replay
     is byte-identical), and in unsafe mode who accepted it and when."""
@@ -681,13 +689,14 @@ def _resolved_answers(
     )
     if answers.mode is not Mode.UNSAFE:
         return resolved
-    who, when = _acceptance(answers, layout, facts)
+    who, when = _acceptance(answers, layout, facts, current)
     return replace(resolved, accepted_by=who, accepted_at=when)
 
 
 def _launcher_config(
     resolved: Answers,
     layout: Layout,
+    current: Mapping[str, Any],
     agent: _Agent,
     launcher_claude: PurePosixPath,
     claude: ClaudeBinary,
@@ -716,12 +725,14 @@ def _launcher_config(
         loopback_ports=resolved.loopback_ports,
         env_pass=passed_names(resolved.pass_env),
         limits=resolved.limits or Limits(),
-        claude_version=_claude_version(layout, claude.version, launcher_claude),
+        claude_version=_claude_version(current, claude.version, launcher_claude),
         unsafe=unsafe,
     )
 
 
-def _base_url_notes(config: LauncherConfig, layout: Layout, facts: HostFacts) -> list[str]:
+def _base_url_notes(
+    config: LauncherConfig, layout: Layout, current: Mapping[str, Any], facts: HostFacts
+) -> list[str]:
     """In sandbox mode, the loopback port a local ANTHROPIC_BASE_URL needs, as the
     launcher will judge it: the kept [sandbox] base_url_port (the operator's). From the
     operator's environment now; the launch says it again."""
@@ -732,7 +743,7 @@ def _base_url_notes(config: LauncherConfig, layout: Layout, facts: HostFacts) ->
         config.env_pass,
         config.network,
         config.loopback_ports,
-        _kept_base_url_port(layout),
+        _kept_base_url_port(current),
         root=str(layout.root),
     )
     return [] if hint is None else [hint]
@@ -811,7 +822,7 @@ def _judge_files(actions: list[Action]) -> None:
 
 
 def _network_lines(
-    report: Report, facts: HostFacts, resolved: Answers, layout: Layout
+    report: Report, facts: HostFacts, resolved: Answers, current: Mapping[str, Any]
 ) -> tuple[list[str], list[str]]:
     """What the agent's network is (user mode: wall by wall), and the warnings."""
     assert resolved.network is not None
@@ -828,7 +839,7 @@ def _network_lines(
             resolved.inner_sandbox is not InnerSandbox.OFF,
             resolved.allowed_domains,
             resolved.loopback_ports,
-            landlock_on=_kept_user_landlock(layout),
+            landlock_on=_kept_user_landlock(current),
         )
     return lines, warnings
 
