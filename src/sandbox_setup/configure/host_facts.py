@@ -14,7 +14,7 @@ import datetime
 import os
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from types import MappingProxyType
 
@@ -41,10 +41,11 @@ class HostFacts:
 
     bwrap: SandboxBinary
     socat: SandboxBinary
-    # The operator's environment (SUDO_USER for the acceptance, ANTHROPIC_BASE_URL, ...).
-    environ: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    # The operator's environment (PATH, where Claude Code is looked for; SUDO_USER for
+    # the acceptance; ANTHROPIC_BASE_URL; ...).
+    environ: Mapping[str, str]
     # Now, for a new unsafe-mode acceptance (ISO 8601, seconds, UTC).
-    now: str = "1970-01-01T00:00:00+00:00"
+    now: str
     # What root runs of this installation, by what it is (a live apply only).
     installation: tuple[tuple[str, PurePosixPath], ...] = ()
 
