@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from sandbox_setup.audit.model import AuditFinding, Grade, Severity
+from sandbox_setup.audit.model import EXPOSURE_BANDS, AuditFinding, Grade, Severity
 
 BASELINE = {"sandbox": 1.0, "user": 3.5, "unsafe": 9.0}
 INNER_OFF_PENALTY = 0.5
@@ -30,7 +30,7 @@ WEIGHT = {
 # Upper bounds (exclusive) of each label, in order; the last label takes the rest.
 LABELS = ((2.0, "OK"), (5.0, "MEDIUM"), (8.0, "EXPOSED"))
 TOP_LABEL = "UNSAFE"
-LEGEND = "exposure 0.0-10.0: 0.0-1.9 OK, 2.0-4.9 MEDIUM, 5.0-7.9 EXPOSED, 8.0-10.0 UNSAFE"
+LEGEND = f"exposure 0.0-10.0: {EXPOSURE_BANDS}"
 
 
 def label_for(exposure: float) -> str:

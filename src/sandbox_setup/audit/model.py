@@ -68,6 +68,8 @@ class AuditFinding:
 
 # What the exposure number measures (the CLI and the TUI say it beside the number).
 EXPOSURE_MEANING = "how much of this machine the agent could reach: 0.0 nothing, 10.0 all of it"
+# The labels' bands (audit/grade.py's LABELS), as every face shows the scale.
+EXPOSURE_BANDS = "0.0-1.9 OK, 2.0-4.9 MEDIUM, 5.0-7.9 EXPOSED, 8.0-10.0 UNSAFE"
 
 
 @dataclass(frozen=True)
@@ -81,6 +83,10 @@ class Grade:
     @property
     def meaning(self) -> str:
         return EXPOSURE_MEANING
+
+    @property
+    def bands(self) -> str:
+        return EXPOSURE_BANDS
 
     def to_json(self) -> dict[str, Any]:
         return {"exposure": self.exposure, "label": self.label, "legend": self.legend}

@@ -92,8 +92,8 @@ def render_lines(report: AuditReport, width: int = PIPE_WIDTH) -> list[Line]:
         .add(f"{grade.exposure:.1f} {grade.label}", label_style)
     )
     out += wrapped([("  ", "")], grade.meaning, width, 2, "dim")
-    # The bands of the legend ("exposure 0.0-10.0: 0.0-1.9 OK, ..."), on one line.
-    bands = grade.legend.split(": ", 1)[-1]
+    # The bands of the scale ("0.0-1.9 OK, ..."), on one line.
+    bands = grade.bands
     out += wrapped([("  scale: ", "dim")], bands, width, 9, "dim")
     return out
 

@@ -46,7 +46,7 @@ def grade_text(audit: AuditReport) -> Text:
     text.append(f"   exposure {grade.exposure:.1f}/10 {grade.label}", style="bold")
     text.append("   no drift or problems" if audit.clean else "   needs attention")
     # The scale, so "1.0/10 OK" means something (the CLI says the same).
-    bands = grade.legend.split(": ", 1)[-1]
+    bands = grade.bands
     text.append(f"\n{grade.meaning}; {bands}", style="dim")
     if audit.unsafe:
         text.append(
