@@ -39,7 +39,7 @@ def _hiding_script(whiteouts: Path) -> str:
         [
             *mounts,
             *[f"( {c} )" for c in checks],
-            'exec "$0" -m pytest tests/unit -q -rs -p no:cacheprovider',
+            'exec "$0" -m pytest tests/unit -q -rfEs -p no:cacheprovider',
         ]
     )
 
