@@ -26,6 +26,7 @@ from sandbox_setup.base.paths import Layout
 from sandbox_setup.commands.apply import gather_report
 from sandbox_setup.configure.answers import Answers
 from sandbox_setup.configure.apply import apply_plan
+from sandbox_setup.configure.host_facts import gather_host_facts
 from sandbox_setup.configure.plan import build_plan
 from tests.core_fixtures import (
     CONFIG,
@@ -402,7 +403,8 @@ def test_settings_swapped_for_a_symlink_between_plan_and_apply(root: Path, fault
     )
     layout = Layout.for_root(root)
     answers = Answers(Mode.SANDBOX, workspaces=(PurePosixPath("/srv/project"),))
-    plan = build_plan(gather_report(answers, layout, 10.0), answers, layout)
+    report = gather_report(answers, layout, 10.0)
+    plan = build_plan(report, answers, layout, facts=gather_host_facts(report, layout))
     shadow = (root / "etc/shadow").read_bytes()
     managed = root / MANAGED
 

@@ -12,6 +12,7 @@ from sandbox_setup.base.paths import Layout
 from sandbox_setup.checks.model import Finding, Recommendation, Report, Status
 from sandbox_setup.configure.answers import Answers
 from sandbox_setup.configure.apply import apply_plan
+from sandbox_setup.configure.host_facts import gather_host_facts
 from sandbox_setup.configure.plan import build_plan
 from sandbox_setup.configure.undo import undo_last
 from tests.core_fixtures import host_passwd_digest, make_target_root, passwd_entry, system_state
@@ -37,7 +38,12 @@ def test_progress_two_applies_in_one_process_and_stepwise_undo(tmp_path: Path) -
     original = system_state(layout.root)
     seen: list[tuple[str, str]] = []
     first = apply_plan(
-        build_plan(passing_report(), Answers(Mode.USER), layout),
+        build_plan(
+            passing_report(),
+            Answers(Mode.USER),
+            layout,
+            facts=gather_host_facts(passing_report(), layout),
+        ),
         progress=lambda action, status, _: seen.append((action.kind, status)),
     )
     assert seen[0] == ("create-user", "running") and seen[1] == ("create-user", "changed")
@@ -45,10 +51,18 @@ def test_progress_two_applies_in_one_process_and_stepwise_undo(tmp_path: Path) -
     assert passwd_entry(layout.root, "claude-agent") is not None
     after_first = system_state(layout.root)
     answers = Answers(Mode.SANDBOX, workspaces=(PurePosixPath("/srv/project"),))
-    second = apply_plan(build_plan(passing_report(), answers, layout))
+    second = apply_plan(
+        build_plan(
+            passing_report(), answers, layout, facts=gather_host_facts(passing_report(), layout)
+        )
+    )
     assert second.transaction and second.transaction != first.transaction
     assert any("sandbox-ws" in line for line in second.changed)
-    again = apply_plan(build_plan(passing_report(), answers, layout))
+    again = apply_plan(
+        build_plan(
+            passing_report(), answers, layout, facts=gather_host_facts(passing_report(), layout)
+        )
+    )
     assert again.changed == [] and again.transaction is None
     assert any("restored" in result.text for result in undo_last(layout))
     assert system_state(layout.root) == after_first

@@ -21,6 +21,7 @@ from sandbox_setup.checks.recommend import recommend
 from sandbox_setup.commands.interactive import InteractiveCore
 from sandbox_setup.commands.wording import names_a_flag
 from sandbox_setup.configure.answers import Answers
+from sandbox_setup.configure.host_facts import gather_host_facts
 from sandbox_setup.tui.app import SetupApp
 from sandbox_setup.tui.apply import ApplyScreen
 from sandbox_setup.tui.choose_mode import ChooseModeScreen
@@ -120,7 +121,9 @@ async def test_the_review_gives_notes_and_steps_in_the_wizards_words(
     report = fake_report(SANDBOX_HOST)
     from sandbox_setup.configure.plan import build_plan
 
-    raw = build_plan(report, REUSE, core.layout)  # what the CLI shows
+    raw = build_plan(
+        report, REUSE, core.layout, facts=gather_host_facts(report, core.layout)
+    )  # what the CLI shows
     assert "--reuse-account" in " ".join(a.describe() for a in raw.actions)
     assert "--allow-loopback-port 8080" in " ".join(raw.notes)
     app = WizardHarness(lambda: ReviewScreen(core, report, REUSE))

@@ -36,6 +36,7 @@ from sandbox_setup.configure.answers import Answers, dump_answers, parse_answers
 from sandbox_setup.configure.apparmor import APPARMOR_KIND, AppArmorProfile
 from sandbox_setup.configure.plan import build_plan
 from tests.core_fixtures import make_target_root, snapshot
+from tests.host_facts import plan_facts
 from tests.tools import require_tool
 from tests.unit.fixtures.trees import (
     UBUNTU_2404_SHIPPED_SYSCTLS,
@@ -87,7 +88,7 @@ def layout(tmp_path: Path) -> Layout:
 
 def planned_profile(layout: Layout, report: Report) -> tuple[AppArmorProfile, list[str]]:
     answers = Answers(Mode.USER, workspaces=WS, apparmor_bwrap_profile=True)
-    plan = build_plan(report, answers, layout)
+    plan = build_plan(report, answers, layout, facts=plan_facts())
     found = [a for a in plan.actions if a.kind == APPARMOR_KIND]
     assert len(found) == 1, [a.kind for a in plan.actions]
     assert isinstance(found[0], AppArmorProfile)
@@ -168,17 +169,22 @@ def test_requested_the_plan_writes_the_profile_as_root_0644_and_loads_it(
 
 
 def test_the_restriction_found_and_not_requested_is_offered_in_a_note(layout: Layout) -> None:
-    plan = build_plan(restricted_report(), Answers(Mode.USER, workspaces=WS), layout)
+    plan = build_plan(
+        restricted_report(), Answers(Mode.USER, workspaces=WS), layout, facts=plan_facts()
+    )
     assert APPARMOR_KIND not in [a.kind for a in plan.actions]
     offer = [n for n in plan.notes if "--apparmor-bwrap-profile" in n]
     assert offer and "any process of any user" in offer[0], plan.notes
     quiet = build_plan(
-        restricted_report(restricted=False), Answers(Mode.USER, workspaces=WS), layout
+        restricted_report(restricted=False),
+        Answers(Mode.USER, workspaces=WS),
+        layout,
+        facts=plan_facts(),
     )
     assert not [n for n in quiet.notes if "--apparmor-bwrap-profile" in n]
     # unshare stopped while a profile lets bwrap through: nothing to offer for bwrap
     only_unshare = restricted_report(check="userns.create")
-    quiet = build_plan(only_unshare, Answers(Mode.USER, workspaces=WS), layout)
+    quiet = build_plan(only_unshare, Answers(Mode.USER, workspaces=WS), layout, facts=plan_facts())
     assert not [n for n in quiet.notes if "--apparmor-bwrap-profile" in n]
 
 
@@ -240,7 +246,7 @@ def test_a_distribution_profile_for_bwrap_is_not_doubled(layout: Layout) -> None
     with pytest.raises(
         RefusedError, match="bwrap-userns-restrict already attaches to /usr/bin/bwrap"
     ):
-        build_plan(restricted_report(), answers, layout)
+        build_plan(restricted_report(), answers, layout, facts=plan_facts())
     Path(other).write_text(fixture_text("apparmor", "usr.bin.man"))  # attaches elsewhere
     planned_profile(layout, restricted_report())
 

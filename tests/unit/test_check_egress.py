@@ -16,6 +16,7 @@ from sandbox_setup.checks.probe import ProbeResult
 from sandbox_setup.configure.answers import Answers
 from sandbox_setup.configure.plan import build_plan
 from tests.core_fixtures import make_target_root
+from tests.host_facts import plan_facts
 from tests.unit.test_plan import report
 
 V4_HEADER = "Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\tWindow\tIRTT"
@@ -98,6 +99,11 @@ def test_the_plan_refuses_the_allowlist_where_net_egress_failed(tmp_path: Path) 
     )
     ws = (PurePosixPath("/srv/project"),)
     with pytest.raises(RefusedError, match=r"net\.egress failed: the proxy did not start"):
-        build_plan(failed, Answers(Mode.SANDBOX, workspaces=ws), layout)
+        build_plan(failed, Answers(Mode.SANDBOX, workspaces=ws), layout, facts=plan_facts())
     # the other networks do not need the proxy
-    build_plan(failed, Answers(Mode.SANDBOX, workspaces=ws, network=Network.NONE), layout)
+    build_plan(
+        failed,
+        Answers(Mode.SANDBOX, workspaces=ws, network=Network.NONE),
+        layout,
+        facts=plan_facts(),
+    )

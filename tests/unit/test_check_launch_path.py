@@ -21,6 +21,7 @@ from sandbox_setup.checks.recommend import recommend
 from sandbox_setup.configure.answers import Answers
 from sandbox_setup.configure.plan import build_plan, mode_blocker
 from tests.core_fixtures import make_target_root
+from tests.host_facts import plan_facts
 from tests.unit.test_plan import WS
 
 OK = {"uid": 65534, "sandbox": "ok", "verify": "ok", "network": "ok"}
@@ -121,9 +122,14 @@ def report(launch: Verdict | None) -> Report:
 def test_the_plan_refuses_the_sandbox_mode_a_launch_would_refuse(tmp_path: Path) -> None:
     layout = Layout.for_root(make_target_root(tmp_path / "root"))
     with pytest.raises(RefusedError, match=r"launch\.path is fail") as caught:
-        build_plan(report(judge(DEFAULT_CAPS)), Answers(Mode.SANDBOX, workspaces=WS), layout)
+        build_plan(
+            report(judge(DEFAULT_CAPS)),
+            Answers(Mode.SANDBOX, workspaces=WS),
+            layout,
+            facts=plan_facts(),
+        )
     assert "--cap-add SYS_PTRACE" in str(caught.value)
-    build_plan(report(judge(OK)), Answers(Mode.SANDBOX, workspaces=WS), layout)
+    build_plan(report(judge(OK)), Answers(Mode.SANDBOX, workspaces=WS), layout, facts=plan_facts())
 
 
 def test_a_network_only_refusal_blocks_only_the_allowlist_network() -> None:
@@ -187,7 +193,7 @@ def test_no_mode_is_applied_where_root_cannot_become_the_agent(tmp_path: Path) -
         assert blocker is not None and "--cap-add SETUID" in blocker.remedy, mode
     layout = Layout.for_root(make_target_root(tmp_path / "root"))
     with pytest.raises(RefusedError, match="user mode needs a root that can become") as caught:
-        build_plan(blocked, Answers(Mode.USER, workspaces=WS), layout)
+        build_plan(blocked, Answers(Mode.USER, workspaces=WS), layout, facts=plan_facts())
     assert "podman run --cap-add SETUID" in str(caught.value)
     found = findings(judge(NO_SETUID))
     found[0] = Finding("bwrap.sandbox", "t", Status.FAIL, "setpriv failed")

@@ -24,6 +24,7 @@ from sandbox_setup.configure.plan import build_plan
 from sandbox_setup.policy.claude_shim import SHIM_PATH, is_claude_shim
 from sandbox_setup.policy.trust import chain_problems
 from tests.core_fixtures import make_target_root, snapshot
+from tests.host_facts import plan_facts
 from tests.unit.test_plan import report
 
 WS = (PurePosixPath("/srv/project"),)
@@ -56,7 +57,7 @@ def test_the_plan_installs_it_last_as_root_0755_running_this_sandbox_launch(
     layout: Layout,
 ) -> None:
     before = snapshot(layout.root)
-    plan = build_plan(report(), SHIMMED, layout)
+    plan = build_plan(report(), SHIMMED, layout, facts=plan_facts())
     assert snapshot(layout.root) == before  # planning writes nothing
     shim = plan.actions[-1]
     assert shim.kind == SHIM_KIND and shim.target == str(SHIM_PATH)
@@ -70,7 +71,7 @@ def test_the_plan_installs_it_last_as_root_0755_running_this_sandbox_launch(
 
 
 def test_without_the_option_there_is_no_shim(layout: Layout) -> None:
-    plan = build_plan(report(), Answers(Mode.SANDBOX, workspaces=WS), layout)
+    plan = build_plan(report(), Answers(Mode.SANDBOX, workspaces=WS), layout, facts=plan_facts())
     assert SHIM_KIND not in [a.kind for a in plan.actions]
 
 
@@ -84,9 +85,9 @@ def test_a_file_already_at_its_path_is_replaced_with_a_note(
     other.chmod(0o755)
     # Found first on PATH it would be taken for Claude (and refused), so name the real one.
     with pytest.raises(InputError, match="where the shim goes"):
-        build_plan(report(), SHIMMED, layout)
+        build_plan(report(), SHIMMED, layout, facts=plan_facts())
     real = PurePosixPath("/usr/local/bin/claude")
-    plan = build_plan(report(), replace(SHIMMED, claude=real), layout)
+    plan = build_plan(report(), replace(SHIMMED, claude=real), layout, facts=plan_facts())
     assert plan.actions[-1].backs_up()
     assert any("not sandbox-setup's shim" in note for note in plan.notes)
 
@@ -99,20 +100,23 @@ def test_a_symlink_at_its_path_is_an_input_error(layout: Layout) -> None:
     # at the shim's path first (it used to follow the link onto the host, find nothing
     # there and go on): refused for that, or for the symlink; an input error either way.
     with pytest.raises(InputError, match=r"symlink|where the shim goes"):
-        build_plan(report(), SHIMMED, layout)
+        build_plan(report(), SHIMMED, layout, facts=plan_facts())
 
 
 def test_refused_in_unsafe_mode(layout: Layout) -> None:
     answers = Answers(Mode.UNSAFE, accept_unsafe_root=True, install_claude_shim=True)
     with pytest.raises(InputError, match="unsafe mode"):
-        build_plan(report(), answers, layout)
+        build_plan(report(), answers, layout, facts=plan_facts())
 
 
 def test_refused_for_a_non_root_operator(layout: Layout) -> None:
     operator = Account("alice", 1000, 1000, Path("/home/alice"), "/bin/sh")
     with pytest.raises(InputError, match="root operator"):
         build_plan(
-            report(), replace(SHIMMED, agent_user="alice"), replace(layout, operator=operator)
+            report(),
+            replace(SHIMMED, agent_user="alice"),
+            replace(layout, operator=operator),
+            facts=plan_facts(),
         )
 
 
@@ -122,7 +126,7 @@ def test_refused_when_the_real_claude_lives_where_the_shim_goes(layout: Layout) 
     real.write_bytes(layout.real(PurePosixPath("/usr/local/bin/claude")).read_bytes())
     real.chmod(0o755)
     with pytest.raises(InputError, match="where the shim goes"):
-        build_plan(report(), replace(SHIMMED, claude=SHIM_PATH), layout)
+        build_plan(report(), replace(SHIMMED, claude=SHIM_PATH), layout, facts=plan_facts())
 
 
 def test_finding_claude_skips_the_shim_and_refuses_it_by_name(
@@ -134,13 +138,13 @@ def test_finding_claude_skips_the_shim_and_refuses_it_by_name(
     with pytest.raises(InputError, match="claude shim, not Claude Code"):
         find_claude(layout, SHIM_PATH)
     # A re-apply after the shim went in still records the real binary.
-    plan = build_plan(report(), SHIMMED, layout)
+    plan = build_plan(report(), SHIMMED, layout, facts=plan_facts())
     assert plan.launcher_config.claude == PurePosixPath("/usr/local/bin/claude")
 
 
 def test_a_leftover_shim_is_named_when_it_is_no_longer_asked_for(layout: Layout) -> None:
     plant_shim(layout)
-    plan = build_plan(report(), Answers(Mode.SANDBOX, workspaces=WS), layout)
+    plan = build_plan(report(), Answers(Mode.SANDBOX, workspaces=WS), layout, facts=plan_facts())
     assert any("still at /usr/local/sbin/claude" in note for note in plan.notes)
 
 
@@ -149,12 +153,12 @@ def test_this_setups_shim_no_longer_asked_for_is_removed_in_the_plan(layout: Lay
     launcher config is a ``remove-file`` step; another config's is only named."""
     shim = plant_shim(layout)
     shim.write_bytes(render_shim("/usr/local/bin/sandbox-launch", str(layout.launcher_config)))
-    plan = build_plan(report(), Answers(Mode.SANDBOX, workspaces=WS), layout)
+    plan = build_plan(report(), Answers(Mode.SANDBOX, workspaces=WS), layout, facts=plan_facts())
     removal = [a for a in plan.actions if a.kind == "remove-file"]
     assert [a.target for a in removal] == [str(SHIM_PATH)]
     assert removal[0].is_change() and "--- /usr/local/sbin/claude (current)" in removal[0].diff()
     assert not any("still at /usr/local/sbin/claude" in note for note in plan.notes)
-    still = build_plan(report(), SHIMMED, layout)
+    still = build_plan(report(), SHIMMED, layout, facts=plan_facts())
     assert not any(a.kind == "remove-file" for a in still.actions)
 
 
@@ -162,19 +166,23 @@ def test_the_plan_names_the_loopback_port_a_local_base_url_needs(
     layout: Layout, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:8317")
-    plan = build_plan(report(), Answers(Mode.SANDBOX, workspaces=WS), layout)
+    plan = build_plan(report(), Answers(Mode.SANDBOX, workspaces=WS), layout, facts=plan_facts())
     # base_url_port = "auto" (the launcher's default): each launch exposes it itself.
     assert not any("--allow-loopback-port 8317" in note for note in plan.notes), plan.notes
     assert any("port 8317" in note and "for that session" in note for note in plan.notes)
     config = layout.real(layout.launcher_config)
     config.parent.mkdir(parents=True, exist_ok=True)
     config.write_text('schema = 1\n[sandbox]\nbase_url_port = "off"\n')  # the operator's
-    plan = build_plan(report(), Answers(Mode.SANDBOX, workspaces=WS), layout)
+    plan = build_plan(report(), Answers(Mode.SANDBOX, workspaces=WS), layout, facts=plan_facts())
     assert any("--allow-loopback-port 8317" in note for note in plan.notes)
     allowed = Answers(Mode.SANDBOX, workspaces=WS, loopback_ports=(8317,))
-    assert not any("8317" in note for note in build_plan(report(), allowed, layout).notes)
+    assert not any(
+        "8317" in note for note in build_plan(report(), allowed, layout, facts=plan_facts()).notes
+    )
     host = Answers(Mode.SANDBOX, workspaces=WS, network=Network.HOST)
-    assert not any("8317" in note for note in build_plan(report(), host, layout).notes)
+    assert not any(
+        "8317" in note for note in build_plan(report(), host, layout, facts=plan_facts()).notes
+    )
 
 
 def _shim_trusted() -> Callable[[str], bool]:

@@ -14,6 +14,7 @@ from sandbox_setup.configure.network_plan import plan_network
 from sandbox_setup.configure.plan import build_plan
 from sandbox_setup.policy.network_words import HOST_EXPOSURE, describe_network
 from tests.core_fixtures import make_target_root
+from tests.host_facts import plan_facts
 from tests.unit.test_plan import report
 
 WS = (PurePosixPath("/srv/project"),)
@@ -50,7 +51,7 @@ def test_the_plan_carries_the_network_lines_and_the_note(
     layout = Layout.for_root(make_target_root(tmp_path / "root"))
     monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://user:s3cret-token@localhost:4000")
     answers = Answers(Mode.SANDBOX, workspaces=WS, allowed_domains=("example.com",))
-    plan = build_plan(report(), answers, layout)
+    plan = build_plan(report(), answers, layout, facts=plan_facts())
     assert plan.network[0].startswith("allowlist: ")
     assert any("example.com" in line for line in plan.network)
     # What the launcher does (base_url_port = "auto", its default): each launch exposes
@@ -69,7 +70,12 @@ def test_the_plan_carries_the_network_lines_and_the_note(
         "httpProxyPort": 3128,
         "socksProxyPort": 3128,
     }
-    host = build_plan(report(), Answers(Mode.SANDBOX, workspaces=WS, network=Network.HOST), layout)
+    host = build_plan(
+        report(),
+        Answers(Mode.SANDBOX, workspaces=WS, network=Network.HOST),
+        layout,
+        facts=plan_facts(),
+    )
     assert host.network == [f"host: {HOST_EXPOSURE}"]
     settings = next(a for a in host.actions if "Claude settings" in a.describe())
     network = json.loads(settings.desired())["sandbox"]["network"]  # type: ignore[attr-defined]
@@ -87,7 +93,7 @@ def test_with_base_url_port_off_kept_the_plan_asks_for_the_port(
     config = layout.real(layout.launcher_config)
     config.parent.mkdir(parents=True, exist_ok=True)
     config.write_text('schema = 1\n[sandbox]\nbase_url_port = "off"\n')
-    plan = build_plan(report(), Answers(Mode.SANDBOX, workspaces=WS), layout)
+    plan = build_plan(report(), Answers(Mode.SANDBOX, workspaces=WS), layout, facts=plan_facts())
     notes = [note for note in plan.notes if "--allow-loopback-port 4000" in note]
     assert len(notes) == 1, plan.notes
 

@@ -20,6 +20,7 @@ from sandbox_setup.configure.launcher_toml import render_launcher_config
 from sandbox_setup.configure.plan import build_plan
 from sandbox_setup.policy.environment import DEFAULT_PASS, pass_name_problem
 from tests.core_fixtures import make_target_root
+from tests.host_facts import plan_facts
 from tests.unit.test_plan import report
 
 WS = (PurePosixPath("/srv/project"),)
@@ -102,12 +103,14 @@ def test_only_sandbox_mode_has_a_network_of_its_own(layout: Layout) -> None:
 
 
 def test_the_plan_defaults_sandbox_mode_to_the_allowlist(layout: Layout) -> None:
-    plan = build_plan(report(), Answers(Mode.SANDBOX, workspaces=WS), layout)
+    plan = build_plan(report(), Answers(Mode.SANDBOX, workspaces=WS), layout, facts=plan_facts())
     assert plan.launcher_config.network is Network.ALLOWLIST
     assert plan.answers.network is Network.ALLOWLIST  # recorded, so a replay is identical
     assert plan.launcher_config.env_pass == DEFAULT_PASS
     assert plan.launcher_config.limits == Limits()
-    user = build_plan(report(), Answers(Mode.USER, workspaces=WS, pass_env=("X_1",)), layout)
+    user = build_plan(
+        report(), Answers(Mode.USER, workspaces=WS, pass_env=("X_1",)), layout, facts=plan_facts()
+    )
     assert user.launcher_config.network is Network.HOST
     assert user.launcher_config.env_pass == (*DEFAULT_PASS, "X_1")
 

@@ -142,6 +142,7 @@ def test_the_tui_and_the_headless_path_record_the_same_acceptance(tmp_path: Path
     code = (
         "import os, sys\n"
         "from sandbox_setup.commands.interactive import InteractiveCore\n"
+        "from sandbox_setup.configure.host_facts import gather_host_facts\n"
         "from sandbox_setup.configure.plan import build_plan\n"
         "from sandbox_setup.configure.answers import Answers\n"
         "from sandbox_setup.base.choices import Mode\n"
@@ -150,7 +151,8 @@ def test_the_tui_and_the_headless_path_record_the_same_acceptance(tmp_path: Path
         "print(core.acceptance_label())\n"
         "report = Report({}, [], Recommendation(Mode.USER, ''))\n"
         "answers = Answers(Mode.UNSAFE, accept_unsafe_root=True)\n"
-        "print(build_plan(report, answers, core.layout).answers.accepted_by)\n"
+        "facts = gather_host_facts(report, core.layout)\n"
+        "print(build_plan(report, answers, core.layout, facts=facts).answers.accepted_by)\n"
     )
     root = make_target_root(tmp_path / "root")
     result = subprocess.run(

@@ -18,6 +18,7 @@ from sandbox_setup.configure.claude_binary import INSTALLED_CLAUDE
 from sandbox_setup.configure.plan import build_plan
 from sandbox_setup.policy.credentials import COPY_LOGIN_NOTE
 from tests.core_fixtures import CLAUDE_VERSION, make_target_root, private_claude, snapshot
+from tests.host_facts import plan_facts
 
 WS = (PurePosixPath("/srv/project"),)
 
@@ -49,7 +50,7 @@ def kinds(plan) -> list[str]:  # type: ignore[no-untyped-def]
 
 def test_sandbox_plan_order_targets_and_nothing_written(layout: Layout) -> None:
     before = snapshot(layout.root)
-    plan = build_plan(report(), Answers(Mode.SANDBOX, workspaces=WS), layout)
+    plan = build_plan(report(), Answers(Mode.SANDBOX, workspaces=WS), layout, facts=plan_facts())
     assert snapshot(layout.root) == before
     assert kinds(plan) == [
         "create-group",
@@ -90,7 +91,12 @@ def test_sandbox_plan_order_targets_and_nothing_written(layout: Layout) -> None:
 
 def test_sandbox_mode_refused_when_bwrap_sandbox_failed(layout: Layout) -> None:
     with pytest.raises(RefusedError) as err:
-        build_plan(report(bwrap_sandbox="fail"), Answers(Mode.SANDBOX, workspaces=WS), layout)
+        build_plan(
+            report(bwrap_sandbox="fail"),
+            Answers(Mode.SANDBOX, workspaces=WS),
+            layout,
+            facts=plan_facts(),
+        )
     text = str(err.value)
     assert "bwrap.sandbox is fail" in text and "fix bwrap.sandbox like this" in text
     assert "--mode user" in text
@@ -107,6 +113,7 @@ def test_inner_sandbox_comes_from_the_nested_probes(
         report(bwrap_nested=nested, bwrap_nested_weak=weak),
         Answers(Mode.SANDBOX, workspaces=WS),
         layout,
+        facts=plan_facts(),
     )
     assert plan.answers.inner_sandbox == expected
     settings = plan.actions[3].desired()
@@ -117,7 +124,7 @@ def test_inner_sandbox_comes_from_the_nested_probes(
 def test_an_unverified_inner_strength_is_refused(layout: Layout) -> None:
     answers = Answers(Mode.SANDBOX, workspaces=WS, inner_sandbox="strong")
     with pytest.raises(RefusedError, match="inner sandbox 'strong' was not verified"):
-        build_plan(report(bwrap_nested="fail"), answers, layout)
+        build_plan(report(bwrap_nested="fail"), answers, layout, facts=plan_facts())
 
 
 @pytest.mark.parametrize(
@@ -129,13 +136,15 @@ def test_an_unverified_inner_strength_is_refused(layout: Layout) -> None:
     ],
 )
 def test_settings_scope_defaults(layout: Layout, mode, extra, scope, settings) -> None:  # type: ignore[no-untyped-def]
-    plan = build_plan(report(), Answers(mode, **extra), layout)
+    plan = build_plan(report(), Answers(mode, **extra), layout, facts=plan_facts())
     assert plan.answers.settings_scope == scope
     assert settings in [a.target for a in plan.actions]
 
 
 def test_user_scope_in_user_mode_targets_the_agent_home(layout: Layout) -> None:
-    plan = build_plan(report(), Answers(Mode.USER, settings_scope="user"), layout)
+    plan = build_plan(
+        report(), Answers(Mode.USER, settings_scope="user"), layout, facts=plan_facts()
+    )
     write = next(a for a in plan.actions if "settings" in a.target)
     assert write.target == "/home/claude-agent/.claude/settings.json"
     assert write.owner == "claude-agent"
@@ -146,8 +155,10 @@ def test_unsafe_needs_acceptance_and_records_it(
 ) -> None:
     monkeypatch.delenv("SUDO_USER", raising=False)
     with pytest.raises(RefusedError, match="accept-unsafe-root"):
-        build_plan(report(), Answers(Mode.UNSAFE), layout)
-    plan = build_plan(report(), Answers(Mode.UNSAFE, accept_unsafe_root=True), layout)
+        build_plan(report(), Answers(Mode.UNSAFE), layout, facts=plan_facts())
+    plan = build_plan(
+        report(), Answers(Mode.UNSAFE, accept_unsafe_root=True), layout, facts=plan_facts()
+    )
     assert kinds(plan) == ["write-file"] * 3  # no user, no group, no ACLs
     unsafe = plan.launcher_config.unsafe
     assert unsafe is not None and unsafe.accepted_by == "root (uid 0)"
@@ -161,7 +172,9 @@ def test_the_acceptance_names_the_person_behind_sudo(
     layout: Layout, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("SUDO_USER", "alice")
-    plan = build_plan(report(), Answers(Mode.UNSAFE, accept_unsafe_root=True), layout)
+    plan = build_plan(
+        report(), Answers(Mode.UNSAFE, accept_unsafe_root=True), layout, facts=plan_facts()
+    )
     unsafe = plan.launcher_config.unsafe
     assert unsafe is not None and unsafe.accepted_by == "root (uid 0, via sudo by alice)"
 
@@ -176,14 +189,16 @@ def test_an_earlier_acceptance_is_kept(layout: Layout, monkeypatch: pytest.Monke
         '[unsafe]\naccepted_by = "root (uid 0)"\naccepted_at = "2020-01-01T00:00:00+00:00"\n'
         'statement = "x"\n'
     )
-    plan = build_plan(report(), Answers(Mode.UNSAFE, accept_unsafe_root=True), layout)
+    plan = build_plan(
+        report(), Answers(Mode.UNSAFE, accept_unsafe_root=True), layout, facts=plan_facts()
+    )
     assert plan.answers.accepted_at == "2020-01-01T00:00:00+00:00"
 
 
 def test_private_claude_gets_a_root_owned_copy(layout: Layout) -> None:
     link = private_claude(layout.root)
     answers = Answers(Mode.USER, claude=PurePosixPath("/root/.local/bin/claude"))
-    plan = build_plan(report(), answers, layout)
+    plan = build_plan(report(), answers, layout, facts=plan_facts())
     install = next(a for a in plan.actions if a.kind == "install-claude")
     assert install.target == str(INSTALLED_CLAUDE)
     assert install.desired() == link.read_bytes()
@@ -196,7 +211,7 @@ def test_private_claude_gets_a_root_owned_copy(layout: Layout) -> None:
 
 
 def test_world_readable_claude_is_used_in_place(layout: Layout) -> None:
-    plan = build_plan(report(), Answers(Mode.USER), layout)
+    plan = build_plan(report(), Answers(Mode.USER), layout, facts=plan_facts())
     assert "install-claude" not in kinds(plan)
 
 
@@ -206,7 +221,7 @@ def test_invalid_settings_json_is_an_input_error_and_nothing_changes(layout: Lay
     managed.write_text('{\n  "model": "opus",\n  oops\n}\n')
     before = snapshot(layout.root)
     with pytest.raises(InputError) as err:
-        build_plan(report(), Answers(Mode.USER), layout)
+        build_plan(report(), Answers(Mode.USER), layout, facts=plan_facts())
     assert "/etc/claude-code/managed-settings.json" in str(err.value)
     assert "line 3, column 3" in str(err.value)
     assert snapshot(layout.root) == before
@@ -217,7 +232,7 @@ def test_settings_symlink_is_refused(layout: Layout) -> None:
     managed.parent.mkdir(parents=True)
     managed.symlink_to("/etc/shadow")
     with pytest.raises(InputError, match="is a symlink"):
-        build_plan(report(), Answers(Mode.USER), layout)
+        build_plan(report(), Answers(Mode.USER), layout, facts=plan_facts())
 
 
 def test_untrusted_directory_symlink_on_the_path_is_refused(layout: Layout) -> None:
@@ -229,30 +244,38 @@ def test_untrusted_directory_symlink_on_the_path_is_refused(layout: Layout) -> N
         passwd.write("mallory:x:4242:4242::/home/mallory:/bin/sh\n")
     answers = Answers(Mode.USER, agent_user="mallory", settings_scope="user", reuse_account=True)
     with pytest.raises(InputError, match="symlink owned by uid 4242"):
-        build_plan(report(), answers, layout)
+        build_plan(report(), answers, layout, facts=plan_facts())
 
 
 def test_copy_login_without_a_login_is_an_input_error(layout: Layout) -> None:
     with pytest.raises(InputError, match="no Claude login to copy"):
-        build_plan(report(), Answers(Mode.USER, copy_login=True), layout)
+        build_plan(report(), Answers(Mode.USER, copy_login=True), layout, facts=plan_facts())
 
 
 def test_copy_login_secrets_are_never_shown(layout: Layout) -> None:
     creds = layout.real(PurePosixPath("/root/.claude/.credentials.json"))
     creds.parent.mkdir(parents=True)
     creds.write_text('{"token": "sk-very-secret"}')
-    plan = build_plan(report(), Answers(Mode.USER, copy_login=True), layout)
+    plan = build_plan(report(), Answers(Mode.USER, copy_login=True), layout, facts=plan_facts())
     copy = next(a for a in plan.actions if a.kind == "copy-login")
     assert copy.target == "/home/claude-agent/.claude/.credentials.json"
     assert copy.mode == 0o600 and copy.owner == "claude-agent"
     assert "sk-very-secret" not in copy.diff() and "secret content" in copy.diff()
     # What the session's API gateway cannot keep outside is said where it is chosen.
     assert COPY_LOGIN_NOTE in plan.notes
-    assert COPY_LOGIN_NOTE not in build_plan(report(), Answers(Mode.USER), layout).notes
+    assert (
+        COPY_LOGIN_NOTE
+        not in build_plan(report(), Answers(Mode.USER), layout, facts=plan_facts()).notes
+    )
 
 
 def test_answers_record_resolved_choices(layout: Layout) -> None:
-    plan = build_plan(report(bwrap_nested="fail"), Answers(Mode.SANDBOX, workspaces=WS), layout)
+    plan = build_plan(
+        report(bwrap_nested="fail"),
+        Answers(Mode.SANDBOX, workspaces=WS),
+        layout,
+        facts=plan_facts(),
+    )
     recorded = parse_answers(plan.actions[-1].desired().decode())
     assert recorded == plan.answers
     assert (recorded.settings_scope, recorded.inner_sandbox) == ("managed", "weak")
@@ -267,13 +290,20 @@ def test_non_root_operator_cannot_create_users(layout: Layout) -> None:
     alice = Account("alice", 1500, 1500, Path("/home/alice"), "/bin/sh")
     as_alice = replace(layout, operator=alice)
     with pytest.raises(RefusedError, match="creating users needs root"):
-        build_plan(report(), Answers(Mode.USER, settings_scope="user"), as_alice)
+        build_plan(
+            report(), Answers(Mode.USER, settings_scope="user"), as_alice, facts=plan_facts()
+        )
     with pytest.raises(InputError, match=r"managed.*needs root"):
         build_plan(
-            report(), Answers(Mode.USER, agent_user="alice", settings_scope="managed"), as_alice
+            report(),
+            Answers(Mode.USER, agent_user="alice", settings_scope="managed"),
+            as_alice,
+            facts=plan_facts(),
         )
     # The operator's own account can be the agent: nothing to create, user-scope settings.
-    plan = build_plan(report(), Answers(Mode.USER, agent_user="alice"), as_alice)
+    plan = build_plan(
+        report(), Answers(Mode.USER, agent_user="alice"), as_alice, facts=plan_facts()
+    )
     assert kinds(plan) == ["write-file"] * 3
     assert plan.actions[0].target == "/home/alice/.claude/settings.json"
 
@@ -283,12 +313,13 @@ def test_a_workspace_inside_a_private_home_is_refused(layout: Layout) -> None:
     project.mkdir()
     answers = Answers(Mode.SANDBOX, workspaces=(PurePosixPath("/root/project"),))
     with pytest.raises(InputError, match=r"cannot enter /root \(mode 0700\)"):
-        build_plan(report(), answers, layout)
+        build_plan(report(), answers, layout, facts=plan_facts())
     # The operator's own account (unsafe mode) needs no such access.
     build_plan(
         report(),
         Answers(Mode.UNSAFE, accept_unsafe_root=True, workspaces=answers.workspaces),
         layout,
+        facts=plan_facts(),
     )
 
 
@@ -300,12 +331,17 @@ def test_a_version_that_cannot_be_read_now_keeps_the_recorded_one(layout: Layout
     )
     broken = layout.real(PurePosixPath("/usr/local/bin/claude"))
     broken.write_text("#!/bin/sh\nexit 1\n")
-    plan = build_plan(report(), Answers(Mode.USER), layout)
+    plan = build_plan(report(), Answers(Mode.USER), layout, facts=plan_facts())
     assert plan.launcher_config.claude_version == "9.9.9"
     cfg.write_text(
         'schema = 1\nmode = "user"\nclaude = "/other/claude"\nclaude_version = "9.9.9"\n'
     )
-    assert build_plan(report(), Answers(Mode.USER), layout).launcher_config.claude_version is None
+    assert (
+        build_plan(
+            report(), Answers(Mode.USER), layout, facts=plan_facts()
+        ).launcher_config.claude_version
+        is None
+    )
 
 
 def test_a_binary_others_can_change_is_never_run_as_root(layout: Layout, tmp_path: Path) -> None:
@@ -320,17 +356,25 @@ def test_a_binary_others_can_change_is_never_run_as_root(layout: Layout, tmp_pat
     # Refused in every mode: the launcher would refuse it anyway (owner must be root).
     for mode in (Mode.USER, Mode.SANDBOX):
         with pytest.raises(RefusedError, match="can be changed by a user other than root"):
-            build_plan(report(), Answers(mode, workspaces=WS, claude=answers.claude), layout)
+            build_plan(
+                report(),
+                Answers(mode, workspaces=WS, claude=answers.claude),
+                layout,
+                facts=plan_facts(),
+            )
     assert not marker.exists(), "root executed a binary another user owns"
     unsafe = Answers(Mode.UNSAFE, accept_unsafe_root=True, claude=answers.claude)
     with pytest.raises(RefusedError, match="can be changed by a user other than root"):
-        build_plan(report(), unsafe, layout)
+        build_plan(report(), unsafe, layout, facts=plan_facts())
     os.chown(claude, 0, 0)
     claude.chmod(0o757)  # world-writable: same verdict
     with pytest.raises(RefusedError):
-        build_plan(report(), unsafe, layout)
+        build_plan(report(), unsafe, layout, facts=plan_facts())
     claude.chmod(0o755)
-    assert build_plan(report(), unsafe, layout).launcher_config.claude_version == "1.0.0"
+    assert (
+        build_plan(report(), unsafe, layout, facts=plan_facts()).launcher_config.claude_version
+        == "1.0.0"
+    )
     assert marker.exists()
 
 
@@ -366,7 +410,7 @@ def test_an_existing_agent_that_can_become_root_is_refused(
     before = snapshot(layout.root)
     answers = Answers(Mode.USER, workspaces=WS, agent_user="bob")
     with pytest.raises(RefusedError, match=expected):
-        build_plan(report(), answers, layout)
+        build_plan(report(), answers, layout, facts=plan_facts())
     assert snapshot(layout.root) == before
 
 
@@ -376,10 +420,15 @@ def test_a_locked_existing_agent_is_accepted_only_when_reused_and_uid_0_is_refus
     _existing_agent(layout)
     before = snapshot(layout.root)
     with pytest.raises(RefusedError, match=r"\[existing account\] bob already exists"):
-        build_plan(report(), Answers(Mode.USER, workspaces=WS, agent_user="bob"), layout)
+        build_plan(
+            report(),
+            Answers(Mode.USER, workspaces=WS, agent_user="bob"),
+            layout,
+            facts=plan_facts(),
+        )
     assert snapshot(layout.root) == before
     answers = Answers(Mode.USER, workspaces=WS, agent_user="bob", reuse_account=True)
-    plan = build_plan(report(), answers, layout)
+    plan = build_plan(report(), answers, layout, facts=plan_facts())
     assert plan.launcher_config.agent_user == "bob"
     user = next(a for a in plan.actions if a.kind == "create-user")
     assert not user.is_change()
@@ -387,4 +436,9 @@ def test_a_locked_existing_agent_is_accepted_only_when_reused_and_uid_0_is_refus
     passwd = layout.real(PurePosixPath("/etc/passwd"))
     passwd.write_text(passwd.read_text() + "toor:x:0:0::/root:/bin/sh\n")
     with pytest.raises(RefusedError, match="uid 0"):
-        build_plan(report(), Answers(Mode.USER, workspaces=WS, agent_user="toor"), layout)
+        build_plan(
+            report(),
+            Answers(Mode.USER, workspaces=WS, agent_user="toor"),
+            layout,
+            facts=plan_facts(),
+        )

@@ -23,6 +23,7 @@ from sandbox_setup.checks.probe import ProbeResult
 from sandbox_setup.checks.recommend import recommend
 from sandbox_setup.configure.answers import Answers
 from sandbox_setup.configure.plan import Plan, build_plan, default_inner_sandbox
+from tests.host_facts import plan_facts
 from tests.unit.test_plan import WS, layout  # noqa: F401 (the fixture)
 
 MASKED = "/proc is masked: /proc/acpi (masked); the kernel refuses a fresh /proc"
@@ -75,7 +76,9 @@ def test_a_report_without_the_direct_probes_falls_back_to_bwrap_sandbox() -> Non
 
 
 def test_podman_default_masks_user_mode_gets_the_weak_inner_sandbox(layout: Layout) -> None:  # noqa: F811
-    plan = build_plan(report(PODMAN_DEFAULT_MASKS), Answers(Mode.USER, workspaces=WS), layout)
+    plan = build_plan(
+        report(PODMAN_DEFAULT_MASKS), Answers(Mode.USER, workspaces=WS), layout, facts=plan_facts()
+    )
     assert plan.launcher_config.inner_sandbox == "weak"
     sandbox = settings_of(plan)["sandbox"]
     assert sandbox["enabled"] is True
@@ -86,14 +89,14 @@ def test_podman_default_masks_user_mode_gets_the_weak_inner_sandbox(layout: Layo
 
 def test_weak_is_accepted_by_choice_where_its_probe_passed(layout: Layout) -> None:  # noqa: F811
     answers = Answers(Mode.USER, workspaces=WS, inner_sandbox="weak")
-    plan = build_plan(report(PODMAN_DEFAULT_MASKS), answers, layout)
+    plan = build_plan(report(PODMAN_DEFAULT_MASKS), answers, layout, facts=plan_facts())
     assert plan.launcher_config.inner_sandbox == "weak"
 
 
 def test_strong_is_refused_where_its_probe_failed_naming_what_works(layout: Layout) -> None:  # noqa: F811
     answers = Answers(Mode.USER, workspaces=WS, inner_sandbox="strong")
     with pytest.raises(RefusedError) as caught:
-        build_plan(report(PODMAN_DEFAULT_MASKS), answers, layout)
+        build_plan(report(PODMAN_DEFAULT_MASKS), answers, layout, facts=plan_facts())
     text = str(caught.value)
     assert "inner sandbox 'strong' was not verified" in text
     assert "bwrap.direct is fail" in text and "--inner-sandbox weak" in text
@@ -103,14 +106,14 @@ def test_strong_in_user_mode_where_it_works_even_if_the_launcher_sandbox_does_no
     layout: Layout,  # noqa: F811
 ) -> None:
     found = dict(PODMAN_DEFAULT_MASKS, **{"bwrap.direct": "pass"})
-    plan = build_plan(report(found), Answers(Mode.USER, workspaces=WS), layout)
+    plan = build_plan(report(found), Answers(Mode.USER, workspaces=WS), layout, facts=plan_facts())
     assert plan.launcher_config.inner_sandbox == "strong"
     assert settings_of(plan)["sandbox"]["enabled"] is True
 
 
 def test_no_form_works_the_plan_says_bash_runs_unsandboxed_and_why(layout: Layout) -> None:  # noqa: F811
     found = dict(PODMAN_DEFAULT_MASKS, **{"bwrap.direct_weak": "fail"})
-    plan = build_plan(report(found), Answers(Mode.USER, workspaces=WS), layout)
+    plan = build_plan(report(found), Answers(Mode.USER, workspaces=WS), layout, facts=plan_facts())
     assert plan.launcher_config.inner_sandbox == "off"
     assert settings_of(plan)["sandbox"]["enabled"] is False
     (note,) = [n for n in plan.notes if "unsandboxed" in n]

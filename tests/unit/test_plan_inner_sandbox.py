@@ -4,7 +4,6 @@ cannot vanish or be bypassed, with the probed binaries in managed scope."""
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -13,11 +12,12 @@ import pytest
 from sandbox_setup.base.choices import InnerSandbox, Mode, SettingsScope
 from sandbox_setup.base.errors import RefusedError
 from sandbox_setup.base.paths import Layout
-from sandbox_setup.checks.claude import sandbox_binaries
 from sandbox_setup.checks.model import Finding, Recommendation, Report, Status
 from sandbox_setup.configure.answers import Answers
+from sandbox_setup.configure.host_facts import SandboxBinary, gather_host_facts
 from sandbox_setup.configure.plan import Plan, build_plan
 from tests.core_fixtures import make_target_root
+from tests.host_facts import NO_BWRAP, plan_facts
 
 WS = (PurePosixPath("/srv/project"),)
 SANDBOX = Answers(Mode.SANDBOX, workspaces=WS)
@@ -65,13 +65,18 @@ def test_missing_socat_refuses_the_inner_sandbox_with_the_remedy(
     layout: Layout, mode: Mode, extra: dict[str, Any]
 ) -> None:
     with pytest.raises(RefusedError) as err:
-        build_plan(report(DEPS_MISSING), Answers(mode, **extra), layout)
+        build_plan(report(DEPS_MISSING), Answers(mode, **extra), layout, facts=plan_facts())
     text = str(err.value)
     assert "claude.sandbox_deps is fail" in text and "apt-get install -y socat" in text
     assert "--inner-sandbox off" in text
     for strength in (InnerSandbox.STRONG, InnerSandbox.WEAK):
         with pytest.raises(RefusedError):
-            build_plan(report(DEPS_MISSING), Answers(mode, inner_sandbox=strength, **extra), layout)
+            build_plan(
+                report(DEPS_MISSING),
+                Answers(mode, inner_sandbox=strength, **extra),
+                layout,
+                facts=plan_facts(),
+            )
 
 
 @pytest.mark.parametrize(("mode", "extra"), MODES, ids=[m for m, _ in MODES])
@@ -79,7 +84,7 @@ def test_inner_sandbox_off_is_allowed_without_socat(
     layout: Layout, mode: Mode, extra: dict[str, Any]
 ) -> None:
     answers = Answers(mode, inner_sandbox=InnerSandbox.OFF, **extra)
-    plan = build_plan(report(DEPS_MISSING), answers, layout)
+    plan = build_plan(report(DEPS_MISSING), answers, layout, facts=plan_facts())
     assert plan.launcher_config.inner_sandbox == "off"
     assert settings_of(plan)["sandbox"] == {"enabled": False}
 
@@ -88,19 +93,20 @@ def test_an_unrun_dependency_check_refuses_too(layout: Layout) -> None:
     bare = report()
     bare.findings = [f for f in bare.findings if f.id != "claude.sandbox_deps"]
     with pytest.raises(RefusedError, match=r"claude\.sandbox_deps was not run"):
-        build_plan(bare, Answers(Mode.USER), layout)
+        build_plan(bare, Answers(Mode.USER), layout, facts=plan_facts())
 
 
 @pytest.mark.parametrize("strength", [InnerSandbox.STRONG, InnerSandbox.WEAK])
 def test_managed_settings_carry_the_fail_closed_keys_and_probed_binaries(
     layout: Layout, strength: InnerSandbox
 ) -> None:
-    binaries = sandbox_binaries()
-    if not (binaries["bwrap"] and binaries["socat"]):
-        pytest.skip("bwrap and socat are needed on this host for the binaries' paths")
-    probed = {"binaries": binaries}
+    # The binaries the probes found are facts handed in: no bwrap or socat needed here.
+    facts = plan_facts(
+        bwrap=SandboxBinary("bwrap", "/opt/probed/bwrap"),
+        socat=SandboxBinary("socat", "/opt/probed/socat"),
+    )
     plan = build_plan(
-        report(host=probed), Answers(Mode.SANDBOX, workspaces=WS, inner_sandbox=strength), layout
+        report(), Answers(Mode.SANDBOX, workspaces=WS, inner_sandbox=strength), layout, facts=facts
     )
     assert plan.answers.settings_scope == SettingsScope.MANAGED
     sandbox = settings_of(plan)["sandbox"]
@@ -108,16 +114,15 @@ def test_managed_settings_carry_the_fail_closed_keys_and_probed_binaries(
     assert sandbox["failIfUnavailable"] is True
     assert sandbox["allowUnsandboxedCommands"] is False
     assert sandbox["autoAllowBashIfSandboxed"] is True
-    assert sandbox["bwrapPath"] == binaries["bwrap"] and sandbox["socatPath"] == binaries["socat"]
-    assert (
-        os.path.isabs(sandbox["bwrapPath"])
-        and os.path.realpath(sandbox["bwrapPath"]) == (sandbox["bwrapPath"])
-    )
+    assert sandbox["bwrapPath"] == "/opt/probed/bwrap"
+    assert sandbox["socatPath"] == "/opt/probed/socat"
     assert sandbox.get("enableWeakerNestedSandbox", False) is (strength == InnerSandbox.WEAK)
 
 
 def test_user_scope_settings_name_no_binaries(layout: Layout) -> None:
-    plan = build_plan(report(), Answers(Mode.UNSAFE, accept_unsafe_root=True), layout)
+    plan = build_plan(
+        report(), Answers(Mode.UNSAFE, accept_unsafe_root=True), layout, facts=plan_facts()
+    )
     assert plan.answers.settings_scope == SettingsScope.USER
     sandbox = settings_of(plan)["sandbox"]
     assert sandbox["failIfUnavailable"] is True and "bwrapPath" not in sandbox
@@ -130,12 +135,18 @@ def test_a_bwrap_others_can_change_is_refused(layout: Layout, tmp_path: Path) ->
     bwrap.write_text("#!/bin/sh\n")
     bwrap.chmod(0o777)
     binaries = {"bwrap": str(bwrap), "socat": "/usr/bin/socat", "rg": None}
+    probed = report(host={"binaries": binaries})
+    # The edge judges the recorded binaries once; the plan refuses with its reason.
+    facts = gather_host_facts(probed, layout)
+    assert facts.bwrap.path == str(bwrap) and facts.bwrap.untrusted is not None
     with pytest.raises(RefusedError) as err:
-        build_plan(report(host={"binaries": binaries}), SANDBOX, layout)
+        build_plan(probed, SANDBOX, layout, facts=facts)
     assert "sandbox.bwrapPath" in str(err.value) and "world-writable" in str(err.value)
 
 
 def test_no_bwrap_on_the_path_is_refused_in_managed_scope(layout: Layout) -> None:
     binaries = {"bwrap": None, "socat": "/usr/bin/socat", "rg": None}
+    probed = report(host={"binaries": binaries})
+    assert gather_host_facts(probed, layout).bwrap == NO_BWRAP
     with pytest.raises(RefusedError, match=r"sandbox\.bwrapPath: no bwrap"):
-        build_plan(report(host={"binaries": binaries}), SANDBOX, layout)
+        build_plan(probed, SANDBOX, layout, facts=plan_facts(bwrap=NO_BWRAP))

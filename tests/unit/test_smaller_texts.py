@@ -14,6 +14,7 @@ from sandbox_setup.configure.answers import Answers
 from sandbox_setup.configure.plan import build_plan, probes_note
 from sandbox_setup.policy.network import EgressPolicy
 from tests.core_fixtures import make_target_root
+from tests.host_facts import plan_facts
 from tests.unit.test_plan import report
 
 
@@ -31,7 +32,7 @@ def test_the_plan_carries_the_plain_note(tmp_path: Path) -> None:
     base = report()
     probed = Report(base.host, base.findings, base.recommendation, as_user="nobody")
     answers = Answers(Mode.SANDBOX, workspaces=(PurePosixPath("/srv/project"),))
-    notes = build_plan(probed, answers, layout).notes
+    notes = build_plan(probed, answers, layout, facts=plan_facts()).notes
     assert not any("live probes" in note for note in notes), notes
     assert any("host checks that start a test sandbox ran as nobody" in n for n in notes)
 

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 import sandbox_setup.commands.interactive as interactive
+import sandbox_setup.configure.host_facts as host_facts
 from sandbox_setup.base.choices import Mode
 from sandbox_setup.base.errors import SetupError
 from sandbox_setup.base.launcher_config import LauncherConfig
@@ -26,6 +27,7 @@ from sandbox_setup.configure.answers import Answers
 from sandbox_setup.configure.apply import apply_plan
 from sandbox_setup.configure.plan import Plan
 from tests.core_fixtures import make_target_root
+from tests.host_facts import plan_facts
 from tests.tools import REPO
 from tests.tui.fake_findings import SANDBOX_HOST, FakeProvider, fake_report
 
@@ -203,8 +205,10 @@ def _core(root: Path, findings: list[Finding] = SANDBOX_HOST) -> InteractiveCore
 
 
 def test_without_claude_under_the_root_the_checks_and_the_review_say_the_same(
-    tmp_path: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # The host's bwrap and socat are facts handed in (this host may have neither).
+    monkeypatch.setattr(host_facts, "gather_host_facts", lambda report, layout: plan_facts())
     root = make_target_root(tmp_path / "root")
     (root / "usr/local/bin/claude").unlink()
     # The probes found a Claude Code on the live system (the bug: the review then

@@ -25,6 +25,7 @@ from sandbox_setup.configure.plan import build_plan
 from sandbox_setup.tui.details import fields_for
 from sandbox_setup.tui.draft import Details, Draft
 from tests.core_fixtures import make_target_root
+from tests.host_facts import plan_facts
 from tests.unit.test_plan import report
 
 WS = (PurePosixPath("/srv/project"),)
@@ -94,7 +95,7 @@ def test_the_plan_writes_them_and_says_where_they_apply(layout: Layout) -> None:
     seven = report()
     seven.findings.append(landlock(7))
     answers = Answers(Mode.USER, workspaces=WS, **LISTS)  # type: ignore[arg-type]
-    plan = build_plan(seven, answers, layout)
+    plan = build_plan(seven, answers, layout, facts=plan_facts())
     assert plan.launcher_config.allowed_domains == LISTS["allowed_domains"]
     assert plan.launcher_config.loopback_ports == LISTS["loopback_ports"]
     written = next(a for a in plan.actions if a.describe().startswith("create launcher config"))
@@ -108,19 +109,21 @@ def test_the_plan_writes_them_and_says_where_they_apply(layout: Layout) -> None:
     assert "change nothing" not in lines  # Landlock ABI 7's ports take them
     three = report()
     three.findings.append(landlock(3))
-    lines = "\n".join(build_plan(three, answers, layout).network)
+    lines = "\n".join(build_plan(three, answers, layout, facts=plan_facts()).network)
     assert "they apply where the session gets a network namespace of its own" in lines
     assert "[user] landlock = false" in lines
     three.findings.append(user_wall(False))
-    lines = "\n".join(build_plan(three, answers, layout).network)
+    lines = "\n".join(build_plan(three, answers, layout, facts=plan_facts()).network)
     assert "they change nothing on this host" in lines
     three.findings[-1] = user_wall(True)  # the namespace takes them below ABI 4 too
-    assert "change nothing" not in "\n".join(build_plan(three, answers, layout).network)
+    assert "change nothing" not in "\n".join(
+        build_plan(three, answers, layout, facts=plan_facts()).network
+    )
 
 
 def test_a_private_allowance_is_warned_about_in_user_mode_too(layout: Layout) -> None:
     answers = Answers(Mode.USER, workspaces=WS, allowed_domains=("10.0.0.5:5432",))
-    warnings = build_plan(report(), answers, layout).warnings
+    warnings = build_plan(report(), answers, layout, facts=plan_facts()).warnings
     assert any("10.0.0.5" in w for w in warnings), warnings
 
 
@@ -165,14 +168,14 @@ def test_the_plan_reads_landlock_off_from_the_kept_user_table(layout: Layout) ->
     config.parent.mkdir(parents=True, exist_ok=True)
     config.write_text('schema = 1\nmode = "user"\n\n[user]\nlandlock = false\n')
     answers = Answers(Mode.USER, workspaces=WS, allowed_domains=("pypi.org",))
-    lines = "\n".join(build_plan(seven, answers, layout).network)
+    lines = "\n".join(build_plan(seven, answers, layout, facts=plan_facts()).network)
     assert "Landlock: off ([user] landlock = false" in lines
     assert "Landlock ABI 7" not in lines
     assert "they apply where the session gets a network namespace of its own" in lines
     # Landlock off turns off Landlock only: with a namespace the lists still apply.
     seven.findings.append(user_wall(True))
-    lines = "\n".join(build_plan(seven, answers, layout).network)
+    lines = "\n".join(build_plan(seven, answers, layout, facts=plan_facts()).network)
     assert "a network namespace of its own" in lines and "change nothing" not in lines
     seven.findings[-1] = user_wall(False)
-    lines = "\n".join(build_plan(seven, answers, layout).network)
+    lines = "\n".join(build_plan(seven, answers, layout, facts=plan_facts()).network)
     assert "they change nothing on this host" in lines

@@ -22,9 +22,9 @@ from sandbox_setup.audit.model import AuditFinding, Severity
 from sandbox_setup.base.apparmor import PROFILE_FILE, SYSCTL_REMEDY
 from sandbox_setup.base.errors import SetupError
 from sandbox_setup.base.paths import Layout
-from sandbox_setup.checks.model import Report
 from sandbox_setup.configure.answers import Answers
 from sandbox_setup.configure.apparmor import probed_bwrap, profile_action
+from sandbox_setup.configure.host_facts import SandboxBinary
 
 _WHY = (
     "Under kernel.apparmor_restrict_unprivileged_userns=1 this profile is what lets bwrap "
@@ -35,14 +35,14 @@ _WHY = (
 
 
 def apparmor_findings(
-    layout: Layout, answers: Answers | None, report: Report, reapply: str
+    layout: Layout, answers: Answers | None, bwrap: SandboxBinary, reapply: str
 ) -> list[AuditFinding]:
     """The ``audit.apparmor.*`` findings of this setup (none unless it asked for the
     profile)."""
     if answers is None or not answers.apparmor_bwrap_profile:
         return []
     try:
-        action = profile_action(layout, probed_bwrap(report), None)
+        action = profile_action(layout, probed_bwrap(bwrap), None)
         if not action.is_change():
             return []
         state = action.state()

@@ -15,6 +15,7 @@ from sandbox_setup.audit.model import AuditFinding, Severity
 from sandbox_setup.base.errors import SetupError
 from sandbox_setup.base.paths import Layout
 from sandbox_setup.checks.model import Report
+from sandbox_setup.configure.host_facts import HostFacts
 from sandbox_setup.configure.plan import build_plan
 
 if TYPE_CHECKING:
@@ -107,11 +108,16 @@ def _settings_summary(action: WriteFile, fallback: str) -> str:
 
 
 def drift_findings(
-    report: Report, answers: Answers, layout: Layout, reapply: str, agent_missing: bool
+    report: Report,
+    facts: HostFacts,
+    answers: Answers,
+    layout: Layout,
+    reapply: str,
+    agent_missing: bool,
 ) -> list[AuditFinding]:
     """Drift of this setup; a plan the live host now rules out is itself a finding."""
     try:
-        plan = build_plan(report, answers, layout, str(layout.real(layout.answers)))
+        plan = build_plan(report, answers, layout, str(layout.real(layout.answers)), facts=facts)
         return findings_from_plan(plan, layout, reapply, agent_missing)
     except SetupError as exc:
         summary = "cannot compare with the saved answers: the plan is refused now"

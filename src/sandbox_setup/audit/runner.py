@@ -92,6 +92,7 @@ from sandbox_setup.boundary.trust_record import trust_dir
 from sandbox_setup.checks.model import Report
 from sandbox_setup.configure import users
 from sandbox_setup.configure.answers import Answers, load_answers
+from sandbox_setup.configure.host_facts import gather_host_facts
 from sandbox_setup.configure.probes import choose_probe_user
 from sandbox_setup.configure.probes import run_live_checks as run_probe_suite
 from sandbox_setup.policy.accounts import workspace_group
@@ -235,7 +236,8 @@ def audit(layout: Layout, timeout: float = 10.0, as_user: str | None = None) -> 
         findings += scanned
         notes = [*notes, *scan_notes]
     findings += git_findings(layout, config, reapply)
-    findings += apparmor_findings(layout, answers, report, reapply)
+    facts = gather_host_facts(report, layout)  # the plan's view of the live host, once
+    findings += apparmor_findings(layout, answers, facts.bwrap, reapply)
     findings += login_findings(layout, config, reapply)
     findings += remote_settings_findings(layout, config, agent)
     findings += account_findings(layout, config, agent)
@@ -256,7 +258,7 @@ def audit(layout: Layout, timeout: float = 10.0, as_user: str | None = None) -> 
             )
         )
     else:
-        findings += drift_findings(report, answers, layout, reapply, agent_missing)
+        findings += drift_findings(report, facts, answers, layout, reapply, agent_missing)
     unsafe = None
     if config.unsafe is not None:
         unsafe = {

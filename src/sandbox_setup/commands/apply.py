@@ -40,6 +40,7 @@ from sandbox_setup.configure.apparmor import APPARMOR_KIND
 from sandbox_setup.configure.apply import apply_plan
 from sandbox_setup.configure.claude_binary import locate_claude
 from sandbox_setup.configure.history import open_applies
+from sandbox_setup.configure.host_facts import gather_host_facts
 from sandbox_setup.configure.plan import build_plan
 
 if TYPE_CHECKING:
@@ -358,7 +359,7 @@ def _plan_and_apply(
     source = str(args.answers) if args.answers else "command line"
     validate_answers(answers, layout, source)  # fail fast, before the probes
     report = gather_report(answers, layout, float(getattr(args, "timeout", 10.0) or 10.0))
-    plan = build_plan(report, answers, layout, source)
+    plan = build_plan(report, answers, layout, source, facts=gather_host_facts(report, layout))
     apply = bool(args.yes) and not args.dry_run
     actions = [
         {**a.to_json(), **({"diff": a.diff()} if args.dry_run else {})} for a in plan.actions

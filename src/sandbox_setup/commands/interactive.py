@@ -431,10 +431,12 @@ class InteractiveCore:
         """Raises ``RefusedError``/``InputError`` (reason and remedy, in the
         wizard's words) when the report or the answers rule the plan out."""
         # why: first paint (see the note at the top)
+        from sandbox_setup.configure.host_facts import gather_host_facts
         from sandbox_setup.configure.plan import build_plan
 
         with _in_tui_words():
-            plan = build_plan(report, answers, self.layout)
+            facts = gather_host_facts(report, self.layout)
+            plan = build_plan(report, answers, self.layout, facts=facts)
         # Notes are only shown (the review), never applied: in the wizard's words.
         plan.notes = [tui_words(note) for note in plan.notes]
         plan.network = [tui_words(line) for line in plan.network]

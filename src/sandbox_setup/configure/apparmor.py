@@ -45,7 +45,7 @@ from sandbox_setup.checks.model import Report, cause_key
 from sandbox_setup.configure import fsops
 from sandbox_setup.configure.actions import Action, WriteFile
 from sandbox_setup.configure.apparmor_load import LOAD_OP, run_parser
-from sandbox_setup.configure.inner_sandbox import probed_binaries
+from sandbox_setup.configure.host_facts import SandboxBinary
 from sandbox_setup.configure.transaction import Transaction
 from sandbox_setup.policy.trust import untrusted_reason
 
@@ -120,10 +120,10 @@ class AppArmorProfile(WriteFile):
         )
 
 
-def probed_bwrap(report: Report) -> str:
-    """The bwrap the probes ran (resolved, as Claude's settings name it)."""
-    bwrap = probed_binaries(report).get("bwrap")
-    if not bwrap or not bwrap.startswith("/"):
+def probed_bwrap(found: SandboxBinary) -> str:
+    """The bwrap the probes ran (``found``, resolved, as Claude's settings name it)."""
+    bwrap = found.path
+    if bwrap is None:
         raise RefusedError(
             "--apparmor-bwrap-profile: no bwrap was found on the probes' PATH, so there is "
             "nothing to attach the profile to; apt-get install bubblewrap"
@@ -173,7 +173,7 @@ def profile_action(layout: Layout, bwrap: str, parser: str | None) -> AppArmorPr
 
 
 def apparmor_actions(
-    layout: Layout, report: Report, requested: bool, notes: list[str]
+    layout: Layout, report: Report, bwrap_found: SandboxBinary, requested: bool, notes: list[str]
 ) -> list[Action]:
     """The profile action when requested (appends plan notes); where the probes found
     the restriction and it was not requested, a note offering it."""
@@ -192,7 +192,7 @@ def apparmor_actions(
             f"--apparmor-bwrap-profile writes {PROFILE_FILE} and loads it into the kernel: "
             "run the apply as root"
         )
-    bwrap = probed_bwrap(report)
+    bwrap = probed_bwrap(bwrap_found)
     others = other_profiles_for(layout, bwrap)
     if others:
         raise RefusedError(

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -40,8 +41,9 @@ class ClaudeBinary:
     trusted: bool  # only root or the operator can change it (or a directory above it)
 
 
-def _search_dirs(layout: Layout) -> list[PurePosixPath]:
-    dirs = [d for d in os.environ.get("PATH", "").split(":") if d.startswith("/")]
+def _search_dirs(layout: Layout, environ: Mapping[str, str] | None) -> list[PurePosixPath]:
+    path = (os.environ if environ is None else environ).get("PATH", "")
+    dirs = [d for d in path.split(":") if d.startswith("/")]
     dirs += [str(PurePosixPath(layout.operator.home) / ".local/bin"), *_FALLBACK_DIRS]
     seen: list[PurePosixPath] = []
     for d in dirs:
@@ -50,10 +52,11 @@ def _search_dirs(layout: Layout) -> list[PurePosixPath]:
     return seen
 
 
-def search_description(layout: Layout) -> str:
+def search_description(layout: Layout, environ: Mapping[str, str] | None = None) -> str:
     """Where :func:`find_claude` looks without a given path, in words: the same
-    text wherever a lookup is reported (the checks screen, the review, the CLI)."""
-    places = ", ".join(str(d) for d in _search_dirs(layout))
+    text wherever a lookup is reported (the checks screen, the review, the CLI).
+    ``environ``: the operator's environment (its PATH); None: this process's."""
+    places = ", ".join(str(d) for d in _search_dirs(layout, environ))
     where = "" if layout.live else f" under the root {layout.root}"
     return f"looked for 'claude' in {places}{where}"
 
@@ -118,14 +121,21 @@ def _shebang_problem(path: Path) -> str | None:
     )
 
 
-def locate_claude(layout: Layout, given: PurePosixPath | None = None) -> PurePosixPath | None:
+def locate_claude(
+    layout: Layout,
+    given: PurePosixPath | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> PurePosixPath | None:
     """The target path of the binary :func:`find_claude` would use (``given`` or the
     first ``claude`` on the search path), without running it; None: not found.
 
     The search skips sandbox-setup's claude shim (it comes first on root's PATH
     once installed); a ``given`` shim is an input error.
     """
-    candidates = [given] if given is not None else [d / "claude" for d in _search_dirs(layout)]
+    if given is not None:
+        candidates = [given]
+    else:
+        candidates = [d / "claude" for d in _search_dirs(layout, environ)]
     for candidate in candidates:
         try:
             # Symlinks followed inside the root: an absolute link under --root means
@@ -143,14 +153,19 @@ def locate_claude(layout: Layout, given: PurePosixPath | None = None) -> PurePos
     return None
 
 
-def find_claude(layout: Layout, given: PurePosixPath | None = None) -> ClaudeBinary:
-    """The binary at ``given`` or the first ``claude`` on the search path, in the target."""
-    candidate = locate_claude(layout, given)
+def find_claude(
+    layout: Layout,
+    given: PurePosixPath | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> ClaudeBinary:
+    """The binary at ``given`` or the first ``claude`` on the search path (``environ``'s
+    PATH; None: this process's), in the target."""
+    candidate = locate_claude(layout, given, environ)
     if candidate is None:
         if given is not None:
             raise InputError(f"--claude {given}: no such file under {layout.root}")
         raise InputError(
-            f"Claude Code not found ({search_description(layout)}); install it or pass "
+            f"Claude Code not found ({search_description(layout, environ)}); install it or pass "
             "--claude PATH"
         )
     resolved = layout.resolve(candidate)

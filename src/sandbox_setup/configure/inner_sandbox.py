@@ -15,10 +15,9 @@ from __future__ import annotations
 
 from sandbox_setup.base.choices import SettingsScope
 from sandbox_setup.base.errors import RefusedError
-from sandbox_setup.checks.claude import sandbox_binaries
 from sandbox_setup.checks.model import Report
+from sandbox_setup.configure.host_facts import HostFacts
 from sandbox_setup.configure.settings import SandboxKeys
-from sandbox_setup.policy.trust import untrusted_reason
 
 DEPS_CHECK = "claude.sandbox_deps"
 
@@ -42,31 +41,21 @@ def check_sandbox_deps(report: Report, inner: str) -> None:
     )
 
 
-def probed_binaries(report: Report) -> dict[str, str | None]:
-    """The bwrap and socat the probes used: recorded in the report by the runner,
-    or (a report made by hand, or by an older version) looked up the same way now."""
-    recorded = report.host.get("binaries")
-    if isinstance(recorded, dict) and all(k in recorded for k in ("bwrap", "socat")):
-        return {k: v if isinstance(v, str) else None for k, v in recorded.items()}
-    return sandbox_binaries()
-
-
-def sandbox_keys(report: Report, inner: str, scope: SettingsScope) -> SandboxKeys:
-    """The owned sandbox keys for this plan; refuses binaries root must not trust."""
+def sandbox_keys(facts: HostFacts, inner: str, scope: SettingsScope) -> SandboxKeys:
+    """The owned sandbox keys for this plan; refuses binaries root must not trust
+    (``facts``: the bwrap and socat the probes used, judged when gathered)."""
     managed = scope == SettingsScope.MANAGED
     if inner == "off" or not managed:
         return SandboxKeys(inner_sandbox=inner, managed=managed)
     paths: dict[str, str] = {}
-    binaries = probed_binaries(report)
-    for name, key in (("bwrap", "bwrapPath"), ("socat", "socatPath")):
-        path = binaries.get(name)
-        if not path or not path.startswith("/"):
+    for binary, key in ((facts.bwrap, "bwrapPath"), (facts.socat, "socatPath")):
+        name, path, reason = binary.name, binary.path, binary.untrusted
+        if path is None:
             raise RefusedError(
                 f"sandbox.{key}: no {name} was found on the probes' PATH, so Claude's inner "
                 f"sandbox cannot run; install it (apt-get install -y "
                 f"{'bubblewrap' if name == 'bwrap' else name}) or choose --inner-sandbox off"
             )
-        reason = untrusted_reason(path)
         if reason is not None:
             raise RefusedError(
                 f"sandbox.{key}: {path} cannot be trusted ({reason}); whoever can change it "

@@ -2,8 +2,12 @@
 
 Public API (the TUI, the audit and the headless path build on it):
 
-- :func:`build_plan` ``(report, answers, layout) -> Plan``. Pure: it reads what
-  it must (passwd, existing files, ``claude --version``) and writes nothing. It
+- :func:`build_plan` ``(report, answers, layout, *, facts) -> Plan``. It reads no
+  live host fact: the probed bwrap and socat (and whether root may trust them), the
+  operator's environment and the clock come in ``facts``
+  (:func:`sandbox_setup.configure.host_facts.gather_host_facts`, called once at the
+  edge). It reads the target's own files under ``layout.root`` (passwd, the existing
+  files it merges, the Claude binary and its ``--version``) and writes nothing. It
   raises :class:`~sandbox_setup.base.errors.RefusedError` (exit 3) with the reason and the
   remedy when the report rules the choice out (sandbox mode where
   ``bwrap.sandbox`` failed, an inner sandbox strength the nested probes did not
@@ -27,17 +31,15 @@ setup ledger (:mod:`sandbox_setup.configure.ledger`), answers.toml, and
 
 from __future__ import annotations
 
-import datetime
 import os
 import stat
-import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from sandbox_setup.base import remedies
-from sandbox_setup.base.accounts import lookup_user
+from sandbox_setup.base.accounts import Account, lookup_user
 from sandbox_setup.base.choices import (
     EVERY_USER,
     BaseUrlPort,
@@ -68,14 +70,15 @@ from sandbox_setup.configure.apparmor import apparmor_actions
 from sandbox_setup.configure.claude_binary import INSTALLED_CLAUDE, ClaudeBinary, find_claude
 from sandbox_setup.configure.claude_shim import leftover_shim_note, shim_actions, shim_removal
 from sandbox_setup.configure.git_protect import protected_git_actions
+from sandbox_setup.configure.host_facts import HostFacts
 from sandbox_setup.configure.inner_sandbox import check_sandbox_deps, sandbox_keys
 from sandbox_setup.configure.launcher_toml import render_launcher_config
 from sandbox_setup.configure.ledger import SetupRecord
 from sandbox_setup.configure.login_routes import login_route_actions
 from sandbox_setup.configure.network_plan import check_egress, plan_network, user_mode_lines
 from sandbox_setup.configure.probes import STAND_IN
-from sandbox_setup.configure.settings import managed_domains_only, merge_settings
-from sandbox_setup.policy.accounts import workspace_group
+from sandbox_setup.configure.settings import SandboxKeys, managed_domains_only, merge_settings
+from sandbox_setup.policy.accounts import AccountFacts, workspace_group
 from sandbox_setup.policy.claude_release import required_minimum
 from sandbox_setup.policy.credentials import COPY_LOGIN_NOTE
 from sandbox_setup.policy.environment import base_url_plan_note, passed_names
@@ -272,9 +275,10 @@ def _settings_scope(answers: Answers, layout: Layout) -> SettingsScope:
     return scope
 
 
-def _existing_config(layout: Layout) -> dict[str, Any]:
-    """The current launcher.toml as data; {} when missing or unreadable (the write
-    action reports a malformed file with its name and line)."""
+def _current_config(layout: Layout) -> Mapping[str, Any]:
+    """The current launcher.toml as data, read once (an apply keeps the operator's edits,
+    an earlier acceptance and a recorded version from it); {} when missing or unreadable
+    (the write action reports a malformed file with its name and line)."""
     try:
         state = fsops.read_file(layout.root, layout.real(layout.launcher_config))
         return load_toml(state.data.decode("utf-8"), "launcher.toml") if state else {}
@@ -282,31 +286,32 @@ def _existing_config(layout: Layout) -> dict[str, Any]:
         return {}
 
 
-def _kept_user_landlock(layout: Layout) -> bool:
+def _kept_user_landlock(current: Mapping[str, Any]) -> bool:
     """``[user] landlock`` of the current launcher.toml (the operator's; an apply keeps
     it): True when missing or not a boolean (the launcher refuses that file anyway)."""
-    user = _existing_config(layout).get("user")
+    user = current.get("user")
     value = user.get("landlock", True) if isinstance(user, dict) else True
     return value if isinstance(value, bool) else True
 
 
-def _kept_base_url_port(layout: Layout) -> BaseUrlPort:
+def _kept_base_url_port(current: Mapping[str, Any]) -> BaseUrlPort:
     """``[sandbox] base_url_port`` of the current launcher.toml (the operator's edit; an
     apply keeps it): the launcher's default ``auto`` when missing or not a known value."""
-    sandbox = _existing_config(layout).get("sandbox")
+    sandbox = current.get("sandbox")
     value = sandbox.get("base_url_port") if isinstance(sandbox, dict) else None
     return BaseUrlPort.OFF if value == BaseUrlPort.OFF.value else BaseUrlPort.AUTO
 
 
-def _acceptance(answers: Answers, layout: Layout) -> tuple[str, str]:
+def _acceptance(
+    answers: Answers, layout: Layout, facts: HostFacts, old: Mapping[str, Any]
+) -> tuple[str, str]:
     """Who accepted unsafe mode and when; an earlier identical acceptance is kept so
     re-running does not rewrite launcher.toml."""
     who = answers.accepted_by or acceptance_label(
-        layout.operator.name, layout.operator.uid, os.environ
+        layout.operator.name, layout.operator.uid, facts.environ
     )
     if answers.accepted_at:
         return who, answers.accepted_at
-    old = _existing_config(layout)
     unsafe = old.get("unsafe")
     if (
         old.get("mode") == "unsafe"
@@ -315,15 +320,14 @@ def _acceptance(answers: Answers, layout: Layout) -> tuple[str, str]:
         and isinstance(unsafe.get("accepted_at"), str)
     ):
         return who, unsafe["accepted_at"]
-    return who, datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
+    return who, facts.now
 
 
-def _claude_version(layout: Layout, found: str | None, path: PurePosixPath) -> str | None:
+def _claude_version(old: Mapping[str, Any], found: str | None, path: PurePosixPath) -> str | None:
     """``claude --version`` now, or (when it cannot run here, e.g. the audit inside a
     container) the version recorded for the same path: unknown is not "none"."""
     if found is not None:
         return found
-    old = _existing_config(layout)
     recorded = old.get("claude_version")
     if old.get("claude") == str(path) and isinstance(recorded, str):
         return recorded
@@ -351,9 +355,12 @@ def _render_launcher(layout: Layout, config: LauncherConfig) -> Callable[[bytes 
     return render
 
 
-def root_run_tools(layout: Layout, claude: PurePosixPath) -> dict[str, PurePosixPath]:
+def root_run_tools(
+    layout: Layout, claude: PurePosixPath, facts: HostFacts
+) -> dict[str, PurePosixPath]:
     """The resolved target paths of what root runs for a launch: the Claude binary, the
-    launcher's tools (as found on the target's standard PATH) and this installation."""
+    launcher's tools (as found on the target's standard PATH) and this installation
+    (``facts.installation``, a live apply's)."""
     tools = {"the Claude binary": claude}
     for name in ("bwrap", "setpriv", "sandbox-launch", "sandbox-setup"):
         for directory in ("/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin"):
@@ -361,11 +368,7 @@ def root_run_tools(layout: Layout, claude: PurePosixPath) -> dict[str, PurePosix
             if layout.real(candidate).exists():
                 tools[name] = layout.resolve(candidate)
                 break
-    if layout.live:
-        tools["sandbox-setup's installation"] = PurePosixPath(
-            os.path.realpath(Path(__file__).resolve().parents[2])
-        )
-        tools["sandbox-setup's Python environment"] = PurePosixPath(os.path.realpath(sys.prefix))
+    tools.update(facts.installation)
     return tools
 
 
@@ -409,51 +412,116 @@ def _check_reachable(layout: Layout, workspace: PurePosixPath) -> None:
             )
 
 
-def build_plan(report: Report, answers: Answers, layout: Layout, source: str = "answers") -> Plan:
-    """The plan for ``answers`` on the host described by ``report``; see module doc.
+def build_plan(
+    report: Report, answers: Answers, layout: Layout, source: str = "answers", *, facts: HostFacts
+) -> Plan:
+    """The plan for ``answers`` on the host described by ``report`` and ``facts``; see
+    the module doc. Reads no live host fact itself (``facts`` carries them).
 
     ``source`` names where the answers came from in error messages (the answers
     file, or the command line)."""
     validate_answers(answers, layout, source)
+    choices = _resolve_choices(report, facts, answers, layout)
+    agent = _resolve_agent(answers, layout)
+    claude = _trusted_claude(answers, layout, facts, agent, source)
+    keys = _keys_for_claude(choices.keys, answers, claude)
+    notes = _opening_notes(report, answers, choices, agent, layout)
+
+    actions: list[Action] = [
+        *_workspace_actions(layout, answers, agent, notes),
+        *_claude_copy_actions(layout, agent, claude),
+        *_login_copy_actions(layout, answers, agent, notes),
+        _settings_action(layout, choices.scope, keys, agent),
+        # Before the launcher config: by the time a session can start, root's git
+        # already refuses what a workspace could plant for it.
+        *protected_git_actions(layout, answers.mode, agent.name, answers.workspaces, notes),
+        # And the agent has no way in but the launcher: no login, no scheduled job.
+        *login_route_actions(layout, answers.mode, agent.name, notes),
+        # On request, the AppArmor profile that lets bwrap create user namespaces (Ubuntu).
+        *apparmor_actions(layout, report, facts.bwrap, answers.apparmor_bwrap_profile, notes),
+    ]
+    current = _current_config(layout)  # launcher.toml now: what an apply keeps of it
+    resolved = _resolved_answers(answers, layout, facts, current, choices, claude)
+    launcher_claude = _launcher_claude(agent, claude)
+    config = _launcher_config(resolved, layout, current, agent, launcher_claude, claude)
+    notes += _base_url_notes(config, layout, current, facts)
+    actions += _record_actions(layout, config, resolved, agent)
+    # Last: root's claude is routed only once the config it runs exists.
+    actions += _shim_actions(layout, answers, claude, notes)
+    _judge_files(actions)
+    lines, warnings = _network_lines(report, facts, resolved, current)
+    return Plan(resolved, layout, config, actions, notes, lines, warnings)
+
+
+@dataclass(frozen=True)
+class _Choices:
+    """What the answers choose, resolved against the report (every default filled in)."""
+
+    inner: InnerSandbox
+    network: Network
+    scope: SettingsScope
+    keys: SandboxKeys
+
+
+def _resolve_choices(
+    report: Report, facts: HostFacts, answers: Answers, layout: Layout
+) -> _Choices:
+    """The mode, inner sandbox, network and settings scope, each refused (exit 3) where
+    the report rules it out, and the owned sandbox keys they make."""
     _check_mode(report, answers)
-    operator = layout.operator
     inner = answers.inner_sandbox or default_inner_sandbox(report, answers.mode)
     _check_inner(report, answers.mode, inner)
     check_sandbox_deps(report, inner)
-    check_egress(report, answers.mode, answers.network or default_network(answers.mode))
-    scope = _settings_scope(answers, layout)
     network = answers.network or default_network(answers.mode)
+    check_egress(report, answers.mode, network)
+    scope = _settings_scope(answers, layout)
     keys = replace(
-        sandbox_keys(report, inner, scope),
+        sandbox_keys(facts, inner, scope),
         proxy_port=inner_proxy_port(answers.mode, network, inner),
     )
+    return _Choices(InnerSandbox(inner), network, scope, keys)
 
+
+@dataclass(frozen=True)
+class _Agent:
+    """Who the agent is: its account (None: the apply creates it), its home, its group."""
+
+    name: str
+    # A separate account (sandbox and user mode, unless it is the operator's own).
+    separate: bool
+    account: Account | None
+    facts: AccountFacts | None
+    home: PurePosixPath
+    # The workspace group (one per setup), where there are workspaces to share.
+    group: str | None
+
+
+def _resolve_agent(answers: Answers, layout: Layout) -> _Agent:
+    """The agent account, refused (exit 3) where it breaks an account rule."""
+    operator = layout.operator
     separate = answers.mode is not Mode.UNSAFE and answers.agent_user != operator.name
-    agent_name = answers.agent_user if answers.mode is not Mode.UNSAFE else operator.name
-    agent = lookup_user(agent_name, layout.root)
-    if agent is not None and agent.uid == 0 and answers.mode is not Mode.UNSAFE:
-        raise RefusedError(f"agent user {agent_name} has uid 0; choose a non-root agent user")
-    agent_facts = None
+    name = answers.agent_user if answers.mode is not Mode.UNSAFE else operator.name
+    account = lookup_user(name, layout.root)
+    if account is not None and account.uid == 0 and answers.mode is not Mode.UNSAFE:
+        raise RefusedError(f"agent user {name} has uid 0; choose a non-root agent user")
+    facts = None
     if separate:
-        agent_facts = check_agent_account(layout, agent_name, agent, reuse=answers.reuse_account)
-    if separate and agent is None and operator.uid != 0:
+        facts = check_agent_account(layout, name, account, reuse=answers.reuse_account)
+    if separate and account is None and operator.uid != 0:
         raise RefusedError(
-            f"agent user {agent_name} does not exist and creating users needs root; run as "
+            f"agent user {name} does not exist and creating users needs root; run as "
             f"root or pass --agent-user {operator.name} (your own account)"
         )
-    agent_home = PurePosixPath(agent.home) if agent else PurePosixPath("/home") / agent_name
+    home = PurePosixPath(account.home) if account else PurePosixPath("/home") / name
+    group = workspace_group(name) if separate and answers.workspaces else None
+    return _Agent(name, separate, account, facts, home, group)
 
-    claude: ClaudeBinary = find_claude(layout, answers.claude)
-    if keys.managed and keys.on:
-        # Claude's own allowlist is the operator's, and Claude refuses a downgrade.
-        keys = replace(
-            keys,
-            allowed_domains=tuple(answers.allowed_domains),
-            # Sandbox mode only: in user mode 2.1.332 would start a proxy of its own
-            # that Landlock lets no listener bind (see managed_domains_only).
-            managed_domains_only=managed_domains_only(answers.mode),
-            minimum_version=required_minimum(claude.version),
-        )
+
+def _trusted_claude(
+    answers: Answers, layout: Layout, facts: HostFacts, agent: _Agent, source: str
+) -> ClaudeBinary:
+    """The Claude binary, refused where root would run what others can change."""
+    claude: ClaudeBinary = find_claude(layout, answers.claude, facts.environ)
     if not claude.trusted:
         # Unsafe mode would run it as root; in the other modes the launcher refuses a
         # binary root does not own, so the config could never launch.
@@ -464,138 +532,226 @@ def build_plan(report: Report, answers: Answers, layout: Layout, source: str = "
             "Claude Code where only root can write (e.g. npm -g as root) and pass --claude"
         )
     if answers.mode is not Mode.UNSAFE:
-        tools = root_run_tools(layout, claude.resolved)
+        tools = root_run_tools(layout, claude.resolved, facts)
         for ws in answers.workspaces:
             problem = tools_problem(ws, tools)
             if problem is not None:
                 raise InputError(f"{source}: {problem}")
-    actions: list[Action] = []
-    notes: list[str] = []
-    if inner == "off":
-        notes.append(unsandboxed_note(report, answers.mode))
-    if separate and report.as_user != agent_name:
-        notes.append(probes_note(report.as_user, operator.name, agent_name, agent is not None))
+    return claude
 
-    # A workspace that does not exist, created first (the operator asked: validated).
-    actions += [
+
+def _keys_for_claude(keys: SandboxKeys, answers: Answers, claude: ClaudeBinary) -> SandboxKeys:
+    """Managed keys with Claude's own sandbox on take the operator's allowlist and,
+    since Claude refuses a downgrade, the release floor."""
+    if not (keys.managed and keys.on):
+        return keys
+    return replace(
+        keys,
+        allowed_domains=tuple(answers.allowed_domains),
+        # Sandbox mode only: in user mode 2.1.332 would start a proxy of its own
+        # that Landlock lets no listener bind (see managed_domains_only).
+        managed_domains_only=managed_domains_only(answers.mode),
+        minimum_version=required_minimum(claude.version),
+    )
+
+
+def _opening_notes(
+    report: Report, answers: Answers, choices: _Choices, agent: _Agent, layout: Layout
+) -> list[str]:
+    """What the plan says first: Claude's own sandbox off, probes run as someone else."""
+    notes: list[str] = []
+    if choices.inner == "off":
+        notes.append(unsandboxed_note(report, answers.mode))
+    if agent.separate and report.as_user != agent.name:
+        notes.append(
+            probes_note(report.as_user, layout.operator.name, agent.name, agent.account is not None)
+        )
+    return notes
+
+
+def _workspace_actions(
+    layout: Layout, answers: Answers, agent: _Agent, notes: list[str]
+) -> list[Action]:
+    """A workspace that does not exist, created first (the operator asked: validated);
+    then the agent's account and its access to each workspace."""
+    actions: list[Action] = [
         CreateWorkspace(
             layout, ws, new_workspace_owner(answers, layout), new_workspace_mode(answers)
         )
         for ws in answers.workspaces
         if answers.create_workspaces and not layout.real(ws).is_dir()
     ]
-    group = workspace_group(agent_name) if separate and answers.workspaces else None
-    if separate:
-        for ws in answers.workspaces:
-            _check_reachable(layout, ws)
-        actions += account_actions(layout, agent_name, agent_home, agent_facts, group, notes)
-        assert group is not None or not answers.workspaces
-        actions += [
-            WorkspaceAccess(
-                layout, ws, group, agent=agent_name, include_private=answers.include_private
-            ).survey()
-            for ws in answers.workspaces
-            if group is not None
-        ]
+    if not agent.separate:
+        return actions
+    for ws in answers.workspaces:
+        _check_reachable(layout, ws)
+    actions += account_actions(layout, agent.name, agent.home, agent.facts, agent.group, notes)
+    assert agent.group is not None or not answers.workspaces
+    actions += [
+        WorkspaceAccess(
+            layout, ws, agent.group, agent=agent.name, include_private=answers.include_private
+        ).survey()
+        for ws in answers.workspaces
+        if agent.group is not None
+    ]
+    return actions
 
-    launcher_claude = claude.path
-    if separate and claude.private:
-        launcher_claude = INSTALLED_CLAUDE
-        original = layout.real(claude.resolved)
 
-        def read_binary(_current: bytes | None, src: Path = original) -> bytes:
-            return src.read_bytes()
+def _launcher_claude(agent: _Agent, claude: ClaudeBinary) -> PurePosixPath:
+    """The Claude binary the launcher runs: a private one is copied for the agent."""
+    return INSTALLED_CLAUDE if agent.separate and claude.private else claude.path
 
-        actions.append(
-            WriteFile(
-                layout,
-                INSTALLED_CLAUDE,
-                read_binary,
-                owner="root",
-                label=f"copy of Claude Code {claude.version or ''} from {claude.resolved}",
-                mode=0o755,
-                enforce=True,
-                binary=True,
-                kind="install-claude",
-            )
-        )
 
-    if separate and answers.copy_login:
-        actions += _login_copies(layout, agent_name, agent_home)
-        notes.append(COPY_LOGIN_NOTE)  # docs/design.md invariant 17: said where it is chosen
+def _claude_copy_actions(layout: Layout, agent: _Agent, claude: ClaudeBinary) -> list[Action]:
+    """A root-owned copy of a Claude binary the agent could not run in place."""
+    if not (agent.separate and claude.private):
+        return []
+    original = layout.real(claude.resolved)
 
-    settings_path = (
-        layout.managed_settings
-        if scope == "managed"
-        else Layout.user_settings(agent_home if separate else operator.home)
-    )
-    settings_owner = "root" if scope == "managed" else (agent_name if separate else operator.name)
-    source_name = str(layout.real(settings_path))  # the file the operator can open
-    actions.append(
+    def read_binary(_current: bytes | None, src: Path = original) -> bytes:
+        return src.read_bytes()
+
+    return [
         WriteFile(
             layout,
-            settings_path,
-            lambda current: merge_settings(current, source_name, keys),
-            owner=settings_owner,
-            label=f"Claude settings ({scope} scope"
-            + (f": they apply to {EVERY_USER})" if scope == "managed" else ")"),
-            mode=0o644,
-            readable_by=agent_name,
-            dir_mode=0o755 if scope == "managed" else 0o700,
+            INSTALLED_CLAUDE,
+            read_binary,
+            owner="root",
+            label=f"copy of Claude Code {claude.version or ''} from {claude.resolved}",
+            mode=0o755,
+            enforce=True,
+            binary=True,
+            kind="install-claude",
         )
+    ]
+
+
+def _login_copy_actions(
+    layout: Layout, answers: Answers, agent: _Agent, notes: list[str]
+) -> list[Action]:
+    """The operator's Claude login, copied for the agent on request."""
+    if not (agent.separate and answers.copy_login):
+        return []
+    copies = _login_copies(layout, agent.name, agent.home)
+    notes.append(COPY_LOGIN_NOTE)  # docs/design.md invariant 17: said where it is chosen
+    return copies
+
+
+def _settings_action(
+    layout: Layout, scope: SettingsScope, keys: SandboxKeys, agent: _Agent
+) -> Action:
+    """Claude's settings, its owned keys merged in: managed (root's, every user's) or
+    the agent's (the operator's own where there is no separate agent)."""
+    operator = layout.operator
+    managed = scope == SettingsScope.MANAGED
+    settings_path = (
+        layout.managed_settings
+        if managed
+        else Layout.user_settings(agent.home if agent.separate else operator.home)
+    )
+    owner = "root" if managed else (agent.name if agent.separate else operator.name)
+    source_name = str(layout.real(settings_path))  # the file the operator can open
+    return WriteFile(
+        layout,
+        settings_path,
+        lambda current: merge_settings(current, source_name, keys),
+        owner=owner,
+        label=f"Claude settings ({scope} scope"
+        + (f": they apply to {EVERY_USER})" if managed else ")"),
+        mode=0o644,
+        readable_by=agent.name,
+        dir_mode=0o755 if managed else 0o700,
     )
 
-    # Before the launcher config: by the time a session can start, root's git already
-    # refuses what a workspace could plant for it.
-    actions += protected_git_actions(layout, answers.mode, agent_name, answers.workspaces, notes)
-    # And the agent has no way in but the launcher: no login, no scheduled job.
-    actions += login_route_actions(layout, answers.mode, agent_name, notes)
-    # On request, the AppArmor profile that lets bwrap create user namespaces (Ubuntu).
-    actions += apparmor_actions(layout, report, answers.apparmor_bwrap_profile, notes)
 
-    unsafe = None
-    limits = answers.limits or Limits()
+def _resolved_answers(
+    answers: Answers,
+    layout: Layout,
+    facts: HostFacts,
+    current: Mapping[str, Any],
+    choices: _Choices,
+    claude: ClaudeBinary,
+) -> Answers:
+    """The answers with every default filled in (what answers.toml records, so a replay
+    is byte-identical), and in unsafe mode who accepted it and when."""
     resolved = replace(
         answers,
         claude=claude.path,
-        settings_scope=scope,
-        inner_sandbox=inner,
-        network=network,
-        limits=limits,
+        settings_scope=choices.scope,
+        inner_sandbox=choices.inner,
+        network=choices.network,
+        limits=answers.limits or Limits(),
         extra={},
     )
-    if answers.mode is Mode.UNSAFE:
-        who, when = _acceptance(answers, layout)
-        unsafe = UnsafeAcceptance(accepted_by=who, accepted_at=when, statement=UNSAFE_STATEMENT)
-        resolved = replace(resolved, accepted_by=who, accepted_at=when)
-    config = LauncherConfig(
-        mode=answers.mode,
+    if answers.mode is not Mode.UNSAFE:
+        return resolved
+    who, when = _acceptance(answers, layout, facts, current)
+    return replace(resolved, accepted_by=who, accepted_at=when)
+
+
+def _launcher_config(
+    resolved: Answers,
+    layout: Layout,
+    current: Mapping[str, Any],
+    agent: _Agent,
+    launcher_claude: PurePosixPath,
+    claude: ClaudeBinary,
+) -> LauncherConfig:
+    """launcher.toml's content for the resolved answers."""
+    unsafe = None
+    if resolved.mode is Mode.UNSAFE:
+        assert resolved.accepted_by is not None and resolved.accepted_at is not None
+        unsafe = UnsafeAcceptance(
+            accepted_by=resolved.accepted_by,
+            accepted_at=resolved.accepted_at,
+            statement=UNSAFE_STATEMENT,
+        )
+    assert resolved.network is not None and resolved.inner_sandbox is not None
+    return LauncherConfig(
+        mode=resolved.mode,
         claude=launcher_claude,
-        agent_user=agent_name,
-        agent_home=agent_home if answers.mode is not Mode.UNSAFE else PurePosixPath(operator.home),
-        workspaces=answers.workspaces,
-        network=network,
-        inner_sandbox=inner,
-        allowed_domains=answers.allowed_domains,
-        loopback_ports=answers.loopback_ports,
-        env_pass=passed_names(answers.pass_env),
-        limits=limits,
-        claude_version=_claude_version(layout, claude.version, launcher_claude),
+        agent_user=agent.name,
+        agent_home=agent.home
+        if resolved.mode is not Mode.UNSAFE
+        else PurePosixPath(layout.operator.home),
+        workspaces=resolved.workspaces,
+        network=resolved.network,
+        inner_sandbox=resolved.inner_sandbox,
+        allowed_domains=resolved.allowed_domains,
+        loopback_ports=resolved.loopback_ports,
+        env_pass=passed_names(resolved.pass_env),
+        limits=resolved.limits or Limits(),
+        claude_version=_claude_version(current, claude.version, launcher_claude),
         unsafe=unsafe,
     )
-    # As the launcher will judge it: the kept [sandbox] base_url_port (the operator's).
+
+
+def _base_url_notes(
+    config: LauncherConfig, layout: Layout, current: Mapping[str, Any], facts: HostFacts
+) -> list[str]:
+    """In sandbox mode, the loopback port a local ANTHROPIC_BASE_URL needs, as the
+    launcher will judge it: the kept [sandbox] base_url_port (the operator's). From the
+    operator's environment now; the launch says it again."""
+    if config.mode is not Mode.SANDBOX:
+        return []
     hint = base_url_plan_note(
-        os.environ,
+        facts.environ,
         config.env_pass,
-        network,
+        config.network,
         config.loopback_ports,
-        _kept_base_url_port(layout),
+        _kept_base_url_port(current),
         root=str(layout.root),
     )
-    if answers.mode is Mode.SANDBOX and hint is not None:
-        notes.append(hint)  # from the operator's environment now; the launch says it again
+    return [] if hint is None else [hint]
+
+
+def _record_actions(
+    layout: Layout, config: LauncherConfig, resolved: Answers, agent: _Agent
+) -> list[Action]:
+    """launcher.toml, the setup ledger (root's, for a separate agent) and answers.toml."""
+    operator = layout.operator
     op_dirs = 0o700
-    actions.append(
+    actions: list[Action] = [
         WriteFile(
             layout,
             layout.launcher_config,
@@ -604,17 +760,18 @@ def build_plan(report: Report, answers: Answers, layout: Layout, source: str = "
             label="launcher config",
             dir_mode=op_dirs,
         )
-    )
-    if separate and operator.uid == 0:
+    ]
+    if agent.separate and operator.uid == 0:
+        group = agent.group
         actions.append(
             ledger_action(
                 layout,
                 SetupRecord(
-                    agent=agent_name,
-                    mode=str(answers.mode),
+                    agent=agent.name,
+                    mode=str(resolved.mode),
                     group=group,
-                    workspaces=tuple(str(w) for w in answers.workspaces),
-                    created_user=agent is None,
+                    workspaces=tuple(str(w) for w in resolved.workspaces),
+                    created_user=agent.account is None,
                     created_group=group is not None and users.group_gid(layout, group) is None,
                 ),
             )
@@ -629,36 +786,58 @@ def build_plan(report: Report, answers: Answers, layout: Layout, source: str = "
             dir_mode=op_dirs,
         )
     )
-    # Last: root's claude is routed only once the config it runs exists.
+    return actions
+
+
+def _shim_actions(
+    layout: Layout, answers: Answers, claude: ClaudeBinary, notes: list[str]
+) -> list[Action]:
+    """The claude shim on request; this setup's shim removed when no longer asked for;
+    a shim left by someone else named."""
     if answers.install_claude_shim:
-        actions += shim_actions(layout, claude, answers.mode, notes)
-    elif (removal := shim_removal(layout)) is not None:
-        actions.append(removal)  # this setup's shim, no longer asked for
-    else:
-        leftover = leftover_shim_note(layout)
-        if leftover is not None:
-            notes.append(leftover)
-    # Judge then render every file now: an existing file someone else could write
-    # (docs/design.md invariant 12) is a refusal, a malformed one or a symlink an input
-    # error, before anything is written.
+        return shim_actions(layout, claude, answers.mode, notes)
+    removal = shim_removal(layout)
+    if removal is not None:
+        return [removal]
+    leftover = leftover_shim_note(layout)
+    if leftover is not None:
+        notes.append(leftover)
+    return []
+
+
+def _judge_files(actions: list[Action]) -> None:
+    """Judge then render every file now: an existing file someone else could write
+    (docs/design.md invariant 12) is a refusal, a malformed one or a symlink an input
+    error, before anything is written."""
     for action in actions:
         if isinstance(action, WriteFile):
             action.check_trusted()
     for action in actions:
         if isinstance(action, WriteFile) and not action.binary:
             action.desired()
-    network_lines, network_warnings = plan_network(
-        answers.mode, network, answers.allowed_domains, answers.loopback_ports, os.environ
+
+
+def _network_lines(
+    report: Report, facts: HostFacts, resolved: Answers, current: Mapping[str, Any]
+) -> tuple[list[str], list[str]]:
+    """What the agent's network is (user mode: wall by wall), and the warnings."""
+    assert resolved.network is not None
+    lines, warnings = plan_network(
+        resolved.mode,
+        resolved.network,
+        resolved.allowed_domains,
+        resolved.loopback_ports,
+        facts.environ,
     )
-    if answers.mode is Mode.USER:
-        network_lines = user_mode_lines(
+    if resolved.mode is Mode.USER:
+        lines = user_mode_lines(
             report,
-            inner is not InnerSandbox.OFF,
-            answers.allowed_domains,
-            answers.loopback_ports,
-            landlock_on=_kept_user_landlock(layout),
+            resolved.inner_sandbox is not InnerSandbox.OFF,
+            resolved.allowed_domains,
+            resolved.loopback_ports,
+            landlock_on=_kept_user_landlock(current),
         )
-    return Plan(resolved, layout, config, actions, notes, network_lines, network_warnings)
+    return lines, warnings
 
 
 def _login_copies(layout: Layout, agent: str, agent_home: PurePosixPath) -> list[Action]:

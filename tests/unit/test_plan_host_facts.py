@@ -1,0 +1,131 @@
+"""The plan reads no live host fact: bwrap, socat, their trust, the environment and the
+clock are facts handed in (sandbox_setup.configure.host_facts), so the same answers make
+a different plan from different facts, on any host, with the live look-ups refused."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+from pathlib import Path, PurePosixPath
+from types import MappingProxyType
+from typing import Any
+
+import pytest
+
+import sandbox_setup.configure.host_facts as host_facts
+from sandbox_setup.base.choices import Mode
+from sandbox_setup.base.errors import InputError, RefusedError
+from sandbox_setup.base.paths import Layout
+from sandbox_setup.configure.answers import Answers
+from sandbox_setup.configure.host_facts import SandboxBinary
+from sandbox_setup.configure.plan import Plan, build_plan
+from tests.core_fixtures import make_target_root
+from tests.host_facts import NO_BWRAP, plan_facts
+from tests.unit.test_plan import report
+
+WS = (PurePosixPath("/srv/project"),)
+SANDBOX = Answers(Mode.SANDBOX, workspaces=WS)
+# The edge itself, before the fixture below refuses every binding of it.
+GATHER = host_facts.gather_host_facts
+LIVE_LOOKUPS = ("sandbox_binaries", "untrusted_reason", "gather_host_facts")
+
+
+class ReadTheHost(AssertionError):
+    """A live look-up the plan must not make."""
+
+
+@pytest.fixture
+def layout(tmp_path: Path) -> Layout:
+    return Layout.for_root(make_target_root(tmp_path / "root"))
+
+
+@pytest.fixture(autouse=True)
+def no_live_lookups(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every binding of the live look-ups in the product refuses, as does ``which`` for
+    the sandbox's binaries: a plan that asked the host fails here."""
+
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise ReadTheHost(f"the plan read the live host: {args}")
+
+    for name, module in list(sys.modules.items()):
+        if not name.startswith("sandbox_setup"):
+            continue
+        for lookup in LIVE_LOOKUPS:
+            if callable(getattr(module, lookup, None)):
+                monkeypatch.setattr(module, lookup, refuse)
+    real_which = shutil.which
+
+    def which(cmd: str, *args: Any, **kwargs: Any) -> str | None:
+        if str(cmd).rsplit("/", 1)[-1] in ("bwrap", "socat", "setfacl", "getfacl"):
+            raise ReadTheHost(f"the plan looked for {cmd} on this host")
+        return real_which(cmd, *args, **kwargs)
+
+    monkeypatch.setattr(shutil, "which", which)
+
+
+def sandbox_settings(plan: Plan) -> dict[str, Any]:
+    action = next(a for a in plan.actions if "Claude settings" in a.describe())
+    data: dict[str, Any] = json.loads(action.desired())  # type: ignore[attr-defined]
+    return dict(data["sandbox"])
+
+
+def test_the_probed_binaries_are_facts_not_look_ups(layout: Layout) -> None:
+    here = plan_facts(
+        bwrap=SandboxBinary("bwrap", "/opt/here/bwrap"),
+        socat=SandboxBinary("socat", "/opt/here/socat"),
+    )
+    plan = build_plan(report(), SANDBOX, layout, facts=here)
+    assert sandbox_settings(plan)["bwrapPath"] == "/opt/here/bwrap"
+    assert sandbox_settings(plan)["socatPath"] == "/opt/here/socat"
+    # The same answers where the facts say bwrap is missing, or untrusted: refused.
+    with pytest.raises(RefusedError, match=r"sandbox\.bwrapPath: no bwrap was found"):
+        build_plan(report(), SANDBOX, layout, facts=plan_facts(bwrap=NO_BWRAP))
+    untrusted = SandboxBinary("bwrap", "/opt/here/bwrap", "/opt/here is world-writable")
+    with pytest.raises(RefusedError, match=r"/opt/here/bwrap cannot be trusted \(/opt/here is"):
+        build_plan(report(), SANDBOX, layout, facts=plan_facts(bwrap=untrusted))
+
+
+def test_the_environment_is_a_fact(layout: Layout, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("ANTHROPIC_BASE_URL", raising=False)
+    environ = MappingProxyType({"ANTHROPIC_BASE_URL": "http://127.0.0.1:4000"})
+    noted = build_plan(report(), SANDBOX, layout, facts=plan_facts(environ=environ))
+    plain = build_plan(report(), SANDBOX, layout, facts=plan_facts(environ={}))
+    assert [n for n in noted.notes if "port 4000" in n]
+    assert not [n for n in plain.notes if "port 4000" in n]
+
+
+def test_the_clock_and_the_sudo_user_are_facts(layout: Layout) -> None:
+    facts = plan_facts(now="2026-01-02T03:04:05+00:00", environ={"SUDO_USER": "alice"})
+    unsafe = Answers(Mode.UNSAFE, accept_unsafe_root=True)
+    plan = build_plan(report(), unsafe, layout, facts=facts)
+    assert plan.answers.accepted_at == "2026-01-02T03:04:05+00:00"
+    assert plan.answers.accepted_by is not None and "alice" in plan.answers.accepted_by
+
+
+def test_the_edge_takes_the_binaries_the_report_recorded(layout: Layout) -> None:
+    """The one function that reads the host: the binaries the probes recorded (a path
+    that is not absolute is none), looked up now only where the report has none."""
+    recorded = report()
+    recorded.host["binaries"] = {"bwrap": None, "socat": "relative/socat", "rg": None}
+    facts = GATHER(recorded, layout)
+    assert facts.bwrap == NO_BWRAP and facts.socat == SandboxBinary("socat", None)
+    with pytest.raises(ReadTheHost):
+        GATHER(report(), layout)  # a report made by hand: the edge looks (here: refused)
+
+
+def test_claude_is_looked_for_on_the_facts_path(layout: Layout) -> None:
+    """The operator's PATH is a fact too: where the plan looks for Claude Code."""
+    shipped = layout.real("/usr/local/bin/claude")
+    moved = layout.real("/opt/tools/claude")
+    moved.parent.mkdir(parents=True)
+    moved.write_bytes(shipped.read_bytes())
+    moved.chmod(0o755)
+    shipped.unlink()
+    assert "/opt/tools" not in os.environ.get("PATH", "").split(":")
+    answers = Answers(Mode.UNSAFE, accept_unsafe_root=True)
+    plan = build_plan(report(), answers, layout, facts=plan_facts(environ={"PATH": "/opt/tools"}))
+    assert plan.answers.claude == PurePosixPath("/opt/tools/claude")
+    with pytest.raises(InputError, match=r"looked for 'claude' in /opt/other, "):
+        build_plan(report(), answers, layout, facts=plan_facts(environ={"PATH": "/opt/other"}))
