@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-
 from sandbox_setup.base.errors import InputError
 from sandbox_setup.base.launcher_config import update_array
 from sandbox_setup.configure.answers import Answers, dump_answers, parse_answers
