@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sandbox_setup.base import remedies
-from sandbox_setup.base.answer_fields import ANSWER_FIELDS, add_answer_options
+from sandbox_setup.base.answer_fields import ANSWER_FIELDS, Value, add_answer_options, flagged
 from sandbox_setup.base.console import OutputError, prepare_streams
 from sandbox_setup.base.crashlog import report_crash
 from sandbox_setup.base.errors import SetupError, unreadable
@@ -221,13 +221,13 @@ def _dispatch(
         parser.error(
             "--root '': empty; pass the target root directory (--root / is the live system)"
         )
-    for flag, given in (
-        ("--root", [args.root]),
-        ("--claude", [args.claude]),
-        ("--answers", [args.answers]),
-        ("--workspace", args.workspace),
-        ("--no-workspace", args.no_workspace),
-    ):
+    paths = [("--root", [args.root]), ("--answers", [args.answers])]
+    for field in flagged(ANSWER_FIELDS):
+        if field.value in (Value.PATH, Value.PATHS):
+            for flag in field.flags():
+                value = getattr(args, flag[2:].replace("-", "_"))
+                paths.append((flag, value if isinstance(value, list) else [value]))
+    for flag, given in paths:
         for value in given:
             problem = path_text_problem(value) if value else None
             if problem is not None:

@@ -13,7 +13,9 @@ Public API (the TUI and the audit build on it):
 - :func:`validate_answers` ``(answers, layout)``: checks against the target
   system (workspaces exist under the root, names are valid, unsafe acceptance).
 
-Format (``schema = 1``)::
+The keys, their kinds and their order are the declarations of
+:mod:`sandbox_setup.base.answer_fields`; reading, checking and writing are derived
+from them. Format (``schema = 1``)::
 
     schema = 1
     mode = "sandbox"                 # sandbox | user | unsafe
@@ -27,15 +29,15 @@ Format (``schema = 1``)::
     loopback_ports = [8080]          # optional: host loopback ports seen inside
                                      # (both: sandbox allowlist, or user mode)
     pass_env = ["MY_TOKEN"]          # optional: variables passed beyond the defaults
+    create_workspaces = false        # make a workspace that does not exist (a plan step;
+    workspace_owner = "root"         #   optional: its owner, default you, and its mode,
+    workspace_mode = "0750"          #   default 0750; --undo removes it only while empty)
     reuse_account = false            # let an existing account be the agent
     include_private = false          # let workspace ACLs open owner-only files
     install_claude_shim = false      # route root's `claude` through sandbox-launch
     apparmor_bwrap_profile = false   # install an AppArmor profile giving bwrap userns (Ubuntu)
     copy_login = false
     accept_unsafe_root = false
-    create_workspaces = false        # make a workspace that does not exist (a plan step;
-    workspace_owner = "root"         #   optional: its owner, default you, and its mode,
-    workspace_mode = "0750"          #   default 0750; --undo removes it only while empty)
     accepted_by = "root (uid 0)"     # optional, unsafe mode: recorded acceptance
     accepted_at = "2026-11-30T04:00:00+00:00"
 
