@@ -194,10 +194,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _headless_options_given(parser: argparse.ArgumentParser, args: argparse.Namespace) -> list[str]:
-    """The options of the headless group given on this command line."""
-    group = next(g for g in parser._action_groups if g.title == "headless options")
+    """The answers' options (:mod:`sandbox_setup.base.answer_fields`) given on this
+    command line, in the parser's order."""
+    declared = {dest for field in flagged(ANSWER_FIELDS) for _flag, dest in field.options()}
     words: list[str] = []
-    for action in group._group_actions:
+    for action in parser._actions:
+        if action.dest not in declared:
+            continue
         value = getattr(args, action.dest, None)
         if value in (None, False, []):
             continue
@@ -224,8 +227,8 @@ def _dispatch(
     paths = [("--root", [args.root]), ("--answers", [args.answers])]
     for field in flagged(ANSWER_FIELDS):
         if field.value in (Value.PATH, Value.PATHS):
-            for flag in field.flags():
-                value = getattr(args, flag[2:].replace("-", "_"))
+            for flag, dest in field.options():
+                value = getattr(args, dest)
                 paths.append((flag, value if isinstance(value, list) else [value]))
     for flag, given in paths:
         for value in given:

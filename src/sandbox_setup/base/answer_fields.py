@@ -103,7 +103,7 @@ class AnswerField:
     def dest(self) -> str:
         """The argparse attribute of its flag."""
         assert self.flag is not None
-        return self.flag[2:].replace("-", "_")
+        return _dest(self.flag)
 
     @property
     def off_flag(self) -> str | None:
@@ -112,9 +112,23 @@ class AnswerField:
             return None
         return "--no-" + self.flag[2:]
 
+    @property
+    def off_dest(self) -> str | None:
+        """The argparse attribute of its --no-... flag."""
+        return None if self.off_flag is None else _dest(self.off_flag)
+
     def flags(self) -> tuple[str, ...]:
         """Its flags, the --no-... pair included."""
         return tuple(f for f in (self.flag, self.off_flag) if f is not None)
+
+    def options(self) -> tuple[tuple[str, str], ...]:
+        """``(flag, argparse attribute)`` of each of its flags."""
+        return tuple((flag, _dest(flag)) for flag in self.flags())
+
+
+def _dest(flag: str) -> str:
+    """The attribute argparse stores ``--a-flag`` under (``a_flag``)."""
+    return flag.removeprefix("--").replace("-", "_")
 
 
 ANSWER_FIELDS: tuple[AnswerField, ...] = (

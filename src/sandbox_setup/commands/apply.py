@@ -84,8 +84,8 @@ def answers_from_args(args: argparse.Namespace, layout: Layout) -> Answers:
         given = [
             flag
             for field in flagged(ANSWER_FIELDS)
-            for flag in field.flags()
-            if getattr(args, flag[2:].replace("-", "_"), None)
+            for flag, dest in field.options()
+            if getattr(args, dest, None)
         ]
         if given:
             raise InputError(
@@ -167,7 +167,7 @@ def _changed(base: Answers, args: argparse.Namespace, layout: Layout) -> Answers
         held = getattr(base, field.key)
         off = field.off_flag
         if field.kind is Kind.TOGGLE:
-            unset = bool(getattr(args, off[2:].replace("-", "_"))) if off else False
+            unset = bool(getattr(args, field.off_dest or "")) if off else False
             if given and unset:
                 raise InputError(f"{field.flag} and {off}: choose one")
             changes[field.key] = (held or bool(given)) and not unset
@@ -175,7 +175,7 @@ def _changed(base: Answers, args: argparse.Namespace, layout: Layout) -> Answers
             assert off is not None
             added = [_flag_value(field, v, field.flag or "", layout) for v in given]
             removed = [
-                _flag_value(field, v, off, layout) for v in getattr(args, off[2:].replace("-", "_"))
+                _flag_value(field, v, off, layout) for v in getattr(args, field.off_dest or "")
             ]
             # A --no-... value the setup does not hold is a typo, never a silent no-op.
             _not_held(off, removed, (*held, *added))
