@@ -5,6 +5,8 @@ file, the wizard's answers and the wizard's words."""
 from __future__ import annotations
 
 import dataclasses
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -150,3 +152,23 @@ def test_the_wording_tables_are_the_declarations() -> None:
     # Every answer flag the wizard might meet in a message has its words.
     for f in flagged():
         assert f.flag in wording.FIELD_WORDS, f.flag
+
+
+def _loaded(module: str) -> list[str]:
+    """The sandbox_setup.configure and tomlkit modules a fresh interpreter holds once it
+    imported ``module``."""
+    code = (
+        f"import sys, {module}; "
+        "print(' '.join(sorted(m for m in sys.modules if m.split('.')[0] == 'tomlkit' "
+        "or m.startswith('sandbox_setup.configure'))))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return out.stdout.split()
+
+
+def test_the_first_paint_loads_no_answers_rules_nor_the_toml_writer() -> None:
+    """The wizard's first screen (tui.app and what it imports) holds the one answers
+    model without loading its rules or tomlkit; reading answers loads no tomlkit either:
+    it comes with the function that writes a file."""
+    assert _loaded("sandbox_setup.tui.app") == []
+    assert "tomlkit" not in _loaded("sandbox_setup.configure.answers_file")

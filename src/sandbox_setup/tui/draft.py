@@ -17,9 +17,11 @@ from sandbox_setup.base.answer_fields import ANSWER_FIELDS, AnswerField
 from sandbox_setup.base.choices import Mode, Network
 from sandbox_setup.base.limits import Limits
 from sandbox_setup.checks.model import Report
-from sandbox_setup.configure.answers import Answers
 
 if TYPE_CHECKING:
+    # why: configure.answers (its rules, and tomlkit where it writes) not before the first
+    # paint (bench/tui.py); the draft only holds its value
+    from sandbox_setup.configure.answers import Answers
     from sandbox_setup.configure.apply import ApplyResult
     from sandbox_setup.configure.plan import Plan
 

@@ -24,13 +24,13 @@ from sandbox_setup.base.errors import SetupError
 from sandbox_setup.base.exitcodes import ExitCode
 from sandbox_setup.base.printable import printable_lines
 from sandbox_setup.checks.model import Report
-from sandbox_setup.configure.answers import Answers
 from sandbox_setup.tui.core import Core
 from sandbox_setup.tui.draft import Draft, Nav, Outcome
 from sandbox_setup.tui.step import StepScreen
 from sandbox_setup.tui.welcome import WelcomeScreen, welcome_text
 
 if TYPE_CHECKING:
+    from sandbox_setup.configure.answers import Answers
     from sandbox_setup.configure.apply import ApplyResult
     from sandbox_setup.configure.plan import Plan
     from sandbox_setup.tui.apply import ApplyScreen
@@ -100,6 +100,9 @@ def _store_mode(core: Core, draft: Draft, mode: Mode) -> None:
         assert draft.report is not None
         old = draft.details
         if old is None:
+            # why: the answers' rules (configure.answers) not before the first paint
+            from sandbox_setup.configure.answers import Answers
+
             # Without root no user can be created: the operator's own account is
             # the agent unless they name an existing one.
             operator = core.layout.operator
@@ -211,7 +214,7 @@ STEPS: tuple[Step[Any], ...] = (
     Step[str]("welcome", _always, _welcome, _ignore),
     Step[Report]("checks", _always, _checks_screen, _store_report),
     Step[Mode]("mode", _always, _mode_screen, _store_mode),
-    Step[Answers]("details", _always, _details_screen, _store_details),
+    Step["Answers"]("details", _always, _details_screen, _store_details),
     Step[bool]("unsafe", lambda d: d.mode is Mode.UNSAFE, _unsafe_screen, _store_acceptance),
     Step["Plan"]("review", _always, _review_screen, _store_plan),
     Step["ApplyResult"]("apply", _always, _apply_screen, _store_result),
