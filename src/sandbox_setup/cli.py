@@ -18,14 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sandbox_setup.base import remedies
-from sandbox_setup.base.choices import (
-    SCOPE_REACH,
-    InnerSandbox,
-    Mode,
-    Network,
-    SettingsScope,
-    values,
-)
+from sandbox_setup.base.answer_fields import ANSWER_FIELDS, Value, add_answer_options, flagged
 from sandbox_setup.base.console import OutputError, prepare_streams
 from sandbox_setup.base.crashlog import report_crash
 from sandbox_setup.base.errors import SetupError, unreadable
@@ -36,16 +29,6 @@ from sandbox_setup.policy.names import path_text_problem, shown
 
 if TYPE_CHECKING:
     from sandbox_setup.configure.apply import ApplySeams
-
-MODES = values(Mode)
-# The options of the headless path that add to a list: (flag without --, metavar, noun).
-LIST_OPTIONS = (
-    ("workspace", "DIR", "workspace"),
-    ("allow-domain", "PATTERN", "allowed domain"),
-    ("allow-loopback-port", "PORT", "loopback port"),
-    ("pass-env", "NAME", "variable"),
-)
-
 
 VERSION_HELP = "show program's version number and exit"
 
@@ -180,113 +163,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     headless = parser.add_argument_group("headless options")
-    headless.add_argument("--mode", choices=MODES, help="sandbox, user or unsafe")
+    add_answer_options(headless, ANSWER_FIELDS[:1])  # --mode, then the file instead
     headless.add_argument("--answers", metavar="FILE", help="answers.toml to replay")
-    headless.add_argument(
-        "--workspace", action="append", default=[], metavar="DIR", help="repeatable"
-    )
-    headless.add_argument("--agent-user", metavar="NAME", help="default: claude-agent")
-    headless.add_argument("--claude", metavar="PATH", help="the Claude Code binary")
-    headless.add_argument(
-        "--settings-scope",
-        choices=values(SettingsScope),
-        help=(
-            f"where Claude's settings go: managed ({SCOPE_REACH['managed']}) or user "
-            f"({SCOPE_REACH['user']}); default managed in sandbox and user modes"
-        ),
-    )
-    headless.add_argument(
-        "--inner-sandbox", choices=values(InnerSandbox), help="default: from the probes"
-    )
-    headless.add_argument(
-        "--network", choices=values(Network), help="sandbox mode; default: allowlist"
-    )
-    headless.add_argument(
-        "--allow-domain",
-        action="append",
-        default=[],
-        metavar="PATTERN",
-        help="with --network allowlist, and in user mode (through its session proxy where "
-        "Landlock ABI >= 4 confines the network): also allow example.com, "
-        "*.example.com[:PORT] (repeatable)",
-    )
-    headless.add_argument(
-        "--allow-loopback-port",
-        action="append",
-        default=[],
-        metavar="PORT",
-        help="expose this TCP port of the host's loopback inside the sandbox; in user mode, "
-        "let the agent connect to it where Landlock ABI >= 4 confines the network (repeatable)",
-    )
-    headless.add_argument(
-        "--pass-env",
-        action="append",
-        default=[],
-        metavar="NAME",
-        help="pass this variable of your environment to Claude, beyond the defaults (repeatable)",
-    )
-    # Every option that adds to a list has a --no-... pair that takes an item out of it
-    # (of the saved answers, when --headless starts from them): a unit test holds it.
-    for flag, metavar, what in LIST_OPTIONS:
-        headless.add_argument(
-            f"--no-{flag}",
-            action="append",
-            default=[],
-            metavar=metavar,
-            help=f"remove this {what} from the saved setup's list (repeatable)",
-        )
-    headless.add_argument(
-        "--create-workspace",
-        action="store_true",
-        help="create a --workspace that does not exist, as a step of the plan (owner: you, "
-        "mode 0750, unless --workspace-owner/--workspace-mode say otherwise; --undo removes "
-        "it while it is empty)",
-    )
-    headless.add_argument(
-        "--workspace-owner",
-        metavar="NAME",
-        help="with --create-workspace: the account that owns it (never the agent)",
-    )
-    headless.add_argument(
-        "--workspace-mode",
-        metavar="MODE",
-        help="with --create-workspace: its mode, e.g. 0750 (default) or 0755",
-    )
-    headless.add_argument(
-        "--reuse-account",
-        action="store_true",
-        help="let the existing --agent-user account be the agent (every rule still applies)",
-    )
-    headless.add_argument(
-        "--include-private",
-        action="store_true",
-        help="let workspace ACLs open files that are private to their owner",
-    )
-    headless.add_argument(
-        "--install-claude-shim",
-        action="store_true",
-        help="route root's `claude` on PATH through sandbox-launch",
-    )
-    headless.add_argument(
-        "--no-install-claude-shim",
-        action="store_true",
-        help="remove the claude shim an earlier apply of this setup installed (--undo puts "
-        "it back)",
-    )
-    headless.add_argument(
-        "--apparmor-bwrap-profile",
-        action="store_true",
-        help="Ubuntu 23.10+: install and load an AppArmor profile that lets the probed bwrap "
-        "create user namespaces (/etc/apparmor.d/sandbox-setup-bwrap; --undo removes it)",
-    )
-    headless.add_argument(
-        "--copy-login", action="store_true", help="copy your Claude login to the agent user"
-    )
-    headless.add_argument(
-        "--accept-unsafe-root",
-        action="store_true",
-        help="required with --mode unsafe: run Claude Code as root with no OS sandbox",
-    )
+    add_answer_options(headless, ANSWER_FIELDS[1:])
     headless.add_argument("--yes", action="store_true", help="apply (otherwise only plan)")
     headless.add_argument(
         "--dry-run", action="store_true", help="show the plan with diffs and commands"
@@ -315,10 +194,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _headless_options_given(parser: argparse.ArgumentParser, args: argparse.Namespace) -> list[str]:
-    """The options of the headless group given on this command line."""
-    group = next(g for g in parser._action_groups if g.title == "headless options")
+    """The answers' options (:mod:`sandbox_setup.base.answer_fields`) given on this
+    command line, in the parser's order."""
+    declared = {dest for field in flagged(ANSWER_FIELDS) for _flag, dest in field.options()}
     words: list[str] = []
-    for action in group._group_actions:
+    for action in parser._actions:
+        if action.dest not in declared:
+            continue
         value = getattr(args, action.dest, None)
         if value in (None, False, []):
             continue
@@ -342,13 +224,13 @@ def _dispatch(
         parser.error(
             "--root '': empty; pass the target root directory (--root / is the live system)"
         )
-    for flag, given in (
-        ("--root", [args.root]),
-        ("--claude", [args.claude]),
-        ("--answers", [args.answers]),
-        ("--workspace", args.workspace),
-        ("--no-workspace", args.no_workspace),
-    ):
+    paths = [("--root", [args.root]), ("--answers", [args.answers])]
+    for field in flagged(ANSWER_FIELDS):
+        if field.value in (Value.PATH, Value.PATHS):
+            for flag, dest in field.options():
+                value = getattr(args, dest)
+                paths.append((flag, value if isinstance(value, list) else [value]))
+    for flag, given in paths:
         for value in given:
             problem = path_text_problem(value) if value else None
             if problem is not None:

@@ -12,8 +12,8 @@ import pytest
 from rich.console import Console
 
 from sandbox_setup.base.choices import InnerSandbox, Mode
+from sandbox_setup.configure.answers import Answers
 from sandbox_setup.tui.details import DetailsScreen
-from sandbox_setup.tui.draft import Details
 from sandbox_setup.tui.glyphs import ascii_cells, locale_is_utf8
 from tests.tui.fake_findings import SANDBOX_HOST
 from tests.tui.fake_screens import WizardHarness, fake_core
@@ -35,7 +35,9 @@ async def _details_screen(tmp_path: Path) -> str:
     (tmp_path / "srv/project").mkdir(parents=True, exist_ok=True)
     core = fake_core(tmp_path, SANDBOX_HOST)
     app = WizardHarness(
-        lambda: DetailsScreen(core, Mode.SANDBOX, Details(), InnerSandbox.STRONG, "hint")
+        lambda: DetailsScreen(
+            core, Mode.SANDBOX, Answers(Mode.SANDBOX), InnerSandbox.STRONG, "hint"
+        )
     )
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_until(pilot, lambda: pilot.app.focused is not None)

@@ -15,8 +15,8 @@ from textual.geometry import Region
 from textual.widgets import Input
 
 from sandbox_setup.base.choices import InnerSandbox, Mode
+from sandbox_setup.configure.answers import Answers
 from sandbox_setup.tui.details import DetailsScreen
-from sandbox_setup.tui.draft import Details
 from sandbox_setup.tui.form import Field
 from tests.tui.fake_findings import SANDBOX_HOST
 from tests.tui.fake_screens import ScreenHarness, fake_core
@@ -90,7 +90,9 @@ async def test_a_prefilled_field_keeps_its_value_when_typed_into(tmp_path: Path)
     the one Tab reaches both take the first key at the end of their value."""
     (tmp_path / "srv/project").mkdir(parents=True)
     core = fake_core(tmp_path, SANDBOX_HOST)
-    saved = Details(workspaces=(PurePosixPath("/srv/project"),), agent_user="op-agent")
+    saved = Answers(
+        Mode.SANDBOX, workspaces=(PurePosixPath("/srv/project"),), agent_user="op-agent"
+    )
     app = ScreenHarness(
         lambda: DetailsScreen(core, Mode.SANDBOX, saved, InnerSandbox.STRONG, "hint")
     )

@@ -35,7 +35,6 @@ from sandbox_setup.tui.confirm import ConfirmQuit
 from sandbox_setup.tui.detail import DetailScreen
 from sandbox_setup.tui.details import DetailsScreen
 from sandbox_setup.tui.done import DoneScreen, done_text
-from sandbox_setup.tui.draft import Details
 from sandbox_setup.tui.findings_view import FindingList
 from sandbox_setup.tui.flow import NOTHING_CHANGED
 from sandbox_setup.tui.form import Field
@@ -592,8 +591,12 @@ async def test_every_tab_stop_shows_focus(tmp_path: Path) -> None:
     screens: list[Any] = [
         lambda: WelcomeScreen(welcome_text("root", 0, None, "/", None)),
         lambda: ChecksScreen(core, report),
-        lambda: DetailsScreen(core, Mode.SANDBOX, Details(), InnerSandbox.STRONG, "hint"),
-        lambda: DetailsScreen(core, Mode.UNSAFE, Details(), InnerSandbox.STRONG, "hint"),
+        lambda: DetailsScreen(
+            core, Mode.SANDBOX, Answers(Mode.SANDBOX), InnerSandbox.STRONG, "hint"
+        ),
+        lambda: DetailsScreen(
+            core, Mode.UNSAFE, Answers(Mode.SANDBOX), InnerSandbox.STRONG, "hint"
+        ),
         UnsafeScreen,
         lambda: ReviewScreen(core, report, Answers(Mode.SANDBOX)),
         lambda: DoneScreen(done_text("sandbox", "/a", "/b", "/")),

@@ -9,8 +9,8 @@ from pathlib import Path
 from textual.widgets import RadioButton, RadioSet, Static
 
 from sandbox_setup.base.choices import InnerSandbox, Mode, SettingsScope
+from sandbox_setup.configure.answers import Answers
 from sandbox_setup.tui.details import DetailsScreen
-from sandbox_setup.tui.draft import Details
 from sandbox_setup.tui.form import Field
 from tests.core_fixtures import SANDBOX, make_target_root, run_cli
 from tests.tools import require_root
@@ -29,7 +29,9 @@ def _hint(app: ScreenHarness) -> str:
 async def test_the_wizards_scope_choice_says_managed_reaches_every_user(tmp_path: Path) -> None:
     core = fake_core(tmp_path, SANDBOX_HOST)
     (tmp_path / "srv/project").mkdir(parents=True, exist_ok=True)
-    details = Details(inner_sandbox=InnerSandbox.STRONG, settings_scope=SettingsScope.MANAGED)
+    details = Answers(
+        Mode.SANDBOX, inner_sandbox=InnerSandbox.STRONG, settings_scope=SettingsScope.MANAGED
+    )
     app = ScreenHarness(lambda: DetailsScreen(core, Mode.SANDBOX, details, InnerSandbox.STRONG, ""))
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_until(pilot, lambda: bool(app.screen.query("#field-scope")))

@@ -23,7 +23,6 @@ from sandbox_setup.tui.choose_mode import ChooseModeScreen
 from sandbox_setup.tui.detail import DetailScreen
 from sandbox_setup.tui.details import DetailsScreen
 from sandbox_setup.tui.done import DoneScreen, done_text
-from sandbox_setup.tui.draft import Details
 from sandbox_setup.tui.findings_view import FindingList
 from sandbox_setup.tui.help import HelpScreen
 from sandbox_setup.tui.review import ReviewScreen
@@ -159,7 +158,9 @@ def test_choose_mode_with_a_disabled_option(snap_compare: Any, tmp_path: Path) -
 def test_details_sandbox(snap_compare: Any, tmp_path: Path) -> None:
     """The details screen as it opens: the Workspaces label in view."""
     backend = _backend(tmp_path)
-    details = Details(inner_sandbox=InnerSandbox.STRONG, settings_scope=SettingsScope.MANAGED)
+    details = Answers(
+        Mode.SANDBOX, inner_sandbox=InnerSandbox.STRONG, settings_scope=SettingsScope.MANAGED
+    )
     app = ScreenHarness(
         lambda: DetailsScreen(backend, Mode.SANDBOX, details, InnerSandbox.STRONG, CLAUDE_HINT)
     )
@@ -170,7 +171,9 @@ def test_details_sandbox(snap_compare: Any, tmp_path: Path) -> None:
 def test_details_invalid_field(snap_compare: Any, tmp_path: Path) -> None:
     """An invalid field is marked where it is: its label, its edge, ✗ and the reason."""
     backend = _backend(tmp_path)
-    details = Details(inner_sandbox=InnerSandbox.STRONG, settings_scope=SettingsScope.MANAGED)
+    details = Answers(
+        Mode.SANDBOX, inner_sandbox=InnerSandbox.STRONG, settings_scope=SettingsScope.MANAGED
+    )
     app = ScreenHarness(
         lambda: DetailsScreen(backend, Mode.SANDBOX, details, InnerSandbox.STRONG, CLAUDE_HINT)
     )
@@ -189,7 +192,9 @@ def test_details_offer_to_create_a_missing_workspace(snap_compare: Any, tmp_path
     """A workspace typed that does not exist: marked, and the offer to create it shown
     (ticked here: its owner and mode beside each other)."""
     backend = _backend(tmp_path)
-    details = Details(inner_sandbox=InnerSandbox.STRONG, settings_scope=SettingsScope.MANAGED)
+    details = Answers(
+        Mode.SANDBOX, inner_sandbox=InnerSandbox.STRONG, settings_scope=SettingsScope.MANAGED
+    )
     app = ScreenHarness(
         lambda: DetailsScreen(backend, Mode.SANDBOX, details, InnerSandbox.STRONG, CLAUDE_HINT)
     )
@@ -212,7 +217,8 @@ def test_details_tab_to_a_field_below(snap_compare: Any, tmp_path: Path) -> None
     """Saved answers pre-filled, Tab to Loopback ports (below the first screenful):
     the form has scrolled it into view with its label, the cursor after 10100."""
     backend = _backend(tmp_path)
-    details = Details(
+    details = Answers(
+        Mode.SANDBOX,
         workspaces=(PurePosixPath("/srv/project"),),
         agent_user="op-agent",
         loopback_ports=(10100,),

@@ -23,7 +23,7 @@ from sandbox_setup.configure.answers import (
 )
 from sandbox_setup.configure.plan import build_plan
 from sandbox_setup.tui.details import fields_for
-from sandbox_setup.tui.draft import Details, Draft
+from sandbox_setup.tui.draft import Draft
 from tests.core_fixtures import make_target_root
 from tests.host_facts import plan_facts
 from tests.unit.test_plan import report
@@ -154,7 +154,7 @@ def test_a_reapply_keeps_what_the_user_had(layout: Layout) -> None:
 def test_the_tui_shows_and_keeps_them_in_user_mode() -> None:
     assert {"domains", "ports"} <= fields_for(Mode.USER)
     assert "network" not in fields_for(Mode.USER)
-    draft = Draft(mode=Mode.USER, details=Details(network=Network.HOST, **LISTS))  # type: ignore[arg-type]
+    draft = Draft(mode=Mode.USER, details=Answers(Mode.USER, network=Network.HOST, **LISTS))  # type: ignore[arg-type]
     answers = draft.answers()
     assert answers.allowed_domains == LISTS["allowed_domains"]
     assert answers.loopback_ports == LISTS["loopback_ports"]

@@ -24,8 +24,9 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from sandbox_setup.base import remedies
+from sandbox_setup.base.answer_fields import ANSWER_FIELDS, AnswerField, Kind, Value, flagged
 from sandbox_setup.base.apparmor import PROFILE_FILE
-from sandbox_setup.base.choices import InnerSandbox, Mode, Network, SettingsScope
+from sandbox_setup.base.choices import Mode
 from sandbox_setup.base.console import OutputError
 from sandbox_setup.base.errors import InputError, access_denied
 from sandbox_setup.base.exitcodes import ExitCode
@@ -50,38 +51,11 @@ if TYPE_CHECKING:
 from sandbox_setup.configure.probes import choose_probe_user, run_live_checks
 from sandbox_setup.configure.state_trust import trusted_answers_path
 from sandbox_setup.policy.domains import parse_port
-from sandbox_setup.policy.limits import over_maximum
+from sandbox_setup.policy.limits import LIST_MAXIMA, over_maximum
 from sandbox_setup.policy.names import shown
 from sandbox_setup.policy.new_workspace import parse_mode
 
 T = TypeVar("T")
-
-_ANSWER_FLAGS = (
-    "mode",
-    "agent_user",
-    "claude",
-    "settings_scope",
-    "inner_sandbox",
-    "network",
-    "workspace",
-    "allow_domain",
-    "allow_loopback_port",
-    "pass_env",
-    "reuse_account",
-    "include_private",
-    "install_claude_shim",
-    "no_install_claude_shim",
-    "apparmor_bwrap_profile",
-    "copy_login",
-    "accept_unsafe_root",
-    "no_workspace",
-    "no_allow_domain",
-    "no_allow_loopback_port",
-    "no_pass_env",
-    "create_workspace",
-    "workspace_owner",
-    "workspace_mode",
-)
 
 
 def root_flag(layout: Layout) -> str:
@@ -108,7 +82,12 @@ def answers_from_args(args: argparse.Namespace, layout: Layout) -> Answers:
     """The Answers the flags (or ``--answers FILE``) describe; with neither ``--mode``
     nor ``--answers``, the saved answers of this setup changed by the flags given."""
     if args.answers:
-        given = [f"--{f.replace('_', '-')}" for f in _ANSWER_FLAGS if getattr(args, f, None)]
+        given = [
+            flag
+            for field in flagged(ANSWER_FIELDS)
+            for flag, dest in field.options()
+            if getattr(args, dest, None)
+        ]
         if given:
             raise InputError(
                 f"--answers {args.answers} cannot be combined with {', '.join(given)}; "
@@ -167,39 +146,43 @@ def _not_held(flag: str, removed: Sequence[object], held: Sequence[object]) -> N
 
 def _changed(base: Answers, args: argparse.Namespace, layout: Layout) -> Answers:
     """``base`` with what the flags say: a value given replaces it, a list option adds
-    to the list and its ``--no-...`` pair takes out of it, a tick box given turns on."""
-    for flag, key, given in (
-        ("--workspace", "workspaces", args.workspace),
-        ("--allow-domain", "allowed_domains", args.allow_domain),
-        ("--allow-loopback-port", "loopback_ports", args.allow_loopback_port),
-    ):
-        problem = over_maximum(key, given)
-        if problem is not None:
-            raise InputError(f"{flag} (repeated): {problem}")
+    to the list and its ``--no-...`` pair takes out of it, a tick box given turns on
+    (and its ``--no-...`` pair, where it has one, off). Each answer's flag and kind
+    come from its declaration (:mod:`sandbox_setup.base.answer_fields`)."""
+    fields = flagged(ANSWER_FIELDS)
+    for field in fields:
+        if field.kind is Kind.LIST and field.key in LIST_MAXIMA:
+            problem = over_maximum(field.key, getattr(args, field.dest))
+            if problem is not None:
+                raise InputError(f"{field.flag} (repeated): {problem}")
     if args.accept_unsafe_root and base.mode is not Mode.UNSAFE:
         raise InputError(
             f"--accept-unsafe-root only applies to --mode unsafe (the saved setup is "
             f"{base.mode}); drop it"
         )
-    if args.install_claude_shim and args.no_install_claude_shim:
-        raise InputError("--install-claude-shim and --no-install-claude-shim: choose one")
-    shim = base.install_claude_shim or bool(args.install_claude_shim)
-    ports = [parse_port(v, "--allow-loopback-port") for v in args.allow_loopback_port]
-    no_ports = [parse_port(v, "--no-allow-loopback-port") for v in args.no_allow_loopback_port]
-    workspaces = [_target_path(w, "--workspace", layout) for w in args.workspace]
-    no_workspaces = [_target_path(w, "--no-workspace", layout) for w in args.no_workspace]
-    # A --no-... value the setup does not hold is a typo, never a silent no-op.
-    _not_held("--no-workspace", no_workspaces, (*base.workspaces, *workspaces))
-    domains = (*base.allowed_domains, *args.allow_domain)
-    _not_held("--no-allow-domain", args.no_allow_domain, domains)
-    _not_held("--no-allow-loopback-port", no_ports, (*base.loopback_ports, *ports))
-    _not_held("--no-pass-env", args.no_pass_env, (*base.pass_env, *args.pass_env))
-    new_mode = base.workspace_mode
-    if args.workspace_mode is not None:
-        parsed = parse_mode(args.workspace_mode)
-        if isinstance(parsed, str):
-            raise InputError(f"--workspace-mode: {parsed}")
-        new_mode = parsed
+    changes: dict[str, Any] = {}
+    for field in fields:
+        if field.key == "mode":
+            continue  # --mode starts the answers afresh (answers_from_args)
+        given = getattr(args, field.dest)
+        held = getattr(base, field.key)
+        off = field.off_flag
+        if field.kind is Kind.TOGGLE:
+            unset = bool(getattr(args, field.off_dest or "")) if off else False
+            if given and unset:
+                raise InputError(f"{field.flag} and {off}: choose one")
+            changes[field.key] = (held or bool(given)) and not unset
+        elif field.kind is Kind.LIST:
+            assert off is not None
+            added = [_flag_value(field, v, field.flag or "", layout) for v in given]
+            removed = [
+                _flag_value(field, v, off, layout) for v in getattr(args, field.off_dest or "")
+            ]
+            # A --no-... value the setup does not hold is a typo, never a silent no-op.
+            _not_held(off, removed, (*held, *added))
+            changes[field.key] = _edited(held, added, removed)
+        elif given is not None:  # an explicit empty value is invalid input, not the default
+            changes[field.key] = _flag_value(field, given, field.flag or "", layout)
     if (args.workspace_owner is not None or args.workspace_mode is not None) and not (
         args.create_workspace or base.create_workspaces
     ):
@@ -207,36 +190,24 @@ def _changed(base: Answers, args: argparse.Namespace, layout: Layout) -> Answers
             "--workspace-owner and --workspace-mode say how --create-workspace makes a "
             "missing workspace; add --create-workspace"
         )
-    return replace(
-        base,
-        workspaces=_edited(base.workspaces, workspaces, no_workspaces),
-        create_workspaces=base.create_workspaces or bool(args.create_workspace),
-        workspace_owner=base.workspace_owner
-        if args.workspace_owner is None
-        else args.workspace_owner,
-        workspace_mode=new_mode,
-        # An explicit empty value is invalid input, not "use the default".
-        agent_user=base.agent_user if args.agent_user is None else args.agent_user,
-        claude=base.claude
-        if args.claude is None
-        else _target_path(args.claude, "--claude", layout),
-        settings_scope=base.settings_scope
-        if args.settings_scope is None
-        else SettingsScope(args.settings_scope),
-        inner_sandbox=base.inner_sandbox
-        if args.inner_sandbox is None
-        else InnerSandbox(args.inner_sandbox),
-        network=base.network if args.network is None else Network(args.network),
-        allowed_domains=_edited(base.allowed_domains, args.allow_domain, args.no_allow_domain),
-        loopback_ports=_edited(base.loopback_ports, ports, no_ports),
-        pass_env=_edited(base.pass_env, args.pass_env, args.no_pass_env),
-        reuse_account=base.reuse_account or bool(args.reuse_account),
-        include_private=base.include_private or bool(args.include_private),
-        install_claude_shim=shim and not args.no_install_claude_shim,
-        apparmor_bwrap_profile=base.apparmor_bwrap_profile or bool(args.apparmor_bwrap_profile),
-        copy_login=base.copy_login or bool(args.copy_login),
-        accept_unsafe_root=base.accept_unsafe_root or bool(args.accept_unsafe_root),
-    )
+    return replace(base, **changes)
+
+
+def _flag_value(field: AnswerField, text: str, flag: str, layout: Layout) -> object:
+    """The answer one flag's ``text`` gives ``field`` (exit 2 naming ``flag`` if none)."""
+    if field.value in (Value.PATH, Value.PATHS):
+        return _target_path(text, flag, layout)
+    if field.value is Value.PORTS:
+        return parse_port(text, flag)
+    if field.value is Value.CHOICE:
+        assert field.choice is not None
+        return field.choice(text)
+    if field.value is Value.OCTAL:
+        parsed = parse_mode(text)
+        if isinstance(parsed, str):
+            raise InputError(f"{flag}: {parsed}")
+        return parsed
+    return text
 
 
 def probe_user(answers: Answers, layout: Layout) -> str | None:

@@ -17,39 +17,18 @@ from __future__ import annotations
 
 import re
 
-# The options that are a tick box on the details step: "pass" one is "tick" it.
-TOGGLE_WORDS: dict[str, str] = {
-    "--reuse-account": "'Reuse an existing account'",
-    "--include-private": "'Include private files'",
-    "--install-claude-shim": "'Route root's claude through sandbox-launch'",
-    "--copy-login": "'Copy my Claude login'",
-    "--create-workspace": "'Create it' under 'A workspace that does not exist yet'",
-}
-# The options that are a text field: "pass --claude PATH" is "fill in" the field.
-TEXT_FIELD_WORDS: dict[str, str] = {
-    "--workspace": "the workspaces field",
-    "--agent-user": "the agent user field",
-    "--claude": "the Claude Code field",
-    "--allow-domain": "the allowed domains field",
-    "--allow-loopback-port": "the loopback ports field",
-    "--pass-env": "the variables to pass field",
-    "--workspace-owner": "the new workspace's owner field",
-    "--workspace-mode": "the new workspace's mode field",
-}
-# The options that are a choice: "choose --network none" is "choose the network 'none'".
-CHOICE_NOUNS: dict[str, str] = {
-    "--inner-sandbox": "inner sandbox",
-    "--network": "network",
-    "--settings-scope": "settings scope",
-}
+from sandbox_setup.base.answer_fields import ANSWER_FIELDS, Control, option_words, value_nouns
+
+# The answers' options (sandbox_setup.base.answer_fields declares each, with its words):
+# a tick box on the details step ("pass" one is "tick" it),
+TOGGLE_WORDS: dict[str, str] = option_words(ANSWER_FIELDS, Control.TICK, "words")
+# a text field ("pass --claude PATH" is "fill in" the field),
+TEXT_FIELD_WORDS: dict[str, str] = option_words(ANSWER_FIELDS, Control.FIELD, "words")
+# a choice ("choose --network none" is "choose the network 'none'").
+CHOICE_NOUNS: dict[str, str] = option_words(ANSWER_FIELDS, Control.CHOICE, "noun")
 # "--pass-env LD_PRELOAD: ..." (a value refused, named by its flag): what it is instead.
 VALUE_NOUNS: dict[str, str] = {
-    "--claude": "Claude Code",
-    "--workspace": "workspace",
-    "--agent-user": "agent user",
-    "--allow-domain": "allowed domain",
-    "--allow-loopback-port": "loopback port",
-    "--pass-env": "variable",
+    **value_nouns(ANSWER_FIELDS),
     "--as-user": "probe user",
     "--root": "target root",
 }

@@ -13,7 +13,9 @@ Public API (the TUI and the audit build on it):
 - :func:`validate_answers` ``(answers, layout)``: checks against the target
   system (workspaces exist under the root, names are valid, unsafe acceptance).
 
-Format (``schema = 1``)::
+The keys, their kinds and their order are the declarations of
+:mod:`sandbox_setup.base.answer_fields`; reading, checking and writing are derived
+from them. Format (``schema = 1``)::
 
     schema = 1
     mode = "sandbox"                 # sandbox | user | unsafe
@@ -27,15 +29,15 @@ Format (``schema = 1``)::
     loopback_ports = [8080]          # optional: host loopback ports seen inside
                                      # (both: sandbox allowlist, or user mode)
     pass_env = ["MY_TOKEN"]          # optional: variables passed beyond the defaults
+    create_workspaces = false        # make a workspace that does not exist (a plan step;
+    workspace_owner = "root"         #   optional: its owner, default you, and its mode,
+    workspace_mode = "0750"          #   default 0750; --undo removes it only while empty)
     reuse_account = false            # let an existing account be the agent
     include_private = false          # let workspace ACLs open owner-only files
     install_claude_shim = false      # route root's `claude` through sandbox-launch
     apparmor_bwrap_profile = false   # install an AppArmor profile giving bwrap userns (Ubuntu)
     copy_login = false
     accept_unsafe_root = false
-    create_workspaces = false        # make a workspace that does not exist (a plan step;
-    workspace_owner = "root"         #   optional: its owner, default you, and its mode,
-    workspace_mode = "0750"          #   default 0750; --undo removes it only while empty)
     accepted_by = "root (uid 0)"     # optional, unsafe mode: recorded acceptance
     accepted_at = "2026-11-30T04:00:00+00:00"
 
@@ -47,6 +49,7 @@ Format (``schema = 1``)::
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import enum
 import os
@@ -54,9 +57,8 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, TypeVar
 
-import tomlkit
-
 from sandbox_setup.base.accounts import DEFAULT_AGENT_USER, lookup_user
+from sandbox_setup.base.answer_fields import ANSWER_FIELDS, AnswerField, Value
 from sandbox_setup.base.choices import InnerSandbox, Mode, Network, SettingsScope, values
 from sandbox_setup.base.errors import InputError, RefusedError
 from sandbox_setup.base.launcher_config import absolute_path, load_toml
@@ -64,7 +66,7 @@ from sandbox_setup.base.limits import Limits
 from sandbox_setup.base.regular_files import read_regular_text
 from sandbox_setup.policy.domains import parse_domain_pattern, parse_port
 from sandbox_setup.policy.environment import validate_pass_names
-from sandbox_setup.policy.limits import over_maximum
+from sandbox_setup.policy.limits import LIST_MAXIMA, over_maximum
 from sandbox_setup.policy.names import (
     agent_name_problem,
     path_text_problem,
@@ -122,31 +124,8 @@ class Answers:
     extra: dict[str, object] = field(default_factory=dict, compare=False)
 
 
-_KEYS = (
-    "schema",
-    "mode",
-    "workspaces",
-    "agent_user",
-    "claude",
-    "settings_scope",
-    "inner_sandbox",
-    "network",
-    "allowed_domains",
-    "loopback_ports",
-    "pass_env",
-    "reuse_account",
-    "include_private",
-    "install_claude_shim",
-    "apparmor_bwrap_profile",
-    "limits",
-    "copy_login",
-    "accept_unsafe_root",
-    "accepted_by",
-    "accepted_at",
-    "create_workspaces",
-    "workspace_owner",
-    "workspace_mode",
-)
+# The file's keys: its schema, then one per answer (base/answer_fields.py).
+_KEYS = ("schema", *(f.key for f in ANSWER_FIELDS))
 
 
 def _typed(data: dict[str, Any], key: str, kind: type, source: str) -> Any:
@@ -170,17 +149,6 @@ def _choice(data: dict[str, Any], key: str, choice: type[ChoiceT], source: str) 
         ) from None
 
 
-_FLAGS = (
-    "reuse_account",
-    "include_private",
-    "install_claude_shim",
-    "apparmor_bwrap_profile",
-    "copy_login",
-    "accept_unsafe_root",
-    "create_workspaces",
-)
-
-
 def _strings(data: dict[str, Any], key: str, source: str) -> tuple[str, ...]:
     value = data.get(key, [])
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
@@ -188,76 +156,68 @@ def _strings(data: dict[str, Any], key: str, source: str) -> tuple[str, ...]:
     return tuple(value)
 
 
-def parse_answers(text: str, source: str = "answers.toml") -> Answers:
-    """Parse answers TOML; errors name ``source``, the key (or line) and the problem."""
+def parse_answers(
+    text: str,
+    source: str = "answers.toml",
+    fields: tuple[AnswerField, ...] = ANSWER_FIELDS,
+    model: type[Answers] = Answers,
+) -> Answers:
+    """Parse answers TOML; errors name ``source``, the key (or line) and the problem.
+    ``fields``/``model``: the answers declared (a test declares one more)."""
     data = load_toml(text, source)
-    unknown = [k for k in data if k not in _KEYS]
+    keys = ("schema", *(f.key for f in fields))
+    unknown = [k for k in data if k not in keys]
     if unknown:
-        raise InputError(f"{source}: unknown key '{unknown[0]}' (known keys: {', '.join(_KEYS)})")
+        raise InputError(f"{source}: unknown key '{unknown[0]}' (known keys: {', '.join(keys)})")
     if "schema" in data and _typed(data, "schema", int, source) != SCHEMA:
         raise InputError(f"{source}: unsupported schema {data['schema']} (this version reads 1)")
     if "mode" not in data:
         raise InputError(f"{source}: missing key 'mode' (sandbox, user or unsafe)")
-    mode = _choice(data, "mode", Mode, source)
-    assert mode is not None  # "mode" is in data
-    workspaces: tuple[PurePosixPath, ...] = ()
-    if "workspaces" in data:
-        raw = data["workspaces"]
+    given = {f.key: _read(data, f, source) for f in fields if f.key in data}
+    answers = model(**given)
+    check_names(answers, source, fields)
+    return answers
+
+
+def _read(data: dict[str, Any], f: AnswerField, source: str) -> Any:
+    """The value of ``f``'s key as the file holds it, checked for its kind."""
+    key = f.key
+    if f.value is Value.BOOL:
+        return _typed(data, key, bool, source)
+    if f.value is Value.CHOICE:
+        assert f.choice is not None
+        return _choice(data, key, f.choice, source)
+    if f.value is Value.PATHS:
+        raw = data[key]
         if not isinstance(raw, list) or not all(isinstance(w, str) for w in raw):
-            raise InputError(f"{source}: key 'workspaces' must be a list of absolute paths")
-        workspaces = tuple(absolute_path(w, "workspaces", source) for w in raw)
-    claude = None
-    if "claude" in data:
-        text = _typed(data, "claude", str, source)
+            raise InputError(f"{source}: key '{key}' must be a list of absolute paths")
+        return tuple(absolute_path(w, key, source) for w in raw)
+    if f.value is Value.PATH:
+        text = _typed(data, key, str, source)
         problem = path_text_problem(text)
         if problem is not None:  # before a system call fails on it (exit 70)
-            raise InputError(f"{source}: key 'claude' {shown(text)} {problem}")
-        claude = absolute_path(text, "claude", source)
-    agent_user = DEFAULT_AGENT_USER
-    if "agent_user" in data:
-        agent_user = _typed(data, "agent_user", str, source)
-    flags = {k: _typed(data, k, bool, source) for k in _FLAGS if k in data}
-    ports = data.get("loopback_ports", [])
-    if not isinstance(ports, list) or not all(
-        isinstance(p, int) and not isinstance(p, bool) for p in ports
-    ):
-        raise InputError(f"{source}: key 'loopback_ports' must be a list of port numbers")
-    texts = {k: _typed(data, k, str, source) for k in ("accepted_by", "accepted_at") if k in data}
-    if "accepted_at" in texts:
-        _check_timestamp(texts["accepted_at"], "accepted_at", source)
-    owner = _typed(data, "workspace_owner", str, source) if "workspace_owner" in data else None
-    new_mode = None
-    if "workspace_mode" in data:
-        parsed = parse_mode(_typed(data, "workspace_mode", str, source))
+            raise InputError(f"{source}: key '{key}' {shown(text)} {problem}")
+        return absolute_path(text, key, source)
+    if f.value is Value.STRINGS:
+        return _strings(data, key, source)
+    if f.value is Value.PORTS:
+        ports = data[key]
+        if not isinstance(ports, list) or not all(
+            isinstance(p, int) and not isinstance(p, bool) for p in ports
+        ):
+            raise InputError(f"{source}: key '{key}' must be a list of port numbers")
+        return tuple(ports)
+    if f.value is Value.OCTAL:
+        parsed = parse_mode(_typed(data, key, str, source))
         if isinstance(parsed, str):
-            raise InputError(f"{source}: key 'workspace_mode': {parsed}")
-        new_mode = parsed
-    answers = Answers(
-        mode=mode,
-        workspaces=workspaces,
-        agent_user=agent_user,
-        claude=claude,
-        settings_scope=_choice(data, "settings_scope", SettingsScope, source),
-        inner_sandbox=_choice(data, "inner_sandbox", InnerSandbox, source),
-        network=_choice(data, "network", Network, source),
-        allowed_domains=_strings(data, "allowed_domains", source),
-        loopback_ports=tuple(ports),
-        pass_env=_strings(data, "pass_env", source),
-        reuse_account=flags.get("reuse_account", False),
-        include_private=flags.get("include_private", False),
-        install_claude_shim=flags.get("install_claude_shim", False),
-        apparmor_bwrap_profile=flags.get("apparmor_bwrap_profile", False),
-        limits=Limits.from_table(data["limits"], "limits.", source) if "limits" in data else None,
-        copy_login=flags.get("copy_login", False),
-        accept_unsafe_root=flags.get("accept_unsafe_root", False),
-        accepted_by=texts.get("accepted_by"),
-        accepted_at=texts.get("accepted_at"),
-        create_workspaces=flags.get("create_workspaces", False),
-        workspace_owner=owner,
-        workspace_mode=new_mode,
-    )
-    check_names(answers, source)
-    return answers
+            raise InputError(f"{source}: key '{key}': {parsed}")
+        return parsed
+    if f.value is Value.LIMITS:
+        return Limits.from_table(data[key], f"{key}.", source)
+    value = _typed(data, key, str, source)
+    if f.value is Value.TIMESTAMP:
+        _check_timestamp(value, key, source)
+    return value
 
 
 def _check_timestamp(value: str, key: str, source: str) -> None:
@@ -283,68 +243,52 @@ def load_answers(path: Path) -> Answers:
     return parse_answers(text, str(path))
 
 
-def dump_answers(a: Answers) -> str:
-    """The answers as TOML (deterministic: same value, same bytes)."""
+def dump_answers(a: Answers, fields: tuple[AnswerField, ...] = ANSWER_FIELDS) -> str:
+    """The answers as TOML (deterministic: same value, same bytes). A key at its
+    default is left out unless its field is always written; tables come last."""
+    import tomlkit  # why: only where a file is written (the wizard's first paint reads this module)
+
     doc = tomlkit.document()
     doc.add(tomlkit.comment("sandbox-setup answers: replay with"))
     doc.add(tomlkit.comment("  sandbox-setup --headless --answers THIS_FILE --yes"))
     doc["schema"] = SCHEMA
-    doc["mode"] = str(a.mode)
-    doc["workspaces"] = [str(w) for w in a.workspaces]
-    doc["agent_user"] = a.agent_user
-    if a.claude is not None:
-        doc["claude"] = str(a.claude)
-    if a.settings_scope is not None:
-        doc["settings_scope"] = str(a.settings_scope)
-    if a.inner_sandbox is not None:
-        doc["inner_sandbox"] = str(a.inner_sandbox)
-    if a.network is not None:
-        doc["network"] = str(a.network)
-    for key, items in (
-        ("allowed_domains", list(a.allowed_domains)),
-        ("loopback_ports", list(a.loopback_ports)),
-        ("pass_env", list(a.pass_env)),
-    ):
-        if items:
-            doc[key] = items
-    for key, flag in (
-        ("reuse_account", a.reuse_account),
-        ("include_private", a.include_private),
-        ("install_claude_shim", a.install_claude_shim),
-        ("apparmor_bwrap_profile", a.apparmor_bwrap_profile),
-    ):
-        if flag:
-            doc[key] = True
-    doc["copy_login"] = a.copy_login
-    doc["accept_unsafe_root"] = a.accept_unsafe_root
-    if a.accepted_by is not None:
-        doc["accepted_by"] = a.accepted_by
-    if a.accepted_at is not None:
-        doc["accepted_at"] = a.accepted_at
-    if a.create_workspaces:
-        doc["create_workspaces"] = True
-    if a.workspace_owner is not None:
-        doc["workspace_owner"] = a.workspace_owner
-    if a.workspace_mode is not None:
-        doc["workspace_mode"] = f"{a.workspace_mode:04o}"
-    if a.limits is not None:
-        limits = tomlkit.table()
-        for key, value in a.limits.to_table().items():
-            limits[key] = value
-        doc["limits"] = limits
+    defaults = _defaults(type(a))
+    written = [f for f in fields if f.always_written or getattr(a, f.key) != defaults[f.key]]
+    for f in sorted(written, key=lambda f: f.value is Value.LIMITS):
+        value = getattr(a, f.key)
+        if f.value is Value.LIMITS:
+            table = tomlkit.table()
+            for key, item in value.to_table().items():
+                table[key] = item
+            doc[f.key] = table
+        elif f.value is Value.OCTAL:
+            doc[f.key] = f"{value:04o}"
+        elif f.value in (Value.PATHS, Value.STRINGS, Value.PORTS):
+            doc[f.key] = [item if isinstance(item, int) else str(item) for item in value]
+        elif f.value is Value.BOOL:
+            doc[f.key] = bool(value)
+        else:
+            doc[f.key] = str(value)
     return tomlkit.dumps(doc)
 
 
-def check_names(a: Answers, source: str = "answers") -> None:
+def _defaults(model: type[Answers]) -> dict[str, object]:
+    """Each attribute's default (``mode`` has none: it is always written)."""
+    return {
+        f.name: f.default if f.default is not dataclasses.MISSING else None
+        for f in dataclasses.fields(model)
+    }
+
+
+def check_names(
+    a: Answers, source: str = "answers", fields: tuple[AnswerField, ...] = ANSWER_FIELDS
+) -> None:
     """Checks that need no system: names, choices, workspace paths as written."""
     problem = user_name_problem(a.agent_user)
     if problem is not None:
         raise InputError(f"{source}: agent_user {problem}")
     for key, value, choice in (
-        ("mode", a.mode, Mode),
-        ("settings_scope", a.settings_scope, SettingsScope),
-        ("inner_sandbox", a.inner_sandbox, InnerSandbox),
-        ("network", a.network, Network),
+        (f.key, getattr(a, f.key), f.choice) for f in fields if f.choice is not None
     ):
         if value is not None and value not in values(choice):
             raise InputError(
@@ -434,12 +378,8 @@ def check_network(a: Answers, source: str = "answers") -> None:
 def check_list_maxima(a: Answers, source: str = "answers") -> None:
     """Workspaces, allowed domains and loopback ports within what the launcher handles
     (:mod:`sandbox_setup.policy.limits`)."""
-    for key, items in (
-        ("workspaces", a.workspaces),
-        ("allowed_domains", a.allowed_domains),
-        ("loopback_ports", a.loopback_ports),
-    ):
-        problem = over_maximum(key, items)
+    for key in (f.key for f in ANSWER_FIELDS if f.key in LIST_MAXIMA):
+        problem = over_maximum(key, getattr(a, key))
         if problem is not None:
             raise InputError(f"{source}: {key}: {problem}")
 

@@ -14,8 +14,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import tomlkit
-
 from sandbox_setup.base.errors import InputError
 from sandbox_setup.configure.answers import Answers, dump_answers, parse_answers
 from sandbox_setup.configure.launcher_toml import update_array
@@ -35,6 +33,8 @@ def _text(current: bytes, source: str) -> str:
 def merge_answers(existing: str, fresh: str) -> str:
     """``fresh`` (what :func:`dump_answers` writes) merged into ``existing``: keys
     set, changed or removed one by one; comments and layout of the rest kept."""
+    import tomlkit  # why: only where a file is written (not the wizard's first paint)
+
     doc = tomlkit.parse(existing)
     new = tomlkit.parse(fresh)
     for key in [k for k in doc if k not in new]:

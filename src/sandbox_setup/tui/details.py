@@ -17,6 +17,7 @@ mark goes, and Ctrl+N judges again; a ✗ never stays beside a new answer.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from enum import StrEnum
 from typing import TypeVar
 
@@ -39,9 +40,9 @@ from sandbox_setup.base.choices import (
 )
 from sandbox_setup.base.limits import Limits
 from sandbox_setup.base.printable import printable_lines
+from sandbox_setup.configure.answers import DEFAULT_WORKSPACE_MODE, Answers
 from sandbox_setup.tui.controls import ChoiceButton, ChoiceSet, TextField, Toggle
 from sandbox_setup.tui.core import Core
-from sandbox_setup.tui.draft import Details
 from sandbox_setup.tui.form import Field
 from sandbox_setup.tui.step import StepScreen
 from sandbox_setup.tui.widgets import ActionButton
@@ -123,8 +124,9 @@ def _listed(items: Sequence[object]) -> str:
     return ", ".join(str(item) for item in items)
 
 
-class DetailsScreen(StepScreen[Details]):
-    """Returns the filled :class:`Details` once every field is valid."""
+class DetailsScreen(StepScreen[Answers]):
+    """Returns the filled :class:`~sandbox_setup.configure.answers.Answers` once every
+    field is valid (the draft keeps of them what the mode holds)."""
 
     STEP = "details"
     BINDINGS = [Binding("ctrl+n", "next", "Next", key_display="^n")]
@@ -133,7 +135,7 @@ class DetailsScreen(StepScreen[Details]):
         self,
         core: Core,
         mode: Mode,
-        details: Details,
+        details: Answers,
         preset: InnerSandbox,
         claude_hint: str = "",
         apparmor: bool = False,
@@ -147,6 +149,11 @@ class DetailsScreen(StepScreen[Details]):
         self.mode = mode
         self.details = details
         self.preset = preset
+        # What the answers leave to the defaults, as the fields show it.
+        self.network = details.network or Network.ALLOWLIST
+        self.inner = details.inner_sandbox or preset
+        self.scope = details.settings_scope or SettingsScope.MANAGED
+        self.limits = details.limits or Limits()
         self.claude_hint = claude_hint
         self.claude_placeholder = claude_placeholder
         self.fields = fields_for(mode)
@@ -166,7 +173,7 @@ class DetailsScreen(StepScreen[Details]):
             if self.core.operator_is_root
             else "Agent user: your own account or an existing one (not root)"
         )
-        allowlist = d.network is Network.ALLOWLIST or self.mode is Mode.USER
+        allowlist = self.network is Network.ALLOWLIST or self.mode is Mode.USER
         user = self.mode is Mode.USER
         return [
             self._field(
@@ -189,8 +196,8 @@ class DetailsScreen(StepScreen[Details]):
             self._field(
                 "network",
                 "Network inside the sandbox",
-                _choices(values(Network), d.network, "network"),
-                NETWORK_HELP[d.network],
+                _choices(values(Network), self.network, "network"),
+                NETWORK_HELP[self.network],
             ),
             self._field(
                 "domains",
@@ -218,8 +225,8 @@ class DetailsScreen(StepScreen[Details]):
             self._field(
                 "inner",
                 f"Claude's inner sandbox (the probes suggest {self.preset})",
-                _choices(values(InnerSandbox), d.inner_sandbox, "inner"),
-                INNER_HELP[d.inner_sandbox],
+                _choices(values(InnerSandbox), self.inner, "inner"),
+                INNER_HELP[self.inner],
             ),
             self._field(
                 APPARMOR_FIELD,
@@ -234,8 +241,8 @@ class DetailsScreen(StepScreen[Details]):
             self._field(
                 "scope",
                 "Claude settings scope",
-                _choices((SettingsScope.MANAGED, SettingsScope.USER), d.settings_scope, "scope"),
-                f"{d.settings_scope}: {SCOPE_REACH[d.settings_scope]}",
+                _choices((SettingsScope.MANAGED, SettingsScope.USER), self.scope, "scope"),
+                f"{self.scope}: {SCOPE_REACH[self.scope]}",
             ),
             self._field(
                 "copy-login",
@@ -278,9 +285,6 @@ class DetailsScreen(StepScreen[Details]):
     def _new_workspace_fields(self) -> Horizontal | None:
         """Owner and mode of a workspace the plan creates, side by side (shown while
         the offer is ticked)."""
-        # why: the answers' rules (configure.answers), imported with this step
-        from sandbox_setup.configure.answers import DEFAULT_WORKSPACE_MODE
-
         d = self.details
         owner = self._field(
             "new-ws-owner",
@@ -319,7 +323,7 @@ class DetailsScreen(StepScreen[Details]):
         ]
 
     def _limit_fields(self) -> list[Field]:
-        limits = self.details.limits
+        limits = self.limits
         found = [
             self._field("tasks", "Tasks", TextField(str(limits.tasks), id="tasks")),
             self._field("memory", "Memory (4G, 50%)", TextField(limits.memory, id="memory")),
@@ -385,7 +389,7 @@ class DetailsScreen(StepScreen[Details]):
         pressed = self.query_one(f"#{id}", RadioSet).pressed_button
         return type(default)(str(pressed.label)) if pressed is not None else default
 
-    def collect(self) -> tuple[Details | None, dict[str, str]]:
+    def collect(self) -> tuple[Answers | None, dict[str, str]]:
         """(details, {field id: error}); details is None when any field is invalid."""
         d = self.details
         errors: dict[str, str] = {}
@@ -415,7 +419,7 @@ class DetailsScreen(StepScreen[Details]):
             error = self.core.validate_agent_user(agent_user, self.mode, reuse)
             if error:
                 errors["reuse-account" if "already exists" in error else "agent-user"] = error
-        network = self._chosen("network", d.network)
+        network = self._chosen("network", self.network)
         domains, ports = d.allowed_domains, d.loopback_ports
         if "network" in self.fields:
             # The domain and port fields are off (greyed) without the allowlist.
@@ -440,10 +444,10 @@ class DetailsScreen(StepScreen[Details]):
             pass_env, error = self.core.validate_pass_env(self._text("pass-env"), self.mode)
             if error:
                 errors["pass-env"] = error
-        limits: Limits | None = d.limits
+        limits: Limits | None = self.limits
         if "tasks" in self.fields:
             limits, error, at = self.core.validate_limits(
-                self._text("tasks"), self._text("memory"), self._text("tmpfs", d.limits.tmpfs)
+                self._text("tasks"), self._text("memory"), self._text("tmpfs", self.limits.tmpfs)
             )
             if error:
                 errors[at or "tasks"] = error
@@ -453,15 +457,17 @@ class DetailsScreen(StepScreen[Details]):
         if errors or limits is None:
             return None, errors
         return (
-            Details(
+            replace(
+                d,
+                mode=self.mode,
                 workspaces=workspaces,
                 agent_user=agent_user,
                 reuse_account=reuse,
                 network=network,
                 allowed_domains=domains,
                 loopback_ports=ports,
-                inner_sandbox=self._chosen("inner", d.inner_sandbox),
-                settings_scope=self._chosen("scope", d.settings_scope),
+                inner_sandbox=self._chosen("inner", self.inner),
+                settings_scope=self._chosen("scope", self.scope),
                 copy_login=self._flag("copy-login", d.copy_login),
                 include_private=self._flag("include-private", d.include_private),
                 pass_env=pass_env,

@@ -19,13 +19,13 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from textual.app import App
 
-from sandbox_setup.base.choices import Mode
+from sandbox_setup.base.choices import InnerSandbox, Mode, Network, SettingsScope
 from sandbox_setup.base.errors import SetupError
 from sandbox_setup.base.exitcodes import ExitCode
 from sandbox_setup.base.printable import printable_lines
 from sandbox_setup.checks.model import Report
 from sandbox_setup.tui.core import Core
-from sandbox_setup.tui.draft import Details, Draft, Nav, Outcome
+from sandbox_setup.tui.draft import Draft, Nav, Outcome
 from sandbox_setup.tui.step import StepScreen
 from sandbox_setup.tui.welcome import WelcomeScreen, welcome_text
 
@@ -94,22 +94,28 @@ def _mode_screen(core: Core, draft: Draft) -> ChooseModeScreen:
 
 def _store_mode(core: Core, draft: Draft, mode: Mode) -> None:
     draft.mode = mode
-    if draft.details_mode is not mode or draft.details is None:
+    if draft.details is None or draft.details.mode is not mode:
         # A new mode gets the presets the probes suggest for it, keeping what
         # the operator typed that does not depend on the mode.
         assert draft.report is not None
         old = draft.details
         if old is None:
+            # why: the answers' rules (configure.answers) not before the first paint
+            from sandbox_setup.configure.answers import Answers
+
             # Without root no user can be created: the operator's own account is
             # the agent unless they name an existing one.
             operator = core.layout.operator
-            old = Details() if core.operator_is_root else Details(agent_user=operator.name)
+            old = (
+                Answers(mode) if core.operator_is_root else Answers(mode, agent_user=operator.name)
+            )
         draft.details = dataclasses.replace(
             old,
+            mode=mode,
+            network=old.network or Network.ALLOWLIST,
             inner_sandbox=core.inner_sandbox_preset(draft.report, mode),
             settings_scope=core.default_settings_scope(mode),
         )
-        draft.details_mode = mode
 
 
 def claude_hint(core: Core) -> str:
@@ -147,7 +153,7 @@ def _details_screen(core: Core, draft: Draft) -> DetailsScreen:
     )
 
 
-def _store_details(core: Core, draft: Draft, details: Details) -> None:
+def _store_details(core: Core, draft: Draft, details: Answers) -> None:
     draft.details = details
 
 
@@ -208,7 +214,7 @@ STEPS: tuple[Step[Any], ...] = (
     Step[str]("welcome", _always, _welcome, _ignore),
     Step[Report]("checks", _always, _checks_screen, _store_report),
     Step[Mode]("mode", _always, _mode_screen, _store_mode),
-    Step[Details]("details", _always, _details_screen, _store_details),
+    Step["Answers"]("details", _always, _details_screen, _store_details),
     Step[bool]("unsafe", lambda d: d.mode is Mode.UNSAFE, _unsafe_screen, _store_acceptance),
     Step["Plan"]("review", _always, _review_screen, _store_plan),
     Step["ApplyResult"]("apply", _always, _apply_screen, _store_result),
@@ -217,33 +223,18 @@ STEPS: tuple[Step[Any], ...] = (
 
 
 def draft_from_answers(answers: Answers, report: Report | None = None) -> Draft:
-    """A draft prefilled from saved answers (the audit's "wizard" action)."""
-    defaults = Details()
-    return Draft(
-        report=report,
-        mode=answers.mode,
-        details_mode=answers.mode,
-        details=Details(
-            workspaces=answers.workspaces,
-            agent_user=answers.agent_user,
-            reuse_account=answers.reuse_account,
-            network=answers.network or defaults.network,
-            allowed_domains=answers.allowed_domains,
-            loopback_ports=answers.loopback_ports,
-            inner_sandbox=answers.inner_sandbox or defaults.inner_sandbox,
-            settings_scope=answers.settings_scope or defaults.settings_scope,
-            copy_login=answers.copy_login,
-            include_private=answers.include_private,
-            pass_env=answers.pass_env,
-            limits=answers.limits or defaults.limits,
-            install_claude_shim=answers.install_claude_shim,
-            claude=answers.claude,
-            apparmor_bwrap_profile=answers.apparmor_bwrap_profile,
-            create_workspaces=answers.create_workspaces,
-            workspace_owner=answers.workspace_owner,
-            workspace_mode=answers.workspace_mode,
-        ),
+    """A draft prefilled from saved answers (the audit's "wizard" action); what they
+    leave to the defaults shown as the defaults, the unsafe acceptance never prefilled."""
+    details = dataclasses.replace(
+        answers,
+        network=answers.network or Network.ALLOWLIST,
+        inner_sandbox=answers.inner_sandbox or InnerSandbox.STRONG,
+        settings_scope=answers.settings_scope or SettingsScope.MANAGED,
+        accept_unsafe_root=False,
+        accepted_by=None,
+        accepted_at=None,
     )
+    return Draft(report=report, mode=answers.mode, details=details)
 
 
 NOTHING_CHANGED = "sandbox-setup: quit before applying; nothing was changed"
