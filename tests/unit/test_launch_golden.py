@@ -41,7 +41,6 @@ from sandbox_setup.boundary.binds import ro_bind_argv
 from sandbox_setup.launcher.command import (
     Agent,
     HostFacts,
-    Launch,
     sandbox_launch,
     unsafe_launch,
     user_launch,
@@ -55,6 +54,7 @@ from sandbox_setup.launcher.containment import (
     plan_containment,
 )
 from sandbox_setup.launcher.landlock_plan import PROXY_PORT, LandlockPlan
+from sandbox_setup.launcher.launch import Command, Launch
 from sandbox_setup.policy.landlock import user_trees, user_walls
 from sandbox_setup.policy.workspace import BindPlan, RoBind
 
@@ -427,7 +427,7 @@ def render(case: Case, launch: Launch) -> str:
     lines += _lines("new_session", ["yes" if launch.new_session else "no"])
     lines += _lines("passed", launch.passed)
     lines += _lines("warning", launch.warning.splitlines() if launch.warning else [])
-    lines += _lines("notes", launch.notes)
+    lines += _lines("notes", [note.text for note in launch.notes])
     return "\n".join(lines)
 
 
@@ -495,7 +495,8 @@ class Mutation:
 
 
 def _argv(change: Callable[[tuple[str, ...]], tuple[str, ...]]) -> Callable[[Launch], Launch]:
-    return lambda launch: dataclasses.replace(launch, argv=change(launch.argv))
+    # The whole argv as one part: a slip anywhere in it, whichever stage made it.
+    return lambda launch: dataclasses.replace(launch, command=Command(change(launch.argv)))
 
 
 def _env(key: str, value: str) -> Callable[[Launch], Launch]:

@@ -39,10 +39,11 @@ from sandbox_setup.base.errors import RefusedError
 from sandbox_setup.base.launcher_config import LauncherConfig
 from sandbox_setup.base.process_tree import running_descendants
 from sandbox_setup.base.processes import descendants, read_process
-from sandbox_setup.launcher.command import Agent, Launch
+from sandbox_setup.launcher.command import Agent
 from sandbox_setup.launcher.containment import Containment
 from sandbox_setup.launcher.egress.network import state_dir
 from sandbox_setup.launcher.landlock_plan import BASE_URL_PORT, PROXY_PORT, substitute
+from sandbox_setup.launcher.launch import Launch
 from sandbox_setup.launcher.seams import REAL, LaunchSeams
 from sandbox_setup.launcher.session.cgroup import (
     EarlySessionCgroup,
@@ -290,7 +291,8 @@ def run_user_session(
                 gate = LandlockGate.open(plan, state_dir(), netns)
                 table.update(gate.fd_table())
             env = {key: substitute([value], table)[0] for key, value in launch.env.items()}
-            launch = replace(launch, argv=tuple(substitute(launch.argv, table)), env=env)
+            filled = launch.command.each_part(lambda part: substitute(part, table))
+            launch = replace(launch, command=filled, env=env)
         return _run_user_session(launch, gate, netns, while_running)
     finally:
         if gate is not None:
