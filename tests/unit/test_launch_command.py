@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path, PurePosixPath
 
 import pytest
@@ -22,6 +23,7 @@ from sandbox_setup.launcher.command import (
     sandbox_launch,
     unsafe_launch,
     user_launch,
+    with_proxy_settings,
 )
 from sandbox_setup.launcher.landlock_plan import PROXY_PORT, LandlockPlan
 from sandbox_setup.launcher.launch import Launch, Topic
@@ -451,3 +453,19 @@ def test_user_mode_notes_say_the_network_wall_as_built(
     assert never not in notes
     assert (why in notes) if why else "no network namespace of its own:" not in notes
     assert plan.wall is (UserNetworkWall.NAMESPACE if netns else UserNetworkWall.PORTS)
+
+
+def test_the_settings_json_is_json_dumps_with_the_port_bare() -> None:
+    # Written as json.dumps writes it (the caller's text, escapes and all), with the
+    # session proxy's port a bare placeholder the runner fills with a number; built
+    # so, never by replacing text in the dumped JSON.
+    given = {"env": {"NAME": "Zoë \"q\"\n"}, "permissions": {"allow": ["Bash(ls:*)", 1.5, None]},
+             "sandbox": {"enabled": True, "network": {"allowUnixSockets": []}}}  # fmt: skip
+    args, _ = with_proxy_settings(["--settings", json.dumps(given)])
+    ports = {"httpProxyPort": PROXY_PORT, "socksProxyPort": PROXY_PORT}
+    given["sandbox"]["network"].update(ports)  # type: ignore[index]
+    # The oracle: what the launcher used to do, dump then unquote the placeholder.
+    assert args[1] == json.dumps(given).replace(f'"{PROXY_PORT}"', PROXY_PORT)
+    assert json.loads(args[1].replace(PROXY_PORT, "3128"))["sandbox"]["network"] == {
+        "allowUnixSockets": [], "httpProxyPort": 3128, "socksProxyPort": 3128,
+    }  # fmt: skip

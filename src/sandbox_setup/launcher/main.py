@@ -12,6 +12,11 @@ resolve the agent, build the command (:mod:`sandbox_setup.launcher.command`), th
   returns its status;
 * ``unsafe``: exec, so signals and the exit status are Claude's own.
 
+The code reads in that order: :func:`main`, :func:`run`, :func:`_launch`, then the
+stages as they run, each given the launch's inputs as one :class:`Request`. What the
+launch will do is one typed value (:class:`sandbox_setup.launcher.launch.Launch`),
+built by :func:`build_launch`'s stages and rendered by the notice and ``--dry-run``.
+
 This module and everything it imports stay free of Textual and tomlkit (a test
 says so): the launcher only reads its config.
 """
