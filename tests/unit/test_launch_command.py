@@ -25,8 +25,8 @@ from sandbox_setup.launcher.command import (
     user_launch,
     with_proxy_settings,
 )
-from sandbox_setup.launcher.landlock_plan import PROXY_PORT, LandlockPlan
 from sandbox_setup.launcher.launch import Launch, Topic
+from sandbox_setup.launcher.user.landlock_plan import PROXY_PORT, LandlockPlan
 from sandbox_setup.policy.landlock import user_walls
 
 AGENT = Agent("claude-agent", 1001, 1001, PurePosixPath("/home/claude-agent"))

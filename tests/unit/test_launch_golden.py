@@ -53,8 +53,8 @@ from sandbox_setup.launcher.containment import (
     contained_launch,
     plan_containment,
 )
-from sandbox_setup.launcher.landlock_plan import PROXY_PORT, LandlockPlan
 from sandbox_setup.launcher.launch import Command, Launch
+from sandbox_setup.launcher.user.landlock_plan import PROXY_PORT, LandlockPlan
 from sandbox_setup.policy.landlock import user_trees, user_walls
 from sandbox_setup.policy.workspace import BindPlan, RoBind
 

@@ -24,13 +24,13 @@ from sandbox_setup.launcher.egress.network import (
     network_notes,
     network_notice,
 )
-from sandbox_setup.launcher.landlock_plan import (
+from sandbox_setup.launcher.launch import Command, Launch, Note, Topic, notes
+from sandbox_setup.launcher.user.landlock_plan import (
     BASE_URL_PORT,
     PROXY_PORT,
     LandlockPlan,
     helper_argv,
 )
-from sandbox_setup.launcher.launch import Command, Launch, Note, Topic, notes
 from sandbox_setup.policy.credentials import (
     GatewayChoice,
     choose_gateway,

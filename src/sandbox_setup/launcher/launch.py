@@ -16,8 +16,8 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from sandbox_setup.launcher.landlock_plan import LandlockPlan
     from sandbox_setup.launcher.notice import Notice
+    from sandbox_setup.launcher.user.landlock_plan import LandlockPlan
     from sandbox_setup.policy.credentials import GatewaySpec
 
 
@@ -116,7 +116,7 @@ class Launch:
     notice: Notice | None = None
     # User mode's walls: what the session's Landlock helper applies and the runner
     # verifies before release, and its network namespace and proxy (sandbox_setup.
-    # launcher.landlock_plan); None: neither Landlock nor a namespace of its own.
+    # launcher.user.landlock_plan); None: neither Landlock nor a namespace of its own.
     landlock: LandlockPlan | None = None
     # The session's API gateway (docs/design.md invariant 17): served by the egress proxy,
     # holding the credentials ``env`` has placeholders for; None: none this session.

@@ -54,7 +54,6 @@ from sandbox_setup.launcher.command import (
 )
 from sandbox_setup.launcher.containment import Containment, contain
 from sandbox_setup.launcher.egress.network import build_policy, is_allowlist, state_dir
-from sandbox_setup.launcher.landlock_plan import PROXY_PORT, LandlockPlan
 from sandbox_setup.launcher.launch import Launch, Note, Topic, notes
 from sandbox_setup.launcher.notice import Notice, network_words
 from sandbox_setup.launcher.seams import REAL, LaunchSeams
@@ -65,6 +64,7 @@ from sandbox_setup.launcher.trust import (
     read_trusted_text,
     refuse_claude_shim,
 )
+from sandbox_setup.launcher.user.landlock_plan import PROXY_PORT, LandlockPlan
 from sandbox_setup.launcher.workdir import WorkDir, choose_workdir, current_directory, real_paths
 from sandbox_setup.policy.environment import (
     BaseUrl,

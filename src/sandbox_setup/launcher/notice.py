@@ -27,7 +27,7 @@ from sandbox_setup.launcher.workdir import WorkDir
 from sandbox_setup.policy.environment import BASE_URL, pass_env_command
 
 if TYPE_CHECKING:
-    from sandbox_setup.launcher.landlock_plan import LandlockPlan
+    from sandbox_setup.launcher.user.landlock_plan import LandlockPlan
     from sandbox_setup.policy.landlock import Walls
 
 PREFIX = "sandbox-launch: "

@@ -1,9 +1,9 @@
 """User mode's Landlock, launcher side: the gate that verifies the session's helper.
 
-The plan and the helper's argv are :mod:`sandbox_setup.launcher.landlock_plan`; the
+The plan and the helper's argv are :mod:`sandbox_setup.launcher.user.landlock_plan`; the
 walls and trees are the policy's (:mod:`sandbox_setup.policy.landlock`); the helper
 that applies them to itself before exec'ing the session is
-:mod:`sandbox_setup.launcher.landlock_exec`. The launcher, before Claude is released:
+:mod:`sandbox_setup.launcher.user.landlock_exec`. The launcher, before Claude is released:
 
 1. reads the helper's ``applied`` message: the ABI and the walls it enforced must be
    the ones planned (a kernel that gave less is a refusal, not a silent downgrade);
@@ -31,8 +31,8 @@ import time
 from pathlib import Path
 
 from sandbox_setup.base.errors import RefusedError
-from sandbox_setup.launcher.landlock_exec import RELEASE
-from sandbox_setup.launcher.landlock_plan import GATE_FD, STATUS_FD, LandlockPlan
+from sandbox_setup.launcher.user.landlock_exec import RELEASE
+from sandbox_setup.launcher.user.landlock_plan import GATE_FD, STATUS_FD, LandlockPlan
 
 VERIFY_TIMEOUT = 15.0
 

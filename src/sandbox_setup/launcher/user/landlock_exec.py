@@ -2,8 +2,8 @@
 
 Run as the agent, between the session's reaper and Claude, as one script: the text of
 :mod:`sandbox_setup.base.landlock` then this module's (standard library only; see
-:func:`sandbox_setup.launcher.landlock_plan.helper_source`); ``python -m
-sandbox_setup.launcher.landlock_exec`` runs the same::
+:func:`sandbox_setup.launcher.user.landlock_plan.helper_source`); ``python -m
+sandbox_setup.launcher.user.landlock_exec`` runs the same::
 
     python3 -I -S -c HELPER --status-fd N --gate-fd M [--files --read P... --write P...]
         [--network --connect PORT... --bind PORT...] [--scope] -- claude ARGS
@@ -18,7 +18,7 @@ Each message is one line of JSON, both ways:
    domain must not reach (None: not probed); forks a probe child *in the same domain*
    that tries each and writes what happened (``{"probed": {"connect": "EACCES",
    "abstract": "EPERM", "file": "EACCES"}}``). The launcher also checks from outside
-   that nothing reached its canaries (:mod:`sandbox_setup.launcher.landlock_gate`);
+   that nothing reached its canaries (:mod:`sandbox_setup.launcher.user.landlock_gate`);
 3. execs the command only after it reads exactly ``{"release": true}`` from the gate
    fd; EOF (a launcher that died or refused) means exit 126.
 """
