@@ -55,7 +55,7 @@ from sandbox_setup.launcher.command import (
 from sandbox_setup.launcher.containment import Containment, contain
 from sandbox_setup.launcher.egress.network import build_policy, is_allowlist, state_dir
 from sandbox_setup.launcher.launch import Launch, Note, Topic, notes
-from sandbox_setup.launcher.notice import Notice, network_words
+from sandbox_setup.launcher.notice import Notice, notice_of
 from sandbox_setup.launcher.seams import REAL, LaunchSeams
 from sandbox_setup.launcher.session.cgroup import EarlySessionCgroup
 from sandbox_setup.launcher.trust import (
@@ -71,7 +71,6 @@ from sandbox_setup.policy.environment import (
     base_url_in_effect,
     base_url_port,
     base_url_port_problem,
-    dropped_claude_names,
     loopback_port_hint,
     select_passed,
 )
@@ -698,26 +697,18 @@ def _notice(
     workdir: WorkDir,
     program: Path | None = None,
 ) -> Notice:
-    """The launch notice's facts (:class:`~sandbox_setup.launcher.notice.Notice`)."""
-    config = request.config
+    """The launch notice's facts (:func:`~sandbox_setup.launcher.notice.notice_of`)."""
     review = request.options.program is not None
-    if config.mode is Mode.UNSAFE:
-        dropped: tuple[str, ...] = ()
-        refused: tuple[str, ...] = ()
-    else:
+    return notice_of(
+        request.config,
+        agent,
+        workdir,
         # --run: the notice lists no "not passed" variables (none are, on purpose).
-        noticed = {} if review else request.environ
-        dropped, refused = dropped_claude_names(noticed, launch.passed, config.mode)
-    return Notice(
-        mode=config.mode,
-        agent=agent,
-        workdir=workdir,
-        network=network_words(config, launch.landlock, request.exposed),
+        {} if review else request.environ,
         passed=launch.passed,
-        dropped=tuple(dropped),
-        refused=tuple(refused),
-        walls=launch.landlock.walls if launch.landlock is not None else None,
-        gateway=tuple(launch.gateway.names) if launch.gateway is not None else (),
+        plan=launch.landlock,
+        gateway=launch.gateway,
+        exposed=request.exposed,
         runs=str(program) if review and program is not None else None,
     )
 

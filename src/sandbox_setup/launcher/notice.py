@@ -10,7 +10,7 @@ Variable *names* may appear in it, values never.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -24,10 +24,11 @@ from sandbox_setup.base.netwall import (
     UserNetworkWall,
 )
 from sandbox_setup.launcher.workdir import WorkDir
-from sandbox_setup.policy.environment import BASE_URL, pass_env_command
+from sandbox_setup.policy.environment import BASE_URL, dropped_claude_names, pass_env_command
 
 if TYPE_CHECKING:
     from sandbox_setup.launcher.user.landlock_plan import LandlockPlan
+    from sandbox_setup.policy.credentials import GatewaySpec
     from sandbox_setup.policy.landlock import Walls
 
 PREFIX = "sandbox-launch: "
@@ -171,3 +172,37 @@ class Notice:
         if self.runs is not None:
             text += f"; runs {self.runs}, not Claude Code"
         return text
+
+
+def notice_of(
+    config: LauncherConfig,
+    agent: str,
+    workdir: WorkDir,
+    environ: Mapping[str, str],
+    *,
+    passed: Sequence[str] = (),
+    plan: LandlockPlan | None = None,
+    gateway: GatewaySpec | None = None,
+    exposed: int | None = None,
+    runs: str | None = None,
+) -> Notice:
+    """The notice of a launch of ``config``, run as ``agent`` in ``workdir``, from its
+    parts (:class:`~sandbox_setup.launcher.launch.Launch`'s ``passed``, ``landlock`` and
+    ``gateway``): ``environ``, the caller's variables, for the Claude-related ones it did
+    not pass; ``exposed``: see :func:`network_policy`; ``runs``: ``--run``'s program."""
+    dropped: tuple[str, ...] = ()
+    refused: tuple[str, ...] = ()
+    if config.mode is not Mode.UNSAFE:
+        dropped, refused = dropped_claude_names(environ, passed, config.mode)
+    return Notice(
+        mode=config.mode,
+        agent=agent,
+        workdir=workdir,
+        network=network_words(config, plan, exposed),
+        passed=tuple(passed),
+        dropped=tuple(dropped),
+        refused=tuple(refused),
+        walls=plan.walls if plan is not None else None,
+        gateway=tuple(gateway.names) if gateway is not None else (),
+        runs=runs,
+    )
