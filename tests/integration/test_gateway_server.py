@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from sandbox_setup.launcher.egress.proxy import ProxyProcess, fork_proxy
+from sandbox_setup.launcher.egress.proxy import ProxyProcess, ProxyStart, fork_proxy
 from sandbox_setup.policy.credentials import GatewaySpec, placeholder
 from sandbox_setup.policy.network import EgressPolicy
 from tests.integration.egress_world import NOBODY
@@ -92,8 +92,7 @@ def served() -> Iterator[Served]:
         replacements=((FAKE, SECRET), (TOKEN_FAKE, "real-token")),
         headers=(("X-Held", "held-secret"),), names=("ANTHROPIC_API_KEY",),
     )  # fmt: skip
-    proxy = fork_proxy(None, EgressPolicy.build(()), None, NOBODY, NOBODY, later=True,
-                       gateway=spec)  # fmt: skip
+    proxy = fork_proxy(ProxyStart(EgressPolicy.build(()), NOBODY, NOBODY, later=True, gateway=spec))
     listener = socket.create_server(("127.0.0.1", 0))
     gateway = socket.create_server(("127.0.0.1", 0))
     port = int(gateway.getsockname()[1])

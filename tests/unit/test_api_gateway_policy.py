@@ -121,7 +121,7 @@ def test_a_sandbox_launch_with_the_allowlist_holds_the_key_and_says_so() -> None
     assert launch.gateway is not None and launch.gateway.port == 3130  # 3129 is exposed
     assert launch.env["ANTHROPIC_BASE_URL"] == "http://127.0.0.1:3130"
     assert SECRET not in launch.env.values() and not any(SECRET in a for a in launch.argv)
-    assert any("API gateway: ANTHROPIC_API_KEY kept outside" in n for n in launch.notes)
+    assert any("API gateway: ANTHROPIC_API_KEY kept outside" in n.text for n in launch.notes)
     assert launch.warning is None
 
 

@@ -8,6 +8,8 @@ table-tested here; tests/integration/test_sessions.py runs the fallback for real
 
 from __future__ import annotations
 
+import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -21,6 +23,7 @@ from sandbox_setup.base.cgroups import (
     v1_dirs,
 )
 from sandbox_setup.base.choices import Mode
+from sandbox_setup.base.errors import RefusedError
 from sandbox_setup.base.limits import Limits, mem_total, memory_bytes
 from sandbox_setup.checks.cgroup import judge_cgroup_delegation
 from sandbox_setup.checks.model import Status
@@ -28,11 +31,14 @@ from sandbox_setup.launcher.containment import (
     Containment,
     ContainmentFacts,
     Tools,
-    contain_sandbox_argv,
-    contain_user_argv,
+    contain_sandbox_command,
+    contain_user_command,
+    find_tools,
     plan_containment,
 )
+from sandbox_setup.launcher.launch import Command
 from sandbox_setup.launcher.session.cgroup import EarlySessionCgroup
+from sandbox_setup.launcher.trust import ToolNotFound
 
 GIB = 1024**3
 MOUNTINFO = (
@@ -205,7 +211,7 @@ def test_cgroup_v1_hierarchies_are_used_by_the_runner_not_the_argv() -> None:
     assert found.cgroup_v1 == parents and found.cgroup_parent is None
     assert found.memory == 2 * GIB and found.tasks_by == "cgroup"
     assert "/usr/bin/prlimit" not in found.prefix and found.notice is None
-    assert any("memory.limit_in_bytes" in note for note in found.notes)
+    assert any("memory.limit_in_bytes" in note.text for note in found.notes)
 
 
 def test_v1_cgroup_dirs_are_read_from_mountinfo_and_proc_self_cgroup() -> None:
@@ -225,8 +231,11 @@ def test_v1_cgroup_dirs_are_read_from_mountinfo_and_proc_self_cgroup() -> None:
 
 def test_user_argv_is_contained_in_order() -> None:
     found = plan(NONE)
-    argv = ("/usr/bin/setpriv", "--reuid=1001", "--no-new-privs", "--", "/c", "--print", "x")
-    contained = contain_user_argv(argv, found, TOOLS, ctty=True)
+    # The parts user_launch gives: setpriv's options and Claude's argv, kept apart.
+    command = Command(
+        program=("/c", "--print", "x"), drop=("/usr/bin/setpriv", "--reuid=1001", "--no-new-privs")
+    )
+    contained = contain_user_command(command, found, TOOLS, ctty=True).argv
     setpriv = contained.index("/usr/bin/setpriv")
     assert contained[:setpriv] == found.prefix
     assert contained[setpriv:setpriv + 5] == (
@@ -236,19 +245,20 @@ def test_user_argv_is_contained_in_order() -> None:
     assert rest[:4] == ("/usr/bin/setsid", "--wait", "--ctty", "--")
     assert rest[4:6] == ("/usr/bin/bash", "-c") and "exec" not in rest[6]
     assert rest[-6:] == ("/usr/bin/env", "-u", "_", "--", "/c", "--print", "x")[-6:]
-    assert "--ctty" not in contain_user_argv(argv, found, TOOLS, ctty=False)
+    assert "--ctty" not in contain_user_command(command, found, TOOLS, ctty=False).argv
 
 
 def test_no_pid_namespace_falls_back_to_the_subreaper_and_says_so() -> None:
     found = plan(NONE, pid_ns=None)
     assert "/usr/bin/unshare" not in found.prefix and not found.pid_namespace
-    assert any("subreaper" in note for note in found.notes)
+    assert any("subreaper" in note.text for note in found.notes)
 
 
 def test_sandbox_argv_gets_only_the_limits_prefix() -> None:
     found = plan(NONE, mode=Mode.SANDBOX, limits=Limits(tasks=100))
-    assert contain_sandbox_argv(("/usr/bin/setpriv", "x"), found) == (
-        "/usr/bin/prlimit", "--nproc=100:100", "--", "/usr/bin/setpriv", "x",
+    command = Command(program=("x",), drop=("/usr/bin/setpriv",))
+    assert contain_sandbox_command(command, found).argv == (
+        "/usr/bin/prlimit", "--nproc=100:100", "--", "/usr/bin/setpriv", "--", "x",
     )  # fmt: skip
 
 
@@ -279,3 +289,29 @@ def test_an_early_cgroup_another_plan_does_not_name_is_discarded(tmp_path: Path)
     none = EarlySessionCgroup(Delegation("none", "no cgroup here"), Limits())
     assert none.cgroup is None
     assert none.take(_plan(delegation, Limits())) == (None, None)
+
+
+def _tools_path(tmp_path: Path, systemd_run: int | None) -> str:
+    """A PATH with the real prlimit and, unless None, a systemd-run of that mode."""
+    directory = tmp_path / "bin"
+    directory.mkdir(parents=True)
+    (directory / "prlimit").symlink_to(shutil.which("prlimit") or "/usr/bin/prlimit")
+    if systemd_run is not None:
+        tool = directory / "systemd-run"
+        tool.write_text("#!/bin/sh\n")
+        tool.chmod(systemd_run)
+    return str(directory)
+
+
+def test_a_missing_systemd_run_is_done_without_and_an_untrusted_one_refuses(
+    tmp_path: Path,
+) -> None:
+    # Told apart by the error's type (ToolNotFound), never by its words.
+    systemd = Delegation("systemd", "systemd runs here")
+    owners = frozenset({0, os.getuid()})
+    missing = find_tools(Mode.SANDBOX, systemd, owners, _tools_path(tmp_path / "a", None))
+    assert missing.systemd_run is None and missing.prlimit is not None
+    writable = _tools_path(tmp_path / "b", 0o777)  # anyone may replace it
+    with pytest.raises(RefusedError, match="systemd-run") as refused:
+        find_tools(Mode.SANDBOX, systemd, owners, writable)
+    assert not isinstance(refused.value, ToolNotFound)

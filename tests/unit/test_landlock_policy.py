@@ -18,7 +18,7 @@ from sandbox_setup.base.netwall import (
 )
 from sandbox_setup.configure.launcher_toml import render_launcher_config
 from sandbox_setup.launcher.command import with_proxy_settings
-from sandbox_setup.launcher.landlock_exec import _parse
+from sandbox_setup.launcher.user.landlock_exec import _parse
 from sandbox_setup.policy.landlock import bridge_ports, claude_install_dirs, user_trees, user_walls
 
 BASE = """schema = 1
@@ -241,7 +241,7 @@ def test_the_launchers_plan_binds_the_bridge_only_in_a_namespace(
     from sandbox_setup.launcher.command import Agent
     from sandbox_setup.launcher.egress import netns as netns_module
     from sandbox_setup.launcher.egress.netns import NamespaceVerdict
-    from sandbox_setup.launcher.landlock_plan import helper_argv
+    from sandbox_setup.launcher.user.landlock_plan import helper_argv
 
     # What root may do here is the launch's live probe; the rule is what is tested.
     monkeypatch.setattr(netns_module, "namespace_possible", lambda: NamespaceVerdict(netns, "test"))
@@ -256,8 +256,8 @@ def test_the_launchers_plan_binds_the_bridge_only_in_a_namespace(
 
 def test_the_gate_refuses_a_bind_without_a_namespace(tmp_path: Path) -> None:
     from sandbox_setup.base.errors import RefusedError
-    from sandbox_setup.launcher.landlock_gate import LandlockGate
-    from sandbox_setup.launcher.landlock_plan import LandlockPlan
+    from sandbox_setup.launcher.user.landlock_gate import LandlockGate
+    from sandbox_setup.launcher.user.landlock_plan import LandlockPlan
 
     plan = LandlockPlan(user_walls(7, True, True), connect=("3128",), bind=("3128",))
     with pytest.raises(RefusedError, match="without a network namespace"):

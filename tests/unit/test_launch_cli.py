@@ -83,7 +83,7 @@ NOT_FOR_A_HOST_SANDBOX = (
     "sandbox_setup.launcher.egress.wire",
     "sandbox_setup.launcher.egress.netns",
     "sandbox_setup.launcher.egress.server",
-    "sandbox_setup.launcher.landlock_gate",
+    "sandbox_setup.launcher.user.landlock_gate",
     "sandbox_setup.policy.landlock",
     "sandbox_setup.base.crashlog",
     "sandbox_setup.policy.git_review",
@@ -120,7 +120,7 @@ def test_a_host_network_sandbox_imports_only_what_it_runs() -> None:
     # ... and they are there when the session needs them (the names are real modules).
     ended = (
         f"{session}; import sandbox_setup.launcher.egress.session, "
-        "sandbox_setup.launcher.landlock_gate, sandbox_setup.policy.landlock; "
+        "sandbox_setup.launcher.user.landlock_gate, sandbox_setup.policy.landlock; "
         "from sandbox_setup.boundary.session import Boundary; Boundary.prepare_end()"
     )
     elsewhere = {  # the proxy process's, a crash's, --run's

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path, PurePosixPath
 
 import pytest
@@ -17,14 +18,15 @@ from sandbox_setup.launcher.command import (
     STATUS_FD,
     Agent,
     HostFacts,
-    Launch,
     gather_host_facts,
     resolver_dirs,
     sandbox_launch,
     unsafe_launch,
     user_launch,
+    with_proxy_settings,
 )
-from sandbox_setup.launcher.landlock_plan import PROXY_PORT, LandlockPlan
+from sandbox_setup.launcher.launch import Launch, Topic
+from sandbox_setup.launcher.user.landlock_plan import PROXY_PORT, LandlockPlan
 from sandbox_setup.policy.landlock import user_walls
 
 AGENT = Agent("claude-agent", 1001, 1001, PurePosixPath("/home/claude-agent"))
@@ -216,8 +218,9 @@ def test_a_hand_edited_pass_list_never_passes_a_sandbox_claim() -> None:
     assert launch.passed == ()
     assert launch.env["HOME"] == "/home/claude-agent" and "LD_PRELOAD" not in launch.env
     assert "IS_SANDBOX" not in launch.env
-    ignored = [n for n in launch.notes if n.startswith("[env] pass lists")]
-    assert len(ignored) == 4 and "sandbox claim" in ignored[0]
+    ignored = [n.text for n in launch.notes if n.topic is Topic.ENVIRONMENT]
+    assert len(ignored) == 4 and all(n.startswith("[env] pass lists") for n in ignored)
+    assert "sandbox claim" in ignored[0]
 
 
 def test_workdir_is_the_chdir_and_the_cwd() -> None:
@@ -313,8 +316,9 @@ def test_user_mode() -> None:
     }
     assert launch.cwd == "/srv/a"
     assert not launch.supervised and launch.warning is None
-    # By default in a session of its own (TIOCSTI), said so by --dry-run.
-    assert launch.new_session and any("new session" in note for note in launch.notes)
+    # By default in a session of its own (TIOCSTI): the containment gives it one, the
+    # session runner's pty, and says so (contained_launch; the golden files).
+    assert launch.new_session
 
 
 def test_user_mode_execs_in_the_same_session_only_when_asked() -> None:
@@ -444,8 +448,24 @@ def test_user_mode_notes_say_the_network_wall_as_built(
     plan = LandlockPlan(walls, (), (), (PROXY_PORT,), proxy=True, netns=netns, netns_why=why)
     launch = user_launch(config(mode=Mode.USER, loopback_ports=ports), AGENT, "/c",
                          "/usr/bin/setpriv", {}, [], True, landlock=plan)  # fmt: skip
-    notes = "\n".join(launch.notes)
+    notes = "\n".join(note.text for note in launch.notes)
     assert says in notes
     assert never not in notes
     assert (why in notes) if why else "no network namespace of its own:" not in notes
     assert plan.wall is (UserNetworkWall.NAMESPACE if netns else UserNetworkWall.PORTS)
+
+
+def test_the_settings_json_is_json_dumps_with_the_port_bare() -> None:
+    # Written as json.dumps writes it (the caller's text, escapes and all), with the
+    # session proxy's port a bare placeholder the runner fills with a number; built
+    # so, never by replacing text in the dumped JSON.
+    given = {"env": {"NAME": "Zoë \"q\"\n"}, "permissions": {"allow": ["Bash(ls:*)", 1.5, None]},
+             "sandbox": {"enabled": True, "network": {"allowUnixSockets": []}}}  # fmt: skip
+    args, _ = with_proxy_settings(["--settings", json.dumps(given)])
+    ports = {"httpProxyPort": PROXY_PORT, "socksProxyPort": PROXY_PORT}
+    given["sandbox"]["network"].update(ports)  # type: ignore[index]
+    # The oracle: what the launcher used to do, dump then unquote the placeholder.
+    assert args[1] == json.dumps(given).replace(f'"{PROXY_PORT}"', PROXY_PORT)
+    assert json.loads(args[1].replace(PROXY_PORT, "3128"))["sandbox"]["network"] == {
+        "allowUnixSockets": [], "httpProxyPort": 3128, "socksProxyPort": 3128,
+    }  # fmt: skip

@@ -41,7 +41,6 @@ from sandbox_setup.boundary.binds import ro_bind_argv
 from sandbox_setup.launcher.command import (
     Agent,
     HostFacts,
-    Launch,
     sandbox_launch,
     unsafe_launch,
     user_launch,
@@ -54,7 +53,10 @@ from sandbox_setup.launcher.containment import (
     contained_launch,
     plan_containment,
 )
-from sandbox_setup.launcher.landlock_plan import PROXY_PORT, LandlockPlan
+from sandbox_setup.launcher.launch import Command, Launch
+from sandbox_setup.launcher.notice import notice_of
+from sandbox_setup.launcher.user.landlock_plan import PROXY_PORT, LandlockPlan
+from sandbox_setup.launcher.workdir import WorkDir
 from sandbox_setup.policy.landlock import user_trees, user_walls
 from sandbox_setup.policy.workspace import BindPlan, RoBind
 
@@ -138,7 +140,10 @@ def _contained(
     *,
     dedicated_uid: bool,
     ctty: bool = True,
+    directory: str | None = None,
 ) -> Launch:
+    """``launch`` contained, with its notice (``directory``: where Claude starts, when
+    not ``launch.cwd``: bwrap's --chdir)."""
     containment = plan_containment(
         cfg.mode,
         cfg.limits,
@@ -148,7 +153,24 @@ def _contained(
         dedicated_uid=dedicated_uid,
         session=f"{agent.name}-4242",
     )
-    return contained_launch(cfg.mode, launch, containment, TOOLS, ctty=ctty)
+    contained = contained_launch(cfg.mode, launch, containment, TOOLS, ctty=ctty)
+    where = WorkDir(directory or contained.cwd or str(cfg.workspaces[0]))
+    return _noticed(cfg, contained, agent.name, where, ENVIRON)
+
+
+def _noticed(
+    cfg: LauncherConfig, launch: Launch, agent: str, where: WorkDir, environ: dict[str, str]
+) -> Launch:
+    """``launch`` with its notice, as sandbox-launch gives it one (main.build_launch)."""
+    notice = notice_of(cfg, agent, where, environ, passed=launch.passed,
+                       plan=launch.landlock, gateway=launch.gateway)  # fmt: skip
+    return dataclasses.replace(launch, notice=notice)
+
+
+def _unsafe(cfg: LauncherConfig, environ: dict[str, str], uid: int, who: str) -> Launch:
+    args = ["--dangerously-skip-permissions"]
+    launch = unsafe_launch(cfg, CLAUDE, environ, args, uid, who)
+    return _noticed(cfg, launch, who, WorkDir("/root/work", None), environ)
 
 
 def sandbox_allowlist_root() -> Launch:
@@ -178,8 +200,9 @@ def sandbox_allowlist_root() -> Launch:
         "cgroup2", "a delegated cgroup v2 subtree", parent="/sys/fs/cgroup/sandbox-setup"
     )
     return _contained(
-        cfg, launch, AGENT, ContainmentFacts(delegation, None, 8 * GIB), dedicated_uid=True
-    )
+        cfg, launch, AGENT, ContainmentFacts(delegation, None, 8 * GIB), dedicated_uid=True,
+        directory="/srv/project/app",
+    )  # fmt: skip
 
 
 def sandbox_host_operator() -> Launch:
@@ -302,21 +325,18 @@ def user_operator() -> Launch:
 
 def unsafe_root_skip_permissions() -> Launch:
     cfg = config(Mode.UNSAFE, unsafe=ACCEPTED)
-    args = ["--dangerously-skip-permissions"]
-    return unsafe_launch(cfg, CLAUDE, ENVIRON, args, 0, "root (uid 0)")
+    return _unsafe(cfg, ENVIRON, 0, "root (uid 0)")
 
 
 def unsafe_root_is_sandbox_kept() -> Launch:
     cfg = config(Mode.UNSAFE, unsafe=ACCEPTED)
     environ = {**ENVIRON, "IS_SANDBOX": "0"}
-    args = ["--dangerously-skip-permissions"]
-    return unsafe_launch(cfg, CLAUDE, environ, args, 0, "root (uid 0)")
+    return _unsafe(cfg, environ, 0, "root (uid 0)")
 
 
 def unsafe_operator() -> Launch:
     cfg = config(Mode.UNSAFE, unsafe=ACCEPTED)
-    args = ["--dangerously-skip-permissions"]
-    return unsafe_launch(cfg, CLAUDE, ENVIRON, args, 1000, "uid 1000")
+    return _unsafe(cfg, ENVIRON, 1000, "uid 1000")
 
 
 CASES = (
@@ -427,7 +447,10 @@ def render(case: Case, launch: Launch) -> str:
     lines += _lines("new_session", ["yes" if launch.new_session else "no"])
     lines += _lines("passed", launch.passed)
     lines += _lines("warning", launch.warning.splitlines() if launch.warning else [])
-    lines += _lines("notes", launch.notes)
+    lines += _lines("notes", [note.text for note in launch.notes])
+    # The one line on stderr at launch (sandbox_setup.launcher.notice), rendered from
+    # the same value.
+    lines += _lines("notice", [launch.notice.render()] if launch.notice is not None else [])
     return "\n".join(lines)
 
 
@@ -495,7 +518,8 @@ class Mutation:
 
 
 def _argv(change: Callable[[tuple[str, ...]], tuple[str, ...]]) -> Callable[[Launch], Launch]:
-    return lambda launch: dataclasses.replace(launch, argv=change(launch.argv))
+    # The whole argv as one part: a slip anywhere in it, whichever stage made it.
+    return lambda launch: dataclasses.replace(launch, command=Command(change(launch.argv)))
 
 
 def _env(key: str, value: str) -> Callable[[Launch], Launch]:

@@ -15,7 +15,6 @@ from sandbox_setup.launcher.command import (
     GATE_SCRIPT,
     Agent,
     HostFacts,
-    Launch,
     sandbox_launch,
 )
 from sandbox_setup.launcher.egress import network
@@ -26,6 +25,7 @@ from sandbox_setup.launcher.egress.network import (
     network_notice,
     open_egress_log,
 )
+from sandbox_setup.launcher.launch import Launch
 from sandbox_setup.launcher.session.supervise import NAMESPACES, NETWORK_NAMESPACE, judge_sandbox
 from sandbox_setup.policy.network import SANDBOX_PROXY_PORT
 from sandbox_setup.policy.network_words import HOST_EXPOSURE
@@ -114,7 +114,7 @@ def test_host_shares_the_namespace_and_says_what_that_exposes() -> None:
 def test_allowlist_prints_no_notice_and_dry_run_notes_say_what_is_allowed() -> None:
     result = launch(config(allowed_domains=("example.com",), loopback_ports=(8082,)))
     assert result.warning is None
-    notes = " ".join(result.notes)
+    notes = " ".join(note.text for note in result.notes)
     assert "api.anthropic.com:443" in notes and "example.com" in notes
     assert "127.0.0.1:PORT: 8082" in notes and f"listening at {PROXY} inside" in notes
 

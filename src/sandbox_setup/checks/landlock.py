@@ -6,7 +6,7 @@ ruleset with ``no_new_privs``: a seccomp profile or LSM that refuses one of the 
 syscalls shows as the step that failed. What the level means comes from
 :data:`sandbox_setup.base.landlock.ABI_FEATURES`: files (1+), TCP ports (4+), abstract
 sockets and signals scoped (6+). User mode confines the agent with what is there
-(:mod:`sandbox_setup.launcher.landlock_exec`).
+(:mod:`sandbox_setup.launcher.user.landlock_exec`).
 """
 
 from __future__ import annotations

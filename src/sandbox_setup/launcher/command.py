@@ -24,7 +24,8 @@ from sandbox_setup.launcher.egress.network import (
     network_notes,
     network_notice,
 )
-from sandbox_setup.launcher.landlock_plan import (
+from sandbox_setup.launcher.launch import Command, Launch, Note, Topic, notes
+from sandbox_setup.launcher.user.landlock_plan import (
     BASE_URL_PORT,
     PROXY_PORT,
     LandlockPlan,
@@ -32,7 +33,6 @@ from sandbox_setup.launcher.landlock_plan import (
 )
 from sandbox_setup.policy.credentials import (
     GatewayChoice,
-    GatewaySpec,
     choose_gateway,
     describe_gateway,
     gateway_port,
@@ -72,14 +72,6 @@ GATE_SCRIPT = (
 )
 ROOT_LINKS = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 
-# user_launch's note when it runs Claude in a session of its own (the containment
-# replaces it with its own words for the session runner's pty).
-SETSID_NOTE = (
-    "runs in a new session (setsid) under sandbox-launch, which forwards signals and "
-    "returns Claude's status: dev.tty.legacy_tiocsti is on, and the agent must not "
-    "own this terminal (TIOCSTI)"
-)
-
 UNSAFE_WARNING = (
     "sandbox-launch: WARNING: unsafe mode: Claude Code runs as {who} with NO OS sandbox; "
     "it can read and change everything this account can. To set up a real sandbox or a "
@@ -109,36 +101,6 @@ class HostFacts:
     # bwrap binds the resolved source, so a link planted in a previous session
     # (say, workspace -> /) is judged and mounted as what it really is.
     real_paths: tuple[tuple[str, str], ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class Launch:
-    """What to start: exec'd directly (unsafe), or run by the session runner
-    (:mod:`sandbox_setup.launcher.session.runner`), ``supervised`` (sandbox) meaning
-    verified before Claude is released.
-
-    ``new_session``: dev.tty.legacy_tiocsti is on, so the agent must not hold the
-    operator's terminal (user mode: the session runner gives it a pty of its own).
-    """
-
-    argv: tuple[str, ...]
-    env: Mapping[str, str]
-    cwd: str | None
-    supervised: bool
-    new_session: bool = False
-    warning: str | None = None
-    notes: tuple[str, ...] = ()
-    # Names in ``env`` that came from the caller (``[env] pass``): their values are
-    # never printed. ``notice`` is the launch's one stderr line (sandbox_setup.launcher.notice).
-    passed: tuple[str, ...] = ()
-    notice: str | None = None
-    # User mode's walls: what the session's Landlock helper applies and the runner
-    # verifies before release, and its network namespace and proxy (sandbox_setup.
-    # launcher.landlock_plan); None: neither Landlock nor a namespace of its own.
-    landlock: LandlockPlan | None = None
-    # The session's API gateway (docs/design.md invariant 17): served by the egress proxy,
-    # holding the credentials ``env`` has placeholders for; None: none this session.
-    gateway: GatewaySpec | None = None
 
 
 def gather_host_facts(root: Path = Path("/"), binds: Sequence[PurePosixPath] = ()) -> HostFacts:
@@ -198,7 +160,7 @@ def base_env(agent: Agent, environ: Mapping[str, str]) -> dict[str, str]:
 
 def launch_env(
     config: LauncherConfig, agent: Agent, environ: Mapping[str, str]
-) -> tuple[dict[str, str], tuple[str, ...], tuple[str, ...]]:
+) -> tuple[dict[str, str], tuple[str, ...], tuple[Note, ...]]:
     """:func:`base_env` plus exactly the caller's ``[env] pass`` variables that are set.
 
     Returns ``(env, passed names, notes)``; a name the policy refuses is ignored
@@ -207,8 +169,8 @@ def launch_env(
     env = base_env(agent, environ)
     passed, ignored = select_passed(config.env_pass, environ, config.mode)
     env.update(passed)
-    notes = tuple(f"[env] pass lists {name}, not passed: {why}" for name, why in ignored)
-    return env, tuple(passed), notes
+    said = [f"[env] pass lists {name}, not passed: {why}" for name, why in ignored]
+    return env, tuple(passed), notes(Topic.ENVIRONMENT, said)
 
 
 def with_gateway(
@@ -219,7 +181,7 @@ def with_gateway(
     namespace: str | None,
     port: int,
     managed: Mapping[str, object] | None,
-) -> tuple[GatewayChoice, tuple[str, ...], str | None]:
+) -> tuple[GatewayChoice, tuple[Note, ...], Note | None]:
     """The credentials held by the session's gateway where it can be
     (:func:`sandbox_setup.policy.credentials.choose_gateway`): the choice, the notes for
     ``--dry-run`` and the warning when a credential is passed as it is."""
@@ -228,11 +190,10 @@ def with_gateway(
         namespace=namespace, port=port, managed=managed,
     )  # fmt: skip
     said = describe_gateway(choice)
-    notes = (said,) if said else ()
     warning = None
     if choice.spec is None and choice.why is not None and config.api_gateway is ApiGateway.AUTO:
-        warning = f"sandbox-launch: warning: {said}"
-    return choice, notes, warning
+        warning = Note(Topic.GATEWAY, f"sandbox-launch: warning: {said}")
+    return choice, notes(Topic.GATEWAY, [said or ""]), warning
 
 
 def _check_writable_bind(path: PurePosixPath | str, what: str) -> None:
@@ -256,13 +217,15 @@ def check_workspace_paths(config: LauncherConfig) -> None:
         _check_writable_bind(workspace, "workspace")
 
 
-def _privilege_drop(setpriv: str, agent: Agent, switch_user: bool) -> list[str]:
+def _privilege_drop(setpriv: str, agent: Agent, switch_user: bool) -> tuple[str, ...]:
+    """setpriv and its options (:class:`~sandbox_setup.launcher.launch.Command`'s
+    ``drop``: the ``--`` after them is the command's join)."""
     # no_new_privs, in every case: nothing the agent runs gains privileges through a
     # setuid binary or file capabilities (the launcher verifies it in the sandbox).
     if not switch_user:
         # A non-root operator: the agent is its own uid already.
-        return [setpriv, "--no-new-privs", "--"]
-    return [
+        return (setpriv, "--no-new-privs")
+    return (
         setpriv,
         # root's uid and gid, real and effective, become the agent's.
         f"--reuid={agent.uid}",
@@ -272,8 +235,7 @@ def _privilege_drop(setpriv: str, agent: Agent, switch_user: bool) -> list[str]:
         # No --reset-env: the launcher gives the exact environment (launch_env), and
         # setpriv must neither rebuild it from passwd nor drop the passed variables.
         "--no-new-privs",
-        "--",
-    ]
+    )
 
 
 def bwrap_argv(
@@ -282,12 +244,11 @@ def bwrap_argv(
     claude: str,
     bwrap: str,
     facts: HostFacts,
-    environ: Mapping[str, str],
-    claude_args: Sequence[str],
     workdir: str | None = None,
     workspace_binds: Sequence[str] = (),
 ) -> list[str]:
-    """bwrap's options: new namespaces, read-only system, writable home and workspaces.
+    """bwrap's options: new namespaces, read-only system, writable home and workspaces,
+    then the gate (the part of the command before Claude's: ``claude`` is only bound).
 
     The sandbox's environment is bwrap's own, which the launcher sets exactly
     (:func:`launch_env`): passed variables carry secrets, and bwrap's argv, where
@@ -393,7 +354,7 @@ def bwrap_argv(
     argv += ["--json-status-fd", STATUS_FD, "--block-fd", BLOCK_FD]
     # The gate, then Claude: EOF on --block-fd also releases bwrap, so Claude is exec'd
     # only when the launcher writes GATE_TOKEN after a verification that passed.
-    argv += ["--", *gate_argv(), claude, *claude_args]
+    argv += ["--", *gate_argv()]
     return argv
 
 
@@ -426,9 +387,10 @@ def sandbox_launch(
         _check_writable_bind(path, what)
         if real.get(str(path), str(path)) != str(path):
             _check_writable_bind(real[str(path)], f"{what} {path}, a symlink to")
-    argv = _privilege_drop(setpriv, agent, switch_user)
-    argv += bwrap_argv(
-        config, agent, claude, bwrap, facts, environ, claude_args, workdir, workspace_binds
+    command = Command(
+        program=(claude, *claude_args),
+        drop=_privilege_drop(setpriv, agent, switch_user),
+        wrapper=tuple(bwrap_argv(config, agent, claude, bwrap, facts, workdir, workspace_binds)),
     )
     env, passed, env_notes = launch_env(config, agent, environ)
     allowlist = config.network == Network.ALLOWLIST
@@ -441,23 +403,27 @@ def sandbox_launch(
     gateway, gateway_notes, gateway_warning = with_gateway(
         config, agent, env, passed, namespace, port, managed
     )
-    warnings = [w for w in (network_notice(config), gateway_warning) if w]
+    warnings = (
+        *notes(Topic.NETWORK, [network_notice(config) or ""]),
+        *filter(None, [gateway_warning]),
+    )
+    gate = Note(
+        Topic.SANDBOX,
+        f"{STATUS_FD}, {BLOCK_FD} and {GATE_FD} are pipe fds chosen at launch; "
+        "IS_SANDBOX=1 is set only inside bwrap; the gate execs Claude only when the "
+        f"launcher, after verifying the sandbox, writes {GATE_TOKEN!r} to {GATE_FD}",
+    )
     return Launch(
-        argv=tuple(argv),
+        command=command,
         env=dict(gateway.env),
         cwd=None,
         supervised=True,
         gateway=gateway.spec,
-        warning="\n".join(warnings) or None,
-        notes=(
-            f"{STATUS_FD}, {BLOCK_FD} and {GATE_FD} are pipe fds chosen at launch; "
-            "IS_SANDBOX=1 is set only inside bwrap; the gate execs Claude only when the "
-            f"launcher, after verifying the sandbox, writes {GATE_TOKEN!r} to {GATE_FD}",
-            *env_notes,
-            *network_notes(config),
-            *gateway_notes,
-        ),
+        warnings=warnings,
+        notes=(gate, *env_notes, *notes(Topic.NETWORK, network_notes(config)), *gateway_notes),
         passed=passed,
+        bwrap_new_session=facts.legacy_tiocsti,
+        bwrap_unshare_net=config.network != Network.HOST,
     )
 
 
@@ -485,11 +451,10 @@ def user_launch(
     ``workdir``: where Claude starts (:mod:`sandbox_setup.launcher.workdir`); the first
     workspace (or the agent's home) when not given.
     """
-    argv = _privilege_drop(setpriv, agent, switch_user)
     env, passed, env_notes = launch_env(config, agent, environ)
     env["USER"] = env["LOGNAME"] = agent.name
     cwd = workdir or (str(config.workspaces[0]) if config.workspaces else str(agent.home))
-    notes: tuple[str, ...] = env_notes
+    said: list[Note] = [*env_notes]
     confine: list[str] = []
     gateway = GatewayChoice(None, env)
     warning = None
@@ -508,12 +473,12 @@ def user_launch(
             gateway, gateway_notes, warning = with_gateway(
                 config, agent, env, passed, why, 0, managed
             )
-        notes += gateway_notes
+        said += gateway_notes
         env = dict(gateway.env)
         # No Landlock walls (off, or none on this kernel): the plan is the namespace's
         # only, and no helper runs.
         confine = helper_argv(landlock) if landlock.walls.any else []
-        notes += tuple(landlock.walls.describe(
+        said += notes(Topic.LANDLOCK, landlock.walls.describe(
             config.inner_sandbox != "off", landlock.netns, config.user_landlock))  # fmt: skip
         if landlock.proxy:
             proxy = f"http://127.0.0.1:{PROXY_PORT}"
@@ -526,53 +491,59 @@ def user_launch(
                 # Claude's Bash sandbox would start proxies of its own on loopback ports
                 # the agent may not connect to: its commands use this session's instead.
                 claude_args, note = with_proxy_settings(claude_args)
-                notes += (note,)
+                said.append(Note(Topic.NETWORK, note))
             allowed = ", ".join((*CLAUDE_ENDPOINTS, *config.allowed_domains))
             if landlock.netns:
                 exposed = (*config.loopback_ports, *filter(None, [landlock.base_url_port]))
-                notes += (
+                said.append(Note(Topic.NETWORK,
                     f"the egress proxy (the allowlist: {allowed}) listens at "
                     f"127.0.0.1:{user_proxy_port(exposed)} inside the session's network namespace "
                     "(made by the launcher, loopback only), runs as the agent, and is probed "
                     "from inside before Claude starts; the exposed loopback ports are "
                     "forwarded in to the host's 127.0.0.1",
-                )
+                ))  # fmt: skip
             else:
-                notes += (
+                said.append(Note(Topic.NETWORK,
                     f"the egress proxy (the allowlist: {allowed}) listens on an ephemeral "
                     f"port of 127.0.0.1 chosen at start ({PROXY_PORT}), runs as the agent, "
                     "and is probed before Claude starts",
-                )
+                ))  # fmt: skip
                 if landlock.netns_why:
-                    notes += (f"no network namespace of its own: {landlock.netns_why}",)
+                    said += notes(
+                        Topic.NETWORK, [f"no network namespace of its own: {landlock.netns_why}"]
+                    )
             if config.loopback_ports:
-                notes += (
+                said.append(Note(Topic.NETWORK,
                     "host loopback ports the agent may connect to (sandbox.loopback_ports): "
                     + ", ".join(map(str, dict.fromkeys(config.loopback_ports))),
-                )
+                ))  # fmt: skip
         if landlock.walls.any:
-            notes += (
+            said.append(Note(Topic.LANDLOCK,
                 "Landlock is applied by the session's helper before Claude starts and "
                 "verified from outside (a probe in the same domain must fail to reach the "
                 "launcher's canaries); anything else refuses the launch",
-            )
+            ))  # fmt: skip
     if landlock is None:
         why = "user mode has no network namespace of its own here"
         gateway, gateway_notes, warning = with_gateway(config, agent, env, passed, why, 0, managed)
-        notes += gateway_notes
-    if new_session:
-        notes += (SETSID_NOTE,)
+        said += gateway_notes
+    # new_session: the containment gives the session its own (the runner's pty) and says
+    # so (sandbox_setup.launcher.containment.contained_launch).
     return Launch(
-        argv=(*argv, *confine, claude, *claude_args),
+        command=Command(
+            program=(claude, *claude_args),
+            drop=_privilege_drop(setpriv, agent, switch_user),
+            wrapper=tuple(confine),
+        ),
         env=env,
         cwd=cwd,
         supervised=False,
         new_session=new_session,
-        notes=notes,
+        notes=tuple(said),
         passed=passed,
         landlock=landlock,
         gateway=gateway.spec,
-        warning=warning,
+        warnings=(warning,) if warning is not None else (),
     )
 
 
@@ -590,7 +561,8 @@ def with_proxy_settings(claude_args: Sequence[str]) -> tuple[list[str], str]:
             last = index + 1
         elif args[index].startswith("--settings="):
             last = index
-    ports = {"httpProxyPort": PROXY_PORT, "socksProxyPort": PROXY_PORT}
+    port = _Placeholder(PROXY_PORT)
+    ports = {"httpProxyPort": port, "socksProxyPort": port}
     note = (
         "Claude Code's Bash sandbox uses the session's proxy (sandbox.network.httpProxyPort "
         "and socksProxyPort through --settings): proxies of its own would listen on "
@@ -621,9 +593,19 @@ def with_proxy_settings(claude_args: Sequence[str]) -> tuple[list[str], str]:
     return args, note + " (merged into your inline --settings)"
 
 
+class _Placeholder(str):
+    """A value written into the JSON as it is, unquoted: the session proxy's port,
+    a number known when the session starts (:data:`PROXY_PORT` until then)."""
+
+
 def _settings_json(data: object) -> str:
-    # The port is known when the session starts: a number in place of its placeholder.
-    return json.dumps(data).replace(f'"{PROXY_PORT}"', PROXY_PORT)
+    """``json.dumps(data)``, byte for byte, but a :class:`_Placeholder` bare."""
+    if isinstance(data, _Placeholder):
+        return str.__str__(data)
+    if isinstance(data, dict):
+        items = (f"{json.dumps(key)}: {_settings_json(value)}" for key, value in data.items())
+        return "{" + ", ".join(items) + "}"
+    return json.dumps(data)
 
 
 def _with_base_url_port(
@@ -656,22 +638,22 @@ def unsafe_launch(
         )
     _check_acceptance(config.unsafe)
     env = dict(environ)
-    notes: list[str] = []
+    said: list[str] = []
     # Only an explicit bypass request by root needs the guard relaxed, and an
     # IS_SANDBOX the user exported (even "0") always wins.
     if SKIP_PERMISSIONS in claude_args and uid == 0:
         if "IS_SANDBOX" in env:
-            notes.append(f"IS_SANDBOX={env['IS_SANDBOX']} kept as you exported it")
+            said.append(f"IS_SANDBOX={env['IS_SANDBOX']} kept as you exported it")
         else:
             env["IS_SANDBOX"] = "1"
-            notes.append("IS_SANDBOX=1 set: root asked for --dangerously-skip-permissions")
+            said.append("IS_SANDBOX=1 set: root asked for --dangerously-skip-permissions")
     return Launch(
-        argv=(claude, *claude_args),
+        command=Command(program=(claude, *claude_args)),
         env=env,
         cwd=None,
         supervised=False,
-        warning=UNSAFE_WARNING.format(who=who),
-        notes=tuple(notes),
+        warnings=(Note(Topic.UNSAFE, UNSAFE_WARNING.format(who=who)),),
+        notes=notes(Topic.UNSAFE, said),
     )
 
 

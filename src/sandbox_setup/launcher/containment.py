@@ -23,17 +23,18 @@ dedicated uid, and memory not at all (the launch notice says so). The sandbox's
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 from dataclasses import dataclass, replace
 
 from sandbox_setup.base.cgroups import Delegation, judge_delegation, read_cgroup_facts
 from sandbox_setup.base.choices import Mode
-from sandbox_setup.base.errors import RefusedError
 from sandbox_setup.base.launcher_config import LauncherConfig
 from sandbox_setup.base.limits import Limits, mem_total, memory_bytes, size_bytes
-from sandbox_setup.launcher.command import SETSID_NOTE, Agent, Launch
-from sandbox_setup.launcher.trust import find_trusted_tool
+from sandbox_setup.launcher.command import Agent
+from sandbox_setup.launcher.launch import Command, Launch, Note, Topic, notes
+from sandbox_setup.launcher.trust import ToolNotFound, find_trusted_tool
 
 # bash, not dash: on Ctrl-C dash aborts its script with 130 even when Claude caught
 # the signal and exited otherwise; bash waits and returns Claude's status. Not
@@ -78,14 +79,21 @@ class Containment:
     tasks_by: str  # "cgroup" | "rlimit" | "none"
     prefix: tuple[str, ...] = ()  # before the privilege drop (systemd-run, unshare, prlimit)
     pid_namespace: bool = False  # user mode: the session has a pid namespace of its own
-    notes: tuple[str, ...] = ()
-    notice: str | None = None  # the launch notice line: what is NOT limited here
+    notes: tuple[Note, ...] = ()
+    # What is NOT limited here, and how to limit it (None: everything is): a line of
+    # its own on stderr (notice), and a note of --dry-run's.
+    unlimited: str | None = None
     cgroup_parent: str | None = None  # cgroup2: where the session's cgroup is made
     cgroup_v1: tuple[str, str] | None = None  # cgroup1: the memory and pids parents
 
     @property
     def memory_limited(self) -> bool:
         return self.memory is not None
+
+    @property
+    def notice(self) -> str | None:
+        """The line the session prints on stderr about what is not limited."""
+        return None if self.unlimited is None else f"sandbox-launch: note: {self.unlimited}"
 
 
 def find_tools(
@@ -96,11 +104,9 @@ def find_tools(
     untrusted prlimit or unshare refuses the launch, as any tool does."""
     systemd_run = None
     if delegation.kind == "systemd":
-        try:
+        # There, but untrusted: a refusal, never skipped silently (ToolNotFound is not).
+        with contextlib.suppress(ToolNotFound):
             systemd_run = str(find_trusted_tool("systemd-run", owners, path_env))
-        except RefusedError as exc:
-            if "not found" not in str(exc):
-                raise  # there, but untrusted: never skipped silently
     prlimit = str(find_trusted_tool("prlimit", owners, path_env))
     if mode is not Mode.USER:
         return Tools(prlimit=prlimit, systemd_run=systemd_run)
@@ -160,7 +166,7 @@ def plan_containment(
     memory = memory_bytes(limits, facts.mem_total)
     tmpfs = size_bytes(limits.tmpfs)
     prefix: list[str] = []
-    notes: list[str] = []
+    said: list[str] = []
     kind = delegation.kind
     if kind == "systemd" and tools.systemd_run is None:
         kind = "none"
@@ -180,17 +186,17 @@ def plan_containment(
             prefix += [f"--property=MemoryMax={memory}", "--property=MemorySwapMax=0"]
         prefix.append("--")
         tasks_by = "cgroup"
-        notes.append(f"the session runs in the systemd scope sandbox-launch-{session}")
+        said.append(f"the session runs in the systemd scope sandbox-launch-{session}")
     elif kind == "cgroup2":
         tasks_by = "cgroup"
-        notes.append(
+        said.append(
             f"the session runs in a cgroup of its own below {delegation.parent} "
             f"(pids.max {limits.tasks}" + (f", memory.max {memory})" if memory else ")")
         )
     elif kind == "cgroup1" and delegation.v1_parents is not None:
         tasks_by = "cgroup"
         memory_dir, pids_dir = delegation.v1_parents
-        notes.append(
+        said.append(
             f"the session runs in cgroups of its own below {pids_dir} (pids.max "
             f"{limits.tasks})"
             + (f" and {memory_dir} (memory.limit_in_bytes {memory})" if memory else "")
@@ -200,12 +206,12 @@ def plan_containment(
         tasks_by = "none"
     if mode is Mode.USER and facts.pid_namespace is not None and tools.unshare is not None:
         prefix += [tools.unshare, *facts.pid_namespace, "--"]
-        notes.append(
+        said.append(
             "the session has a pid namespace of its own: when its first process ends, "
             "the kernel ends every other one"
         )
     elif mode is Mode.USER:
-        notes.append(
+        said.append(
             "no pid namespace could be made here: sandbox-launch, a child subreaper, kills "
             "every process of the session when it ends"
         )
@@ -220,15 +226,15 @@ def plan_containment(
     if tasks_by == "none":
         missing.append("tasks are not limited (the agent is your own uid)")
     elif tasks_by == "rlimit":
-        notes.append(
+        said.append(
             f"tasks: at most {limits.tasks} processes and threads of uid {agent_uid} "
             "(RLIMIT_NPROC: all of the agent's sessions together)"
         )
-    notice = None
+    unlimited = None
     if missing:
-        notice = "sandbox-launch: note: in this session " + "; ".join(missing)
+        unlimited = "in this session " + "; ".join(missing)
         if delegation.remedy:
-            notice += f"; to limit it: {delegation.remedy}"
+            unlimited += f"; to limit it: {delegation.remedy}"
     return Containment(
         delegation=delegation,
         tasks=limits.tasks,
@@ -237,8 +243,8 @@ def plan_containment(
         tasks_by=tasks_by,
         prefix=tuple(prefix),
         pid_namespace=mode is Mode.USER and facts.pid_namespace is not None,
-        notes=tuple(notes),
-        notice=notice,
+        notes=notes(Topic.LIMITS, said),
+        unlimited=unlimited,
         cgroup_parent=delegation.parent if kind == "cgroup2" else None,
         cgroup_v1=delegation.v1_parents if kind == "cgroup1" else None,
     )
@@ -253,28 +259,33 @@ def reaper_argv(tools: Tools, ctty: bool) -> list[str]:
     return [*setsid, tools.bash, "-c", REAPER_SCRIPT, REAPER_NAME, tools.env, "-u", "_", "--"]
 
 
-def contain_user_argv(
-    argv: tuple[str, ...], containment: Containment, tools: Tools, *, ctty: bool
-) -> tuple[str, ...]:
-    """``setpriv OPTS -- claude ARGS`` (:func:`sandbox_setup.launcher.command.user_launch`)
-    as the contained session: the prefix, setpriv dying with its parent, the reaper."""
-    split = argv.index("--")
-    setpriv, claude = list(argv[:split]), list(argv[split + 1 :])
-    reaper = reaper_argv(tools, ctty)
-    return (*containment.prefix, *setpriv, "--pdeathsig", "KILL", "--", *reaper, *claude)
+def contain_user_command(
+    command: Command, containment: Containment, tools: Tools, *, ctty: bool
+) -> Command:
+    """User mode's command (:func:`sandbox_setup.launcher.command.user_launch`) as the
+    contained session: the limits' prefix, setpriv dying with its parent, the reaper."""
+    return replace(
+        command,
+        limits=containment.prefix,
+        die_with_parent=True,
+        reaper=tuple(reaper_argv(tools, ctty)),
+    )
 
 
-def contain_sandbox_argv(argv: tuple[str, ...], containment: Containment) -> tuple[str, ...]:
+def contain_sandbox_command(command: Command, containment: Containment) -> Command:
     """``setpriv ... bwrap ...`` with the limits' prefix (bwrap makes the pid namespace)."""
-    return (*containment.prefix, *argv)
+    return replace(command, limits=containment.prefix)
 
 
-USER_SESSION_NOTE = (
+USER_SESSION_NOTE = Note(
+    Topic.SESSION,
     "runs in a new session under sandbox-launch, on a pty of its own that sandbox-launch "
     "relays to this terminal (the agent never holds this terminal); signals are passed on, "
-    "and Claude's exit status is returned"
+    "and Claude's exit status is returned",
 )
-KEYRING_NOTE = "the session starts with a new, empty session keyring of its own"
+KEYRING_NOTE = Note(
+    Topic.SESSION, "the session starts with a new, empty session keyring of its own"
+)
 
 
 def _stdin_is_tty() -> bool:
@@ -321,15 +332,12 @@ def contained_launch(
     """Pure: ``launch`` (sandbox or user mode) as ``containment`` runs it: the argv
     and the notes for --dry-run (``ctty``: the session's pty is its terminal)."""
     if mode is Mode.USER:
-        argv = contain_user_argv(launch.argv, containment, tools, ctty=ctty)
-        # The session runner's pty replaces user_launch's setsid; its other notes
-        # (an [env] pass name refused) stay.
-        kept = tuple(note for note in launch.notes if note != SETSID_NOTE)
-        notes: tuple[str, ...] = (*kept, USER_SESSION_NOTE)
+        command = contain_user_command(launch.command, containment, tools, ctty=ctty)
+        # The session runner's pty: the session's own, whatever TIOCSTI allows.
+        session: tuple[Note, ...] = (USER_SESSION_NOTE,)
     else:
-        argv = contain_sandbox_argv(launch.argv, containment)
-        notes = launch.notes
-    notes += (KEYRING_NOTE, *containment.notes)
-    if containment.notice:
-        notes += (containment.notice.removeprefix("sandbox-launch: note: "),)
-    return replace(launch, argv=argv, notes=notes)
+        command = contain_sandbox_command(launch.command, containment)
+        session = ()
+    said = (*session, KEYRING_NOTE, *containment.notes)
+    said += notes(Topic.LIMITS, [containment.unlimited or ""])
+    return replace(launch, command=command, notes=(*launch.notes, *said))

@@ -10,12 +10,26 @@ Variable *names* may appear in it, values never.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from sandbox_setup.base.choices import Mode, Network
 from sandbox_setup.base.launcher_config import LauncherConfig
+from sandbox_setup.base.netwall import (
+    NO_SECOND_WALL,
+    NO_WALL,
+    PORTS_ONLY,
+    SECOND_WALL,
+    UserNetworkWall,
+)
 from sandbox_setup.launcher.workdir import WorkDir
-from sandbox_setup.policy.environment import BASE_URL, pass_env_command
+from sandbox_setup.policy.environment import BASE_URL, dropped_claude_names, pass_env_command
+
+if TYPE_CHECKING:
+    from sandbox_setup.launcher.user.landlock_plan import LandlockPlan
+    from sandbox_setup.policy.credentials import GatewaySpec
+    from sandbox_setup.policy.landlock import Walls
 
 PREFIX = "sandbox-launch: "
 
@@ -83,29 +97,112 @@ def launch_notice(
     return PREFIX + "; ".join(parts)
 
 
-def config_notice(
+def user_network_words(config: LauncherConfig, plan: LandlockPlan | None) -> str:
+    """User mode's network in words: the host's, or the allowlist through the session's
+    proxy behind the walls it has here (``plan``: the session's, None: none)."""
+    wall = plan.wall if plan is not None else UserNetworkWall.HOST
+    if plan is None or wall is UserNetworkWall.HOST:
+        return f"network: {NO_WALL}"
+    # The session's proxy makes the network the allowlist's (its own namespace, or
+    # Landlock's ports: sandbox_setup.policy.landlock).
+    allowed = " + ".join(("Claude Code's endpoints", *config.allowed_domains))
+    ports = dict.fromkeys(config.loopback_ports)
+    if ports:
+        allowed += "; host loopback port" + ("s " if len(ports) > 1 else " ")
+        allowed += ", ".join(map(str, ports))
+    if wall is UserNetworkWall.NAMESPACE:
+        second = SECOND_WALL if plan.walls.network else NO_SECOND_WALL
+        how = f"a network namespace of its own, {second}"
+    else:
+        how = f"Landlock's ports only: {PORTS_ONLY}"
+    return f"network allowlist through the session's proxy ({allowed}; {how})"
+
+
+def network_words(
+    config: LauncherConfig, plan: LandlockPlan | None, exposed: int | None = None
+) -> str:
+    """The notice's network part for a launch of ``config`` (user mode's: the walls of
+    ``plan``; ``exposed``: see :func:`network_policy`)."""
+    if config.mode is Mode.USER:
+        return user_network_words(config, plan)
+    return network_policy(
+        config.mode, config.network, config.allowed_domains, config.loopback_ports, exposed
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Notice:
+    """What the launch notice says, as its facts; :meth:`render` words it.
+
+    ``network``: :func:`network_words`; ``dropped``, ``refused``: see
+    :func:`launch_notice`; ``walls``: user mode's Landlock walls (shown where any is on);
+    ``gateway``: the credentials the session's API gateway keeps outside; ``runs``:
+    ``--run``'s program, run instead of Claude Code."""
+
+    mode: Mode
+    agent: str
+    workdir: WorkDir
+    network: str
+    passed: tuple[str, ...] = ()
+    dropped: tuple[str, ...] = ()
+    refused: tuple[str, ...] = ()
+    walls: Walls | None = None
+    gateway: tuple[str, ...] = ()
+    runs: str | None = None
+
+    def render(self) -> str:
+        text = launch_notice(
+            self.mode,
+            self.agent,
+            self.workdir.path,
+            self.network,
+            moved_from=self.workdir.moved_from,
+            passed=self.passed,
+            dropped=self.dropped,
+            refused=self.refused,
+        )
+        if self.walls is not None and self.walls.any:
+            shown = [n for n, on in (("files", self.walls.files), ("network", self.walls.network),
+                                     ("scope", self.walls.scope)) if on]  # fmt: skip
+            text += f"; Landlock ABI {self.walls.abi}: {', '.join(shown)}"
+        if self.gateway:
+            text += (
+                f"; API gateway: {', '.join(self.gateway)} kept outside (Claude gets a placeholder)"
+            )
+        if self.runs is not None:
+            text += f"; runs {self.runs}, not Claude Code"
+        return text
+
+
+def notice_of(
     config: LauncherConfig,
     agent: str,
     workdir: WorkDir,
-    passed: Sequence[str],
-    notes: Sequence[str] = (),
+    environ: Mapping[str, str],
     *,
+    passed: Sequence[str] = (),
+    plan: LandlockPlan | None = None,
+    gateway: GatewaySpec | None = None,
     exposed: int | None = None,
-    dropped: Sequence[str] = (),
-    refused: Sequence[str] = (),
-) -> str:
-    """:func:`launch_notice` for a launch of ``config``."""
-    network = network_policy(
-        config.mode, config.network, config.allowed_domains, config.loopback_ports, exposed
-    )
-    return launch_notice(
-        config.mode,
-        agent,
-        workdir.path,
-        network,
-        moved_from=workdir.moved_from,
-        passed=passed,
-        notes=notes,
-        dropped=dropped,
-        refused=refused,
+    runs: str | None = None,
+) -> Notice:
+    """The notice of a launch of ``config``, run as ``agent`` in ``workdir``, from its
+    parts (:class:`~sandbox_setup.launcher.launch.Launch`'s ``passed``, ``landlock`` and
+    ``gateway``): ``environ``, the caller's variables, for the Claude-related ones it did
+    not pass; ``exposed``: see :func:`network_policy`; ``runs``: ``--run``'s program."""
+    dropped: tuple[str, ...] = ()
+    refused: tuple[str, ...] = ()
+    if config.mode is not Mode.UNSAFE:
+        dropped, refused = dropped_claude_names(environ, passed, config.mode)
+    return Notice(
+        mode=config.mode,
+        agent=agent,
+        workdir=workdir,
+        network=network_words(config, plan, exposed),
+        passed=tuple(passed),
+        dropped=tuple(dropped),
+        refused=tuple(refused),
+        walls=plan.walls if plan is not None else None,
+        gateway=tuple(gateway.names) if gateway is not None else (),
+        runs=runs,
     )

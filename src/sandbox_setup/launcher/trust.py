@@ -48,6 +48,11 @@ def read_trusted_text(
         raise RefusedError(f"{what}: {real} is not UTF-8 text ({exc.reason})") from None
 
 
+class ToolNotFound(RefusedError):
+    """A tool that is not on PATH at all (one that is there but untrusted is a plain
+    :class:`RefusedError`): a launch that can do without it may go on."""
+
+
 def find_trusted_tool(name: str, owners: Iterable[int], path_env: str | None) -> Path:
     """The first ``name`` on PATH, resolved and trust-checked, or refuse.
 
@@ -63,7 +68,7 @@ def find_trusted_tool(name: str, owners: Iterable[int], path_env: str | None) ->
         if candidate.is_file() and os.access(candidate, os.X_OK):
             return check_trusted_file(candidate, owners, f"{name} (found on PATH)")
     package = {"bwrap": "bubblewrap", "socat": "socat"}.get(name, "util-linux")
-    raise RefusedError(
+    raise ToolNotFound(
         f"{name} not found on PATH ({search}); the sandbox cannot be built without it. "
         f"Install it (Debian: apt-get install {package})"
     )

@@ -73,7 +73,7 @@ def bridge_ports(namespace: bool, inner_sandbox_on: bool) -> tuple[int, ...]:
     on the host's network, and a connect reach any of the host's services on these
     ports: no bridge ports then, and Claude's Bash sandbox has no network there (the
     plan says "no TCP bind"). The launch's gate refuses a bind rule without a namespace
-    (:class:`sandbox_setup.launcher.landlock_gate.LandlockGate`)."""
+    (:class:`sandbox_setup.launcher.user.landlock_gate.LandlockGate`)."""
     return CLAUDE_BRIDGE_PORTS if namespace and inner_sandbox_on else ()
 
 

@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from sandbox_setup.base.errors import RefusedError
-from sandbox_setup.launcher.egress.proxy import _probe_exchange, fork_proxy, probe_proxy
+from sandbox_setup.launcher.egress.proxy import ProxyStart, _probe_exchange, fork_proxy, probe_proxy
 from sandbox_setup.launcher.egress.wire import PROXY_HEADER
 from sandbox_setup.policy.network import EgressPolicy
 
@@ -52,7 +52,8 @@ def probe(uid: int, gid: int) -> dict[str, object]:
         # --cap-drop DAC_OVERRIDE) cannot connect to a 0600 socket the proxy's uid owns,
         # and no launch ever does that.
         me = (os.geteuid(), os.getegid())
-        proxy = fork_proxy(path, EgressPolicy.build([]), None, uid, gid, socket_owner=me)
+        start = ProxyStart(EgressPolicy.build([]), uid, gid, socket_path=path, socket_owner=me)
+        proxy = fork_proxy(start)
         try:
             proxy.wait_ready(TIMEOUT)
             probe_proxy(path, TIMEOUT)

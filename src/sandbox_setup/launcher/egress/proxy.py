@@ -48,6 +48,7 @@ import signal
 import socket
 import sys
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -265,55 +266,61 @@ def start_proxy_process(
     connects (default ``uid:gid``). ``listener``: serve this listening socket instead
     of binding ``socket_path`` (e.g. a TCP socket the launcher made inside the
     sandbox's network namespace); it is closed in the caller either way.
-    ``forwards``: ``{port: socket path}``; ``resolver``, ``after_drop``: see :func:`fork_proxy`.
+    ``forwards``: ``{port: socket path}``; ``resolver``, ``after_drop``: see :class:`ProxyStart`.
     """
-    process = fork_proxy(
-        socket_path, policy, log_fd, uid, gid, socket_owner=socket_owner,
+    process = fork_proxy(ProxyStart(
+        policy, uid, gid, log_fd, socket_path, socket_owner=socket_owner,
         socket_mode=socket_mode, listener=listener, forwards=forwards, resolver=resolver,
         after_drop=after_drop,
-    )  # fmt: skip
+    ))  # fmt: skip
     process.wait_ready(timeout)
     return process.pid
 
 
-def fork_proxy(
-    socket_path: str | Path | None,
-    policy: EgressPolicy,
-    log_fd: int | None,
-    uid: int,
-    gid: int,
-    *,
-    socket_owner: tuple[int, int] | None = None,
-    socket_mode: int = 0o600,
-    listener: socket.socket | None = None,
-    forwards: Mapping[int, str | Path] | None = None,
-    listeners: Sequence[socket.socket] = (),
-    forward_listeners: Sequence[tuple[socket.socket, int]] = (),
-    later: bool = False,
-    resolver: Resolver | None = None,
-    after_drop: Callable[[], None] | None = None,
-    gateway: GatewaySpec | None = None,
-) -> ProxyProcess:
-    """Bind the sockets and fork the proxy as ``uid:gid``, without waiting for it.
+@dataclass(frozen=True, slots=True)
+class ProxyStart:
+    """What :func:`fork_proxy` starts: the proxy's policy, account and log, and what it
+    listens on.
+
+    It serves ``socket_path`` (a unix socket bound here, for ``socket_owner``, default
+    ``uid:gid``, with ``socket_mode``), or ``listener`` (a listening socket made
+    elsewhere, e.g. inside the sandbox's network namespace: the proxy's after the call,
+    closed in the caller either way). ``forwards`` maps a port of this namespace's
+    loopback to a unix socket (bound here, like ``socket_path``) whose connections go
+    to ``127.0.0.1:PORT``. ``later``: the proxy starts now (its start-up overlaps the
+    sandbox's) and waits for its sockets until :meth:`ProxyProcess.hand_over` gives them
+    (instead of any of the above). ``resolver``: the proxy's DNS (default: the real
+    one). ``after_drop``: called in the proxy right after its privilege drop, before it
+    serves (a test's seam; an exit or an exception there is a proxy that did not
+    start). ``gateway``: the session's API gateway (with ``later``), whose listeners
+    :meth:`ProxyProcess.hand_over` gives; its secrets reach the proxy by the fork,
+    never through an argument or the environment.
+    """
+
+    policy: EgressPolicy
+    uid: int
+    gid: int
+    log_fd: int | None = None
+    socket_path: str | Path | None = None
+    socket_owner: tuple[int, int] | None = None
+    socket_mode: int = 0o600
+    listener: socket.socket | None = None
+    forwards: Mapping[int, str | Path] | None = None
+    later: bool = False
+    resolver: Resolver | None = None
+    after_drop: Callable[[], None] | None = None
+    gateway: GatewaySpec | None = None
+
+
+def fork_proxy(start: ProxyStart) -> ProxyProcess:
+    """Bind the sockets and fork the proxy as ``start.uid:gid``, without waiting for it.
 
     The caller then calls :meth:`ProxyProcess.wait_ready` (and :func:`probe_proxy`)
-    before it releases Claude. The proxy serves ``socket_path`` (a unix socket bound
-    here), or ``listener``, and every socket of ``listeners``. ``forwards`` maps a port
-    of this namespace's loopback to a unix socket (bound here, like ``socket_path``)
-    whose connections go to ``127.0.0.1:PORT``; ``forward_listeners`` are listening
-    sockets made elsewhere for the same (``(socket, PORT)``): a session's are in the
-    sandbox's network namespace (:mod:`sandbox_setup.launcher.egress.netns`). The given sockets are
-    the proxy's after the call: closed here, in the caller, either way. ``later``: the
-    proxy starts now (its start-up overlaps the sandbox's) and waits for its sockets
-    until :meth:`ProxyProcess.hand_over` gives them (instead of any of the above).
-    ``resolver``: the proxy's DNS (default: the real one). ``after_drop``: called in the
-    proxy right after its privilege drop, before it serves (a test's seam; an exit or
-    an exception there is a proxy that did not start). ``gateway``: the session's API
-    gateway (with ``later``), whose listeners :meth:`ProxyProcess.hand_over` gives; its
-    secrets reach the proxy by the fork, never through an argument or the environment.
+    before it releases Claude.
     """
-    given = [*([listener] if listener is not None else []), *listeners,
-             *(s for s, _ in forward_listeners)]  # fmt: skip
+    socket_path, listener, log_fd = start.socket_path, start.listener, start.log_fd
+    uid, gid, later, gateway = start.uid, start.gid, start.later, start.gateway
+    given = [listener] if listener is not None else []
     try:
         if uid == 0 or gid == 0:
             raise RefusedError("the egress proxy never runs as root")
@@ -323,25 +330,24 @@ def fork_proxy(
         for sock in given:
             sock.close()
         raise
-    owner = socket_owner or (uid, gid)
+    owner = start.socket_owner or (uid, gid)
     paths: list[str] = []
-    serving: list[socket.socket] = [*given[: len(given) - len(forward_listeners)]]
+    serving: list[socket.socket] = [*given]
     bound: list[tuple[socket.socket, int]] = []
     try:
         if socket_path is not None and listener is None:
-            serving.insert(0, bind_socket(socket_path, owner, socket_mode))
+            serving.insert(0, bind_socket(socket_path, owner, start.socket_mode))
             paths.append(str(socket_path))
-        for port, path in (forwards or {}).items():
-            bound.append((bind_socket(path, owner, socket_mode), port))
+        for port, path in (start.forwards or {}).items():
+            bound.append((bind_socket(path, owner, start.socket_mode), port))
             paths.append(str(path))
     except BaseException:
-        for sock in (*serving, *(f for f, _ in bound), *(s for s, _ in forward_listeners)):
+        for sock in (*serving, *(f for f, _ in bound)):
             sock.close()
         for path in paths:
             with contextlib.suppress(OSError):
                 os.unlink(path)
         raise
-    bound += list(forward_listeners)
     control, control_child = (
         socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET) if later else (None, None)
     )
@@ -371,19 +377,21 @@ def fork_proxy(
             _preload()
             context = _gateway_context(gateway)  # the CA files are read while root
             _become_proxy(uid, gid, parent, keep=keep)
-            if after_drop is not None:
-                after_drop()
+            if start.after_drop is not None:
+                start.after_drop()
             # why: preloaded above (no import after the drop).
             from sandbox_setup.launcher.egress.server import EgressProxy
 
             # Made before its listeners come: what does not need them is not on the way.
-            egress = EgressProxy(policy, log_fd, resolver, read_host_addresses(), launcher=parent)
+            egress = EgressProxy(
+                start.policy, log_fd, start.resolver, read_host_addresses(), launcher=parent
+            )
             gateway_socks: list[socket.socket] = []
             if control_child is not None:
                 serving, bound, gateway_socks = _receive_listeners(control_child)
             served = (gateway, gateway_socks, context) if gateway is not None else None
-            serve(socket_path or "", policy, log_fd, ready_w, sock=serving[0],
-                  resolver=resolver, forwards=bound, more=serving[1:],
+            serve(socket_path or "", start.policy, log_fd, ready_w, sock=serving[0],
+                  resolver=start.resolver, forwards=bound, more=serving[1:],
                   gateway=served, launcher=parent, egress=egress)  # fmt: skip
             code = 0
         except BaseException as exc:

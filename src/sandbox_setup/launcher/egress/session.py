@@ -29,7 +29,12 @@ from sandbox_setup.launcher.egress.netns import (
     open_in_sandbox,
 )
 from sandbox_setup.launcher.egress.network import build_policy, exposed_ports, open_egress_log
-from sandbox_setup.launcher.egress.proxy import ProxyProcess, fork_proxy, probe_proxy
+from sandbox_setup.launcher.egress.proxy import (
+    ProxyProcess,
+    ProxyStart,
+    fork_proxy,
+    probe_proxy,
+)
 from sandbox_setup.policy.network import SANDBOX_PROXY_PORT, EgressPolicy
 
 if TYPE_CHECKING:
@@ -83,7 +88,7 @@ class EgressSession:
         """Before bwrap starts: the policy (a bad pattern refuses the launch), the log,
         and the proxy forked as ``uid:gid``, which waits for its listeners (its start-up
         overlaps the sandbox's; :meth:`ready` hands them over). ``resolver`` and
-        ``after_drop``: see :func:`~sandbox_setup.launcher.egress.proxy.fork_proxy`.
+        ``after_drop``: see :class:`~sandbox_setup.launcher.egress.proxy.ProxyStart`.
         ``gateway``: the session's API gateway, served by the proxy (docs/design.md
         invariant 17), listening at its port inside the namespace too."""
         policy = build_policy(config)
@@ -101,9 +106,10 @@ class EgressSession:
             session = cls(policy, ports, uid, gid, log_fd)
             session.proxy_port = proxy_port
             session.gateway_port = gateway.port if gateway is not None else None
-            session.proxy = fork_proxy(None, policy, log_fd, uid, gid, later=True,
-                                       resolver=resolver, after_drop=after_drop,
-                                       gateway=gateway)  # fmt: skip
+            session.proxy = fork_proxy(ProxyStart(
+                policy, uid, gid, log_fd, later=True, resolver=resolver,
+                after_drop=after_drop, gateway=gateway,
+            ))  # fmt: skip
         except BaseException:
             os.close(log_fd)
             raise

@@ -39,10 +39,10 @@ from sandbox_setup.base.errors import RefusedError
 from sandbox_setup.base.launcher_config import LauncherConfig
 from sandbox_setup.base.process_tree import running_descendants
 from sandbox_setup.base.processes import descendants, read_process
-from sandbox_setup.launcher.command import Agent, Launch
+from sandbox_setup.launcher.command import Agent
 from sandbox_setup.launcher.containment import Containment
 from sandbox_setup.launcher.egress.network import state_dir
-from sandbox_setup.launcher.landlock_plan import BASE_URL_PORT, PROXY_PORT, substitute
+from sandbox_setup.launcher.launch import Launch
 from sandbox_setup.launcher.seams import REAL, LaunchSeams
 from sandbox_setup.launcher.session.cgroup import (
     EarlySessionCgroup,
@@ -53,11 +53,12 @@ from sandbox_setup.launcher.session.cgroup import (
 from sandbox_setup.launcher.session.keyring import SessionKeyring, join_new_session_keyring
 from sandbox_setup.launcher.session.pty_relay import PtyRelay, TerminalState, install_winch
 from sandbox_setup.launcher.session.supervise import run_supervised
+from sandbox_setup.launcher.user.landlock_plan import BASE_URL_PORT, PROXY_PORT, substitute
 from sandbox_setup.policy.network import user_proxy_port
 
 if TYPE_CHECKING:
     from sandbox_setup.launcher.egress.session import EgressSession
-    from sandbox_setup.launcher.landlock_gate import LandlockGate
+    from sandbox_setup.launcher.user.landlock_gate import LandlockGate
 
 PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
@@ -249,11 +250,11 @@ def run_user_session(
 
     With ``launch.landlock``: the session's egress proxy first (``network``: the config,
     when the plan has one), then the session, held at its Landlock helper until
-    :class:`~sandbox_setup.launcher.landlock_gate.LandlockGate` verified it."""
+    :class:`~sandbox_setup.launcher.user.landlock_gate.LandlockGate` verified it."""
     # User mode's own (a sandbox does not import them).
     from sandbox_setup.launcher.egress.netns import new_namespace
     from sandbox_setup.launcher.egress.session import EgressSession
-    from sandbox_setup.launcher.landlock_gate import LandlockGate
+    from sandbox_setup.launcher.user.landlock_gate import LandlockGate
 
     egress: EgressSession | None = None
     gate: LandlockGate | None = None
@@ -290,7 +291,8 @@ def run_user_session(
                 gate = LandlockGate.open(plan, state_dir(), netns)
                 table.update(gate.fd_table())
             env = {key: substitute([value], table)[0] for key, value in launch.env.items()}
-            launch = replace(launch, argv=tuple(substitute(launch.argv, table)), env=env)
+            filled = launch.command.each_part(lambda part: substitute(part, table))
+            launch = replace(launch, command=filled, env=env)
         return _run_user_session(launch, gate, netns, while_running)
     finally:
         if gate is not None:

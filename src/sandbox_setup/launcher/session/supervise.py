@@ -40,7 +40,8 @@ from types import FrameType
 from sandbox_setup.base.errors import RefusedError
 from sandbox_setup.base.exitcodes import ExitCode
 from sandbox_setup.launcher.agent_step import agent_may_retry, as_agent, denied
-from sandbox_setup.launcher.command import BLOCK_FD, GATE_FD, GATE_TOKEN, STATUS_FD, Launch
+from sandbox_setup.launcher.command import BLOCK_FD, GATE_FD, GATE_TOKEN, STATUS_FD
+from sandbox_setup.launcher.launch import Launch
 
 NAMESPACES = ("user", "mnt", "pid", "ipc", "uts")
 NETWORK_NAMESPACE = "net"  # verified too when bwrap was asked for one (--unshare-net)
@@ -272,8 +273,8 @@ def run_supervised(
     pipes close, and a launcher that dies outright leaves the gate reading EOF, which
     means refuse.
     """
-    state = _Supervision(new_session="--new-session" in launch.argv)
-    if "--unshare-net" in launch.argv:
+    state = _Supervision(new_session=launch.bwrap_new_session)
+    if launch.bwrap_unshare_net:
         state.namespaces = (*NAMESPACES, NETWORK_NAMESPACE)
     gate_r, gate_w = os.pipe()
     to_close = [gate_w]

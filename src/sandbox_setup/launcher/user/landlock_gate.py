@@ -1,11 +1,11 @@
 """User mode's Landlock, launcher side: the gate that verifies the session's helper.
 
-The plan and the helper's argv are :mod:`sandbox_setup.launcher.landlock_plan`; the
+The plan and the helper's argv are :mod:`sandbox_setup.launcher.user.landlock_plan`; the
 walls and trees are the policy's (:mod:`sandbox_setup.policy.landlock`); the helper
 that applies them to itself before exec'ing the session is
-:mod:`sandbox_setup.launcher.landlock_exec`. The launcher, before Claude is released:
+:mod:`sandbox_setup.launcher.user.landlock_exec`. The launcher, before Claude is released:
 
-1. reads the helper's ``applied ...`` line: the ABI and the walls it enforced must be
+1. reads the helper's ``applied`` message: the ABI and the walls it enforced must be
    the ones planned (a kernel that gave less is a refusal, not a silent downgrade);
 2. hands it three canaries only the domain's walls can keep it from: a TCP listener on
    the host's loopback (network), an abstract unix socket (scope), a world-readable
@@ -31,8 +31,8 @@ import time
 from pathlib import Path
 
 from sandbox_setup.base.errors import RefusedError
-from sandbox_setup.launcher.landlock_exec import RELEASE
-from sandbox_setup.launcher.landlock_plan import GATE_FD, STATUS_FD, LandlockPlan
+from sandbox_setup.launcher.user.landlock_exec import RELEASE
+from sandbox_setup.launcher.user.landlock_plan import GATE_FD, STATUS_FD, LandlockPlan
 
 VERIFY_TIMEOUT = 15.0
 
@@ -95,7 +95,7 @@ class LandlockGate:
         self.abstract = abstract_listener(self.abstract_name, netns)
         self.abstract.setblocking(False)
         self.canary_dir: str | None = None
-        self.canary_file = "-"
+        self.canary_file: str | None = None  # made only where the files wall is on
         if plan.walls.files:
             # World-readable, outside every allowed tree: only the files wall hides it.
             self.canary_dir = tempfile.mkdtemp(prefix="sandbox-launch-canary-", dir=canary_dir)
@@ -126,6 +126,13 @@ class LandlockGate:
             os.close(fd)
         self.status_w = self.gate_r = -1
 
+    def _receive(self, deadline: float) -> object:
+        """The helper's next message (one line of JSON); None when it sent no JSON."""
+        try:
+            return json.loads(self._read_line(deadline))
+        except ValueError:
+            return None
+
     def _read_line(self, deadline: float) -> str:
         data = b""
         while not data.endswith(b"\n"):
@@ -139,28 +146,34 @@ class LandlockGate:
             data += chunk
         return data.decode(errors="replace").strip()
 
-    def verify(self, timeout: float = VERIFY_TIMEOUT) -> str:
-        """Everything in the module docstring before the release; the applied line."""
+    def verify(self, timeout: float = VERIFY_TIMEOUT) -> None:
+        """Everything in the module docstring before the release."""
         deadline = time.monotonic() + timeout
-        applied = self._read_line(deadline)
+        applied = self._receive(deadline)
         walls = self.plan.walls
-        want = (f"applied abi={walls.abi} files={int(walls.files)} "
-                f"network={int(walls.network)} scope={int(walls.scope)}")  # fmt: skip
+        want = {"applied": {"abi": walls.abi, "files": int(walls.files),
+                            "network": int(walls.network), "scope": int(walls.scope)}}  # fmt: skip
         if applied != want:
-            said = applied or "nothing (it ended: the launcher's interpreter or package may "
-            said += "" if applied else "not be readable by the agent)"
-            raise RefusedError(f"Landlock: the session's helper said {said!r}, not {want!r}")
-        port = str(self.tcp.getsockname()[1]) if walls.network else "-"
-        name = self.abstract_name if walls.scope else "-"
-        os.write(self.gate_w, f"probe {port} {name} {self.canary_file}\n".encode())
-        probed = self._read_line(deadline)
-        expected = {
-            "connect": "EACCES" if walls.network else "-",
-            "abstract": "EPERM" if walls.scope else "-",
-            "file": "EACCES" if walls.files else "-",
+            said = json.dumps(applied) if applied is not None else (
+                "nothing (it ended: the launcher's interpreter or package may not be "
+                "readable by the agent)")  # fmt: skip
+            raise RefusedError(
+                f"Landlock: the session's helper said {said}, not {json.dumps(want)}"
+            )
+        canaries = {
+            "port": self.tcp.getsockname()[1] if walls.network else None,
+            "name": self.abstract_name if walls.scope else None,
+            "path": self.canary_file,
         }
-        got = dict(word.partition("=")[::2] for word in probed.removeprefix("probed ").split())
-        if not probed.startswith("probed ") or got != expected:
+        os.write(self.gate_w, (json.dumps({"probe": canaries}) + "\n").encode())
+        probed = self._receive(deadline)
+        expected = {
+            "connect": "EACCES" if walls.network else None,
+            "abstract": "EPERM" if walls.scope else None,
+            "file": "EACCES" if walls.files else None,
+        }
+        got = probed.get("probed") if isinstance(probed, dict) else None
+        if got != expected:
             raise RefusedError(
                 f"Landlock: a probe in the session's domain got {json.dumps(got)}, "
                 f"expected {json.dumps(expected)}"
@@ -172,10 +185,9 @@ class LandlockGate:
                 continue
             conn.close()
             raise RefusedError("Landlock: a probe in the session's domain reached a canary")
-        return applied
 
     def release(self) -> None:
-        os.write(self.gate_w, f"{RELEASE}\n".encode())
+        os.write(self.gate_w, (json.dumps(RELEASE) + "\n").encode())
 
     def close(self) -> None:
         for fd in (self.status_r, self.status_w, self.gate_r, self.gate_w):

@@ -2,28 +2,31 @@
 
 Run as the agent, between the session's reaper and Claude, as one script: the text of
 :mod:`sandbox_setup.base.landlock` then this module's (standard library only; see
-:func:`sandbox_setup.launcher.landlock_plan.helper_source`); ``python -m
-sandbox_setup.launcher.landlock_exec`` runs the same::
+:func:`sandbox_setup.launcher.user.landlock_plan.helper_source`); ``python -m
+sandbox_setup.launcher.user.landlock_exec`` runs the same::
 
     python3 -I -S -c HELPER --status-fd N --gate-fd M [--files --read P... --write P...]
         [--network --connect PORT... --bind PORT...] [--scope] -- claude ARGS
 
+Each message is one line of JSON, both ways:
+
 1. applies the ruleset (:func:`sandbox_setup.base.landlock.restrict_self`) and writes
-   ``applied abi=A files=F network=N scope=S`` on the status fd (``error ...`` and exit
-   126 when it cannot: nothing runs unconfined);
-2. reads ``probe PORT NAME PATH`` from the gate fd: the launcher's canaries, a loopback
-   TCP port, an abstract unix socket and a file that the domain must not reach; forks a
-   probe child *in the same domain* that tries each and writes what happened
-   (``probed connect=EACCES abstract=EPERM file=EACCES``). The launcher also checks
-   from outside that nothing reached its canaries
-   (:mod:`sandbox_setup.launcher.landlock_gate`);
-3. execs the command only after it reads exactly ``release`` from the gate fd; EOF (a
-   launcher that died or refused) means exit 126.
+   ``{"applied": {"abi": A, "files": F, "network": N, "scope": S}}`` on the status fd
+   (``{"error": ...}`` and exit 126 when it cannot: nothing runs unconfined);
+2. reads ``{"probe": {"port": P, "name": N, "path": F}}`` from the gate fd: the
+   launcher's canaries, a loopback TCP port, an abstract unix socket and a file that the
+   domain must not reach (None: not probed); forks a probe child *in the same domain*
+   that tries each and writes what happened (``{"probed": {"connect": "EACCES",
+   "abstract": "EPERM", "file": "EACCES"}}``). The launcher also checks from outside
+   that nothing reached its canaries (:mod:`sandbox_setup.launcher.user.landlock_gate`);
+3. execs the command only after it reads exactly ``{"release": true}`` from the gate
+   fd; EOF (a launcher that died or refused) means exit 126.
 """
 
 from __future__ import annotations
 
 import errno
+import json
 import os
 import socket
 import sys
@@ -31,7 +34,7 @@ from collections.abc import Sequence
 
 from sandbox_setup.base.landlock import LandlockError, Rules, restrict_self
 
-RELEASE = "release"
+RELEASE = {"release": True}
 REFUSED = 126
 
 
@@ -106,37 +109,43 @@ def _read_file(path: str) -> None:
         stream.read(1)
 
 
-def probe(port: str, name: str, path: str) -> str:
-    """In a forked child (the same domain): what reaching each canary did."""
+def probe(port: int | None, name: str | None, path: str | None) -> dict[str, str | None]:
+    """In a forked child (the same domain): what reaching each canary did (None: not
+    tried)."""
     read, write = os.pipe()
     pid = os.fork()
     if pid == 0:
         os.close(read)
-        found = []
-        found.append(
-            "connect=" + (_outcome(lambda: _connect_tcp(int(port))) if port != "-" else "-")
-        )
-        found.append(
-            "abstract=" + (_outcome(lambda: _connect_abstract(name)) if name != "-" else "-")
-        )
-        found.append("file=" + (_outcome(lambda: _read_file(path)) if path != "-" else "-"))
-        os.write(write, " ".join(found).encode())
+        found = {
+            "connect": None if port is None else _outcome(lambda: _connect_tcp(port)),
+            "abstract": None if name is None else _outcome(lambda: _connect_abstract(name)),
+            "file": None if path is None else _outcome(lambda: _read_file(path)),
+        }
+        os.write(write, json.dumps(found).encode())
         os._exit(0)
     os.close(write)
     with os.fdopen(read, "rb") as stream:
-        text = stream.read().decode()
+        found = json.loads(stream.read() or b"null")
     os.waitpid(pid, 0)
-    return text
+    return found if isinstance(found, dict) else {}
 
 
-def _line(fd: int) -> str:
+def _send(fd: int, message: object) -> None:
+    os.write(fd, (json.dumps(message) + "\n").encode())
+
+
+def _receive(fd: int) -> object:
+    """The next message on ``fd``; None at EOF or when it is not JSON."""
     data = b""
     while not data.endswith(b"\n"):
         chunk = os.read(fd, 1)
         if not chunk:
             break
         data += chunk
-    return data.decode(errors="replace").strip()
+    try:
+        return json.loads(data)
+    except ValueError:
+        return None
 
 
 def main(argv: Sequence[str]) -> int:
@@ -148,16 +157,18 @@ def main(argv: Sequence[str]) -> int:
     try:
         applied = restrict_self(rules)
     except LandlockError as exc:
-        os.write(status, f"error {exc.strerror or exc}\n".encode())
+        _send(status, {"error": str(exc.strerror or exc)})
         return REFUSED
-    report = f"applied abi={applied.abi} files={int(applied.files)} "
-    report += f"network={int(applied.network)} scope={int(applied.scope)}\n"
-    os.write(status, report.encode())
-    words = _line(gate).split()
-    if len(words) != 4 or words[0] != "probe":
+    walls = {"abi": applied.abi, "files": int(applied.files),
+             "network": int(applied.network), "scope": int(applied.scope)}  # fmt: skip
+    _send(status, {"applied": walls})
+    asked = _receive(gate)
+    canaries = asked.get("probe") if isinstance(asked, dict) else None
+    if not isinstance(canaries, dict):
         return REFUSED
-    os.write(status, f"probed {probe(*words[1:])}\n".encode())
-    if _line(gate) != RELEASE:
+    found = probe(canaries.get("port"), canaries.get("name"), canaries.get("path"))
+    _send(status, {"probed": found})
+    if _receive(gate) != RELEASE:
         return REFUSED
     os.close(status)
     os.close(gate)

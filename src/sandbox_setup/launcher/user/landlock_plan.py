@@ -3,8 +3,8 @@ its argv (the placeholders the session runner fills in).
 
 The walls and trees are the policy's (:mod:`sandbox_setup.policy.landlock`); the helper
 that applies them to itself before exec'ing the session is
-:mod:`sandbox_setup.launcher.landlock_exec`; the gate that verifies it before Claude is
-released is :mod:`sandbox_setup.launcher.landlock_gate`. Apart from the gate so that
+:mod:`sandbox_setup.launcher.user.landlock_exec`; the gate that verifies it before Claude is
+released is :mod:`sandbox_setup.launcher.user.landlock_gate`. Apart from the gate so that
 what builds every launch's command (:mod:`sandbox_setup.launcher.command`) does not
 import the gate's canaries.
 """
@@ -65,7 +65,7 @@ def helper_source() -> str:
     may not read a package that lives in root's home (nor a venv's interpreter there).
     """
     here = Path(__file__).resolve().parent
-    binding = (here.parent / "base" / "landlock.py").read_text()
+    binding = (here.parents[1] / "base" / "landlock.py").read_text()
     helper = (here / "landlock_exec.py").read_text()
     drop = ("from __future__ import annotations", "from sandbox_setup.base.landlock import")
     kept = [line for line in helper.splitlines() if not line.startswith(drop)]
