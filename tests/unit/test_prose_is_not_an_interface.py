@@ -15,7 +15,8 @@ The check reads the code (its syntax tree) and flags, in ``launcher/``, ``comman
   ``split``, ``partition``, ``rpartition``, ``index``, ``find``, ``count`` given a prose
   literal;
 * ``argv-split``: ``"--"`` compared, searched for (``index``, ``find``, ``count``) or
-  split at;
+  split at, or a flag looked for in a built command line (``"--unshare-net" in
+  launch.argv``);
 * ``exc-args``: an assignment to an exception's ``args``.
 
 A use that is not text for people (parsing what the operator typed, a file format) is
@@ -71,13 +72,17 @@ ALLOWED: dict[Hit, str] = {
     Hit("launcher/egress/wire.py", "parse_request_head", "regex"): _WIRE,
     Hit("launcher/egress/wire.py", "parse_socks_request", "regex"): _WIRE,
     Hit("launcher/egress/wire.py", "split_authority", "regex"): _WIRE,
-    Hit("launcher/landlock_exec.py", "_parse", "argv-split"): (
+    Hit("launcher/user/landlock_exec.py", "_parse", "argv-split"): (
         "the Landlock exec helper reads its own command line, whose ``--`` ends its "
         "options as in any program's"
     ),
-    Hit("launcher/landlock_gate.py", "LandlockGate.verify", "prose-method"): (
-        "the probe child's one-line report (``probed key=value ...``), a format of ours "
-        "that no person reads"
+    Hit("launcher/command.py", "with_proxy_settings", "argv-split"): (
+        "reads the caller's own arguments for Claude Code, whose ``--`` ends Claude's "
+        "options; nothing the launcher built"
+    ),
+    Hit("launcher/user/landlock_plan.py", "substitute", "replace"): (
+        "fills placeholder tokens of ours (the session's ports, known once its proxy "
+        "listens) into the helper's arguments and the environment: no words for people"
     ),
     Hit("launcher/main.py", "parse_args", "argv-split"): (
         "sandbox-launch reads its own command line: ``--`` ends its options"
@@ -105,6 +110,16 @@ def _is_prose(node: ast.AST) -> bool:
 
 def _is_dashdash(node: ast.AST) -> bool:
     return isinstance(node, ast.Constant) and node.value == "--"
+
+
+def _is_flag(node: ast.AST) -> bool:
+    return isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value[:1] == "-"
+
+
+def _names_argv(node: ast.AST) -> bool:
+    """A built command line, by the name it goes by (``argv``, ``launch.argv``)."""
+    name = node.attr if isinstance(node, ast.Attribute) else getattr(node, "id", "")
+    return "argv" in name
 
 
 class _Finder(ast.NodeVisitor):
@@ -152,6 +167,8 @@ class _Finder(ast.NodeVisitor):
                 self._hit("prose-compare")
             if any(_is_dashdash(s) for s in sides):
                 self._hit("argv-split")
+            if any(_is_flag(s) for s in sides) and any(_names_argv(s) for s in sides):
+                self._hit("argv-split")
         self.generic_visit(node)
 
     def _assigned(self, targets: list[ast.expr]) -> None:
@@ -184,13 +201,15 @@ def _scanned_files() -> list[Path]:
 
 def test_the_finder_sees_each_kind_of_text_use() -> None:
     source = """
-def notice(text, exc, argv, msg):
+def notice(text, exc, argv, msg, launch):
     text = text.replace("network none", "network allowlist")
     if "No space left" in msg:
         pass
     if msg.startswith("refused: "):
         pass
     head = argv[: argv.index("--")]
+    if "--unshare-net" in launch.argv:
+        pass
     exc.args = ("reworded",)
     return re.sub(r"--claude", "the Claude Code field", text)
 """
