@@ -42,6 +42,9 @@ NEW_FIELDS = (
         words="'Colour the prompt'",
         control=Control.TICK,
         modes=SEPARATE_AGENT,
+        form_id="colour-prompt",
+        title="The agent's prompt",
+        tick="Colour the prompt",
     ),
     AnswerField(
         "mirrors",

@@ -91,6 +91,12 @@ class AnswerField:
     # The wizard's words for it (``control`` says which kind of words they are).
     words: str | None = None
     control: Control = Control.NAMED
+    # On the wizard's details step, a tick box: its control's id, the field's title and
+    # the box's text (the step lays these out by their id; one it does not place by
+    # hand is added at the end of the form, in the modes that hold it).
+    form_id: str | None = None
+    title: str | None = None
+    tick: str | None = None
     # A toggle's --no-... pair (the help; None: it has none).
     off_help: str | None = None
     always_written: bool = False  # written to the file even at its default
@@ -265,6 +271,9 @@ ANSWER_FIELDS: tuple[AnswerField, ...] = (
         words="'Create it' under 'A workspace that does not exist yet'",
         control=Control.TICK,
         modes=SEPARATE_AGENT,
+        form_id="create-workspace",
+        title="A workspace that does not exist yet",
+        tick="Create it (a step of the plan you review)",
     ),
     AnswerField(
         "workspace_owner",
@@ -299,6 +308,9 @@ ANSWER_FIELDS: tuple[AnswerField, ...] = (
         words="'Reuse an existing account'",
         control=Control.TICK,
         modes=SEPARATE_AGENT,
+        form_id="reuse-account",
+        title="Existing account",
+        tick="Reuse an existing account (it must pass every rule)",
     ),
     AnswerField(
         "include_private",
@@ -309,6 +321,9 @@ ANSWER_FIELDS: tuple[AnswerField, ...] = (
         words="'Include private files'",
         control=Control.TICK,
         modes=SEPARATE_AGENT,
+        form_id="include-private",
+        title="Private files in the workspaces",
+        tick="Include private files (workspace ACLs open files private to their owner)",
     ),
     AnswerField(
         "install_claude_shim",
@@ -321,6 +336,9 @@ ANSWER_FIELDS: tuple[AnswerField, ...] = (
         off_help="remove the claude shim an earlier apply of this setup installed (--undo puts "
         "it back)",
         modes=SEPARATE_AGENT,
+        form_id="install-shim",
+        title="root's claude command",
+        tick="Route root's claude through sandbox-launch (a shim on root's PATH)",
     ),
     AnswerField(
         "apparmor_bwrap_profile",
@@ -330,6 +348,9 @@ ANSWER_FIELDS: tuple[AnswerField, ...] = (
         help="Ubuntu 23.10+: install and load an AppArmor profile that lets the probed bwrap "
         "create user namespaces (/etc/apparmor.d/sandbox-setup-bwrap; --undo removes it)",
         words="the AppArmor profile for bwrap (from saved answers)",
+        form_id="apparmor-profile",
+        title="AppArmor profile for bwrap (Ubuntu's user-namespace restriction)",
+        tick="Install an AppArmor profile that lets bwrap create user namespaces",
     ),
     AnswerField(
         "copy_login",
@@ -341,6 +362,9 @@ ANSWER_FIELDS: tuple[AnswerField, ...] = (
         control=Control.TICK,
         always_written=True,
         modes=SEPARATE_AGENT,
+        form_id="copy-login",
+        title="Claude login",
+        tick="Copy my Claude login to the agent user",
     ),
     AnswerField(
         "accept_unsafe_root",

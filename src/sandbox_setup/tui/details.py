@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 from enum import StrEnum
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from rich.text import Text
 from textual import on
@@ -29,6 +29,7 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.widget import Widget
 from textual.widgets import Checkbox, Footer, Input, RadioSet, Static
 
+from sandbox_setup.base.answer_fields import ANSWER_FIELDS, AnswerField
 from sandbox_setup.base.apparmor import PROFILE_FILE
 from sandbox_setup.base.choices import (
     SCOPE_REACH,
@@ -105,6 +106,23 @@ APPARMOR_HINT = (
 CLAUDE_PLACEHOLDER = "empty: the claude the checks found"
 NEW_WORKSPACE_HINT = "the agent gets in by its group's ACLs; an undo removes it while empty"
 ChoiceT = TypeVar("ChoiceT", bound=StrEnum)
+# The tick boxes the form lays out by hand, in its own order (a declared one not among
+# them is added at the end of the form).
+PLACED = frozenset(
+    (
+        "reuse_account",
+        "apparmor_bwrap_profile",
+        "copy_login",
+        "include_private",
+        "create_workspaces",
+        "install_claude_shim",
+    )
+)
+
+
+def tick_boxes() -> tuple[AnswerField, ...]:
+    """The answers that are a tick box on this step (their declarations)."""
+    return tuple(f for f in ANSWER_FIELDS if f.tick is not None and f.form_id is not None)
 
 
 def fields_for(mode: Mode) -> set[str]:
@@ -156,7 +174,9 @@ class DetailsScreen(StepScreen[Answers]):
         self.limits = details.limits or Limits()
         self.claude_hint = claude_hint
         self.claude_placeholder = claude_placeholder
-        self.fields = fields_for(mode)
+        self.fields = fields_for(mode) | {
+            f.form_id or "" for f in tick_boxes() if f.key not in PLACED and mode in f.modes
+        }
         offered = apparmor or details.apparmor_bwrap_profile
         if offered and core.operator_is_root and mode is not Mode.UNSAFE:
             self.fields.add(APPARMOR_FIELD)
@@ -165,6 +185,13 @@ class DetailsScreen(StepScreen[Answers]):
 
     def _field(self, id: str, label: str, control: Widget, hint: str = "") -> Field | None:
         return Field(label, control, hint, id=id) if id in self.fields else None
+
+    def _tick(self, key: str, hint: str = "") -> Field | None:
+        """The tick box of the answer ``key``, as its declaration words it."""
+        f = next(f for f in tick_boxes() if f.key == key)
+        assert f.form_id is not None and f.title is not None and f.tick is not None
+        box = Toggle(f.tick, bool(getattr(self.details, key)), id=f.form_id)
+        return self._field(f.form_id, f.title, box, hint)
 
     def _all_fields(self) -> list[Widget | None]:
         d = self.details
@@ -184,15 +211,7 @@ class DetailsScreen(StepScreen[Answers]):
             self._create_field(),
             self._new_workspace_fields(),
             self._field("agent-user", agent_label, TextField(d.agent_user, id="agent-user")),
-            self._field(
-                "reuse-account",
-                "Existing account",
-                Toggle(
-                    "Reuse an existing account (it must pass every rule)",
-                    d.reuse_account,
-                    id="reuse-account",
-                ),
-            ),
+            self._tick("reuse_account"),
             self._field(
                 "network",
                 "Network inside the sandbox",
@@ -228,36 +247,15 @@ class DetailsScreen(StepScreen[Answers]):
                 _choices(values(InnerSandbox), self.inner, "inner"),
                 INNER_HELP[self.inner],
             ),
-            self._field(
-                APPARMOR_FIELD,
-                "AppArmor profile for bwrap (Ubuntu's user-namespace restriction)",
-                Toggle(
-                    "Install an AppArmor profile that lets bwrap create user namespaces",
-                    d.apparmor_bwrap_profile,
-                    id=APPARMOR_FIELD,
-                ),
-                APPARMOR_HINT,
-            ),
+            self._tick("apparmor_bwrap_profile", APPARMOR_HINT),
             self._field(
                 "scope",
                 "Claude settings scope",
                 _choices((SettingsScope.MANAGED, SettingsScope.USER), self.scope, "scope"),
                 f"{self.scope}: {SCOPE_REACH[self.scope]}",
             ),
-            self._field(
-                "copy-login",
-                "Claude login",
-                Toggle("Copy my Claude login to the agent user", d.copy_login, id="copy-login"),
-            ),
-            self._field(
-                "include-private",
-                "Private files in the workspaces",
-                Toggle(
-                    "Include private files (workspace ACLs open files private to their owner)",
-                    d.include_private,
-                    id="include-private",
-                ),
-            ),
+            self._tick("copy_login"),
+            self._tick("include_private"),
             self._field(
                 "pass-env",
                 "Variables to pass to Claude beyond the defaults (names, comma-separated)",
@@ -268,16 +266,7 @@ class DetailsScreen(StepScreen[Answers]):
     def _create_field(self) -> Field | None:
         """The offer to create a missing workspace: shown once a workspace typed does
         not exist (or when it was ticked before), so the usual form does not grow."""
-        field = self._field(
-            "create-workspace",
-            "A workspace that does not exist yet",
-            Toggle(
-                "Create it (a step of the plan you review)",
-                self.details.create_workspaces,
-                id="create-workspace",
-            ),
-            NEW_WORKSPACE_HINT,
-        )
+        field = self._tick("create_workspaces", NEW_WORKSPACE_HINT)
         if field is not None:
             field.display = self.details.create_workspaces
         return field
@@ -305,21 +294,14 @@ class DetailsScreen(StepScreen[Answers]):
     def _later_fields(self) -> list[Field | None]:
         d = self.details
         return [
-            self._field(
-                "install-shim",
-                "root's claude command",
-                Toggle(
-                    "Route root's claude through sandbox-launch (a shim on root's PATH)",
-                    d.install_claude_shim,
-                    id="install-shim",
-                ),
-            ),
+            self._tick("install_claude_shim"),
             self._field(
                 "claude",
                 "Claude Code binary",
                 TextField(str(d.claude or ""), placeholder=self.claude_placeholder, id="claude"),
                 self.claude_hint,
             ),
+            *(self._tick(f.key) for f in tick_boxes() if f.key not in PLACED),
         ]
 
     def _limit_fields(self) -> list[Field]:
@@ -456,28 +438,26 @@ class DetailsScreen(StepScreen[Answers]):
             errors["claude"] = error
         if errors or limits is None:
             return None, errors
+        ticked: dict[str, Any] = {
+            f.key: self._flag(f.form_id or "", getattr(d, f.key)) for f in tick_boxes()
+        }
         return (
             replace(
                 d,
                 mode=self.mode,
                 workspaces=workspaces,
                 agent_user=agent_user,
-                reuse_account=reuse,
                 network=network,
                 allowed_domains=domains,
                 loopback_ports=ports,
                 inner_sandbox=self._chosen("inner", self.inner),
                 settings_scope=self._chosen("scope", self.scope),
-                copy_login=self._flag("copy-login", d.copy_login),
-                include_private=self._flag("include-private", d.include_private),
                 pass_env=pass_env,
                 limits=limits,
-                install_claude_shim=self._flag("install-shim", d.install_claude_shim),
                 claude=claude,
-                apparmor_bwrap_profile=self._flag(APPARMOR_FIELD, d.apparmor_bwrap_profile),
-                create_workspaces=create,
                 workspace_owner=new_owner if create else None,
                 workspace_mode=new_mode if create else None,
+                **ticked,
             ),
             {},
         )
