@@ -15,16 +15,19 @@ import pytest
 import sandbox_setup.commands.interactive as interactive
 from sandbox_setup.base.choices import Mode
 from sandbox_setup.base.errors import SetupError
+from sandbox_setup.base.message import CLI_FLAGS, Act, Option, Ref
+from sandbox_setup.base.message import message as typed
 from sandbox_setup.base.paths import Layout
 from sandbox_setup.checks.model import Finding, Status
 from sandbox_setup.cli import build_parser
 from sandbox_setup.commands.interactive import InteractiveCore
-from sandbox_setup.commands.wording import FIELD_WORDS, names_a_flag, tui_words
+from sandbox_setup.commands.wording import FIELD_WORDS, tui_words, wizard_text
 from sandbox_setup.configure.actions import CreateGroup, CreateUser, WriteFile
 from sandbox_setup.configure.answers import Answers
 from tests.core_fixtures import make_target_root
 from tests.tools import REPO
 from tests.tui.fake_findings import SANDBOX_HOST, FakeProvider, fake_report
+from tests.wizard_words import names_a_flag
 
 # Options that are actions of their own, not settings a screen could have a field for.
 ACTIONS = {"--help", "--version", "--check", "--audit", "--status", "--headless", "--undo",
@@ -165,8 +168,10 @@ def test_every_flag_bearing_message_of_the_core_comes_without_a_flag() -> None:
     messages = core_messages()
     named = {m for text in messages for m in re.findall(r"--[a-z-]+", text)}
     # Not vacuous: the options the issue found on screens, and more, are there.
-    for option in ("--claude", "--copy-login", "--allow-domain", "--allow-loopback-port",
-                   "--reuse-account", "--agent-user", "--inner-sandbox", "--network",
+    # (Those a message names as a typed part, base/message.py, are not text here: see
+    # test_every_typed_option_reference_comes_in_the_wizards_words.)
+    for option in ("--claude", "--allow-domain", "--allow-loopback-port",
+                   "--reuse-account", "--inner-sandbox", "--network",
                    "--as-user", "--accept-unsafe-root", "--workspace"):  # fmt: skip
         assert option in named, option
     assert any("--7" in text for text in messages)  # check_network's f"--{what} needs"
@@ -178,6 +183,19 @@ def test_every_flag_bearing_message_of_the_core_comes_without_a_flag() -> None:
             if names_a_flag(shown) or GARBLED.search(shown):
                 left[where] = shown
     assert not left, "\n".join(f"{where}: {shown}" for where, shown in left.items())
+
+
+@pytest.mark.parametrize("option", list(Option))
+def test_every_typed_option_reference_comes_in_the_wizards_words(option: Option) -> None:
+    """Whatever a message asks of an option (pass, drop, choose, ... with a value, a
+    placeholder or neither), the wizard says it without a flag and without garbling."""
+    for act in Act:
+        for value, metavar in ((None, None), ("v1", None), (None, "PATH")):
+            for capital in (False, True):
+                ref = Ref(option, act, value=value, metavar=metavar, capital=capital)
+                shown = wizard_text(typed("or ", ref, " (why)"))
+                assert "--" not in shown and not GARBLED.search(shown), (ref, shown)
+                assert str(typed(ref)).count(CLI_FLAGS[option]) == 1  # the CLI's says it
 
 
 @pytest.mark.parametrize("flag", ["--pass-env", "--include-private", "--install-claude-shim"])
@@ -219,7 +237,9 @@ def test_without_claude_under_the_root_the_checks_and_the_review_say_the_same(
     assert "enter its path in the Claude Code field" in shown.remedy
     with pytest.raises(SetupError) as refused:
         core.build_plan(fake_report(SANDBOX_HOST), Answers(Mode.USER))
-    message = str(refused.value)
+    assert refused.value.option is Option.CLAUDE  # the field at fault, typed
+    message = core.error_words(refused.value)
+    assert "--claude" in str(refused.value)  # the exception itself is the CLI's, untouched
     looked = shown.summary.removeprefix("Claude Code not found (").removesuffix(")")
     assert looked in message, (looked, message)
     assert names_a_flag(message) == [] and "--claude" not in message

@@ -43,6 +43,7 @@ from pathlib import Path, PurePosixPath
 
 from sandbox_setup.base import remedies
 from sandbox_setup.base.errors import InputError, RefusedError
+from sandbox_setup.base.message import Act, Option, Ref, message
 from sandbox_setup.base.pathfacts import resolved_chain
 from sandbox_setup.base.paths import Layout
 from sandbox_setup.configure import fsops
@@ -252,20 +253,30 @@ def shim_actions(
     """The shim's install action, after the checks that rule it out (appends plan notes)."""
     if layout.operator.uid != 0:
         raise InputError(
-            "--install-claude-shim routes root's claude through sandbox-launch; it needs a "
-            "root operator (installs into /usr/local/sbin)"
+            message(
+                Ref(Option.INSTALL_CLAUDE_SHIM),
+                " routes root's claude through sandbox-launch; it needs a root operator "
+                "(installs into /usr/local/sbin)",
+            )
         )
     if mode == "unsafe":
         raise InputError(
-            "--install-claude-shim is for sandbox and user modes: in unsafe mode it would "
-            "only relax Claude Code's root guard for every program that runs claude, with "
-            "no sandbox behind it. Run sandbox-launch explicitly instead"
+            message(
+                Ref(Option.INSTALL_CLAUDE_SHIM),
+                " is for sandbox and user modes: in unsafe mode it would only relax Claude "
+                "Code's root guard for every program that runs claude, with no sandbox behind "
+                "it. Run sandbox-launch explicitly instead",
+            )
         )
     if SHIM_PATH in (claude.path, claude.resolved):
         raise InputError(
-            f"--install-claude-shim: the real Claude Code is at {SHIM_PATH}, where the shim "
-            "goes; install Claude Code elsewhere (npm -g puts it in /usr/local/bin) and pass "
-            "--claude PATH"
+            message(
+                Ref(Option.INSTALL_CLAUDE_SHIM),
+                f": the real Claude Code is at {SHIM_PATH}, where the shim goes; install "
+                "Claude Code elsewhere (npm -g puts it in /usr/local/bin) and ",
+                Ref(Option.CLAUDE, Act.PASS, metavar="PATH"),
+                option=Option.CLAUDE,
+            )
         )
     launcher = find_sandbox_launch()
     _check_launcher_trusted(launcher, layout.operator.uid)

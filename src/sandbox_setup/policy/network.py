@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from sandbox_setup.base import remedies
 from sandbox_setup.base.choices import Mode, Network
 from sandbox_setup.base.errors import InputError
+from sandbox_setup.base.message import Option, Ref, message
 from sandbox_setup.base.netwall import (
     NAMESPACE_WALL,
     NO_SECOND_WALL,
@@ -670,15 +671,17 @@ def allowances_problem(mode: Mode, network: Network, what: str) -> str | None:
     ``mode`` with ``network`` (None: it can; see the notes above)."""
     if mode is Mode.USER:
         return None
+    option = Ref(Option(what))  # typed: each face names it (base/message.py)
     if mode is Mode.UNSAFE:
-        return (
-            f"--{what} needs sandbox or user mode (in unsafe mode Claude runs as you on the "
-            "host's whole network: nothing filters it)"
+        return message(
+            option,
+            " needs sandbox or user mode (in unsafe mode Claude runs as you on the host's "
+            "whole network: nothing filters it)",
         )
     if network is Network.ALLOWLIST:
         return None
     reach = "everything is reachable" if network is Network.HOST else "nothing is"
-    return f'--{what} needs network "allowlist" (network is {str(network)!r}: {reach})'
+    return message(option, f' needs network "allowlist" (network is {str(network)!r}: {reach})')
 
 
 def proxy_port_problem(mode: Mode, port: int) -> str | None:

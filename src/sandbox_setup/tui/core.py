@@ -124,6 +124,10 @@ class Core(Protocol):
 
     def apply(self, plan: Plan, progress: ProgressCallback) -> ApplyResult: ...
 
+    def error_words(self, exc: BaseException) -> str:
+        """What a screen shows for ``exc`` (a core error in the wizard's words)."""
+        ...
+
     def login_note(self, answers: Answers) -> str | None:
         """Said on the done screen when the agent has no Claude login (and how to
         give it one)."""

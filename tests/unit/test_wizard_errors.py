@@ -1,0 +1,95 @@
+"""The errors the wizard shows are typed: an option a message names is a value, worded
+by the face that shows it (the command line: its flag; the wizard: its field), and the
+field at fault is the error's, never read from its text (docs/design.md: behaviour
+never depends on text written for people).
+
+The proof: the command line's spelling of an option is reworded here, and the wizard
+still names, and marks, the right field."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from sandbox_setup.base import message as message_module
+from sandbox_setup.base.choices import Mode, Network
+from sandbox_setup.base.errors import InputError, RefusedError, SetupError
+from sandbox_setup.base.exitcodes import ExitCode
+from sandbox_setup.base.message import Act, Option, Ref, message
+from sandbox_setup.base.paths import Layout
+from sandbox_setup.commands.interactive import InteractiveCore
+from sandbox_setup.commands.wording import error_text
+from sandbox_setup.configure.claude_binary import find_claude
+from sandbox_setup.policy.network import allowances_problem
+from tests.core_fixtures import make_target_root
+from tests.tui.fake_findings import SANDBOX_HOST, FakeProvider
+
+
+def _core(tmp_path: Path) -> InteractiveCore:
+    return InteractiveCore.for_root(make_target_root(tmp_path / "root"), FakeProvider(SANDBOX_HOST))
+
+
+@pytest.mark.parametrize(
+    ("ports_flag", "domains_flag"),
+    [("--allow-loopback-port", "--allow-domain"), ("--expose-port", "--reach")],
+)
+def test_the_wizard_names_the_field_however_the_command_line_spells_the_option(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ports_flag: str, domains_flag: str
+) -> None:
+    flags = message_module.CLI_FLAGS
+    monkeypatch.setitem(flags, Option.ALLOW_LOOPBACK_PORT, ports_flag)
+    monkeypatch.setitem(flags, Option.ALLOW_DOMAIN, domains_flag)
+    core = _core(tmp_path)
+    # A loopback port without the allowlist: the ports field is at fault, in its words.
+    _, _, error, at = core.validate_network(Mode.SANDBOX, Network.HOST, "", "8080")
+    assert at == "ports", (at, error)
+    assert error is not None and "the loopback ports field" in error, error
+    assert "--" not in error, error
+    # ... while the command line says the flag as it is spelled now.
+    cli = str(allowances_problem(Mode.SANDBOX, Network.HOST, "allow-loopback-port"))
+    assert cli.startswith(f"{ports_flag} needs network"), cli
+    # The same for a domain: the domains field.
+    _, _, error, at = core.validate_network(Mode.SANDBOX, Network.HOST, "x.test", "")
+    assert at == "domains", (at, error)
+    assert error is not None and "the allowed domains field" in error, error
+    assert "--" not in error, error
+
+
+def test_the_command_line_says_the_flag_as_it_spells_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    said = message("log in first or ", Ref(Option.COPY_LOGIN, Act.DROP))
+    assert said == "log in first or drop --copy-login"
+    monkeypatch.setitem(message_module.CLI_FLAGS, Option.COPY_LOGIN, "--bring-login")
+    error = InputError(message("log in first or ", Ref(Option.COPY_LOGIN, Act.DROP)))
+    assert str(error) == "log in first or drop --bring-login"
+    assert error.option is Option.COPY_LOGIN
+    assert error_text(error) == "log in first or untick 'Copy my Claude login'"
+
+
+def test_a_raise_site_keeps_the_command_lines_text_and_types_its_option(tmp_path: Path) -> None:
+    root = make_target_root(tmp_path / "root")
+    (root / "usr/local/bin/claude").unlink()
+    layout = Layout.for_root(root)
+    with pytest.raises(InputError) as missing:
+        find_claude(layout)
+    text = str(missing.value)
+    assert text.startswith("Claude Code not found (") and text.endswith(
+        "); install it or pass --claude PATH"
+    )
+    assert missing.value.option is Option.CLAUDE
+    assert missing.value.exit_code is ExitCode.USAGE  # the same exit code as before
+    shown = error_text(missing.value)
+    assert shown.endswith("install it or fill in the Claude Code field"), shown
+
+
+def test_the_exception_is_not_rewritten_when_the_wizard_shows_it(tmp_path: Path) -> None:
+    """The wizard words an error where it shows it; the exception (its args, its
+    type, its exit code) stays the core's."""
+    core = _core(tmp_path)
+    error = RefusedError(message("or ", Ref(Option.MODE, Act.CHOOSE, value="user")))
+    args = error.args
+    shown = core.error_words(error)
+    assert shown == "or choose the path 'user'"
+    assert error.args is args and str(error) == "or choose --mode user"
+    assert isinstance(error, SetupError) and error.exit_code is ExitCode.REFUSED
+    assert core.error_words(RuntimeError()) == "RuntimeError"
