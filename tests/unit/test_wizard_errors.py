@@ -16,11 +16,14 @@ from sandbox_setup.base import message as message_module
 from sandbox_setup.base.choices import Mode, Network
 from sandbox_setup.base.errors import InputError, RefusedError, SetupError
 from sandbox_setup.base.exitcodes import ExitCode
-from sandbox_setup.base.message import Act, Option, Ref, message
+from sandbox_setup.base.message import Act, Message, Option, Ref, message
 from sandbox_setup.base.paths import Layout
+from sandbox_setup.checks.claude import judge_given_shim, judge_untrusted_claude
 from sandbox_setup.commands.interactive import InteractiveCore
-from sandbox_setup.commands.wording import error_text
+from sandbox_setup.commands.wording import error_text, wizard_text
+from sandbox_setup.configure.agent_account import refusal
 from sandbox_setup.configure.claude_binary import find_claude
+from sandbox_setup.policy.accounts import AccountProblem, AccountRule, new_agent_name_problem
 from sandbox_setup.policy.network import allowances_problem
 from tests.core_fixtures import make_target_root
 from tests.tui.fake_findings import SANDBOX_HOST, FakeProvider
@@ -93,3 +96,75 @@ def test_the_exception_is_not_rewritten_when_the_wizard_shows_it(tmp_path: Path)
     assert error.args is args and str(error) == "or choose --mode user"
     assert isinstance(error, SetupError) and error.exit_code is ExitCode.REFUSED
     assert core.error_words(RuntimeError()) == "RuntimeError"
+
+
+SERVICE = (
+    "www-data is the name of a well-known service account; an agent with that name would be "
+    "mistaken for the service (and get its data once the service is installed); "
+)
+ACCOUNT = "the account bob cannot be the agent user: [existing account] not created (fix: "
+REUSE = "to make it the agent (it must pass every rule)); "
+LOCKED = "(sandbox-setup creates a new one, locked)); or "
+
+
+def _converted(layout: Layout) -> list[tuple[str, str, str]]:
+    """(a converted site's message, the command line's text as before the change, the
+    wizard's); the command line's were taken from the code before the change."""
+    problems = [
+        AccountProblem(AccountRule.NOT_OURS, "not created"),
+        AccountProblem(AccountRule.PROCESSES, "3 running"),
+        AccountProblem(AccountRule.SYSTEM, "uid 5"),
+    ]
+    refused = refusal(layout, "bob", problems).words
+    assert refused is not None
+    return [
+        (
+            allowances_problem(Mode.UNSAFE, Network.HOST, "allow-domain") or "",
+            "--allow-domain needs sandbox or user mode (in unsafe mode Claude runs as you on "
+            "the host's whole network: nothing filters it)",
+            "the allowed domains field needs sandbox or user mode (in unsafe mode",
+        ),
+        (
+            allowances_problem(Mode.SANDBOX, Network.HOST, "allow-loopback-port") or "",
+            "--allow-loopback-port needs network \"allowlist\" (network is 'host': everything "
+            "is reachable)",
+            'the loopback ports field needs network "allowlist"',
+        ),
+        (
+            new_agent_name_problem("www-data") or "",
+            SERVICE + "choose another --agent-user",
+            SERVICE + "pick a new agent user",
+        ),
+        (
+            refused,
+            ACCOUNT + "pass --reuse-account " + REUSE + "[running processes] 3 running (fix: "
+            "stop them, or pass --reuse-account if this account is meant for the agent); "
+            "[system account] uid 5 (fix: choose another --agent-user " + LOCKED + "pick a "
+            "new --agent-user (sandbox-setup creates it locked)",
+            ACCOUNT + "tick 'Reuse an existing account' " + REUSE,
+        ),
+        (
+            judge_untrusted_claude("/x", "r").remedy,
+            "install Claude Code where only root can write (e.g. npm install -g as root) and "
+            "pass that path as --claude",
+            "(e.g. npm install -g as root) and fill in the Claude Code field",
+        ),
+        (
+            judge_given_shim("/x").remedy,
+            "pass the real binary: --claude /path/to/real/claude (the `claude` path in "
+            "launcher.toml names it)",
+            "fill in the Claude Code field (the `claude` path in launcher.toml names it)",
+        ),
+    ]
+
+
+def test_the_converted_sites_say_on_the_command_line_what_they_said_before(
+    tmp_path: Path,
+) -> None:
+    """Byte for byte the command line's text; the wizard's from the same parts."""
+    layout = Layout.for_root(make_target_root(tmp_path / "root"))
+    for said, cli, wizard in _converted(layout):
+        assert isinstance(said, Message), said
+        assert str(said) == cli
+        shown = wizard_text(said)
+        assert wizard in shown and "--" not in shown, shown

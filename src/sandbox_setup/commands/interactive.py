@@ -30,7 +30,7 @@ from sandbox_setup.base.errors import InputError, SetupError
 from sandbox_setup.base.limits import Limits, parse_size, parse_tasks
 from sandbox_setup.base.paths import Layout
 from sandbox_setup.checks.model import Finding, Report, Status
-from sandbox_setup.commands.wording import error_text, tui_words, wizard_text
+from sandbox_setup.commands.wording import error_text, wizard_text
 from sandbox_setup.policy.claude_release import INSTALL_NEWEST
 from sandbox_setup.policy.credentials import passed_credential
 from sandbox_setup.policy.environment import passed_names, validate_pass_names
@@ -107,9 +107,9 @@ def check_titles() -> list[tuple[str, str]]:
 def _in_words(finding: Finding) -> Finding:
     return dataclasses.replace(
         finding,
-        summary=tui_words(finding.summary),
-        detail=tui_words(finding.detail),
-        remedy=tui_words(finding.remedy),
+        summary=wizard_text(finding.summary),
+        detail=wizard_text(finding.detail),
+        remedy=wizard_text(finding.remedy),
     )
 
 
@@ -230,7 +230,7 @@ class InteractiveCore:
         report.findings = [shown(finding) for finding in report.findings]
         # The path step shows the recommendation's reason ("re-check with --as-user").
         rec = report.recommendation
-        report.recommendation = dataclasses.replace(rec, reason=tui_words(rec.reason))
+        report.recommendation = dataclasses.replace(rec, reason=wizard_text(rec.reason))
         return report
 
     def mode_blocker(self, report: Report, mode: Mode) -> Blocker | None:
@@ -435,14 +435,14 @@ class InteractiveCore:
 
         plan = build_plan(report, answers, self.layout, SOURCE)
         # Notes are only shown (the review), never applied: in the wizard's words.
-        plan.notes = [tui_words(note) for note in plan.notes]
-        plan.network = [tui_words(line) for line in plan.network]
+        plan.notes = [wizard_text(note) for note in plan.notes]
+        plan.network = [wizard_text(line) for line in plan.network]
         return plan
 
     def describe(self, action: Action) -> str:
         """What a plan step does, in the wizard's words ("reused: --reuse-account"
         is the CLI's); the review and the apply log say the same."""
-        return tui_words(action.describe())
+        return wizard_text(action.describe())
 
     def apply(self, plan: Plan, progress: ProgressCallback) -> ApplyResult:
         """Apply ``plan``; on failure the core rolls back and re-raises. Progress

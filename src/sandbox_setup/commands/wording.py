@@ -68,30 +68,16 @@ VALUE_NOUNS: dict[str, str] = {
 PHRASES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
     (re.compile(pattern), replacement)
     for pattern, replacement in (
-        (
-            r"install it or pass --claude PATH",
-            "install it, or enter its path in the Claude Code field",
-        ),
         (r"pass that path as --claude\b", "enter that path in the Claude Code field"),
-        (r"and pass --claude(?: PATH)?\b", "and enter its path in the Claude Code field"),
-        (r"(?:pick a new|choose another) --agent-user\b", "pick a new agent user name"),
-        (r"pass --agent-user (\S+)", r"enter \1 as the agent user"),
         (r"(C|c)hoose --mode user\b", r"\1hoose the dedicated user path"),
-        (r"pass that as --workspace\b", "enter that as the workspace"),
         (r" \(--workspace DIR\)", ""),
         (r"reused: --reuse-account\b", "reused: 'Reuse an existing account' is ticked"),
         (
             r"add --accept-unsafe-root \(or accept_unsafe_root = true in answers\)",
             "type the acceptance phrase",
         ),
-        (
-            r"re-check with --as-user <agent-user>(?: once it exists)?",
-            "re-run the checks once the agent user exists",
-        ),
         (r"--allow-domain needs", "allowed domains need"),
         (r"--allow-loopback-port needs", "loopback ports need"),
-        (r"(?:sandbox-setup )?--allow-domain (\S+) allows one", r"an allowed domain \1 allows it"),
-        (r"(?:sandbox-setup )?--allow-domain PATTERN allows more", "allowed domains allow more"),
         # The host's loopback for ANTHROPIC_BASE_URL: the port is what matters.
         (
             r"use --network allowlist --allow-loopback-port (\d+)",
@@ -104,7 +90,6 @@ PHRASES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (r": re-run sandbox-setup with --allow-loopback-port \d+", ""),
         (r"use --allow-loopback-port\b(?! \d)", "use a loopback port"),
         (r" \(--network allowlist of a headless apply\)", ""),
-        (r"--install-claude-shim routes root's claude", "Routing root's claude"),
         *((rf"(?:pass|add) {flag}\b", f"tick {words}") for flag, words in TOGGLE_WORDS.items()),
         *((rf"drop {flag}\b", f"untick {words}") for flag, words in TOGGLE_WORDS.items()),
         *(

@@ -207,9 +207,12 @@ def find_sandbox_launch() -> Path:
     if found:
         return Path(found).absolute()
     raise InputError(
-        f"--install-claude-shim: no sandbox-launch command beside {sys.executable} or on "
-        "PATH; the shim would have nothing to run. Install sandbox-setup (pipx install, "
-        "or pip install into a venv) so that sandbox-launch exists"
+        message(
+            Ref(Option.INSTALL_CLAUDE_SHIM),
+            f": no sandbox-launch command beside {sys.executable} or on PATH; the shim would "
+            "have nothing to run. Install sandbox-setup (pipx install, or pip install into a "
+            "venv) so that sandbox-launch exists",
+        )
     )
 
 
@@ -219,9 +222,12 @@ def _check_launcher_trusted(launcher: Path, operator_uid: int) -> None:
     problems = chain_problems(*resolved_chain(real), trusted_owners(operator_uid))
     if problems:
         raise RefusedError(
-            f"--install-claude-shim: {real} (sandbox-launch) or a directory above it can be "
-            f"changed by a user other than root or you ({problems[0].facts.shown}); the shim "
-            "would run it as root. Install sandbox-setup where only root can write"
+            message(
+                Ref(Option.INSTALL_CLAUDE_SHIM),
+                f": {real} (sandbox-launch) or a directory above it can be changed by a user "
+                f"other than root or you ({problems[0].facts.shown}); the shim would run it "
+                "as root. Install sandbox-setup where only root can write",
+            )
         )
 
 
@@ -283,8 +289,11 @@ def shim_actions(
     if not os.path.isfile(layout.real(SHIM_PYTHON)):
         if layout.live:
             raise InputError(
-                f"--install-claude-shim: the shim runs with {SHIM_PYTHON}, which this host "
-                "does not have; install python3 (Debian: apt-get install python3)"
+                message(
+                    Ref(Option.INSTALL_CLAUDE_SHIM),
+                    f": the shim runs with {SHIM_PYTHON}, which this host does not have; "
+                    "install python3 (Debian: apt-get install python3)",
+                )
             )
         notes.append(f"the claude shim runs with {SHIM_PYTHON}: the target system needs it")
     existing = fsops.read_file(layout.root, layout.real(SHIM_PATH))
