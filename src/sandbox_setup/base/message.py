@@ -9,7 +9,8 @@ the operator is asked to do with it (:class:`Act`) and the value, if any. Each f
 renders the parts in its own words: :func:`cli_text` here (the flag, spelled by
 :data:`CLI_FLAGS`), the wizard's in :mod:`sandbox_setup.commands.wording` (the
 field). Nothing reads a rendered message back: the wizard's field at fault is the
-message's :attr:`Message.option`, never a match on its text.
+message's :attr:`Message.option`, never a match on its text (docs/design.md
+invariant 19).
 
 A :class:`Message` is a ``str`` (its command-line text, so ``f"{source}: {problem}"``,
 logs and ``--json`` keep working unchanged) that also carries its parts; an error

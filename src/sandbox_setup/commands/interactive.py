@@ -306,20 +306,23 @@ class InteractiveCore:
         key, problem = refused
         return owner, parsed, wizard_text(problem), NEW_WORKSPACE_FIELDS[key]
 
-    def validate_agent_user(self, name: str, mode: Mode, reuse: bool = False) -> str | None:
-        """The name's rules, then, for an account that exists already and would be
-        a separate agent: the headless path's judgement. An account sandbox-setup
-        created (this setup's agent, on a re-run) is its own, no reuse needed; any
-        other is reused only when asked to, and only if it passes every rule (the
-        refusal's reasons are the message)."""
+    def validate_agent_user(
+        self, name: str, mode: Mode, reuse: bool = False
+    ) -> tuple[str | None, str | None]:
+        """(error, the field at fault: "agent-user", or "reuse-account" for an existing
+        account not asked to be reused). The name's rules, then, for an account that
+        exists already and would be a separate agent: the headless path's judgement. An
+        account sandbox-setup created (this setup's agent, on a re-run) is its own, no
+        reuse needed; any other is reused only when asked to, and only if it passes
+        every rule (the refusal's reasons are the message)."""
         problem = agent_name_problem(name, unsafe=mode is Mode.UNSAFE)
         if problem is not None:
-            return wizard_text(problem)
+            return wizard_text(problem), "agent-user"
         if mode is Mode.UNSAFE or name == self.layout.operator.name:
-            return None
+            return None, None
         account = lookup_user(name, self.layout.root)
         if account is None:
-            return None
+            return None, None
         # why: first paint (see the note at the top)
         from sandbox_setup.configure.agent_account import check_agent_account
         from sandbox_setup.configure.ledger import created_accounts
@@ -329,11 +332,11 @@ class InteractiveCore:
                 return (
                     f"the account {name} already exists; tick 'Reuse an existing account' to "
                     "make it the agent (it must pass every rule), or pick a new name"
-                )
+                ), "reuse-account"
             check_agent_account(self.layout, name, account, reuse=reuse)
         except SetupError as exc:  # a refused rule, or a ledger that fails the trust rule
-            return error_text(exc)
-        return None
+            return error_text(exc), "agent-user"
+        return None, None
 
     def validate_claude(self, text: str) -> tuple[PurePosixPath | None, str | None]:
         raw = text.strip()
