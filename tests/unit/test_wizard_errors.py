@@ -168,3 +168,18 @@ def test_the_converted_sites_say_on_the_command_line_what_they_said_before(
         assert str(said) == cli
         shown = wizard_text(said)
         assert wizard in shown and "--" not in shown, shown
+
+
+def test_a_typed_error_keeps_its_parts_when_copied_or_pickled() -> None:
+    """A finding's remedy is deep-copied (asdict) and an error may cross a process: the
+    parts survive, and the text for JSON is the command line's."""
+    import copy
+    import json
+    import pickle
+
+    said = message("log in first or ", Ref(Option.COPY_LOGIN, Act.DROP))
+    for copied in (copy.deepcopy(said), pickle.loads(pickle.dumps(said))):
+        assert isinstance(copied, Message) and copied.parts == said.parts
+    error = pickle.loads(pickle.dumps(InputError(said)))
+    assert error.option is Option.COPY_LOGIN and str(error) == str(said)
+    assert json.dumps(said) == '"log in first or drop --copy-login"'

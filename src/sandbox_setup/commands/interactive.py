@@ -436,7 +436,7 @@ class InteractiveCore:
         # why: first paint (see the note at the top)
         from sandbox_setup.configure.plan import build_plan
 
-        plan = build_plan(report, answers, self.layout, SOURCE)
+        plan = build_plan(report, answers, self.layout, source=SOURCE)
         # Notes are only shown (the review), never applied: in the wizard's words.
         plan.notes = [wizard_text(note) for note in plan.notes]
         plan.network = [wizard_text(line) for line in plan.network]
