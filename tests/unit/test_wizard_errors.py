@@ -8,6 +8,7 @@ still names, and marks, the right field."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -19,14 +20,22 @@ from sandbox_setup.base.exitcodes import ExitCode
 from sandbox_setup.base.message import Act, Message, Option, Ref, message
 from sandbox_setup.base.paths import Layout
 from sandbox_setup.checks.claude import judge_given_shim, judge_untrusted_claude
+from sandbox_setup.checks.model import Finding, Status
 from sandbox_setup.commands.interactive import InteractiveCore
 from sandbox_setup.commands.wording import error_text, wizard_text
 from sandbox_setup.configure.agent_account import refusal
 from sandbox_setup.configure.claude_binary import find_claude
+from sandbox_setup.configure.inner_sandbox import check_sandbox_deps
+from sandbox_setup.configure.network_plan import check_egress
 from sandbox_setup.policy.accounts import AccountProblem, AccountRule, new_agent_name_problem
-from sandbox_setup.policy.network import allowances_problem
+from sandbox_setup.policy.network import (
+    allowance_warning,
+    allowances_problem,
+    parse_domain_pattern,
+)
 from tests.core_fixtures import make_target_root
-from tests.tui.fake_findings import SANDBOX_HOST, FakeProvider
+from tests.tui.fake_findings import SANDBOX_HOST, FakeProvider, fake_report
+from tests.wizard_words import names_a_flag
 
 
 def _core(tmp_path: Path) -> InteractiveCore:
@@ -117,6 +126,19 @@ def _converted(layout: Layout) -> list[tuple[str, str, str]]:
     ]
     refused = refusal(layout, "bob", problems).words
     assert refused is not None
+    deps = fake_report(
+        [
+            Finding(
+                "claude.sandbox_deps",
+                "deps",
+                Status.FAIL,
+                "missing: rg",
+                "",
+                "apt-get install -y ripgrep",
+            )
+        ]
+    )
+    egress = fake_report([Finding("net.egress", "egress", Status.FAIL, "proxy failed")])
     return [
         (
             allowances_problem(Mode.UNSAFE, Network.HOST, "allow-domain") or "",
@@ -155,7 +177,45 @@ def _converted(layout: Layout) -> list[tuple[str, str, str]]:
             "launcher.toml names it)",
             "fill in the Claude Code field (the `claude` path in launcher.toml names it)",
         ),
+        (
+            allowance_warning(parse_domain_pattern("127.0.0.1")) or "",
+            "allowed domain 127.0.0.1 is loopback: the agent can reach it; every service "
+            "listening on this host's loopback (databases, admin and debug ports) becomes "
+            "reachable through the proxy; to expose one port use --allow-loopback-port PORT "
+            "instead",
+            "to expose one port fill in the loopback ports field instead",
+        ),
+        (
+            _raised(parse_domain_pattern, "0.0.0.0"),
+            "allowed domain '0.0.0.0': the unspecified address means this host; use "
+            "--allow-loopback-port (expected example.com, *.example.com, 203.0.113.7 or "
+            "[2001:db8::7], each with an optional :PORT)",
+            "means this host; fill in the loopback ports field (expected",
+        ),
+        (
+            _raised(check_sandbox_deps, deps, "strong"),
+            "inner sandbox 'strong' needs socat and ripgrep, but claude.sandbox_deps is fail: "
+            "missing: rg; without them Claude Code's own sandbox cannot start (Claude refuses "
+            "to start, or runs every command unsandboxed). Remedy: apt-get install -y ripgrep"
+            "  (or choose --inner-sandbox off: the launcher's own sandbox or user still "
+            "applies)",
+            "(or choose the inner sandbox 'off': the launcher's own",
+        ),
+        (
+            _raised(check_egress, egress, Mode.SANDBOX, Network.ALLOWLIST),
+            "network allowlist needs the egress proxy, but net.egress failed: proxy failed. "
+            "Remedy: sandbox-setup --check net.egress; or choose --network none (closed, and "
+            "Claude cannot reach its API).",
+            "; or choose the network 'none' (closed,",
+        ),
     ]
+
+
+def _raised(call: Callable[..., object], *args: object) -> Message:
+    with pytest.raises(SetupError) as raised:
+        call(*args)
+    assert raised.value.words is not None, str(raised.value)
+    return raised.value.words
 
 
 def test_the_converted_sites_say_on_the_command_line_what_they_said_before(
@@ -167,7 +227,7 @@ def test_the_converted_sites_say_on_the_command_line_what_they_said_before(
         assert isinstance(said, Message), said
         assert str(said) == cli
         shown = wizard_text(said)
-        assert wizard in shown and "--" not in shown, shown
+        assert wizard in shown and names_a_flag(shown) == [], shown  # commands to paste stay
 
 
 def test_a_typed_error_keeps_its_parts_when_copied_or_pickled() -> None:
@@ -183,3 +243,10 @@ def test_a_typed_error_keeps_its_parts_when_copied_or_pickled() -> None:
     error = pickle.loads(pickle.dumps(InputError(said)))
     assert error.option is Option.COPY_LOGIN and str(error) == str(said)
     assert json.dumps(said) == '"log in first or drop --copy-login"'
+
+
+def test_every_option_a_message_can_name_is_an_option_of_the_command_line() -> None:
+    from sandbox_setup.cli import build_parser
+
+    options = {o for action in build_parser()._actions for o in action.option_strings}
+    assert {message_module.CLI_FLAGS[o] for o in Option} <= options

@@ -440,6 +440,7 @@ class InteractiveCore:
         # Notes are only shown (the review), never applied: in the wizard's words.
         plan.notes = [wizard_text(note) for note in plan.notes]
         plan.network = [wizard_text(line) for line in plan.network]
+        plan.warnings = [wizard_text(warning) for warning in plan.warnings]
         return plan
 
     def describe(self, action: Action) -> str:

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from sandbox_setup.base import remedies
 from sandbox_setup.base.choices import Mode, Network
 from sandbox_setup.base.errors import InputError
-from sandbox_setup.base.message import Option, Ref, message
+from sandbox_setup.base.message import Act, Option, Ref, message
 from sandbox_setup.base.netwall import (
     NAMESPACE_WALL,
     NO_SECOND_WALL,
@@ -197,7 +197,7 @@ def normalize_host(host: str) -> str:
 
 
 def _refuse(text: str, why: str) -> InputError:
-    return InputError(f"allowed domain {text!r}: {why} (expected {PATTERN_SYNTAX})")
+    return InputError(message(f"allowed domain {text!r}: ", why, f" (expected {PATTERN_SYNTAX})"))
 
 
 def parse_domain_pattern(text: str) -> DomainPattern:
@@ -246,7 +246,11 @@ def parse_domain_pattern(text: str) -> DomainPattern:
     if address is not None:
         if refusal_reason(address) in UNEXEMPTABLE:
             raise _refuse(
-                text, "the unspecified address means this host; use --allow-loopback-port"
+                text,
+                message(
+                    "the unspecified address means this host; ",
+                    Ref(Option.ALLOW_LOOPBACK_PORT, Act.USE),
+                ),
             )
         return DomainPattern(host=address.compressed, port=port, address=address)
 
@@ -277,9 +281,12 @@ _LOOPBACK_NAMES = ("localhost",)  # and every *.localhost (RFC 6761)
 _METADATA_NAMES = ("metadata.google.internal", "metadata.goog", "instance-data.ec2.internal")
 # Why an allowance of each kind deserves a word in the plan.
 _REACHES = {
-    "loopback": "every service listening on this host's loopback (databases, admin and "
-    "debug ports) becomes reachable through the proxy; to expose one port use "
-    "--allow-loopback-port PORT instead",
+    "loopback": message(
+        "every service listening on this host's loopback (databases, admin and debug ports) "
+        "becomes reachable through the proxy; to expose one port ",
+        Ref(Option.ALLOW_LOOPBACK_PORT, Act.USE, metavar="PORT"),
+        " instead",
+    ),
     "cloud metadata": "the cloud metadata service hands out this machine's credentials "
     "and tokens to whoever asks",
     "link-local": "link-local addresses hold the cloud metadata service (169.254.169.254) "
@@ -303,7 +310,7 @@ def allowance_warning(pattern: DomainPattern) -> str | None:
         rule = "cloud metadata"
     if rule is None:
         return None
-    return f"allowed domain {pattern} is {rule}: the agent can reach it; {_REACHES[rule]}"
+    return message(f"allowed domain {pattern} is {rule}: the agent can reach it; ", _REACHES[rule])
 
 
 def allowance_warnings(patterns: Iterable[str]) -> list[str]:
