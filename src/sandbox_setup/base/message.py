@@ -59,7 +59,6 @@ class Act(Enum):
     PASS = "pass"
     ADD = "add"
     USE = "use"
-    GIVE = "give"
     DROP = "drop"
     CHOOSE = "choose"
     # Another value than the one refused ("choose another --agent-user").
