@@ -13,7 +13,6 @@ from textual.widget import Widget
 from textual.widgets import Input
 
 from sandbox_setup.base.choices import Mode
-from sandbox_setup.commands.wording import names_a_flag
 from sandbox_setup.configure.actions import CreateWorkspace
 from sandbox_setup.tui.controls import Toggle
 from sandbox_setup.tui.form import Field
@@ -21,6 +20,7 @@ from sandbox_setup.tui.review import ReviewScreen
 from tests.tui.fake_findings import SANDBOX_HOST
 from tests.tui.helpers import make_app, make_target_root, type_text, wait_for, wait_until
 from tests.tui.test_habits import to_details
+from tests.wizard_words import names_a_flag
 
 NEW = "/srv/new/app"
 

@@ -19,7 +19,6 @@ from sandbox_setup.base.paths import Layout
 from sandbox_setup.checks.model import Finding, Report, Status
 from sandbox_setup.checks.recommend import recommend
 from sandbox_setup.commands.interactive import InteractiveCore
-from sandbox_setup.commands.wording import names_a_flag
 from sandbox_setup.configure.answers import Answers
 from sandbox_setup.configure.host_facts import gather_host_facts
 from sandbox_setup.tui.app import SetupApp
@@ -34,6 +33,7 @@ from tests.tui.fake_screens import FakeCore, WizardHarness
 from tests.tui.helpers import make_root, plain, screen_lines, wait_for, wait_until
 from tests.tui.test_habits import SIZE, to_details
 from tests.tui.test_steps import _to_mode_screen
+from tests.wizard_words import names_a_flag
 
 
 def live_like(findings: list[Finding]) -> Callable[[Callable[[Finding], object]], Report]:

@@ -6,12 +6,29 @@ import os
 from pathlib import Path
 
 from sandbox_setup.base.exitcodes import ExitCode
+from sandbox_setup.base.message import Message, Option
 
 
 class SetupError(Exception):
-    """An error the CLI reports as one message and an exit code."""
+    """An error the CLI reports as one message and an exit code.
+
+    Raised with a :class:`~sandbox_setup.base.message.Message`, its ``str`` is the
+    command line's text and :attr:`words` keeps the typed parts, so the wizard words
+    it itself (:func:`sandbox_setup.commands.wording.wizard_text`) and finds the field
+    at fault in :attr:`option`, never by reading the text."""
 
     exit_code: ExitCode = ExitCode.USAGE
+
+    @property
+    def words(self) -> Message | None:
+        """The typed message it was raised with (None: plain text)."""
+        first = self.args[0] if len(self.args) == 1 else None
+        return first if isinstance(first, Message) else None
+
+    @property
+    def option(self) -> Option | None:
+        """The operator's option it concerns, if its message is typed and names one."""
+        return None if self.words is None else self.words.option
 
 
 class InputError(SetupError):

@@ -14,6 +14,7 @@ from pathlib import Path, PurePosixPath
 
 from sandbox_setup.base.accounts import lookup_user, operator_account
 from sandbox_setup.base.claude_version import parse_claude_version
+from sandbox_setup.base.message import Act, Option, Ref, message
 from sandbox_setup.checks.base import Context, Verdict
 from sandbox_setup.checks.claude_path import lookup_claude
 from sandbox_setup.checks.experiments import CLAUDE_QUIET_ENV
@@ -40,8 +41,12 @@ def judge_given_shim(path: str) -> Verdict:
         f"{path} is sandbox-setup's claude shim, not Claude Code: not run",
         "a probe never runs the shim: for root it starts a whole agent session through "
         "sandbox-launch",
-        "pass the real binary: --claude /path/to/real/claude (the `claude` path in "
-        "launcher.toml names it)",
+        message(
+            Ref(
+                Option.CLAUDE, Act.PASS, metavar="/path/to/real/claude", cli="pass the real binary:"
+            ),
+            " (the `claude` path in launcher.toml names it)",
+        ),
         cause="claude-shim-given",
     )
 
@@ -116,8 +121,10 @@ def judge_untrusted_claude(path: str, reason: str) -> Verdict:
         Status.WARN,
         f"{path} was not run: root does not run a binary another user can change",
         reason,
-        "install Claude Code where only root can write (e.g. npm install -g as root) and "
-        "pass that path as --claude",
+        message(
+            "install Claude Code where only root can write (e.g. npm install -g as root) and ",
+            Ref(Option.CLAUDE, Act.PASS, cli="pass that path as"),
+        ),
         cause="claude-untrusted",
     )
 

@@ -6,8 +6,9 @@ from thread workers). The report provider is injectable: the real one runs the
 live probes, tests hand in fixed fake findings (the TUI is not the probe).
 
 Two things the screens get only from here: the core's messages in the wizard's
-words (:func:`sandbox_setup.commands.wording.tui_words`: no CLI flags on a screen; that is
-errors, findings, the recommendation, plan notes and plan steps), and
+words (:mod:`sandbox_setup.commands.wording`: no CLI flags on a screen; that is errors,
+worded from their typed parts by :meth:`InteractiveCore.error_words`, findings, the
+recommendation, plan notes and plan steps), and
 one answer to "where is Claude Code" (:meth:`InteractiveCore.claude_lookup`), the
 one the plan will use, so the checks screen and the review never disagree.
 """
@@ -17,8 +18,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path, PurePosixPath
@@ -30,12 +30,17 @@ from sandbox_setup.base.errors import InputError, SetupError
 from sandbox_setup.base.limits import Limits, parse_size, parse_tasks
 from sandbox_setup.base.paths import Layout
 from sandbox_setup.checks.model import Finding, Report, Status
-from sandbox_setup.commands.wording import tui_words
+from sandbox_setup.commands.wording import error_text, wizard_text
 from sandbox_setup.policy.claude_release import INSTALL_NEWEST
 from sandbox_setup.policy.credentials import passed_credential
-from sandbox_setup.policy.domains import parse_port
+from sandbox_setup.policy.domains import parse_domain_pattern, parse_port
 from sandbox_setup.policy.environment import passed_names, validate_pass_names
 from sandbox_setup.policy.names import agent_name_problem
+from sandbox_setup.policy.network_words import (
+    allowances_problem,
+    network_choice_problem,
+    proxy_port_problem,
+)
 from sandbox_setup.policy.unsafe import acceptance_label
 
 if TYPE_CHECKING:
@@ -101,9 +106,9 @@ def check_titles() -> list[tuple[str, str]]:
 def _in_words(finding: Finding) -> Finding:
     return dataclasses.replace(
         finding,
-        summary=tui_words(finding.summary),
-        detail=tui_words(finding.detail),
-        remedy=tui_words(finding.remedy),
+        summary=wizard_text(finding.summary),
+        detail=wizard_text(finding.detail),
+        remedy=wizard_text(finding.remedy),
     )
 
 
@@ -111,20 +116,8 @@ def _in_words(finding: Finding) -> Finding:
 NEW_WORKSPACE_FIELDS = {"workspace_owner": "new-ws-owner", "workspace_mode": "new-ws-mode"}
 
 
-def _words(text: str) -> str:
-    """A core message for a screen: its source prefix dropped, flags in words."""
-    return tui_words(text.removeprefix("answers: "))
-
-
-@contextmanager
-def _in_tui_words() -> Iterator[None]:
-    """Re-raise a core error with its message in the wizard's words (same type, so
-    the exit code a caller maps it to does not change)."""
-    try:
-        yield
-    except SetupError as exc:
-        exc.args = (_words(str(exc)),)
-        raise
+# Where the wizard's answers come from, in the messages that name it.
+SOURCE = "your answers"
 
 
 def _items(text: str) -> list[str]:
@@ -215,10 +208,9 @@ class InteractiveCore:
             )
         if self.layout.live:
             return finding
-        root = str(self.layout.root)
-        summary = finding.summary.replace(root + "/", "/")
-        if root in finding.summary or str(found) in summary:
-            summary = f"{summary} (under the root {root})"
+        # The probes name the binary they ran (its host path, under the root): the
+        # plan's name for it, on the target, is said after (never edited into their words).
+        summary = f"{finding.summary}; the plan uses {found} (under the root {self.layout.root})"
         return dataclasses.replace(finding, summary=summary)
 
     # -- probes and what they allow --------------------------------------
@@ -237,7 +229,7 @@ class InteractiveCore:
         report.findings = [shown(finding) for finding in report.findings]
         # The path step shows the recommendation's reason ("re-check with --as-user").
         rec = report.recommendation
-        report.recommendation = dataclasses.replace(rec, reason=tui_words(rec.reason))
+        report.recommendation = dataclasses.replace(rec, reason=wizard_text(rec.reason))
         return report
 
     def mode_blocker(self, report: Report, mode: Mode) -> Blocker | None:
@@ -248,7 +240,7 @@ class InteractiveCore:
         if blocker is None:
             return None
         return dataclasses.replace(
-            blocker, reason=_words(blocker.reason), remedy=_words(blocker.remedy)
+            blocker, reason=wizard_text(blocker.reason), remedy=wizard_text(blocker.remedy)
         )
 
     def inner_sandbox_preset(self, report: Report, mode: Mode) -> InnerSandbox:
@@ -285,7 +277,7 @@ class InteractiveCore:
             path = PurePosixPath(raw)
             problem = workspace_problem(path, self.layout, mode, agent_user, create)
             if problem is not None:
-                return (), _words(problem)
+                return (), wizard_text(problem)
             if path not in paths:
                 paths.append(path)
         return tuple(paths), None
@@ -302,7 +294,7 @@ class InteractiveCore:
         owner = owner.strip() or self.layout.operator.name
         parsed = parse_mode(mode_text or f"{DEFAULT_MODE:04o}")
         if isinstance(parsed, str):
-            return owner, DEFAULT_MODE, _words(parsed), "new-ws-mode"
+            return owner, DEFAULT_MODE, wizard_text(parsed), "new-ws-mode"
         answers = Answers(
             mode, agent_user=agent_user, create_workspaces=True, workspace_owner=owner,
             workspace_mode=parsed,
@@ -311,22 +303,25 @@ class InteractiveCore:
         if refused is None:
             return owner, parsed, None, None
         key, problem = refused
-        return owner, parsed, _words(problem), NEW_WORKSPACE_FIELDS[key]
+        return owner, parsed, wizard_text(problem), NEW_WORKSPACE_FIELDS[key]
 
-    def validate_agent_user(self, name: str, mode: Mode, reuse: bool = False) -> str | None:
-        """The name's rules, then, for an account that exists already and would be
-        a separate agent: the headless path's judgement. An account sandbox-setup
-        created (this setup's agent, on a re-run) is its own, no reuse needed; any
-        other is reused only when asked to, and only if it passes every rule (the
-        refusal's reasons are the message)."""
+    def validate_agent_user(
+        self, name: str, mode: Mode, reuse: bool = False
+    ) -> tuple[str | None, str | None]:
+        """(error, the field at fault: "agent-user", or "reuse-account" for an existing
+        account not asked to be reused). The name's rules, then, for an account that
+        exists already and would be a separate agent: the headless path's judgement. An
+        account sandbox-setup created (this setup's agent, on a re-run) is its own, no
+        reuse needed; any other is reused only when asked to, and only if it passes
+        every rule (the refusal's reasons are the message)."""
         problem = agent_name_problem(name, unsafe=mode is Mode.UNSAFE)
         if problem is not None:
-            return _words(problem)
+            return wizard_text(problem), "agent-user"
         if mode is Mode.UNSAFE or name == self.layout.operator.name:
-            return None
+            return None, None
         account = lookup_user(name, self.layout.root)
         if account is None:
-            return None
+            return None, None
         # why: first paint (see the note at the top)
         from sandbox_setup.configure.agent_account import check_agent_account
         from sandbox_setup.configure.ledger import created_accounts
@@ -336,11 +331,11 @@ class InteractiveCore:
                 return (
                     f"the account {name} already exists; tick 'Reuse an existing account' to "
                     "make it the agent (it must pass every rule), or pick a new name"
-                )
+                ), "reuse-account"
             check_agent_account(self.layout, name, account, reuse=reuse)
         except SetupError as exc:  # a refused rule, or a ledger that fails the trust rule
-            return _words(str(exc))
-        return None
+            return error_text(exc), "agent-user"
+        return None, None
 
     def validate_claude(self, text: str) -> tuple[PurePosixPath | None, str | None]:
         raw = text.strip()
@@ -357,37 +352,43 @@ class InteractiveCore:
     def validate_network(
         self, mode: Mode, network: Network, domains: str, ports: str
     ) -> tuple[tuple[str, ...], tuple[int, ...], str | None, str | None]:
-        """(patterns, ports, error, the field at fault: "domains" or "ports"), by
-        the rules of the flags (:func:`sandbox_setup.configure.answers.check_network`)."""
-        # why: first paint (see the note at the top)
-        from sandbox_setup.configure.answers import Answers, check_network
-
+        """(patterns, ports, error, the field at fault: "domains" or "ports"), by the
+        rules of the flags, in their order
+        (:func:`sandbox_setup.configure.answers.check_network`); each rule is asked
+        about one field, so the field at fault is known, never read from the text."""
         patterns = tuple(dict.fromkeys(_items(domains)))
         numbers: list[int] = []
         try:
             for item in _items(ports):
                 numbers.append(parse_port(item, "loopback port"))
         except InputError as exc:
-            return (), (), _words(str(exc)), "ports"
-        answers = Answers(
-            mode=mode,
-            network=network,
-            allowed_domains=patterns,
-            loopback_ports=tuple(dict.fromkeys(numbers)),
-        )
-        try:
-            check_network(answers)
-        except InputError as exc:
-            message = _words(str(exc))
-            at = "ports" if "loopback" in message else "domains"
-            return (), (), message, at
-        return answers.allowed_domains, answers.loopback_ports, None, None
+            return (), (), error_text(exc), "ports"
+        loopback = tuple(dict.fromkeys(numbers))
+        problem = network_choice_problem(mode, network)
+        if problem is not None:  # not a choice the details step offers
+            return (), (), wizard_text(problem), "domains"
+        if patterns or loopback:
+            at = "domains" if patterns else "ports"
+            what = "allow-domain" if patterns else "allow-loopback-port"
+            problem = allowances_problem(mode, network, what)
+            if problem is not None:
+                return (), (), wizard_text(problem), at
+        for pattern in patterns:
+            try:
+                parse_domain_pattern(pattern)
+            except InputError as exc:
+                return (), (), error_text(exc), "domains"
+        for port in loopback:
+            problem = proxy_port_problem(mode, port)
+            if problem is not None:
+                return (), (), wizard_text(problem), "ports"
+        return patterns, loopback, None, None
 
     def validate_pass_env(self, text: str, mode: Mode) -> tuple[tuple[str, ...], str | None]:
         try:
             return validate_pass_names(_items(text), mode, "variable"), None
         except InputError as exc:
-            return (), _words(str(exc))
+            return (), error_text(exc)
 
     def validate_limits(
         self, tasks: str, memory: str, tmpfs: str
@@ -397,15 +398,15 @@ class InteractiveCore:
         try:
             number = parse_tasks(int(text) if text.isdigit() else text, "tasks")
         except InputError as exc:
-            return None, _words(str(exc)), "tasks"
+            return None, error_text(exc), "tasks"
         try:
             mem = parse_size(memory, "memory", percent=True)
         except InputError as exc:
-            return None, _words(str(exc)), "memory"
+            return None, error_text(exc), "memory"
         try:
             tmp = parse_size(tmpfs, "tmpfs size")
         except InputError as exc:
-            return None, _words(str(exc)), "tmpfs"
+            return None, error_text(exc), "tmpfs"
         return Limits(number, mem, tmp), None, None
 
     def acceptance_label(self) -> str:
@@ -421,31 +422,32 @@ class InteractiveCore:
         path = self.layout.real(self.layout.answers)
         if not path.is_file():
             return None
-        with _in_tui_words():  # the audit view shows why a file is refused
-            # Its fix replays them as root: they must pass the trust rule (exit 3).
-            check_setup_file(self.layout, self.layout.answers, "answers file")
-            return load_answers(path)
+        # Its fix replays them as root: they must pass the trust rule (exit 3). The
+        # audit view shows why a file is refused (error_words).
+        check_setup_file(self.layout, self.layout.answers, "answers file")
+        return load_answers(path)
 
     # -- plan and apply --------------------------------------------------
     def build_plan(self, report: Report, answers: Answers) -> Plan:
-        """Raises ``RefusedError``/``InputError`` (reason and remedy, in the
-        wizard's words) when the report or the answers rule the plan out."""
+        """Raises ``RefusedError``/``InputError`` (reason and remedy; the screen
+        words them, :meth:`error_words`) when the report or the answers rule the plan
+        out."""
         # why: first paint (see the note at the top)
         from sandbox_setup.configure.host_facts import gather_host_facts
         from sandbox_setup.configure.plan import build_plan
 
-        with _in_tui_words():
-            facts = gather_host_facts(report, self.layout)
-            plan = build_plan(report, answers, self.layout, facts=facts)
+        facts = gather_host_facts(report, self.layout)
+        plan = build_plan(report, answers, self.layout, source=SOURCE, facts=facts)
         # Notes are only shown (the review), never applied: in the wizard's words.
-        plan.notes = [tui_words(note) for note in plan.notes]
-        plan.network = [tui_words(line) for line in plan.network]
+        plan.notes = [wizard_text(note) for note in plan.notes]
+        plan.network = [wizard_text(line) for line in plan.network]
+        plan.warnings = [wizard_text(warning) for warning in plan.warnings]
         return plan
 
     def describe(self, action: Action) -> str:
         """What a plan step does, in the wizard's words ("reused: --reuse-account"
         is the CLI's); the review and the apply log say the same."""
-        return tui_words(action.describe())
+        return wizard_text(action.describe())
 
     def apply(self, plan: Plan, progress: ProgressCallback) -> ApplyResult:
         """Apply ``plan``; on failure the core rolls back and re-raises. Progress
@@ -455,12 +457,16 @@ class InteractiveCore:
 
         def report_progress(action: Action, status: str, description: str) -> None:
             if status == "running":
-                progress(tui_words(description), False)
+                progress(wizard_text(description), False)
             else:
-                progress(f"{status:>9}  {tui_words(description)}", True)
+                progress(f"{status:>9}  {wizard_text(description)}", True)
 
-        with _in_tui_words():
-            return apply_plan(plan, progress=report_progress)
+        return apply_plan(plan, progress=report_progress)
+
+    def error_words(self, exc: BaseException) -> str:
+        """What a screen shows for an error the core raised: in the wizard's words
+        (its typed parts worded here; the exception itself is left as it was)."""
+        return error_text(exc)
 
     def login_note(self, answers: Answers, environ: Mapping[str, str] | None = None) -> str | None:
         """What the done screen says when the agent has no Claude login, and how to
@@ -519,7 +525,10 @@ class InteractiveCore:
         report = audit(self.layout)
         report.findings = [
             dataclasses.replace(
-                f, summary=_words(f.summary), detail=_words(f.detail), remedy=_words(f.remedy)
+                f,
+                summary=wizard_text(f.summary),
+                detail=wizard_text(f.detail),
+                remedy=wizard_text(f.remedy),
             )
             for f in report.findings
         ]

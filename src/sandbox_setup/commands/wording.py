@@ -1,13 +1,19 @@
 """The core's messages in the wizard's own words.
 
 The core speaks to the command line: its errors say "pass --claude PATH" or "drop
---copy-login". In the TUI there are no flags, only fields on the details step, so
-:func:`tui_words` rewrites a message the core raised (or a finding it reports)
-before a screen shows it. What it never touches: a command to paste, that is a line
-from ``sandbox-setup --ACTION`` on (the audit's "sandbox-setup --headless --answers
-... --yes"; ACTION is one of its actions, --headless, --check, --audit, --undo), and
-other programs' flags (docker's ``--security-opt``, usermod's
-``--lock``): only sandbox-setup's own options are rewritten.
+--copy-login". In the TUI there are no flags, only fields on the details step. A
+message whose option references are typed (:class:`sandbox_setup.base.message.Message`,
+the errors raised with one) is worded here from its parts (:func:`wizard_text`): each
+:class:`~sandbox_setup.base.message.Ref` becomes the field's words ("fill in the Claude
+Code field", "untick 'Copy my Claude login'"), and the field at fault is the message's
+option, not a match on its text.
+
+Text that is not typed yet (findings' remedies, plan notes, some answers' refusals)
+still goes through :func:`tui_words`, which rewrites the flags it finds. What it
+never touches: a command to paste, that is a line from ``sandbox-setup --ACTION`` on
+(the audit's "sandbox-setup --headless --answers ... --yes"; ACTION is one of its
+actions, --headless, --check, --audit, --undo), and other programs' flags (docker's
+``--security-opt``, usermod's ``--lock``): only sandbox-setup's own options are rewritten.
 
 :data:`FIELD_WORDS` has an entry for every option of the headless path; a unit test
 holds it to the parser, so a new flag cannot slip through in its CLI spelling.
@@ -18,6 +24,8 @@ from __future__ import annotations
 import re
 
 from sandbox_setup.base.answer_fields import ANSWER_FIELDS, Control, option_words, value_nouns
+from sandbox_setup.base.errors import SetupError
+from sandbox_setup.base.message import Act, Message, Option, Ref
 
 # The answers' options (sandbox_setup.base.answer_fields declares each, with its words):
 # a tick box on the details step ("pass" one is "tick" it),
@@ -38,30 +46,16 @@ VALUE_NOUNS: dict[str, str] = {
 PHRASES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
     (re.compile(pattern), replacement)
     for pattern, replacement in (
-        (
-            r"install it or pass --claude PATH",
-            "install it, or enter its path in the Claude Code field",
-        ),
         (r"pass that path as --claude\b", "enter that path in the Claude Code field"),
-        (r"and pass --claude(?: PATH)?\b", "and enter its path in the Claude Code field"),
-        (r"(?:pick a new|choose another) --agent-user\b", "pick a new agent user name"),
-        (r"pass --agent-user (\S+)", r"enter \1 as the agent user"),
         (r"(C|c)hoose --mode user\b", r"\1hoose the dedicated user path"),
-        (r"pass that as --workspace\b", "enter that as the workspace"),
         (r" \(--workspace DIR\)", ""),
         (r"reused: --reuse-account\b", "reused: 'Reuse an existing account' is ticked"),
         (
             r"add --accept-unsafe-root \(or accept_unsafe_root = true in answers\)",
             "type the acceptance phrase",
         ),
-        (
-            r"re-check with --as-user <agent-user>(?: once it exists)?",
-            "re-run the checks once the agent user exists",
-        ),
         (r"--allow-domain needs", "allowed domains need"),
         (r"--allow-loopback-port needs", "loopback ports need"),
-        (r"(?:sandbox-setup )?--allow-domain (\S+) allows one", r"an allowed domain \1 allows it"),
-        (r"(?:sandbox-setup )?--allow-domain PATTERN allows more", "allowed domains allow more"),
         # The host's loopback for ANTHROPIC_BASE_URL: the port is what matters.
         (
             r"use --network allowlist --allow-loopback-port (\d+)",
@@ -74,7 +68,6 @@ PHRASES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (r": re-run sandbox-setup with --allow-loopback-port \d+", ""),
         (r"use --allow-loopback-port\b(?! \d)", "use a loopback port"),
         (r" \(--network allowlist of a headless apply\)", ""),
-        (r"--install-claude-shim routes root's claude", "Routing root's claude"),
         *((rf"(?:pass|add) {flag}\b", f"tick {words}") for flag, words in TOGGLE_WORDS.items()),
         *((rf"drop {flag}\b", f"untick {words}") for flag, words in TOGGLE_WORDS.items()),
         *(
@@ -183,7 +176,65 @@ def tui_words(text: str) -> str:
     return "".join(out)
 
 
-def names_a_flag(text: str) -> list[str]:
-    """sandbox-setup's flags ``text`` still names outside commands to paste (tests)."""
-    prose = _COMMAND.sub("", text)
-    return [m.split(" ")[0] for m in _FLAG.findall(prose) if m.split(" ")[0] in FIELD_WORDS]
+def _key(option: Option) -> str:
+    """The option's key in the tables above (its name, as the parser declares it;
+    not :data:`~sandbox_setup.base.message.CLI_FLAGS`, the command line's rendering)."""
+    return f"--{option.value}"
+
+
+def _toggle(ref: Ref, box: str) -> str:
+    if ref.act is Act.NAME:
+        return box
+    return f"untick {box}" if ref.act is Act.DROP else f"tick {box}"
+
+
+def _choice(ref: Ref, noun: str, words: str) -> str:
+    if ref.value is None:
+        return words
+    if ref.act is Act.NAME:
+        return f"the {noun} '{ref.value}'"
+    return f"choose the {noun} '{ref.value}'"
+
+
+def _text_field(ref: Ref, field: str, noun: str) -> str:
+    if ref.act in (Act.CHOOSE_ANOTHER, Act.PICK_NEW):
+        return f"pick a new {noun}"
+    if ref.act is Act.NAME:
+        return f"{noun} {ref.value}" if ref.value else field
+    return f"enter {ref.value} in {field}" if ref.value else f"fill in {field}"
+
+
+def wizard_ref(ref: Ref) -> str:
+    """One option reference in the wizard's words: the field (or tick box, or
+    choice) the details step has for it, and what to do there."""
+    key = _key(ref.option)
+    if ref.option is Option.ACCEPT_UNSAFE_ROOT:
+        text = FIELD_WORDS[key] if ref.act is Act.NAME else "type the acceptance phrase"
+    elif key in TOGGLE_WORDS:
+        text = _toggle(ref, TOGGLE_WORDS[key])
+    elif ref.option is Option.MODE:
+        text = _choice(ref, "path", FIELD_WORDS[key])
+    elif key in CHOICE_NOUNS:
+        text = _choice(ref, CHOICE_NOUNS[key], FIELD_WORDS[key])
+    elif key in TEXT_FIELD_WORDS:
+        field = TEXT_FIELD_WORDS[key]
+        text = _text_field(ref, field, VALUE_NOUNS.get(key, field))
+    else:
+        text = FIELD_WORDS[key] if ref.act is Act.NAME else f"set {FIELD_WORDS[key]}"
+    return text[:1].upper() + text[1:] if ref.capital else text
+
+
+def wizard_text(text: str) -> str:
+    """A core message for a screen: a typed one worded from its parts, other text
+    through :func:`tui_words` (not typed yet)."""
+    if isinstance(text, Message):
+        return "".join(part if isinstance(part, str) else wizard_ref(part) for part in text.parts)
+    return tui_words(text)
+
+
+def error_text(exc: BaseException) -> str:
+    """What a screen shows for ``exc``: a core error in the wizard's words, another
+    exception as it is (its type's name when it has no message)."""
+    if isinstance(exc, SetupError):
+        return wizard_text(exc.words if exc.words is not None else str(exc))
+    return str(exc) or type(exc).__name__

@@ -13,6 +13,7 @@ from sandbox_setup.base.account_files import agent_groups, read_text_or_none, su
 from sandbox_setup.base.accounts import Account
 from sandbox_setup.base.errors import RefusedError
 from sandbox_setup.base.login_defs import read_uid_range
+from sandbox_setup.base.message import Act, Option, Ref, message
 from sandbox_setup.base.paths import Layout
 from sandbox_setup.base.processes import processes_of_uid
 from sandbox_setup.configure import users
@@ -50,6 +51,7 @@ def account_facts(layout: Layout, agent: Account) -> AccountFacts:
 
 
 def problem_fix(layout: Layout, problem: AccountProblem, name: str) -> str:
+    # A choice names the option as a typed part (each face words it: base/message.py).
     """The command (or choice) that fixes ``problem``."""
     prefix = "" if layout.live else f"--prefix {layout.root} "
     if problem.rule is AccountRule.PASSWORD:
@@ -59,18 +61,37 @@ def problem_fix(layout: Layout, problem: AccountProblem, name: str) -> str:
     if problem.rule is AccountRule.ADMIN_GROUP and problem.group is not None:
         return " ".join(users.remove_from_group_argv(layout, name, problem.group))
     if problem.rule is AccountRule.NOT_OURS:
-        return "pass --reuse-account to make it the agent (it must pass every rule)"
+        return message(
+            Ref(Option.REUSE_ACCOUNT, Act.PASS), " to make it the agent (it must pass every rule)"
+        )
     if problem.rule is AccountRule.PROCESSES:
-        return "stop them, or pass --reuse-account if this account is meant for the agent"
-    return "choose another --agent-user (sandbox-setup creates a new one, locked)"
+        return message(
+            "stop them, or ",
+            Ref(Option.REUSE_ACCOUNT, Act.PASS),
+            " if this account is meant for the agent",
+        )
+    return message(
+        Ref(Option.AGENT_USER, Act.CHOOSE_ANOTHER), " (sandbox-setup creates a new one, locked)"
+    )
 
 
 def refusal(layout: Layout, name: str, problems: list[AccountProblem]) -> RefusedError:
-    parts = [f"[{p.rule}] {p.text} (fix: {problem_fix(layout, p, name)})" for p in problems]
+    parts: list[str | Ref] = [f"the account {name} cannot be the agent user: "]
+    for i, p in enumerate(problems):
+        parts += [
+            "; " if i else "",
+            f"[{p.rule}] {p.text} (fix: ",
+            problem_fix(layout, p, name),
+            ")",
+        ]
     return RefusedError(
-        f"the account {name} cannot be the agent user: "
-        + "; ".join(parts)
-        + "; or pick a new --agent-user (sandbox-setup creates it locked)"
+        message(
+            *parts,
+            "; or ",
+            Ref(Option.AGENT_USER, Act.PICK_NEW),
+            " (sandbox-setup creates it locked)",
+            option=Option.AGENT_USER,
+        )
     )
 
 
@@ -82,7 +103,7 @@ def check_agent_account(
     if agent is None:
         problem = new_agent_name_problem(name)
         if problem is not None:
-            raise RefusedError(f"agent user {name}: {problem}")
+            raise RefusedError(message(f"agent user {name}: ", problem))
         return None
     facts = account_facts(layout, agent)
     problems = agent_account_problems(facts, reuse=reuse)

@@ -15,6 +15,7 @@ from __future__ import annotations
 from pathlib import PurePosixPath
 
 from sandbox_setup.base.errors import RefusedError
+from sandbox_setup.base.message import Act, Option, Ref, message
 from sandbox_setup.base.paths import Layout
 from sandbox_setup.configure import users
 from sandbox_setup.configure.actions import (
@@ -36,9 +37,12 @@ def _check_group_is_free(layout: Layout, group: str, agent: str) -> None:
     others = [m for m in users.group_members(group, layout.root) or [] if m != agent]
     if others:
         raise RefusedError(
-            f"group {group}, the workspace group of the agent {agent}, already exists with "
-            f"other members ({', '.join(others)}): they would write the agent's workspaces. "
-            f"Remove them (gpasswd -d NAME {group}) or choose another --agent-user"
+            message(
+                f"group {group}, the workspace group of the agent {agent}, already exists "
+                f"with other members ({', '.join(others)}): they would write the agent's "
+                f"workspaces. Remove them (gpasswd -d NAME {group}) or ",
+                Ref(Option.AGENT_USER, Act.CHOOSE_ANOTHER),
+            )
         )
 
 

@@ -40,6 +40,7 @@ from sandbox_setup.base.apparmor import (
     render_profile,
 )
 from sandbox_setup.base.errors import InputError, RefusedError, SetupError
+from sandbox_setup.base.message import Option, Ref, message
 from sandbox_setup.base.paths import Layout
 from sandbox_setup.checks.model import Report, cause_key
 from sandbox_setup.configure import fsops
@@ -51,6 +52,8 @@ from sandbox_setup.policy.trust import untrusted_reason
 
 APPARMOR_KIND = "apparmor-profile"
 RESTRICTED_CAUSE = "apparmor-userns-restricted"
+# The option its messages name (each face words it: base/message.py).
+PROFILE_OPTION = Ref(Option.APPARMOR_BWRAP_PROFILE)
 
 
 def restriction_found(report: Report) -> bool:
@@ -80,8 +83,11 @@ def find_parser(layout: Layout) -> str | None:
             )
         return path
     raise RefusedError(
-        f"--apparmor-bwrap-profile: {PARSER} was not found in {' or '.join(PARSER_DIRS)}, "
-        "so the profile could not be loaded; apt-get install apparmor, or drop the option"
+        message(
+            PROFILE_OPTION,
+            f": {PARSER} was not found in {' or '.join(PARSER_DIRS)}, so the profile could "
+            "not be loaded; apt-get install apparmor, or drop the option",
+        )
     )
 
 
@@ -125,12 +131,15 @@ def probed_bwrap(found: SandboxBinary) -> str:
     bwrap = found.path
     if bwrap is None:
         raise RefusedError(
-            "--apparmor-bwrap-profile: no bwrap was found on the probes' PATH, so there is "
-            "nothing to attach the profile to; apt-get install bubblewrap"
+            message(
+                PROFILE_OPTION,
+                ": no bwrap was found on the probes' PATH, so there is nothing to attach the "
+                "profile to; apt-get install bubblewrap",
+            )
         )
     problem = attach_problem(bwrap)
     if problem is not None:
-        raise InputError(f"--apparmor-bwrap-profile: {problem}")
+        raise InputError(message(PROFILE_OPTION, f": {problem}"))
     return bwrap
 
 
@@ -181,26 +190,33 @@ def apparmor_actions(
     if not requested:
         if found:
             notes.append(
-                "Ubuntu's kernel.apparmor_restrict_unprivileged_userns=1 stops bwrap here: "
-                f"--apparmor-bwrap-profile installs and loads {PROFILE_FILE}, which lets the "
-                "probed bwrap (only it) create user namespaces; any user can run bwrap. "
-                + SYSCTL_REMEDY
+                message(
+                    "Ubuntu's kernel.apparmor_restrict_unprivileged_userns=1 stops bwrap here: ",
+                    PROFILE_OPTION,
+                    f" installs and loads {PROFILE_FILE}, which lets the probed bwrap (only it) "
+                    "create user namespaces; any user can run bwrap. ",
+                    SYSCTL_REMEDY,
+                )
             )
         return []
     if layout.operator.uid != 0:
         raise InputError(
-            f"--apparmor-bwrap-profile writes {PROFILE_FILE} and loads it into the kernel: "
-            "run the apply as root"
+            message(
+                PROFILE_OPTION,
+                f" writes {PROFILE_FILE} and loads it into the kernel: run the apply as root",
+            )
         )
     bwrap = probed_bwrap(bwrap_found)
     others = other_profiles_for(layout, bwrap)
     if others:
         raise RefusedError(
-            f"--apparmor-bwrap-profile: {', '.join(others)} already attaches to {bwrap}; "
-            f"{PROFILE_FILE} would attach a second profile to the same path, which AppArmor "
-            "refuses at exec. Where that profile grants userns (Ubuntu's "
-            "bwrap-userns-restrict does), load it instead: "
-            f"{PARSER} {' '.join(load_args(others[0]))}; or drop the option"
+            message(
+                PROFILE_OPTION,
+                f": {', '.join(others)} already attaches to {bwrap}; {PROFILE_FILE} would "
+                "attach a second profile to the same path, which AppArmor refuses at exec. "
+                "Where that profile grants userns (Ubuntu's bwrap-userns-restrict does), load "
+                f"it instead: {PARSER} {' '.join(load_args(others[0]))}; or drop the option",
+            )
         )
     parser = find_parser(layout)
     action = profile_action(layout, bwrap, parser)

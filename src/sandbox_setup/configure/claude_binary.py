@@ -17,6 +17,7 @@ from pathlib import Path, PurePosixPath
 
 from sandbox_setup.base.claude_version import read_claude_version
 from sandbox_setup.base.errors import InputError
+from sandbox_setup.base.message import Act, Option, Ref, message
 from sandbox_setup.base.paths import CLAUDE_INSTALL_DIR, Layout
 from sandbox_setup.policy.claude_shim import MARKER_WINDOW, is_claude_shim, shim_refusal
 from sandbox_setup.policy.trust import chain_problems, trusted_owners
@@ -147,7 +148,9 @@ def locate_claude(
             continue
         if _is_shim(real):
             if given is not None:
-                raise InputError(f"--claude {given}: {shim_refusal(str(given))}")
+                raise InputError(
+                    message(Ref(Option.CLAUDE, value=str(given)), f": {shim_refusal(str(given))}")
+                )
             continue
         return candidate
     return None
@@ -163,10 +166,14 @@ def find_claude(
     candidate = locate_claude(layout, given, environ)
     if candidate is None:
         if given is not None:
-            raise InputError(f"--claude {given}: no such file under {layout.root}")
+            raise InputError(
+                message(Ref(Option.CLAUDE, value=str(given)), f": no such file under {layout.root}")
+            )
         raise InputError(
-            f"Claude Code not found ({search_description(layout, environ)}); install it or pass "
-            "--claude PATH"
+            message(
+                f"Claude Code not found ({search_description(layout, environ)}); install it or ",
+                Ref(Option.CLAUDE, Act.PASS, metavar="PATH"),
+            )
         )
     resolved = layout.resolve(candidate)
     resolved_real = str(layout.real(resolved))

@@ -43,6 +43,7 @@ from pathlib import Path, PurePosixPath
 
 from sandbox_setup.base import remedies
 from sandbox_setup.base.errors import InputError, RefusedError
+from sandbox_setup.base.message import Act, Option, Ref, message
 from sandbox_setup.base.pathfacts import resolved_chain
 from sandbox_setup.base.paths import Layout
 from sandbox_setup.configure import fsops
@@ -206,9 +207,12 @@ def find_sandbox_launch() -> Path:
     if found:
         return Path(found).absolute()
     raise InputError(
-        f"--install-claude-shim: no sandbox-launch command beside {sys.executable} or on "
-        "PATH; the shim would have nothing to run. Install sandbox-setup (pipx install, "
-        "or pip install into a venv) so that sandbox-launch exists"
+        message(
+            Ref(Option.INSTALL_CLAUDE_SHIM),
+            f": no sandbox-launch command beside {sys.executable} or on PATH; the shim would "
+            "have nothing to run. Install sandbox-setup (pipx install, or pip install into a "
+            "venv) so that sandbox-launch exists",
+        )
     )
 
 
@@ -218,9 +222,12 @@ def _check_launcher_trusted(launcher: Path, operator_uid: int) -> None:
     problems = chain_problems(*resolved_chain(real), trusted_owners(operator_uid))
     if problems:
         raise RefusedError(
-            f"--install-claude-shim: {real} (sandbox-launch) or a directory above it can be "
-            f"changed by a user other than root or you ({problems[0].facts.shown}); the shim "
-            "would run it as root. Install sandbox-setup where only root can write"
+            message(
+                Ref(Option.INSTALL_CLAUDE_SHIM),
+                f": {real} (sandbox-launch) or a directory above it can be changed by a user "
+                f"other than root or you ({problems[0].facts.shown}); the shim would run it "
+                "as root. Install sandbox-setup where only root can write",
+            )
         )
 
 
@@ -252,28 +259,41 @@ def shim_actions(
     """The shim's install action, after the checks that rule it out (appends plan notes)."""
     if layout.operator.uid != 0:
         raise InputError(
-            "--install-claude-shim routes root's claude through sandbox-launch; it needs a "
-            "root operator (installs into /usr/local/sbin)"
+            message(
+                Ref(Option.INSTALL_CLAUDE_SHIM),
+                " routes root's claude through sandbox-launch; it needs a root operator "
+                "(installs into /usr/local/sbin)",
+            )
         )
     if mode == "unsafe":
         raise InputError(
-            "--install-claude-shim is for sandbox and user modes: in unsafe mode it would "
-            "only relax Claude Code's root guard for every program that runs claude, with "
-            "no sandbox behind it. Run sandbox-launch explicitly instead"
+            message(
+                Ref(Option.INSTALL_CLAUDE_SHIM),
+                " is for sandbox and user modes: in unsafe mode it would only relax Claude "
+                "Code's root guard for every program that runs claude, with no sandbox behind "
+                "it. Run sandbox-launch explicitly instead",
+            )
         )
     if SHIM_PATH in (claude.path, claude.resolved):
         raise InputError(
-            f"--install-claude-shim: the real Claude Code is at {SHIM_PATH}, where the shim "
-            "goes; install Claude Code elsewhere (npm -g puts it in /usr/local/bin) and pass "
-            "--claude PATH"
+            message(
+                Ref(Option.INSTALL_CLAUDE_SHIM),
+                f": the real Claude Code is at {SHIM_PATH}, where the shim goes; install "
+                "Claude Code elsewhere (npm -g puts it in /usr/local/bin) and ",
+                Ref(Option.CLAUDE, Act.PASS, metavar="PATH"),
+                option=Option.CLAUDE,
+            )
         )
     launcher = find_sandbox_launch()
     _check_launcher_trusted(launcher, layout.operator.uid)
     if not os.path.isfile(layout.real(SHIM_PYTHON)):
         if layout.live:
             raise InputError(
-                f"--install-claude-shim: the shim runs with {SHIM_PYTHON}, which this host "
-                "does not have; install python3 (Debian: apt-get install python3)"
+                message(
+                    Ref(Option.INSTALL_CLAUDE_SHIM),
+                    f": the shim runs with {SHIM_PYTHON}, which this host does not have; "
+                    "install python3 (Debian: apt-get install python3)",
+                )
             )
         notes.append(f"the claude shim runs with {SHIM_PYTHON}: the target system needs it")
     existing = fsops.read_file(layout.root, layout.real(SHIM_PATH))

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from sandbox_setup.base.choices import SettingsScope
 from sandbox_setup.base.errors import RefusedError
+from sandbox_setup.base.message import Act, Option, Ref, message
 from sandbox_setup.checks.model import Report
 from sandbox_setup.configure.host_facts import HostFacts
 from sandbox_setup.configure.settings import SandboxKeys
@@ -34,10 +35,13 @@ def check_sandbox_deps(report: Report, inner: str) -> None:
     )
     remedy = finding.remedy if finding and finding.remedy else "apt-get install -y socat ripgrep"
     raise RefusedError(
-        f"inner sandbox {inner!r} needs socat and ripgrep, but {found}; without them "
-        "Claude Code's own sandbox cannot start (Claude refuses to start, or runs every "
-        f"command unsandboxed). Remedy: {remedy}  "
-        "(or choose --inner-sandbox off: the launcher's own sandbox or user still applies)"
+        message(
+            f"inner sandbox {inner!r} needs socat and ripgrep, but {found}; without them "
+            "Claude Code's own sandbox cannot start (Claude refuses to start, or runs every "
+            f"command unsandboxed). Remedy: {remedy}  (or ",
+            Ref(Option.INNER_SANDBOX, Act.CHOOSE, value="off"),
+            ": the launcher's own sandbox or user still applies)",
+        )
     )
 
 
@@ -52,15 +56,21 @@ def sandbox_keys(facts: HostFacts, inner: str, scope: SettingsScope) -> SandboxK
         name, path, reason = binary.name, binary.path, binary.untrusted
         if path is None:
             raise RefusedError(
-                f"sandbox.{key}: no {name} was found on the probes' PATH, so Claude's inner "
-                f"sandbox cannot run; install it (apt-get install -y "
-                f"{'bubblewrap' if name == 'bwrap' else name}) or choose --inner-sandbox off"
+                message(
+                    f"sandbox.{key}: no {name} was found on the probes' PATH, so Claude's "
+                    "inner sandbox cannot run; install it (apt-get install -y "
+                    f"{'bubblewrap' if name == 'bwrap' else name}) or ",
+                    Ref(Option.INNER_SANDBOX, Act.CHOOSE, value="off"),
+                )
             )
         if reason is not None:
             raise RefusedError(
-                f"sandbox.{key}: {path} cannot be trusted ({reason}); whoever can change it "
-                "could switch Claude's inner sandbox off. Reinstall it where only root can "
-                "write (apt-get install --reinstall) or choose --inner-sandbox off"
+                message(
+                    f"sandbox.{key}: {path} cannot be trusted ({reason}); whoever can change "
+                    "it could switch Claude's inner sandbox off. Reinstall it where only root "
+                    "can write (apt-get install --reinstall) or ",
+                    Ref(Option.INNER_SANDBOX, Act.CHOOSE, value="off"),
+                )
             )
         paths[name] = path
     return SandboxKeys(

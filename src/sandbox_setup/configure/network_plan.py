@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from sandbox_setup.base import remedies
 from sandbox_setup.base.choices import Mode, Network
 from sandbox_setup.base.errors import RefusedError
+from sandbox_setup.base.message import Act, Option, Ref, message
 from sandbox_setup.base.netwall import describe_user_wall, user_lists_apply
 from sandbox_setup.checks.landlock import abi_from
 from sandbox_setup.checks.model import Report, Status
@@ -40,9 +41,13 @@ def check_egress(report: Report, mode: Mode, network: Network) -> None:
     if finding is None or finding.status is not Status.FAIL:
         return
     raise RefusedError(
-        f"network allowlist needs the egress proxy, but {EGRESS_CHECK} failed: "
-        f"{finding.summary}. Remedy: {finding.remedy or remedies.rerun_checks('net.egress')}; "
-        "or choose --network none (closed, and Claude cannot reach its API)."
+        message(
+            f"network allowlist needs the egress proxy, but {EGRESS_CHECK} failed: "
+            f"{finding.summary}. Remedy: {finding.remedy or remedies.rerun_checks('net.egress')}; "
+            "or ",
+            Ref(Option.NETWORK, Act.CHOOSE, value="none"),
+            " (closed, and Claude cannot reach its API).",
+        )
     )
 
 

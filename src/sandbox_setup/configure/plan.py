@@ -51,6 +51,7 @@ from sandbox_setup.base.choices import (
 from sandbox_setup.base.errors import InputError, RefusedError
 from sandbox_setup.base.launcher_config import LauncherConfig, UnsafeAcceptance, load_toml
 from sandbox_setup.base.limits import Limits
+from sandbox_setup.base.message import Act, Option, Ref, message
 from sandbox_setup.base.paths import Layout
 from sandbox_setup.checks.causes import SWITCH_CAUSE
 from sandbox_setup.checks.model import Report, Status, cause_key
@@ -194,9 +195,13 @@ def _check_mode(report: Report, answers: Answers) -> None:
             else "a working bubblewrap sandbox"
         )
         raise RefusedError(
-            f"sandbox mode needs {needs}, but "
-            + _finding_text(report, blocker.check_id)
-            + " Or choose --mode user (a dedicated non-root user)."
+            message(
+                f"sandbox mode needs {needs}, but ",
+                _finding_text(report, blocker.check_id),
+                " ",
+                Ref(Option.MODE, Act.CHOOSE, value="user", capital=True, cli="or choose"),
+                " (a dedicated non-root user).",
+            )
         )
 
 
@@ -257,11 +262,15 @@ def _check_inner(report: Report, mode: Mode, inner: str) -> None:
         return
     needed = inner_probes(report, mode, inner)
     if not any(report.passed(check_id) for check_id in needed):
+        verified = str(default_inner_sandbox(report, mode))
         raise RefusedError(
-            f"inner sandbox {str(inner)!r} was not verified on this host: "
-            + "; ".join(_finding_text(report, c) for c in needed)
-            + f". Choose --inner-sandbox {default_inner_sandbox(report, mode)} "
-            "(what the probes verified) or fix the cause."
+            message(
+                f"inner sandbox {str(inner)!r} was not verified on this host: ",
+                "; ".join(_finding_text(report, c) for c in needed),
+                ". ",
+                Ref(Option.INNER_SANDBOX, Act.CHOOSE, value=verified, capital=True),
+                " (what the probes verified) or fix the cause.",
+            )
         )
 
 
@@ -269,8 +278,11 @@ def _settings_scope(answers: Answers, layout: Layout) -> SettingsScope:
     scope = answers.settings_scope or default_settings_scope(answers.mode, layout.operator.uid == 0)
     if scope == SettingsScope.MANAGED and layout.operator.uid != 0:
         raise InputError(
-            "settings_scope 'managed' writes /etc/claude-code/managed-settings.json and "
-            "needs root; use --settings-scope user"
+            message(
+                "settings_scope 'managed' writes /etc/claude-code/managed-settings.json and "
+                "needs root; ",
+                Ref(Option.SETTINGS_SCOPE, Act.USE, value="user"),
+            )
         )
     return scope
 
@@ -405,10 +417,13 @@ def _check_reachable(layout: Layout, workspace: PurePosixPath) -> None:
         st = os.stat(layout.real(parent))
         if not st.st_mode & stat.S_IXOTH:
             raise InputError(
-                f"workspace {workspace}: the agent user cannot enter {parent} (mode "
-                f"{stat.S_IMODE(st.st_mode):04o}), and opening it would expose the rest of "
-                f"{parent}; move the project outside private homes (e.g. /srv/"
-                f"{workspace.name}) and pass that as --workspace"
+                message(
+                    f"workspace {workspace}: the agent user cannot enter {parent} (mode "
+                    f"{stat.S_IMODE(st.st_mode):04o}), and opening it would expose the rest "
+                    f"of {parent}; move the project outside private homes (e.g. /srv/"
+                    f"{workspace.name}) and ",
+                    Ref(Option.WORKSPACE, Act.PASS, cli="pass that as"),
+                )
             )
 
 
@@ -509,8 +524,11 @@ def _resolve_agent(answers: Answers, layout: Layout) -> _Agent:
         facts = check_agent_account(layout, name, account, reuse=answers.reuse_account)
     if separate and account is None and operator.uid != 0:
         raise RefusedError(
-            f"agent user {name} does not exist and creating users needs root; run as "
-            f"root or pass --agent-user {operator.name} (your own account)"
+            message(
+                f"agent user {name} does not exist and creating users needs root; run as root or ",
+                Ref(Option.AGENT_USER, Act.PASS, value=operator.name),
+                " (your own account)",
+            )
         )
     home = PurePosixPath(account.home) if account else PurePosixPath("/home") / name
     group = workspace_group(name) if separate and answers.workspaces else None
@@ -527,9 +545,12 @@ def _trusted_claude(
         # binary root does not own, so the config could never launch.
         why = "runs Claude Code as root" if answers.mode is Mode.UNSAFE else "launcher execs it"
         raise RefusedError(
-            f"{claude.resolved}: {answers.mode} mode's {why}, but this binary (or a "
-            "directory above it) can be changed by a user other than root or you; install "
-            "Claude Code where only root can write (e.g. npm -g as root) and pass --claude"
+            message(
+                f"{claude.resolved}: {answers.mode} mode's {why}, but this binary (or a "
+                "directory above it) can be changed by a user other than root or you; "
+                "install Claude Code where only root can write (e.g. npm -g as root) and ",
+                Ref(Option.CLAUDE, Act.PASS),
+            )
         )
     if answers.mode is not Mode.UNSAFE:
         tools = root_run_tools(layout, claude.resolved, facts)
@@ -870,8 +891,11 @@ def _login_copies(layout: Layout, agent: str, agent_home: PurePosixPath) -> list
         )
     if not copies:
         raise InputError(
-            f"copy_login: no Claude login to copy ({home}/.claude/.credentials.json and "
-            f"{home}/.claude.json are missing); log in first or drop --copy-login"
+            message(
+                f"copy_login: no Claude login to copy ({home}/.claude/.credentials.json and "
+                f"{home}/.claude.json are missing); log in first or ",
+                Ref(Option.COPY_LOGIN, Act.DROP),
+            )
         )
     return copies
 

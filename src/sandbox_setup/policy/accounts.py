@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
+from sandbox_setup.base.message import Act, Option, Ref, message
 from sandbox_setup.policy.sudoers import SudoersHit
 
 # Membership in these groups is a way to root (sudo's defaults, su's pam_wheel).
@@ -183,10 +184,11 @@ def new_agent_name_problem(name: str) -> str | None:
     """Why sandbox-setup must not create an account called ``name`` (None: it may):
     a daemon's name would later be taken for that daemon's account."""
     if name in SERVICE_NAMES:
-        return (
+        return message(
             f"{name} is the name of a well-known service account; an agent with that name "
             "would be mistaken for the service (and get its data once the service is "
-            "installed); choose another --agent-user"
+            "installed); ",
+            Ref(Option.AGENT_USER, Act.CHOOSE_ANOTHER),
         )
     return None
 

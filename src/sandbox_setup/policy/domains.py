@@ -16,6 +16,7 @@ import re
 from dataclasses import dataclass
 
 from sandbox_setup.base.errors import InputError
+from sandbox_setup.base.message import Act, Option, Ref, message
 from sandbox_setup.policy.addresses import (
     UNEXEMPTABLE,
     IPAddress,
@@ -105,7 +106,7 @@ def normalize_host(host: str) -> str:
 
 
 def _refuse(text: str, why: str) -> InputError:
-    return InputError(f"allowed domain {text!r}: {why} (expected {PATTERN_SYNTAX})")
+    return InputError(message(f"allowed domain {text!r}: ", why, f" (expected {PATTERN_SYNTAX})"))
 
 
 def parse_domain_pattern(text: str) -> DomainPattern:
@@ -154,7 +155,11 @@ def parse_domain_pattern(text: str) -> DomainPattern:
     if address is not None:
         if refusal_reason(address) in UNEXEMPTABLE:
             raise _refuse(
-                text, "the unspecified address means this host; use --allow-loopback-port"
+                text,
+                message(
+                    "the unspecified address means this host; ",
+                    Ref(Option.ALLOW_LOOPBACK_PORT, Act.USE),
+                ),
             )
         return DomainPattern(host=address.compressed, port=port, address=address)
 

@@ -12,6 +12,7 @@ from collections.abc import Iterable, Sequence
 
 from sandbox_setup.base.choices import Mode, Network
 from sandbox_setup.base.errors import InputError
+from sandbox_setup.base.message import Act, Option, Ref, message
 from sandbox_setup.base.netwall import (
     NAMESPACE_WALL,
     NO_SECOND_WALL,
@@ -48,9 +49,12 @@ __all__ = [
 # Why an allowance of each kind (sandbox_setup.policy.domains.REACHES) deserves a word in
 # the plan.
 _REACHES = {
-    "loopback": "every service listening on this host's loopback (databases, admin and "
-    "debug ports) becomes reachable through the proxy; to expose one port use "
-    "--allow-loopback-port PORT instead",
+    "loopback": message(
+        "every service listening on this host's loopback (databases, admin and debug ports) "
+        "becomes reachable through the proxy; to expose one port ",
+        Ref(Option.ALLOW_LOOPBACK_PORT, Act.USE, metavar="PORT"),
+        " instead",
+    ),
     "cloud metadata": "the cloud metadata service hands out this machine's credentials "
     "and tokens to whoever asks",
     "link-local": "link-local addresses hold the cloud metadata service (169.254.169.254) "
@@ -67,7 +71,7 @@ def allowance_warning(pattern: DomainPattern) -> str | None:
     rule = pattern_reach(pattern)
     if rule is None:
         return None
-    return f"allowed domain {pattern} is {rule}: the agent can reach it; {_REACHES[rule]}"
+    return message(f"allowed domain {pattern} is {rule}: the agent can reach it; ", _REACHES[rule])
 
 
 def allowance_warnings(patterns: Iterable[str]) -> list[str]:
@@ -184,15 +188,17 @@ def allowances_problem(mode: Mode, network: Network, what: str) -> str | None:
     :mod:`sandbox_setup.policy.network`)."""
     if mode is Mode.USER:
         return None
+    option = Ref(Option(what))  # typed: each face names it (base/message.py)
     if mode is Mode.UNSAFE:
-        return (
-            f"--{what} needs sandbox or user mode (in unsafe mode Claude runs as you on the "
-            "host's whole network: nothing filters it)"
+        return message(
+            option,
+            " needs sandbox or user mode (in unsafe mode Claude runs as you on the host's "
+            "whole network: nothing filters it)",
         )
     if network is Network.ALLOWLIST:
         return None
     reach = "everything is reachable" if network is Network.HOST else "nothing is"
-    return f'--{what} needs network "allowlist" (network is {str(network)!r}: {reach})'
+    return message(option, f' needs network "allowlist" (network is {str(network)!r}: {reach})')
 
 
 def proxy_port_problem(mode: Mode, port: int) -> str | None:

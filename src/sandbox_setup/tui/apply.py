@@ -81,7 +81,7 @@ class ApplyScreen(StepScreen["ApplyResult"]):
                 self.plan, lambda line, done: self.post_message(self.Progress(line, done))
             )
         except Exception as exc:
-            self.post_message(self.Finished(None, str(exc) or type(exc).__name__))
+            self.post_message(self.Finished(None, self.core.error_words(exc)))
             return
         self.post_message(self.Finished(result, None))
 

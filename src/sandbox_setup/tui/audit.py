@@ -127,7 +127,7 @@ class AuditScreen(FindingsStep[AuditChoice]):
         try:
             audit = self.core.audit()
         except Exception as exc:
-            self.post_message(self.Audited(None, str(exc) or type(exc).__name__))
+            self.post_message(self.Audited(None, self.core.error_words(exc)))
             return
         self.post_message(self.Audited(audit, None))
 
@@ -162,7 +162,10 @@ class AuditScreen(FindingsStep[AuditChoice]):
         try:
             setup, sessions = self.core.status_text(max(40, self.app.size.width - 12))
         except Exception as exc:  # shown, not a crash: the audit view stays
-            self.notify(f"The status could not be read: {printable(str(exc))}", severity="error")
+            self.notify(
+                f"The status could not be read: {printable(self.core.error_words(exc))}",
+                severity="error",
+            )
             return
         self.app.push_screen(StatusScreen(setup, sessions))
 
@@ -173,7 +176,10 @@ class AuditScreen(FindingsStep[AuditChoice]):
         try:
             lines = self.core.undo_preview()
         except Exception as exc:  # shown, not a crash: the audit view stays
-            self.notify(f"The undo preview failed: {printable(str(exc))}", severity="error")
+            self.notify(
+                f"The undo preview failed: {printable(self.core.error_words(exc))}",
+                severity="error",
+            )
             return
 
         def undone(ran: bool | None) -> None:

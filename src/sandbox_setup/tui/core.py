@@ -85,9 +85,11 @@ class Core(Protocol):
         workspaces the plan creates."""
         ...
 
-    def validate_agent_user(self, name: str, mode: Mode, reuse: bool = False) -> str | None:
-        """Why ``name`` cannot be the agent (an existing account: the reasons it was
-        refused), or None."""
+    def validate_agent_user(
+        self, name: str, mode: Mode, reuse: bool = False
+    ) -> tuple[str | None, str | None]:
+        """(why ``name`` cannot be the agent (an existing account: the reasons it was
+        refused), the field at fault: "agent-user" or "reuse-account"), or (None, None)."""
         ...
 
     def validate_claude(self, text: str) -> tuple[PurePosixPath | None, str | None]: ...
@@ -123,6 +125,10 @@ class Core(Protocol):
         ...
 
     def apply(self, plan: Plan, progress: ProgressCallback) -> ApplyResult: ...
+
+    def error_words(self, exc: BaseException) -> str:
+        """What a screen shows for ``exc`` (a core error in the wizard's words)."""
+        ...
 
     def login_note(self, answers: Answers) -> str | None:
         """Said on the done screen when the agent has no Claude login (and how to

@@ -398,9 +398,9 @@ class DetailsScreen(StepScreen[Answers]):
             if error:
                 errors[at or "new-ws-owner"] = error
         if "agent-user" in self.fields:
-            error = self.core.validate_agent_user(agent_user, self.mode, reuse)
+            error, at = self.core.validate_agent_user(agent_user, self.mode, reuse)
             if error:
-                errors["reuse-account" if "already exists" in error else "agent-user"] = error
+                errors[at or "agent-user"] = error
         network = self._chosen("network", self.network)
         domains, ports = d.allowed_domains, d.loopback_ports
         if "network" in self.fields:

@@ -304,7 +304,7 @@ async def run_flow(app: App[Any], core: Core) -> Outcome:
                 try:
                     saved = core.saved_answers()
                 except SetupError as exc:  # a malformed answers.toml: say which and why
-                    message = printable_lines(str(exc))  # names a file: text, not markup
+                    message = printable_lines(core.error_words(exc))  # names a file: not markup
                     app.notify(message, severity="error", timeout=15, markup=False)
                     continue
                 if saved is None:

@@ -83,7 +83,7 @@ class ReviewScreen(StepScreen["Plan"]):
             parts += [Text("Note: " + note) for note in plan.notes]
             parts += [Text("Warning: " + warning) for warning in plan.warnings]
         except Exception as exc:  # RefusedError/InputError carry reason and remedy
-            self.post_message(self.Planned(None, str(exc) or type(exc).__name__))
+            self.post_message(self.Planned(None, self.core.error_words(exc)))
             return
         self.post_message(self.Planned(plan, None, parts))
 

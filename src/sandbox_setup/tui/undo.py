@@ -79,7 +79,8 @@ class UndoScreen(ModalScreen[bool]):
         try:
             lines, clean = self.core.undo_last()
         except Exception as exc:
-            self.post_message(self.Undone([f"The undo could not run: {exc}"], False))
+            said = self.core.error_words(exc)
+            self.post_message(self.Undone([f"The undo could not run: {said}"], False))
             return
         self.post_message(self.Undone(lines, clean))
 

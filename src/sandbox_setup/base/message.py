@@ -1,0 +1,128 @@
+"""Messages for people whose references to the operator's options are typed values.
+
+The core's input errors and refusals often tell the operator what to do about an
+option: "install it or pass --claude PATH", "drop --copy-login", "choose
+--inner-sandbox off". The command line says a flag; the wizard has no flags, only
+fields on its details step. So such a message is not one string but a sequence of
+parts: prose (``str``) and :class:`Ref` values, each naming an :class:`Option`, what
+the operator is asked to do with it (:class:`Act`) and the value, if any. Each face
+renders the parts in its own words: :func:`cli_text` here (the flag, spelled by
+:data:`CLI_FLAGS`), the wizard's in :mod:`sandbox_setup.commands.wording` (the
+field). Nothing reads a rendered message back: the wizard's field at fault is the
+message's :attr:`Message.option`, never a match on its text (docs/design.md
+invariant 19).
+
+A :class:`Message` is a ``str`` (its command-line text, so ``f"{source}: {problem}"``,
+logs and ``--json`` keep working unchanged) that also carries its parts; an error
+raised with one (:class:`sandbox_setup.base.errors.SetupError`) keeps them for the
+face that shows it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+
+class Option(Enum):
+    """An option of the operator's answers a message can name; the value is its name
+    on the command line without the dashes (the CLI's spelling is :data:`CLI_FLAGS`)."""
+
+    MODE = "mode"
+    WORKSPACE = "workspace"
+    CREATE_WORKSPACE = "create-workspace"
+    AGENT_USER = "agent-user"
+    REUSE_ACCOUNT = "reuse-account"
+    CLAUDE = "claude"
+    INNER_SANDBOX = "inner-sandbox"
+    SETTINGS_SCOPE = "settings-scope"
+    NETWORK = "network"
+    ALLOW_DOMAIN = "allow-domain"
+    ALLOW_LOOPBACK_PORT = "allow-loopback-port"
+    PASS_ENV = "pass-env"
+    COPY_LOGIN = "copy-login"
+    INSTALL_CLAUDE_SHIM = "install-claude-shim"
+    APPARMOR_BWRAP_PROFILE = "apparmor-bwrap-profile"
+    ACCEPT_UNSAFE_ROOT = "accept-unsafe-root"
+    AS_USER = "as-user"
+
+
+# How the command line spells each option (the CLI's face; the parser declares them).
+CLI_FLAGS: dict[Option, str] = {option: f"--{option.value}" for option in Option}
+
+
+class Act(Enum):
+    """What a message asks the operator to do with an option; the value is the
+    command line's verb ("" for an option only named: "--allow-domain needs ...")."""
+
+    NAME = ""
+    PASS = "pass"
+    ADD = "add"
+    USE = "use"
+    DROP = "drop"
+    CHOOSE = "choose"
+    # Another value than the one refused ("choose another --agent-user").
+    CHOOSE_ANOTHER = "choose another"
+    PICK_NEW = "pick a new"
+
+
+@dataclass(frozen=True)
+class Ref:
+    """One option named in a message: ``act`` it, with ``value`` (a value the message
+    gives: "--agent-user alice") or ``metavar`` (a placeholder: "--claude PATH").
+    ``capital``: it starts a sentence. ``cli`` is the command line's verb when it says
+    it otherwise than ``act`` ("pass that path as", "run with"): the same act."""
+
+    option: Option
+    act: Act = Act.NAME
+    value: str | None = None
+    metavar: str | None = None
+    capital: bool = False
+    cli: str | None = None
+
+
+Part = str | Ref
+
+
+def cli_ref(ref: Ref) -> str:
+    """``ref`` on the command line: "pass --claude PATH", "--pass-env LD_PRELOAD"."""
+    verb = ref.act.value if ref.cli is None else ref.cli
+    words = [w for w in (verb, CLI_FLAGS[ref.option], ref.value, ref.metavar) if w]
+    text = " ".join(words)
+    return text[:1].upper() + text[1:] if ref.capital else text
+
+
+def cli_text(parts: tuple[Part, ...]) -> str:
+    return "".join(part if isinstance(part, str) else cli_ref(part) for part in parts)
+
+
+class Message(str):
+    """Text for people (its ``str`` is the command line's) with typed option parts."""
+
+    parts: tuple[Part, ...]
+    given: Option | None
+
+    def __new__(cls, *parts: Part, option: Option | None = None) -> Message:
+        made = super().__new__(cls, cli_text(parts))
+        made.parts = parts
+        made.given = option
+        return made
+
+    @property
+    def option(self) -> Option | None:
+        """The option the message concerns: the one given, else the first it names."""
+        if self.given is not None:
+            return self.given
+        return next((part.option for part in self.parts if isinstance(part, Ref)), None)
+
+
+def _parts(text: str) -> tuple[Part, ...]:
+    return text.parts if isinstance(text, Message) else (text,)
+
+
+def message(*parts: Part | Message, option: Option | None = None) -> Message:
+    """A :class:`Message` of ``parts``; a part that is a message gives its parts."""
+    flat: list[Part] = []
+    for part in parts:
+        flat.extend(_parts(part) if isinstance(part, str) else (part,))
+    return Message(*flat, option=option)
