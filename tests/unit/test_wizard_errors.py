@@ -28,11 +28,8 @@ from sandbox_setup.configure.claude_binary import find_claude
 from sandbox_setup.configure.inner_sandbox import check_sandbox_deps
 from sandbox_setup.configure.network_plan import check_egress
 from sandbox_setup.policy.accounts import AccountProblem, AccountRule, new_agent_name_problem
-from sandbox_setup.policy.network import (
-    allowance_warning,
-    allowances_problem,
-    parse_domain_pattern,
-)
+from sandbox_setup.policy.domains import parse_domain_pattern
+from sandbox_setup.policy.network_words import allowance_warning, allowances_problem
 from tests.core_fixtures import make_target_root
 from tests.tui.fake_findings import SANDBOX_HOST, FakeProvider, fake_report
 from tests.wizard_words import names_a_flag
