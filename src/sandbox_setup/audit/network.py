@@ -29,6 +29,7 @@ from pathlib import Path
 from sandbox_setup.audit.model import AuditFinding, Severity
 from sandbox_setup.base import remedies
 from sandbox_setup.base.launcher_config import LauncherConfig
+from sandbox_setup.base.message import CliOnly, Option, Ref, message
 from sandbox_setup.checks.model import Report, Status
 from sandbox_setup.checks.user_net import CHECK_ID as USER_WALL_CHECK
 from sandbox_setup.checks.user_net import namespace_from
@@ -73,8 +74,13 @@ def network_findings(
                 summary=f"network host: {HOST_EXPOSURE}",
                 detail="On a cloud VPS the metadata address hands out the instance's "
                 "credentials; loopback-only databases and admin APIs answer the agent.",
-                remedy=f'set network = "allowlist" in {answers_path} (--network allowlist of '
-                f"a headless apply), then re-apply: {reapply}",
+                remedy=message(
+                    f'set network = "allowlist" in {answers_path}',
+                    CliOnly(
+                        (" (", Ref(Option.NETWORK, value="allowlist"), " of a headless apply)")
+                    ),
+                    f", then re-apply: {reapply}",
+                ),
             )
         ]
     if network != "allowlist":

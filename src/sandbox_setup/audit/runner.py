@@ -86,6 +86,7 @@ from sandbox_setup.base.accounts import Account, lookup_group_gid, lookup_user
 from sandbox_setup.base.claude_version import read_claude_version
 from sandbox_setup.base.errors import InputError, unreadable
 from sandbox_setup.base.launcher_config import LauncherConfig, parse_launcher_config
+from sandbox_setup.base.message import Option, Ref, message
 from sandbox_setup.base.paths import Layout
 from sandbox_setup.base.regular_files import read_regular_text
 from sandbox_setup.boundary.trust_record import trust_dir
@@ -200,7 +201,7 @@ def audit(layout: Layout, timeout: float = 10.0, as_user: str | None = None) -> 
     if as_user is None:
         as_user, notes = probe_user(layout, config, agent)
     else:
-        notes = [f"live probes ran as {as_user} (--as-user)"]
+        notes = [message(f"live probes ran as {as_user} (", Ref(Option.AS_USER), ")")]
     claude = claude_facts(layout, config)
     # The claude.* checks execute the binary: only one that passed the safety rules.
     report = run_live_checks(layout, as_user, timeout, claude.real if claude.trusted else None)

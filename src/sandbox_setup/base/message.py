@@ -23,6 +23,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
+from sandbox_setup.base import remedies
+
 
 class Option(Enum):
     """An option of the operator's answers a message can name; the value is its name
@@ -45,6 +47,8 @@ class Option(Enum):
     APPARMOR_BWRAP_PROFILE = "apparmor-bwrap-profile"
     ACCEPT_UNSAFE_ROOT = "accept-unsafe-root"
     AS_USER = "as-user"
+    ROOT = "root"
+    TIMEOUT = "timeout"
 
 
 # How the command line spells each option (the CLI's face; the parser declares them).
@@ -81,7 +85,52 @@ class Ref:
     cli: str | None = None
 
 
-Part = str | Ref
+@dataclass(frozen=True)
+class Change:
+    """A change of the saved setup the message asks for: the options ``refs`` set (each
+    a value or a tick) and applied. The command line says it as a command to paste,
+    ``{lead}: sandbox-setup --headless --allow-loopback-port 8080 --yes``
+    (:func:`sandbox_setup.base.remedies.change_setup`); the wizard, as the fields to
+    set on its details step."""
+
+    lead: str
+    refs: tuple[Ref, ...]
+    root: str = "/"
+
+
+@dataclass(frozen=True)
+class Recheck:
+    """Re-running the checks as the agent user, which ``who`` names ("the agent once
+    it exists", "that user"): the command line gives the command to paste (as the
+    default agent user, ``as_user``); the wizard re-runs its checks itself."""
+
+    who: str
+    as_user: str
+
+
+@dataclass(frozen=True)
+class CliOnly:
+    """Words only the command line says: how a headless run spells what the rest of
+    the message says ("(--network allowlist of a headless apply)", "(or
+    accept_unsafe_root = true in answers)"). The wizard leaves them out."""
+
+    parts: tuple[Part, ...]
+
+
+Part = str | Ref | Change | Recheck | CliOnly
+
+
+def cli_change(change: Change) -> str:
+    """``change`` as its command to paste, the options spelled by :data:`CLI_FLAGS`."""
+    words: list[str] = []
+    for ref in change.refs:
+        words += [CLI_FLAGS[ref.option], *([ref.value] if ref.value else [])]
+    return f"{change.lead}: {remedies.change_setup(*words, root=change.root)}"
+
+
+def cli_recheck(recheck: Recheck) -> str:
+    command = remedies.rerun_checks(as_user=recheck.as_user)
+    return f"re-check as {recheck.who} (here with the default name): {command}"
 
 
 def cli_ref(ref: Ref) -> str:
@@ -92,8 +141,21 @@ def cli_ref(ref: Ref) -> str:
     return text[:1].upper() + text[1:] if ref.capital else text
 
 
+def cli_part(part: Part) -> str:
+    """One part on the command line."""
+    if isinstance(part, str):
+        return part
+    if isinstance(part, Ref):
+        return cli_ref(part)
+    if isinstance(part, Change):
+        return cli_change(part)
+    if isinstance(part, Recheck):
+        return cli_recheck(part)
+    return cli_text(part.parts)
+
+
 def cli_text(parts: tuple[Part, ...]) -> str:
-    return "".join(part if isinstance(part, str) else cli_ref(part) for part in parts)
+    return "".join(cli_part(part) for part in parts)
 
 
 class Message(str):

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from sandbox_setup.base import remedies
 from sandbox_setup.base.accounts import DEFAULT_AGENT_USER
 from sandbox_setup.base.apparmor import manual_remedy
+from sandbox_setup.base.message import Option, Recheck, Ref, message
 from sandbox_setup.checks.facts import CAP_SETFCAP, HostFacts
 from sandbox_setup.checks.mounts import proc_covers, proc_locked_readonly, summarize_covers
 from sandbox_setup.checks.platform import cap_add_remedy, seccomp_remedy, unmask_remedy
@@ -147,9 +148,11 @@ def cause_fresh_proc(facts: HostFacts, platform: str, *, uid: int, in_our_outer:
             "the outer sandbox was started by root, so bwrap covered /proc/irq and /proc/bus "
             "(and /proc/sys, /proc/sysrq-trigger where root may write them) read-only inside "
             "it; those covers make a nested fresh /proc impossible",
-            "let an unprivileged user start the outer sandbox (sandbox mode does: the "
-            "launcher drops to the agent user first); re-check as that user (here with the "
-            f"default name): {remedies.rerun_checks(as_user=DEFAULT_AGENT_USER)}",
+            message(
+                "let an unprivileged user start the outer sandbox (sandbox mode does: the "
+                "launcher drops to the agent user first); ",
+                Recheck("that user", DEFAULT_AGENT_USER),
+            ),
         )
     covers = proc_covers(facts.mounts)
     if covers:
@@ -460,7 +463,11 @@ def diagnose(
             f"{tool}-missing", f"{result.argv[0]} is not installed", f"apt-get install -y {package}"
         )
     if result.timed_out:
-        return Cause("timeout", "the experiment did not finish in time", "re-run with --timeout 30")
+        return Cause(
+            "timeout",
+            "the experiment did not finish in time",
+            message("re-run with ", Ref(Option.TIMEOUT, value="30")),
+        )
     for row in KNOWN_ERRORS:
         if _has(result.stderr, *row.texts):
             cause = row.cause(failure)

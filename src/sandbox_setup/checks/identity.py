@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import os
 
-from sandbox_setup.base import remedies
 from sandbox_setup.base.accounts import DEFAULT_AGENT_USER
+from sandbox_setup.base.message import Recheck, message
 from sandbox_setup.checks.base import Context, Verdict
 from sandbox_setup.checks.model import Status
 
@@ -21,10 +21,10 @@ def judge_identity(
         summary += f"; live probes run as {as_user} (uid {probe_uid})"
     detail = f"uid={uid} euid={euid} SUDO_USER={sudo_user or '-'}"
     if euid == 0 and not as_user:
-        detail += (
-            "\nLive probes run as root here; the agent user may get other results: "
-            "re-check as the agent once it exists (here with the default name): "
-            f"{remedies.rerun_checks(as_user=DEFAULT_AGENT_USER)}"
+        detail = message(
+            detail,
+            "\nLive probes run as root here; the agent user may get other results: ",
+            Recheck("the agent once it exists", DEFAULT_AGENT_USER),
         )
     return Verdict(Status.PASS, summary, detail)
 

@@ -27,6 +27,7 @@ import json
 from dataclasses import dataclass
 
 from sandbox_setup.base import remedies
+from sandbox_setup.base.message import Act, Option, Ref, message
 from sandbox_setup.checks.base import Context, Verdict
 from sandbox_setup.checks.causes import SWITCH_CAUSE, Cause, switch_capability
 from sandbox_setup.checks.experiments import egress_ids
@@ -62,6 +63,10 @@ def missing_for(error: str) -> Missing | None:
     return None
 
 
+# Where a sandbox cannot start, user mode still works.
+USER_MODE = Ref(Option.MODE, Act.CHOOSE, value="user")
+
+
 def flag_remedy(missing: Missing, platform: str, network: bool, user_mode: bool = True) -> str:
     """The container flag that gives ``missing``, or the capability where no runtime
     is known; network steps also name the launch options that skip them; user mode
@@ -69,12 +74,21 @@ def flag_remedy(missing: Missing, platform: str, network: bool, user_mode: bool 
     text = cap_add_remedy(platform, missing.capability) or (
         f"run sandbox-launch with CAP_{missing.capability}"
     )
-    if network:
-        text += (
-            "; or --network none (no network in the sandbox) or --network host "
-            "(no network namespace of its own)"
-        )
-    return text + ("; or choose --mode user, which needs none of this" if user_mode else "")
+    return message(
+        text,
+        *(
+            (
+                "; or ",
+                Ref(Option.NETWORK, value="none"),
+                " (no network in the sandbox) or ",
+                Ref(Option.NETWORK, value="host"),
+                " (no network namespace of its own)",
+            )
+            if network
+            else ()
+        ),
+        *(("; or ", USER_MODE, ", which needs none of this") if user_mode else ()),
+    )
 
 
 def judge_launch_path(
@@ -130,7 +144,7 @@ def judge_launch_path(
         remedy = (
             flag_remedy(missing, platform, key == NETWORK)
             if missing is not None
-            else f"{remedies.rerun_checks('launch.path')}; or choose --mode user"
+            else message(remedies.rerun_checks("launch.path"), "; or ", USER_MODE)
         )
         return Verdict.from_cause(
             Cause(

@@ -25,6 +25,7 @@ import json
 from dataclasses import dataclass
 
 from sandbox_setup.base import remedies
+from sandbox_setup.base.message import Option, Ref, message
 from sandbox_setup.checks.base import Context, Verdict
 from sandbox_setup.checks.causes import diagnose
 from sandbox_setup.checks.experiments import NETNS_PROBE, PROXY_STAND_IN, egress_command, egress_ids
@@ -101,8 +102,11 @@ def judge_egress(facts: EgressFacts, host: HostFacts, *, uid: int, platform: str
             Status.FAIL,
             f"the egress proxy cannot run as {facts.proxy_user}: {state}",
             json.dumps(facts.proxy, sort_keys=True),
-            "a launch with network allowlist would be refused; until this is fixed, "
-            "--network none keeps the sandbox closed (Claude then cannot reach its API)",
+            message(
+                "a launch with network allowlist would be refused; until this is fixed, ",
+                Ref(Option.NETWORK, value="none"),
+                " keeps the sandbox closed (Claude then cannot reach its API)",
+            ),
         )
     detail = "\n".join(f"{where}: {why}" for where, why in sorted(refusals.items()))
     return Verdict(

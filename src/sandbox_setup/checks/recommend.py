@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from sandbox_setup.base import remedies
 from sandbox_setup.base.accounts import DEFAULT_AGENT_USER
 from sandbox_setup.base.choices import Mode
+from sandbox_setup.base.message import Act, Option, Recheck, Ref, message
 from sandbox_setup.checks.causes import SWITCH_CAUSE
 from sandbox_setup.checks.model import Finding, Recommendation, Status, cause_key
 
@@ -23,6 +23,11 @@ UNSAFE_NOTE = (
     "unsafe (Claude Code as root with no OS sandbox) is never recommended; it stays "
     "available only with an explicit, recorded acceptance."
 )
+
+
+# Probed as root: the agent may get other results (the command line's command to
+# paste; the wizard re-runs its checks).
+RECHECK = Recheck("the agent once it exists", DEFAULT_AGENT_USER)
 
 
 def inner_strength(findings: Iterable[Finding]) -> str:
@@ -50,8 +55,11 @@ def direct_strength(findings: Iterable[Finding]) -> str | None:
 
 USER_INNER = {
     "strong": "Claude Code's own sandbox works for it in its normal (strong) form",
-    "weak": "Claude Code's own sandbox works for it in its weaker form "
-    "(--inner-sandbox weak: enableWeakerNestedSandbox)",
+    "weak": message(
+        "Claude Code's own sandbox works for it in its weaker form (",
+        Ref(Option.INNER_SANDBOX, value="weak"),
+        ": enableWeakerNestedSandbox)",
+    ),
     "off": "no form of Claude Code's own sandbox works here, so its Bash would run "
     "unsandboxed as that user",
 }
@@ -69,7 +77,7 @@ def recommend(
     if sandbox is not None and sandbox.status is Status.PASS and not refused:
         strength = inner_strength(findings)
         probed = "bwrap.nested" in by_id or "bwrap.nested_weak" in by_id
-        inner = (
+        inner: str = (
             {
                 "strong": "Claude Code's own sandbox works inside it in its normal (strong) form",
                 "weak": "Claude Code's own sandbox works inside it only in the weaker nested form",
@@ -81,46 +89,60 @@ def recommend(
         deps = by_id.get("claude.sandbox_deps")
         if strength != "off" and deps is not None and deps.status is not Status.PASS:
             # the plan refuses the inner sandbox until they are there (or it is off)
-            inner += (
-                f", but it needs socat and ripgrep first (claude.sandbox_deps: {deps.summary}; "
-                f"{deps.remedy or 'install them'}, or choose --inner-sandbox off)"
+            inner = message(
+                inner,
+                ", but it needs socat and ripgrep first (claude.sandbox_deps: ",
+                deps.summary,
+                "; ",
+                deps.remedy or "install them",
+                ", or ",
+                Ref(Option.INNER_SANDBOX, Act.CHOOSE, value="off"),
+                ")",
             )
-        caveat = ""
+        caveat: str = ""
         if euid == 0 and not as_user:
-            caveat = (
-                " Probed as root: re-check as the agent once it exists (here with the default "
-                f"name): {remedies.rerun_checks(as_user=DEFAULT_AGENT_USER)}"
-            )
+            caveat = message(" Probed as root: ", RECHECK)
         return Recommendation(
             Mode.SANDBOX,
-            f"bubblewrap starts a sandbox with a fresh /proc {who}; {inner}."
-            + egress_note(by_id)
-            + " "
-            + UNSAFE_NOTE
-            + caveat,
+            message(
+                f"bubblewrap starts a sandbox with a fresh /proc {who}; ",
+                inner,
+                ".",
+                egress_note(by_id),
+                " " + UNSAFE_NOTE,
+                caveat,
+            ),
         )
     if sandbox is None:
-        why = "bwrap.sandbox was not run"
+        why: str = "bwrap.sandbox was not run"
     elif sandbox.status is Status.PASS and launch is not None:
-        why = (
-            f"bubblewrap starts a sandbox, but a sandbox-mode launch would be refused: "
-            f"launch.path {launch.status}: {launch.summary}"
-            + (f"; to allow it: {launch.remedy}" if launch.remedy else "")
+        why = message(
+            "bubblewrap starts a sandbox, but a sandbox-mode launch would be refused: "
+            f"launch.path {launch.status}: ",
+            launch.summary,
+            *(("; to allow it: ", launch.remedy) if launch.remedy else ()),
         )
     else:
-        why = f"bwrap.sandbox {sandbox.status}: {sandbox.summary}"
+        why = message(f"bwrap.sandbox {sandbox.status}: ", sandbox.summary)
     user = (
         "a dedicated non-root user can be created"
         if euid == 0
         else "you are not root, so your own account can be the agent"
     )
     direct = direct_strength(findings)
-    inner = f"; {USER_INNER[direct]}" if direct is not None else ""
+    inner = message("; ", USER_INNER[direct]) if direct is not None else ""
     return Recommendation(
         Mode.USER,
-        switch_note(by_id)
-        + f"no verified sandbox {who} ({why}); {user}, and Claude Code's root guard never "
-        f"fires for it{inner}.{landlock_note(by_id)} " + UNSAFE_NOTE,
+        message(
+            switch_note(by_id),
+            f"no verified sandbox {who} (",
+            why,
+            f"); {user}, and Claude Code's root guard never fires for it",
+            inner,
+            ".",
+            landlock_note(by_id),
+            " " + UNSAFE_NOTE,
+        ),
     )
 
 
@@ -131,10 +153,12 @@ def egress_note(by_id: dict[str, Finding]) -> str:
     egress = by_id.get("net.egress")
     if egress is None or egress.status is not Status.FAIL:
         return ""
-    return (
-        f" But its default allowlist network would be refused: net.egress failed "
-        f"({egress.summary}); until it passes, only --network none launches (closed, and "
-        "Claude cannot reach its API)."
+    return message(
+        " But its default allowlist network would be refused: net.egress failed (",
+        egress.summary,
+        "); until it passes, only ",
+        Ref(Option.NETWORK, value="none"),
+        " launches (closed, and Claude cannot reach its API).",
     )
 
 
@@ -144,10 +168,12 @@ def switch_note(by_id: dict[str, Finding]) -> str:
     for check_id in ("launch.path", "bwrap.sandbox"):
         finding = by_id.get(check_id)
         if finding is not None and cause_key(finding) == SWITCH_CAUSE:
-            return (
-                f"Nothing can launch here yet: {finding.summary}; the apply refuses sandbox "
-                f"and user mode until then. To allow it: {finding.remedy}. Once it is "
-                "given, re-check; until then: "
+            return message(
+                "Nothing can launch here yet: ",
+                finding.summary,
+                "; the apply refuses sandbox and user mode until then. To allow it: ",
+                finding.remedy,
+                ". Once it is given, re-check; until then: ",
             )
     return ""
 
@@ -160,7 +186,9 @@ def landlock_note(by_id: dict[str, Finding]) -> str:
     userns = by_id.get("userns.create")
     refused = userns is not None and userns.status is Status.FAIL
     where = "user namespaces are refused here, so " if refused else ""
-    return (
-        f" {where}User mode with Landlock: {finding.summary} (the launcher confines the "
-        "agent before Claude starts; files too where Claude's own sandbox cannot run)."
+    return message(
+        f" {where}User mode with Landlock: ",
+        finding.summary,
+        " (the launcher confines the agent before Claude starts; files too where Claude's "
+        "own sandbox cannot run).",
     )

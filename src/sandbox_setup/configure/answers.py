@@ -63,6 +63,7 @@ from sandbox_setup.base.choices import InnerSandbox, Mode, Network, SettingsScop
 from sandbox_setup.base.errors import InputError, RefusedError
 from sandbox_setup.base.launcher_config import absolute_path, load_toml
 from sandbox_setup.base.limits import Limits
+from sandbox_setup.base.message import Act, CliOnly, Option, Ref, message
 from sandbox_setup.base.regular_files import read_regular_text
 from sandbox_setup.policy.domains import parse_domain_pattern, parse_port
 from sandbox_setup.policy.environment import validate_pass_names
@@ -334,9 +335,10 @@ def workspace_problem(
         return f"workspace {ws} cannot be created: {blocked} is not a directory{where}"
     if create:
         return None
-    return (
+    return message(
         f"workspace {ws} does not exist{where}; to create it as a step of the plan "
-        "(owner you, mode 0750; an undo removes it while it is empty): add --create-workspace"
+        "(owner you, mode 0750; an undo removes it while it is empty): ",
+        Ref(Option.CREATE_WORKSPACE, Act.ADD),
     )
 
 
@@ -354,25 +356,30 @@ def check_network(a: Answers, source: str = "answers") -> None:
     network = a.network or default_network(a.mode)
     problem = network_choice_problem(a.mode, network)
     if problem is not None:
-        raise InputError(f"{source}: {problem}")
+        raise InputError(message(f"{source}: ", problem))
     if a.allowed_domains or a.loopback_ports:
         what = "allow-domain" if a.allowed_domains else "allow-loopback-port"
         problem = allowances_problem(a.mode, network, what)
         if problem is not None:
-            raise InputError(f"{source}: {problem}")
+            raise InputError(message(f"{source}: ", problem))
     for pattern in a.allowed_domains:
         try:
             parse_domain_pattern(pattern)
         except InputError as exc:
-            raise InputError(f"{source}: allowed_domains: {exc}") from None
+            raise InputError(message(f"{source}: allowed_domains: ", _said(exc))) from None
     for port in a.loopback_ports:
         try:
             parse_port(port, "loopback port")
         except InputError as exc:
-            raise InputError(f"{source}: loopback_ports: {exc}") from None
+            raise InputError(message(f"{source}: loopback_ports: ", _said(exc))) from None
         problem = proxy_port_problem(a.mode, port)
         if problem is not None:
-            raise InputError(f"{source}: loopback_ports: {problem}")
+            raise InputError(message(f"{source}: loopback_ports: ", problem))
+
+
+def _said(exc: InputError) -> str:
+    """What ``exc`` says, its typed parts kept (to be wrapped in another message)."""
+    return exc.words if exc.words is not None else str(exc)
 
 
 def check_list_maxima(a: Answers, source: str = "answers") -> None:
@@ -401,14 +408,23 @@ def validate_answers(a: Answers, layout: Layout, source: str = "answers") -> Non
         )
     if a.mode is Mode.UNSAFE and not a.accept_unsafe_root:
         raise RefusedError(
-            "unsafe mode runs Claude Code as root with no OS sandbox; it needs the explicit "
-            "acceptance: add --accept-unsafe-root (or accept_unsafe_root = true in answers)"
+            message(
+                "unsafe mode runs Claude Code as root with no OS sandbox; it needs the explicit "
+                "acceptance: ",
+                Ref(Option.ACCEPT_UNSAFE_ROOT, Act.ADD),
+                CliOnly((" (or accept_unsafe_root = true in answers)",)),
+            )
         )
     problem = agent_name_problem(a.agent_user, unsafe=a.mode is Mode.UNSAFE)
     if problem is not None:
         raise InputError(f"{source}: agent_user {a.agent_user}: {problem} in {a.mode} mode")
     if a.mode is Mode.SANDBOX and not a.workspaces:
-        raise InputError(f"{source}: sandbox mode needs at least one workspace (--workspace DIR)")
+        raise InputError(
+            message(
+                f"{source}: sandbox mode needs at least one workspace",
+                CliOnly((" (", Ref(Option.WORKSPACE, metavar="DIR"), ")")),
+            )
+        )
     if a.mode is Mode.UNSAFE and a.copy_login:
         raise InputError(f"{source}: copy_login only applies to sandbox and user modes")
     check_network(a, source)
@@ -416,13 +432,19 @@ def validate_answers(a: Answers, layout: Layout, source: str = "answers") -> Non
     for ws in a.workspaces:
         problem = workspace_problem(ws, layout, a.mode, a.agent_user, a.create_workspaces)
         if problem is not None:
-            raise InputError(f"{source}: {problem}")
+            raise InputError(message(f"{source}: ", problem))
     refused = new_workspace_problem(a, layout)
     if refused is not None:
         raise InputError(f"{source}: {refused[0]}: {refused[1]}")
     # An absolute symlink under --root means the target system's path (Layout.resolve).
     if a.claude is not None and not layout.real(layout.resolve(a.claude)).is_file():
-        raise InputError(f"{source}: --claude {a.claude}: no such file under {layout.root}")
+        raise InputError(
+            message(
+                f"{source}: ",
+                Ref(Option.CLAUDE, value=str(a.claude)),
+                f": no such file under {layout.root}",
+            )
+        )
 
 
 def new_workspace_problem(a: Answers, layout: Layout) -> tuple[str, str] | None:

@@ -228,9 +228,13 @@ def apparmor_actions(
         )
     if parser is None:
         notes.append(
-            f"under --root {PROFILE_FILE} is written, not loaded into this kernel (not the "
-            "target's): the target's AppArmor loads /etc/apparmor.d at boot, or run there: "
-            f"{PARSER} {' '.join(load_args(str(PROFILE_FILE)))}"
+            message(
+                "under ",
+                Ref(Option.ROOT),
+                f" {PROFILE_FILE} is written, not loaded into this kernel (not the target's): "
+                "the target's AppArmor loads /etc/apparmor.d at boot, or run there: "
+                f"{PARSER} {' '.join(load_args(str(PROFILE_FILE)))}",
+            )
         )
     else:
         notes.append(

@@ -57,6 +57,7 @@ from dataclasses import dataclass
 from sandbox_setup.base import remedies
 from sandbox_setup.base.choices import BaseUrlPort, Mode, Network
 from sandbox_setup.base.errors import InputError
+from sandbox_setup.base.message import Act, Change, Option, Ref, message
 from sandbox_setup.policy.addresses import parse_address
 from sandbox_setup.policy.names import shown
 from sandbox_setup.policy.network import SANDBOX_PROXY_PORT
@@ -237,14 +238,24 @@ def loopback_port_hint(
     reach = base_url_reach(port, network, loopback_ports, setting)
     where = f"{BASE_URL} points at {host} port {port} on this host's loopback"
     if reach is BaseUrlReach.NO_NETWORK:
-        return (
+        return message(
             f"{where}, but the sandbox has no network (network none), so Claude Code cannot "
-            f"reach it; to allow it: {remedies.allowlist_with_port(port, root)}"
+            "reach it; ",
+            Change("to allow it", (ALLOWLIST, _port(port)), root),
         )
     if reach is not BaseUrlReach.CLOSED:
         return None
     where += '; with base_url_port "off" the sandbox reaches only the ports allowed'
-    return f"{where}; to allow it: {remedies.allow_loopback_port(port, root)}"
+    return message(f"{where}; ", Change("to allow it", (_port(port),), root))
+
+
+# The changes of the saved setup that let the sandbox reach one loopback port: the
+# command to paste on the command line (base/remedies.py), the fields in the wizard.
+ALLOWLIST = Ref(Option.NETWORK, Act.CHOOSE, value="allowlist")
+
+
+def _port(port: int) -> Ref:
+    return Ref(Option.ALLOW_LOOPBACK_PORT, Act.USE, value=str(port))
 
 
 def base_url_plan_note(

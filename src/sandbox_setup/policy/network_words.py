@@ -135,11 +135,14 @@ def describe_network(
         "allowed: Claude Code's endpoints " + ", ".join(CLAUDE_ENDPOINTS),
     ]
     if allowed_domains:
-        lines.append("allowed by you (--allow-domain): " + ", ".join(allowed_domains))
+        lines.append(message("allowed by you (", DOMAINS, "): " + ", ".join(allowed_domains)))
     if loopback_ports:
         lines.append(
-            "host loopback ports seen inside at 127.0.0.1 (--allow-loopback-port): "
-            + ", ".join(str(p) for p in loopback_ports)
+            message(
+                "host loopback ports seen inside at 127.0.0.1 (",
+                PORTS,
+                "): " + ", ".join(str(p) for p in loopback_ports),
+            )
         )
     return lines
 
@@ -156,12 +159,19 @@ def user_wall_phrase(wall: UserNetworkWall, landlock_network: bool = True) -> st
     return NO_WALL
 
 
-USER_MODE_NETWORK = (
+# The options these lines name (typed: each face names them, base/message.py).
+DOMAINS = Ref(Option.ALLOW_DOMAIN)
+PORTS = Ref(Option.ALLOW_LOOPBACK_PORT)
+USER_MODE_NETWORK = message(
     'user mode\'s config says network "host"; where root can create a network namespace '
     "the session runs in one of its own (its egress proxy inside: Claude Code's endpoints "
-    "and --allow-domain; the --allow-loopback-port ports forwarded in), and where Landlock "
-    "ABI >= 4 confines it ([user] landlock, on by default) the agent connects only to that "
-    "proxy and those ports, without any --network"
+    "and ",
+    DOMAINS,
+    "; the ",
+    PORTS,
+    " ports forwarded in), and where Landlock ABI >= 4 confines it ([user] landlock, on by "
+    "default) the agent connects only to that proxy and those ports, without any ",
+    Ref(Option.NETWORK),
 )
 USER_MODE_BELOW_NETWORK_ABI = (
     "where root cannot create a network namespace and Landlock has no TCP rules (ABI < 4, "
@@ -175,7 +185,7 @@ def network_choice_problem(mode: Mode, network: Network) -> str | None:
     if mode is Mode.SANDBOX or network is Network.HOST:
         return None
     if mode is Mode.USER:
-        return f"network {str(network)!r} needs sandbox mode; {USER_MODE_NETWORK}"
+        return message(f"network {str(network)!r} needs sandbox mode; ", USER_MODE_NETWORK)
     return (
         f"network {str(network)!r} needs sandbox mode; in {mode} mode the agent shares the "
         'host\'s network (network = "host")'
@@ -217,16 +227,22 @@ def describe_user_allowances(
     """The plan's, review's and audit's lines for user mode's lists. ``network_abi``:
     they take effect here (:func:`user_lists_apply`: a namespace of the session's own or
     Landlock's TCP rules) (True), not (False), not known (None)."""
-    lines = []
+    lines: list[str] = []
     if allowed_domains:
         lines.append(
-            "allowed by you (--allow-domain), through the session's proxy: "
-            + ", ".join(allowed_domains)
+            message(
+                "allowed by you (",
+                DOMAINS,
+                "), through the session's proxy: " + ", ".join(allowed_domains),
+            )
         )
     if loopback_ports:
         lines.append(
-            "host loopback ports the agent may connect to (--allow-loopback-port): "
-            + ", ".join(str(p) for p in loopback_ports)
+            message(
+                "host loopback ports the agent may connect to (",
+                PORTS,
+                "): " + ", ".join(str(p) for p in loopback_ports),
+            )
         )
     if not lines:
         return []
