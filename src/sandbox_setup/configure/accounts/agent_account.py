@@ -16,7 +16,7 @@ from sandbox_setup.base.login_defs import read_uid_range
 from sandbox_setup.base.message import Act, Option, Ref, message
 from sandbox_setup.base.paths import Layout
 from sandbox_setup.base.processes import processes_of_uid
-from sandbox_setup.configure import users
+from sandbox_setup.configure.accounts import users
 from sandbox_setup.configure.ledger import created_accounts, read_ledger
 from sandbox_setup.policy.accounts import (
     AccountFacts,
