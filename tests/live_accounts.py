@@ -22,7 +22,7 @@ from sandbox_setup.base.processes import processes_of_uid
 from tests.tools import require_root, require_tool
 
 PREFIX = "ac-"
-# The shell of every agent sandbox-setup creates (configure/users.py): an account that
+# The shell of every agent sandbox-setup creates (configure/accounts/users.py): an account that
 # sandbox-launch switches to must have it (policy/accounts.py, launch_agent_problems).
 AGENT_SHELL = "/usr/sbin/nologin"
 

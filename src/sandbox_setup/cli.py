@@ -213,6 +213,38 @@ def _headless_options_given(parser: argparse.ArgumentParser, args: argparse.Name
     return words
 
 
+def _refuse_headless_options_elsewhere(
+    parser: argparse.ArgumentParser, args: argparse.Namespace
+) -> None:
+    """An answer's option (or ``--mode``/``--answers``) given to ``--check`` (but its
+    ``--claude``), ``--audit``, ``--status`` or ``--undo`` is an input error (exit 2): the
+    action would ignore it, and
+    an operator who typed ``--undo --mode user`` meant something it will not do. So are
+    ``--yes`` and ``--dry-run`` where nothing is applied (``--check``, ``--audit``,
+    ``--status``)."""
+    actions = (
+        ("--check", args.check or args.list_checks),
+        ("--audit", args.audit),
+        ("--status", args.status),
+        ("--undo", args.undo),
+    )
+    action = next((name for name, chosen in actions if chosen), None)
+    if action is None:
+        return
+    given = _headless_options_given(parser, args)
+    # --check judges the Claude Code --claude names, as the plan would take it.
+    own = {"--claude"} if action == "--check" else set()
+    words = [word for word in given if word.startswith("--") and word not in own]
+    words += [flag for flag, value in (("--mode", args.mode), ("--answers", args.answers)) if value]
+    if action != "--undo":
+        words += [
+            flag for flag, value in (("--yes", args.yes), ("--dry-run", args.dry_run)) if value
+        ]
+    if words:
+        names = ", ".join(dict.fromkeys(words))
+        parser.error(f"{names}: not an option of {action}, which would ignore it")
+
+
 def _dispatch(
     args: argparse.Namespace, parser: argparse.ArgumentParser, apply_seams: ApplySeams | None
 ) -> int:
@@ -237,6 +269,7 @@ def _dispatch(
                 parser.error(f"{flag} {shown(value)}: {problem}")
     if args.all and not args.undo:
         parser.error(f"--all only applies to --undo ({remedies.undo_all(args.root, yes=False)})")
+    _refuse_headless_options_elsewhere(parser, args)
     # why (each command imported here): an action loads only its own layers; --check would
     # otherwise load the configuration core and the audit before its probes start.
     if args.check or args.list_checks:

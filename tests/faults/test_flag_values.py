@@ -106,3 +106,27 @@ def test_exactly_the_maximum_of_loopback_ports_is_accepted(root: Path) -> None:
     assert result.returncode == 0, result.stderr
     config = (root / CONFIG / "launcher.toml").read_text()
     assert str(20000 + MAX_LOOPBACK_PORTS - 1) in config
+
+
+@pytest.mark.parametrize(
+    ("action", "foreign"),
+    [
+        (["--undo"], ["--mode", "user"]),
+        (["--undo", "--all"], ["--workspace", "/srv/project"]),
+        (["--audit"], ["--allow-domain", "example.com"]),
+        (["--status"], ["--yes"]),
+        (["--check"], ["--network", "none"]),
+        (["--audit"], ["--dry-run"]),
+    ],
+)
+def test_an_option_another_action_would_ignore_is_exit_2(
+    fault: FaultRow, root: Path, action: list[str], foreign: list[str]
+) -> None:
+    """``--undo --mode user`` used to undo and ignore ``--mode``: the operator meant
+    something the action does not do, so it is refused before anything runs."""
+    fault.expect(" ".join(action + foreign), "exit 2 naming the option and the action")
+    before = snapshot(root)
+    result = run_cli(*action, *foreign, "--root", str(root))
+    fault.saw(f"exit {result.returncode}: {result.stderr.strip()[-120:]}")
+    refused(result.stderr, result.returncode, foreign[0], f"not an option of {action[0]}")
+    assert snapshot(root) == before

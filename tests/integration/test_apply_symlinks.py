@@ -186,7 +186,7 @@ def test_the_acl_walk_never_enters_a_directory_swapped_mid_walk(
     workspace top, ``src`` becomes a symlink to a private directory (as the agent
     could do at any moment). The walk must skip it, not grant the group access
     there."""
-    from sandbox_setup.configure import users
+    from sandbox_setup.configure.accounts import users
 
     ws = base / "ws"
     (ws / "src").mkdir(parents=True)

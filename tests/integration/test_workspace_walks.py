@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from sandbox_setup.configure import users
+from sandbox_setup.configure.accounts import users
 from tests.integration.containers import make_workdir
 from tests.tools import REPO, require_root, require_tool
 
@@ -173,7 +173,7 @@ WALKS = textwrap.dedent(
     """
     import os, sys
     sys.path.insert(0, {repo!r})
-    from sandbox_setup.configure import users
+    from sandbox_setup.configure.accounts import users
     from sandbox_setup.boundary import scan as workspace_scan
     ws, gid, rounds = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
     for _ in range(rounds):

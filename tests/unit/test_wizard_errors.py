@@ -23,7 +23,7 @@ from sandbox_setup.checks.claude import judge_given_shim, judge_untrusted_claude
 from sandbox_setup.checks.model import Finding, Status
 from sandbox_setup.commands.interactive import InteractiveCore
 from sandbox_setup.commands.wording import error_text, wizard_text
-from sandbox_setup.configure.agent_account import refusal
+from sandbox_setup.configure.accounts.agent_account import refusal
 from sandbox_setup.configure.claude_binary import find_claude
 from sandbox_setup.configure.inner_sandbox import check_sandbox_deps
 from sandbox_setup.configure.network_plan import check_egress

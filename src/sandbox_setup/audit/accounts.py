@@ -22,8 +22,8 @@ from sandbox_setup.base.accounts import Account, lookup_user
 from sandbox_setup.base.cgroups import judge_delegation, read_cgroup_facts
 from sandbox_setup.base.launcher_config import LauncherConfig
 from sandbox_setup.base.paths import Layout
-from sandbox_setup.configure import users
-from sandbox_setup.configure.agent_account import account_facts, problem_fix
+from sandbox_setup.configure.accounts import users
+from sandbox_setup.configure.accounts.agent_account import account_facts, problem_fix
 from sandbox_setup.configure.ledger import created_accounts, read_ledger
 from sandbox_setup.policy.accounts import (
     LEGACY_WORKSPACE_GROUP,

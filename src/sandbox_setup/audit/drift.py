@@ -20,11 +20,11 @@ from sandbox_setup.configure.plan import build_plan
 
 if TYPE_CHECKING:
     from sandbox_setup.configure.plan import Plan
+from sandbox_setup.configure.accounts.login_routes import LOGIN_KINDS
 from sandbox_setup.configure.actions import SetShell, WriteFile
 from sandbox_setup.configure.answers import Answers
 from sandbox_setup.configure.apparmor import APPARMOR_KIND
 from sandbox_setup.configure.git_protect import GIT_KINDS
-from sandbox_setup.configure.login_routes import LOGIN_KINDS
 from sandbox_setup.configure.settings import owned_changes
 
 FILE_KINDS = ("write-file",)

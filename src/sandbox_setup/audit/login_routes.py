@@ -1,6 +1,6 @@
 """The agent still has no way in but the launcher (:mod:`sandbox_setup.policy.login_routes`).
 
-The actions an apply would take now (:func:`~sandbox_setup.configure.login_routes.
+The actions an apply would take now (:func:`~sandbox_setup.configure.accounts.login_routes.
 login_route_actions`, from the launcher config) are the measure, so the audit and the
 apply cannot disagree:
 
@@ -27,10 +27,10 @@ from sandbox_setup.base.errors import SetupError
 from sandbox_setup.base.launcher_config import LauncherConfig
 from sandbox_setup.base.paths import Layout
 from sandbox_setup.base.printable import pasted_word
+from sandbox_setup.configure.accounts.login_routes import SSHD_KIND, login_route_actions
+from sandbox_setup.configure.accounts.users import AGENT_SHELL
 from sandbox_setup.configure.actions import WriteFile
 from sandbox_setup.configure.ledger import created_accounts
-from sandbox_setup.configure.login_routes import SSHD_KIND, login_route_actions
-from sandbox_setup.configure.users import AGENT_SHELL
 from sandbox_setup.policy.login_routes import LINGER_DIR, has_login_shell
 
 _WHY = (

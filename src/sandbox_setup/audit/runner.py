@@ -91,7 +91,7 @@ from sandbox_setup.base.paths import Layout
 from sandbox_setup.base.regular_files import read_regular_text
 from sandbox_setup.boundary.trust_record import trust_dir
 from sandbox_setup.checks.model import Report
-from sandbox_setup.configure import users
+from sandbox_setup.configure.accounts import users
 from sandbox_setup.configure.answers import Answers, load_answers
 from sandbox_setup.configure.host_facts import gather_host_facts
 from sandbox_setup.configure.probes import choose_probe_user

@@ -6,7 +6,7 @@
   (``--include-private``): then it is reported as accepted, otherwise it is a
   finding.
 
-Walks by file descriptor (:func:`sandbox_setup.configure.users.walk_workspace`): no
+Walks by file descriptor (:func:`sandbox_setup.configure.accounts.users.walk_workspace`): no
 symlink followed, nothing but directories and regular files looked at.
 """
 
@@ -21,7 +21,7 @@ from pathlib import PurePosixPath
 from sandbox_setup.audit.model import AuditFinding, Severity
 from sandbox_setup.base.paths import Layout
 from sandbox_setup.base.printable import pasted_word
-from sandbox_setup.configure import users
+from sandbox_setup.configure.accounts import users
 
 _ACCESS = "system.posix_acl_access"
 _GROUP_OBJ, _GROUP, _OTHER = 0x04, 0x08, 0x20

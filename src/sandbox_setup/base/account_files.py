@@ -6,11 +6,36 @@ The rules that judge these facts are in :mod:`sandbox_setup.policy.accounts` and
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 from sandbox_setup.base.accounts import Account
+from sandbox_setup.base.login_defs import UidRange, read_uid_range
 from sandbox_setup.base.paths import Layout
 from sandbox_setup.base.regular_files import read_regular_or_none
+
+
+@dataclass(frozen=True)
+class AccountRecords:
+    """What the target's files say about one account, read once: the shadow file's text
+    (None: unreadable), its groups, the sudoers files (path -> text) and the system's
+    uid range. :func:`sandbox_setup.policy.accounts.account_facts_of` judges nothing
+    yet: it turns these into the facts every account rule reads."""
+
+    shadow: str | None
+    groups: dict[str, int]
+    sudoers: dict[str, str]
+    uid_range: UidRange
+
+
+def read_account_records(layout: Layout, account: Account) -> AccountRecords:
+    """The records of ``account`` in the target (under ``--root DIR``, DIR/etc)."""
+    return AccountRecords(
+        shadow=read_text_or_none(layout.real("/etc/shadow")),
+        groups=agent_groups(layout, account),
+        sudoers=sudoers_files(layout),
+        uid_range=read_uid_range(layout),
+    )
 
 
 def agent_groups(layout: Layout, agent: Account) -> dict[str, int]:

@@ -323,7 +323,7 @@ class InteractiveCore:
         if account is None:
             return None, None
         # why: first paint (see the note at the top)
-        from sandbox_setup.configure.agent_account import check_agent_account
+        from sandbox_setup.configure.accounts.agent_account import check_agent_account
         from sandbox_setup.configure.ledger import created_accounts
 
         try:

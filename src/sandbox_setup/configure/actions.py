@@ -29,8 +29,9 @@ from pathlib import Path, PurePosixPath
 from sandbox_setup.base.accounts import lookup_user
 from sandbox_setup.base.errors import SetupError
 from sandbox_setup.base.paths import Layout
-from sandbox_setup.configure import fsops, users
-from sandbox_setup.configure.account_files import account_step
+from sandbox_setup.configure import fsops
+from sandbox_setup.configure.accounts import users
+from sandbox_setup.configure.accounts.account_files import account_step
 from sandbox_setup.configure.transaction import Transaction
 from sandbox_setup.policy.access import READ, can_access
 from sandbox_setup.policy.new_workspace import PARENT_MODE

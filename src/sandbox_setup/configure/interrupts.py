@@ -12,7 +12,7 @@ rewriting the account files (an exception there makes ``subprocess.run`` SIGKILL
 leaving its lock files and ``-`` backups behind), the rollback itself, the commit.
 Inside :func:`deferred` a signal is only noted; it is raised when the block ends (or,
 when the block fails after it came, raised in place of that failure). The tools
-themselves run in a session of their own (``configure/users.py``: ``run_tool``), so a
+themselves run in a session of their own (``configure/accounts/users.py``: ``run_tool``), so a
 signal sent to the whole process group (Ctrl-C at the terminal, a hangup,
 ``kill -TERM -PGID``) reaches the apply and not them.
 """

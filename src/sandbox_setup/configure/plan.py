@@ -20,7 +20,7 @@ Public API (the TUI, the audit and the headless path build on it):
 
 Order of actions: workspace group (one per setup, :func:`sandbox_setup.policy.accounts.
 workspace_group`), agent user (created, or an existing one the account rules
-accept: :mod:`sandbox_setup.configure.agent_account`), group membership, leaving the
+accept: :mod:`sandbox_setup.configure.accounts.agent_account`), group membership, leaving the
 legacy shared group, workspace ACLs, Claude binary copy, login copy, Claude
 settings, root's protected git settings and the includes of them
 (:mod:`sandbox_setup.configure.git_protect`), the agent's login routes, on request the
@@ -55,10 +55,12 @@ from sandbox_setup.base.message import Act, Option, Ref, message
 from sandbox_setup.base.paths import Layout
 from sandbox_setup.checks.causes import SWITCH_CAUSE
 from sandbox_setup.checks.model import Report, Status, cause_key
-from sandbox_setup.configure import fsops, users
+from sandbox_setup.configure import fsops
+from sandbox_setup.configure.accounts import users
+from sandbox_setup.configure.accounts.agent_account import check_agent_account
+from sandbox_setup.configure.accounts.agent_setup import account_actions, ledger_action
+from sandbox_setup.configure.accounts.login_routes import login_route_actions
 from sandbox_setup.configure.actions import Action, CreateWorkspace, WorkspaceAccess, WriteFile
-from sandbox_setup.configure.agent_account import check_agent_account
-from sandbox_setup.configure.agent_setup import account_actions, ledger_action
 from sandbox_setup.configure.answers import (
     Answers,
     default_network,
@@ -75,7 +77,6 @@ from sandbox_setup.configure.host_facts import HostFacts
 from sandbox_setup.configure.inner_sandbox import check_sandbox_deps, sandbox_keys
 from sandbox_setup.configure.launcher_toml import render_launcher_config
 from sandbox_setup.configure.ledger import SetupRecord
-from sandbox_setup.configure.login_routes import login_route_actions
 from sandbox_setup.configure.network_plan import check_egress, plan_network, user_mode_lines
 from sandbox_setup.configure.probes import STAND_IN
 from sandbox_setup.configure.settings import SandboxKeys, managed_domains_only, merge_settings

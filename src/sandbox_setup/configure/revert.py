@@ -27,8 +27,12 @@ from pathlib import Path
 
 from sandbox_setup.base.errors import SetupError
 from sandbox_setup.base.paths import Layout
-from sandbox_setup.configure import account_undo, fsops, ledger, outcome, users
-from sandbox_setup.configure.account_files import revert_account_step, settle_kept_account_files
+from sandbox_setup.configure import fsops, ledger, outcome
+from sandbox_setup.configure.accounts import account_undo, users
+from sandbox_setup.configure.accounts.account_files import (
+    revert_account_step,
+    settle_kept_account_files,
+)
 from sandbox_setup.configure.apparmor_load import revert_load
 from sandbox_setup.configure.journal.entries import (
     AccountsDone,

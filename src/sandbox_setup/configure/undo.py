@@ -6,7 +6,7 @@ and returns what it restored or removed. A file that changed again after the app
 (neither old nor new content) is left alone and reported. A backup is written back
 only when it still has the sha256 the journal recorded.
 
-Account steps are guarded by :mod:`sandbox_setup.configure.account_undo`: the agent's
+Account steps are guarded by :mod:`sandbox_setup.configure.accounts.account_undo`: the agent's
 processes are stopped first, and a group another setup still uses is kept.
 """
 
@@ -16,7 +16,8 @@ import os
 from collections.abc import Mapping
 
 from sandbox_setup.base.paths import Layout
-from sandbox_setup.configure import account_undo, outcome
+from sandbox_setup.configure import outcome
+from sandbox_setup.configure.accounts import account_undo
 from sandbox_setup.configure.journal import (
     append_line,
     apply_lock,

@@ -13,42 +13,25 @@ and the fix, before anything is started.
 
 from __future__ import annotations
 
-from sandbox_setup.base.account_files import agent_groups, read_text_or_none, sudoers_files
+from sandbox_setup.base.account_files import read_account_records
 from sandbox_setup.base.accounts import Account
 from sandbox_setup.base.errors import RefusedError
-from sandbox_setup.base.login_defs import read_uid_range
 from sandbox_setup.base.paths import Layout
 from sandbox_setup.policy.accounts import (
     AGENT_SHELL,
     AccountFacts,
     AccountProblem,
     AccountRule,
+    account_facts_of,
     launch_agent_problems,
-    password_state,
 )
-from sandbox_setup.policy.sudoers import find_sudoers_rules
 
 
 def launch_account_facts(account: Account) -> AccountFacts:
     """What the launch-time rule judges, read from this host (``/etc/login.defs``'s
     uid range, shadow, group, sudoers). Processes and the ledger are not read: the
     launch-time rule does not judge them."""
-    layout = Layout.for_root("/")
-    groups = agent_groups(layout, account)
-    uid_range = read_uid_range(layout)
-    return AccountFacts(
-        name=account.name,
-        uid=account.uid,
-        home=str(account.home),
-        shell=account.shell,
-        password=password_state(read_text_or_none(layout.real("/etc/shadow")), account.name),
-        groups=groups,
-        sudoers=tuple(find_sudoers_rules(sudoers_files(layout), account.name, account.uid, groups)),
-        uid_min=uid_range.uid_min,
-        uid_max=uid_range.uid_max,
-        processes=None,
-        created_by_setup=False,
-    )
+    return account_facts_of(account, read_account_records(Layout.for_root("/"), account))
 
 
 def launch_fix(problem: AccountProblem, name: str) -> str:

@@ -14,9 +14,14 @@ import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import PurePosixPath
+from typing import TYPE_CHECKING
 
 from sandbox_setup.base.message import Act, Option, Ref, message
-from sandbox_setup.policy.sudoers import SudoersHit
+from sandbox_setup.policy.sudoers import SudoersHit, find_sudoers_rules
+
+if TYPE_CHECKING:
+    from sandbox_setup.base.account_files import AccountRecords
+    from sandbox_setup.base.accounts import Account
 
 # Membership in these groups is a way to root (sudo's defaults, su's pam_wheel).
 ADMIN_GROUPS = frozenset({"root", "sudo", "wheel", "admin"})
@@ -133,6 +138,36 @@ class AccountFacts:
     # A setup's ledger names it as its agent (created or reused with --reuse-account):
     # a nologin shell there is the setup's doing, or the fix the launcher asked for.
     setup_agent: bool = False
+
+
+def account_facts_of(
+    account: Account,
+    records: AccountRecords,
+    *,
+    processes: int | None = None,
+    created_by_setup: bool = False,
+    setup_agent: bool = False,
+) -> AccountFacts:
+    """The facts every account rule reads, from the account and its records
+    (:func:`sandbox_setup.base.account_files.read_account_records`), the one way the
+    plan, the audit and the launch gather them. What only the caller knows (its
+    processes, whether a setup created it or names it as its agent) it says."""
+    return AccountFacts(
+        name=account.name,
+        uid=account.uid,
+        home=str(account.home),
+        shell=account.shell,
+        password=password_state(records.shadow, account.name),
+        groups=records.groups,
+        sudoers=tuple(
+            find_sudoers_rules(records.sudoers, account.name, account.uid, records.groups)
+        ),
+        uid_min=records.uid_range.uid_min,
+        uid_max=records.uid_range.uid_max,
+        processes=processes,
+        created_by_setup=created_by_setup,
+        setup_agent=setup_agent,
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,7 +28,7 @@ point leaves a journal that undo can replay backwards:
   snapshot of the account files (``files``: each one's old sha256, backup, mode and
   owner) and, for a user, its home (``home_existed``); ``accounts-done`` (same
   ``step``) records the files' sha256 after the tool ran
-  (:mod:`sandbox_setup.configure.account_files`);
+  (:mod:`sandbox_setup.configure.accounts.account_files`);
 - ``acl``: a snapshot (per path: mode bits, access and default ACL) of the
   workspace before the group's ACLs were added;
 - ``remove-from-group``: an agent taken out of a group (the legacy shared one);

@@ -12,7 +12,7 @@ like an entry does. That is what a process killed inside its journal write leave
 next append cuts it off first.
 
 The formats (written by :mod:`sandbox_setup.configure.transaction`, the actions and
-:mod:`sandbox_setup.configure.account_files`) are in
+:mod:`sandbox_setup.configure.accounts.account_files`) are in
 :mod:`sandbox_setup.configure.journal`'s docstring. Fields that older versions did
 not write (``keep``, ``backup_sha256``, ``files``, ``step``, ``home``, ``home_existed``) may be
 absent; when present they must have their type.

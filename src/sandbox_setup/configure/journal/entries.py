@@ -6,7 +6,7 @@ an account name that is not one, a digest that is not a sha256, is a
 :class:`EntryProblem` naming the field, and the reader stops (exit 2) before anything
 changes. The encoding on disk is unchanged (JSON objects with ``txn`` and ``op``;
 the writers are :mod:`sandbox_setup.configure.transaction`, the actions and
-:mod:`sandbox_setup.configure.account_files`); :func:`decode` is the one place that
+:mod:`sandbox_setup.configure.accounts.account_files`); :func:`decode` is the one place that
 knows which fields each operation has and of which type. Fields that older versions
 did not write (``seq``, ``keep``, ``backup_sha256``, ``files``, ``step``, ``home``,
 ``home_existed``, ``fix``, ``root``) may be absent; when present they must have

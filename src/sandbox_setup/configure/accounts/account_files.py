@@ -32,7 +32,8 @@ from typing import Protocol
 from sandbox_setup.base.accounts import lookup_user
 from sandbox_setup.base.errors import SetupError
 from sandbox_setup.base.paths import Layout
-from sandbox_setup.configure import fsops, interrupts, outcome, users
+from sandbox_setup.configure import fsops, interrupts, outcome
+from sandbox_setup.configure.accounts import users
 from sandbox_setup.configure.journal.entries import (
     AddToGroup,
     CreateGroup,

@@ -9,50 +9,38 @@ anything is written.
 
 from __future__ import annotations
 
-from sandbox_setup.base.account_files import agent_groups, read_text_or_none, sudoers_files
+from sandbox_setup.base.account_files import read_account_records
 from sandbox_setup.base.accounts import Account
 from sandbox_setup.base.errors import RefusedError
-from sandbox_setup.base.login_defs import read_uid_range
 from sandbox_setup.base.message import Act, Option, Ref, message
 from sandbox_setup.base.paths import Layout
 from sandbox_setup.base.processes import processes_of_uid
-from sandbox_setup.configure import users
+from sandbox_setup.configure.accounts import users
 from sandbox_setup.configure.ledger import created_accounts, read_ledger
 from sandbox_setup.policy.accounts import (
     AccountFacts,
     AccountProblem,
     AccountRule,
+    account_facts_of,
     agent_account_problems,
     new_agent_name_problem,
-    password_state,
 )
-from sandbox_setup.policy.sudoers import find_sudoers_rules
 
 
 def account_facts(layout: Layout, agent: Account) -> AccountFacts:
     """Everything the account rules judge, read from the target system."""
-    groups = agent_groups(layout, agent)
-    uid_range = read_uid_range(layout)
-    processes = len(processes_of_uid(agent.uid)) if layout.live else None
-    return AccountFacts(
-        name=agent.name,
-        uid=agent.uid,
-        home=str(agent.home),
-        shell=agent.shell,
-        password=password_state(read_text_or_none(layout.real("/etc/shadow")), agent.name),
-        groups=groups,
-        sudoers=tuple(find_sudoers_rules(sudoers_files(layout), agent.name, agent.uid, groups)),
-        uid_min=uid_range.uid_min,
-        uid_max=uid_range.uid_max,
-        processes=processes,
+    return account_facts_of(
+        agent,
+        read_account_records(layout, agent),
+        processes=len(processes_of_uid(agent.uid)) if layout.live else None,
         created_by_setup=agent.name in created_accounts(layout),
         setup_agent=agent.name in read_ledger(layout),
     )
 
 
 def problem_fix(layout: Layout, problem: AccountProblem, name: str) -> str:
-    # A choice names the option as a typed part (each face words it: base/message.py).
-    """The command (or choice) that fixes ``problem``."""
+    """The command (or choice) that fixes ``problem``; a choice names the option as a
+    typed part (each face words it: base/message.py)."""
     prefix = "" if layout.live else f"--prefix {layout.root} "
     if problem.rule is AccountRule.PASSWORD:
         return f"usermod {prefix}--lock {name}"

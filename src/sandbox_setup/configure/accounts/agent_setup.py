@@ -17,7 +17,7 @@ from pathlib import PurePosixPath
 from sandbox_setup.base.errors import RefusedError
 from sandbox_setup.base.message import Act, Option, Ref, message
 from sandbox_setup.base.paths import Layout
-from sandbox_setup.configure import users
+from sandbox_setup.configure.accounts import users
 from sandbox_setup.configure.actions import (
     Action,
     AddToGroup,

@@ -27,7 +27,7 @@ from sandbox_setup.base.accounts import Account, lookup_user
 from sandbox_setup.base.errors import SetupError
 from sandbox_setup.base.paths import Layout
 from sandbox_setup.base.processes import processes_of_uid
-from sandbox_setup.configure import users
+from sandbox_setup.configure.accounts import users
 from sandbox_setup.configure.journal.entries import (
     AccountStep,
     AddToGroup,
@@ -174,7 +174,7 @@ def revert_step(
 
 
 def guard(layout: Layout, entry: AccountStep, steps: Sequence[Entry]) -> str | None:
-    """Before an account step is reverted (by :mod:`sandbox_setup.configure.account_files`,
+    """Before an account step is reverted (by :mod:`sandbox_setup.configure.accounts.account_files`,
     byte for byte where it can): the rules above. Returns a line when the step must
     be kept as it is (another setup still uses the group), None to go on; raises when
     it cannot be reverted now and must stay recorded (the agent still runs)."""
