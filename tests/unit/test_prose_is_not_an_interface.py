@@ -87,6 +87,10 @@ ALLOWED: dict[Hit, str] = {
     Hit("launcher/main.py", "parse_args", "argv-split"): (
         "sandbox-launch reads its own command line: ``--`` ends its options"
     ),
+    Hit("commands/interactive.py", "<module>", "regex"): (
+        "splits the list the operator typed in a field (names, domains, ports) at commas "
+        "and blanks: parsing input, not reading a message"
+    ),
     Hit("tui/draft.py", "Draft.accept_unsafe", "replace"): "datetime.replace: a time, not text",
     Hit("tui/findings_view.py", "one_line", "prose-method"): (
         "folds a finding onto one line for a table cell: it renders, it decides nothing"

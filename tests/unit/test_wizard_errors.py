@@ -247,3 +247,52 @@ def test_every_option_a_message_can_name_is_an_option_of_the_command_line() -> N
 
     options = {o for action in build_parser()._actions for o in action.option_strings}
     assert {message_module.CLI_FLAGS[o] for o in Option} <= options
+
+
+def test_a_probes_finding_names_the_wizards_choices_however_the_command_line_spells_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """launch.path is judged from what the launcher's start-up probe (another process)
+    reported as JSON; its remedy names the network and the mode. With the command
+    line's spellings reworded, the checks screen still says the wizard's choices, and
+    the recommendation built from such findings too."""
+    import json
+
+    from sandbox_setup.checks.launch import judge_launch_path
+    from sandbox_setup.checks.model import Report
+    from sandbox_setup.checks.recommend import recommend
+
+    flags = message_module.CLI_FLAGS
+    monkeypatch.setitem(flags, Option.NETWORK, "--net")
+    monkeypatch.setitem(flags, Option.MODE, "--path")
+    probe_said = json.dumps(
+        {"sandbox": "ok", "verify": "ok", "network": "setns(3): Operation not permitted"}
+    )
+    verdict = judge_launch_path(json.loads(probe_said), None, user="u", platform="docker")
+    launch = Finding(
+        "launch.path", "launch", verdict.status, verdict.summary, verdict.detail, verdict.remedy
+    )
+    assert "; or --net none (no network in the sandbox)" in launch.remedy  # the CLI's, reworded
+    assert "; or choose --path user" in launch.remedy
+    deps = Finding("claude.sandbox_deps", "deps", Status.FAIL, "socat not found", "", "apt x")
+    findings = [f for f in SANDBOX_HOST if f.id != deps.id] + [deps, launch]
+
+    def provide(on_finding: Callable[[Finding], object]) -> Report:
+        for finding in findings:
+            on_finding(finding)
+        return Report(host={}, findings=findings, recommendation=recommend(findings, euid=0))
+
+    core = InteractiveCore.for_root(make_target_root(tmp_path / "root"), provide)
+    seen: list[Finding] = []
+    report = core.run_checks(seen.append)
+    shown = report.get("launch.path")
+    assert shown is not None and seen[-1] == shown
+    assert (
+        "; or the network 'none' (no network in the sandbox) or the network 'host'" in shown.remedy
+    )
+    assert "; or choose the path 'user', which needs none of this" in shown.remedy
+    reason = report.recommendation.reason
+    assert "to allow it: " in reason and "the network 'none'" in reason, reason
+    for text in (shown.remedy, reason):
+        assert "--net" not in text and "--path" not in text, text
+        assert names_a_flag(text) == [], text

@@ -68,6 +68,9 @@ class Act(Enum):
     # Another value than the one refused ("choose another --agent-user").
     CHOOSE_ANOTHER = "choose another"
     PICK_NEW = "pick a new"
+    # The option as given in the answers ("reused: --reuse-account"): the command line
+    # names it (no verb); the wizard says its tick box is ticked.
+    GIVEN = "given"
 
 
 @dataclass(frozen=True)
@@ -135,7 +138,7 @@ def cli_recheck(recheck: Recheck) -> str:
 
 def cli_ref(ref: Ref) -> str:
     """``ref`` on the command line: "pass --claude PATH", "--pass-env LD_PRELOAD"."""
-    verb = ref.act.value if ref.cli is None else ref.cli
+    verb = ("" if ref.act is Act.GIVEN else ref.act.value) if ref.cli is None else ref.cli
     words = [w for w in (verb, CLI_FLAGS[ref.option], ref.value, ref.metavar) if w]
     text = " ".join(words)
     return text[:1].upper() + text[1:] if ref.capital else text

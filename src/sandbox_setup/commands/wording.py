@@ -24,6 +24,8 @@ holds it to the parser, so a new flag cannot slip through in its CLI spelling.
 
 from __future__ import annotations
 
+import dataclasses
+
 from sandbox_setup.base.answer_fields import ANSWER_FIELDS, Control, option_words, value_nouns
 from sandbox_setup.base.errors import SetupError
 from sandbox_setup.base.message import Act, Change, CliOnly, Message, Option, Part, Recheck, Ref
@@ -74,6 +76,8 @@ def _key(option: Option) -> str:
 
 
 def _toggle(ref: Ref, box: str) -> str:
+    if ref.act is Act.GIVEN:
+        return f"{box} is ticked"
     if ref.act is Act.NAME:
         return box
     return f"untick {box}" if ref.act is Act.DROP else f"tick {box}"
@@ -99,6 +103,8 @@ def wizard_ref(ref: Ref) -> str:
     """One option reference in the wizard's words: the field (or tick box, or
     choice) the details step has for it, and what to do there."""
     key = _key(ref.option)
+    if ref.act is Act.GIVEN and key not in TOGGLE_WORDS:
+        ref = dataclasses.replace(ref, act=Act.NAME)  # a value given: named
     if ref.option is Option.ACCEPT_UNSAFE_ROOT:
         text = FIELD_WORDS[key] if ref.act is Act.NAME else "type the acceptance phrase"
     elif key in TOGGLE_WORDS:

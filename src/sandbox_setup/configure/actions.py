@@ -28,6 +28,7 @@ from pathlib import Path, PurePosixPath
 
 from sandbox_setup.base.accounts import lookup_user
 from sandbox_setup.base.errors import SetupError
+from sandbox_setup.base.message import message
 from sandbox_setup.base.paths import Layout
 from sandbox_setup.configure import fsops
 from sandbox_setup.configure.accounts import users
@@ -495,7 +496,9 @@ class CreateUser(Action):
         )
 
     def describe_existing(self) -> str:
-        return f"user {self.name} already exists ({self.existing_because}); it is the agent"
+        return message(
+            f"user {self.name} already exists (", self.existing_because, "); it is the agent"
+        )
 
     def is_change(self) -> bool:
         return not users.user_exists(self.layout, self.name)

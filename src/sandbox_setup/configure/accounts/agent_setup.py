@@ -65,7 +65,7 @@ def account_actions(
     groups = (group,) if group is not None else ()
     because = "created by sandbox-setup"
     if facts is not None and not facts.created_by_setup:
-        because = "reused: --reuse-account"
+        because = message("reused: ", Ref(Option.REUSE_ACCOUNT, Act.GIVEN))
     actions.append(CreateUser(layout, agent, home, groups, existing_because=because))
     if facts is None:
         return actions
