@@ -41,6 +41,7 @@ from sandbox_setup.commands.wording import FIELD_WORDS, wizard_text
 from sandbox_setup.configure.actions import CreateGroup, CreateUser, WriteFile
 from sandbox_setup.configure.answers import Answers, validate_answers
 from sandbox_setup.configure.apply import apply_plan
+from sandbox_setup.configure.network_plan import check_egress
 from sandbox_setup.configure.plan import Plan
 from sandbox_setup.policy.environment import loopback_port_hint
 from sandbox_setup.policy.network_words import describe_network
@@ -142,18 +143,44 @@ def _sources(tmp_path: Path) -> list[tuple[str, str, str]]:
          "allowed by you (--allow-domain): x.test", "allowed by you (the allowed domains field)"),
         (describe_network(Network.ALLOWLIST, ["x.test"], [8080])[3],
          "127.0.0.1 (--allow-loopback-port): 8080", "127.0.0.1 (the loopback ports field): 8080"),
-        (CreateUser(Layout.for_root(tmp_path), "bob", PurePosixPath("/home/bob"),
-                    existing_because=_reused()).describe_existing(),
+        (_raised(check_egress, fake_report([egress_failed()]), Mode.SANDBOX, Network.ALLOWLIST),
+         "Remedy: a launch with network allowlist would be refused; until this is fixed, "
+         "--network none keeps the sandbox closed",
+         "Remedy: a launch with network allowlist would be refused; until this is fixed, the "
+         "network 'none' keeps the sandbox closed"),
+        (_reused(tmp_path),
          "user bob already exists (reused: --reuse-account); it is the agent",
          "(reused: 'Reuse an existing account' is ticked)"),
     ]  # fmt: skip
 
 
-def _reused() -> str:
-    """What agent_actions says of an account the operator reused (as the plan makes it)."""
-    from sandbox_setup.base.message import message
+def egress_failed() -> Finding:
+    """net.egress judged from what the egress proxy's probe (another process) reported
+    as JSON: it could not run."""
+    import json
 
-    return message("reused: ", Ref(Option.REUSE_ACCOUNT, Act.GIVEN))
+    from sandbox_setup.checks.facts import HostFacts
+    from sandbox_setup.checks.net import judge_egress
+    from tests.unit.test_check_egress import facts
+
+    said = json.loads(json.dumps({"uid": 65534, "proxy": "bind: Permission denied"}))
+    verdict = judge_egress(facts(proxy=said), HostFacts(), uid=65534, platform="none")
+    assert verdict.status is Status.FAIL, verdict
+    return Finding("net.egress", "egress", verdict.status, verdict.summary, verdict.detail,
+                   verdict.remedy)  # fmt: skip
+
+
+def _reused(tmp_path: Path) -> str:
+    """The plan's step for bob, an account the operator made and reuses as the agent."""
+    from sandbox_setup.configure.accounts.agent_setup import account_actions
+    from sandbox_setup.policy.accounts import AccountFacts, PasswordState
+
+    bob = AccountFacts("bob", 1500, "/home/bob", "/bin/bash", PasswordState.LOCKED, {}, (),
+                       1000, 60000, None, created_by_setup=False)  # fmt: skip
+    layout = Layout.for_root(make_target_root(tmp_path / "bob"))
+    steps = account_actions(layout, "bob", PurePosixPath("/home/bob"), bob, None, [], reused=True)
+    made = next(step for step in steps if isinstance(step, CreateUser))
+    return made.describe_existing()
 
 
 def test_the_core_types_the_options_its_messages_name(tmp_path: Path) -> None:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from sandbox_setup.base.accounts import DEFAULT_AGENT_USER, Account
+from sandbox_setup.base.message import message
 from sandbox_setup.checks.causes import Cause
 from sandbox_setup.checks.facts import HostFacts
 from sandbox_setup.checks.model import Finding, Status
@@ -37,7 +38,8 @@ class Verdict:
         # Once: a verdict rebuilt from another (dataclasses.replace) keeps its line.
         line = f"cause: {self.cause}"
         if self.cause is not None and self.detail.rsplit("\n", 1)[-1] != line:
-            object.__setattr__(self, "detail", f"{self.detail}\n{line}" if self.detail else line)
+            detail = message(self.detail, f"\n{line}") if self.detail else line  # typed parts kept
+            object.__setattr__(self, "detail", detail)
 
     @classmethod
     def from_cause(cls, cause: Cause, detail: str = "", status: Status = Status.FAIL) -> Verdict:

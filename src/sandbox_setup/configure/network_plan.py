@@ -42,9 +42,11 @@ def check_egress(report: Report, mode: Mode, network: Network) -> None:
         return
     raise RefusedError(
         message(
-            f"network allowlist needs the egress proxy, but {EGRESS_CHECK} failed: "
-            f"{finding.summary}. Remedy: {finding.remedy or remedies.rerun_checks('net.egress')}; "
-            "or ",
+            f"network allowlist needs the egress proxy, but {EGRESS_CHECK} failed: ",
+            finding.summary,
+            ". Remedy: ",
+            finding.remedy or remedies.rerun_checks("net.egress"),
+            "; or ",
             Ref(Option.NETWORK, Act.CHOOSE, value="none"),
             " (closed, and Claude cannot reach its API).",
         )
