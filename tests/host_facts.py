@@ -5,7 +5,8 @@ them, whatever this host has (a unit test of the plan then passes where neither 
 installed); the environment is the test's own (``monkeypatch.setenv`` reaches it);
 Claude Code is the fake :func:`tests.core_fixtures.make_target_root` puts in
 ``/usr/local/bin`` (found on the PATH, trusted, the agent may run it, its version
-:data:`tests.core_fixtures.CLAUDE_VERSION`). A test about Claude Code's lookup hands in
+:data:`tests.core_fixtures.CLAUDE_VERSION`); the sandbox-launch root's claude shim runs
+is this installation's, trusted. A test about Claude Code's lookup hands in
 :func:`claude_facts`, the edge's own lookup in its target root.
 """
 
@@ -13,13 +14,15 @@ from __future__ import annotations
 
 import datetime
 import os
+import sys
 from collections.abc import Mapping
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 from types import MappingProxyType
 from typing import Any
 
 from sandbox_setup.base.paths import Layout
 from sandbox_setup.configure.claude_binary import ClaudeBinary, ClaudeLookup, look_up_claude
+from sandbox_setup.configure.claude_shim import ShimLauncher
 from sandbox_setup.configure.host_facts import HostFacts, SandboxBinary
 from tests.core_fixtures import CLAUDE_VERSION
 
@@ -31,6 +34,9 @@ SHIPPED = PurePosixPath("/usr/local/bin/claude")
 CLAUDE = ClaudeLookup(
     None, ClaudeBinary(SHIPPED, SHIPPED, CLAUDE_VERSION, private=False, trusted=True)
 )
+
+# This venv's sandbox-launch (what the shim would run), trusted.
+SANDBOX_LAUNCH = ShimLauncher(Path(sys.executable).parent / "sandbox-launch")
 
 
 def claude_facts(
@@ -50,6 +56,7 @@ def plan_facts(**changes: Any) -> HostFacts:
         "environ": MappingProxyType(dict(os.environ)),
         "now": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "claude": CLAUDE,
+        "sandbox_launch": SANDBOX_LAUNCH,
     }
     values.update(changes)
     return HostFacts(**values)

@@ -11,6 +11,7 @@ import os
 import shutil
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path, PurePosixPath
 from types import MappingProxyType
 from typing import Any
@@ -24,6 +25,12 @@ from sandbox_setup.base.message import Act, Option, Ref, message
 from sandbox_setup.base.paths import Layout
 from sandbox_setup.configure.answers import Answers
 from sandbox_setup.configure.claude_binary import INSTALLED_CLAUDE, ClaudeBinary, ClaudeLookup
+from sandbox_setup.configure.claude_shim import (
+    SHIM_KIND,
+    ShimLauncher,
+    look_up_launcher,
+    render_shim,
+)
 from sandbox_setup.configure.host_facts import SandboxBinary
 from sandbox_setup.configure.plan import Plan, build_plan
 from tests.core_fixtures import make_target_root
@@ -206,3 +213,33 @@ def test_no_claude_is_the_edges_input_error_raised_where_the_plan_needs_it(
     given = Answers(Mode.SANDBOX, workspaces=WS, claude=PurePosixPath("/usr/local/bin/claude"))
     with pytest.raises(ValueError, match="looked up for None"):
         build_plan(report(), given, layout, facts=plan_facts())
+
+
+def test_the_sandbox_launch_the_shim_runs_is_a_fact(layout: Layout) -> None:
+    """Which sandbox-launch root's claude shim runs, and whether root may run it, is
+    this installation's, found and judged at the edge: the plan takes the fact."""
+    shimmed = replace(SANDBOX, install_claude_shim=True)
+    there = Path("/opt/installed/bin/sandbox-launch")
+    plan = build_plan(
+        report(), shimmed, layout, facts=plan_facts(sandbox_launch=ShimLauncher(there))
+    )
+    shim = plan.actions[-1]
+    assert shim.kind == SHIM_KIND
+    assert shim.desired() == render_shim(str(there), str(layout.launcher_config))
+    missing = ShimLauncher(None, missing=message(Ref(Option.INSTALL_CLAUDE_SHIM), ": none"))
+    with pytest.raises(InputError) as err:
+        build_plan(report(), shimmed, layout, facts=plan_facts(sandbox_launch=missing))
+    assert str(err.value) == "--install-claude-shim: none"
+    assert err.value.option is Option.INSTALL_CLAUDE_SHIM
+    untrusted = ShimLauncher(there, untrusted="/opt/installed is world-writable")
+    with pytest.raises(RefusedError, match=r"^/opt/installed is world-writable$"):
+        build_plan(report(), shimmed, layout, facts=plan_facts(sandbox_launch=untrusted))
+    # Not asked for: neither is judged.
+    build_plan(report(), SANDBOX, layout, facts=plan_facts(sandbox_launch=missing))
+
+
+def test_the_edge_finds_this_installations_sandbox_launch(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.undo()  # the edge itself reads the host
+    found = look_up_launcher(0)
+    assert found.path == Path(sys.executable).parent / "sandbox-launch"
+    assert found.missing is None

@@ -817,10 +817,13 @@ def _record_actions(
 def _shim_actions(
     layout: Layout, answers: Answers, claude: ClaudeBinary, facts: HostFacts, notes: list[str]
 ) -> list[Action]:
-    """The claude shim on request (whether the operator's PATH reaches it: a fact); this
-    setup's shim removed when no longer asked for; a shim left by someone else named."""
+    """The claude shim on request (the sandbox-launch it runs and whether the operator's
+    PATH reaches it: facts); this setup's shim removed when no longer asked for; a shim
+    left by someone else named."""
     if answers.install_claude_shim:
-        return shim_actions(layout, claude, answers.mode, notes, facts.environ)
+        return shim_actions(
+            layout, claude, answers.mode, notes, facts.environ, facts.sandbox_launch
+        )
     removal = shim_removal(layout)
     if removal is not None:
         return [removal]
