@@ -404,7 +404,7 @@ def test_settings_swapped_for_a_symlink_between_plan_and_apply(root: Path, fault
     layout = Layout.for_root(root)
     answers = Answers(Mode.SANDBOX, workspaces=(PurePosixPath("/srv/project"),))
     report = gather_report(answers, layout, 10.0)
-    plan = build_plan(report, answers, layout, facts=gather_host_facts(report, layout))
+    plan = build_plan(report, answers, layout, facts=gather_host_facts(report, layout, answers))
     shadow = (root / "etc/shadow").read_bytes()
     managed = root / MANAGED
 

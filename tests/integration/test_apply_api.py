@@ -42,7 +42,7 @@ def test_progress_two_applies_in_one_process_and_stepwise_undo(tmp_path: Path) -
             passing_report(),
             Answers(Mode.USER),
             layout,
-            facts=gather_host_facts(passing_report(), layout),
+            facts=gather_host_facts(passing_report(), layout, Answers(Mode.USER)),
         ),
         progress=lambda action, status, _: seen.append((action.kind, status)),
     )
@@ -53,14 +53,20 @@ def test_progress_two_applies_in_one_process_and_stepwise_undo(tmp_path: Path) -
     answers = Answers(Mode.SANDBOX, workspaces=(PurePosixPath("/srv/project"),))
     second = apply_plan(
         build_plan(
-            passing_report(), answers, layout, facts=gather_host_facts(passing_report(), layout)
+            passing_report(),
+            answers,
+            layout,
+            facts=gather_host_facts(passing_report(), layout, answers),
         )
     )
     assert second.transaction and second.transaction != first.transaction
     assert any("sandbox-ws" in line for line in second.changed)
     again = apply_plan(
         build_plan(
-            passing_report(), answers, layout, facts=gather_host_facts(passing_report(), layout)
+            passing_report(),
+            answers,
+            layout,
+            facts=gather_host_facts(passing_report(), layout, answers),
         )
     )
     assert again.changed == [] and again.transaction is None

@@ -122,7 +122,7 @@ async def test_the_review_gives_notes_and_steps_in_the_wizards_words(
     from sandbox_setup.configure.plan import build_plan
 
     raw = build_plan(
-        report, REUSE, core.layout, facts=gather_host_facts(report, core.layout)
+        report, REUSE, core.layout, facts=gather_host_facts(report, core.layout, REUSE)
     )  # what the CLI shows
     assert "--reuse-account" in " ".join(a.describe() for a in raw.actions)
     assert "--allow-loopback-port 8080" in " ".join(raw.notes)

@@ -24,7 +24,7 @@ from sandbox_setup.configure.plan import build_plan
 from sandbox_setup.policy.claude_shim import SHIM_PATH, is_claude_shim
 from sandbox_setup.policy.trust import chain_problems
 from tests.core_fixtures import make_target_root, snapshot
-from tests.host_facts import plan_facts
+from tests.host_facts import claude_facts, plan_facts
 from tests.unit.test_plan import report
 
 WS = (PurePosixPath("/srv/project"),)
@@ -85,9 +85,10 @@ def test_a_file_already_at_its_path_is_replaced_with_a_note(
     other.chmod(0o755)
     # Found first on PATH it would be taken for Claude (and refused), so name the real one.
     with pytest.raises(InputError, match="where the shim goes"):
-        build_plan(report(), SHIMMED, layout, facts=plan_facts())
+        build_plan(report(), SHIMMED, layout, facts=plan_facts(claude=claude_facts(layout)))
     real = PurePosixPath("/usr/local/bin/claude")
-    plan = build_plan(report(), replace(SHIMMED, claude=real), layout, facts=plan_facts())
+    facts = plan_facts(claude=claude_facts(layout, real))
+    plan = build_plan(report(), replace(SHIMMED, claude=real), layout, facts=facts)
     assert plan.actions[-1].backs_up()
     assert any("not sandbox-setup's shim" in note for note in plan.notes)
 
@@ -100,7 +101,7 @@ def test_a_symlink_at_its_path_is_an_input_error(layout: Layout) -> None:
     # at the shim's path first (it used to follow the link onto the host, find nothing
     # there and go on): refused for that, or for the symlink; an input error either way.
     with pytest.raises(InputError, match=r"symlink|where the shim goes"):
-        build_plan(report(), SHIMMED, layout, facts=plan_facts())
+        build_plan(report(), SHIMMED, layout, facts=plan_facts(claude=claude_facts(layout)))
 
 
 def test_refused_in_unsafe_mode(layout: Layout) -> None:
@@ -125,8 +126,9 @@ def test_refused_when_the_real_claude_lives_where_the_shim_goes(layout: Layout) 
     real.parent.mkdir(parents=True)
     real.write_bytes(layout.real(PurePosixPath("/usr/local/bin/claude")).read_bytes())
     real.chmod(0o755)
+    facts = plan_facts(claude=claude_facts(layout, SHIM_PATH))
     with pytest.raises(InputError, match="where the shim goes"):
-        build_plan(report(), replace(SHIMMED, claude=SHIM_PATH), layout, facts=plan_facts())
+        build_plan(report(), replace(SHIMMED, claude=SHIM_PATH), layout, facts=facts)
 
 
 def test_finding_claude_skips_the_shim_and_refuses_it_by_name(
@@ -138,7 +140,7 @@ def test_finding_claude_skips_the_shim_and_refuses_it_by_name(
     with pytest.raises(InputError, match="claude shim, not Claude Code"):
         find_claude(layout, SHIM_PATH)
     # A re-apply after the shim went in still records the real binary.
-    plan = build_plan(report(), SHIMMED, layout, facts=plan_facts())
+    plan = build_plan(report(), SHIMMED, layout, facts=plan_facts(claude=claude_facts(layout)))
     assert plan.launcher_config.claude == PurePosixPath("/usr/local/bin/claude")
 
 

@@ -151,7 +151,7 @@ def test_the_tui_and_the_headless_path_record_the_same_acceptance(tmp_path: Path
         "print(core.acceptance_label())\n"
         "report = Report({}, [], Recommendation(Mode.USER, ''))\n"
         "answers = Answers(Mode.UNSAFE, accept_unsafe_root=True)\n"
-        "facts = gather_host_facts(report, core.layout)\n"
+        "facts = gather_host_facts(report, core.layout, answers)\n"
         "print(build_plan(report, answers, core.layout, facts=facts).answers.accepted_by)\n"
     )
     root = make_target_root(tmp_path / "root")

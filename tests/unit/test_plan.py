@@ -15,10 +15,11 @@ from sandbox_setup.base.paths import Layout
 from sandbox_setup.checks.model import Finding, Recommendation, Report, Status
 from sandbox_setup.configure.answers import Answers, parse_answers
 from sandbox_setup.configure.claude_binary import INSTALLED_CLAUDE
+from sandbox_setup.configure.host_facts import HostFacts
 from sandbox_setup.configure.plan import build_plan
 from sandbox_setup.policy.credentials import COPY_LOGIN_NOTE
 from tests.core_fixtures import CLAUDE_VERSION, make_target_root, private_claude, snapshot
-from tests.host_facts import plan_facts
+from tests.host_facts import claude_facts, plan_facts
 
 WS = (PurePosixPath("/srv/project"),)
 
@@ -198,7 +199,8 @@ def test_an_earlier_acceptance_is_kept(layout: Layout, monkeypatch: pytest.Monke
 def test_private_claude_gets_a_root_owned_copy(layout: Layout) -> None:
     link = private_claude(layout.root)
     answers = Answers(Mode.USER, claude=PurePosixPath("/root/.local/bin/claude"))
-    plan = build_plan(report(), answers, layout, facts=plan_facts())
+    facts = plan_facts(claude=claude_facts(layout, answers.claude))
+    plan = build_plan(report(), answers, layout, facts=facts)
     install = next(a for a in plan.actions if a.kind == "install-claude")
     assert install.target == str(INSTALLED_CLAUDE)
     assert install.desired() == link.read_bytes()
@@ -211,7 +213,8 @@ def test_private_claude_gets_a_root_owned_copy(layout: Layout) -> None:
 
 
 def test_world_readable_claude_is_used_in_place(layout: Layout) -> None:
-    plan = build_plan(report(), Answers(Mode.USER), layout, facts=plan_facts())
+    facts = plan_facts(claude=claude_facts(layout))
+    plan = build_plan(report(), Answers(Mode.USER), layout, facts=facts)
     assert "install-claude" not in kinds(plan)
 
 
@@ -331,17 +334,23 @@ def test_a_version_that_cannot_be_read_now_keeps_the_recorded_one(layout: Layout
     )
     broken = layout.real(PurePosixPath("/usr/local/bin/claude"))
     broken.write_text("#!/bin/sh\nexit 1\n")
-    plan = build_plan(report(), Answers(Mode.USER), layout, facts=plan_facts())
+    unread = plan_facts(claude=claude_facts(layout))
+    plan = build_plan(report(), Answers(Mode.USER), layout, facts=unread)
     assert plan.launcher_config.claude_version == "9.9.9"
     cfg.write_text(
         'schema = 1\nmode = "user"\nclaude = "/other/claude"\nclaude_version = "9.9.9"\n'
     )
     assert (
         build_plan(
-            report(), Answers(Mode.USER), layout, facts=plan_facts()
+            report(), Answers(Mode.USER), layout, facts=unread
         ).launcher_config.claude_version
         is None
     )
+
+
+def found(layout: Layout, answers: Answers) -> HostFacts:
+    """Facts with the Claude Code the edge finds now for ``answers`` in ``layout``."""
+    return plan_facts(claude=claude_facts(layout, answers.claude))
 
 
 def test_a_binary_others_can_change_is_never_run_as_root(layout: Layout, tmp_path: Path) -> None:
@@ -360,19 +369,21 @@ def test_a_binary_others_can_change_is_never_run_as_root(layout: Layout, tmp_pat
                 report(),
                 Answers(mode, workspaces=WS, claude=answers.claude),
                 layout,
-                facts=plan_facts(),
+                facts=plan_facts(claude=claude_facts(layout, answers.claude)),
             )
     assert not marker.exists(), "root executed a binary another user owns"
     unsafe = Answers(Mode.UNSAFE, accept_unsafe_root=True, claude=answers.claude)
     with pytest.raises(RefusedError, match="can be changed by a user other than root"):
-        build_plan(report(), unsafe, layout, facts=plan_facts())
+        build_plan(report(), unsafe, layout, facts=found(layout, unsafe))
     os.chown(claude, 0, 0)
     claude.chmod(0o757)  # world-writable: same verdict
     with pytest.raises(RefusedError):
-        build_plan(report(), unsafe, layout, facts=plan_facts())
+        build_plan(report(), unsafe, layout, facts=found(layout, unsafe))
     claude.chmod(0o755)
     assert (
-        build_plan(report(), unsafe, layout, facts=plan_facts()).launcher_config.claude_version
+        build_plan(
+            report(), unsafe, layout, facts=found(layout, unsafe)
+        ).launcher_config.claude_version
         == "1.0.0"
     )
     assert marker.exists()

@@ -137,7 +137,7 @@ def test_a_bwrap_others_can_change_is_refused(layout: Layout, tmp_path: Path) ->
     binaries = {"bwrap": str(bwrap), "socat": "/usr/bin/socat", "rg": None}
     probed = report(host={"binaries": binaries})
     # The edge judges the recorded binaries once; the plan refuses with its reason.
-    facts = gather_host_facts(probed, layout)
+    facts = gather_host_facts(probed, layout, SANDBOX)
     assert facts.bwrap.path == str(bwrap) and facts.bwrap.untrusted is not None
     with pytest.raises(RefusedError) as err:
         build_plan(probed, SANDBOX, layout, facts=facts)
@@ -147,6 +147,6 @@ def test_a_bwrap_others_can_change_is_refused(layout: Layout, tmp_path: Path) ->
 def test_no_bwrap_on_the_path_is_refused_in_managed_scope(layout: Layout) -> None:
     binaries = {"bwrap": None, "socat": "/usr/bin/socat", "rg": None}
     probed = report(host={"binaries": binaries})
-    assert gather_host_facts(probed, layout).bwrap == NO_BWRAP
+    assert gather_host_facts(probed, layout, SANDBOX).bwrap == NO_BWRAP
     with pytest.raises(RefusedError, match=r"sandbox\.bwrapPath: no bwrap"):
         build_plan(probed, SANDBOX, layout, facts=plan_facts(bwrap=NO_BWRAP))

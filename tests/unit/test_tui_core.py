@@ -33,7 +33,7 @@ from sandbox_setup.base.message import message as typed
 from sandbox_setup.base.paths import Layout
 from sandbox_setup.checks.identity import judge_identity
 from sandbox_setup.checks.launch import judge_launch_path
-from sandbox_setup.checks.model import Finding, Status
+from sandbox_setup.checks.model import Finding, Report, Status
 from sandbox_setup.checks.recommend import recommend
 from sandbox_setup.cli import build_parser
 from sandbox_setup.commands.interactive import InteractiveCore
@@ -41,12 +41,13 @@ from sandbox_setup.commands.wording import FIELD_WORDS, wizard_text
 from sandbox_setup.configure.actions import CreateGroup, CreateUser, WriteFile
 from sandbox_setup.configure.answers import Answers, validate_answers
 from sandbox_setup.configure.apply import apply_plan
+from sandbox_setup.configure.host_facts import HostFacts
 from sandbox_setup.configure.network_plan import check_egress
 from sandbox_setup.configure.plan import Plan
 from sandbox_setup.policy.environment import loopback_port_hint
 from sandbox_setup.policy.network_words import describe_network
 from tests.core_fixtures import make_target_root
-from tests.host_facts import plan_facts
+from tests.host_facts import claude_facts, plan_facts
 from tests.tools import REPO
 from tests.tui.fake_findings import SANDBOX_HOST, FakeProvider, fake_report
 from tests.wizard_words import names_a_flag
@@ -349,8 +350,12 @@ def _core(root: Path, findings: list[Finding] = SANDBOX_HOST) -> InteractiveCore
 def test_without_claude_under_the_root_the_checks_and_the_review_say_the_same(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # The host's bwrap and socat are facts handed in (this host may have neither).
-    monkeypatch.setattr(host_facts, "gather_host_facts", lambda report, layout: plan_facts())
+    # The host's bwrap and socat are facts handed in (this host may have neither);
+    # Claude Code is looked up as the edge does, under the root.
+    def gather(report: Report, layout: Layout, answers: Answers) -> HostFacts:
+        return plan_facts(claude=claude_facts(layout, answers.claude))
+
+    monkeypatch.setattr(host_facts, "gather_host_facts", gather)
     root = make_target_root(tmp_path / "root")
     (root / "usr/local/bin/claude").unlink()
     # The probes found a Claude Code on the live system (the bug: the review then

@@ -237,7 +237,7 @@ def audit(layout: Layout, timeout: float = 10.0, as_user: str | None = None) -> 
         findings += scanned
         notes = [*notes, *scan_notes]
     findings += git_findings(layout, config, reapply)
-    facts = gather_host_facts(report, layout)  # the plan's view of the live host, once
+    facts = gather_host_facts(report, layout, answers)  # the plan's view of the live host, once
     findings += apparmor_findings(layout, answers, facts.bwrap, reapply)
     findings += login_findings(layout, config, reapply)
     findings += remote_settings_findings(layout, config, agent)

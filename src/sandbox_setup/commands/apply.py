@@ -330,7 +330,8 @@ def _plan_and_apply(
     source = str(args.answers) if args.answers else "command line"
     validate_answers(answers, layout, source)  # fail fast, before the probes
     report = gather_report(answers, layout, float(getattr(args, "timeout", 10.0) or 10.0))
-    plan = build_plan(report, answers, layout, source, facts=gather_host_facts(report, layout))
+    facts = gather_host_facts(report, layout, answers)  # the live host, read once, here
+    plan = build_plan(report, answers, layout, source, facts=facts)
     apply = bool(args.yes) and not args.dry_run
     actions = [
         {**a.to_json(), **({"diff": a.diff()} if args.dry_run else {})} for a in plan.actions

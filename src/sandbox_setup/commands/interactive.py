@@ -436,7 +436,7 @@ class InteractiveCore:
         from sandbox_setup.configure.host_facts import gather_host_facts
         from sandbox_setup.configure.plan import build_plan
 
-        facts = gather_host_facts(report, self.layout)
+        facts = gather_host_facts(report, self.layout, answers)
         plan = build_plan(report, answers, self.layout, source=SOURCE, facts=facts)
         # Notes are only shown (the review), never applied: in the wizard's words.
         plan.notes = [wizard_text(note) for note in plan.notes]

@@ -1,5 +1,10 @@
 """Find the Claude Code binary, its version, and whether the agent can run it.
 
+:func:`look_up_claude` is the edge's (:func:`sandbox_setup.configure.host_facts.
+gather_host_facts`): it finds the binary and runs its ``--version`` once, and returns a
+:class:`ClaudeLookup`, what was found or why nothing was; the plan judges that value and
+runs nothing itself.
+
 Claude's native installer puts ``claude`` in ``~/.local/bin``, linked into
 ``~/.local/share/claude``; under ``/root`` (0700) the agent user cannot reach
 it. :func:`find_claude` reports such a binary as ``private``, and the plan then
@@ -40,6 +45,25 @@ class ClaudeBinary:
     version: str | None
     private: bool  # the agent user cannot traverse to it or read+execute it
     trusted: bool  # only root or the operator can change it (or a directory above it)
+
+
+@dataclass(frozen=True)
+class ClaudeLookup:
+    """Claude Code as found for the answers' ``claude`` (``given``; None: looked for on
+    the PATH): the binary, or why there is none, the input error (exit 2) the plan
+    raises where it needs the binary (a typed message keeps its parts)."""
+
+    given: PurePosixPath | None
+    binary: ClaudeBinary | None
+    problem: str | None = None
+
+    def found(self, given: PurePosixPath | None) -> ClaudeBinary:
+        """The binary for ``given`` (the answers' ``claude``); InputError: none."""
+        if given != self.given:
+            raise ValueError(f"Claude Code was looked up for {self.given}, not {given}")
+        if self.binary is None:
+            raise InputError(self.problem or f"{given}: Claude Code not found")
+        return self.binary
 
 
 def _search_dirs(layout: Layout, environ: Mapping[str, str] | None) -> list[PurePosixPath]:
@@ -193,3 +217,14 @@ def find_claude(
         private=is_private(layout, resolved),
         trusted=trusted,
     )
+
+
+def look_up_claude(
+    layout: Layout, given: PurePosixPath | None, environ: Mapping[str, str]
+) -> ClaudeLookup:
+    """:func:`find_claude` as a value: the binary (its version read now, if root may run
+    it), or the input error that says why there is none, for the plan to raise."""
+    try:
+        return ClaudeLookup(given, find_claude(layout, given, environ))
+    except InputError as exc:
+        return ClaudeLookup(given, None, exc.words or str(exc))

@@ -28,6 +28,10 @@ really gave it. Loops are impossible by construction: the launcher refuses a
 Claude binary that carries the shim's marker, and the shim never execs a file
 that carries it (nor itself) when it looks for the real one.
 
+Which ``sandbox-launch`` the shim runs, and whether root may run it, is this
+installation's: :func:`look_up_launcher` finds and judges it at the edge (a host fact,
+:mod:`sandbox_setup.configure.host_facts`); :func:`shim_actions` only judges that value.
+
 The action is a :class:`~sandbox_setup.configure.actions.WriteFile` (root, 0755,
 enforced), so the journal records it, a file that was at its path is backed up
 and ``--undo`` puts it back byte for byte (or removes the shim).
@@ -39,6 +43,7 @@ import os
 import shutil
 import sys
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from sandbox_setup.base import remedies
@@ -231,6 +236,38 @@ def _check_launcher_trusted(launcher: Path, operator_uid: int) -> None:
         )
 
 
+@dataclass(frozen=True)
+class ShimLauncher:
+    """This installation's ``sandbox-launch`` (what root's claude shim runs) as the edge
+    found it: its path, or why there is none (``missing``, an input error), and why
+    root must not run it (``untrusted``, a refusal); typed messages keep their parts."""
+
+    path: Path | None
+    missing: str | None = None
+    untrusted: str | None = None
+
+    def trusted(self) -> Path:
+        """The launcher the shim may run; InputError: none, RefusedError: untrusted."""
+        if self.path is None:
+            raise InputError(self.missing or "no sandbox-launch command found")
+        if self.untrusted is not None:
+            raise RefusedError(self.untrusted)
+        return self.path
+
+
+def look_up_launcher(operator_uid: int) -> ShimLauncher:
+    """:func:`find_sandbox_launch` and the trust rule for ``operator_uid``, as a value."""
+    try:
+        launcher = find_sandbox_launch()
+    except InputError as exc:
+        return ShimLauncher(None, missing=exc.words or str(exc))
+    try:
+        _check_launcher_trusted(launcher, operator_uid)
+    except RefusedError as exc:
+        return ShimLauncher(launcher, untrusted=exc.words or str(exc))
+    return ShimLauncher(launcher)
+
+
 def _path_notes(environ: Mapping[str, str], shim: PurePosixPath) -> list[str]:
     """Whether this PATH (root's, now) reaches the shim before any other ``claude``."""
     entries = [e for e in environ.get("PATH", "").split(":") if e.startswith("/")]
@@ -254,9 +291,12 @@ def shim_actions(
     claude: ClaudeBinary,
     mode: str,
     notes: list[str],
-    environ: Mapping[str, str] = os.environ,
+    environ: Mapping[str, str],
+    sandbox_launch: ShimLauncher,
 ) -> list[Action]:
-    """The shim's install action, after the checks that rule it out (appends plan notes)."""
+    """The shim's install action, after the checks that rule it out (appends plan notes).
+    ``environ`` (the operator's: whether root's PATH reaches the shim) and
+    ``sandbox_launch`` are host facts (:func:`look_up_launcher`)."""
     if layout.operator.uid != 0:
         raise InputError(
             message(
@@ -284,8 +324,7 @@ def shim_actions(
                 option=Option.CLAUDE,
             )
         )
-    launcher = find_sandbox_launch()
-    _check_launcher_trusted(launcher, layout.operator.uid)
+    launcher = sandbox_launch.trusted()
     if not os.path.isfile(layout.real(SHIM_PYTHON)):
         if layout.live:
             raise InputError(

@@ -2,7 +2,8 @@
 
 :func:`gather_host_facts` is the edge: it reads the host (the sandbox binaries the probes
 used and whether root may trust them, the operator's environment, the clock, this
-installation) and returns a frozen :class:`HostFacts`. :func:`sandbox_setup.configure.plan.
+installation and its sandbox-launch, the Claude Code the answers name or the PATH finds
+and its version) and returns a frozen :class:`HostFacts`. :func:`sandbox_setup.configure.plan.
 build_plan` takes that value and reads none of it itself, so a plan is a function of the
 report, the facts, the answers and the target's files (under ``layout.root``): a test
 hands it facts saying bwrap is missing, or present, on any host.
@@ -21,6 +22,9 @@ from types import MappingProxyType
 from sandbox_setup.base.paths import Layout
 from sandbox_setup.checks.claude import sandbox_binaries
 from sandbox_setup.checks.model import Report
+from sandbox_setup.configure.answers import Answers
+from sandbox_setup.configure.claude_binary import ClaudeLookup, look_up_claude
+from sandbox_setup.configure.claude_shim import ShimLauncher, look_up_launcher
 from sandbox_setup.policy.trust import untrusted_reason
 
 
@@ -46,6 +50,11 @@ class HostFacts:
     environ: Mapping[str, str]
     # Now, for a new unsafe-mode acceptance (ISO 8601, seconds, UTC).
     now: str
+    # The Claude Code binary for the answers' ``claude``, found on ``environ``'s PATH when
+    # none is given, with its ``--version`` (run here, never by the plan), or why none.
+    claude: ClaudeLookup
+    # This installation's sandbox-launch, which root's claude shim runs, and its trust.
+    sandbox_launch: ShimLauncher
     # What root runs of this installation, by what it is (a live apply only).
     installation: tuple[tuple[str, PurePosixPath], ...] = ()
 
@@ -76,13 +85,16 @@ def installation() -> tuple[tuple[str, PurePosixPath], ...]:
     )
 
 
-def gather_host_facts(report: Report, layout: Layout) -> HostFacts:
-    """The facts a plan for ``layout`` needs, read from the live host now."""
+def gather_host_facts(report: Report, layout: Layout, answers: Answers) -> HostFacts:
+    """The facts a plan of ``answers`` for ``layout`` needs, read from the live host now."""
     binaries = recorded_binaries(report)
+    environ = MappingProxyType(dict(os.environ))
     return HostFacts(
         bwrap=_binary("bwrap", binaries.get("bwrap"), judge=True),
         socat=_binary("socat", binaries.get("socat"), judge=True),
-        environ=MappingProxyType(dict(os.environ)),
+        environ=environ,
         now=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        claude=look_up_claude(layout, answers.claude, environ),
+        sandbox_launch=look_up_launcher(layout.operator.uid),
         installation=installation() if layout.live else (),
     )

@@ -3,11 +3,12 @@
 Public API (the TUI, the audit and the headless path build on it):
 
 - :func:`build_plan` ``(report, answers, layout, *, facts) -> Plan``. It reads no
-  live host fact: the probed bwrap and socat (and whether root may trust them), the
-  operator's environment and the clock come in ``facts``
+  live host fact and runs no program: the probed bwrap and socat (and whether root may
+  trust them), the operator's environment, the clock and the Claude Code binary with its
+  ``--version`` (or why none was found) come in ``facts``
   (:func:`sandbox_setup.configure.host_facts.gather_host_facts`, called once at the
-  edge). It reads the target's own files under ``layout.root`` (passwd, the existing
-  files it merges, the Claude binary and its ``--version``) and writes nothing. It
+  edge, for these answers). It reads the target's own files under ``layout.root``
+  (passwd, the existing files it merges) and writes nothing. It
   raises :class:`~sandbox_setup.base.errors.RefusedError` (exit 3) with the reason and the
   remedy when the report rules the choice out (sandbox mode where
   ``bwrap.sandbox`` failed, an inner sandbox strength the nested probes did not
@@ -70,7 +71,7 @@ from sandbox_setup.configure.answers import (
 )
 from sandbox_setup.configure.answers_file import render_answers
 from sandbox_setup.configure.apparmor import apparmor_actions
-from sandbox_setup.configure.claude_binary import INSTALLED_CLAUDE, ClaudeBinary, find_claude
+from sandbox_setup.configure.claude_binary import INSTALLED_CLAUDE, ClaudeBinary
 from sandbox_setup.configure.claude_shim import leftover_shim_note, shim_actions, shim_removal
 from sandbox_setup.configure.git_protect import protected_git_actions
 from sandbox_setup.configure.host_facts import HostFacts
@@ -337,8 +338,9 @@ def _acceptance(
 
 
 def _claude_version(old: Mapping[str, Any], found: str | None, path: PurePosixPath) -> str | None:
-    """``claude --version`` now, or (when it cannot run here, e.g. the audit inside a
-    container) the version recorded for the same path: unknown is not "none"."""
+    """``claude --version`` as the edge read it, or (when it could not run there, e.g.
+    the audit inside a container) the version recorded for the same path: unknown is
+    not "none"."""
     if found is not None:
         return found
     recorded = old.get("claude_version")
@@ -463,7 +465,7 @@ def build_plan(
     notes += _base_url_notes(config, layout, current, facts)
     actions += _record_actions(layout, config, resolved, agent)
     # Last: root's claude is routed only once the config it runs exists.
-    actions += _shim_actions(layout, answers, claude, notes)
+    actions += _shim_actions(layout, answers, claude, facts, notes)
     _judge_files(actions)
     lines, warnings = _network_lines(report, facts, resolved, current)
     return Plan(resolved, layout, config, actions, notes, lines, warnings)
@@ -539,8 +541,9 @@ def _resolve_agent(answers: Answers, layout: Layout) -> _Agent:
 def _trusted_claude(
     answers: Answers, layout: Layout, facts: HostFacts, agent: _Agent, source: str
 ) -> ClaudeBinary:
-    """The Claude binary, refused where root would run what others can change."""
-    claude: ClaudeBinary = find_claude(layout, answers.claude, facts.environ)
+    """The Claude binary the edge found (its input error where none was), refused
+    where root would run what others can change."""
+    claude = facts.claude.found(answers.claude)
     if not claude.trusted:
         # Unsafe mode would run it as root; in the other modes the launcher refuses a
         # binary root does not own, so the config could never launch.
@@ -812,12 +815,15 @@ def _record_actions(
 
 
 def _shim_actions(
-    layout: Layout, answers: Answers, claude: ClaudeBinary, notes: list[str]
+    layout: Layout, answers: Answers, claude: ClaudeBinary, facts: HostFacts, notes: list[str]
 ) -> list[Action]:
-    """The claude shim on request; this setup's shim removed when no longer asked for;
-    a shim left by someone else named."""
+    """The claude shim on request (the sandbox-launch it runs and whether the operator's
+    PATH reaches it: facts); this setup's shim removed when no longer asked for; a shim
+    left by someone else named."""
     if answers.install_claude_shim:
-        return shim_actions(layout, claude, answers.mode, notes)
+        return shim_actions(
+            layout, claude, answers.mode, notes, facts.environ, facts.sandbox_launch
+        )
     removal = shim_removal(layout)
     if removal is not None:
         return [removal]
