@@ -296,3 +296,21 @@ def test_a_probes_finding_names_the_wizards_choices_however_the_command_line_spe
     for text in (shown.remedy, reason):
         assert "--net" not in text and "--path" not in text, text
         assert names_a_flag(text) == [], text
+
+
+def test_a_plan_refusal_quoting_a_finding_keeps_the_findings_typed_remedy() -> None:
+    """The plan's refusal of a mode quotes the finding that rules it out, remedy and
+    all: the remedy's options stay typed parts, so the wizard words them and the
+    command line spells them (it used to be an f-string, flags and all)."""
+    from sandbox_setup.base.message import Act, Option, Ref, message
+    from sandbox_setup.checks.model import Finding, Status
+    from sandbox_setup.configure.plan import _findings_text
+    from tests.tui.fake_findings import fake_report
+
+    remedy = message("run it with ", Ref(Option.NETWORK, Act.CHOOSE, value="none"))
+    found = Finding("launch.path", "t", Status.FAIL, "the namespace is refused", remedy=remedy)
+    text = _findings_text(fake_report([found]), ["launch.path", "bwrap.sandbox"])
+    assert str(text).startswith("launch.path is fail: the namespace is refused Remedy: run it")
+    assert "choose --network none" in str(text)
+    assert "--network" not in wizard_text(text)
+    assert "the network 'none'" in wizard_text(text)

@@ -127,9 +127,10 @@ def _shebang_problem(path: Path) -> str | None:
     if not head.startswith((b"#!", b"\x7fELF")):
         # An empty file, text, garbage: execve refuses it (ENOEXEC), every launch fails.
         what = "empty" if not head else "neither a program (ELF) nor a #! script"
-        return (
+        return message(
             f"it is {what}, so the kernel cannot start it and every launch would fail; "
-            "give --claude the path of Claude Code's claude (npm's or the native binary)"
+            "Claude Code's claude is npm's or the native binary: ",
+            Ref(Option.CLAUDE, Act.PASS, metavar="PATH"),
         )
     if not head.startswith(b"#!"):
         return None

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -52,7 +52,7 @@ from sandbox_setup.base.choices import (
 from sandbox_setup.base.errors import InputError, RefusedError
 from sandbox_setup.base.launcher_config import LauncherConfig, UnsafeAcceptance, load_toml
 from sandbox_setup.base.limits import Limits
-from sandbox_setup.base.message import Act, Option, Ref, message
+from sandbox_setup.base.message import Act, Message, Option, Ref, message
 from sandbox_setup.base.paths import Layout
 from sandbox_setup.checks.causes import SWITCH_CAUSE
 from sandbox_setup.checks.model import Report, Status, cause_key
@@ -109,14 +109,23 @@ class Plan:
         return [a for a in self.actions if a.is_change()]
 
 
-def _finding_text(report: Report, check_id: str) -> str:
+def _finding_text(report: Report, check_id: str) -> Message:
+    """What a check found, with its remedy, keeping the finding's typed parts (each face
+    words the options its remedy names: base/message.py)."""
     finding = report.get(check_id)
     if finding is None:
-        return f"{check_id} was not run"
-    text = f"{check_id} is {finding.status}: {finding.summary}"
-    if finding.remedy:
-        text += f" Remedy: {finding.remedy}"
-    return text
+        return message(f"{check_id} was not run")
+    remedy = (" Remedy: ", finding.remedy) if finding.remedy else ()
+    return message(f"{check_id} is {finding.status}: ", finding.summary, *remedy)
+
+
+def _findings_text(report: Report, check_ids: Sequence[str]) -> Message:
+    """:func:`_finding_text` of each check, joined by "; "."""
+    parts: list[str] = []
+    for index, check_id in enumerate(check_ids):
+        parts += ["; "] if index else []
+        parts.append(_finding_text(report, check_id))
+    return message(*parts)
 
 
 @dataclass(frozen=True)
@@ -187,8 +196,10 @@ def _check_mode(report: Report, answers: Answers) -> None:
     blocker = mode_blocker(report, answers.mode, network)
     if blocker is not None and answers.mode is Mode.USER:
         raise RefusedError(
-            "user mode needs a root that can become the agent, but "
-            + _finding_text(report, blocker.check_id)
+            message(
+                "user mode needs a root that can become the agent, but ",
+                _finding_text(report, blocker.check_id),
+            )
         )
     if blocker is not None:
         needs = (
@@ -238,16 +249,20 @@ def default_inner_sandbox(report: Report, mode: Mode) -> InnerSandbox:
 def unsandboxed_note(report: Report, mode: Mode) -> str:
     """What the plan says when Claude's own sandbox is off: where its Bash runs, and why."""
     probes = inner_probes(report, mode, "weak")
-    why = "; ".join(_finding_text(report, c) for c in probes)
+    why = _findings_text(report, probes)
     if mode is Mode.SANDBOX:
-        return (
+        return message(
             "Claude Code's own sandbox is off: its Bash commands run without it, contained "
-            f"only by the launcher's sandbox ({why})"
+            "only by the launcher's sandbox (",
+            why,
+            ")",
         )
     who = "as root" if mode is Mode.UNSAFE else "as the agent"
-    return (
+    return message(
         f"Claude Code's Bash will run unsandboxed ({who}, with nothing but the account's "
-        f"own rights around it): no form of Claude Code's own sandbox works here ({why})"
+        "own rights around it): no form of Claude Code's own sandbox works here (",
+        why,
+        ")",
     )
 
 
@@ -268,7 +283,7 @@ def _check_inner(report: Report, mode: Mode, inner: str) -> None:
         raise RefusedError(
             message(
                 f"inner sandbox {str(inner)!r} was not verified on this host: ",
-                "; ".join(_finding_text(report, c) for c in needed),
+                _findings_text(report, needed),
                 ". ",
                 Ref(Option.INNER_SANDBOX, Act.CHOOSE, value=verified, capital=True),
                 " (what the probes verified) or fix the cause.",
