@@ -247,8 +247,9 @@ def audit(layout: Layout, timeout: float = 10.0, as_user: str | None = None) -> 
     if limits is not None:
         notes = [*notes, limits]
     if claude.exists and not claude.trusted:
-        # The plan runs `claude --version` (as root): never on a binary others could
-        # have written. Fix the binary first; then the drift can be compared.
+        # The drift is the plan's, which needs Claude's version: the edge runs
+        # `claude --version` (as root) never on a binary others could have written.
+        # Fix the binary first; then the drift can be compared.
         findings.append(
             AuditFinding(
                 id="audit.drift.unavailable",
